@@ -1,0 +1,1 @@
+"""The click commands: parse, call lifecycle, render. Kept thin on purpose."""

@@ -1,0 +1,142 @@
+"""What every git-ao command shares: the common options, the run context, and
+the mapping of errors to one line and git's exit statuses."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import click
+
+from .. import git
+from ..errors import EXIT_USAGE, AoError, Fatal, Usage
+from ..lifecycle import Context
+from ..output import Printer
+from ..store import Store
+
+CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
+
+
+def _short_help(ctx, _param, value):
+    # git's own commands print usage on stdout for -h and exit 129.
+    if value and not ctx.resilient_parsing:
+        click.echo(ctx.get_help())
+        ctx.exit(EXIT_USAGE)
+
+
+def options(*, changes=True):
+    """Decorator adding -h, -q, -v, --json, -C PATH (repeatable) and, for commands that
+    change anything, -n/--dry-run. The wrapped function receives an `app: App` first."""
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, quiet, verbose, json_mode, chdir, dry_run=False, **kw):
+            app = App(quiet=quiet, verbose=verbose, json_mode=json_mode, chdirs=chdir,
+                      dry_run=dry_run)
+            return f(app, *args, **kw)
+
+        opts = [
+            click.option("-h", is_flag=True, expose_value=False, is_eager=True,
+                         callback=_short_help, help="Show this usage and exit (status 129)."),
+            click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors."),
+            click.option("-v", "--verbose", is_flag=True, help="Show each git command run."),
+            click.option("--json", "json_mode", is_flag=True,
+                         help="Print one JSON document for scripts."),
+            click.option("-C", "chdir", multiple=True, metavar="PATH",
+                         type=click.Path(file_okay=False),
+                         help="Run as if started in PATH (like git -C)."),
+        ]
+        if changes:
+            opts.append(click.option("-n", "--dry-run", is_flag=True,
+                                     help="Show what would be done; change nothing."))
+        for opt in reversed(opts):
+            wrapper = opt(wrapper)
+        return wrapper
+
+    return deco
+
+
+class App:
+    """The run context: -C applied, the printer, the -v trace, the git version check,
+    the store (opened on first use) and the lifecycle Context."""
+
+    def __init__(self, *, quiet=False, verbose=False, json_mode=False, chdirs=(), dry_run=False):
+        for d in chdirs:
+            try:
+                os.chdir(d)
+            except OSError as exc:
+                raise Fatal(f"cannot change to '{d}': {exc.strerror}") from exc
+        self.dry_run = dry_run
+        self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose)
+        if verbose:
+            git.set_trace(self.printer.trace)
+        git.check_version()
+        self._store = None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store()
+        return self._store
+
+    @property
+    def ctx(self) -> Context:
+        return Context(self.store, dry_run=self.dry_run)
+
+
+def run(command, prog_name):
+    """Run a click command the way git runs its own: usage errors exit 129, fatal
+    errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
+    try:
+        rv = command.main(prog_name=prog_name, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        rv = exc.exit_code
+    except click.UsageError as exc:
+        msg = exc.format_message()
+        sys.stderr.write(f"error: {msg}\n")
+        if exc.ctx is not None:
+            sys.stderr.write(exc.ctx.get_usage() + "\n")
+        rv = EXIT_USAGE
+    except click.Abort:
+        rv = 130
+    except KeyboardInterrupt:
+        rv = 130
+    except AoError as exc:
+        if os.environ.get("GIT_AO_DEBUG"):
+            raise
+        sys.stderr.write(f"{exc.prefix}: {exc}\n")
+        rv = exc.exit_status
+    except BrokenPipeError:
+        rv = 0
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        if os.environ.get("GIT_AO_DEBUG"):
+            raise
+        sys.stderr.write(f"fatal: internal error: {type(exc).__name__}: {exc} "
+                         "(set GIT_AO_DEBUG=1 for a traceback)\n")
+        rv = 128
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def check_ids(ids):
+    """Validate every session id before anything changes (Usage on the first bad one)."""
+    from ..lifecycle import validate_id
+    for sid in ids:
+        validate_id(sid)
+
+
+def finish(app, command, outcomes):
+    """Print the summary (or the JSON document) and return the worst exit status."""
+    from ..lifecycle import exit_status
+    status = exit_status(outcomes)
+    app.printer.outcomes_json(command, outcomes, status, dry_run=app.dry_run)
+    app.printer.summary(outcomes, command)
+    return status
+
+
+def usage(message):
+    raise Usage(message)

@@ -1,0 +1,51 @@
+"""git ao-prune: clean up without ever losing work."""
+
+import click
+
+from .. import git
+from ..errors import Usage
+from .. import lifecycle
+from .common import CONTEXT_SETTINGS, check_ids, finish, options, run, usage
+
+
+def parse_expire(value):
+    """Parse an --expire value exactly as git does (`git config --type=expiry-date`).
+
+    Returns epoch seconds, or None for 'now'/'all' (everything expires).
+    Raises Usage for what git cannot parse."""
+    res = git.call(["-c", f"ao.expire={value}", "config", "--type=expiry-date", "ao.expire"], "/")
+    text = res.text.strip()
+    if res.status != 0 or not text.isdigit():
+        raise Usage(f"malformed expiration date '{value}'")
+    n = int(text)
+    return None if n >= 2**63 else n
+
+
+@click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
+@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.option("--expire", metavar="WHEN", default=None,
+              help="Delete only trash older than WHEN (git date: 2.weeks.ago, now, never).")
+@click.option("--force", is_flag=True,
+              help="With IDs: delete those sessions' preserve refs and records, pending or not.")
+@options()
+def command(app, ids, expire, force):
+    """Clean what can be cleaned without losing work: records of vanished repositories
+    and of terminated sessions with nothing pending, stale worktree registrations,
+    leftover temporary index files, the trash. A preserve ref goes only when its work
+    is provably elsewhere, or when named with --force."""
+    check_ids(ids)
+    if ids and not force:
+        usage("naming sessions needs --force (it deletes their preserve refs)")
+    if force and not ids:
+        usage("--force needs the session ids it applies to")
+    expire_before = parse_expire(expire) if expire else None
+    if expire_before == 0:
+        expire_before = -1  # never: nothing is old enough
+    outcomes = lifecycle.prune(app.ctx, expire_before=expire_before, force_ids=ids)
+    for o in outcomes:
+        app.printer.outcome(o)
+    return finish(app, "prune", outcomes)
+
+
+def main():
+    run(command, "git ao-prune")

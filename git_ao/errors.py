@@ -1,0 +1,58 @@
+"""Exceptions that carry git's exit-status conventions.
+
+Every error the commands report is one of these; the command layer turns them
+into one line (`fatal: ...` or `error: ...`) and the matching exit status.
+"""
+
+# Exit statuses, as SPEC 8 and git's own commands use them.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_ATTENTION = 3
+EXIT_FATAL = 128
+EXIT_USAGE = 129
+
+
+class AoError(Exception):
+    """Base class: a message for one line, and the exit status it implies."""
+
+    exit_status = EXIT_FAILED
+    prefix = "error"
+
+
+class Fatal(AoError):
+    """Nothing could run: not a repository, an unreadable database (exit 128)."""
+
+    exit_status = EXIT_FATAL
+    prefix = "fatal"
+
+
+class Usage(AoError):
+    """Bad input caught before anything changed (exit 129)."""
+
+    exit_status = EXIT_USAGE
+    prefix = "error"
+
+
+class Refused(AoError):
+    """One session was refused or failed; others may go on (exit 1)."""
+
+    exit_status = EXIT_FAILED
+    prefix = "error"
+
+
+class GitError(AoError):
+    """A git command exited with a status it was not expected to.
+
+    Attributes: args (list[str]) the git arguments, status (int) its exit
+    status, stderr (str) what it printed on stderr, decoded with replacement.
+    """
+
+    exit_status = EXIT_FAILED
+    prefix = "error"
+
+    def __init__(self, argv, status, stderr):
+        self.argv = list(argv)
+        self.status = status
+        self.stderr = stderr
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {status}"
+        super().__init__(f"git {' '.join(self.argv[:2])}: {last}")

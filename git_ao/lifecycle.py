@@ -1,0 +1,678 @@
+"""The order of the steps of register, preserve, restore, kill, forget and prune.
+
+The crash-safety invariant, per session: capture, write the ref, commit the
+database row, and only then remove the worktree (`preserve_one`). A kill at
+any point leaves the session live with its worktree, or saved with its work in
+the ref and the row committed; running the command again converges.
+
+Nothing here prints: every function returns Outcome records for the command
+layer to render, and writes its decisions to the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from . import crashpoint, git, log, snapshot, worktree
+from .errors import AoError, GitError, Refused, Usage
+from .store import Save, Session, Store, TRASH_DIR, now_ns
+
+REF_PREFIX = "refs/ao/preserved/"
+KINDS = ("worker", "orchestrator")
+_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$")
+
+# Outcome statuses and the exit status each implies (SPEC 8).
+STATUS_EXIT = {"ok": 0, "nothing": 0, "attention": 3, "refused": 1, "failed": 1}
+
+
+@dataclass
+class Outcome:
+    """What happened to one session: status is one of STATUS_EXIT's keys."""
+
+    session_id: str
+    action: str
+    status: str
+    message: str
+    data: dict = field(default_factory=dict)
+
+    @property
+    def exit_status(self) -> int:
+        return STATUS_EXIT[self.status]
+
+
+def exit_status(outcomes) -> int:
+    """The worst status wins: 1, then 3, then 0 (128 is raised as Fatal, never returned)."""
+    codes = {o.exit_status for o in outcomes}
+    for code in (1, 3):
+        if code in codes:
+            return code
+    return 0
+
+
+@dataclass
+class Context:
+    """What every lifecycle call needs: the store and the run's switches."""
+
+    store: Store
+    dry_run: bool = False
+
+    def log(self, action, session_id, decision, **fields):
+        if not self.dry_run:
+            log.event(self.store.dir, action, session_id, decision, **fields)
+
+
+def preserve_ref(session_id) -> str:
+    """The preserve ref of a session: refs/ao/preserved/<id>."""
+    return REF_PREFIX + session_id
+
+
+def validate_id(session_id):
+    """Raise Usage unless `session_id` is 1 to 64 of [A-Za-z0-9._-], not starting with
+    '.' or '-', and refs/ao/preserved/<id> passes `git check-ref-format`."""
+    if not isinstance(session_id, str) or not _ID_RE.match(session_id) \
+            or not git.check_ref_format(preserve_ref(session_id)):
+        raise Usage(f"invalid session id '{session_id}': use 1 to 64 of A-Z a-z 0-9 . _ -, "
+                    "not starting with '.' or '-', forming a valid ref name")
+
+
+def lookup(ctx, session_id) -> Session:
+    """The session with this id; raises Usage for a malformed id, Refused for an unknown one."""
+    validate_id(session_id)
+    s = ctx.store.get(session_id)
+    if s is None:
+        raise Refused(f"no session '{session_id}' (see 'git ao list')")
+    return s
+
+
+# ---------------------------------------------------------------- register
+
+
+def register(ctx, path, *, session_id=None, kind="worker", harness="", agent_session_id=None,
+             prompt=None) -> Session:
+    """Register the linked worktree containing `path` as a live session.
+
+    Returns the Session (not stored on a dry run). Raises Fatal (not a
+    repository), Usage (bad id or kind, a bare repository, a main worktree,
+    a path git cannot name in a trailer) or Refused (id or worktree taken).
+    """
+    if kind not in KINDS:
+        raise Usage(f"invalid kind '{kind}': use worker or orchestrator")
+    dirs = git.repo_dirs(path)
+    if dirs.is_bare:
+        raise Usage(f"'{path}' is a bare repository, not a linked worktree")
+    if not dirs.is_linked_worktree:
+        raise Usage(f"'{dirs.toplevel}' is the main worktree of its repository; "
+                    "sessions live in linked worktrees (git worktree add)")
+    top = os.path.realpath(dirs.toplevel)
+    if "\n" in top:
+        raise Usage("worktree paths with a newline are not supported")
+    sid = session_id or os.path.basename(dirs.git_dir.rstrip("/"))
+    validate_id(sid)
+    holder = ctx.store.holder_of(top)
+    if holder is not None:
+        raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
+    if ctx.store.get(sid) is not None:
+        raise Refused(f"session '{sid}' already exists")
+    res = git.call(["symbolic-ref", "-q", "--short", "HEAD"], top)
+    branch = res.text.strip() if res.status == 0 else None
+    s = Session(sid, kind, harness or "", os.path.realpath(dirs.common_dir), branch, top,
+                agent_session_id, prompt)
+    if not ctx.dry_run:
+        ctx.store.insert(s)
+        ctx.log("register", sid, "registered", kind=kind, harness=harness, workspace=top)
+    return s
+
+
+def current_session(ctx, path=".") -> Session:
+    """The session of the linked worktree containing `path`, registering it first
+    (id from the worktree's name) when it is not known."""
+    dirs = git.repo_dirs(path, inherit_repo_env=True)
+    if dirs.is_bare or not dirs.is_linked_worktree:
+        raise Usage("not inside a linked worktree: name sessions, or use --all")
+    top = os.path.realpath(dirs.toplevel)
+    for s in ctx.store.sessions():
+        if s.workspace_path == top and s.live:
+            return s
+    return register(ctx, top)
+
+
+# ---------------------------------------------------------------- preserve
+
+
+class _RepoCache:
+    """One `git worktree list` per repository per run, shared across threads."""
+
+    def __init__(self):
+        self._lists = {}
+        self._lock = threading.Lock()
+
+    def entries(self, common_dir, fresh=False):
+        with self._lock:
+            if fresh or common_dir not in self._lists:
+                self._lists[common_dir] = git.worktree_list(common_dir)
+            return self._lists[common_dir]
+
+
+def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
+             progress=None) -> list[Outcome]:
+    """Preserve each session (SPEC 4); one session's failure never stops the others.
+
+    sessions: list of Session. jobs: sessions handled at once (threads; the work
+    is in git processes). timeout: seconds after which no new session starts
+    (those stay live, which is safe). progress: callback(Outcome) per session.
+    Returns one Outcome per session, in input order.
+    """
+    cache = _RepoCache()
+    deadline = time.monotonic() + timeout if timeout else None
+    results = [None] * len(sessions)
+
+    def work(i):
+        s = sessions[i]
+        if deadline is not None and time.monotonic() > deadline:
+            out = Outcome(s.id, "preserve", "refused",
+                          "not started: --timeout spent; the session stays live")
+        else:
+            out = _guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
+                           "preserve")
+            crashpoint.hit("preserve:between-sessions")
+        results[i] = out
+        if progress:
+            progress(out)
+
+    if jobs <= 1 or len(sessions) <= 1:
+        for i in range(len(sessions)):
+            work(i)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(work, range(len(sessions))))
+    return results
+
+
+def _guarded(fn, session_id, action) -> Outcome:
+    try:
+        return fn()
+    except AoError as exc:
+        status = "refused" if isinstance(exc, (Refused, Usage, snapshot.CannotCapture)) \
+            else "failed"
+        return Outcome(session_id, action, status, str(exc))
+
+
+def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
+    """Preserve one session, strictly: check, capture and write the ref, commit the row,
+    then remove the verified worktree. Returns an Outcome; raises AoError on refusal."""
+    cache = cache or _RepoCache()
+    with ctx.store.lock(session_id):
+        s = lookup(ctx, session_id)  # read again under the lock
+        if not s.live:
+            why = "already preserved" if s.pending else "session is terminated"
+            return Outcome(s.id, "preserve", "nothing", why, _facts(s))
+        if not s.branch and not s.workspace_path:
+            return Outcome(s.id, "preserve", "nothing", "skipped: no branch and no path")
+        path = s.workspace_path
+        if not os.path.isdir(s.repo):
+            raise Refused(f"repository {s.repo} is gone; see 'git ao-prune'")
+        entries = cache.entries(s.repo)
+        entry = worktree.find(entries, path)
+        main = worktree.main_path(entries)
+        if main and worktree.same_path(main, path):
+            ctx.log("preserve", s.id, "refused-damaged", workspace=path)
+            raise Refused(f"record of '{s.id}' names the main worktree {path}: the record is "
+                          "damaged; nothing is removed")
+        if not os.path.lexists(path):
+            return _record_missing(ctx, s, entry)
+        if entry is None:
+            raise Refused(f"'{path}' is not a worktree of {s.repo}; nothing is removed")
+        v = worktree.verify(s.repo, path, entries)
+        st = snapshot.inspect(path, v.git_dir)
+        keep = _keep_reasons(v)
+        if ctx.dry_run:
+            what = "checkpoint" if keep_worktree else "preserve and remove"
+            return Outcome(s.id, "preserve", "ok", f"would {what}: {len(st.changed)} changed, "
+                           f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
+                           _facts(s))
+        meta = snapshot.Meta(s.id, s.kind, s.harness, path)
+        cap = snapshot.capture(path, v.git_dir, meta, st=st)
+        crashpoint.hit("preserve:after-capture")
+        keep += cap.keep_reasons
+        ref = ""
+        if cap.commit:
+            ref = preserve_ref(s.id)
+            git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
+            crashpoint.hit("preserve:after-ref")
+        if cap.ignored:
+            ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
+                    first=",".join(cap.ignored[:5]))
+        terminate = not keep_worktree and not keep
+        save = Save(s.id, s.repo, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
+                    None, now_ns())
+        ctx.store.record_save(save, terminate=terminate)
+        crashpoint.hit("preserve:after-db")
+        facts = _facts(s, ref=ref, commit=cap.commit, changed=len(cap.changed),
+                       untracked=len(cap.untracked), ignored=len(cap.ignored))
+        summary = _summary(cap)
+        if keep_worktree:
+            ctx.log("preserve", s.id, "checkpoint", ref=ref, commit=cap.commit)
+            return Outcome(s.id, "checkpoint", "ok", f"{summary}; worktree kept", facts)
+        if keep:
+            ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
+            return Outcome(s.id, "preserve", "refused",
+                           f"{summary}; worktree kept: {'; '.join(keep)}", facts)
+        trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
+        crashpoint.hit("preserve:after-remove")
+        facts["trash"] = trash
+        ctx.log("preserve", s.id, "preserved", ref=ref, commit=cap.commit, trash=trash)
+        return Outcome(s.id, "preserve", "ok", f"{summary}; worktree removed", facts)
+
+
+def _keep_reasons(v) -> list:
+    reasons = []
+    if v.entry.locked is not None:
+        why = f" ({v.entry.locked})" if v.entry.locked else ""
+        reasons.append(f"it is locked{why} (git worktree unlock)")
+    lock = os.path.join(v.git_dir, "index.lock")
+    if os.path.exists(lock):
+        reasons.append(f"its index is locked by another process: {lock}")
+    return reasons
+
+
+def _record_missing(ctx, s, entry) -> Outcome:
+    """The user deleted the worktree directory: record a save with no ref so that
+    restore re-adds the worktree from its branch."""
+    head = entry.head if entry else None
+    branch = s.branch
+    if entry and entry.branch:
+        branch = entry.branch.removeprefix("refs/heads/")
+    detached = bool(entry and entry.detached)
+    if not head and branch:
+        head = git.rev_parse(s.repo, f"refs/heads/{branch}")
+    if ctx.dry_run:
+        return Outcome(s.id, "preserve", "ok", "would record the missing worktree", _facts(s))
+    ctx.store.record_save(Save(s.id, s.repo, s.workspace_path, branch, head, detached, "", None,
+                               None, now_ns()), terminate=True)
+    ctx.log("preserve", s.id, "recorded-missing", workspace=s.workspace_path, branch=branch)
+    return Outcome(s.id, "preserve", "ok", "worktree directory was already gone; recorded so "
+                   "restore re-adds it", _facts(s))
+
+
+def _summary(cap) -> str:
+    if not cap.commit:
+        return "clean, nothing to save"
+    return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked saved in "
+            f"{preserve_ref_short(cap.commit)}")
+
+
+def preserve_ref_short(commit) -> str:
+    return commit[:12] if commit else "-"
+
+
+def _facts(s: Session, **extra) -> dict:
+    d = {"workspace_path": s.workspace_path, "kind": s.kind, "harness": s.harness,
+         "branch": s.branch, "repo": s.repo}
+    d.update(extra)
+    return d
+
+
+# ---------------------------------------------------------------- restore
+
+
+def restore(ctx, sessions, *, progress=None) -> list[Outcome]:
+    """Restore each pending session (SPEC 5); one failure never stops the others."""
+    out = []
+    for s in sessions:
+        o = _guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
+        out.append(o)
+        if progress:
+            progress(o)
+    return out
+
+
+def restore_one(ctx, session_id) -> Outcome:
+    """Re-create the session's worktree at its recorded path on its branch, apply the
+    preserved commit, delete the ref after a clean apply, mark the session live."""
+    with ctx.store.lock(session_id):
+        s = lookup(ctx, session_id)
+        if not s.pending:
+            return Outcome(s.id, "restore", "nothing",
+                           "live, nothing pending" if s.live else "terminated, nothing pending",
+                           _facts(s))
+        save = s.save
+        path = save.worktree_path
+        if not os.path.isdir(s.repo):
+            raise Refused(f"repository {s.repo} is gone; the session cannot come back")
+        entries = git.worktree_list(s.repo)
+        entry = worktree.find(entries, path)
+        if entry is not None and entry.prunable and not os.path.lexists(path):
+            if not ctx.dry_run:
+                git.worktree_prune(s.repo)
+            entries = git.worktree_list(s.repo) if not ctx.dry_run else \
+                [e for e in entries if e is not entry]
+            entry = None
+        want_branch = None if save.detached else save.branch
+        if want_branch:
+            for e in entries:
+                if e.branch == f"refs/heads/{want_branch}" and not worktree.same_path(e.path, path):
+                    raise Refused(f"branch '{want_branch}' is checked out in {e.path}; "
+                                  "free it and run git ao-restore again (still pending)")
+        reused = os.path.lexists(path)
+        if reused:
+            _check_reusable(s, save, entry, path, want_branch)
+        if ctx.dry_run:
+            how = "reuse the worktree at" if reused else "re-create the worktree at"
+            return Outcome(s.id, "restore", "ok", f"would {how} {path}", _facts(s))
+        if not reused:
+            _add_worktree(s.repo, path, save, want_branch)
+            crashpoint.hit("restore:after-worktree-add")
+        outcome = _apply_saved(ctx, s, save, path, reused)
+        ctx.store.mark_restored(s.id)
+        crashpoint.hit("restore:after-db")
+        ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
+        return outcome
+
+
+def _check_reusable(s, save, entry, path, want_branch):
+    if entry is None:
+        raise Refused(f"'{path}' exists and is not a worktree of this repository; "
+                      "nothing there is touched (still pending)")
+    if entry.is_main:
+        raise Refused(f"'{path}' is the main worktree; the record is damaged (still pending)")
+    on_branch = entry.branch == f"refs/heads/{want_branch}" if want_branch else \
+        (entry.detached and entry.head == save.head)
+    if not on_branch:
+        now = entry.branch or f"detached at {entry.head}"
+        raise Refused(f"'{path}' is a worktree on {now}, not this session's; "
+                      "nothing there is touched (still pending)")
+
+
+def _add_worktree(repo, path, save, want_branch):
+    if not want_branch:
+        git.worktree_add(repo, path, commit=save.head, detach=True)
+    elif git.branch_exists(repo, want_branch):
+        git.worktree_add(repo, path, branch=want_branch)
+    elif save.head:
+        git.worktree_add(repo, path, new_branch=want_branch, commit=save.head)
+    else:
+        raise Refused(f"branch '{want_branch}' is gone and no commit was saved to re-create it")
+
+
+def _apply_saved(ctx, s, save, path, reused) -> Outcome:
+    """Step 2 of restore: apply, then delete the ref only after a clean apply."""
+    facts = _facts(s, ref=save.preserve_ref, commit=save.preserved_commit)
+    commit = save.preserved_commit
+    if not commit:
+        return Outcome(s.id, "restore", "ok", f"worktree back at {path} (nothing was saved)",
+                       facts)
+    dirs = git.repo_dirs(path)
+    ref = save.preserve_ref
+    if not git.object_exists(path, commit):
+        return Outcome(s.id, "restore", "attention", f"preserved commit {commit} is missing; "
+                       "worktree is back without the work", facts)
+    if reused and snapshot.holds(path, dirs.git_dir, commit):
+        _drop_ref(path, ref, commit)
+        return Outcome(s.id, "restore", "ok", f"worktree at {path} already held the preserved "
+                       "work", facts)
+    if reused and not git.status(path, ignored=False).clean:
+        return Outcome(s.id, "restore", "attention",
+                       f"worktree at {path} has other changes; the work stays in {ref}: "
+                       f"git stash apply --index {ref}", facts)
+    applied = snapshot.apply(path, commit)
+    crashpoint.hit("restore:after-apply")
+    if applied.outcome == "clean":
+        _drop_ref(path, ref, commit)
+        crashpoint.hit("restore:after-ref-delete")
+        return Outcome(s.id, "restore", "ok", f"restored at {path}", facts)
+    facts["paths"] = applied.paths
+    listed = ", ".join(applied.paths[:5]) + (" ..." if len(applied.paths) > 5 else "")
+    if applied.outcome == "conflict":
+        msg = f"conflicts in {listed}; markers left, work kept in {ref}"
+    elif applied.outcome == "unstaged":
+        msg = f"{applied.detail}; work kept in {ref}"
+    else:
+        msg = f"nothing applied: {applied.detail}" + (f": {listed}" if listed else "") + \
+              f"; work kept in {ref}"
+    return Outcome(s.id, "restore", "attention", msg, facts)
+
+
+def _drop_ref(cwd, ref, commit):
+    if ref and git.rev_parse(cwd, ref) == commit:
+        git.delete_ref(cwd, ref, commit)
+
+
+# ---------------------------------------------------------------- kill, forget
+
+
+def kill(ctx, session_id) -> Outcome:
+    """End a live session: remove its worktree only when it is clean (`git worktree
+    remove`, never forced), and mark it terminated with nothing pending."""
+    with ctx.store.lock(session_id):
+        s = lookup(ctx, session_id)
+        if s.pending:
+            raise Refused(f"session '{s.id}' has preserved work pending; restore it, or "
+                          f"'git ao forget --force {s.id}'")
+        if not s.live:
+            return Outcome(s.id, "kill", "nothing", "already terminated", _facts(s))
+        path = s.workspace_path
+        if os.path.lexists(path):
+            v = worktree.verify(s.repo, path)
+            st = snapshot.inspect(path, v.git_dir)
+            if not st.clean:
+                raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
+                              f"{len(st.untracked)} untracked); commit it or preserve it")
+            if st.branch is None and not git.is_reachable_from_refs(path, st.head):
+                raise Refused(f"'{path}' is detached at {st.head[:12]}, which no ref holds; "
+                              "create a branch first")
+            if ctx.dry_run:
+                return Outcome(s.id, "kill", "ok", f"would remove {path}", _facts(s))
+            git.worktree_remove(s.repo, path)
+        elif ctx.dry_run:
+            return Outcome(s.id, "kill", "ok", "would mark terminated", _facts(s))
+        ctx.store.mark_terminated(s.id)
+        ctx.log("kill", s.id, "killed", workspace=path)
+        return Outcome(s.id, "kill", "ok", f"terminated; {path} removed", _facts(s))
+
+
+def forget(ctx, session_id, force=False) -> Outcome:
+    """Drop a session's record. Refuses while work is pending unless `force`; the
+    preserve ref itself is left for `git ao-prune --force ID` or for recovery."""
+    with ctx.store.lock(session_id):
+        s = lookup(ctx, session_id)
+        if s.pending and not force:
+            raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
+                          "--force")
+        if ctx.dry_run:
+            return Outcome(s.id, "forget", "ok", "would drop the record", _facts(s))
+        ctx.store.delete(s.id)
+        ctx.log("forget", s.id, "forgotten", forced=force or None)
+        kept = f"; {s.save.preserve_ref} kept" if s.pending and s.save.preserve_ref else ""
+        return Outcome(s.id, "forget", "ok", f"record dropped{kept}", _facts(s))
+
+
+# ---------------------------------------------------------------- prune
+
+
+def prune(ctx, *, expire_before=None, force_ids=()) -> list[Outcome]:
+    """Clean what can be cleaned without losing work (SPEC 6).
+
+    expire_before: epoch seconds; trash entries older are deleted (None: all).
+    force_ids: sessions the user named with --force: their refs and records go.
+    Returns one Outcome per thing done (or that would be done on a dry run).
+    """
+    out = []
+    sessions = ctx.store.sessions()
+    repos = sorted({s.repo for s in sessions})
+    named = set(force_ids)
+    for s in sessions:
+        if s.id in named:
+            out.append(_prune_forced(ctx, s))
+            continue
+        if not os.path.isdir(s.repo):
+            out.append(_prune_record(ctx, s, f"repository {s.repo} is gone"))
+        elif not s.live and not s.pending:
+            out.append(_prune_record(ctx, s, "terminated, nothing pending"))
+    for sid in named - {s.id for s in sessions}:
+        out.append(Outcome(sid, "prune", "refused", f"no session '{sid}'"))
+    for repo in repos:
+        if os.path.isdir(repo):
+            out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.repo == repo})
+    out += _prune_trash(ctx, expire_before)
+    return out
+
+
+def _prune_record(ctx, s, why) -> Outcome:
+    if not ctx.dry_run:
+        ctx.store.delete(s.id)
+    ctx.log("prune", s.id, "record-dropped", why=why)
+    return Outcome(s.id, "prune-record", "ok", f"{'would drop' if ctx.dry_run else 'dropped'} "
+                   f"record ({why})", _facts(s))
+
+
+def _prune_forced(ctx, s) -> Outcome:
+    ref = preserve_ref(s.id)
+    oid = git.rev_parse(s.repo, ref) if os.path.isdir(s.repo) else None
+    if not ctx.dry_run:
+        if oid:
+            git.delete_ref(s.repo, ref, oid)
+        ctx.store.delete(s.id)
+    ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid)
+    verb = "would delete" if ctx.dry_run else "deleted"
+    what = f"{ref} (was {oid})" if oid else "no ref"
+    return Outcome(s.id, "prune-ref", "ok", f"{verb} {what} and the record", _facts(s))
+
+
+def _prune_repo(ctx, repo, by_id) -> list[Outcome]:
+    out = []
+    for ln in git.worktree_prune(repo, dry_run=ctx.dry_run):
+        ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
+        out.append(Outcome("-", "prune-worktree", "ok", ln, {"repo": repo}))
+    for path in _leftover_indexes(repo):
+        if not ctx.dry_run:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+        ctx.log("prune", None, "tmp-index", path=path)
+        out.append(Outcome("-", "prune-tmp", "ok", f"{'would remove' if ctx.dry_run else 'removed'}"
+                           f" {path}", {"repo": repo}))
+    for ref, oid in git.for_each_ref(repo, REF_PREFIX):
+        sid = ref[len(REF_PREFIX):]
+        s = by_id.get(sid)
+        if s is None:
+            out.append(Outcome(sid, "prune-ref", "nothing", f"{ref} ({oid[:12]}) has no record; "
+                               "kept (git ao doctor --recover)", {"repo": repo}))
+            continue
+        if s.pending and s.save.preserved_commit == oid:
+            continue
+        where = _work_present_elsewhere(s, oid)
+        if where:
+            if not ctx.dry_run:
+                git.delete_ref(repo, ref, oid)
+            ctx.log("prune", sid, "ref-deleted", ref=ref, commit=oid, why=where)
+            out.append(Outcome(sid, "prune-ref", "ok", f"{'would delete' if ctx.dry_run else 'deleted'}"
+                               f" {ref} (was {oid}): its work is {where}", _facts(s)))
+    return out
+
+
+def _work_present_elsewhere(s, oid) -> str:
+    """Where the work of preserve commit `oid` provably is, besides the ref ('' if nowhere)."""
+    try:
+        head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, oid)
+        if u_tree is None and s.branch:
+            tip = git.trees_of(s.repo, [f"refs/heads/{s.branch}"])[0]
+            if tip == w_tree == i_tree:
+                return f"committed on {s.branch}"
+        if s.live and os.path.isdir(s.workspace_path):
+            dirs = git.repo_dirs(s.workspace_path)
+            if snapshot.holds(s.workspace_path, dirs.git_dir, oid):
+                return f"in the worktree {s.workspace_path}"
+    except (AoError, IndexError):
+        return ""
+    return ""
+
+
+def _leftover_indexes(repo) -> list:
+    """Temporary index files left by a killed git-ao (their process is gone)."""
+    found = []
+    dirs = [repo] + [os.path.join(repo, "worktrees", d)
+                     for d in (os.listdir(os.path.join(repo, "worktrees"))
+                               if os.path.isdir(os.path.join(repo, "worktrees")) else [])]
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if not name.startswith(snapshot.TMP_PREFIX):
+                continue
+            pid = name[len(snapshot.TMP_PREFIX):].split(".")[0]
+            if pid.isdigit() and _alive(int(pid)):
+                continue
+            found.append(os.path.join(d, name))
+    return found
+
+
+def _alive(pid) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _prune_trash(ctx, expire_before) -> list[Outcome]:
+    trash = os.path.join(ctx.store.dir, TRASH_DIR)
+    if not os.path.isdir(trash):
+        return []
+    out = []
+    for name in sorted(os.listdir(trash)):
+        path = os.path.join(trash, name)
+        stamp = name.rsplit(".", 1)[-1]
+        when = int(stamp) / 1e9 if stamp.isdigit() else os.lstat(path).st_mtime
+        if expire_before is not None and when >= expire_before:
+            continue
+        if not ctx.dry_run:
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
+        ctx.log("prune", name.rsplit(".", 1)[0], "trash-deleted", path=path)
+        out.append(Outcome(name.rsplit(".", 1)[0], "prune-trash", "ok",
+                           f"{'would delete' if ctx.dry_run else 'deleted'} {path}"))
+    return out
+
+
+def list_json(s: Session) -> dict:
+    """A session as a JSON-ready dict (the `git ao list --json` record)."""
+    save = s.save
+    return {
+        "id": s.id, "kind": s.kind, "harness": s.harness, "state": s.state,
+        "branch": s.branch, "workspace_path": s.workspace_path, "repo": s.repo,
+        "agent_session_id": s.agent_session_id,
+        "preserve_ref": save.preserve_ref if save and save.holds_ref else None,
+        "preserved_commit": save.preserved_commit if save and save.holds_ref else None,
+        "detached": save.detached if save else None,
+        "saved_at": _iso(save.saved_at) if save else None,
+        "restored_at": _iso(save.restored_at) if save and save.restored_at else None,
+        "created_at": _iso(s.created_at),
+    }
+
+
+def _iso(ns) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
+
+
+def show_stat(s: Session) -> str:
+    """What `git stash show --stat --include-untracked` prints for the session's saved work."""
+    if not s.save or not s.save.preserved_commit or not os.path.isdir(s.repo):
+        return ""
+    if not git.object_exists(s.repo, s.save.preserved_commit):
+        return ""
+    return git.diff_stat(s.repo, s.save.preserved_commit)
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False)

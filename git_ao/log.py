@@ -1,0 +1,68 @@
+"""The one place that writes `logs/git-ao.log` in the data dir.
+
+Shutdown scripts have no terminal, so every preserve, restore and prune
+decision is appended here, one line each, rotated by size. Values are written
+as `key=value` with repr-quoting where needed; prompt text is never passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import threading
+
+LOG_NAME = "git-ao.log"
+MAX_BYTES = 1 << 20
+BACKUPS = 5
+
+_lock = threading.Lock()
+_logger = None
+_path = None
+
+
+def _get(data_dir):
+    global _logger, _path
+    path = os.path.join(data_dir, "logs", LOG_NAME)
+    with _lock:
+        if _logger is None or _path != path:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            if not os.path.exists(path):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+            logger = logging.getLogger(f"git-ao.{id(path)}")
+            logger.propagate = False
+            logger.setLevel(logging.INFO)
+            for h in list(logger.handlers):
+                logger.removeHandler(h)
+            handler = logging.handlers.RotatingFileHandler(path, maxBytes=MAX_BYTES,
+                                                           backupCount=BACKUPS)
+            handler.setFormatter(logging.Formatter(
+                "%(asctime)s pid=%(process)d %(message)s", "%Y-%m-%dT%H:%M:%S%z"))
+            logger.addHandler(handler)
+            _logger, _path = logger, path
+        return _logger
+
+
+def _fmt(value) -> str:
+    text = str(value)
+    if not text or any(c.isspace() or c in "\"'=" for c in text):
+        return repr(text)
+    return text
+
+
+def event(data_dir, action, session_id, decision, **fields):
+    """Append one line: `<time> pid=<pid> <action> <session> <decision> key=value ...`.
+
+    data_dir: str. Never raises: a log that cannot be written must not stop a
+    preserve at shutdown."""
+    try:
+        parts = [action, _fmt(session_id or "-"), _fmt(decision)]
+        parts += [f"{k}={_fmt(v)}" for k, v in fields.items() if v is not None]
+        _get(data_dir).info(" ".join(parts))
+    except Exception:  # noqa: BLE001 - logging is best effort by design
+        pass
+
+
+def path(data_dir) -> str:
+    """The log file's path for this data dir."""
+    return os.path.join(data_dir, "logs", LOG_NAME)

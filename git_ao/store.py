@@ -1,0 +1,379 @@
+"""The one place that touches SQLite and the data dir's files.
+
+Data dir: `$AO_DATA_DIR`, else `~/.ao/data` (mode 0700, files 0600). The
+database `git-ao.db` runs in WAL mode with `synchronous=FULL`; its schema
+version lives in `PRAGMA user_version` and newer schemas are refused, never
+rewritten. Per-session locks are `flock`s on files under `locks/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sqlite3
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .errors import Fatal, Refused
+
+DB_NAME = "git-ao.db"
+CONFIG_NAME = "git-ao.toml"
+LOG_DIR = "logs"
+LOCK_DIR = "locks"
+TRASH_DIR = "trash"
+BUSY_TIMEOUT_MS = 10_000
+
+# Each entry upgrades the schema from version N-1 to N. Append, never edit.
+MIGRATIONS = [
+    # 1: sessions and their saves.
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('worker', 'orchestrator')),
+        harness TEXT NOT NULL DEFAULT '',
+        repo TEXT NOT NULL,
+        branch TEXT,
+        workspace_path TEXT NOT NULL,
+        agent_session_id TEXT,
+        prompt TEXT,
+        terminated INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE session_worktrees (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        repo TEXT NOT NULL,
+        worktree_path TEXT NOT NULL,
+        branch TEXT,
+        head TEXT,
+        detached INTEGER NOT NULL,
+        preserve_ref TEXT NOT NULL,
+        preserved_commit TEXT,
+        worktree_config TEXT,
+        saved_at INTEGER NOT NULL,
+        restored_at INTEGER
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def data_dir() -> str:
+    """The data dir path: `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data`."""
+    env = os.environ.get("AO_DATA_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    return os.path.join(os.path.expanduser("~"), ".ao", "data")
+
+
+def now_ns() -> int:
+    """Wall-clock time in integer nanoseconds since the epoch (the unit of every stored time)."""
+    return time.time_ns()
+
+
+@dataclass
+class Save:
+    """The session_worktrees row: what one preserve recorded."""
+
+    session_id: str
+    repo: str
+    worktree_path: str
+    branch: str | None
+    head: str | None
+    detached: bool
+    preserve_ref: str  # "" when the worktree was clean
+    preserved_commit: str | None
+    worktree_config: str | None  # JSON: sparse-checkout patterns, per-worktree config
+    saved_at: int
+    restored_at: int | None = None
+
+    @property
+    def pending(self) -> bool:
+        """A save newer than its restore is what makes a session pending."""
+        return self.restored_at is None or self.saved_at > self.restored_at
+
+    @property
+    def holds_ref(self) -> bool:
+        """Is the preserve ref still this save's (pending, or a checkpoint not yet superseded)?"""
+        return bool(self.preserve_ref) and (self.restored_at is None
+                                            or self.saved_at >= self.restored_at)
+
+
+@dataclass
+class Session:
+    """The sessions row, with its save (or None) attached."""
+
+    id: str
+    kind: str
+    harness: str
+    repo: str  # absolute common git dir
+    branch: str | None
+    workspace_path: str
+    agent_session_id: str | None = None
+    prompt: str | None = None
+    terminated: bool = False
+    created_at: int = 0
+    updated_at: int = 0
+    save: Save | None = field(default=None, repr=False)
+
+    @property
+    def pending(self) -> bool:
+        return self.save is not None and self.save.pending
+
+    @property
+    def live(self) -> bool:
+        return not self.terminated
+
+    @property
+    def state(self) -> str:
+        """'live', 'pending' or 'terminated'."""
+        if self.live:
+            return "live"
+        return "pending" if self.pending else "terminated"
+
+
+def _ensure_private_dir(path):
+    """Create `path` with mode 0700, refuse it when another user owns it, tighten loose modes."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise Fatal(f"cannot create data dir '{path}': {exc.strerror}") from exc
+    st = os.stat(path)
+    if st.st_uid != os.geteuid():
+        raise Fatal(f"data dir '{path}' is owned by uid {st.st_uid}, not by you; refusing to use it")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+
+
+class Store:
+    """The database and the data dir. One instance per command; safe across threads.
+
+    Raises Fatal on an unreadable database, a newer schema, or a data dir that
+    belongs to another user.
+    """
+
+    def __init__(self, path: str | None = None):
+        self.dir = path or data_dir()
+        self.db_path = os.path.join(self.dir, DB_NAME)
+        self._local = threading.local()
+        _ensure_private_dir(self.dir)
+        self._open_checked()
+
+    # -------------------------------------------------------------- files
+
+    def subdir(self, name) -> str:
+        """A private (0700) directory inside the data dir, created on demand."""
+        path = os.path.join(self.dir, name)
+        _ensure_private_dir(path)
+        return path
+
+    def _create_db_file(self):
+        if os.path.exists(self.db_path):
+            st = os.stat(self.db_path)
+            if st.st_uid != os.geteuid():
+                raise Fatal(f"database '{self.db_path}' is owned by uid {st.st_uid}, not by you")
+            if stat.S_IMODE(st.st_mode) & 0o077:
+                os.chmod(self.db_path, 0o600)
+            return
+        try:
+            fd = os.open(self.db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise Fatal(f"cannot create database '{self.db_path}': {exc.strerror}") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_MS / 1000,
+                               isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    def _open_checked(self):
+        self._create_db_file()
+        try:
+            conn = self._connect()
+            self._migrate(conn)
+        except sqlite3.DatabaseError as exc:
+            raise Fatal(f"database '{self.db_path}' is unreadable ({exc}); "
+                        "see 'git ao doctor'") from exc
+        self._local.conn = conn
+        for suffix in ("-wal", "-shm"):
+            p = self.db_path + suffix
+            if os.path.exists(p) and stat.S_IMODE(os.stat(p).st_mode) & 0o077:
+                os.chmod(p, 0o600)
+
+    def _migrate(self, conn):
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise Fatal(f"database '{self.db_path}' has schema version {version}, newer than "
+                        f"this git-ao knows ({SCHEMA_VERSION}); upgrade git-ao")
+        if version == SCHEMA_VERSION:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for n in range(version, SCHEMA_VERSION):
+                for stmt in MIGRATIONS[n].split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = self._local.conn = self._connect()
+            except sqlite3.DatabaseError as exc:
+                raise Fatal(f"database '{self.db_path}' is unreadable ({exc})") from exc
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """BEGIN IMMEDIATE ... COMMIT; rolled back on any exception. Yields the connection."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def integrity_ok(self) -> tuple[bool, str]:
+        """`PRAGMA integrity_check`: (ok, first line of the answer)."""
+        row = self.conn.execute("PRAGMA integrity_check").fetchone()
+        return row[0] == "ok", row[0]
+
+    # -------------------------------------------------------------- locks
+
+    @contextlib.contextmanager
+    def lock(self, session_id, timeout=120.0):
+        """Hold the per-session lock (flock on locks/<id>.lock), waiting up to `timeout` seconds.
+
+        Raises Refused when another git-ao process holds it for longer."""
+        path = os.path.join(self.subdir(LOCK_DIR), session_id + ".lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    if time.monotonic() >= deadline:
+                        raise Refused(f"session '{session_id}' is busy: another git-ao "
+                                      f"holds {path}") from None
+                    time.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)
+
+    # -------------------------------------------------------------- reads
+
+    _SELECT = """
+        SELECT s.*, w.session_id AS w_session_id, w.repo AS w_repo, w.worktree_path,
+               w.branch AS w_branch, w.head, w.detached, w.preserve_ref, w.preserved_commit,
+               w.worktree_config, w.saved_at, w.restored_at
+        FROM sessions s LEFT JOIN session_worktrees w ON w.session_id = s.id
+    """
+
+    @staticmethod
+    def _row(row) -> Session:
+        save = None
+        if row["w_session_id"] is not None:
+            save = Save(row["w_session_id"], row["w_repo"], row["worktree_path"], row["w_branch"],
+                        row["head"], bool(row["detached"]), row["preserve_ref"],
+                        row["preserved_commit"], row["worktree_config"], row["saved_at"],
+                        row["restored_at"])
+        return Session(row["id"], row["kind"], row["harness"], row["repo"], row["branch"],
+                       row["workspace_path"], row["agent_session_id"], row["prompt"],
+                       bool(row["terminated"]), row["created_at"], row["updated_at"], save)
+
+    def get(self, session_id) -> Session | None:
+        """The session with this id, or None."""
+        row = self.conn.execute(self._SELECT + " WHERE s.id = ?", (session_id,)).fetchone()
+        return self._row(row) if row else None
+
+    def sessions(self) -> list[Session]:
+        """Every session, ordered by repository then id."""
+        rows = self.conn.execute(self._SELECT + " ORDER BY s.repo, s.id").fetchall()
+        return [self._row(r) for r in rows]
+
+    def holder_of(self, workspace_path) -> Session | None:
+        """The live or pending session recorded at this workspace path, or None."""
+        for s in self.sessions():
+            if s.workspace_path == workspace_path and (s.live or s.pending):
+                return s
+        return None
+
+    # -------------------------------------------------------------- writes
+
+    def insert(self, s: Session):
+        """Register a new live session. Raises Refused when the id or the path is taken."""
+        t = now_ns()
+        with self.transaction() as c:
+            if c.execute("SELECT 1 FROM sessions WHERE id = ?", (s.id,)).fetchone():
+                raise Refused(f"session '{s.id}' already exists")
+            c.execute(
+                "INSERT INTO sessions (id, kind, harness, repo, branch, workspace_path, "
+                "agent_session_id, prompt, terminated, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (s.id, s.kind, s.harness, s.repo, s.branch, s.workspace_path,
+                 s.agent_session_id, s.prompt, t, t))
+        s.created_at = s.updated_at = t
+
+    def record_save(self, save: Save, *, terminate: bool):
+        """Write the save row and (terminate=True) mark the session terminated, in one commit.
+
+        terminate=False is a checkpoint: the save counts as already restored, so
+        nothing becomes pending."""
+        with self.transaction() as c:
+            if not terminate:
+                save.restored_at = save.saved_at
+            c.execute(
+                "INSERT OR REPLACE INTO session_worktrees (session_id, repo, worktree_path, "
+                "branch, head, detached, preserve_ref, preserved_commit, worktree_config, "
+                "saved_at, restored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (save.session_id, save.repo, save.worktree_path, save.branch, save.head,
+                 int(save.detached), save.preserve_ref, save.preserved_commit,
+                 save.worktree_config, save.saved_at, save.restored_at))
+            c.execute("UPDATE sessions SET terminated = ?, branch = COALESCE(?, branch), "
+                      "updated_at = ? WHERE id = ?",
+                      (int(terminate), save.branch, now_ns(), save.session_id))
+
+    def mark_restored(self, session_id):
+        """Mark the save restored and the session live, in one commit."""
+        t = now_ns()
+        with self.transaction() as c:
+            c.execute("UPDATE session_worktrees SET restored_at = ? WHERE session_id = ?",
+                      (t, session_id))
+            c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
+                      (t, session_id))
+
+    def mark_terminated(self, session_id):
+        """Mark a session terminated (a kill): it stays on record with nothing pending."""
+        with self.transaction() as c:
+            c.execute("UPDATE sessions SET terminated = 1, updated_at = ? WHERE id = ?",
+                      (now_ns(), session_id))
+
+    def delete(self, session_id):
+        """Drop a session's rows (the sessions row and its save)."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM session_worktrees WHERE session_id = ?", (session_id,))
+            c.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
