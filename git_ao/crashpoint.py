@@ -9,7 +9,9 @@ import os
 import signal
 
 _SPEC = os.environ.get("GIT_AO_CRASH_AT") or None
-_NAME, _, _NTH = (_SPEC or "").partition(":")
+_NAME, _, _NTH = (_SPEC or "").rpartition(":")
+if not _NTH.isdigit():
+    _NAME, _NTH = _SPEC or "", ""
 _count = 0
 
 

@@ -451,10 +451,14 @@ def ls_tree_paths(cwd, tree) -> list:
     return split_z(run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))
 
 
-def diff_stat(cwd, commit) -> str:
-    """What `git stash show --stat --include-untracked <commit>` prints."""
-    return run(["stash", "show", "--stat", "--include-untracked", commit], cwd).decode(
-        "utf-8", "replace")
+def diff_stat(common_dir, commit) -> str:
+    """What `git stash show --stat --include-untracked <commit>` prints.
+
+    stash insists on a work tree although `show` reads none, so the common dir
+    stands in for one: this works for bare repositories too."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": common_dir}
+    return run(["stash", "show", "--stat", "--include-untracked", commit], common_dir,
+               env=env).decode("utf-8", "replace")
 
 
 def stash_apply(cwd, commit, *, index) -> Completed:

@@ -113,7 +113,7 @@ def register(ctx, path, *, session_id=None, kind="worker", harness="", agent_ses
     top = os.path.realpath(dirs.toplevel)
     if "\n" in top:
         raise Usage("worktree paths with a newline are not supported")
-    sid = session_id or os.path.basename(dirs.git_dir.rstrip("/"))
+    sid = session_id if session_id is not None else os.path.basename(dirs.git_dir.rstrip("/"))
     validate_id(sid)
     holder = ctx.store.holder_of(top)
     if holder is not None:

@@ -1,0 +1,101 @@
+"""The preserve commit is shaped like a stash (SPEC 3) and git's own tools read it."""
+
+import os
+import subprocess
+
+from tests.conftest import ao, dirty, git
+from tests.worktree_state import same_but_ignored, state
+
+REF = "refs/ao/preserved/cap"
+
+
+def test_commit_shape_and_git_stash_reads_it(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "cap", kind="orchestrator", harness="claude-code")
+    dirty(wt)
+    before = state(wt)
+    head = git("rev-parse", "HEAD", cwd=wt).strip()
+    ao("ao-preserve", "--keep-worktree", "cap", cwd=repo)
+    w = git("rev-parse", REF, cwd=repo).strip()
+    parents = git("rev-list", "--parents", "-n1", w, cwd=repo).split()[1:]
+    assert len(parents) == 3 and parents[0] == head
+    # I: the index tree, parent H
+    assert git("rev-list", "--parents", "-n1", parents[1], cwd=repo).split()[1:] == [head]
+    assert git("rev-parse", f"{parents[1]}^{{tree}}", cwd=repo).strip() == \
+        git("write-tree", cwd=wt).strip()
+    # U: a root commit with only the untracked, non-ignored files
+    assert git("rev-list", "--parents", "-n1", parents[2], cwd=repo).split()[1:] == []
+    u_files = set(git("ls-tree", "-r", "-z", "--name-only", parents[2], cwd=repo).split("\0"))
+    assert u_files - {""} == {"new dir/deep/naïve file.txt", "bin.dat", "link-to-readme"}
+    w_files = set(git("ls-tree", "-r", "-z", "--name-only", w, cwd=repo).split("\0"))
+    assert "debug.log" not in w_files and "bin.dat" not in w_files
+    # trailers describe the session
+    msg = git("log", "-1", "--format=%B", w, cwd=repo)
+    for line in ("Ao-Session: cap", "Ao-Kind: orchestrator", "Ao-Harness: claude-code",
+                 "Ao-Branch: cap", f"Ao-Workspace: {wt}", f"Ao-Head: {head}", "Ao-Detached: false"):
+        assert line in msg
+    # the stash list, the real index and the worktree are untouched
+    assert git("stash", "list", cwd=repo) == ""
+    assert state(wt) == before
+    # git stash show reads it
+    shown = git("stash", "show", "-p", "--include-untracked", REF, cwd=wt)
+    assert "unstaged line" in shown and "untracked ünïcode" in shown
+    # and git stash apply --index in a fresh worktree of the same commit reproduces it
+    fresh = tmp_path / "fresh"
+    git("worktree", "add", "-q", "--detach", fresh, head, cwd=repo)
+    git("stash", "apply", "--index", REF, cwd=fresh)
+    again = state(fresh)
+    mine = dict(before, branch=None)
+    assert {k: v for k, v in again.items() if k not in ("ignored", "status")} == \
+        {k: v for k, v in mine.items() if k not in ("ignored", "status")}
+
+
+def test_reflog_keeps_an_earlier_preserve(repo, worktrees):
+    wt = worktrees(repo, "cap")
+    (wt / "a.txt").write_text("one\n")
+    ao("ao-preserve", "--keep-worktree", "cap", cwd=repo)
+    first = git("rev-parse", REF, cwd=repo).strip()
+    (wt / "a.txt").write_text("two\n")
+    ao("ao-preserve", "--keep-worktree", "cap", cwd=repo)
+    assert git("rev-parse", f"{REF}@{{1}}", cwd=repo).strip() == first
+
+
+def test_ignored_paths_are_logged_not_captured(repo, worktrees):
+    wt = worktrees(repo, "ign")
+    (wt / "x.log").write_text("secret\n")
+    (wt / "build").mkdir()
+    for i in range(5):
+        (wt / "build" / f"o{i}").write_text("o")
+    (wt / "tracked-change").write_text("t\n")
+    ao("ao-preserve", "ign", cwd=repo)
+    w = git("rev-parse", "refs/ao/preserved/ign", cwd=repo).strip()
+    allfiles = git("log", "--all", "--format=", "--name-only", "-m", w, "--", cwd=repo)
+    assert "x.log" not in allfiles and "build/" not in allfiles
+    with open(os.path.join(os.environ["AO_DATA_DIR"], "logs", "git-ao.log")) as fh:
+        log = fh.read()
+    line = [ln for ln in log.splitlines() if "ignored-skipped" in ln]
+    assert len(line) == 1 and "count=2" in line[0] and "x.log" in line[0]
+
+
+def test_temporary_indexes_are_removed(repo, worktrees):
+    wt = worktrees(repo, "tmpidx")
+    dirty(wt)
+    gitdir = git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+    ao("ao-preserve", "--keep-worktree", "tmpidx", cwd=repo)
+    assert not [n for n in os.listdir(gitdir) if n.startswith("git-ao-index")]
+
+
+def test_detached_clean_worktree_keeps_its_commit_alive(repo, worktrees):
+    wt = worktrees(repo, "det")
+    (wt / "only-here.txt").write_text("x\n")
+    git("add", ".", cwd=wt)
+    git("commit", "-qm", "only here", cwd=wt)
+    head = git("rev-parse", "HEAD", cwd=wt).strip()
+    git("checkout", "-q", "--detach", cwd=wt)
+    git("branch", "-D", "det", cwd=repo)
+    ao("ao-preserve", "det", cwd=repo)
+    git("reflog", "expire", "--expire=now", "--all", cwd=repo)
+    git("gc", "-q", "--prune=now", cwd=repo)
+    assert git("cat-file", "-t", head, cwd=repo).strip() == "commit"
+    ao("ao-restore", cwd=repo)
+    assert git("rev-parse", "HEAD", cwd=wt).strip() == head
+    assert subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=wt).returncode == 1

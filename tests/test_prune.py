@@ -1,0 +1,68 @@
+"""Prune (SPEC 6, first version): cleans without ever losing work."""
+
+import json
+import os
+import shutil
+
+from tests.conftest import ao, git
+
+
+def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees):
+    wt = worktrees(repo, "keep")
+    (wt / "f").write_text("x")
+    done = worktrees(repo, "done")
+    ao("ao-preserve", "keep", cwd=repo)
+    ao("ao", "kill", "done", cwd=repo)
+    other = make_repo()
+    worktrees(other, "vanish")
+    shutil.rmtree(other)
+    leftover = os.path.join(repo, ".git", "git-ao-index.999999999.dead")
+    open(leftover, "w").close()
+
+    dry = ao("ao-prune", "-n", cwd=repo)
+    assert "would" in dry.stdout and os.path.exists(leftover)
+    assert {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]} \
+        == {"keep", "done", "vanish"}
+
+    ao("ao-prune", cwd=repo)
+    ids = {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+    assert ids == {"keep"}
+    assert not os.path.exists(leftover)
+    assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/keep", cwd=repo).strip()
+    assert not done.exists()
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    assert os.listdir(trash) == []
+    ao("ao-restore", cwd=repo)
+    assert (wt / "f").read_text() == "x"
+
+
+def test_prune_force_named_session(repo, worktrees):
+    wt = worktrees(repo, "forced")
+    (wt / "f").write_text("x")
+    ao("ao-preserve", "forced", cwd=repo)
+    ao("ao-prune", "forced", cwd=repo, rc=129)
+    res = ao("ao-prune", "--force", "forced", cwd=repo)
+    assert "refs/ao/preserved/forced" in res.stdout
+    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+
+
+def test_prune_expire_parses_like_git(repo):
+    ao("ao-prune", "--expire", "2.weeks.ago", cwd=repo)
+    ao("ao-prune", "--expire", "never", cwd=repo)
+    res = ao("ao-prune", "--expire", "garbage", cwd=repo, rc=129)
+    assert "malformed expiration date 'garbage'" in res.stderr
+
+
+def test_checkpoint_ref_deleted_once_work_is_committed(repo, worktrees):
+    wt = worktrees(repo, "cp")
+    (wt / "README.md").write_text("new text\n")
+    git("add", ".", cwd=wt)
+    ao("ao-preserve", "--keep-worktree", "cp", cwd=repo)
+    (wt / "README.md").write_text("moved on\n")
+    ao("ao-prune", cwd=repo)
+    assert git("for-each-ref", "refs/ao", cwd=repo).strip()  # work only in the ref: kept
+    git("checkout", "--", "README.md", cwd=wt)
+    git("commit", "-qm", "done", cwd=wt)
+    res = ao("ao-prune", cwd=repo)
+    assert "committed on cp" in res.stdout
+    assert git("for-each-ref", "refs/ao", cwd=repo) == ""

@@ -1,0 +1,157 @@
+"""Restore (SPEC 5): the recorded path, the recorded branch, the work applied back."""
+
+import json
+
+from tests.conftest import ao, dirty, git
+from tests.worktree_state import same_but_ignored, state
+
+
+def _pending(repo):
+    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+    return {s["id"]: s["state"] for s in listed}
+
+
+def test_deleted_branch_is_recreated_at_saved_head(repo, worktrees):
+    wt = worktrees(repo, "gone")
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "gone", cwd=repo)
+    git("branch", "-D", "gone", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert same_but_ignored(before, state(wt))
+
+
+def test_moved_branch_without_conflict_applies_cleanly(repo, worktrees):
+    wt = worktrees(repo, "moved")
+    (wt / "src" / "app.py").write_text("print('mine')\n")
+    ao("ao-preserve", "moved", cwd=repo)
+    git("checkout", "-q", "moved", cwd=repo)
+    (repo / "other.txt").write_text("upstream\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "upstream", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (wt / "src" / "app.py").read_text() == "print('mine')\n"
+    assert (wt / "other.txt").exists()
+    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+
+
+def test_conflict_leaves_markers_keeps_ref_exit_3(repo, worktrees):
+    wt = worktrees(repo, "conf")
+    (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", "conf", cwd=repo)
+    git("checkout", "-q", "conf", cwd=repo)
+    (repo / "README.md").write_text("theirs\n")
+    git("commit", "-qam", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    res = ao("ao-restore", cwd=repo, rc=3)
+    assert "conflict" in res.stdout
+    text = (wt / "README.md").read_text()
+    assert "<<<<<<<" in text and "mine" in text and "theirs" in text
+    assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/conf", cwd=repo).strip()
+    assert _pending(repo)["conf"] == "live"
+
+
+def test_stray_directory_is_refused_and_untouched(repo, worktrees):
+    wt = worktrees(repo, "stray")
+    ok = worktrees(repo, "fine")
+    (wt / "f").write_text("x")
+    (ok / "g").write_text("y")
+    ao("ao-preserve", "--all", cwd=repo)
+    wt.mkdir()
+    (wt / "someone-elses").write_text("keep me")
+    res = ao("ao-restore", cwd=repo, rc=1)
+    assert "stray" in res.stdout and "not a worktree" in res.stdout
+    assert (wt / "someone-elses").read_text() == "keep me"
+    assert sorted(p.name for p in wt.iterdir()) == ["someone-elses"]
+    assert (ok / "g").read_text() == "y"
+    assert _pending(repo) == {"stray": "pending", "fine": "live"}
+    (wt / "someone-elses").unlink()
+    wt.rmdir()
+    ao("ao-restore", cwd=repo)
+    assert (wt / "f").read_text() == "x"
+
+
+def test_branch_checked_out_elsewhere_refused_until_freed(repo, worktrees):
+    wt = worktrees(repo, "busy")
+    (wt / "f").write_text("x")
+    ao("ao-preserve", "busy", cwd=repo)
+    git("checkout", "-q", "busy", cwd=repo)
+    res = ao("ao-restore", cwd=repo, rc=1)
+    assert str(repo) in res.stdout and "busy" in res.stdout
+    assert _pending(repo)["busy"] == "pending"
+    git("checkout", "-q", "main", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (wt / "f").read_text() == "x"
+
+
+def test_worktree_deleted_by_hand_is_readded(repo, worktrees):
+    import shutil
+    wt = worktrees(repo, "byhand")
+    (wt / "committed").write_text("c")
+    git("add", ".", cwd=wt)
+    git("commit", "-qm", "c", cwd=wt)
+    shutil.rmtree(wt)
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (wt / "committed").read_text() == "c"
+    assert git("symbolic-ref", "--short", "HEAD", cwd=wt).strip() == "byhand"
+
+
+def test_locked_worktree_is_captured_and_kept(repo, worktrees):
+    wt = worktrees(repo, "locked")
+    (wt / "f").write_text("x")
+    git("worktree", "lock", "--reason", "on usb", wt, cwd=repo)
+    res = ao("ao-preserve", "--all", cwd=repo, rc=1)
+    assert "locked" in res.stdout
+    assert (wt / "f").read_text() == "x"
+    assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/locked", cwd=repo).strip()
+    assert _pending(repo)["locked"] == "live"
+
+
+def test_keep_worktree_is_a_checkpoint(repo, worktrees):
+    wt = worktrees(repo, "ckpt")
+    (wt / "f").write_text("x")
+    ao("ao-preserve", "--keep-worktree", "ckpt", cwd=repo)
+    assert (wt / "f").exists()
+    assert _pending(repo)["ckpt"] == "live"
+    assert "nothing to restore" in ao("ao-restore", cwd=repo).stderr
+
+
+def test_crash_after_save_before_removal_is_recognised(repo, worktrees):
+    wt = worktrees(repo, "crash")
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "crash", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "preserve:after-db"})
+    assert wt.exists()
+    assert _pending(repo)["crash"] == "pending"
+    res = ao("ao-restore", cwd=repo)
+    assert "already held" in res.stdout
+    assert same_but_ignored(before, state(wt))
+    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+
+
+def test_preserve_without_id_registers_current_worktree(repo, tmp_path):
+    wt = tmp_path / "wt-unregistered"
+    git("worktree", "add", "-q", "-b", "unreg", wt, cwd=repo)
+    (wt / "f").write_text("x")
+    ao("ao-preserve", cwd=wt)
+    assert not wt.exists()
+    assert _pending(repo) == {"wt-unregistered": "pending"}
+    ao("ao-restore", cwd=repo)
+    assert (wt / "f").read_text() == "x"
+
+
+def test_untracked_path_tracked_on_moved_branch_blocks_apply(repo, worktrees):
+    wt = worktrees(repo, "clash")
+    (wt / "newfile").write_text("mine\n")
+    ao("ao-preserve", "clash", cwd=repo)
+    git("checkout", "-q", "clash", cwd=repo)
+    (repo / "newfile").write_text("theirs\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    res = ao("ao-restore", cwd=repo, rc=3)
+    assert "newfile" in res.stdout
+    assert (wt / "newfile").read_text() == "theirs\n"
+    assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/clash", cwd=repo).strip()

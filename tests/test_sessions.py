@@ -1,0 +1,131 @@
+"""Registration, kill, forget and the errors every bad input gets (issue 2, items 3, 7, 9)."""
+
+import json
+import re
+import os
+import sqlite3
+
+import pytest
+
+from tests.conftest import ao, git
+
+
+def test_add_validates_through_git(repo, tmp_path, worktrees):
+    res = ao("ao", "add", repo, cwd=repo, rc=129)
+    assert "main worktree" in res.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    res = ao("ao", "add", plain, cwd=repo, rc=128)
+    assert res.stderr.startswith("fatal: ") and "not a git repository" in res.stderr
+    bare = tmp_path / "bare.git"
+    git("init", "-q", "--bare", bare, cwd=tmp_path)
+    res = ao("ao", "add", bare, cwd=repo, rc=129)
+    assert "bare repository" in res.stderr
+    wt = worktrees(repo, "one")
+    res = ao("ao", "add", wt, "--id", "two", cwd=repo, rc=1)
+    assert "already belongs to session 'one'" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("bad", ["-x", ".hidden", "a b", "x" * 65, "a..b", "a.lock", "a/b", ""])
+def test_invalid_session_ids_are_rejected(repo, tmp_path, bad):
+    wt = tmp_path / "wtbad"
+    git("worktree", "add", "-q", "-b", "bad", wt, cwd=repo)
+    res = ao("ao", "add", wt, f"--id={bad}", cwd=repo, rc=129)
+    assert "invalid session id" in res.stderr
+    assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
+
+
+def test_unknown_session_and_usage_errors(repo):
+    res = ao("ao", "show", "nope", cwd=repo, rc=1)
+    assert res.stderr.strip() == "error: no session 'nope' (see 'git ao list')"
+    res = ao("ao-preserve", "--bogus", cwd=repo, rc=129)
+    assert res.stderr.startswith("error: ")
+    res = ao("ao-preserve", "--all", "x", cwd=repo, rc=129)
+    res = ao("ao-preserve", cwd=repo, rc=129)
+    assert "not inside a linked worktree" in res.stderr
+    res = ao("ao-preserve", "-h", cwd=repo, rc=129)
+    assert "--keep-worktree" in res.stdout
+
+
+def test_kill_clean_only_and_never_resurrected(repo, worktrees):
+    wt = worktrees(repo, "k")
+    (wt / "dirty").write_text("x")
+    res = ao("ao", "kill", "k", cwd=repo, rc=1)
+    assert "uncommitted work" in res.stderr or "uncommitted work" in res.stdout
+    assert (wt / "dirty").exists()
+    (wt / "dirty").unlink()
+    # a preserve/restore cycle first, then kill: no later restore brings it back
+    ao("ao-preserve", "k", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    ao("ao", "kill", "k", cwd=repo)
+    assert not wt.exists()
+    assert "nothing to restore" in ao("ao-restore", cwd=repo).stderr
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not wt.exists()
+
+
+def test_kill_refuses_pending(repo, worktrees):
+    wt = worktrees(repo, "kp")
+    (wt / "f").write_text("x")
+    ao("ao-preserve", "kp", cwd=repo)
+    ao("ao", "kill", "kp", cwd=repo, rc=1)
+
+
+def test_forget_refuses_pending_unless_forced(repo, worktrees):
+    wt = worktrees(repo, "fg")
+    (wt / "f").write_text("x")
+    ao("ao-preserve", "fg", cwd=repo)
+    ao("ao", "forget", "fg", cwd=repo, rc=1)
+    ao("ao", "forget", "--force", "fg", cwd=repo)
+    assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
+    # the work itself is still in the ref
+    assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/fg", cwd=repo).strip()
+
+
+def test_data_dir_and_database_modes(repo, worktrees):
+    old = os.umask(0)
+    try:
+        worktrees(repo, "modes")
+    finally:
+        os.umask(old)
+    d = os.environ["AO_DATA_DIR"]
+    assert os.stat(d).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(d, "git-ao.db")).st_mode & 0o777 == 0o600
+    conn = sqlite3.connect(os.path.join(d, "git-ao.db"))
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] >= 1
+    conn.close()
+
+
+def test_newer_schema_is_refused_never_rewritten(repo):
+    ao("ao", "list", cwd=repo)
+    db = os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db")
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 999")
+    conn.commit()
+    conn.close()
+    res = ao("ao", "list", cwd=repo, rc=128)
+    assert "schema version 999" in res.stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 999
+    conn.close()
+
+
+def test_unreadable_database_is_fatal(repo):
+    d = os.environ["AO_DATA_DIR"]
+    os.makedirs(d, mode=0o700)
+    with open(os.path.join(d, "git-ao.db"), "wb") as fh:
+        fh.write(b"this is not sqlite" * 100)
+    res = ao("ao-preserve", "--all", cwd=repo, rc=128)
+    assert res.stderr.startswith("fatal: ") and "unreadable" in res.stderr
+
+
+def test_show_lists_preserved_changes(repo, worktrees):
+    wt = worktrees(repo, "sh")
+    (wt / "README.md").write_text("changed\n")
+    (wt / "brand-new").write_text("n\n")
+    ao("ao-preserve", "sh", cwd=repo)
+    out = ao("ao", "show", "sh", cwd=repo).stdout
+    assert "README.md" in out and "brand-new" in out and "pending" in out
+    assert re.search(rf"^workspace_path:\s+{re.escape(str(wt))}$", out, re.M)
