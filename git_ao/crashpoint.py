@@ -1,25 +1,48 @@
 """Named crash points for the crash-safety tests.
 
 When `GIT_AO_CRASH_AT` names a point (optionally `name:N` for its N-th pass),
-the process kills itself with SIGKILL there. The variable is read once at
-import; unset, `hit` is a no-op.
+the process kills itself with SIGKILL there. `GIT_AO_CRASH_SIGNAL` (a signal
+name such as `TERM` or `INT`) sends that signal instead and carries on, so the
+signal handling of `git ao-preserve --all` can be tested at an exact moment.
+Both variables are read once at import; unset, `hit` is a no-op.
+
+The points, in the order a run passes them:
+    preserve:after-capture, preserve:after-ref, preserve:after-db,
+    preserve:after-rename (between the move to the trash and `git worktree prune`),
+    preserve:after-remove, preserve:between-sessions;
+    restore:after-worktree-add, restore:during-apply (the worktree is added, the
+    apply has not run), restore:after-apply, restore:before-ref-delete,
+    restore:after-ref-delete, restore:after-db, restore:between-sessions.
 """
 
 import os
 import signal
 
+POINTS = (
+    "preserve:after-capture", "preserve:after-ref", "preserve:after-db",
+    "preserve:after-rename", "preserve:after-remove", "preserve:between-sessions",
+    "restore:after-worktree-add", "restore:during-apply", "restore:after-apply",
+    "restore:before-ref-delete", "restore:after-ref-delete", "restore:after-db",
+    "restore:between-sessions",
+)
+
 _SPEC = os.environ.get("GIT_AO_CRASH_AT") or None
 _NAME, _, _NTH = (_SPEC or "").rpartition(":")
 if not _NTH.isdigit():
     _NAME, _NTH = _SPEC or "", ""
+_SIGNAL = getattr(signal, "SIG" + os.environ.get("GIT_AO_CRASH_SIGNAL", "KILL").upper(),
+                  signal.SIGKILL) if _SPEC else signal.SIGKILL
 _count = 0
 
 
 def hit(name: str):
-    """Die with SIGKILL if `name` is the configured crash point (and its pass count is reached)."""
+    """Die with SIGKILL (or send GIT_AO_CRASH_SIGNAL) if `name` is the configured crash
+    point and its pass count is reached. A signal other than SIGKILL is sent once."""
     global _count
     if _SPEC is None or name != _NAME:
         return
     _count += 1
     if not _NTH or _count >= int(_NTH):
-        os.kill(os.getpid(), signal.SIGKILL)
+        if _SIGNAL != signal.SIGKILL and _count > max(int(_NTH or 1), 1):
+            return
+        os.kill(os.getpid(), _SIGNAL)

@@ -18,18 +18,28 @@ class Check(NamedTuple):
     detail: str
 
 
-def run_checks(app) -> list[Check]:
-    """Run every check; never raises for a problem it can name."""
+def run_checks(app, repos=()) -> list[Check]:
+    """Run every check; never raises for a problem it can name.
+
+    repos: more repositories (absolute common git dirs, from -C or a scanned
+    directory) whose preserve refs are checked against the database, so refs
+    that no record knows are noticed even when the database was lost."""
     checks = [Check("git", True, ".".join(map(str, git.version())))]
     try:
         store = app.store
     except AoError as exc:
-        return checks + [Check("database", False, str(exc))]
+        checks.append(Check("database", False, str(exc)))
+        for repo in repos:
+            refs = [ref for ref, _ in git.for_each_ref(repo, REF_PREFIX)]
+            if refs:
+                checks.append(Check("repository", False, f"{repo}: preserve refs with no "
+                                    f"readable record: {', '.join(refs)}"))
+        return checks + install_checks()
     checks.append(Check("data dir", True, store.dir))
     ok, detail = store.integrity_ok()
     checks.append(Check("database", ok, f"{store.db_path}: integrity {detail}"))
     sessions = store.sessions()
-    for repo in sorted({s.repo for s in sessions}):
+    for repo in sorted({s.repo for s in sessions} | set(repos)):
         if not os.path.isdir(repo):
             checks.append(Check("repository", False, f"{repo} is gone (git ao-prune drops it)"))
             continue
@@ -38,6 +48,90 @@ def run_checks(app) -> list[Check]:
                    if ref[len(REF_PREFIX):] not in known]
         detail = f"{repo}: {len(known)} session(s)"
         if orphans:
-            detail += f", orphaned refs: {', '.join(orphans)}"
+            detail += (f", orphaned refs: {', '.join(orphans)} (git ao doctor --recover "
+                       f"-C {repo} rebuilds their records)")
         checks.append(Check("repository", not orphans, detail))
-    return checks
+    return checks + install_checks()
+
+
+# ------------------------------------------------------------ man pages and completions
+# Where man-db and the shells look, reproduced from their documented rules (file
+# checks only: nothing above git.py starts a process). Not found is a note
+# (ok=None), not a problem: the commands work without them.
+
+
+def _data_dirs() -> list[str]:
+    """XDG data dirs in order: $XDG_DATA_HOME (~/.local/share), then $XDG_DATA_DIRS."""
+    home = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    dirs = os.environ.get("XDG_DATA_DIRS") or "/usr/local/share:/usr/share"
+    return [home] + [d for d in dirs.split(":") if d]
+
+
+def man_dirs() -> list[str]:
+    """The directories man-db searches when git runs `man git-ao-preserve`: $MANPATH's
+    entries, and (for an empty entry or no MANPATH) for each $PATH element
+    <d>/../man, <d>/man, <d>/../share/man, <d>/share/man, then the system dirs."""
+    default = []
+    for d in os.environ.get("PATH", "").split(":"):
+        if d:
+            default += [os.path.join(d, "..", "man"), os.path.join(d, "man"),
+                        os.path.join(d, "..", "share", "man"), os.path.join(d, "share", "man")]
+    default += ["/usr/local/share/man", "/usr/share/man", "/usr/local/man"]
+    manpath = os.environ.get("MANPATH")
+    if manpath is None:
+        return default
+    out = []
+    for entry in manpath.split(":"):
+        out += default if entry == "" else [entry]
+    return out
+
+
+def _find(dirs, rel) -> str | None:
+    for d in dirs:
+        for suffix in ("", ".gz"):
+            p = os.path.join(d, rel + suffix)
+            if os.path.isfile(p):
+                return os.path.normpath(p)
+    return None
+
+
+def _shipped(rel) -> str | None:
+    """The copy this installation shipped under <prefix>/share, if any."""
+    import sys
+    p = os.path.join(sys.prefix, "share", rel)
+    return p if os.path.isfile(p) else None
+
+
+def install_checks() -> list[Check]:
+    """Whether man finds the pages and each shell finds the completions."""
+    out = []
+    page = _find(man_dirs(), "man1/git-ao-preserve.1")
+    if page:
+        out.append(Check("man pages", True, f"{page} (git ao-preserve --help opens it)"))
+    else:
+        out.append(Check("man pages", None, "man will not find git-ao-preserve.1: put the bin "
+                         "dir of this install on PATH, or add its share/man to MANPATH"))
+    looks = {
+        "bash": ([os.path.join(d, "bash-completion", "completions") for d in _data_dirs()]
+                 + ["/etc/bash_completion.d"], "bash-completion/completions/git-ao-preserve",
+                 "git-ao-preserve", 'eval "$(git ao completion bash)" in ~/.bashrc'),
+        "zsh": ([os.path.join(d, "zsh", x) for d in _data_dirs()
+                 for x in ("site-functions", "vendor-completions")],
+                "zsh/site-functions/_git-ao-preserve", "_git-ao-preserve",
+                "its directory on $fpath, or eval \"$(git ao completion zsh)\" after compinit"),
+        "fish": ([os.path.join(d, "fish", "vendor_completions.d") for d in _data_dirs()]
+                 + [os.path.expanduser("~/.config/fish/completions")],
+                 "fish/vendor_completions.d/git-ao.fish", "git-ao.fish",
+                 "git ao completion fish | source in ~/.config/fish/config.fish "
+                 "(fish 3.6 needs this for git ao-preserve)"),
+    }
+    for shell, (dirs, shipped_rel, name, advice) in looks.items():
+        found = _find(dirs, name)
+        if found:
+            out.append(Check(f"{shell} completion", True, found))
+            continue
+        shipped = _shipped(shipped_rel)
+        where = f"shipped at {shipped} but " if shipped else ""
+        out.append(Check(f"{shell} completion", None,
+                         f"{where}not where {shell} looks; use {advice}"))
+    return out

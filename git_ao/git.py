@@ -13,9 +13,8 @@ must never run the user's hooks (post-checkout, reference-transaction, ...).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
-
-import sh
 
 from .errors import Fatal, GitError
 
@@ -29,7 +28,13 @@ _REPO_ENV = (
     "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
     "GIT_PREFIX",
 )
-_GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false")
+# core.fsmonitor and core.untrackedCache off: both let git skip looking at
+# files it believes unchanged, and a stale or lying answer would make a change
+# invisible to capture (SPEC 3). An fsmonitor hook is also user code.
+_GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+                "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false")
+# Every status is returned to the caller, which decides (Completed.check).
+_OK_CODES = list(range(256))
 # The preserve commits are a tool's artefacts, like a stash: a fixed identity
 # means preserve never fails on a machine where user.name is not configured.
 IDENTITY = {
@@ -37,8 +42,23 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "git-ao", "GIT_COMMITTER_EMAIL": "git-ao@localhost",
 }
 
-_git = sh.Command("git")
+_git = None  # the sh.Command, made on first use (see _command)
 _trace = None
+
+
+def _command():
+    """The `sh.Command("git")`, imported and resolved on first use.
+
+    `sh` imports asyncio and more (about 25 ms): `git ao-preserve -h` and shell
+    completion never start git, so they never pay for it."""
+    global _git
+    if _git is None:
+        import sh
+        try:
+            _git = sh.Command("git")
+        except sh.CommandNotFound as exc:  # pragma: no cover - git missing entirely
+            raise Fatal("git is not installed or not on PATH") from exc
+    return _git
 
 
 def set_trace(callback):
@@ -96,12 +116,10 @@ def call(args, cwd, *, env=None, input=None, inherit_repo_env=False) -> Complete
     full_env = _base_env(inherit_repo_env)
     if env:
         full_env.update(env)
+    command = _command()
     try:
-        proc = _git(*_GLOBAL_OPTS, *argv, _cwd=cwd, _env=full_env, _in=input,
-                    _ok_code=list(range(256)), _return_cmd=True, _tty_out=False,
-                    _tty_in=False)
-    except sh.CommandNotFound as exc:  # pragma: no cover - git missing entirely
-        raise Fatal("git is not installed or not on PATH") from exc
+        proc = command(*_GLOBAL_OPTS, *argv, _cwd=cwd, _env=full_env, _in=input,
+                       _ok_code=_OK_CODES, _return_cmd=True, _tty_out=False, _tty_in=False)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise GitError(argv, 128, f"cannot change to '{cwd}': {exc.strerror}") from exc
     return Completed(argv, proc.exit_code, proc.stdout or b"", proc.stderr or b"")
@@ -477,6 +495,122 @@ def branch_exists(cwd, branch) -> bool:
     return call(["show-ref", "--verify", "-q", f"refs/heads/{branch}"], cwd).status == 0
 
 
+_REF_FORBIDDEN = frozenset(" ~^:?*[\\\x7f") | frozenset(chr(c) for c in range(32))
+
+
 def check_ref_format(ref) -> bool:
-    """`git check-ref-format <ref>`: is `ref` a valid full ref name?"""
-    return call(["check-ref-format", ref], "/").status == 0
+    """Is `ref` (str) a valid full ref name, as `git check-ref-format <ref>` decides?
+
+    The rules of git-check-ref-format(1), checked here without starting a
+    process (every command validates each session id it is given): at least
+    one '/'; no empty component, none starting with '.' or ending with '.lock';
+    no '..', '@{', '\\', control characters, space, '~', '^', ':', '?', '*',
+    '['; not ending with '/' or '.'; not '@'. tests/test_scale_git.py holds
+    this against git itself.
+    """
+    if not isinstance(ref, str) or "/" not in ref or ref == "@":
+        return False
+    if ".." in ref or "@{" in ref or ref.endswith(".") or _REF_FORBIDDEN.intersection(ref):
+        return False
+    try:
+        ref.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    for part in ref.split("/"):
+        if not part or part.startswith(".") or part.endswith(".lock"):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- fidelity (issue 3)
+
+
+@dataclass
+class IndexFlags:
+    """Index entries whose flags tell git to overlook the worktree (`git ls-files -v`):
+    assume-unchanged (lower-case tag) and skip-worktree ('S'), plus every tracked
+    `.gitattributes` path (they decide content conversion)."""
+
+    assume_unchanged: list = field(default_factory=list)
+    skip_worktree: list = field(default_factory=list)
+    attributes: list = field(default_factory=list)
+
+
+# Records of `git ls-files -v -z` ("<tag> <path>\0") whose tag is not plain "H",
+# and records of tracked .gitattributes files.
+_FLAGGED = re.compile(rb"(?:^|\0)([^H\0] [^\0]*)")
+_ATTRIBUTES = re.compile(rb"(?:^|\0)(. (?:[^\0]*/)?\.gitattributes)(?=\0|$)")
+
+
+def index_flags(cwd, *, index_file=None) -> IndexFlags:
+    """Read the index flags with one `git ls-files -v -z` (no worktree scan).
+
+    Returns IndexFlags. Raises GitError."""
+    env = {"GIT_INDEX_FILE": index_file} if index_file else None
+    out = run(["ls-files", "-v", "-z"], cwd, env=env)
+    flags = IndexFlags()
+    # Nearly every record is "H <path>" with nothing to report: the regular
+    # expressions pick out the few others in C, so a 20,000-file index costs no
+    # Python loop over every file. Sorted by position to keep git's order.
+    hits = {m.start(1): m.group(1) for m in _FLAGGED.finditer(out)}
+    hits.update((m.start(1), m.group(1)) for m in _ATTRIBUTES.finditer(out))
+    for _, rec in sorted(hits.items()):
+        if len(rec) < 3:
+            continue
+        tag, path = rec[:1], os.fsdecode(rec[2:])
+        if tag in (b"S", b"s"):
+            flags.skip_worktree.append(path)
+        if tag.islower():
+            flags.assume_unchanged.append(path)
+        if path == ".gitattributes" or path.endswith("/.gitattributes"):
+            flags.attributes.append(path)
+    return flags
+
+
+def config_map(cwd) -> dict:
+    """Every effective config value (`git config -z --list`) as {lower-case key: last value}."""
+    out = run(["config", "-z", "--list"], cwd)
+    conf = {}
+    for rec in out.split(b"\0"):
+        if rec:
+            key, _, value = rec.partition(b"\n")
+            conf[key.decode("utf-8", "replace").lower()] = value.decode("utf-8", "surrogateescape")
+    return conf
+
+
+def set_index_flag(cwd, paths, flag, *, index_file=None):
+    """`git update-index <flag> -z --stdin` for `paths`: flag is one of
+    --[no-]assume-unchanged, --[no-]skip-worktree. Only the flag changes. Raises GitError."""
+    if not paths:
+        return
+    env = {"GIT_INDEX_FILE": index_file} if index_file else None
+    run(["update-index", flag, "-z", "--stdin"], cwd, env=env, input=join_z(paths))
+
+
+def add_intent_to_add(cwd, paths):
+    """`git add -N` for literal `paths` (read as NUL-separated pathspecs from stdin)."""
+    if not paths:
+        return
+    run(["--literal-pathspecs", "add", "-N", "--pathspec-from-file=-", "--pathspec-file-nul"],
+        cwd, input=join_z(paths))
+
+
+def worktree_add_no_checkout(common_dir, path, *, branch=None, commit=None, new_branch=None,
+                             detach=False):
+    """Like `worktree_add`, with `--no-checkout`: the worktree is registered with an
+    empty index and no files, so its private config (sparse-checkout patterns,
+    config.worktree) can be put in place first; `checkout_head` then fills it."""
+    args = ["worktree", "add", "--no-checkout"]
+    if new_branch:
+        args += ["-b", new_branch, path, commit]
+    elif detach:
+        args += ["--detach", path, commit]
+    else:
+        args += [path, branch]
+    return run(args, common_dir)
+
+
+def checkout_head(cwd):
+    """`git read-tree -m -u HEAD` in a worktree added with --no-checkout: fills the index
+    and the files from HEAD, honouring its sparse-checkout patterns."""
+    return run(["read-tree", "-m", "-u", "HEAD"], cwd)

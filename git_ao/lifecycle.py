@@ -147,11 +147,33 @@ def current_session(ctx, path=".") -> Session:
 
 
 class _RepoCache:
-    """One `git worktree list` per repository per run, shared across threads."""
+    """One `git worktree list` per repository per run, shared across threads.
 
-    def __init__(self):
+    batch=True (a `preserve` run): worktrees are deregistered by one
+    `git worktree prune` per repository at the end of the run (`flush_prunes`),
+    not one per session."""
+
+    def __init__(self, batch=False):
         self._lists = {}
         self._lock = threading.Lock()
+        self.batch = batch
+        self._prune = set()
+
+    def defer_prune(self, common_dir):
+        with self._lock:
+            self._prune.add(common_dir)
+
+    def flush_prunes(self, ctx):
+        """Run the deferred `git worktree prune`s. A failure leaves only a prunable
+        registration of a directory already gone (restore and `git ao-prune` prune
+        it), so it is logged, not raised."""
+        with self._lock:
+            repos, self._prune = sorted(self._prune), set()
+        for repo in repos:
+            try:
+                git.worktree_prune(repo)
+            except AoError as exc:
+                ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
 
     def entries(self, common_dir, fresh=False):
         with self._lock:
@@ -161,15 +183,17 @@ class _RepoCache:
 
 
 def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
-             progress=None) -> list[Outcome]:
+             progress=None, stop=None) -> list[Outcome]:
     """Preserve each session (SPEC 4); one session's failure never stops the others.
 
     sessions: list of Session. jobs: sessions handled at once (threads; the work
     is in git processes). timeout: seconds after which no new session starts
     (those stay live, which is safe). progress: callback(Outcome) per session.
+    stop: a threading.Event; once set (SIGTERM, SIGINT) no new session starts and
+    the ones in flight run to their end.
     Returns one Outcome per session, in input order.
     """
-    cache = _RepoCache()
+    cache = _RepoCache(batch=True)
     deadline = time.monotonic() + timeout if timeout else None
     results = [None] * len(sessions)
 
@@ -178,6 +202,9 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
         if deadline is not None and time.monotonic() > deadline:
             out = Outcome(s.id, "preserve", "refused",
                           "not started: --timeout spent; the session stays live")
+        elif stop is not None and stop.is_set():
+            out = Outcome(s.id, "preserve", "refused",
+                          "not started: interrupted by a signal; the session stays live")
         else:
             out = _guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
                            "preserve")
@@ -192,6 +219,7 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
     else:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             list(pool.map(work, range(len(sessions))))
+    cache.flush_prunes(ctx)
     return results
 
 
@@ -202,6 +230,12 @@ def _guarded(fn, session_id, action) -> Outcome:
         status = "refused" if isinstance(exc, (Refused, Usage, snapshot.CannotCapture)) \
             else "failed"
         return Outcome(session_id, action, status, str(exc))
+    except OSError as exc:
+        # A full disk or a read-only file in the middle of one session: that session
+        # fails where it stands (its worktree goes only after its row is committed),
+        # and the others go on.
+        where = f": {exc.filename}" if exc.filename else ""
+        return Outcome(session_id, action, "failed", f"{exc.strerror or exc}{where}")
 
 
 def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
@@ -211,6 +245,10 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
     with ctx.store.lock(session_id):
         s = lookup(ctx, session_id)  # read again under the lock
         if not s.live:
+            if s.pending and not keep_worktree:
+                finished = _finish_removal(ctx, s, cache)
+                if finished is not None:
+                    return finished
             why = "already preserved" if s.pending else "session is terminated"
             return Outcome(s.id, "preserve", "nothing", why, _facts(s))
         if not s.branch and not s.workspace_path:
@@ -251,7 +289,7 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
                     first=",".join(cap.ignored[:5]))
         terminate = not keep_worktree and not keep
         save = Save(s.id, s.repo, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
-                    None, now_ns())
+                    cap.worktree_config, now_ns())
         ctx.store.record_save(save, terminate=terminate)
         crashpoint.hit("preserve:after-db")
         facts = _facts(s, ref=ref, commit=cap.commit, changed=len(cap.changed),
@@ -264,11 +302,62 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
             ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
             return Outcome(s.id, "preserve", "refused",
                            f"{summary}; worktree kept: {'; '.join(keep)}", facts)
-        trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
+        trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit,
+                                   prune=not cache.batch)
+        if cache.batch:
+            cache.defer_prune(s.repo)
         crashpoint.hit("preserve:after-remove")
         facts["trash"] = trash
         ctx.log("preserve", s.id, "preserved", ref=ref, commit=cap.commit, trash=trash)
         return Outcome(s.id, "preserve", "ok", f"{summary}; worktree removed", facts)
+
+
+def _finish_removal(ctx, s, cache) -> Outcome | None:
+    """Finish a removal a crash interrupted (the row was committed, the worktree is
+    still there): take the verified worktree away only when it holds exactly the saved
+    work (`snapshot.holds`, or clean at the saved HEAD when nothing was saved).
+    Returns an Outcome, or None when there is no worktree left to remove."""
+    save = s.save
+    path = save.worktree_path
+    if not os.path.isdir(s.repo) or not os.path.lexists(path):
+        return None
+    entries = cache.entries(s.repo, fresh=True)
+    if worktree.find(entries, path) is None:
+        return None
+    v = worktree.verify(s.repo, path, entries)
+    keep = _keep_reasons(v)
+    if keep:
+        return Outcome(s.id, "preserve", "refused", f"already preserved; worktree kept: "
+                       f"{'; '.join(keep)}", _facts(s))
+    if not _holds_save(path, v.git_dir, save):
+        ctx.log("preserve", s.id, "kept-changed", workspace=path)
+        return Outcome(s.id, "preserve", "refused", f"already preserved, but {path} changed "
+                       "since; it is kept (git ao-restore reuses it)", _facts(s))
+    if ctx.dry_run:
+        return Outcome(s.id, "preserve", "ok", "would finish the interrupted removal",
+                       _facts(s))
+    trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit,
+                               prune=not cache.batch)
+    if cache.batch:
+        cache.defer_prune(s.repo)
+    crashpoint.hit("preserve:after-remove")
+    ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=trash)
+    return Outcome(s.id, "preserve", "ok", "already preserved; finished the interrupted "
+                   "removal", _facts(s, trash=trash))
+
+
+def _holds_save(path, git_dir, save) -> bool:
+    """Does the worktree hold exactly what `save` recorded (nothing newer), with the
+    preserve ref still holding it too? (A restore killed after deleting the ref
+    leaves the worktree as the work's only home.)"""
+    if save.preserved_commit:
+        return git.rev_parse(path, save.preserve_ref) == save.preserved_commit and \
+            snapshot.holds(path, git_dir, save.preserved_commit)
+    try:
+        cap = snapshot.capture(path, git_dir, None, write=False)
+    except snapshot.CannotCapture:
+        return False
+    return cap.clean and cap.head == save.head and cap.branch == save.branch
 
 
 def _keep_reasons(v) -> list:
@@ -327,6 +416,7 @@ def restore(ctx, sessions, *, progress=None) -> list[Outcome]:
     out = []
     for s in sessions:
         o = _guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
+        crashpoint.hit("restore:between-sessions")
         out.append(o)
         if progress:
             progress(o)
@@ -391,21 +481,34 @@ def _check_reusable(s, save, entry, path, want_branch):
 
 
 def _add_worktree(repo, path, save, want_branch):
+    """`git worktree add` at the recorded path; when the save recorded private config
+    (sparse-checkout patterns, config.worktree) it is put in place before checkout."""
+    wc = snapshot.load_config(save.worktree_config)
+    first = snapshot.needs_config_first(wc)
+    add = git.worktree_add_no_checkout if first else git.worktree_add
     if not want_branch:
-        git.worktree_add(repo, path, commit=save.head, detach=True)
+        add(repo, path, commit=save.head, detach=True)
     elif git.branch_exists(repo, want_branch):
-        git.worktree_add(repo, path, branch=want_branch)
+        add(repo, path, branch=want_branch)
     elif save.head:
-        git.worktree_add(repo, path, new_branch=want_branch, commit=save.head)
+        add(repo, path, new_branch=want_branch, commit=save.head)
     else:
         raise Refused(f"branch '{want_branch}' is gone and no commit was saved to re-create it")
+    if first:
+        snapshot.put_config(git.repo_dirs(path).git_dir, wc)
+        git.checkout_head(path)
 
 
 def _apply_saved(ctx, s, save, path, reused) -> Outcome:
     """Step 2 of restore: apply, then delete the ref only after a clean apply."""
     facts = _facts(s, ref=save.preserve_ref, commit=save.preserved_commit)
     commit = save.preserved_commit
+    wc = snapshot.load_config(save.worktree_config)
     if not commit:
+        problems = [] if reused else snapshot.put_flags(path, wc)
+        if problems:
+            return Outcome(s.id, "restore", "attention", f"worktree back at {path}; "
+                           + "; ".join(problems), facts)
         return Outcome(s.id, "restore", "ok", f"worktree back at {path} (nothing was saved)",
                        facts)
     dirs = git.repo_dirs(path)
@@ -421,18 +524,32 @@ def _apply_saved(ctx, s, save, path, reused) -> Outcome:
         return Outcome(s.id, "restore", "attention",
                        f"worktree at {path} has other changes; the work stays in {ref}: "
                        f"git stash apply --index {ref}", facts)
+    crashpoint.hit("restore:during-apply")
     applied = snapshot.apply(path, commit)
     crashpoint.hit("restore:after-apply")
     if applied.outcome == "clean":
+        problems = snapshot.put_flags(path, wc, fresh=not reused)
+        if not problems and git.rev_parse(path, "HEAD") == save.head \
+                and not snapshot.holds(path, dirs.git_dir, commit):
+            # The proof: the worktree must now capture to exactly the saved trees.
+            problems.append("the worktree does not hold exactly the saved work")
+        if problems:
+            facts["placed"] = snapshot.saved_paths(path, commit)
+            return Outcome(s.id, "restore", "attention", f"applied at {path}, but "
+                           f"{'; '.join(problems)}; work kept in {ref}", facts)
+        crashpoint.hit("restore:before-ref-delete")
         _drop_ref(path, ref, commit)
         crashpoint.hit("restore:after-ref-delete")
         return Outcome(s.id, "restore", "ok", f"restored at {path}", facts)
     facts["paths"] = applied.paths
+    facts["placed"] = applied.placed
     listed = ", ".join(applied.paths[:5]) + (" ..." if len(applied.paths) > 5 else "")
+    placed = ", ".join(applied.placed[:5]) + (" ..." if len(applied.placed) > 5 else "")
     if applied.outcome == "conflict":
-        msg = f"conflicts in {listed}; markers left, work kept in {ref}"
+        msg = f"conflicts in {listed}; markers left, work kept in {ref}" + \
+            (f"; placed: {placed}" if placed else "")
     elif applied.outcome == "unstaged":
-        msg = f"{applied.detail}; work kept in {ref}"
+        msg = f"{applied.detail}; work kept in {ref}" + (f"; placed: {placed}" if placed else "")
     else:
         msg = f"nothing applied: {applied.detail}" + (f": {listed}" if listed else "") + \
               f"; work kept in {ref}"
@@ -440,8 +557,14 @@ def _apply_saved(ctx, s, save, path, reused) -> Outcome:
 
 
 def _drop_ref(cwd, ref, commit):
-    if ref and git.rev_parse(cwd, ref) == commit:
-        git.delete_ref(cwd, ref, commit)
+    # `git update-ref -d <ref> <commit>` deletes only while the ref still points at
+    # `commit`, so one process does both; a ref that moved or is gone is left alone,
+    # and only a failure with the ref still at `commit` is an error.
+    if not ref:
+        return
+    res = git.call(["update-ref", "-d", ref, commit], cwd)
+    if res.status != 0 and git.rev_parse(cwd, ref) == commit:
+        res.check()
 
 
 # ---------------------------------------------------------------- kill, forget

@@ -14,9 +14,12 @@ witness of what differs from HEAD is a single
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import secrets
 import shutil
+import stat
 from dataclasses import dataclass, field
 
 from . import git
@@ -65,6 +68,9 @@ class Capture:
     untracked: list = field(default_factory=list)
     ignored: list = field(default_factory=list)
     keep_reasons: list = field(default_factory=list)
+    hidden: list = field(default_factory=list)  # paths index flags hide from git status
+    hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
+    worktree_config: str | None = None  # JSON for session_worktrees.worktree_config
 
     @property
     def detached(self) -> bool:
@@ -72,7 +78,8 @@ class Capture:
 
     @property
     def clean(self) -> bool:
-        return not self.changed and not self.untracked
+        return not self.changed and not self.untracked and not (
+            self.hidden and self.hidden_changed)
 
 
 def _tmp_index(git_dir) -> str:
@@ -107,6 +114,153 @@ def inspect(path, git_dir) -> git.Status:
     return st
 
 
+# Attributes that make the bytes git stores differ from the bytes on disk.
+_CONVERSION_RE = re.compile(rb"(^|[\s!-])(text|eol|crlf|filter|ident|working-tree-encoding)\b")
+
+
+def _conversion_reason(path, git_dir, conf, flags, st) -> str | None:
+    """Why the worktree's bytes might not be what the captured blobs give back on
+    checkout (content conversion, or modes git does not record), or None."""
+    if conf.get("core.autocrlf", "false") not in ("false", "0", "no", "off", ""):
+        return "core.autocrlf"
+    if conf.get("core.eol"):
+        return "core.eol"
+    for key in ("core.filemode", "core.symlinks"):
+        if conf.get(key, "true") in ("false", "0", "no", "off"):
+            return key
+    files = [os.path.join(path, p) for p in flags.attributes]
+    files += [os.path.join(path, p) for p in st.untracked
+              if p == ".gitattributes" or p.endswith("/.gitattributes")]
+    files.append(os.path.join(_common_dir(git_dir), "info", "attributes"))
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    files.append(os.path.expanduser(conf.get("core.attributesfile")
+                                    or os.path.join(xdg, "git", "attributes")))
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                if _CONVERSION_RE.search(fh.read()):
+                    return f
+        except FileNotFoundError:
+            if f.endswith(".gitattributes") and any(f == os.path.join(path, a)
+                                                   for a in flags.attributes):
+                return f  # tracked but deleted: the index copy still applies
+        except OSError:
+            return f
+    return None
+
+
+def _common_dir(git_dir) -> str:
+    """The common dir of a linked worktree's git dir (its `commondir` file)."""
+    try:
+        with open(os.path.join(git_dir, "commondir")) as fh:
+            return os.path.normpath(os.path.join(git_dir, fh.read().strip()))
+    except FileNotFoundError:
+        return git_dir
+
+
+def _same_file(a, b) -> bool:
+    """Same type, executable bit and bytes (or symlink target)?"""
+    sa, sb = os.lstat(a), os.lstat(b)
+    if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
+        return False
+    if stat.S_ISLNK(sa.st_mode):
+        return os.readlink(a) == os.readlink(b)
+    if (sa.st_mode & 0o100) != (sb.st_mode & 0o100) or sa.st_size != sb.st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            ca, cb = fa.read(1 << 20), fb.read(1 << 20)
+            if ca != cb:
+                return False
+            if not ca:
+                return True
+
+
+def verify(path, git_dir, index_files) -> None:
+    """Prove that every file present under the worktree comes back byte for byte and
+    mode for mode: check out each captured index (`git checkout-index -a
+    --prefix`, so smudge filters, end-of-line conversion and core.fileMode apply
+    exactly as on restore) into a scratch dir inside the worktree's git dir and
+    compare every file with the worktree's.
+
+    Raises CannotCapture naming the first path that would not come back. Costs one
+    `git checkout-index` per index and a read of every file twice: only called
+    when content conversion or lossy modes may apply (see `_conversion_reason`).
+    """
+    scratch = os.path.join(git_dir, f"git-ao-verify.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        for index_file in index_files:
+            shutil.rmtree(scratch, ignore_errors=True)
+            os.mkdir(scratch)
+            git.run(["checkout-index", "-a", "-f", f"--prefix={scratch}/"], path,
+                    env={"GIT_INDEX_FILE": index_file})
+            for root, dirs, files in os.walk(scratch):
+                for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+                    got = os.path.join(root, name)
+                    rel = os.path.relpath(got, scratch)
+                    full = os.path.join(path, rel)
+                    if not os.path.lexists(full):
+                        continue  # deleted in the worktree: nothing to lose
+                    if not _same_file(got, full):
+                        raise CannotCapture(
+                            f"'{full}' would not come back byte for byte or with its mode "
+                            "(line-ending or filter conversion, core.fileMode); commit it "
+                            "or fix it first")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _worktree_config(path, git_dir, conf, flags, st, hidden) -> dict:
+    """What lives only in the worktree's private admin dir and shapes it."""
+    wc = {}
+    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
+                      ("config_worktree", "config.worktree")):
+        try:
+            with open(os.path.join(git_dir, name), "rb") as fh:
+                wc[key] = fh.read().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            pass
+    sparse = conf.get("core.sparsecheckout") == "true"
+    if flags.assume_unchanged:
+        wc["assume_unchanged"] = flags.assume_unchanged
+    if flags.skip_worktree and not sparse:
+        wc["skip_worktree"] = flags.skip_worktree
+        absent = [p for p in flags.skip_worktree if p not in hidden]
+        if absent:
+            wc["skip_worktree_absent"] = absent
+    ita = [e.path for e in st.changed if e.kind == "1" and e.xy == ".A"]
+    if ita:
+        wc["intent_to_add"] = ita
+    return wc
+
+
+def _check_submodules(path, git_dir, st) -> list:
+    """Initialised submodules that may go with the worktree: each must have no
+    uncommitted change and no commit that is not on one of its remotes (it is
+    cloned again on restore). Returns their paths; raises CannotCapture otherwise."""
+    if not os.path.isdir(os.path.join(git_dir, "modules")):
+        return []
+    for e in st.changed:
+        if e.sub.startswith("S") and e.sub != "S...":
+            raise CannotCapture(f"submodule '{os.path.join(path, e.path)}' has uncommitted "
+                                "changes, which a superproject commit cannot hold")
+    out = git.run(["ls-files", "-s", "-z"], path)
+    subs = []
+    for rec in out.split(b"\0"):
+        if rec.startswith(b"160000 "):
+            rel = os.fsdecode(rec.partition(b"\t")[2])
+            if os.path.exists(os.path.join(path, rel, ".git")):
+                subs.append(rel)
+    for rel in subs:
+        full = os.path.join(path, rel)
+        local = git.call(["rev-list", "-n", "1", "HEAD", "--branches", "--tags", "--not",
+                          "--remotes"], full)
+        if local.status != 0 or local.text.strip() or git.rev_parse(full, "refs/stash"):
+            raise CannotCapture(f"submodule '{full}' has commits or stashes on no remote; "
+                                "push them first")
+    return subs
+
+
 def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
@@ -115,15 +269,27 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
     st: a git.Status from `inspect`, to avoid reading the worktree twice.
     Returns a Capture. Raises CannotCapture, GitError. Temporary index files are
     removed on every path out.
+
+    Index flags that make git overlook a file (assume-unchanged, skip-worktree on
+    a file present on disk) are cleared in the temporary index, so those files
+    are captured too (`git ls-files -v`, `git update-index --no-...`). When
+    content conversion or lossy modes may apply, `verify` proves the result.
     """
     st = st or inspect(path, git_dir)
+    flags = git.index_flags(path)
+    conf = git.config_map(path)
+    hidden = sorted(set(flags.assume_unchanged) | {
+        p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
     cap = Capture(head=st.head, branch=st.branch,
                   changed=[e.path for e in st.changed], untracked=list(st.untracked),
-                  ignored=list(st.ignored))
-    if os.path.isdir(os.path.join(git_dir, "modules")):
-        cap.keep_reasons.append("it has initialised submodules, whose work a superproject "
-                                "commit cannot hold")
-    if cap.clean:
+                  ignored=list(st.ignored), hidden=hidden)
+    subs = _check_submodules(path, git_dir, st)
+    wc = _worktree_config(path, git_dir, conf, flags, st, hidden)
+    if subs:
+        wc["submodules"] = subs
+    cap.worktree_config = json.dumps(wc, sort_keys=True) if wc else None
+    reason = _conversion_reason(path, git_dir, conf, flags, st)
+    if cap.clean and not hidden and not reason:
         if not cap.detached or not write:
             head_tree = git.trees_of(path, [st.head])[0]
             cap.index_tree = cap.worktree_tree = head_tree
@@ -136,10 +302,18 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
         real_index = os.path.join(git_dir, "index")
         if os.path.exists(real_index):
             # A copy keeps git's stat cache (unchanged files are not re-hashed)
-            # and the skip-worktree bits of a sparse checkout.
-            shutil.copyfile(real_index, tmp_i)
+            # and the skip-worktree bits of a sparse checkout. copy2 keeps the
+            # index's mtime too: git compares file times against it to spot
+            # "racily clean" entries, and a fresh mtime would hide an edit made
+            # in the same second as the last index write.
+            shutil.copy2(real_index, tmp_i)
         cap.index_tree = git.write_tree(path, tmp_i)
-        if any(e.xy[1] != "." for e in st.changed):
+        if hidden:
+            git.set_index_flag(path, flags.assume_unchanged, "--no-assume-unchanged",
+                               index_file=tmp_i)
+            git.set_index_flag(path, [p for p in hidden if p in set(flags.skip_worktree)],
+                               "--no-skip-worktree", index_file=tmp_i)
+        if hidden or any(e.xy[1] != "." for e in st.changed):
             git.run(["add", "-u"], path, env={"GIT_INDEX_FILE": tmp_i})
             cap.worktree_tree = git.write_tree(path, tmp_i)
         else:
@@ -147,9 +321,16 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
         if cap.untracked:
             git.update_index(path, tmp_u, cap.untracked)
             cap.untracked_tree = git.write_tree(path, tmp_u)
+        if reason:
+            verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []))
     finally:
         _remove(tmp_i)
         _remove(tmp_u)
+    if hidden and not cap.changed and not cap.untracked:
+        head_tree = git.trees_of(path, [st.head])[0]
+        cap.hidden_changed = not (cap.worktree_tree == cap.index_tree == head_tree)
+    if cap.clean and not cap.detached and write:
+        return cap
     if not write:
         return cap
     label = st.branch or "(no branch)"
@@ -210,11 +391,59 @@ def holds(path, git_dir, commit) -> bool:
 @dataclass
 class Applied:
     """What `apply` did. outcome: 'clean', 'unstaged' (applied, index part not restored),
-    'conflict' (markers left) or 'blocked' (nothing applied)."""
+    'conflict' (markers left) or 'blocked' (nothing applied). paths: what could not be
+    placed (clashes or conflicts); placed: the saved paths that were written."""
 
     outcome: str
     detail: str = ""
     paths: list = field(default_factory=list)
+    placed: list = field(default_factory=list)
+
+
+def saved_paths(cwd, commit) -> list:
+    """Every path the preserve commit changes: tracked paths W or I changes against H
+    (`git diff-tree`), plus the files of U. Sorted."""
+    parents = git.commit_parents(cwd, commit)
+    out = set()
+    for rev in (commit, parents[1]):
+        out.update(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                        parents[0], rev], cwd)))
+    if len(parents) > 2:
+        out.update(git.ls_tree_paths(cwd, parents[2]))
+    return sorted(out)
+
+
+def _emptied(path, full, removed) -> bool:
+    """Is `full` a real directory whose every file the apply removes (so git takes the
+    directory away before writing a saved file in its place)?"""
+    if os.path.islink(full) or not os.path.isdir(full):
+        return False
+    for root, dirs, files in os.walk(full):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            if os.path.relpath(os.path.join(root, name), path) not in removed:
+                return False
+    return True
+
+
+def _blocked_by(path, rel, removed) -> bool:
+    """Would writing the file `rel` under `path` hit something already there: the
+    path itself, or a parent that is not a real directory (a file or a symlink)?
+    Paths in `removed` do not count: the tracked part of the apply deletes them
+    first (a file the saved work replaced by a directory, say)."""
+    full = os.path.join(path, rel)
+    if rel not in removed and os.path.lexists(full) and not _emptied(path, full, removed):
+        return True
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        pre_rel = "/".join(parts[:i])
+        pre = os.path.join(path, pre_rel)
+        if pre_rel in removed:
+            continue
+        if os.path.islink(pre) or (os.path.lexists(pre) and not os.path.isdir(pre)):
+            return True
+        if not os.path.lexists(pre):
+            return False
+    return False
 
 
 def apply(path, commit) -> Applied:
@@ -222,13 +451,17 @@ def apply(path, commit) -> Applied:
     retrying without `--index` when only the index part conflicts.
 
     Before anything is written, untracked files of U that would land on an
-    existing path are looked for: git would merge the tracked part and then fail
-    on them, so in that case nothing is applied ('blocked', the paths listed).
+    existing path (or under a parent that is a file or a symlink) are looked for:
+    git would merge the tracked part and then fail on them, so in that case
+    nothing is applied ('blocked', the paths listed).
     """
     parents = git.commit_parents(path, commit)
     if len(parents) > 2:
+        removed = set(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only",
+                                           "--no-renames", "--diff-filter=D", parents[0],
+                                           commit], path)))
         clash = [p for p in git.ls_tree_paths(path, parents[2])
-                 if os.path.lexists(os.path.join(path, p))]
+                 if _blocked_by(path, p, removed)]
         if clash:
             return Applied("blocked", "saved untracked files would overwrite existing paths",
                            clash)
@@ -236,12 +469,63 @@ def apply(path, commit) -> Applied:
     if res.status == 0:
         return Applied("clean")
     if git.unmerged_paths(path):
-        return Applied("conflict", res.errtext.strip(), git.unmerged_paths(path))
+        unmerged = git.unmerged_paths(path)
+        return Applied("conflict", res.errtext.strip(), unmerged,
+                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
     res = git.stash_apply(path, commit, index=False)
     unmerged = git.unmerged_paths(path)
     if unmerged:
-        return Applied("conflict", "conflicts left in the worktree", unmerged)
+        return Applied("conflict", "conflicts left in the worktree", unmerged,
+                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
     if res.status == 0:
-        return Applied("unstaged", "the index part conflicted; changes applied unstaged")
+        return Applied("unstaged", "the index part conflicted; changes applied unstaged",
+                       [], saved_paths(path, commit))
     return Applied("blocked", res.errtext.strip().splitlines()[-1] if res.errtext.strip()
                    else "git stash apply failed")
+
+
+def load_config(text) -> dict:
+    """The worktree_config JSON of a save as a dict ({} when there is none)."""
+    return json.loads(text) if text else {}
+
+
+def needs_config_first(wc) -> bool:
+    """Must the worktree's private config be in place before its files are checked out?"""
+    return "sparse_checkout" in wc or "config_worktree" in wc
+
+
+def put_config(git_dir, wc):
+    """Write back the sparse-checkout patterns and config.worktree recorded in `wc`
+    into the (new) worktree's private git dir, before its checkout."""
+    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
+                      ("config_worktree", "config.worktree")):
+        if key in wc:
+            full = os.path.join(git_dir, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as fh:
+                fh.write(wc[key].encode("utf-8", "surrogateescape"))
+
+
+def put_flags(path, wc, *, fresh=True) -> list:
+    """After the apply: give back the index flags recorded in `wc` (intent-to-add,
+    assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
+    away again when `fresh`, it was only just checked out) and re-initialise
+    submodules (`git submodule update --init`). Returns the problems met, as lines."""
+    problems = []
+    git.add_intent_to_add(path, [p for p in wc.get("intent_to_add", [])
+                                 if os.path.lexists(os.path.join(path, p))])
+    git.set_index_flag(path, wc.get("assume_unchanged", []), "--assume-unchanged")
+    git.set_index_flag(path, wc.get("skip_worktree", []), "--skip-worktree")
+    for rel in wc.get("skip_worktree_absent", []) if fresh else []:
+        try:
+            os.unlink(os.path.join(path, rel))
+        except FileNotFoundError:
+            pass
+    subs = wc.get("submodules", [])
+    if subs:
+        res = git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *subs],
+                       path)
+        if res.status != 0:
+            msg = res.errtext.strip().splitlines()
+            problems.append(f"submodules not re-initialised: {msg[-1] if msg else res.status}")
+    return problems

@@ -70,6 +70,30 @@ def data_dir() -> str:
     return os.path.join(os.path.expanduser("~"), ".ao", "data")
 
 
+def completion_ids(state: str) -> list[str]:
+    """Session ids for shell completion, read without creating or migrating anything.
+
+    state: 'live', 'pending' or 'all'. Opens `git-ao.db` read-only (SQLite URI
+    mode=ro); returns [] when there is no database or it cannot be read."""
+    path = os.path.join(data_dir(), DB_NAME)
+    if not os.path.exists(path):
+        return []
+    where = {"live": "WHERE s.terminated = 0",
+             "pending": "WHERE w.session_id IS NOT NULL AND (w.restored_at IS NULL "
+                        "OR w.saved_at > w.restored_at)"}.get(state, "")
+    try:
+        from urllib.parse import quote
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute("SELECT s.id FROM sessions s LEFT JOIN session_worktrees w "
+                                f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return [r[0] for r in rows]
+
+
 def now_ns() -> int:
     """Wall-clock time in integer nanoseconds since the epoch (the unit of every stored time)."""
     return time.time_ns()
@@ -137,31 +161,91 @@ class Session:
 
 
 def _ensure_private_dir(path):
-    """Create `path` with mode 0700, refuse it when another user owns it, tighten loose modes."""
+    """Create `path` with mode 0700, refuse it when another user owns it or it is not a
+    directory, tighten loose modes (refusing it when they cannot be tightened)."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
     except OSError as exc:
         raise Fatal(f"cannot create data dir '{path}': {exc.strerror}") from exc
-    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise Fatal(f"data dir '{path}' is not a directory; refusing to use it")
     if st.st_uid != os.geteuid():
         raise Fatal(f"data dir '{path}' is owned by uid {st.st_uid}, not by you; refusing to use it")
+    _tighten(path, st, 0o700, "data dir")
+
+
+def _tighten(path, st, mode, what):
+    """chmod `path` to `mode` when group or others have any access; Fatal when that fails."""
     if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(path, 0o700)
+        try:
+            os.chmod(path, mode)
+        except OSError as exc:
+            raise Fatal(f"{what} '{path}' is open to other users (mode "
+                        f"{stat.S_IMODE(st.st_mode):04o}) and cannot be made private: "
+                        f"{exc.strerror}; refusing to use it") from exc
+
+
+class DamagedDatabase(Fatal):
+    """The database file is not a database or is corrupt (exit 128); `git ao doctor
+    --recover` moves it aside and rebuilds from refs."""
+
+
+# Files or directories that only a data dir already used by git-ao holds. A
+# database missing (or emptied) beside them was lost, not never made.
+_USED_MARKERS = (LOG_DIR, LOCK_DIR, TRASH_DIR)
+RECOVER_HINT = ("rebuild the records of pending sessions from their preserve refs with "
+                "'git ao doctor --recover -C REPO' (or 'git ao doctor --recover DIR' to scan)")
 
 
 class Store:
     """The database and the data dir. One instance per command; safe across threads.
 
-    Raises Fatal on an unreadable database, a newer schema, or a data dir that
-    belongs to another user.
+    Raises Fatal on an unreadable or damaged database, a newer schema, a data dir
+    that belongs to another user, or a database that is missing (or emptied) in
+    a data dir that was used before. recover=True (for `git ao doctor
+    --recover`) instead moves a damaged database aside (never deletes it) and
+    starts a new one; `moved_aside` then names where it went.
     """
 
-    def __init__(self, path: str | None = None):
+    read_only: str | None = None  # why writes are refused, when they are
+
+    def __init__(self, path: str | None = None, *, recover: bool = False):
         self.dir = path or data_dir()
         self.db_path = os.path.join(self.dir, DB_NAME)
         self._local = threading.local()
+        self.moved_aside = None
         _ensure_private_dir(self.dir)
-        self._open_checked()
+        if not recover:
+            self._refuse_lost_db()
+            self._open_checked()
+            return
+        try:
+            self._open_checked()
+        except DamagedDatabase:
+            self._move_aside()
+            self._open_checked()
+
+    def _refuse_lost_db(self):
+        try:
+            size = os.stat(self.db_path).st_size
+        except FileNotFoundError:
+            size = None
+        if size and size > 0:
+            return
+        if not any(os.path.exists(os.path.join(self.dir, m)) for m in _USED_MARKERS):
+            return  # a data dir never used: a new database is expected
+        what = "is missing" if size is None else "is empty (truncated)"
+        raise Fatal(f"database '{self.db_path}' {what}, but this data dir was used before; "
+                    f"nothing is changed. {RECOVER_HINT}")
+
+    def _move_aside(self):
+        """Rename the damaged database (and its -wal, -shm) to git-ao.db.damaged.<ns>."""
+        target = f"{self.db_path}.damaged.{time.time_ns()}"
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.db_path + suffix):
+                os.rename(self.db_path + suffix, target + suffix)
+        self.moved_aside = target
 
     # -------------------------------------------------------------- files
 
@@ -172,12 +256,14 @@ class Store:
         return path
 
     def _create_db_file(self):
-        if os.path.exists(self.db_path):
-            st = os.stat(self.db_path)
+        if os.path.lexists(self.db_path):
+            st = os.lstat(self.db_path)
+            if not stat.S_ISREG(st.st_mode):
+                raise Fatal(f"database '{self.db_path}' is not a regular file; refusing to use it")
             if st.st_uid != os.geteuid():
-                raise Fatal(f"database '{self.db_path}' is owned by uid {st.st_uid}, not by you")
-            if stat.S_IMODE(st.st_mode) & 0o077:
-                os.chmod(self.db_path, 0o600)
+                raise Fatal(f"database '{self.db_path}' is owned by uid {st.st_uid}, not by you; "
+                            "refusing to use it")
+            _tighten(self.db_path, st, 0o600, "database")
             return
         try:
             fd = os.open(self.db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -198,18 +284,35 @@ class Store:
         return conn
 
     def _open_checked(self):
+        if not os.access(self.dir, os.W_OK):
+            # Checked first: sqlite would report a read-only directory as a file it
+            # cannot open, and a read-only database only at the first write.
+            raise Fatal(f"data dir '{self.dir}' is not writable (read-only?); nothing is "
+                        "changed")
         self._create_db_file()
         try:
             conn = self._connect()
             self._migrate(conn)
+            # A cheap check (milliseconds on a database this size) that turns a
+            # truncated or scribbled file into one clear error up front.
+            row = conn.execute("PRAGMA quick_check").fetchone()
+            if row[0] != "ok":
+                raise DamagedDatabase(f"database '{self.db_path}' is damaged (quick_check: "
+                                      f"{row[0]}); nothing is changed. See 'git ao doctor'; "
+                                      f"{RECOVER_HINT}")
         except sqlite3.DatabaseError as exc:
-            raise Fatal(f"database '{self.db_path}' is unreadable ({exc}); "
-                        "see 'git ao doctor'") from exc
+            raise self._error(exc) from exc
         self._local.conn = conn
         for suffix in ("-wal", "-shm"):
             p = self.db_path + suffix
-            if os.path.exists(p) and stat.S_IMODE(os.stat(p).st_mode) & 0o077:
-                os.chmod(p, 0o600)
+            if os.path.exists(p):
+                st = os.lstat(p)
+                if st.st_uid != os.geteuid():
+                    raise Fatal(f"'{p}' is owned by uid {st.st_uid}, not by you; refusing to "
+                                "use the database")
+                _tighten(p, st, 0o600, "database file")
+        self.read_only = None if os.access(self.dir, os.W_OK) and \
+            os.access(self.db_path, os.W_OK) else f"data dir '{self.dir}' is not writable"
 
     def _migrate(self, conn):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -244,14 +347,24 @@ class Store:
     @contextlib.contextmanager
     def transaction(self):
         """BEGIN IMMEDIATE ... COMMIT; rolled back on any exception. Yields the connection."""
+        if self.read_only:
+            raise Fatal(f"{self.read_only}; nothing was recorded, so nothing is removed")
         conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise Refused(f"cannot write the database '{self.db_path}': {exc}") from exc
         try:
             yield conn
+            conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            # A full disk or a read-only file: this change is not recorded, and the
+            # caller (record_save comes before any removal) removes nothing.
+            _rollback(conn)
+            raise Refused(f"cannot write the database '{self.db_path}': {exc}") from exc
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
-        conn.execute("COMMIT")
 
     def integrity_ok(self) -> tuple[bool, str]:
         """`PRAGMA integrity_check`: (ok, first line of the answer)."""
@@ -266,7 +379,11 @@ class Store:
 
         Raises Refused when another git-ao process holds it for longer."""
         path = os.path.join(self.subdir(LOCK_DIR), session_id + ".lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise Fatal(f"cannot open the session lock '{path}': {exc.strerror}; "
+                        "nothing is changed") from exc
         try:
             deadline = time.monotonic() + timeout
             while True:
@@ -305,14 +422,30 @@ class Store:
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save)
 
+    def _error(self, exc) -> Fatal:
+        """Damage (not a database, corrupt) or trouble around it (a full disk, I/O, a
+        file it cannot open): only damage is worth a rebuild from refs."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return DamagedDatabase(f"database '{self.db_path}' is unreadable or damaged ({exc}); "
+                                   f"nothing is changed. See 'git ao doctor'; {RECOVER_HINT}")
+        return Fatal(f"database '{self.db_path}' cannot be used ({exc}; a full disk?); nothing "
+                     "is changed")
+
+    def _query(self, sql, args=()) -> list:
+        try:
+            return self.conn.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from exc
+
     def get(self, session_id) -> Session | None:
-        """The session with this id, or None."""
-        row = self.conn.execute(self._SELECT + " WHERE s.id = ?", (session_id,)).fetchone()
-        return self._row(row) if row else None
+        """The session with this id, or None. Raises Fatal on a damaged database."""
+        rows = self._query(self._SELECT + " WHERE s.id = ?", (session_id,))
+        return self._row(rows[0]) if rows else None
 
     def sessions(self) -> list[Session]:
-        """Every session, ordered by repository then id."""
-        rows = self.conn.execute(self._SELECT + " ORDER BY s.repo, s.id").fetchall()
+        """Every session, ordered by repository then id. Raises Fatal on a damaged database."""
+        rows = self._query(self._SELECT + " ORDER BY s.repo, s.id")
         return [self._row(r) for r in rows]
 
     def holder_of(self, workspace_path) -> Session | None:
@@ -357,6 +490,28 @@ class Store:
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
 
+    def insert_recovered(self, s: Session, save: Save):
+        """Insert a session and its save rebuilt from a preserve ref (`git ao doctor
+        --recover`), in one commit. Returns False (and changes nothing) when the id exists."""
+        with self.transaction() as c:
+            if c.execute("SELECT 1 FROM sessions WHERE id = ?", (s.id,)).fetchone():
+                return False
+            t = now_ns()
+            c.execute(
+                "INSERT INTO sessions (id, kind, harness, repo, branch, workspace_path, "
+                "agent_session_id, prompt, terminated, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
+                (s.id, s.kind, s.harness, s.repo, s.branch, s.workspace_path,
+                 int(s.terminated), save.saved_at, t))
+            c.execute(
+                "INSERT INTO session_worktrees (session_id, repo, worktree_path, branch, head, "
+                "detached, preserve_ref, preserved_commit, worktree_config, saved_at, "
+                "restored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                (save.session_id, save.repo, save.worktree_path, save.branch, save.head,
+                 int(save.detached), save.preserve_ref, save.preserved_commit, save.saved_at,
+                 save.restored_at))
+        return True
+
     def mark_restored(self, session_id):
         """Mark the save restored and the session live, in one commit."""
         t = now_ns()
@@ -377,3 +532,10 @@ class Store:
         with self.transaction() as c:
             c.execute("DELETE FROM session_worktrees WHERE session_id = ?", (session_id,))
             c.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+
+def _rollback(conn):
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.DatabaseError:
+        pass  # the failed statement may already have ended the transaction

@@ -73,14 +73,16 @@ def verify(common_dir, path, entries=None) -> Verified:
     return Verified(path, dirs.git_dir, common_dir, entry)
 
 
-def take_away(v: Verified, trash_dir, label, crash=lambda name: None) -> str:
+def take_away(v: Verified, trash_dir, label, crash=lambda name: None, prune=True) -> str:
     """Remove the verified worktree `v` and deregister it.
 
     The directory is renamed into `trash_dir` (one rename on the same
     filesystem; the trash keeps ignored files recoverable until `git ao-prune`),
     then `git worktree prune` deregisters it. Across filesystems it falls back
     to `git worktree remove --force`. Returns the trash path, or "" when git
-    deleted the directory. Raises Refused, GitError.
+    deleted the directory. prune=False leaves the `git worktree prune` to the
+    caller (one per repository for a batch; until then git lists the worktree
+    as prunable, which restore and `git ao-prune` handle). Raises Refused, GitError.
     """
     if not isinstance(v, Verified):
         raise Refused("refusing to remove an unverified path")
@@ -93,5 +95,6 @@ def take_away(v: Verified, trash_dir, label, crash=lambda name: None) -> str:
         git.run(["worktree", "remove", "--force", v.path], v.common_dir)
         return ""
     crash("preserve:after-rename")
-    git.worktree_prune(v.common_dir)
+    if prune:
+        git.worktree_prune(v.common_dir)
     return target

@@ -1,9 +1,22 @@
 """A state comparator: everything a person would notice about a worktree.
 
-state(path) returns a dict of HEAD, branch (or detached), the index entries,
-`git status --porcelain=v2`, the bytes, mode and symlink target of every file
-that is not ignored, and the list of ignored paths. Two equal dicts mean the
-worktree came back exactly.
+state(path) returns a dict of:
+- head: the HEAD commit id; branch: the full branch ref, or None when detached;
+- index_tree: the tree `git write-tree` makes of the index (None while unmerged);
+- index: every index entry (`git ls-files -s`), and flags: the entries whose
+  flags hide them (`git ls-files -v`: assume-unchanged, skip-worktree) and the
+  intent-to-add ones;
+- status: the records of `git status --porcelain=v2 -z --untracked-files=all`;
+- files: bytes and executable bit of every non-ignored regular file, the target of
+  every non-ignored symlink (tracked and untracked alike);
+- ignored: the ignored paths present (an ignored directory counts once).
+
+Two equal dicts mean the worktree came back exactly. `assert_restored` is the
+check a round trip must pass: everything equal, and no ignored file brought back
+(preserve never captures them).
+
+Every git command here runs with the fsmonitor and the untracked cache off, so
+the comparator sees the files themselves, whatever the repository is set to.
 """
 
 from __future__ import annotations
@@ -12,45 +25,87 @@ import os
 import stat
 import subprocess
 
+_TRUTH = ("-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false")
+
+
+def _run(path, *args, check=True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(name, None)
+    return subprocess.run(["git", *_TRUTH, *args], cwd=path, capture_output=True, check=check,
+                          env=env)
+
 
 def _git(path, *args) -> bytes:
-    return subprocess.run(["git", *args], cwd=path, capture_output=True, check=True).stdout
+    return _run(path, *args).stdout
 
 
 def _z(data: bytes) -> list:
     return [p for p in data.split(b"\0") if p]
 
 
+def _file(full: bytes):
+    st = os.lstat(full)
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", os.readlink(full))
+    if stat.S_ISREG(st.st_mode):
+        with open(full, "rb") as fh:
+            return ("file", bool(st.st_mode & 0o100), fh.read())
+    if stat.S_ISDIR(st.st_mode):
+        return None  # a tracked path now a directory: its files are listed on their own
+    return ("other", stat.S_IFMT(st.st_mode))
+
+
 def state(path) -> dict:
     """The comparable state of the worktree at `path` (see module docstring)."""
     path = str(path)
     head = _git(path, "rev-parse", "HEAD").strip()
-    res = subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=path, capture_output=True)
+    res = _run(path, "symbolic-ref", "-q", "HEAD", check=False)
     branch = res.stdout.strip() if res.returncode == 0 else None
+    tree = _run(path, "write-tree", check=False)
     index = sorted(_z(_git(path, "ls-files", "-s", "-z")))
+    flags = sorted(r for r in _z(_git(path, "ls-files", "-v", "-z")) if not r.startswith(b"H "))
     status = sorted(_z(_git(path, "status", "--porcelain=v2", "-z", "--untracked-files=all")))
     files = {}
     for rel in _z(_git(path, "ls-files", "-z", "--cached", "--others", "--exclude-standard")):
         full = os.path.join(path.encode(), rel)
         try:
-            st = os.lstat(full)
-        except FileNotFoundError:
+            found = _file(full)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        if stat.S_ISLNK(st.st_mode):
-            files[rel] = ("link", os.readlink(full))
-        elif stat.S_ISREG(st.st_mode):
-            with open(full, "rb") as fh:
-                files[rel] = ("file", bool(st.st_mode & 0o100), fh.read())
-        else:
-            files[rel] = ("other", stat.S_IFMT(st.st_mode))
+        if found is not None:
+            files[rel] = found
     ignored = sorted(_z(_git(path, "ls-files", "-z", "--others", "--ignored",
                              "--exclude-standard", "--directory")))
-    return {"head": head, "branch": branch, "index": index, "status": status, "files": files,
+    return {"head": head, "branch": branch,
+            "index_tree": tree.stdout.strip() if tree.returncode == 0 else None,
+            "index": index, "flags": flags, "status": status, "files": files,
             "ignored": ignored}
+
+
+def differences(before: dict, after: dict, *, skip=("ignored",)) -> list:
+    """Human-readable lines naming what differs (keys in `skip` are not compared)."""
+    out = []
+    for key in before:
+        if key in skip or before[key] == after.get(key):
+            continue
+        if key == "files":
+            a, b = before["files"], after["files"]
+            for p in sorted(set(a) | set(b)):
+                if a.get(p) != b.get(p):
+                    out.append(f"file {p!r}: {str(a.get(p))[:80]} -> {str(b.get(p))[:80]}")
+        else:
+            out.append(f"{key}: {str(before[key])[:300]} -> {str(after.get(key))[:300]}")
+    return out
 
 
 def same_but_ignored(before: dict, after: dict) -> bool:
     """True when everything but the ignored files matches (restore never brings those back)."""
-    a = {k: v for k, v in before.items() if k != "ignored"}
-    b = {k: v for k, v in after.items() if k != "ignored"}
-    return a == b
+    return not differences(before, after)
+
+
+def assert_restored(before: dict, after: dict):
+    """A round trip came back exactly: every key equal, and no ignored file came back."""
+    diff = differences(before, after)
+    assert not diff, "worktree did not come back exactly:\n" + "\n".join(diff)
+    assert after["ignored"] == [], f"ignored files came back: {after['ignored']}"

@@ -1,11 +1,12 @@
-"""git ao: list, show, register and check sessions."""
+"""git ao: list, show, register, end and check sessions; config, log, completion, import."""
 
 import os
 
 import click
 
-from .. import __version__, git, lifecycle
-from .common import CONTEXT_SETTINGS, check_ids, finish, options, run
+from .. import __version__
+from .common import (CONTEXT_SETTINGS, KINDS, check_ids, complete_ids, finish, options, run,
+                     usage)
 
 
 @click.group("ao", context_settings=CONTEXT_SETTINGS)
@@ -21,17 +22,19 @@ def group():
 @options(changes=False)
 def list_(app):
     """List every session: id, kind, harness, state, branch, workspace path, preserved work."""
+    from .. import lifecycle
     records = [lifecycle.list_json(s) for s in app.store.sessions()]
     app.printer.sessions(records)
     return 0
 
 
 @group.command("show", context_settings=CONTEXT_SETTINGS)
-@click.argument("session_id", metavar="ID")
+@click.argument("session_id", metavar="ID", shell_complete=complete_ids("all"))
 @options(changes=False)
 def show(app, session_id):
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
+    from .. import lifecycle
     s = lifecycle.lookup(app.ctx, session_id)
     rec = lifecycle.list_json(s)
     stat = lifecycle.show_stat(s)
@@ -45,7 +48,7 @@ def show(app, session_id):
 @group.command("add", context_settings=CONTEXT_SETTINGS)
 @click.argument("path", required=False, type=click.Path(file_okay=False))
 @click.option("--id", "session_id", metavar="ID", help="Session id (default: the worktree's name).")
-@click.option("--kind", type=click.Choice(lifecycle.KINDS), default="worker", show_default=True,
+@click.option("--kind", type=click.Choice(KINDS), default="worker", show_default=True,
               help="worker or orchestrator; both are treated alike.")
 @click.option("--harness", default="", metavar="NAME", help="The agent program, e.g. claude-code.")
 @click.option("--agent-session-id", metavar="ID", help="The agent's own session id, for resuming.")
@@ -53,6 +56,7 @@ def show(app, session_id):
 @options()
 def add(app, path, session_id, kind, harness, agent_session_id, prompt):
     """Register an existing linked worktree (default: the current one) as a live session."""
+    from .. import lifecycle
     s = lifecycle.register(app.ctx, path or os.getcwd(), session_id=session_id, kind=kind,
                            harness=harness, agent_session_id=agent_session_id, prompt=prompt)
     o = lifecycle.Outcome(s.id, "add", "ok",
@@ -63,11 +67,13 @@ def add(app, path, session_id, kind, harness, agent_session_id, prompt):
 
 
 @group.command("kill", context_settings=CONTEXT_SETTINGS)
-@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.argument("ids", nargs=-1, required=True, metavar="ID...",
+                shell_complete=complete_ids("live"))
 @options()
 def kill(app, ids):
     """End sessions: remove each worktree only when it is clean, and mark the session
     terminated with nothing pending (restore never brings it back)."""
+    from .. import lifecycle
     check_ids(ids)
     outcomes = []
     for sid in ids:
@@ -78,12 +84,14 @@ def kill(app, ids):
 
 
 @group.command("forget", context_settings=CONTEXT_SETTINGS)
-@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.argument("ids", nargs=-1, required=True, metavar="ID...",
+                shell_complete=complete_ids("all"))
 @click.option("--force", is_flag=True, help="Drop the record even while work is pending "
               "(the preserve ref is kept).")
 @options()
 def forget(app, ids, force):
     """Drop session records; refuses while work is pending unless --force."""
+    from .. import lifecycle
     check_ids(ids)
     outcomes = []
     for sid in ids:
@@ -94,17 +102,216 @@ def forget(app, ids, force):
 
 
 @group.command("doctor", context_settings=CONTEXT_SETTINGS)
+@click.argument("scan", nargs=-1, metavar="[DIR]...", type=click.Path(file_okay=False))
+@click.option("--recover", is_flag=True, help="Rebuild the records of pending sessions from "
+              "the preserve refs of the repositories named with -C (use absolute paths when "
+              "repeating it) or found under DIR; a damaged database is moved aside first.")
 @options(changes=False)
-def doctor(app):
-    """Check git, the data dir, the database and the known repositories."""
+def doctor(app, scan, recover):
+    """Check git, the data dir, the database and the known repositories (and those
+    named with -C or found under DIR...)."""
     from .. import doctor as doc
-    checks = doc.run_checks(app)
+    from .. import log
+    from .. import recover as rec
+    from ..store import Store
+    chdirs = click.get_current_context().params.get("chdir") or ()
+    named = [p for p in chdirs if os.path.isabs(p)] + ([os.getcwd()] if chdirs else [])
+    repos, problems = rec.repositories(named, scan)
+    outcomes = []
+    if recover:
+        store = app._store = Store(recover=True)
+        if store.moved_aside:
+            log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
+            if not app.printer.json_mode:
+                click.echo(f"moved the damaged database aside to {store.moved_aside}", err=True)
+        outcomes = rec.recover(store, repos)
+        for o in outcomes:
+            log.event(store.dir, "recover", o.session_id, o.status, detail=o.message)
+            if not app.printer.json_mode:
+                app.printer.outcome(o)
+    checks = doc.run_checks(app, repos)
+    checks += [doc.Check("repository", False, p) for p in problems]
     if app.printer.json_mode:
-        app.printer.emit_json("doctor", checks=[c._asdict() for c in checks])
+        app.printer.emit_json("doctor", checks=[c._asdict() for c in checks],
+                              recovered=[{"id": o.session_id, "status": o.status,
+                                          "message": o.message, **o.data} for o in outcomes])
     else:
         for c in checks:
-            click.echo(f"{'ok' if c.ok else 'problem':>7}  {c.name}: {c.detail}")
-    return 0 if all(c.ok for c in checks) else 1
+            word = {True: "ok", False: "problem", None: "note"}[c.ok]
+            click.echo(f"{word:>7}  {c.name}: {c.detail}")
+    # ok=None is a note (say, completions not installed): reported, not a failure.
+    if any(o.status in ("refused", "failed") for o in outcomes):
+        return 1
+    return 0 if all(c.ok is not False for c in checks) else 1
+
+
+@group.group("config", context_settings=CONTEXT_SETTINGS, invoke_without_command=False)
+def config():
+    """Read and change git-ao.toml in the data dir (see git-ao(1), CONFIGURATION)."""
+
+
+def _config_value(value):
+    import json
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@config.command("get", context_settings=CONTEXT_SETTINGS)
+@click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
+@options(changes=False)
+def config_get(app, key):
+    """Print the value of KEY; exit 1 when it is not set."""
+    from ..config import key_spec
+    if key_spec(key) is None:
+        usage(f"unknown key '{key}' (see 'git ao config list --all')")
+    value = app.config.get(key)
+    if app.printer.json_mode:
+        app.printer.emit_json("config get", key=key, value=value)
+    elif value is not None:
+        click.echo(_config_value(value))
+    return 0 if value is not None else 1
+
+
+@config.command("set", context_settings=CONTEXT_SETTINGS)
+@click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
+@click.argument("value")
+@options()
+def config_set(app, key, value):
+    """Set KEY to VALUE, checked against the key's type (a bad value is refused)."""
+    cfg = app.config
+    if app.dry_run:
+        from ..config import key_spec
+        spec = key_spec(key)
+        if spec is None:
+            usage(f"unknown key '{key}' (see 'git ao config list --all')")
+        try:
+            spec.check(spec.parse(value))
+        except ValueError as exc:
+            usage(f"bad value for '{key}': {exc}")
+    else:
+        cfg.set(key, value)
+    if app.printer.json_mode:
+        app.printer.emit_json("config set", key=key, value=cfg.get(key, value),
+                              dry_run=app.dry_run)
+    return 0
+
+
+@config.command("unset", context_settings=CONTEXT_SETTINGS)
+@click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
+@options()
+def config_unset(app, key):
+    """Remove KEY from git-ao.toml; exit 1 when it was not set."""
+    cfg = app.config
+    done = cfg.get(key) is not None if app.dry_run else cfg.unset(key)
+    if app.printer.json_mode:
+        app.printer.emit_json("config unset", key=key, removed=done, dry_run=app.dry_run)
+    return 0 if done else 1
+
+
+@config.command("list", context_settings=CONTEXT_SETTINGS)
+@click.option("--all", "all_", is_flag=True, help="Also list the known keys that are not set, "
+              "with their descriptions.")
+@options(changes=False)
+def config_list(app, all_):
+    """Print every key that is set, as key=value lines."""
+    from ..config import KEYS
+    values = dict(app.config.values)
+    if app.printer.json_mode:
+        doc = {"values": values, "path": app.config.path}
+        if all_:
+            doc["keys"] = {k: spec.help for k, spec in KEYS.items()}
+        app.printer.emit_json("config list", **doc)
+        return 0
+    for k, v in sorted(values.items()):
+        click.echo(f"{k}={_config_value(v)}")
+    if all_:
+        for k, spec in KEYS.items():
+            if k not in values:
+                click.echo(f"# {k}: {spec.help}")
+    return 0
+
+
+def _complete_keys(incomplete):
+    from ..config import KEYS
+    return [k for k in KEYS if k.startswith(incomplete) and "<" not in k]
+
+
+@group.command("log", context_settings=CONTEXT_SETTINGS)
+@click.option("-n", "--max-count", "count", type=click.IntRange(min=1), default=20,
+              show_default=True, metavar="N", help="Show the last N entries.")
+@click.option("--session", "session_id", metavar="ID", shell_complete=complete_ids("all"),
+              help="Only the entries of this session.")
+@options(changes=False)
+def log_(app, count, session_id):
+    """Show the most recent entries of logs/git-ao.log (every preserve, restore,
+    relaunch and prune decision), oldest first."""
+    from .. import logview
+    from ..store import data_dir
+    entries = logview.tail(data_dir(), count, session_id=session_id)
+    if app.printer.json_mode:
+        app.printer.emit_json("log", entries=entries)
+        return 0
+    for e in entries:
+        click.echo(e["line"])
+    return 0
+
+
+@group.command("completion", context_settings=CONTEXT_SETTINGS)
+@click.argument("shell", type=click.Choice(("bash", "zsh", "fish")))
+@options(changes=False)
+def completion(app, shell):
+    """Print the completion script for SHELL (bash, zsh or fish), to source or install."""
+    from ..completion import script
+    text = script(shell)
+    if app.printer.json_mode:
+        app.printer.emit_json("completion", shell=shell, script=text)
+    else:
+        click.echo(text, nl=False)
+    return 0
+
+
+@group.command("import", context_settings=CONTEXT_SETTINGS)
+@click.option("--from", "db_path", metavar="PATH", type=click.Path(dir_okay=False),
+              help="The ao daemon's database (default: ao.db in the data dir).")
+@options()
+def import_(app, db_path):
+    """Register the live sessions recorded in the ao daemon's ao.db (read-only):
+    kind, harness, branch, workspace path, agent session id and prompt."""
+    from .. import importer, lifecycle
+    from ..errors import AoError
+    path = db_path or importer.default_path(app.store.dir)
+    outcomes = []
+    for d in importer.live_sessions(path):
+        o = _import_one(app, lifecycle, d, AoError)
+        app.printer.outcome(o)
+        outcomes.append(o)
+    if not outcomes and not app.printer.json_mode and not app.printer.quiet:
+        click.echo(f"nothing to import: no live sessions in {path}", err=True)
+    return finish(app, "import", outcomes)
+
+
+def _import_one(app, lifecycle, d, AoError):
+    existing = app.store.get(d.id) if lifecycle._ID_RE.match(d.id) else None
+    if existing is not None:
+        return lifecycle.Outcome(d.id, "import", "nothing", f"already known ({existing.state})",
+                                 lifecycle.list_json(existing))
+    if not d.workspace_path or not os.path.isdir(d.workspace_path):
+        return lifecycle.Outcome(d.id, "import", "refused",
+                                 f"workspace path {d.workspace_path or '(none)'} does not exist")
+    try:
+        s = lifecycle.register(app.ctx, d.workspace_path, session_id=d.id, kind=d.kind,
+                               harness=d.harness, agent_session_id=d.agent_session_id,
+                               prompt=d.prompt)
+    except AoError as exc:
+        return lifecycle.Outcome(d.id, "import", "refused", str(exc))
+    if d.branch and s.branch and d.branch != s.branch:
+        note = f" (the daemon said branch {d.branch}; git says {s.branch})"
+    else:
+        note = ""
+    app.ctx.log("import", s.id, "dry-run" if app.dry_run else "registered",
+                workspace=s.workspace_path, harness=s.harness or None)
+    return lifecycle.Outcome(s.id, "import", "ok",
+                             f"{'would register' if app.dry_run else 'registered'} {s.kind} "
+                             f"at {s.workspace_path}{note}", lifecycle.list_json(s))
 
 
 def main():

@@ -9,13 +9,27 @@ import sys
 
 import click
 
-from .. import git
+# Only light imports here: shell completion runs these modules on every TAB, so
+# git (and with it sh), lifecycle and rich are imported where they are used.
 from ..errors import EXIT_USAGE, AoError, Fatal, Usage
-from ..lifecycle import Context
 from ..output import Printer
-from ..store import Store
 
 CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
+KINDS = ("worker", "orchestrator")
+
+
+def complete_ids(state):
+    """A click shell_complete callback offering session ids from the database.
+
+    state: 'live', 'pending' or 'all'. Reads git-ao.db read-only and starts no
+    process, so a TAB answers in the time Python takes to start."""
+
+    def _complete(ctx, param, incomplete):
+        from ..store import completion_ids
+        taken = set(ctx.params.get(param.name) or ())
+        return [i for i in completion_ids(state) if i.startswith(incomplete) and i not in taken]
+
+    return _complete
 
 
 def _short_help(ctx, _param, value):
@@ -67,29 +81,50 @@ class App:
                 os.chdir(d)
             except OSError as exc:
                 raise Fatal(f"cannot change to '{d}': {exc.strerror}") from exc
+        from .. import git
         self.dry_run = dry_run
         self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose)
         if verbose:
             git.set_trace(self.printer.trace)
         git.check_version()
         self._store = None
+        self._config = None
 
     @property
-    def store(self) -> Store:
+    def store(self):
+        """The Store, opened on first use (Fatal when the database is unreadable)."""
         if self._store is None:
+            from ..store import Store
             self._store = Store()
         return self._store
 
     @property
-    def ctx(self) -> Context:
+    def ctx(self):
+        """A lifecycle Context for this run."""
+        from ..lifecycle import Context
         return Context(self.store, dry_run=self.dry_run)
+
+    @property
+    def config(self):
+        """git-ao.toml of the data dir, read on first use; its warnings (unknown keys,
+        bad values) go to stderr once."""
+        if self._config is None:
+            from ..config import Config
+            from ..store import data_dir
+            self._config = Config(data_dir())
+            for w in self._config.warnings:
+                self.printer.error("warning", w)
+        return self._config
 
 
 def run(command, prog_name):
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
     try:
-        rv = command.main(prog_name=prog_name, standalone_mode=False)
+        # The completion variable follows the executable (git-ao-preserve ->
+        # _GIT_AO_PRESERVE_COMPLETE), not the "git ao-preserve" shown in messages.
+        var = "_" + prog_name.replace(" ", "_").replace("-", "_").upper() + "_COMPLETE"
+        rv = command.main(prog_name=prog_name, complete_var=var, standalone_mode=False)
     except click.exceptions.Exit as exc:
         rv = exc.exit_code
     except click.UsageError as exc:

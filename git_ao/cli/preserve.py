@@ -1,15 +1,17 @@
 """git ao-preserve: save sessions' uncommitted work and take their worktrees away."""
 
 import os
+import signal
+import threading
 
 import click
 
-from .. import lifecycle
-from .common import CONTEXT_SETTINGS, check_ids, finish, options, run, usage
+from .. import log
+from .common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
 
 
 @click.command("ao-preserve", context_settings=CONTEXT_SETTINGS)
-@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("live"))
 @click.option("--all", "all_", is_flag=True,
               help="Every live session of every repository (what shutdown scripts run).")
 @click.option("--keep-worktree", is_flag=True,
@@ -25,10 +27,14 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     (registered first when unknown)."""
     if ids and all_:
         usage("give session ids or --all, not both")
+    from .. import lifecycle  # lazily: completion must not import git and sh
     check_ids(ids)
     ctx = app.ctx
     if all_:
-        sessions = [s for s in app.store.sessions() if s.live]
+        # Pending sessions whose directory is still there: a crash interrupted their
+        # removal, and running --all again finishes it (lifecycle._finish_removal).
+        sessions = [s for s in app.store.sessions()
+                    if s.live or (s.pending and os.path.lexists(s.save.worktree_path))]
     elif ids:
         sessions = [lifecycle.lookup(ctx, i) for i in ids]
     else:
@@ -37,11 +43,39 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
         if not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to preserve: no live sessions", err=True)
         return finish(app, "preserve", [])
-    jobs = jobs or os.cpu_count() or 1
-    with app.printer.progress(len(sessions), "preserving") as advance:
-        outcomes = lifecycle.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
-                                      timeout=timeout, progress=advance)
-    return finish(app, "preserve", outcomes)
+    jobs = jobs or app.config.get("preserve.jobs") or os.cpu_count() or 1
+    if timeout is None:
+        timeout = app.config.get("preserve.timeout")
+    stop, caught = threading.Event(), []
+
+    def on_signal(signum, _frame):
+        # Sessions in flight run to their end (a safe point); no new one starts.
+        caught.append(signum)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with app.printer.progress(len(sessions), "preserving") as advance:
+            outcomes = lifecycle.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
+                                          timeout=timeout, progress=advance, stop=stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    status = finish(app, "preserve", outcomes)
+    if not caught:
+        return status
+    name = signal.Signals(caught[0]).name
+    left = sum(1 for o in outcomes if o.message.startswith("not started: interrupted"))
+    counts = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    if not app.dry_run:
+        log.event(app.store.dir, "preserve", None, "interrupted", signal=name,
+                  not_started=left, **counts)
+    if not app.printer.quiet and not app.printer.json_mode:
+        click.echo(f"preserve: interrupted by {name}: {left} session(s) not started, "
+                   "still live", err=True)
+    return 128 + caught[0]
 
 
 def main():

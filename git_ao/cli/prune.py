@@ -2,10 +2,8 @@
 
 import click
 
-from .. import git
 from ..errors import Usage
-from .. import lifecycle
-from .common import CONTEXT_SETTINGS, check_ids, finish, options, run, usage
+from .common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
 
 
 def parse_expire(value):
@@ -13,6 +11,7 @@ def parse_expire(value):
 
     Returns epoch seconds, or None for 'now'/'all' (everything expires).
     Raises Usage for what git cannot parse."""
+    from .. import git
     res = git.call(["-c", f"ao.expire={value}", "config", "--type=expiry-date", "ao.expire"], "/")
     text = res.text.strip()
     if res.status != 0 or not text.isdigit():
@@ -22,8 +21,9 @@ def parse_expire(value):
 
 
 @click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
-@click.argument("ids", nargs=-1, metavar="[ID]...")
-@click.option("--expire", metavar="WHEN", default=None,
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("all"))
+@click.option("--expire", metavar="WHEN", default=None, shell_complete=lambda c, p, i: [
+    w for w in ("now", "never", "1.day.ago", "1.week.ago", "2.weeks.ago") if w.startswith(i)],
               help="Delete only trash older than WHEN (git date: 2.weeks.ago, now, never).")
 @click.option("--force", is_flag=True,
               help="With IDs: delete those sessions' preserve refs and records, pending or not.")
@@ -33,11 +33,14 @@ def command(app, ids, expire, force):
     and of terminated sessions with nothing pending, stale worktree registrations,
     leftover temporary index files, the trash. A preserve ref goes only when its work
     is provably elsewhere, or when named with --force."""
+    from .. import lifecycle  # lazily: completion must not import git and sh
     check_ids(ids)
     if ids and not force:
         usage("naming sessions needs --force (it deletes their preserve refs)")
     if force and not ids:
         usage("--force needs the session ids it applies to")
+    if expire is None:
+        expire = app.config.get("prune.expire")
     expire_before = parse_expire(expire) if expire else None
     if expire_before == 0:
         expire_before = -1  # never: nothing is old enough

@@ -1,0 +1,491 @@
+"""git-ao benchmarks: git-ao against the same job done with plain git, side by side.
+
+Run from the checkout (after the README's install):
+
+    .venv/bin/python bench/run.py            # the full table, 5 runs each (about 10 minutes)
+    .venv/bin/python bench/run.py --runs 7   # more runs
+    .venv/bin/python bench/run.py --quick    # 3 runs, small scaling step (a smoke run)
+
+The corpus is built on first use under bench/.cache/ (git-ignored): a ~20,000
+file repository from the Python standard library sources and small generated
+repositories. Results go to stdout and to bench/results/<UTC time>.md and .json.
+
+Every pair is measured in the same process, alternating git-ao and plain git
+in each round, on identical copies prepared the same way; the table shows
+medians and their ratio (git-ao / plain git; for -j, -j 1 / -j N). HOME, the
+global git config and AO_DATA_DIR point into a scratch dir: ~/.ao is never
+touched. Nothing here asserts a time; the targets are reported, not enforced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+import corpus  # noqa: E402
+from corpus import git  # noqa: E402
+
+WORK = os.path.join(corpus.CACHE, "work")
+RESULTS = os.path.join(HERE, "results")
+CORES = os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------- environment
+
+
+def isolate():
+    """Point HOME, the global git config and AO_DATA_DIR into WORK, and put the
+    git-ao commands of this checkout first on PATH (for this process and its children)."""
+    shutil.rmtree(WORK, ignore_errors=True)
+    home = os.path.join(WORK, "home")
+    os.makedirs(home)
+    with open(os.path.join(home, ".gitconfig"), "w") as fh:
+        fh.write("[user]\n\tname = Bench\n\temail = bench@localhost\n"
+                 "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+                 "GIT_AO_CRASH_AT", "GIT_AO_DEBUG", "GIT_TRACE"):
+        os.environ.pop(name, None)
+    os.environ.update(HOME=home, GIT_CONFIG_GLOBAL=os.path.join(home, ".gitconfig"),
+                      GIT_CONFIG_NOSYSTEM="1", AO_DATA_DIR=os.path.join(WORK, "aodata"),
+                      NO_COLOR="1")
+    venv_bin = os.path.dirname(sys.executable)
+    if os.path.exists(os.path.join(venv_bin, "git-ao-preserve")):
+        os.environ["PATH"] = f"{venv_bin}:{os.environ['PATH']}"
+    else:
+        os.environ["PATH"] = f"{venv_bin}:{ROOT}/bin:{os.environ['PATH']}"
+
+
+def machine() -> dict:
+    """What ran the benchmark: CPU, cores, memory, OS, git, Python, load."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for ln in fh:
+                if ln.startswith("model name"):
+                    cpu = ln.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as fh:
+            mem = f"{int(fh.readline().split()[1]) / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    fs = subprocess.run(["df", "-T", WORK], capture_output=True, text=True).stdout.splitlines()
+    return {
+        "cpu": cpu, "cores": CORES, "memory": mem, "os": platform.platform(),
+        "filesystem": fs[-1].split()[1] if len(fs) > 1 else "?",
+        "git": git("--version", cwd=WORK).strip(), "python": platform.python_version(),
+        "load": os.getloadavg(),
+    }
+
+
+def run(argv, cwd, check=True):
+    """Run a command; return (seconds, CompletedProcess)."""
+    t0 = time.perf_counter()
+    res = subprocess.run(argv, cwd=cwd, capture_output=True)
+    dt = time.perf_counter() - t0
+    if check and res.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} in {cwd}: rc={res.returncode}\n"
+                           f"{res.stdout.decode(errors='replace')}"
+                           f"{res.stderr.decode(errors='replace')}")
+    return dt, res
+
+
+def timed(argvs, cwd):
+    """Run several commands one after the other; total seconds."""
+    return sum(run(a, cwd)[0] for a in argvs)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+# ---------------------------------------------------------------- sessions
+
+
+_serial = [0]
+
+
+def new_worktree(repo, tag) -> tuple:
+    """A new linked worktree of `repo` on a new branch: (path, branch)."""
+    _serial[0] += 1
+    name = f"{tag}-{_serial[0]}"
+    path = os.path.join(WORK, "wt", name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    git("worktree", "add", "-q", "-b", name, path, "main", cwd=repo)
+    return path, name
+
+
+def make_dirty(path, files, modified, new, staged=0):
+    """Modify `modified` tracked files (append a line; the first `staged` of them
+    staged) and write `new` untracked files."""
+    step = max(1, len(files) // max(1, modified))
+    chosen = files[::step][:modified]
+    for rel in chosen:
+        with open(os.path.join(path, rel), "a") as fh:
+            fh.write("# changed by the benchmark\n")
+    if staged:
+        git("add", "--", *chosen[:staged], cwd=path)
+    for i in range(new):
+        d = os.path.join(path, "bench-new", f"d{i % 3}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"new{i}.txt"), "w") as fh:
+            fh.write(f"new file {i}\n" * 20)
+
+
+def settle(paths):
+    """Make the prepared worktrees look like ones a session has lived in: wait out
+    git's racy-timestamp second, then let `git status` refresh each index once."""
+    time.sleep(1.1)
+    for p in paths:
+        git("status", "--porcelain", cwd=p)
+        git("status", "--porcelain", cwd=p)
+    # Write back the setup's files now, so the timed commands do not pay for them.
+    os.sync()
+
+
+def register(path, sid):
+    """Register a session with the real command (setup; not timed)."""
+    run(["git", "ao", "add", path, "--id", sid, "-q"], path)
+
+
+def cleanup(repo):
+    """Forget the scratch worktrees and branches of `repo` between scenarios."""
+    for ln in git("worktree", "list", "--porcelain", cwd=repo).splitlines():
+        if ln.startswith("worktree ") and ln[9:] != repo and os.path.isdir(ln[9:]):
+            shutil.rmtree(ln[9:], ignore_errors=True)
+    git("worktree", "prune", cwd=repo)
+    for b in git("for-each-ref", "--format=%(refname)", "refs/heads", "refs/ao",
+                 "refs/bench", cwd=repo).split():
+        if b != "refs/heads/main":
+            git("update-ref", "-d", b, cwd=repo)
+    shutil.rmtree(os.path.join(os.environ["AO_DATA_DIR"]), ignore_errors=True)
+    shutil.rmtree(os.path.join(WORK, "wt"), ignore_errors=True)
+
+
+# ---------------------------------------------------------------- process counts
+
+
+def count_processes(fn) -> int:
+    """How many git processes git-ao starts while `fn()` runs (git.set_trace)."""
+    from git_ao import git as ao_git
+    seen = []
+    ao_git.set_trace(lambda argv, cwd: seen.append(argv[0]))
+    try:
+        fn()
+    finally:
+        ao_git.set_trace(None)
+    return len(seen), sorted(set(seen))
+
+
+def in_process_ctx():
+    from git_ao import lifecycle, store
+    return lifecycle.Context(store.Store())
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+def bench_preserve_dirty(repo, files, runs, out):
+    """git ao-preserve of one session with 50 modified (10 staged) and 10 new files,
+    against git stash push --include-untracked + git worktree remove --force."""
+    ours, base, inproc = [], [], []
+    for r in range(runs):
+        a, _ = new_worktree(repo, "pd-ao")
+        b, _ = new_worktree(repo, "pd-git")
+        c, _ = new_worktree(repo, "pd-in")
+        for p in (a, b, c):
+            make_dirty(p, files, 50, 10, staged=10)
+        settle([a, b, c])
+        register(a, f"pd{r}")
+        register(c, f"pdi{r}")
+        pair = [
+            lambda: ours.append(run(["git", "ao-preserve", f"pd{r}", "-q"], repo)[0]),
+            lambda: base.append(timed([["git", "stash", "push", "-q", "--include-untracked"],
+                                       ["git", "worktree", "remove", "--force", b]], b)),
+        ]
+        for f in (pair if r % 2 == 0 else pair[::-1]):
+            f()
+        from git_ao import lifecycle
+        t0 = time.perf_counter()
+        o = lifecycle.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pdi{r}")])
+        inproc.append(time.perf_counter() - t0)
+        assert o[0].status == "ok", o[0]
+        assert not os.path.exists(a) and not os.path.exists(b) and not os.path.exists(c)
+    out["preserve"] = (median(ours), median(base))
+    out["preserve_inproc"] = (median(inproc), median(base))
+    cleanup(repo)
+
+
+def bench_preserve_clean(repo, runs, out):
+    """git ao-preserve of a clean 20,000-file worktree against git status --porcelain."""
+    ours, base, inproc = [], [], []
+    for r in range(runs):
+        a, _ = new_worktree(repo, "pc-ao")
+        c, _ = new_worktree(repo, "pc-in")
+        settle([a, c])
+        register(a, f"pc{r}")
+        register(c, f"pci{r}")
+        base.append(run(["git", "status", "--porcelain"], a)[0])
+        ours.append(run(["git", "ao-preserve", f"pc{r}", "-q"], repo)[0])
+        base.append(run(["git", "status", "--porcelain"], c)[0])
+        from git_ao import lifecycle
+        t0 = time.perf_counter()
+        o = lifecycle.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pci{r}")])
+        inproc.append(time.perf_counter() - t0)
+        assert o[0].status == "ok", o[0]
+    out["clean"] = (median(ours), median(base))
+    out["clean_inproc"] = (median(inproc), median(base))
+    cleanup(repo)
+
+
+def bench_restore(repo, files, runs, out):
+    """git ao-restore of that session against git worktree add + git stash apply --index
+    of the same stash-shaped commit."""
+    ours, base = [], []
+    for r in range(runs):
+        a, branch = new_worktree(repo, "rs")
+        make_dirty(a, files, 50, 10, staged=10)
+        settle([a])
+        register(a, f"rs{r}")
+        run(["git", "ao-preserve", f"rs{r}", "-q"], repo)
+        commit = git("rev-parse", f"refs/ao/preserved/rs{r}", cwd=repo).strip()
+        git("branch", f"{branch}-git", branch, cwd=repo)
+        b = a + "-git"
+        os.sync()
+        pair = [
+            lambda: ours.append(run(["git", "ao-restore", f"rs{r}", "-q"], repo)[0]),
+            lambda: base.append(_restore_baseline(repo, b, f"{branch}-git", commit)),
+        ]
+        for f in (pair if r % 2 == 0 else pair[::-1]):
+            f()
+            os.sync()
+        got = git("status", "--porcelain", "--untracked-files=all", cwd=a)
+        want = git("status", "--porcelain", "--untracked-files=all", cwd=b)
+        assert got == want and got, (got, want)
+        _restore_correct(a, b)
+    out["restore"] = (median(ours), median(base))
+    cleanup(repo)
+
+
+def _restore_baseline(repo, path, branch, commit):
+    t0 = time.perf_counter()
+    run(["git", "worktree", "add", "-q", path, branch], repo)
+    run(["git", "stash", "apply", "-q", "--index", commit], path)
+    return time.perf_counter() - t0
+
+
+def _restore_correct(a, b):
+    """Both restored worktrees hold the same index and files."""
+    for p in (a, b):
+        assert os.path.isdir(p), p
+    ia = git("diff", "--cached", "--stat", cwd=a)
+    ib = git("diff", "--cached", "--stat", cwd=b)
+    assert ia == ib, (ia, ib)
+
+
+def batch(repos, per_repo, modified=5, new=2, tag="b"):
+    """Create and register per_repo dirty sessions in each repository; return their ids."""
+    ids, paths = [], []
+    for i, repo in enumerate(repos):
+        files = corpus.tracked_files(repo)
+        for k in range(per_repo):
+            p, _ = new_worktree(repo, f"{tag}{i}")
+            make_dirty(p, files, modified, new, staged=1)
+            paths.append(p)
+            ids.append(os.path.basename(p))
+    time.sleep(1.1)
+    os.sync()
+    from git_ao import lifecycle
+    ctx = in_process_ctx()
+    for p, sid in zip(paths, ids):
+        lifecycle.register(ctx, p, session_id=sid)
+    return ids, paths
+
+
+def bench_jobs(runs, out):
+    """git ao-preserve --all over 50 sessions in 5 repositories, -j 1 against -j <cores>."""
+    repos = [corpus.small_repo(i) for i in range(5)]
+    one, many = [], []
+    for r in range(runs):
+        for j, sink in ((1, one), (CORES, many)) if r % 2 == 0 else ((CORES, many), (1, one)):
+            ids, paths = batch(repos, 10)
+            dt, res = run(["git", "ao-preserve", "--all", "-q", "-j", str(j)], repos[0])
+            sink.append(dt)
+            assert not any(os.path.exists(p) for p in paths)
+            for repo in repos:
+                cleanup(repo)
+    out["jobs"] = (median(one), median(many))
+
+
+def bench_scaling(steps, out):
+    """Total git ao-preserve --all and git ao-restore time for 10, 50, 200 sessions
+    spread over 10 repositories (one run each)."""
+    repos = [corpus.small_repo(i) for i in range(10)]
+    rows = []
+    for n in steps:
+        per = max(1, n // len(repos))
+        use = repos[:min(len(repos), n)]
+        ids, paths = batch(use, per, tag=f"sc{n}-")
+        t_p, _ = run(["git", "ao-preserve", "--all", "-q"], use[0])
+        assert not any(os.path.exists(p) for p in paths)
+        t_r, _ = run(["git", "ao-restore", "-q"], use[0])
+        assert all(os.path.isdir(p) for p in paths)
+        rows.append({"sessions": len(ids), "preserve": t_p, "restore": t_r})
+        for repo in use:
+            cleanup(repo)
+    out["scaling"] = rows
+
+
+def bench_startup(runs, out):
+    """git ao-preserve -h and a session-id completion against python -c 'import click'."""
+    py = sys.executable
+    click_t, help_t, comp_t = [], [], []
+    # A few registered sessions, so the completion reads a real database.
+    repo = corpus.small_repo(0)
+    batch([repo], 3, tag="st")
+    comp_env = dict(os.environ, COMP_WORDS="git-ao-preserve ", COMP_CWORD="1",
+                    _GIT_AO_PRESERVE_COMPLETE="bash_complete")
+    exe = shutil.which("git-ao-preserve")
+    for _ in range(max(runs, 10)):
+        click_t.append(run([py, "-c", "import click"], WORK)[0])
+        help_t.append(run(["git", "ao-preserve", "-h"], WORK, check=False)[0])
+        t0 = time.perf_counter()
+        res = subprocess.run([exe], env=comp_env, capture_output=True)
+        comp_t.append(time.perf_counter() - t0)
+    out["startup_help"] = (median(help_t), median(click_t))
+    out["startup_complete"] = (median(comp_t), median(click_t))
+    out["completion_output"] = res.stdout.decode(errors="replace")[:200]
+    cleanup(repo)
+
+
+def bench_process_counts(repo, files, out):
+    """git processes git-ao starts for one session: preserve dirty, preserve clean, restore."""
+    from git_ao import lifecycle
+    counts = {}
+    a, _ = new_worktree(repo, "pn")
+    make_dirty(a, files, 50, 10, staged=10)
+    b, _ = new_worktree(repo, "pn-clean")
+    settle([a, b])
+    ctx = in_process_ctx()
+    lifecycle.register(ctx, a, session_id="pn")
+    lifecycle.register(ctx, b, session_id="pnc")
+    counts["preserve"] = count_processes(lambda: lifecycle.preserve(ctx, [ctx.store.get("pn")]))
+    counts["preserve_clean"] = count_processes(
+        lambda: lifecycle.preserve(ctx, [ctx.store.get("pnc")]))
+    counts["restore"] = count_processes(lambda: lifecycle.restore(ctx, [ctx.store.get("pn")]))
+    out["processes"] = counts
+    cleanup(repo)
+
+
+# ---------------------------------------------------------------- report
+
+
+TARGETS = [
+    # key, what, plain-git side, target text, met(ratio)
+    ("preserve", "preserve, 50 modified + 10 new files, 20k-file worktree",
+     "git stash push -u + git worktree remove --force", "<= 0.5", lambda x: x <= 0.5),
+    ("preserve_inproc", "  same, in-process (no interpreter start-up)", "same", "(info)", None),
+    ("clean", "preserve of a clean 20k-file worktree", "git status --porcelain", "<= 1.3",
+     lambda x: x <= 1.3),
+    ("clean_inproc", "  same, in-process (no interpreter start-up)", "same", "(info)", None),
+    ("restore", "restore of that session", "git worktree add + git stash apply --index",
+     "<= 1.1", lambda x: x <= 1.1),
+    ("jobs", "preserve --all, 50 sessions / 5 repos: -j 1 time / -j cores time",
+     f"(speed-up with -j {CORES})", ">= 1.6", lambda x: x >= 1.6),
+    ("startup_help", "start-up: git ao-preserve -h", "python -c 'import click'", "<= 1.5",
+     lambda x: x <= 1.5),
+    ("startup_complete", "start-up: session-id completion", "python -c 'import click'",
+     "<= 1.5", lambda x: x <= 1.5),
+]
+
+
+def table(out) -> str:
+    lines = ["| measurement | git-ao (median s) | plain git (median s) | ratio | target | met |",
+             "| --- | ---: | ---: | ---: | --- | --- |"]
+    for key, what, other, target, ok in TARGETS:
+        if key not in out:
+            continue
+        a, b = out[key]
+        ratio = a / b
+        lines.append(f"| {what} (vs {other}) | {a:.3f} | {b:.3f} | {ratio:.2f} | {target} | "
+                     f"{'-' if ok is None else ('yes' if ok(ratio) else 'NO')} |")
+    if "processes" in out:
+        lines += ["", "| git processes started per session | count | commands |",
+                  "| --- | ---: | --- |"]
+        for k, (n, cmds) in out["processes"].items():
+            lines.append(f"| {k.replace('_', ' ')} | {n} | {' '.join(cmds)} |")
+    if "scaling" in out:
+        lines += ["", "| sessions (10 repositories) | preserve --all (s) | per session (s) | "
+                  "restore (s) | per session (s) |", "| ---: | ---: | ---: | ---: | ---: |"]
+        for row in out["scaling"]:
+            n = row["sessions"]
+            lines.append(f"| {n} | {row['preserve']:.2f} | {row['preserve'] / n:.3f} | "
+                         f"{row['restore']:.2f} | {row['restore'] / n:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    ap.add_argument("--quick", action="store_true", help="3 runs, scaling 10 and 50 only")
+    ap.add_argument("--only", default="", help="comma list: preserve,clean,restore,jobs,"
+                    "startup,processes,scaling")
+    args = ap.parse_args(argv)
+    runs = 3 if args.quick else args.runs
+    only = set(filter(None, args.only.split(",")))
+    isolate()
+    info = machine()
+    print(f"machine: {info}", flush=True)
+    repo = corpus.big_repo()
+    files = corpus.tracked_files(repo)
+    cleanup(repo)
+    out = {}
+    t_start = time.time()
+    steps = [
+        ("startup", lambda: bench_startup(runs, out)),
+        ("processes", lambda: bench_process_counts(repo, files, out)),
+        ("preserve", lambda: bench_preserve_dirty(repo, files, runs, out)),
+        ("clean", lambda: bench_preserve_clean(repo, runs, out)),
+        ("restore", lambda: bench_restore(repo, files, runs, out)),
+        ("jobs", lambda: bench_jobs(runs, out)),
+        ("scaling", lambda: bench_scaling([10, 50] if args.quick else [10, 50, 200], out)),
+    ]
+    for name, fn in steps:
+        if only and name not in only:
+            continue
+        t0 = time.time()
+        fn()
+        print(f"  {name}: {time.time() - t0:.0f} s (load {os.getloadavg()[0]:.2f})", flush=True)
+    info["load_after"] = os.getloadavg()
+    info["runs"] = runs
+    info["wall_seconds"] = round(time.time() - t_start)
+    text = table(out)
+    print(text)
+    os.makedirs(RESULTS, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    cmd = "python bench/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    with open(os.path.join(RESULTS, f"{stamp}.md"), "w") as fh:
+        fh.write(f"command: `{cmd.strip()}`\n\nmachine: {json.dumps(info)}\n\n{text}\n")
+    with open(os.path.join(RESULTS, f"{stamp}.json"), "w") as fh:
+        json.dump({"machine": info, "results": out}, fh, indent=1, default=str)
+    print(f"written: bench/results/{stamp}.md", flush=True)
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

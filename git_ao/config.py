@@ -1,0 +1,242 @@
+"""The one place that reads and writes `git-ao.toml` in the data dir.
+
+Read with tomllib, written with tomli-w. Every key git-ao knows is listed in
+KEYS with its type and a one-line description (the same text git-ao(1)
+documents). Unknown keys in the file are warned about and ignored; a bad value
+in the file is warned about and ignored (a shutdown must not fail on a typo);
+a bad value given to `git ao config set` is refused naming the key.
+
+Keys are dotted: `preserve.jobs` is `[preserve] jobs = 4` in the file. The
+relaunch command of one harness is `relaunch.harness.<name>`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+
+from .errors import Fatal, Usage
+
+CONFIG_NAME = "git-ao.toml"
+_HARNESS_KEY = re.compile(r"^relaunch\.harness\.([A-Za-z0-9_.+-]{1,64})$")
+
+
+def _int_jobs(v):
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 64:
+        raise ValueError("expected a whole number from 1 to 64")
+    return v
+
+
+def _seconds(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        raise ValueError("expected a number of seconds, 0 or more")
+    return v
+
+
+def _text(v):
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError("expected a non-empty string")
+    return v
+
+
+def _command(v):
+    """A command: a string split like a shell would split words (shlex), or a list
+    of strings. Returns the argument list."""
+    if isinstance(v, str):
+        try:
+            argv = shlex.split(v)
+        except ValueError as exc:
+            raise ValueError(f"cannot split into words: {exc}") from None
+    elif isinstance(v, list) and all(isinstance(a, str) for a in v):
+        argv = list(v)
+    else:
+        raise ValueError("expected a command string or a list of strings")
+    if not argv or not argv[0]:
+        raise ValueError("expected a command, got nothing")
+    return argv
+
+
+@dataclass(frozen=True)
+class Key:
+    """A known key: its validator (raises ValueError), how to parse the text given
+    to `config set`, and its description."""
+
+    check: object
+    parse: object
+    help: str
+
+
+def _parse_int(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError("expected a whole number") from None
+
+
+def _parse_float(text):
+    try:
+        n = float(text)
+    except ValueError:
+        raise ValueError("expected a number") from None
+    return int(n) if n.is_integer() else n
+
+
+KEYS = {
+    "preserve.jobs": Key(_int_jobs, _parse_int,
+                         "sessions git ao-preserve handles at once when -j is not given "
+                         "(default: the number of cores)"),
+    "preserve.timeout": Key(_seconds, _parse_float,
+                            "seconds after which git ao-preserve starts no new session when "
+                            "--timeout is not given (default: none)"),
+    "prune.expire": Key(_text, str,
+                        "default --expire of git ao-prune, a git date such as 2.weeks.ago "
+                        "(default: all of the trash)"),
+    "relaunch.command": Key(_command, str,
+                            "command run in each restored worktree (every harness)"),
+    "relaunch.harness.<name>": Key(_command, str,
+                                   "command run in each restored worktree of harness <name>; "
+                                   "wins over relaunch.command"),
+    "relaunch.timeout": Key(_seconds, _parse_float,
+                            "seconds git ao-restore waits for a relaunch command before "
+                            "leaving it running (default: 30)"),
+}
+
+DEFAULT_RELAUNCH_TIMEOUT = 30
+
+
+def key_spec(key) -> Key | None:
+    """The Key describing `key` (a dotted name), or None when git-ao does not know it."""
+    if _HARNESS_KEY.match(key):
+        return KEYS["relaunch.harness.<name>"]
+    if key == "relaunch.harness.<name>":
+        return None
+    return KEYS.get(key)
+
+
+def path(data_dir) -> str:
+    """The config file's path for this data dir."""
+    return os.path.join(data_dir, CONFIG_NAME)
+
+
+def _flatten(table, prefix=""):
+    for k, v in table.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict) and (name == "relaunch.harness" or key_spec(name) is None):
+            yield from _flatten(v, name + ".")
+        else:
+            yield name, v
+
+
+def _split_key(key):
+    if key.startswith("relaunch.harness."):
+        return ["relaunch", "harness", key[len("relaunch.harness."):]]
+    return key.split(".")
+
+
+class Config:
+    """The settings of one data dir.
+
+    values: dict of dotted key -> value (only known keys with good values).
+    warnings: list of str, one per unknown key or bad value in the file.
+    raw: the parsed TOML document (unknown keys kept, so `set` never drops them).
+    """
+
+    def __init__(self, data_dir):
+        self.path = path(data_dir)
+        self.raw = {}
+        self.values = {}
+        self.warnings = []
+        try:
+            with open(self.path, "rb") as f:
+                self.raw = tomllib.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise Fatal(f"cannot read {self.path}: {exc}") from exc
+        for key, value in _flatten(self.raw):
+            spec = key_spec(key)
+            if spec is None:
+                self.warnings.append(f"unknown key '{key}' in {self.path} (ignored)")
+                continue
+            try:
+                spec.check(value)
+            except ValueError as exc:
+                self.warnings.append(f"bad value for '{key}' in {self.path}: {exc} (ignored)")
+                continue
+            self.values[key] = value
+
+    def get(self, key, default=None):
+        """The value of a known key, or `default`."""
+        return self.values.get(key, default)
+
+    def relaunch_argv(self, harness) -> list[str] | None:
+        """The relaunch command for a harness: relaunch.harness.<harness>, else
+        relaunch.command, as an argument list; None when neither is set."""
+        value = self.values.get(f"relaunch.harness.{harness}") if harness else None
+        if value is None:
+            value = self.values.get("relaunch.command")
+        return None if value is None else _command(value)
+
+    # ------------------------------------------------------------ edits
+
+    def set(self, key, text):
+        """Validate and store `text` for `key` (parsed by the key's type).
+
+        Raises Usage naming the key for an unknown key or a bad value."""
+        spec = key_spec(key)
+        if spec is None:
+            raise Usage(f"unknown key '{key}' (see 'git ao config list --all')")
+        try:
+            value = spec.parse(text)
+            spec.check(value)
+        except ValueError as exc:
+            raise Usage(f"bad value for '{key}': {exc}") from None
+        table = self.raw
+        parts = _split_key(key)
+        for p in parts[:-1]:
+            if not isinstance(table.get(p), dict):
+                table[p] = {}
+            table = table[p]
+        table[parts[-1]] = value
+        self.values[key] = value
+        self._write()
+
+    def unset(self, key) -> bool:
+        """Remove `key` from the file; returns False when it was not set."""
+        table = self.raw
+        parts = _split_key(key)
+        chain = []
+        for p in parts[:-1]:
+            nxt = table.get(p)
+            if not isinstance(nxt, dict):
+                return False
+            chain.append((table, p))
+            table = nxt
+        if parts[-1] not in table:
+            return False
+        del table[parts[-1]]
+        for parent, p in reversed(chain):
+            if not parent[p]:
+                del parent[p]
+        self.values.pop(key, None)
+        self._write()
+        return True
+
+    def _write(self):
+        import tomli_w
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        tmp = f"{self.path}.tmp.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                tomli_w.dump(self.raw, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise

@@ -1,0 +1,67 @@
+"""Exit statuses exactly as SPEC 8, errors on one line, a traceback only with GIT_AO_DEBUG."""
+
+import json
+
+from tests.conftest import ao, git
+
+
+def _one_line(stderr, prefix):
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(prefix), stderr
+
+
+def test_usage_errors_exit_129(repo):
+    res = ao("ao-preserve", "--bogus", cwd=repo, rc=129)
+    assert res.stderr.startswith("error: ")
+    res = ao("ao-restore", "-h", cwd=repo, rc=129)
+    assert "Usage:" in res.stdout
+    res = ao("ao", "show", "a/b", cwd=repo, rc=129)
+    _one_line(res.stderr, "error: invalid session id")
+    ao("ao-prune", "--expire", "garbage", cwd=repo, rc=129)
+    ao("ao", "completion", "tcsh", cwd=repo, rc=129)
+
+
+def test_unknown_session_exits_1_with_one_line(repo):
+    res = ao("ao", "show", "nosuch", cwd=repo, rc=1)
+    _one_line(res.stderr, "error: no session 'nosuch'")
+
+
+def test_nothing_to_do_exits_0(repo):
+    ao("ao-restore", cwd=repo, rc=0)
+    ao("ao-prune", cwd=repo, rc=0)
+
+
+def test_fatal_is_128_one_line_and_traceback_only_with_debug(repo, ao_env):
+    data = ao_env / "aodata"
+    data.mkdir(mode=0o700)
+    (data / "git-ao.db").write_bytes(b"this is not a database" * 100)
+    res = ao("ao", "list", cwd=repo, rc=128)
+    _one_line(res.stderr, "fatal: ")
+    assert "Traceback" not in res.stderr
+    res = ao("ao", "list", cwd=repo, rc=None, env={"GIT_AO_DEBUG": "1"})
+    assert res.returncode != 0 and "Traceback" in res.stderr
+    res = ao("ao", "list", "-C", str(repo / "no-such-dir"), cwd=repo, rc=128)
+    _one_line(res.stderr, "fatal: cannot change to")
+
+
+def test_conflict_exits_3_and_worst_status_wins(repo, worktrees, tmp_path):
+    conf = worktrees(repo, "conf")
+    held = worktrees(repo, "held")
+    (conf / "README.md").write_text("mine\n")
+    (held / "README.md").write_text("held\n")
+    ao("ao-preserve", "--all", cwd=repo)
+    git("checkout", "-q", "conf", cwd=repo)
+    (repo / "README.md").write_text("theirs\n")
+    git("commit", "-qam", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    # held's branch checked out elsewhere: refused (1) beats attention (3).
+    git("worktree", "add", "-q", str(tmp_path / "squatter"), "held", cwd=repo)
+    res = ao("ao-restore", "--json", cwd=repo, rc=1)
+    doc = json.loads(res.stdout)
+    assert doc["exit_status"] == 1
+    assert {r["id"]: r["status"] for r in doc["results"]} == {"conf": "attention",
+                                                               "held": "refused"}
+    git("worktree", "remove", str(tmp_path / "squatter"), cwd=repo)
+    ao("ao-restore", "held", cwd=repo, rc=0)
+    ao("ao-restore", cwd=repo, rc=0)  # nothing pending any more

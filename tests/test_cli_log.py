@@ -1,0 +1,41 @@
+"""git ao log: the recent decisions of preserve, restore and prune; no prompt text ever."""
+
+import json
+
+from tests.conftest import ao, dirty
+
+
+def test_log_shows_recent_decisions_and_never_the_prompt(repo, worktrees, ao_env):
+    secret = "PROMPT-TEXT please refactor"
+    wt = worktrees(repo, "lg", prompt=secret, harness="my agent")
+    dirty(wt)
+    ao("ao-preserve", "lg", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    ao("ao-preserve", "lg", "--keep-worktree", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    worktrees(repo, "other")
+    entries = json.loads(ao("ao", "log", "-n", "100", "--json", cwd=repo).stdout)["entries"]
+    actions = [(e["action"], e["session"]) for e in entries]
+    assert ("preserve", "lg") in actions and ("restore", "lg") in actions
+    assert ("register", "other") in actions
+    reg = next(e for e in entries if e["action"] == "register" and e["session"] == "lg")
+    assert reg["fields"]["harness"] == "my agent"
+    only = json.loads(ao("ao", "log", "--session", "lg", "--json", cwd=repo).stdout)["entries"]
+    assert only and {e["session"] for e in only} == {"lg"}
+    text = ao("ao", "log", "-n", "2", cwd=repo).stdout.splitlines()
+    assert len(text) == 2 and "register other" in text[-1]
+    logs = "".join(p.read_text() for p in (ao_env / "aodata" / "logs").iterdir())
+    assert secret not in logs and "PROMPT-TEXT" not in logs
+
+
+def test_log_reads_rotated_files_and_an_empty_log(repo, ao_env):
+    assert ao("ao", "log", cwd=repo).stdout == ""
+    logs = ao_env / "aodata" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "git-ao.log.1").write_text(
+        "2026-01-01T00:00:00+0000 pid=1 preserve a ok ref=refs/ao/preserved/a\n")
+    (logs / "git-ao.log").write_text(
+        "2026-01-02T00:00:00+0000 pid=2 restore a ok detail='applied 3 files'\n")
+    entries = json.loads(ao("ao", "log", "--json", cwd=repo).stdout)["entries"]
+    assert [e["action"] for e in entries] == ["preserve", "restore"]
+    assert entries[1]["fields"] == {"detail": "applied 3 files"}

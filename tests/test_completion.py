@@ -1,0 +1,138 @@
+"""Completions: bash (inside git's own completion), zsh and fish, driven for real and
+non-interactively; candidates come from click and session ids from the database."""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from git_ao import completion
+from tests.conftest import ao
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ROOT / "completions"
+GIT_BASH = next((p for p in ("/usr/share/bash-completion/completions/git",
+                             "/usr/local/etc/bash_completion.d/git-completion.bash")
+                 if os.path.exists(p)), None)
+
+BASH_DRIVER = r"""
+source "$GIT_COMPLETION"; source "$1"
+COMP_LINE=$2; COMP_POINT=${#COMP_LINE}
+read -r -a COMP_WORDS <<< "$COMP_LINE"; [[ $COMP_LINE == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()
+spec=$(complete -p "${COMP_WORDS[0]}") && fn=${spec##* -F } && fn=${fn%% *}
+"$fn"; printf '%s\n' "${COMPREPLY[@]}"
+"""
+
+ZSH_DRIVER = r"""
+fpath=($1 $fpath); autoload -Uz $2
+_describe() { local n=$3; print -rl -- ${${(P)n}%%:*}; }
+compadd() { print -rl -- ${(P)${@[-1]}}; }
+_path_files() { print -r -- '<files>'; }
+local fn=$2; shift 2
+words=("$@"); CURRENT=$#words
+$fn
+"""
+
+
+@pytest.fixture
+def sessions(repo, worktrees):
+    """Three sessions: 'alpha' and 'beta' live, 'gamma' pending."""
+    for name in ("alpha", "beta", "gamma"):
+        worktrees(repo, name)
+    ao("ao-preserve", "gamma", cwd=repo)
+    return repo
+
+
+def _words(text):
+    return sorted(w.split("\t")[0].strip() for w in text.splitlines() if w.strip())
+
+
+def _bash(line, cwd, script=FILES / "bash" / "git-ao"):
+    res = subprocess.run(["bash", "--norc", "--noprofile", "-c", BASH_DRIVER, "drv",
+                          str(script), line], cwd=cwd, capture_output=True, text=True,
+                         env=dict(os.environ, GIT_COMPLETION=GIT_BASH))
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_shipped_files_are_what_the_generator_and_the_command_print(repo):
+    for rel, text in completion.files().items():
+        assert (FILES / rel).read_text() == text, f"completions/{rel} is stale: run " \
+                                                  "python -m git_ao.completion completions"
+    for shell in completion.SHELLS:
+        assert ao("ao", "completion", shell, cwd=repo).stdout == completion.script(shell)
+
+
+@pytest.mark.skipif(not GIT_BASH or not shutil.which("bash"), reason="no git bash completion")
+def test_bash_inside_gits_completion(sessions, tmp_path):
+    repo = sessions
+    # trailing spaces come from git's `complete -o nospace`
+    assert _bash("git ao-restore ", repo).split("\n")[:-1] == ["gamma "]
+    assert _words(_bash("git ao-preserve ", repo)) == ["alpha", "beta"]
+    assert _words(_bash("git ao show ", repo)) == ["alpha", "beta", "gamma"]
+    assert _words(_bash("git ao-preserve --k", repo)) == ["--keep-worktree"]
+    assert _words(_bash("git ao-restore --no", repo)) == ["--no-launch"]
+    assert _words(_bash("git ao-prune --expire 2", repo)) == ["2.weeks.ago"]
+    assert {"show", "list", "config", "import"} <= set(_words(_bash("git ao ", repo)))
+    assert _words(_bash("git ao config set relaunch.t", repo)) == ["relaunch.timeout"]
+    assert _words(_bash("git ao add --kind o", repo)) == ["orchestrator"]
+    assert _words(_bash(f"git -C {repo} ao-restore g", tmp_path)) == ["gamma"]
+    assert {"ao-preserve", "ao-restore", "ao-prune"} <= set(_words(_bash("git ao", repo)))
+    # the dashed commands too
+    assert _words(_bash("git-ao-preserve --al", repo)) == ["--all"]
+    assert _words(_bash("git-ao-restore ", repo)) == ["gamma"]
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh not installed")
+def test_zsh_functions(sessions):
+    def z(fn, *words):
+        res = subprocess.run(["zsh", "-f", "-c", ZSH_DRIVER, "drv", str(FILES / "zsh"), fn,
+                              *words], cwd=sessions, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        return _words(res.stdout)
+
+    # as _git calls them (words shifted: words[1] is the subcommand) and dashed
+    assert z("_git-ao-restore", "ao-restore", "") == ["gamma"]
+    assert z("_git-ao-preserve", "ao-preserve", "") == ["alpha", "beta"]
+    assert z("_git-ao-preserve", "git-ao-preserve", "--keep") == ["--keep-worktree"]
+    assert z("_git-ao", "ao", "show", "") == ["alpha", "beta", "gamma"]
+    assert z("_git-ao-prune", "ao-prune", "-C", "") == ["<files>"]
+    for prog in completion.COMMANDS:
+        head = (FILES / "zsh" / f"_{prog}").read_text().splitlines()[:2]
+        assert head[0] == f"#compdef {prog}" and head[1].startswith("#description ")
+
+
+@pytest.mark.skipif(not shutil.which("fish"), reason="fish not installed")
+def test_fish_with_the_fallback(sessions):
+    def f(line):
+        res = subprocess.run(["fish", "--no-config", "-c",
+                              f"source {FILES / 'fish' / 'git-ao.fish'}; complete -C '{line}'"],
+                             cwd=sessions, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    assert _words(f("git ao-restore ")) == ["gamma"]
+    assert _words(f("git ao-preserve ")) == ["alpha", "beta"]
+    assert _words(f("git ao show ")) == ["alpha", "beta", "gamma"]
+    out = f("git ao-preserve --ke")
+    assert _words(out) == ["--keep-worktree"] and "checkpoint" in out  # click's help text
+    assert _words(f("git-ao-restore --no")) == ["--no-launch"]
+
+
+def test_completing_ids_imports_neither_rich_nor_sh_nor_runs_git(sessions):
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1", COMP_WORDS="git-ao-restore ",
+               COMP_CWORD="1", _GIT_AO_RESTORE_COMPLETE="bash_complete",
+               GIT_TRACE=str(sessions / "trace"))
+    res = subprocess.run([shutil.which("git-ao-restore")], cwd=sessions, capture_output=True,
+                         text=True, env=env)
+    assert res.stdout.split() == ["plain,gamma"]
+    heavy = re.findall(r"\|\s+((?:rich|sh|git_ao\.git|git_ao\.lifecycle)(?:\.\w+)*)\s*$",
+                       res.stderr, re.M)
+    assert heavy == []
+    assert not (sessions / "trace").exists()
+    # and nothing was restored by asking
+    assert "gamma\tworker\t-\tpending" in ao("ao", "list", cwd=sessions).stdout

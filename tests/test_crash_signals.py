@@ -1,0 +1,75 @@
+"""Signals and --timeout during `git ao-preserve --all` (issue 4): the sessions in
+flight reach a safe point, no new one starts, the summary is printed and logged,
+and the exit status is 143 (SIGTERM) or 130 (SIGINT). The signal is sent by the
+process itself at a named point (GIT_AO_CRASH_SIGNAL), so the moment is exact."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import ao
+from tests.test_crash import (assert_all_preserved, assert_all_restored, assert_work_safe,
+                              integrity_ok, make_sessions, ref_of, states)
+from tests.worktree_state import state
+
+
+def _log():
+    with open(os.path.join(os.environ["AO_DATA_DIR"], "logs", "git-ao.log")) as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("sig,rc", [("TERM", 143), ("INT", 130)])
+def test_signal_lets_the_session_in_flight_finish(sig, rc, repo, worktrees, tmp_path):
+    sessions = make_sessions(repo, worktrees, 5, detached=False)
+    before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
+    # The signal arrives in the middle of the second session, after its row is
+    # committed and before its worktree is removed.
+    res = ao("ao-preserve", "--all", "-j", "1", cwd=repo, rc=rc,
+             env={"GIT_AO_CRASH_AT": "preserve:after-db:2", "GIT_AO_CRASH_SIGNAL": sig})
+    got = states(repo)
+    assert got == {"s00": "pending", "s01": "pending", "s02": "live", "s03": "live",
+                   "s04": "live"}, got
+    assert not sessions["s01"][1].exists()  # the one in flight ran to its end
+    for sid in ("s02", "s03", "s04"):
+        assert "not started: interrupted by a signal" in res.stdout, res.stdout
+        assert sessions[sid][1].is_dir()
+    assert f"interrupted by SIG{sig}" in res.stderr
+    assert "preserve: 2 ok, 3 refused" in res.stderr
+    assert f"interrupted signal=SIG{sig} not_started=3" in _log()
+    assert_work_safe(sessions, before, tmp_path)
+    integrity_ok()
+    ao("ao-preserve", "--all", cwd=repo)
+    assert_all_preserved(sessions, repo)
+    ao("ao-restore", cwd=repo)
+    assert_all_restored(sessions, before, repo)
+
+
+def test_signal_with_parallel_jobs_starts_nothing_new(repo, worktrees, tmp_path):
+    sessions = make_sessions(repo, worktrees, 6, detached=False)
+    before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
+    res = ao("ao-preserve", "--all", "-j", "2", "--json", cwd=repo, rc=143,
+             env={"GIT_AO_CRASH_AT": "preserve:after-capture", "GIT_AO_CRASH_SIGNAL": "TERM"})
+    results = json.loads(res.stdout)["results"]
+    started = [r for r in results if not r["message"].startswith("not started")]
+    assert 1 <= len(started) <= 3 and len(started) < len(results), results
+    for r in started:  # every session that started reached its end
+        assert r["status"] == "ok", r
+        assert not sessions[r["id"]][1].exists()
+    assert_work_safe(sessions, before, tmp_path)
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert_all_restored(sessions, before, repo)
+
+
+def test_timeout_spent_leaves_the_rest_live(repo, worktrees, tmp_path):
+    sessions = make_sessions(repo, worktrees, 3, detached=False)
+    before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
+    # A budget of a microsecond is spent long before the first session ends.
+    res = ao("ao-preserve", "--all", "-j", "1", "--timeout", "0.000001", cwd=repo, rc=1)
+    assert "not started: --timeout spent; the session stays live" in res.stdout
+    assert states(repo)["s02"] == "live" and sessions["s02"][1].is_dir()
+    assert ref_of(repo, "s02") is None
+    assert_work_safe(sessions, before, tmp_path)

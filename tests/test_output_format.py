@@ -1,0 +1,96 @@
+"""Output: plain stable records off a terminal, rich on one, NO_COLOR, --json with a
+versioned schema on every command, -q and -v."""
+
+import json
+import os
+import pty
+import re
+import subprocess
+
+from tests.conftest import ao, dirty
+
+ANSI = re.compile(r"\x1b\[")
+COLOUR = re.compile(r"\x1b\[[0-9;]*?(?:\b3[0-9]|\b9[0-7])[;m]")
+
+
+def test_plain_records_are_tab_separated_and_colourless(repo, worktrees):
+    wt = worktrees(repo, "plain", harness="codex")
+    dirty(wt)
+    res = ao("ao-preserve", "plain", cwd=repo)
+    assert not ANSI.search(res.stdout + res.stderr)
+    fields = res.stdout.strip().split("\t")
+    assert fields[:3] == ["preserve", "ok", "plain"] and len(fields) == 4
+    assert res.stderr.strip() == "preserve: 1 ok"
+    listed = ao("ao", "list", cwd=repo).stdout.strip().split("\t")
+    assert listed[:5] == ["plain", "worker", "codex", "pending", "plain"]
+    assert listed[5] == str(wt) and listed[6].startswith("refs/ao/preserved/plain ")
+
+
+def test_quiet_prints_nothing_and_verbose_traces_git(repo, worktrees):
+    worktrees(repo, "q")
+    res = ao("ao-preserve", "q", "-q", cwd=repo)
+    assert res.stdout == "" and res.stderr == ""
+    res = ao("ao-restore", "q", "-v", cwd=repo)
+    assert re.search(r"^trace: git .*worktree add", res.stderr, re.M)
+
+
+def _json(*args, cwd, rc=0):
+    doc = json.loads(ao(*args, "--json", cwd=cwd, rc=rc).stdout)
+    assert doc["schema"] == 1
+    return doc
+
+
+def test_every_command_speaks_versioned_json(repo, worktrees):
+    wt = worktrees(repo, "j", register=False)
+    assert _json("ao", "add", str(wt), "--id", "j", cwd=repo)["command"] == "add"
+    assert _json("ao", "list", cwd=repo)["sessions"][0]["workspace_path"] == str(wt)
+    assert _json("ao", "show", "j", cwd=repo)["session"]["id"] == "j"
+    doc = _json("ao-preserve", "j", cwd=repo)
+    assert doc["command"] == "preserve" and doc["exit_status"] == 0
+    assert doc["results"][0]["workspace_path"] == str(wt)
+    assert _json("ao-restore", cwd=repo)["results"][0]["status"] == "ok"
+    assert _json("ao-prune", "-n", cwd=repo)["dry_run"] is True
+    assert _json("ao", "config", "set", "preserve.jobs", "2", cwd=repo)["value"] == 2
+    assert _json("ao", "config", "get", "preserve.jobs", cwd=repo)["value"] == 2
+    assert _json("ao", "config", "list", cwd=repo)["values"] == {"preserve.jobs": 2}
+    assert _json("ao", "config", "unset", "preserve.jobs", cwd=repo)["removed"] is True
+    assert _json("ao", "log", cwd=repo)["entries"]
+    assert "_git_ao_preserve" in _json("ao", "completion", "bash", cwd=repo)["script"]
+    assert {c["name"] for c in _json("ao", "doctor", cwd=repo)["checks"]} >= {
+        "git", "database", "man pages", "bash completion"}
+    assert _json("ao", "kill", "j", cwd=repo)["results"][0]["status"] == "ok"
+    assert _json("ao", "forget", "j", cwd=repo)["results"][0]["status"] == "ok"
+
+
+def _on_tty(args, cwd, env):
+    """Run `git args` with stdout on a pseudo-terminal; return what it printed."""
+    master, slave = pty.openpty()
+    full = dict(os.environ, COLUMNS="200", TERM="xterm-256color", **env)
+    proc = subprocess.Popen(["git", *args], cwd=cwd, stdout=slave, stderr=subprocess.DEVNULL,
+                            env=full)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait()
+    os.close(master)
+    return out.decode()
+
+
+def test_terminal_gets_a_table_and_colour_unless_no_color(repo, worktrees):
+    worktrees(repo, "tty", harness="aider")
+    out = _on_tty(["ao", "list"], repo, {"FORCE_COLOR": "1"})
+    assert "workspace path" in out and "aider" in out and "\t" not in out
+    assert ANSI.search(out)
+    out = _on_tty(["ao-preserve", "tty"], repo, {"FORCE_COLOR": "1"})
+    assert COLOUR.search(out)
+    ao("ao-restore", cwd=repo)
+    # NO_COLOR: no colour (bold stays, as the NO_COLOR convention allows).
+    out = _on_tty(["ao-preserve", "tty"], repo, {"NO_COLOR": "1"})
+    assert "tty" in out and not COLOUR.search(out)

@@ -1,0 +1,115 @@
+"""Packaging: `pip install .` into a fresh venv gives working commands, the man pages
+(opened by `git ao-preserve --help` through git) and the completion files under share/.
+
+One venv per test session (pip fetches the build backend and the dependencies, so
+this needs the package index or pip's cache)."""
+
+import os
+import shutil
+import subprocess
+import venv
+from pathlib import Path
+
+import pytest
+
+from git_ao import __version__, completion
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory):
+    """A venv with the checkout pip-installed (not editable); yields its directory."""
+    root = tmp_path_factory.mktemp("pkg") / "venv"
+    venv.EnvBuilder(with_pip=True).create(root)
+    res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q",
+                          "--disable-pip-version-check", str(ROOT)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.fail(f"pip install . failed:\n{res.stdout}\n{res.stderr}")
+    return root
+
+
+def _env(venv_dir, **extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("MANPATH", "PYTHONPATH")}
+    env["PATH"] = f"{venv_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    env.update(extra)
+    return env
+
+
+def test_man_pages_and_completions_land_under_share(installed):
+    share = installed / "share"
+    for page in PAGES:
+        assert (share / "man" / "man1" / page).read_bytes() == (ROOT / "man" / page).read_bytes()
+    for prog in completion.COMMANDS:
+        assert (share / "bash-completion" / "completions" / prog).is_file()
+        assert (share / "zsh" / "site-functions" / f"_{prog}").is_file()
+        assert (share / "fish" / "vendor_completions.d" / f"{prog}.fish").is_file()
+
+
+def test_commands_work_through_git(installed, repo):
+    env = _env(installed)
+    res = subprocess.run(["git", "ao", "--version"], cwd=repo, env=env, capture_output=True,
+                         text=True)
+    assert res.stdout == f"git-ao version {__version__}\n"
+    res = subprocess.run(["git", "ao", "list", "--json"], cwd=repo, env=env,
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and '"sessions": []' in res.stdout
+    res = subprocess.run(["git", "ao", "doctor"], cwd=repo, env=env, capture_output=True,
+                         text=True)
+    assert f"ok  man pages: {installed}/share/man/man1/git-ao-preserve.1" in res.stdout
+
+
+@pytest.mark.skipif(not shutil.which("man"), reason="man not installed")
+def test_git_help_opens_the_installed_man_page(installed, repo):
+    env = _env(installed, MANPAGER="cat", MANWIDTH="80", PAGER="cat")
+    res = subprocess.run(["git", "ao-preserve", "--help"], cwd=repo, env=env,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "GIT-AO-PRESERVE(1)" in res.stdout and "keep" in res.stdout
+    res = subprocess.run(["git", "help", "ao-restore"], cwd=repo, env=env,
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "GIT-AO-RESTORE(1)" in res.stdout
+
+
+LAZY = r"""
+source /usr/share/bash-completion/bash_completion
+__load_completion git
+COMP_LINE=$1; COMP_POINT=${#COMP_LINE}
+read -r -a COMP_WORDS <<< "$COMP_LINE"; [[ $COMP_LINE == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()
+__git_wrap__git_main; printf '%s\n' "${COMPREPLY[@]}"
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/share/bash-completion/bash_completion"),
+                    reason="bash-completion not installed")
+def test_bash_completion_lazy_loads_from_the_venv(installed, repo, worktrees):
+    worktrees(repo, "lazy")
+    env = _env(installed, XDG_DATA_DIRS=f"{installed / 'share'}:/usr/share")
+    res = subprocess.run(["bash", "--norc", "--noprofile", "-c", LAZY, "drv",
+                          "git ao-preserve "], cwd=repo, env=env, capture_output=True,
+                         text=True)
+    assert res.stdout.split() == ["lazy"], res.stderr
+
+
+@pytest.mark.skipif(not shutil.which("pipx"), reason="pipx not installed")
+def test_pipx_install(tmp_path, repo):
+    env = _env(tmp_path, PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
+               PIPX_MAN_DIR=str(tmp_path / "share" / "man"))
+    env["PATH"] = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
+    subprocess.run(["pipx", "install", str(ROOT)], env=env, check=True, capture_output=True)
+    res = subprocess.run(["git", "ao", "--version"], cwd=repo, env=env, capture_output=True,
+                         text=True)
+    assert res.stdout == f"git-ao version {__version__}\n"
+    share = tmp_path / "pipx" / "venvs" / "git-ao" / "share"
+    assert (share / "bash-completion" / "completions" / "git-ao-restore").is_file()
+    if not (tmp_path / "share" / "man" / "man1" / "git-ao-preserve.1").exists():
+        # pipx before pypa/pipx#1047 (Debian 12's 1.1.0) links no man pages: the
+        # README's MANPATH line covers it.
+        env["MANPATH"] = f"{share / 'man'}:"
+    if shutil.which("man"):
+        res = subprocess.run(["git", "ao-preserve", "--help"], cwd=repo, capture_output=True,
+                             text=True, env=dict(env, MANPAGER="cat", PAGER="cat"))
+        assert "GIT-AO-PRESERVE(1)" in res.stdout, res.stderr

@@ -1,0 +1,154 @@
+"""Database loss and damage (issue 4): deleted, truncated, garbage. No command deletes
+anything, each says what is wrong, `git ao doctor` reports it, and `git ao doctor
+--recover` rebuilds the pending sessions from the preserve refs' trailers, after
+which `git ao-restore` brings them back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import ao, git, init_repo
+from tests.test_crash import (REF, assert_all_restored, db_path, integrity_ok, make_sessions,
+                              ref_of, states)
+from tests.worktree_state import same_but_ignored, state
+
+
+def _lose(how):
+    db = db_path()
+    if how == "deleted":
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(f"{db}{suffix}"):
+                os.unlink(f"{db}{suffix}")
+    elif how == "emptied":
+        open(db, "wb").close()
+    elif how == "truncated":
+        size = db.stat().st_size
+        with open(db, "r+b") as fh:
+            fh.truncate(max(size // 2, 4096 + 100))
+    elif how == "garbage":
+        db.write_bytes(b"this is not a database\n" * 400)
+
+
+@pytest.fixture
+def mixed(repo, make_repo, worktrees):
+    """Six sessions over two repositories: four pending (saved by preserve), two live."""
+    other = make_repo()
+    sessions = make_sessions(repo, worktrees, 6, other=other)
+    before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
+    ao("ao-preserve", "s00", "s01", "s02", "s04", cwd=repo)
+    ao("ao", "list", cwd=repo)  # a clean close: the WAL is checkpointed into the file
+    return sessions, before, other
+
+
+def _fingerprint(sessions):
+    """Every ref under refs/ao/ and every worktree directory: what must survive."""
+    refs = {r: git("for-each-ref", "refs/ao/", cwd=r) for r, _ in sessions.values()}
+    dirs = {sid: wt.is_dir() and state(wt) for sid, (_, wt) in sessions.items()}
+    return refs, dirs
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied", "truncated", "garbage"])
+def test_lost_database_deletes_nothing_and_recovers(how, repo, mixed, tmp_path):
+    sessions, before, other = mixed
+    _lose(how)
+    kept = _fingerprint(sessions)
+    every = (["ao-preserve", "--all"], ["ao-restore"], ["ao-prune"], ["ao", "list"],
+             ["ao-preserve", "s03"])
+    for args in every if how in ("deleted", "garbage") else every[:3]:
+        res = ao(*args, cwd=repo, rc=128)
+        assert res.stderr.startswith("fatal: database "), (args, res.stderr)
+        assert "doctor --recover" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr
+    # kill opens the database inside its per-session guard: that session fails (exit 1)
+    # with the same message, and nothing is removed.
+    res = ao("ao", "kill", "s05", cwd=repo, rc=1)
+    assert "doctor --recover" in res.stdout
+    assert _fingerprint(sessions) == kept
+    res = ao("ao", "doctor", "-C", other, cwd=repo, rc=1)
+    assert "problem  database" in res.stdout, res.stdout
+    assert "preserve refs with no readable record" in res.stdout, res.stdout
+    assert _fingerprint(sessions) == kept
+    res = ao("ao", "doctor", "--recover", "-C", repo, "-C", other, cwd=repo, rc=None)
+    assert res.returncode == 0, res.stdout + res.stderr
+    if how in ("truncated", "garbage"):
+        assert "moved the damaged database aside" in res.stderr
+        assert any(n.startswith("git-ao.db.damaged.") for n in os.listdir(db_path().parent))
+    integrity_ok()
+    got = states(repo)
+    # Pending sessions with work (a ref) come back; the clean one (s03 is live anyway)
+    # and the live sessions without a ref are registered again with `git ao add`.
+    assert got == {"s00": "pending", "s01": "pending", "s02": "pending", "s04": "pending"}, got
+    ao("ao-restore", cwd=repo)
+    for sid in ("s00", "s01", "s02", "s04"):
+        r, wt = sessions[sid]
+        assert same_but_ignored(before[sid], state(wt)), sid
+        assert ref_of(r, sid) is None
+    listed = {s["id"]: s for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)
+              ["sessions"]}
+    assert listed["s04"]["branch"] is None and listed["s00"]["branch"] == "s00"
+    for sid in ("s03", "s05"):  # never saved: still live in their worktrees
+        assert same_but_ignored(before[sid], state(sessions[sid][1]))
+
+
+def test_recover_by_scanning_a_directory(tmp_path, worktrees):
+    projects = tmp_path / "projects"
+    repos = []
+    for name in ("alpha", "beta"):
+        p = projects / "nested" / name
+        p.mkdir(parents=True)
+        git("init", "-q", "-b", "main", p, cwd=tmp_path)
+        repos.append(init_repo(p))
+    sessions = make_sessions(repos[0], worktrees, 4, other=repos[1], detached=False)
+    before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
+    ao("ao-preserve", "--all", cwd=repos[0])
+    _lose("garbage")
+    ao("ao", "doctor", "--recover", projects, cwd=tmp_path)
+    # s03 was clean: no ref, nothing to rebuild; its branch is intact.
+    assert states(repos[0]) == dict.fromkeys(["s00", "s01", "s02"], "pending")
+    assert git("rev-parse", "s03", cwd=repos[1]).strip() == before["s03"]["head"].decode()
+    ao("ao-restore", cwd=tmp_path)
+    sessions.pop("s03")
+    assert_all_restored(sessions, before, repos[0])
+
+
+def test_new_data_dir_notices_orphaned_refs_and_deletes_nothing(repo, worktrees, tmp_path,
+                                                                  monkeypatch):
+    sessions = make_sessions(repo, worktrees, 2, detached=False)
+    ao("ao-preserve", "--all", cwd=repo)
+    monkeypatch.setenv("AO_DATA_DIR", str(tmp_path / "elsewhere"))
+    # A data dir never used: a new, empty database. Nothing acts on refs it does not know.
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    assert ref_of(repo, "s00") and ref_of(repo, "s01")
+    res = ao("ao", "doctor", "-C", repo, cwd=repo, rc=1)
+    assert "orphaned refs: " + REF + "s00" in res.stdout, res.stdout
+    ao("ao", "doctor", "--recover", "-C", repo, cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert all(wt.is_dir() for _, wt in sessions.values())
+
+
+def test_checkpoint_recovers_as_live(repo, worktrees):
+    sessions = make_sessions(repo, worktrees, 1)
+    wt = sessions["s00"][1]
+    before = state(wt)
+    ao("ao-preserve", "--keep-worktree", "s00", cwd=repo)
+    _lose("deleted")
+    ao("ao", "doctor", "--recover", "-C", repo, cwd=repo)
+    assert states(repo) == {"s00": "live"}
+    ao("ao-restore", cwd=repo)  # nothing pending: nothing applied over the live worktree
+    assert same_but_ignored(before, state(wt))
+    assert ref_of(repo, "s00")
+
+
+def test_foreign_ref_is_reported_not_recovered(repo, worktrees):
+    make_sessions(repo, worktrees, 1)
+    git("update-ref", REF + "stranger", "HEAD", cwd=repo)
+    res = ao("ao", "doctor", "--recover", "-C", repo, cwd=repo, rc=1)
+    assert "not a git-ao preserve commit" in res.stdout + res.stderr
+    assert ref_of(repo, "stranger")
+    assert subprocess.run(["git", "rev-parse", "-q", "--verify", REF + "stranger"],
+                          cwd=repo, capture_output=True).returncode == 0

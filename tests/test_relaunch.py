@@ -1,0 +1,83 @@
+"""Relaunch (SPEC 8): a configured command per harness or global, run in the restored
+worktree with the facts in AO_* variables, never through a shell string."""
+
+import json
+import sys
+
+from tests.conftest import ao, git
+
+PROBE = ("import json, os, sys; json.dump({'cwd': os.getcwd(), 'argv': sys.argv[1:], "
+         "'env': {k: v for k, v in os.environ.items() if k.startswith('AO_')}}, "
+         "open(os.environ['PROBE_OUT'], 'w'))")
+
+
+def _configure(repo, key, *extra):
+    argv = [sys.executable, "-c", PROBE, *extra]
+    ao("ao", "config", "set", key, " ".join(_q(a) for a in argv), cwd=repo)
+
+
+def _q(arg):
+    import shlex
+    return shlex.quote(arg)
+
+
+def test_relaunch_gets_facts_as_data_in_the_worktree(repo, worktrees, tmp_path):
+    evil = "x $(touch pwned) ; `touch pwned2` 'q\" y"
+    wt = worktrees(repo, "rl", harness=evil, agent_session_id="a b;c")
+    ao("ao-preserve", "rl", cwd=repo)
+    _configure(repo, "relaunch.command", "--resume", "{agent_session_id}", "{harness}")
+    out = tmp_path / "probe.json"
+    res = ao("ao-restore", cwd=repo, env={"PROBE_OUT": str(out)})
+    seen = json.loads(out.read_text())
+    assert seen["cwd"] == str(wt)
+    assert seen["argv"] == ["--resume", "a b;c", evil]
+    seen["env"].pop("AO_DATA_DIR")  # the test's own, inherited
+    assert seen["env"] == {"AO_SESSION_ID": "rl", "AO_WORKTREE": str(wt), "AO_BRANCH": "rl",
+                           "AO_KIND": "worker", "AO_HARNESS": evil,
+                           "AO_AGENT_SESSION_ID": "a b;c", "AO_RESTORE_STATUS": "ok"}
+    assert not list(tmp_path.rglob("pwned*")) and not list(repo.rglob("pwned*"))
+    assert "relaunch\tok\trl\t" in res.stdout
+    log = ao("ao", "log", "--session", "rl", "--json", cwd=repo).stdout
+    assert any(e["action"] == "relaunch" and e["decision"] == "ok"
+               for e in json.loads(log)["entries"])
+
+
+def test_per_harness_command_wins_and_no_launch_skips(repo, worktrees, tmp_path):
+    worktrees(repo, "h1", harness="codex")
+    ao("ao-preserve", "h1", cwd=repo)
+    ao("ao", "config", "set", "relaunch.command", "false", cwd=repo)
+    _configure(repo, "relaunch.harness.codex", "{session_id}")
+    out = tmp_path / "probe.json"
+    res = ao("ao-restore", "--no-launch", cwd=repo, env={"PROBE_OUT": str(out)})
+    assert not out.exists() and "relaunch" not in res.stdout
+    ao("ao-preserve", "h1", cwd=repo)
+    ao("ao-restore", cwd=repo, env={"PROBE_OUT": str(out)})
+    assert json.loads(out.read_text())["argv"] == ["h1"]
+
+
+def test_failing_relaunch_never_undoes_the_restore(repo, worktrees):
+    wt = worktrees(repo, "bad")
+    (wt / "work.txt").write_text("saved\n")
+    ao("ao-preserve", "bad", cwd=repo)
+    ao("ao", "config", "set", "relaunch.command", "false", cwd=repo)
+    res = ao("ao-restore", "--json", cwd=repo, rc=1)
+    results = {r["action"]: r for r in json.loads(res.stdout)["results"]}
+    assert results["restore"]["status"] == "ok"
+    assert results["relaunch"]["status"] == "failed" and results["relaunch"]["returncode"] == 1
+    assert (wt / "work.txt").read_text() == "saved\n"
+    assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]["state"] \
+        == "live"
+    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+    ao("ao", "config", "set", "relaunch.command", "/no/such/program --x", cwd=repo)
+    ao("ao-preserve", "bad", cwd=repo)
+    res = ao("ao-restore", cwd=repo, rc=1)
+    assert "could not start" in res.stdout and (wt / "work.txt").exists()
+    log = ao("ao", "log", cwd=repo).stdout
+    assert "relaunch bad failed" in log
+
+
+def test_no_command_prints_the_resume_hint(repo, worktrees):
+    worktrees(repo, "hint", harness="claude-code", agent_session_id="7f3a")
+    ao("ao-preserve", "hint", cwd=repo)
+    res = ao("ao-restore", cwd=repo)
+    assert "hint: resume hint: claude-code session 7f3a in " in res.stderr

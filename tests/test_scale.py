@@ -1,0 +1,99 @@
+"""Scale: 200 sessions across 10 repositories are preserved and restored, every one
+correctly (issue 6). Nothing here is timed; bench/run.py reports the times."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from git_ao import git as ao_git
+from git_ao import lifecycle, store
+from tests.conftest import ao, git
+
+REPOS = 10
+PER_REPO = 20
+
+
+def _session_work(wt: Path, n: int):
+    """Staged, unstaged and untracked work unique to session n."""
+    (wt / "README.md").write_text(f"hello\nstaged {n}\n")
+    git("add", "README.md", cwd=wt)
+    (wt / "README.md").write_text(f"hello\nstaged {n}\nunstaged {n}\n")
+    (wt / "src" / "app.py").write_text(f"print({n})\n")
+    (wt / "notes").mkdir()
+    (wt / "notes" / f"todo-{n}.txt").write_text(f"untracked {n}\n")
+
+
+def _expect(wt: Path, n: int):
+    assert (wt / "README.md").read_text() == f"hello\nstaged {n}\nunstaged {n}\n"
+    assert (wt / "src" / "app.py").read_text() == f"print({n})\n"
+    assert (wt / "notes" / f"todo-{n}.txt").read_text() == f"untracked {n}\n"
+    assert git("show", ":README.md", cwd=wt) == f"hello\nstaged {n}\n"
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=wt).splitlines() == [
+        "MM README.md", " M src/app.py", f"?? notes/todo-{n}.txt"]
+
+
+@pytest.mark.slow
+def test_200_sessions_in_10_repositories(make_repo, tmp_path):
+    repos = [make_repo() for _ in range(REPOS)]
+    ctx = lifecycle.Context(store.Store())
+    sessions = {}
+    for r, repo in enumerate(repos):
+        for k in range(PER_REPO):
+            n = r * PER_REPO + k
+            wt = tmp_path / "wt" / f"r{r}" / f"s{n}"
+            git("worktree", "add", "-q", "-b", f"s{n}", wt, cwd=repo)
+            _session_work(wt, n)
+            # Registration in-process (the same call `git ao add` makes) keeps setup short.
+            lifecycle.register(ctx, str(wt), session_id=f"s{n}", harness="h")
+            sessions[n] = (repo, wt)
+
+    res = ao("ao-preserve", "--all", "-q", cwd=repos[0])
+    assert res.stdout == ""
+    for n, (repo, wt) in sessions.items():
+        assert not wt.exists(), wt
+    for repo in repos:
+        refs = git("for-each-ref", "--format=%(refname)", "refs/ao/preserved", cwd=repo).split()
+        assert len(refs) == PER_REPO
+        # One `git worktree prune` per repository deregistered every removed worktree.
+        assert "prunable" not in git("worktree", "list", "--porcelain", cwd=repo)
+        listed = git("worktree", "list", "--porcelain", cwd=repo)
+        assert listed.count("worktree ") == 1, listed
+    assert all(s.pending for s in store.Store().sessions())
+
+    ao("ao-restore", "-q", cwd=repos[0])
+    for n, (repo, wt) in sessions.items():
+        _expect(wt, n)
+    for repo in repos:
+        assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+    assert all(s.live and not s.pending for s in store.Store().sessions())
+
+
+def test_batch_prunes_once_per_repository(make_repo, tmp_path):
+    """A preserve run deregisters removed worktrees with one `git worktree prune` per
+    repository, not one per session, and leaves nothing prunable behind."""
+    repos = [make_repo() for _ in range(2)]
+    ctx = lifecycle.Context(store.Store())
+    ids = []
+    for r, repo in enumerate(repos):
+        for k in range(3):
+            wt = tmp_path / "wt" / f"b{r}{k}"
+            git("worktree", "add", "-q", "-b", f"b{r}{k}", wt, cwd=repo)
+            (wt / "new.txt").write_text("x\n")
+            lifecycle.register(ctx, str(wt), session_id=f"b{r}{k}")
+            ids.append(f"b{r}{k}")
+    seen = []
+    ao_git.set_trace(lambda argv, cwd: seen.append((argv[:2], os.path.realpath(cwd))))
+    try:
+        outcomes = lifecycle.preserve(ctx, [ctx.store.get(i) for i in ids], jobs=2)
+    finally:
+        ao_git.set_trace(None)
+    assert [o.status for o in outcomes] == ["ok"] * 6, outcomes
+    prunes = sorted(cwd for argv, cwd in seen if argv == ["worktree", "prune"])
+    assert prunes == sorted(os.path.realpath(r / ".git") for r in repos)
+    assert not any(argv == ["check-ref-format"] or argv[:1] == ["check-ref-format"]
+                   for argv, _ in seen)
+    for repo in repos:
+        assert "prunable" not in git("worktree", "list", "--porcelain", cwd=repo)

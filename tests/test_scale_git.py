@@ -1,0 +1,94 @@
+"""The process-saving shortcuts of git_ao/git.py agree with git itself.
+
+Each shortcut replaces a git process that used to run once per session (see
+docs/PERFORMANCE.md); these tests hold the replacement to git's own answer.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from git_ao import git
+
+# Characters that matter to git's ref rules, plus ordinary ones.
+_ALPHABET = st.sampled_from(list("ab09_-./@{}~^:?*[\\ \t\x7f\x01lockLOCKé") + [".lock", "@{"])
+
+
+def _git_says(ref: str) -> bool:
+    res = subprocess.run(["git", "check-ref-format", ref], capture_output=True)
+    return res.returncode == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ALPHABET, max_size=12).map("".join).map(lambda s: "refs/ao/preserved/" + s)
+       | st.lists(_ALPHABET, max_size=12).map("".join))
+@example("refs/ao/preserved/a.lock")
+@example("refs/ao/preserved/a..b")
+@example("refs/ao/preserved/.a")
+@example("refs/ao/preserved/a.")
+@example("refs/ao/preserved/a@{b")
+@example("refs/ao/preserved/a/")
+@example("refs/ao/preserved//a")
+@example("@")
+@example("refs/ao/preserved/ok-1.2_x")
+def test_check_ref_format_matches_git(ref):
+    if "\0" in ref:
+        return
+    assert git.check_ref_format(ref) == _git_says(ref), ref
+
+
+def test_check_ref_format_starts_no_process():
+    seen = []
+    git.set_trace(lambda argv, cwd: seen.append(argv))
+    try:
+        assert git.check_ref_format("refs/ao/preserved/s1")
+        assert not git.check_ref_format("refs/ao/preserved/s1.lock")
+    finally:
+        git.set_trace(None)
+    assert seen == []
+
+
+def _flags_reference(out: bytes):
+    """The plain per-record reading of `git ls-files -v -z` that index_flags must match."""
+    import os
+    au, sw, attrs = [], [], []
+    for rec in out.split(b"\0"):
+        if len(rec) < 3:
+            continue
+        tag, path = rec[:1], os.fsdecode(rec[2:])
+        if tag in (b"S", b"s"):
+            sw.append(path)
+        if tag.islower():
+            au.append(path)
+        if path == ".gitattributes" or path.endswith("/.gitattributes"):
+            attrs.append(path)
+    return au, sw, attrs
+
+
+def test_index_flags_matches_a_plain_reading(repo):
+    names = ["H", "H x", "a/H", "S", ".gitattributes", "a/.gitattributes", "b.gitattributes",
+             "c/d/.gitattributes", "sp ace/.gitattributes", "new\nline", "nl\ndir/.gitattributes",
+             "é/f", "x.gitattributes/y"]
+    names += [f"many/f{i}" for i in range(300)]
+    for n in names:
+        p = repo / n
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(n + "\n")
+    git_(repo, "add", "-A")
+    git_(repo, "update-index", "--assume-unchanged", "H", "a/.gitattributes", "many/f7")
+    git_(repo, "update-index", "--skip-worktree", "S", "many/f9", "c/d/.gitattributes")
+    git_(repo, "update-index", "--assume-unchanged", "many/f9", "new\nline")
+    out = subprocess.run(["git", "ls-files", "-v", "-z"], cwd=repo, capture_output=True).stdout
+    flags = git.index_flags(str(repo))
+    assert (flags.assume_unchanged, flags.skip_worktree, flags.attributes) == \
+        _flags_reference(out)
+    assert "many/f9" in flags.skip_worktree and "many/f9" in flags.assume_unchanged
+    assert flags.attributes == [".gitattributes", "a/.gitattributes", "c/d/.gitattributes",
+                                "nl\ndir/.gitattributes", "sp ace/.gitattributes"]
+
+
+def git_(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
