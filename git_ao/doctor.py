@@ -133,5 +133,6 @@ def install_checks() -> list[Check]:
         shipped = _shipped(shipped_rel)
         where = f"shipped at {shipped} but " if shipped else ""
         out.append(Check(f"{shell} completion", None,
-                         f"{where}not where {shell} looks; use {advice}"))
+                         f"{where}not where {shell} loads it by itself; unless your "
+                         f"startup file already does it, use {advice}"))
     return out

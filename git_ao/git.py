@@ -580,7 +580,8 @@ def config_map(cwd) -> dict:
 
 def set_index_flag(cwd, paths, flag, *, index_file=None):
     """`git update-index <flag> -z --stdin` for `paths`: flag is one of
-    --[no-]assume-unchanged, --[no-]skip-worktree. Only the flag changes. Raises GitError."""
+    --[no-]assume-unchanged, --[no-]skip-worktree (only the flag changes), or
+    --force-remove (the entry goes, the file stays). Raises GitError."""
     if not paths:
         return
     env = {"GIT_INDEX_FILE": index_file} if index_file else None

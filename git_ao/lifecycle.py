@@ -264,6 +264,11 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
             raise Refused(f"record of '{s.id}' names the main worktree {path}: the record is "
                           "damaged; nothing is removed")
         if not os.path.lexists(path):
+            moved = _moved_to(entries, s, path)
+            if moved:
+                raise Refused(f"'{path}' is gone and branch '{s.branch}' is checked out in "
+                              f"{moved} (git worktree move?); move it back to {path}; "
+                              "nothing is recorded")
             return _record_missing(ctx, s, entry)
         if entry is None:
             raise Refused(f"'{path}' is not a worktree of {s.repo}; nothing is removed")
@@ -369,6 +374,18 @@ def _keep_reasons(v) -> list:
     if os.path.exists(lock):
         reasons.append(f"its index is locked by another process: {lock}")
     return reasons
+
+
+def _moved_to(entries, s, path) -> str | None:
+    """Another existing worktree holding the session's branch, when its recorded path
+    is gone (a `git worktree move`): recording it missing would hide where it went."""
+    if not s.branch:
+        return None
+    for e in entries:
+        if e.branch == f"refs/heads/{s.branch}" and not worktree.same_path(e.path, path) \
+                and os.path.isdir(e.path):
+            return e.path
+    return None
 
 
 def _record_missing(ctx, s, entry) -> Outcome:
@@ -525,7 +542,7 @@ def _apply_saved(ctx, s, save, path, reused) -> Outcome:
                        f"worktree at {path} has other changes; the work stays in {ref}: "
                        f"git stash apply --index {ref}", facts)
     crashpoint.hit("restore:during-apply")
-    applied = snapshot.apply(path, commit)
+    applied = snapshot.apply(path, commit, sparse="sparse_checkout" in wc)
     crashpoint.hit("restore:after-apply")
     if applied.outcome == "clean":
         problems = snapshot.put_flags(path, wc, fresh=not reused)

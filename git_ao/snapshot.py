@@ -121,7 +121,7 @@ _CONVERSION_RE = re.compile(rb"(^|[\s!-])(text|eol|crlf|filter|ident|working-tre
 def _conversion_reason(path, git_dir, conf, flags, st) -> str | None:
     """Why the worktree's bytes might not be what the captured blobs give back on
     checkout (content conversion, or modes git does not record), or None."""
-    if conf.get("core.autocrlf", "false") not in ("false", "0", "no", "off", ""):
+    if conf.get("core.autocrlf", "false") not in ("false", "0", "no", "off"):
         return "core.autocrlf"
     if conf.get("core.eol"):
         return "core.eol"
@@ -241,7 +241,9 @@ def _check_submodules(path, git_dir, st) -> list:
     if not os.path.isdir(os.path.join(git_dir, "modules")):
         return []
     for e in st.changed:
-        if e.sub.startswith("S") and e.sub != "S...":
+        # sub is "S<c><m><u>": a new commit (c) is fine when a remote has it (below);
+        # modified (m) or untracked (u) content inside is not.
+        if e.sub.startswith("S") and (e.sub[2] == "M" or e.sub[3] == "U"):
             raise CannotCapture(f"submodule '{os.path.join(path, e.path)}' has uncommitted "
                                 "changes, which a superproject commit cannot hold")
     out = git.run(["ls-files", "-s", "-z"], path)
@@ -259,6 +261,20 @@ def _check_submodules(path, git_dir, st) -> list:
             raise CannotCapture(f"submodule '{full}' has commits or stashes on no remote; "
                                 "push them first")
     return subs
+
+
+def _check_witness(path, cap, unstaged):
+    """Every path `git status` saw change in the worktree must differ between I and W
+    (one `git diff-tree` of two trees, no worktree scan). Raises CannotCapture
+    naming the first path W missed."""
+    if not unstaged:
+        return
+    differ = set(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                      cap.index_tree, cap.worktree_tree], path)))
+    missed = [p for p in unstaged if p not in differ]
+    if missed:
+        raise CannotCapture(f"'{os.path.join(path, missed[0])}' changed but could not be "
+                            "captured; commit it or fix it first")
 
 
 def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture:
@@ -313,9 +329,13 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
                                index_file=tmp_i)
             git.set_index_flag(path, [p for p in hidden if p in set(flags.skip_worktree)],
                                "--no-skip-worktree", index_file=tmp_i)
-        if hidden or any(e.xy[1] != "." for e in st.changed):
-            git.run(["add", "-u"], path, env={"GIT_INDEX_FILE": tmp_i})
+        unstaged = [e.path for e in st.changed if e.xy[1] != "."]
+        if hidden or unstaged:
+            # --sparse: without it `git add` leaves alone a file present outside the
+            # sparse-checkout patterns, although git status reports its change.
+            git.run(["add", "-u", "--sparse"], path, env={"GIT_INDEX_FILE": tmp_i})
             cap.worktree_tree = git.write_tree(path, tmp_i)
+            _check_witness(path, cap, unstaged)
         else:
             cap.worktree_tree = cap.index_tree
         if cap.untracked:
@@ -446,14 +466,37 @@ def _blocked_by(path, rel, removed) -> bool:
     return False
 
 
-def apply(path, commit) -> Applied:
+def _materialise(path, commit):
+    """Clear skip-worktree on the paths the save changes and check them out from the
+    index, so the apply writes them: in a sparse checkout a saved edit of a file
+    outside the patterns would otherwise land in the index only, never on disk.
+    (git itself clears the bit of a file present in a sparse checkout.)"""
+    wanted = set(saved_paths(path, commit))
+    skipped = [p for p in git.index_flags(path).skip_worktree if p in wanted]
+    if skipped:
+        git.set_index_flag(path, skipped, "--no-skip-worktree")
+        git.run(["checkout-index", "-f", "-z", "--stdin"], path, input=git.join_z(skipped))
+
+
+def _stash_apply(path, commit, index, sparse) -> git.Completed:
+    """`git stash apply [--index]`; in a sparse checkout with the patterns switched off
+    for this one command, so the merge does not take the saved files outside the
+    patterns away again (`_materialise` made them ordinary files first)."""
+    if not sparse:
+        return git.stash_apply(path, commit, index=index)
+    return git.call(["-c", "core.sparseCheckout=false", "stash", "apply"]
+                    + (["--index"] if index else []) + [commit], path)
+
+
+def apply(path, commit, *, sparse=False) -> Applied:
     """Apply a preserve commit to the worktree at `path` like `git stash apply --index`,
     retrying without `--index` when only the index part conflicts.
 
     Before anything is written, untracked files of U that would land on an
     existing path (or under a parent that is a file or a symlink) are looked for:
     git would merge the tracked part and then fail on them, so in that case
-    nothing is applied ('blocked', the paths listed).
+    nothing is applied ('blocked', the paths listed). sparse: the worktree is a
+    sparse checkout (see `_materialise`).
     """
     parents = git.commit_parents(path, commit)
     if len(parents) > 2:
@@ -465,14 +508,16 @@ def apply(path, commit) -> Applied:
         if clash:
             return Applied("blocked", "saved untracked files would overwrite existing paths",
                            clash)
-    res = git.stash_apply(path, commit, index=True)
+    if sparse:
+        _materialise(path, commit)
+    res = _stash_apply(path, commit, True, sparse)
     if res.status == 0:
         return Applied("clean")
     if git.unmerged_paths(path):
         unmerged = git.unmerged_paths(path)
         return Applied("conflict", res.errtext.strip(), unmerged,
                        [p for p in saved_paths(path, commit) if p not in set(unmerged)])
-    res = git.stash_apply(path, commit, index=False)
+    res = _stash_apply(path, commit, False, sparse)
     unmerged = git.unmerged_paths(path)
     if unmerged:
         return Applied("conflict", "conflicts left in the worktree", unmerged,
@@ -512,8 +557,11 @@ def put_flags(path, wc, *, fresh=True) -> list:
     away again when `fresh`, it was only just checked out) and re-initialise
     submodules (`git submodule update --init`). Returns the problems met, as lines."""
     problems = []
-    git.add_intent_to_add(path, [p for p in wc.get("intent_to_add", [])
-                                 if os.path.lexists(os.path.join(path, p))])
+    # `git stash apply --index` stages a file that W has and I lacks: take it out
+    # of the index again and mark it intent-to-add, as it was.
+    ita = [p for p in wc.get("intent_to_add", []) if os.path.lexists(os.path.join(path, p))]
+    git.set_index_flag(path, ita, "--force-remove")
+    git.add_intent_to_add(path, ita)
     git.set_index_flag(path, wc.get("assume_unchanged", []), "--assume-unchanged")
     git.set_index_flag(path, wc.get("skip_worktree", []), "--skip-worktree")
     for rel in wc.get("skip_worktree_absent", []) if fresh else []:

@@ -237,7 +237,7 @@ class Store:
             return  # a data dir never used: a new database is expected
         what = "is missing" if size is None else "is empty (truncated)"
         raise Fatal(f"database '{self.db_path}' {what}, but this data dir was used before; "
-                    f"nothing is changed. {RECOVER_HINT}")
+                    f"nothing is changed; {RECOVER_HINT}")
 
     def _move_aside(self):
         """Rename the damaged database (and its -wal, -shm) to git-ao.db.damaged.<ns>."""
@@ -298,7 +298,7 @@ class Store:
             row = conn.execute("PRAGMA quick_check").fetchone()
             if row[0] != "ok":
                 raise DamagedDatabase(f"database '{self.db_path}' is damaged (quick_check: "
-                                      f"{row[0]}); nothing is changed. See 'git ao doctor'; "
+                                      f"{row[0]}); nothing is changed; see 'git ao doctor'; "
                                       f"{RECOVER_HINT}")
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from exc
@@ -311,8 +311,8 @@ class Store:
                     raise Fatal(f"'{p}' is owned by uid {st.st_uid}, not by you; refusing to "
                                 "use the database")
                 _tighten(p, st, 0o600, "database file")
-        self.read_only = None if os.access(self.dir, os.W_OK) and \
-            os.access(self.db_path, os.W_OK) else f"data dir '{self.dir}' is not writable"
+        self.read_only = None if os.access(self.db_path, os.W_OK) else \
+            f"database '{self.db_path}' is not writable"
 
     def _migrate(self, conn):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -428,7 +428,7 @@ class Store:
         name = getattr(exc, "sqlite_errorname", "") or ""
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
             return DamagedDatabase(f"database '{self.db_path}' is unreadable or damaged ({exc}); "
-                                   f"nothing is changed. See 'git ao doctor'; {RECOVER_HINT}")
+                                   f"nothing is changed; see 'git ao doctor'; {RECOVER_HINT}")
         return Fatal(f"database '{self.db_path}' cannot be used ({exc}; a full disk?); nothing "
                      "is changed")
 

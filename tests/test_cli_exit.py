@@ -20,6 +20,11 @@ def test_usage_errors_exit_129(repo):
     _one_line(res.stderr, "error: invalid session id")
     ao("ao-prune", "--expire", "garbage", cwd=repo, rc=129)
     ao("ao", "completion", "tcsh", cwd=repo, rc=129)
+    assert "Usage: git ao " in ao("ao", "-h", cwd=repo, rc=129).stdout
+    res = ao("ao", cwd=repo, rc=129)
+    assert res.stderr.startswith("Usage: git ao ") and "import" in res.stderr
+    ao("ao", "config", "-h", cwd=repo, rc=129)
+    ao("ao", "bogus", cwd=repo, rc=129)
 
 
 def test_unknown_session_exits_1_with_one_line(repo):

@@ -37,6 +37,21 @@ words=("$@"); CURRENT=$#words
 $fn
 """
 
+# A child interactive zsh in a pseudo-terminal (zpty) completes LINE with git's own
+# _git; compadd is wrapped to append every candidate to OUTFILE.
+ZSH_REAL = r"""
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "PROMPT=''; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D -d /dev/null"
+zpty -w z "zstyle ':completion:*' list-prompt ''; zstyle ':completion:*' menu no"
+zpty -w z 'compadd() { if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi; typeset -a __hits; builtin compadd -A __hits "$@"; local r=$?; print -rl -- $__hits >> '"$2"'; return r; }'
+zpty -w z "bindkey '^I' complete-word"
+zpty -w -n z "$3"$'\t'
+for i in {1..300}; do [[ -s $2 ]] && break; sleep 0.1; done
+sleep 0.5
+zpty -d z
+"""
+
 
 @pytest.fixture
 def sessions(repo, worktrees):
@@ -104,6 +119,21 @@ def test_zsh_functions(sessions):
     for prog in completion.COMMANDS:
         head = (FILES / "zsh" / f"_{prog}").read_text().splitlines()[:2]
         assert head[0] == f"#compdef {prog}" and head[1].startswith("#description ")
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh not installed")
+def test_zsh_through_gits_own_completion(sessions, tmp_path):
+    def z(line):
+        out = tmp_path / "zsh.out"
+        out.unlink(missing_ok=True)
+        subprocess.run(["zsh", "-f", "-c", ZSH_REAL, "drv", str(FILES / "zsh"), str(out), line],
+                       cwd=sessions, capture_output=True, timeout=120)
+        return sorted(set(out.read_text().split())) if out.exists() else []
+
+    assert z("git ao-restore ") == ["gamma"]
+    assert z("git ao-preserve --ke") == ["--keep-worktree"]
+    assert z("git ao show ") == ["alpha", "beta", "gamma"]
+    assert z("git ao-pr") == ["ao-preserve", "ao-prune"]  # _git lists the _git-ao* files
 
 
 @pytest.mark.skipif(not shutil.which("fish"), reason="fish not installed")

@@ -157,8 +157,12 @@ def three(repo, worktrees):
     return sessions, before
 
 
-def test_points_are_named_once():
+def test_points_are_named_once_and_placed():
     assert len(set(crashpoint.POINTS)) == len(crashpoint.POINTS) == 13
+    src = "".join(p.read_text() for p in (Path(crashpoint.__file__).parent).glob("*.py")
+                  if p.name != "crashpoint.py")
+    for point in crashpoint.POINTS:
+        assert f'"{point}"' in src, point
 
 
 @pytest.mark.parametrize("point", [f"{p}:{n}" for p in PRESERVE_POINTS for n in (1, 2)

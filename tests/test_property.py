@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -277,12 +276,27 @@ class Bench:
 
 @pytest.fixture
 def bench(tmp_path):
-    return Bench(tmp_path)
+    b = Bench(tmp_path)
+    yield b
+    # Printed with -s; a refusal is a pass only where conversion is in play, and
+    # most states must come back exactly.
+    print(f"\nproperty examples: {b.n}, exact round trips: {b.counts['exact']}, "
+          f"refused: {b.counts['refused']}")
+    assert b.counts["exact"] > b.counts["refused"]
 
 
 @pytest.mark.slow
 @settings(PROFILE)
 @given(STATES)
+# Shrunk failures, kept as regressions (see docs/DESIGN-issue3.md, "bugs found"):
+# a tracked file replaced by a directory: restore saw a false clash.
+@example((False, [("file_to_dir", 0)]))
+# a tracked directory replaced by a file: restore saw a false clash.
+@example((False, [("dir_to_file", 0, b"")]))
+# autocrlf: `git cat-file --batch --filters` gives the unconverted size.
+@example((False, [("eol", "autocrlf=true")]))
+# an emptied directory where a tracked file was is not a file to compare.
+@example((False, [("file_to_dir", 0), ("delete", 0, False)]))
 def test_round_trip_or_refusal(bench, case):
     detached, ops = case
     bench.run(detached, ops)

@@ -72,6 +72,12 @@ def test_lost_database_deletes_nothing_and_recovers(how, repo, mixed, tmp_path):
     assert "problem  database" in res.stdout, res.stdout
     assert "preserve refs with no readable record" in res.stdout, res.stdout
     assert _fingerprint(sessions) == kept
+    # --recover with no repository named would build an empty database and hide the loss.
+    res = ao("ao", "doctor", "--recover", cwd=repo, rc=129)
+    assert "no repository was named" in res.stderr
+    assert _fingerprint(sessions) == kept
+    if how == "deleted":
+        assert not db_path().exists()
     res = ao("ao", "doctor", "--recover", "-C", repo, "-C", other, cwd=repo, rc=None)
     assert res.returncode == 0, res.stdout + res.stderr
     if how in ("truncated", "garbage"):

@@ -59,7 +59,8 @@ def _file(full: bytes):
 def state(path) -> dict:
     """The comparable state of the worktree at `path` (see module docstring)."""
     path = str(path)
-    head = _git(path, "rev-parse", "HEAD").strip()
+    res = _run(path, "rev-parse", "-q", "--verify", "HEAD", check=False)
+    head = res.stdout.strip() or None  # None on an unborn branch
     res = _run(path, "symbolic-ref", "-q", "HEAD", check=False)
     branch = res.stdout.strip() if res.returncode == 0 else None
     tree = _run(path, "write-tree", check=False)

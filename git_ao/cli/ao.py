@@ -6,10 +6,11 @@ import click
 
 from .. import __version__
 from .common import (CONTEXT_SETTINGS, KINDS, check_ids, complete_ids, finish, options, run,
-                     usage)
+                     short_help_option, usage)
 
 
 @click.group("ao", context_settings=CONTEXT_SETTINGS)
+@short_help_option()
 @click.version_option(__version__, "--version", prog_name="git-ao",
                       message="%(prog)s version %(version)s")
 def group():
@@ -113,12 +114,21 @@ def doctor(app, scan, recover):
     from .. import doctor as doc
     from .. import log
     from .. import recover as rec
+    from ..errors import Fatal, Usage
     from ..store import Store
     chdirs = click.get_current_context().params.get("chdir") or ()
     named = [p for p in chdirs if os.path.isabs(p)] + ([os.getcwd()] if chdirs else [])
     repos, problems = rec.repositories(named, scan)
     outcomes = []
     if recover:
+        if not named and not scan:
+            try:
+                Store()
+            except Fatal as exc:
+                # A new database built from no repository would hide the loss.
+                raise Usage("the database cannot be used and no repository was named to "
+                            "rebuild it from: git ao doctor --recover -C REPO (or DIR to "
+                            "scan)") from exc
         store = app._store = Store(recover=True)
         if store.moved_aside:
             log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
@@ -146,6 +156,7 @@ def doctor(app, scan, recover):
 
 
 @group.group("config", context_settings=CONTEXT_SETTINGS, invoke_without_command=False)
+@short_help_option()
 def config():
     """Read and change git-ao.toml in the data dir (see git-ao(1), CONFIGURATION)."""
 

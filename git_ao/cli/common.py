@@ -32,6 +32,12 @@ def complete_ids(state):
     return _complete
 
 
+def short_help_option():
+    """The -h option: usage on stdout and exit 129, like git's own commands."""
+    return click.option("-h", is_flag=True, expose_value=False, is_eager=True,
+                        callback=_short_help, help="Show this usage and exit (status 129).")
+
+
 def _short_help(ctx, _param, value):
     # git's own commands print usage on stdout for -h and exit 129.
     if value and not ctx.resilient_parsing:
@@ -127,6 +133,10 @@ def run(command, prog_name):
         rv = command.main(prog_name=prog_name, complete_var=var, standalone_mode=False)
     except click.exceptions.Exit as exc:
         rv = exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # `git ao` alone: the help, as `git worktree` alone prints its usage (129).
+        sys.stderr.write(exc.ctx.get_help() + "\n")
+        rv = EXIT_USAGE
     except click.UsageError as exc:
         msg = exc.format_message()
         sys.stderr.write(f"error: {msg}\n")

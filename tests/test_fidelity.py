@@ -1,0 +1,70 @@
+"""Fidelity details of capture and restore that need a precise setup (issue 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.conftest import ao, git
+
+
+def test_racily_clean_edit_is_captured(repo, worktrees):
+    """A same-size edit whose stat matches the index entry, made in the second the
+    index was written: git treats the entry as "racily clean" and compares content.
+    The temporary index copy must keep the index's mtime or git would trust the
+    stale stat and W would miss the edit."""
+    git("config", "core.checkStat", "minimal", cwd=repo)
+    git("config", "core.trustctime", "false", cwd=repo)
+    wt = worktrees(repo, "racy")
+    gitdir = git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+    f = wt / "README.md"
+    st = os.stat(f)
+    f.write_text("HELLO\n")  # same size as "hello\n"
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    index = os.path.join(gitdir, "index")
+    os.utime(index, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # Nothing may rewrite the index before preserve reads it (git would smudge the
+    # racy entry): no optional locks, no write-tree.
+    assert "README.md" in git("status", "--porcelain", cwd=wt, env={"GIT_OPTIONAL_LOCKS": "0"})
+    ao("ao-preserve", "racy", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert f.read_text() == "HELLO\n"
+    assert git("status", "--porcelain", cwd=wt) == " M README.md\n"
+
+
+def test_restore_outcome_lists_placed_paths_on_conflict(repo, worktrees):
+    wt = worktrees(repo, "placed")
+    (wt / "README.md").write_text("mine\n")
+    (wt / "src" / "app.py").write_text("print('also mine')\n")
+    ao("ao-preserve", "placed", cwd=repo)
+    git("checkout", "-q", "placed", cwd=repo)
+    (repo / "README.md").write_text("theirs\n")
+    git("commit", "-qam", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    res = ao("ao-restore", "--json", cwd=repo, rc=3)
+    rec = json.loads(res.stdout)["results"][0]
+    assert rec["status"] == "attention"
+    assert rec["paths"] == ["README.md"]  # could not be placed cleanly: markers left
+    assert rec["placed"] == ["src/app.py"]
+    assert (wt / "src" / "app.py").read_text() == "print('also mine')\n"
+    assert git("for-each-ref", "refs/ao/preserved/placed", cwd=repo) != ""
+
+
+def test_restore_reports_what_it_could_not_put_back(repo, make_repo, worktrees, tmp_path):
+    """A clean submodule whose remote vanished while saved: the superproject's work
+    is applied, the session needs attention (exit 3) and the ref is kept."""
+    import shutil
+    sub = make_repo()
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib",
+        cwd=repo)
+    git("commit", "-qm", "add submodule", cwd=repo)
+    wt = worktrees(repo, "subgone")
+    git("submodule", "update", "--init", "-q", cwd=wt)
+    (wt / "README.md").write_text("super edit\n")
+    ao("ao-preserve", "subgone", cwd=repo)
+    shutil.move(str(sub), tmp_path / "sub-away")
+    res = ao("ao-restore", cwd=repo, rc=3)
+    assert "submodules not re-initialised" in res.stdout
+    assert (wt / "README.md").read_text() == "super edit\n"
+    assert git("for-each-ref", "refs/ao/preserved/subgone", cwd=repo) != ""
+    shutil.move(str(tmp_path / "sub-away"), sub)
