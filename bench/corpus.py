@@ -28,7 +28,8 @@ _SKIP_DIRS = {"site-packages", "__pycache__", "lib-dynload", "idlelib", "turtled
 def git(*args, cwd, env=None, input=None) -> str:
     """Run plain git for setup; raise on failure; return stdout."""
     res = subprocess.run(["git", *map(str, args)], cwd=cwd, capture_output=True,
-                         env=env, input=input)
+                         env=env, **({"input": input} if input is not None
+                                     else {"stdin": subprocess.DEVNULL}))
     if res.returncode != 0:
         raise RuntimeError(f"git {' '.join(map(str, args))} in {cwd}: "
                            f"{res.stderr.decode(errors='replace')}")

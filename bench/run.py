@@ -96,7 +96,7 @@ def machine() -> dict:
 def run(argv, cwd, check=True):
     """Run a command; return (seconds, CompletedProcess)."""
     t0 = time.perf_counter()
-    res = subprocess.run(argv, cwd=cwd, capture_output=True)
+    res = subprocess.run(argv, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL)
     dt = time.perf_counter() - t0
     if check and res.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} in {cwd}: rc={res.returncode}\n"
@@ -365,7 +365,8 @@ def bench_startup(runs, out):
         click_t.append(run([py, "-c", "import click"], WORK)[0])
         help_t.append(run(["git", "ao-preserve", "-h"], WORK, check=False)[0])
         t0 = time.perf_counter()
-        res = subprocess.run([exe], env=comp_env, capture_output=True)
+        res = subprocess.run([exe], env=comp_env, capture_output=True,
+                             stdin=subprocess.DEVNULL)
         comp_t.append(time.perf_counter() - t0)
     out["startup_help"] = (median(help_t), median(click_t))
     out["startup_complete"] = (median(comp_t), median(click_t))
@@ -450,9 +451,12 @@ def main(argv=None):
     only = set(filter(None, args.only.split(",")))
     isolate()
     info = machine()
+    info["runs"] = runs
     print(f"machine: {info}", flush=True)
     repo = corpus.big_repo()
     files = corpus.tracked_files(repo)
+    for i in range(10):
+        cleanup(corpus.small_repo(i))
     cleanup(repo)
     out = {}
     t_start = time.time()
@@ -469,23 +473,41 @@ def main(argv=None):
         if only and name not in only:
             continue
         t0 = time.time()
-        fn()
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - report the step, keep the others
+            out.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+            print(f"  {name}: FAILED: {type(exc).__name__}: {exc}", flush=True)
         print(f"  {name}: {time.time() - t0:.0f} s (load {os.getloadavg()[0]:.2f})", flush=True)
+        info.setdefault("load_per_step", {})[name] = round(os.getloadavg()[0], 2)
+        write(info, out, argv, t_start, final=False)
+    write(info, out, argv, t_start, final=True)
+    shutil.rmtree(WORK, ignore_errors=True)
+    return 1 if out.get("errors") else 0
+
+
+_STAMP = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def write(info, out, argv, t_start, final):
+    """Write the table so far to bench/results/<start time>.md and .json (after every
+    step, so a failure late in the run loses nothing); print it at the end."""
     info["load_after"] = os.getloadavg()
-    info["runs"] = runs
     info["wall_seconds"] = round(time.time() - t_start)
     text = table(out)
-    print(text)
+    if final:
+        print(text)
     os.makedirs(RESULTS, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     cmd = "python bench/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    with open(os.path.join(RESULTS, f"{stamp}.md"), "w") as fh:
+    with open(os.path.join(RESULTS, f"{_STAMP}.md"), "w") as fh:
         fh.write(f"command: `{cmd.strip()}`\n\nmachine: {json.dumps(info)}\n\n{text}\n")
-    with open(os.path.join(RESULTS, f"{stamp}.json"), "w") as fh:
+        if out.get("errors"):
+            fh.write(f"\nerrors: {json.dumps(out['errors'])}\n")
+    with open(os.path.join(RESULTS, f"{_STAMP}.json"), "w") as fh:
         json.dump({"machine": info, "results": out}, fh, indent=1, default=str)
-    print(f"written: bench/results/{stamp}.md", flush=True)
-    shutil.rmtree(WORK, ignore_errors=True)
+    if final:
+        print(f"written: bench/results/{_STAMP}.md", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

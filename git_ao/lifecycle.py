@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -217,10 +218,17 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
         for i in range(len(sessions)):
             work(i)
     else:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
             list(pool.map(work, range(len(sessions))))
     cache.flush_prunes(ctx)
     return results
+
+
+def _main_thread_signals():
+    """Block SIGTERM and SIGINT in a worker thread (and the threads it starts), so the
+    kernel delivers them to the main thread, whose handler then runs at once even
+    while it waits for the workers, and no new session starts late."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 def _guarded(fn, session_id, action) -> Outcome:
@@ -545,6 +553,8 @@ def _apply_saved(ctx, s, save, path, reused) -> Outcome:
     applied = snapshot.apply(path, commit, sparse="sparse_checkout" in wc)
     crashpoint.hit("restore:after-apply")
     if applied.outcome == "clean":
+        if wc.get("recheckout"):
+            snapshot.recheckout(path, dirs.git_dir, commit)
         problems = snapshot.put_flags(path, wc, fresh=not reused)
         if not problems and git.rev_parse(path, "HEAD") == save.head \
                 and not snapshot.holds(path, dirs.git_dir, commit):

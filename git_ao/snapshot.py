@@ -7,9 +7,15 @@ The commit is shaped exactly like `git stash push --include-untracked`:
     U  tree: untracked, not ignored files          no parent (only when there are some)
 
 It is built through temporary index files inside the worktree's own git dir,
-so the worktree, the real index and the stash list are never touched. The one
+so the worktree, the real index and the stash list are never touched. The
 witness of what differs from HEAD is a single
-`git status --porcelain=v2 -z --untracked-files=all --ignored=matching`.
+`git status --porcelain=v2 -z --untracked-files=all --ignored=matching`, run
+with the fsmonitor and the untracked cache off; index flags that hide files
+from it are read with `git ls-files -v` and cleared in the temporary index. The
+result is then proven: W must differ from I wherever status saw a worktree
+change (`_check_witness`), and where content conversion or lossy modes apply,
+checking the captured indexes out again must give the worktree's files byte for
+byte (`verify`). Anything unproven raises CannotCapture: nothing is deleted.
 """
 
 from __future__ import annotations
@@ -303,8 +309,13 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
     wc = _worktree_config(path, git_dir, conf, flags, st, hidden)
     if subs:
         wc["submodules"] = subs
-    cap.worktree_config = json.dumps(wc, sort_keys=True) if wc else None
     reason = _conversion_reason(path, git_dir, conf, flags, st)
+    if reason and any(p == ".gitattributes" or p.endswith("/.gitattributes")
+                      for p in cap.changed + cap.untracked):
+        # The saved attributes arrive during the apply, after other files were
+        # written under the old ones: restore writes the files again (`recheckout`).
+        wc["recheckout"] = True
+    cap.worktree_config = json.dumps(wc, sort_keys=True) if wc else None
     if cap.clean and not hidden and not reason:
         if not cap.detached or not write:
             head_tree = git.trees_of(path, [st.head])[0]
@@ -335,7 +346,10 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
             # sparse-checkout patterns, although git status reports its change.
             git.run(["add", "-u", "--sparse"], path, env={"GIT_INDEX_FILE": tmp_i})
             cap.worktree_tree = git.write_tree(path, tmp_i)
-            _check_witness(path, cap, unstaged)
+            if not reason:
+                # With conversion on, git may call a file modified whose bytes
+                # clean to the same blob; `verify` below is the proof there.
+                _check_witness(path, cap, unstaged)
         else:
             cap.worktree_tree = cap.index_tree
         if cap.untracked:
@@ -527,6 +541,44 @@ def apply(path, commit, *, sparse=False) -> Applied:
                        [], saved_paths(path, commit))
     return Applied("blocked", res.errtext.strip().splitlines()[-1] if res.errtext.strip()
                    else "git stash apply failed")
+
+
+def recheckout(path, git_dir, commit):
+    """Write every present file of the saved work again with `git checkout-index -f`,
+    so content conversion uses the attributes the apply just brought back. Files
+    the index already holds as saved come from the real index with `-u` (their
+    stat data is refreshed too: git calls a file whose size changed modified
+    without looking at its content); the others from W's and U's trees through a
+    temporary index. Used when the saved work changes a `.gitattributes` and
+    conversion is on."""
+    parents = git.commit_parents(path, commit)
+    i_tree, w_tree = git.trees_of(path, [parents[1], commit])
+    unstaged = set(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                        i_tree, w_tree], path)))
+    tracked = [p for p in git.ls_tree_paths(path, commit)
+               if os.path.lexists(os.path.join(path, p))]
+    same = [p for p in tracked if p not in unstaged]
+    for p in same:
+        # checkout-index leaves a file whose stat matches its entry alone, even
+        # with -f; the bytes are in the index and in the kept preserve ref.
+        os.unlink(os.path.join(path, p))
+    git.run(["checkout-index", "-f", "-u", "-z", "--stdin"], path, input=git.join_z(same))
+    for rev, paths in ((commit, [p for p in tracked if p in unstaged]),
+                       (parents[2] if len(parents) > 2 else None, None)):
+        if rev is None:
+            continue
+        if paths is None:
+            paths = [p for p in git.ls_tree_paths(path, rev)
+                     if os.path.lexists(os.path.join(path, p))]
+        if not paths:
+            continue
+        tmp = _tmp_index(git_dir)
+        try:
+            git.run(["read-tree", rev], path, env={"GIT_INDEX_FILE": tmp})
+            git.run(["checkout-index", "-f", "-z", "--stdin"], path,
+                    env={"GIT_INDEX_FILE": tmp}, input=git.join_z(paths))
+        finally:
+            _remove(tmp)
 
 
 def load_config(text) -> dict:

@@ -54,7 +54,7 @@ def test_signal_with_parallel_jobs_starts_nothing_new(repo, worktrees, tmp_path)
              env={"GIT_AO_CRASH_AT": "preserve:after-capture", "GIT_AO_CRASH_SIGNAL": "TERM"})
     results = json.loads(res.stdout)["results"]
     started = [r for r in results if not r["message"].startswith("not started")]
-    assert 1 <= len(started) <= 3 and len(started) < len(results), results
+    assert 1 <= len(started) <= 2, results  # at most the two in flight
     for r in started:  # every session that started reached its end
         assert r["status"] == "ok", r
         assert not sessions[r["id"]][1].exists()

@@ -18,7 +18,7 @@ import os
 import shutil
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from git_ao import lifecycle, snapshot
@@ -34,6 +34,9 @@ settings.register_profile(
     "dev", max_examples=2000, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                            HealthCheck.data_too_large])
+# HYPOTHESIS_PROFILE=explicit runs only the kept @examples (a quick regression run).
+settings.register_profile("explicit", parent=settings.get_profile("ci"),
+                          phases=[Phase.explicit])
 PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Names that trip up shells, pathspecs and quoting.
@@ -93,7 +96,8 @@ def _dirs(wt) -> list:
 
 
 def _tracked(wt, rel) -> bool:
-    return bool(git("ls-files", "-z", "--", f":(literal){rel}", cwd=wt))
+    """Is `rel` itself an index entry (not a directory holding some)?"""
+    return rel in git("ls-files", "-z", "--", f":(literal){rel}", cwd=wt).split("\0")
 
 
 def _apply_op(wt, common, home, op) -> bool:
@@ -297,6 +301,8 @@ def bench(tmp_path):
 @example((False, [("eol", "autocrlf=true")]))
 # an emptied directory where a tracked file was is not a file to compare.
 @example((False, [("file_to_dir", 0), ("delete", 0, False)]))
+# new .gitattributes under autocrlf: files were checked out before it came back.
+@example((False, [("eol", "autocrlf=true"), ("eol", "attr-lf")]))
 def test_round_trip_or_refusal(bench, case):
     detached, ops = case
     bench.run(detached, ops)

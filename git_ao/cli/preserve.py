@@ -6,7 +6,6 @@ import threading
 
 import click
 
-from .. import log
 from .common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
 
 
@@ -70,6 +69,7 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
     if not app.dry_run:
+        from .. import log  # lazy: logging.handlers costs -h and completion ~5 ms
         log.event(app.store.dir, "preserve", None, "interrupted", signal=name,
                   not_started=left, **counts)
     if not app.printer.quiet and not app.printer.json_mode:
