@@ -24,8 +24,8 @@ from tests.test_crash import (assert_all_restored, assert_work_safe, integrity_o
 from tests.worktree_state import state
 
 SEED = 20261129
-SOAK_KILLS = 24
-SOAK_SECONDS = 50.0
+SOAK_KILLS = 20
+SOAK_SECONDS = 40.0
 
 
 def _wait_group_gone(pgid, limit=30.0):
@@ -74,7 +74,7 @@ def test_random_kills_lose_nothing(repo, make_repo, worktrees, tmp_path):
             assert_work_safe(sessions, before, tmp_path)
             integrity_ok()
     print(f"soak: {kills} kills in {runs} runs, {time.monotonic() - start:.1f}s")
-    assert kills >= 10, f"only {kills} kills in {runs} runs"
+    assert kills >= 8, f"only {kills} kills in {runs} runs"
     # Convergence: restore what is pending, finish any interrupted preserve, restore again.
     ao("ao-restore", cwd=repo, rc=None)
     ao("ao-preserve", "--all", cwd=repo)
