@@ -195,7 +195,7 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
     Returns one Outcome per session, in input order.
     """
     cache = _RepoCache(batch=True)
-    deadline = time.monotonic() + timeout if timeout else None
+    deadline = time.monotonic() + timeout if timeout is not None else None
     results = [None] * len(sessions)
 
     def work(i):
@@ -657,14 +657,19 @@ def prune(ctx, *, expire_before=None, force_ids=()) -> list[Outcome]:
     sessions = ctx.store.sessions()
     repos = sorted({s.repo for s in sessions})
     named = set(force_ids)
-    for s in sessions:
-        if s.id in named:
-            out.append(_prune_forced(ctx, s))
-            continue
-        if not os.path.isdir(s.repo):
-            out.append(_prune_record(ctx, s, f"repository {s.repo} is gone"))
-        elif not s.live and not s.pending:
-            out.append(_prune_record(ctx, s, "terminated, nothing pending"))
+    for listed in sessions:
+        # Decide under the session's lock, on a fresh read: a preserve or restore
+        # running at the same moment must not have its record or ref pulled away.
+        with ctx.store.lock(listed.id):
+            s = ctx.store.get(listed.id)
+            if s is None:
+                continue
+            if s.id in named:
+                out.append(_prune_forced(ctx, s))
+            elif not os.path.isdir(s.repo):
+                out.append(_prune_record(ctx, s, f"repository {s.repo} is gone"))
+            elif not s.live and not s.pending:
+                out.append(_prune_record(ctx, s, "terminated, nothing pending"))
     for sid in named - {s.id for s in sessions}:
         out.append(Outcome(sid, "prune", "refused", f"no session '{sid}'"))
     for repo in repos:
@@ -711,20 +716,24 @@ def _prune_repo(ctx, repo, by_id) -> list[Outcome]:
                            f" {path}", {"repo": repo}))
     for ref, oid in git.for_each_ref(repo, REF_PREFIX):
         sid = ref[len(REF_PREFIX):]
-        s = by_id.get(sid)
-        if s is None:
+        if sid not in by_id:
             out.append(Outcome(sid, "prune-ref", "nothing", f"{ref} ({oid[:12]}) has no record; "
                                "kept (git ao doctor --recover)", {"repo": repo}))
             continue
-        if s.pending and s.save.preserved_commit == oid:
-            continue
-        where = _work_present_elsewhere(s, oid)
-        if where:
-            if not ctx.dry_run:
-                git.delete_ref(repo, ref, oid)
-            ctx.log("prune", sid, "ref-deleted", ref=ref, commit=oid, why=where)
-            out.append(Outcome(sid, "prune-ref", "ok", f"{'would delete' if ctx.dry_run else 'deleted'}"
-                               f" {ref} (was {oid}): its work is {where}", _facts(s)))
+        with ctx.store.lock(sid):
+            s = ctx.store.get(sid)
+            if s is None or git.rev_parse(repo, ref) != oid:
+                continue  # changed under us: leave it for the next prune
+            if s.pending and s.save.preserved_commit == oid:
+                continue
+            where = _work_present_elsewhere(s, oid)
+            if where:
+                if not ctx.dry_run:
+                    git.delete_ref(repo, ref, oid)
+                ctx.log("prune", sid, "ref-deleted", ref=ref, commit=oid, why=where)
+                out.append(Outcome(sid, "prune-ref", "ok",
+                                   f"{'would delete' if ctx.dry_run else 'deleted'} {ref} "
+                                   f"(was {oid}): its work is {where}", _facts(s)))
     return out
 
 

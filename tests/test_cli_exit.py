@@ -1,6 +1,7 @@
 """Exit statuses exactly as SPEC 8, errors on one line, a traceback only with GIT_AO_DEBUG."""
 
 import json
+import os
 
 from tests.conftest import ao, git
 
@@ -70,3 +71,13 @@ def test_conflict_exits_3_and_worst_status_wins(repo, worktrees, tmp_path):
     git("worktree", "remove", str(tmp_path / "squatter"), cwd=repo)
     ao("ao-restore", "held", cwd=repo, rc=0)
     ao("ao-restore", cwd=repo, rc=0)  # nothing pending any more
+
+
+def test_kill_and_forget_on_a_lost_database_are_fatal(repo, worktrees):
+    # Every command that opens the database treats its loss as fatal (128), also
+    # the ones that handle each named session on its own.
+    worktrees(repo, "lost")
+    os.unlink(os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db"))
+    for cmd in (("ao", "kill", "lost"), ("ao", "forget", "lost")):
+        res = ao(*cmd, cwd=repo, rc=128)
+        assert res.stderr.startswith("fatal: ")

@@ -73,3 +73,12 @@ def test_timeout_spent_leaves_the_rest_live(repo, worktrees, tmp_path):
     assert states(repo)["s02"] == "live" and sessions["s02"][1].is_dir()
     assert ref_of(repo, "s02") is None
     assert_work_safe(sessions, before, tmp_path)
+
+
+def test_timeout_zero_starts_nothing(repo, worktrees):
+    # --timeout 0 is a spent budget, not "no timeout" (it once was read as falsy).
+    sessions = make_sessions(repo, worktrees, 2, detached=False)
+    res = ao("ao-preserve", "--all", "--timeout", "0", cwd=repo, rc=1)
+    assert res.stdout.count("not started") == 2
+    assert all(wt.is_dir() for _, wt in sessions.values())
+    assert set(states(repo).values()) == {"live"}

@@ -66,3 +66,25 @@ def test_checkpoint_ref_deleted_once_work_is_committed(repo, worktrees):
     res = ao("ao-prune", cwd=repo)
     assert "committed on cp" in res.stdout
     assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+
+
+def test_prune_waits_for_the_session_lock(repo, worktrees):
+    # prune decides about a session only while holding that session's lock, so a
+    # preserve or restore in flight never has its record pulled away.
+    import subprocess
+    import time
+
+    from git_ao.store import Store
+
+    worktrees(repo, "held")
+    ao("ao", "kill", "held", cwd=repo)
+    store = Store()
+    with store.lock("held"):
+        proc = subprocess.Popen(["git", "ao-prune"], cwd=repo, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        time.sleep(1.0)
+        assert proc.poll() is None
+        assert store.get("held") is not None
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert store.get("held") is None

@@ -76,9 +76,10 @@ def kill(app, ids):
     terminated with nothing pending (restore never brings it back)."""
     from .. import lifecycle
     check_ids(ids)
+    ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = lifecycle._guarded(lambda: lifecycle.kill(app.ctx, sid), sid, "kill")
+        o = lifecycle._guarded(lambda: lifecycle.kill(ctx, sid), sid, "kill")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "kill", outcomes)
@@ -94,9 +95,10 @@ def forget(app, ids, force):
     """Drop session records; refuses while work is pending unless --force."""
     from .. import lifecycle
     check_ids(ids)
+    ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = lifecycle._guarded(lambda: lifecycle.forget(app.ctx, sid, force), sid, "forget")
+        o = lifecycle._guarded(lambda: lifecycle.forget(ctx, sid, force), sid, "forget")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "forget", outcomes)
