@@ -149,13 +149,18 @@ class Config:
         self.raw = {}
         self.values = {}
         self.warnings = []
+        self.unreadable = None
         try:
             with open(self.path, "rb") as f:
                 self.raw = tomllib.load(f)
         except FileNotFoundError:
             return
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise Fatal(f"cannot read {self.path}: {exc}") from exc
+            # A typo must never stop a shutdown's preserve: warn, run on defaults,
+            # and refuse to write over a file that could not be read.
+            self.unreadable = f"cannot read {self.path}: {exc}"
+            self.warnings.append(f"{self.unreadable} (settings ignored)")
+            return
         for key, value in _flatten(self.raw):
             spec = key_spec(key)
             if spec is None:
@@ -227,6 +232,8 @@ class Config:
 
     def _write(self):
         import tomli_w
+        if self.unreadable:
+            raise Fatal(f"{self.unreadable}; fix or remove it before changing settings")
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         tmp = f"{self.path}.tmp.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -36,6 +36,7 @@ def run_checks(app, repos=()) -> list[Check]:
                                     f"readable record: {', '.join(refs)}"))
         return checks + install_checks()
     checks.append(Check("data dir", True, store.dir))
+    checks.append(config_check(store.dir))
     ok, detail = store.integrity_ok()
     checks.append(Check("database", ok, f"{store.db_path}: integrity {detail}"))
     sessions = store.sessions()
@@ -52,6 +53,15 @@ def run_checks(app, repos=()) -> list[Check]:
                        f"-C {repo} rebuilds their records)")
         checks.append(Check("repository", not orphans, detail))
     return checks + install_checks()
+
+
+def config_check(data_dir) -> Check:
+    """Is git-ao.toml readable, with only known keys and good values?"""
+    from .config import Config
+    cfg = Config(data_dir)
+    if cfg.warnings:
+        return Check("config", False, "; ".join(cfg.warnings))
+    return Check("config", True, cfg.path if os.path.exists(cfg.path) else "none (defaults)")
 
 
 # ------------------------------------------------------------ man pages and completions

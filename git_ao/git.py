@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .errors import Fatal, GitError
+from .errors import Fatal, GitError, Usage
 
 MIN_VERSION = (2, 35)
 
@@ -117,11 +117,19 @@ def call(args, cwd, *, env=None, input=None, inherit_repo_env=False) -> Complete
     if env:
         full_env.update(env)
     command = _command()
+    import sh  # already loaded by _command
     try:
         proc = command(*_GLOBAL_OPTS, *argv, _cwd=cwd, _env=full_env, _in=input,
                        _ok_code=_OK_CODES, _return_cmd=True, _tty_out=False, _tty_in=False)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise GitError(argv, 128, f"cannot change to '{cwd}': {exc.strerror}") from exc
+    except sh.SignalException as exc:
+        # git itself was killed (systemd's stop signals the whole control group):
+        # that is this command's failure, reported like any other, not a crash.
+        return Completed(argv, 128 + abs(exc.exit_code), exc.stdout or b"", exc.stderr or b"")
+    except sh.ForkException as exc:
+        raise GitError(argv, 128, f"cannot start git in '{cwd}': "
+                       f"{str(exc).strip().splitlines()[-1]}") from exc
     return Completed(argv, proc.exit_code, proc.stdout or b"", proc.stderr or b"")
 
 
@@ -191,6 +199,9 @@ def repo_dirs(path, *, inherit_repo_env=False) -> RepoDirs:
     Returns RepoDirs. Raises Fatal("not a git repository ...") when `path` is
     not inside one, or cannot be entered.
     """
+    if "\n" in os.path.abspath(path):
+        # git's line-based answers (and the commit trailers) cannot carry one.
+        raise Usage(f"paths containing a newline are not supported: {os.path.abspath(path)!r}")
     if not os.path.isdir(path):
         raise Fatal(f"cannot change to '{path}': No such directory")
     res = call(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir",

@@ -214,13 +214,16 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
         if progress:
             progress(out)
 
-    if jobs <= 1 or len(sessions) <= 1:
-        for i in range(len(sessions)):
-            work(i)
-    else:
-        with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
-            list(pool.map(work, range(len(sessions))))
-    cache.flush_prunes(ctx)
+    try:
+        if jobs <= 1 or len(sessions) <= 1:
+            for i in range(len(sessions)):
+                work(i)
+        else:
+            with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
+                list(pool.map(work, range(len(sessions))))
+    finally:
+        # Even when a session raised past _guarded: what was moved away is deregistered.
+        cache.flush_prunes(ctx)
     return results
 
 

@@ -70,5 +70,24 @@ def test_config_defaults_feed_the_commands(repo, worktrees):
     res = ao("ao-prune", cwd=repo, rc=129)
     assert "malformed expiration date 'garbage'" in res.stderr
     ao("ao-prune", "--expire", "now", cwd=repo)
-    ao("ao", "config", "set", "preserve.timeout", "0", cwd=repo)
+    ao("ao", "config", "set", "preserve.timeout", "3600", cwd=repo)
     ao("ao-preserve", "--all", cwd=repo)
+
+
+def test_unreadable_config_never_stops_a_preserve(repo, worktrees):
+    # A syntax error in git-ao.toml is a warning: shutdown still saves every session,
+    # doctor reports the file, and config set refuses to overwrite it.
+    wt = worktrees(repo, "typo")
+    (wt / "f").write_text("x")
+    cfg = os.path.join(os.environ["AO_DATA_DIR"], "git-ao.toml")
+    with open(cfg, "w") as fh:
+        fh.write("preserve.jobs 4\n")
+    res = ao("ao-preserve", "--all", cwd=repo)
+    assert "warning: cannot read" in res.stderr
+    assert not wt.exists()
+    res = ao("ao", "doctor", cwd=repo, rc=1)
+    assert "config" in res.stdout and "cannot read" in res.stdout
+    ao("ao", "config", "set", "preserve.jobs", "2", cwd=repo, rc=128)
+    with open(cfg) as fh:
+        assert fh.read() == "preserve.jobs 4\n"
+    ao("ao-restore", cwd=repo)
