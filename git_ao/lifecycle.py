@@ -660,6 +660,10 @@ def prune(ctx, *, expire_before=None, force_ids=()) -> list[Outcome]:
     sessions = ctx.store.sessions()
     repos = sorted({s.repo for s in sessions})
     named = set(force_ids)
+    unknown = sorted(named - {s.id for s in sessions})
+    if unknown:
+        # Checked before anything is touched: a typo must not run the rest of prune.
+        raise Refused(f"no session '{unknown[0]}' (see 'git ao list'); nothing pruned")
     for listed in sessions:
         # Decide under the session's lock, on a fresh read: a preserve or restore
         # running at the same moment must not have its record or ref pulled away.
@@ -673,12 +677,11 @@ def prune(ctx, *, expire_before=None, force_ids=()) -> list[Outcome]:
                 out.append(_prune_record(ctx, s, f"repository {s.repo} is gone"))
             elif not s.live and not s.pending:
                 out.append(_prune_record(ctx, s, "terminated, nothing pending"))
-    for sid in named - {s.id for s in sessions}:
-        out.append(Outcome(sid, "prune", "refused", f"no session '{sid}'"))
     for repo in repos:
         if os.path.isdir(repo):
             out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.repo == repo})
-    out += _prune_trash(ctx, expire_before)
+    pending = {s.id for s in ctx.store.sessions() if s.pending}
+    out += _prune_trash(ctx, expire_before, pending)
     return out
 
 
@@ -788,13 +791,17 @@ def _alive(pid) -> bool:
     return True
 
 
-def _prune_trash(ctx, expire_before) -> list[Outcome]:
+def _prune_trash(ctx, expire_before, pending) -> list[Outcome]:
+    """Delete trash entries older than `expire_before`, except those of sessions in
+    `pending`: their ignored files (.env, local settings) may still be wanted."""
     trash = os.path.join(ctx.store.dir, TRASH_DIR)
     if not os.path.isdir(trash):
         return []
     out = []
     for name in sorted(os.listdir(trash)):
         path = os.path.join(trash, name)
+        if name.rsplit(".", 1)[0] in pending:
+            continue
         stamp = name.rsplit(".", 1)[-1]
         when = int(stamp) / 1e9 if stamp.isdigit() else os.lstat(path).st_mtime
         if expire_before is not None and when >= expire_before:

@@ -31,7 +31,7 @@ def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/keep", cwd=repo).strip()
     assert not done.exists()
     trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
-    assert os.listdir(trash) == []
+    assert [n.split(".")[0] for n in os.listdir(trash)] == ["keep"]  # still pending
     ao("ao-restore", cwd=repo)
     assert (wt / "f").read_text() == "x"
 
@@ -88,3 +88,22 @@ def test_prune_waits_for_the_session_lock(repo, worktrees):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert store.get("held") is None
+
+
+def test_prune_keeps_trash_of_pending_sessions_and_stops_on_unknown_ids(repo, worktrees):
+    wt = worktrees(repo, "pend")
+    (wt / ".env").write_text("SECRET=1\n")
+    (wt / ".gitignore").write_text(".env\n")
+    ao("ao-preserve", "pend", cwd=repo)
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    kept = os.listdir(trash)
+    assert len(kept) == 1
+    # a typo in a forced id refuses the whole prune before anything is deleted
+    res = ao("ao-prune", "--force", "typo", cwd=repo, rc=1)
+    assert "no session 'typo'" in res.stderr
+    ao("ao-prune", cwd=repo)
+    assert os.listdir(trash) == kept
+    assert os.path.exists(os.path.join(trash, kept[0], ".env"))
+    ao("ao-restore", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    assert os.listdir(trash) == []
