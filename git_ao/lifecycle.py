@@ -308,7 +308,7 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
                     cap.worktree_config, now_ns())
         ctx.store.record_save(save, terminate=terminate)
         crashpoint.hit("preserve:after-db")
-        facts = _facts(s, ref=ref, commit=cap.commit, changed=len(cap.changed),
+        facts = _facts(s, preserve_ref=ref, preserved_commit=cap.commit, changed=len(cap.changed),
                        untracked=len(cap.untracked), ignored=len(cap.ignored))
         summary = _summary(cap)
         if keep_worktree:
@@ -529,7 +529,7 @@ def _add_worktree(repo, path, save, want_branch):
 
 def _apply_saved(ctx, s, save, path, reused) -> Outcome:
     """Step 2 of restore: apply, then delete the ref only after a clean apply."""
-    facts = _facts(s, ref=save.preserve_ref, commit=save.preserved_commit)
+    facts = _facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit)
     commit = save.preserved_commit
     wc = snapshot.load_config(save.worktree_config)
     if not commit:

@@ -81,3 +81,9 @@ def test_kill_and_forget_on_a_lost_database_are_fatal(repo, worktrees):
     for cmd in (("ao", "kill", "lost"), ("ao", "forget", "lost")):
         res = ao(*cmd, cwd=repo, rc=128)
         assert res.stderr.startswith("fatal: ")
+
+
+def test_json_mode_gets_a_document_on_errors_too(repo):
+    res = ao("ao", "show", "nope", "--json", cwd=repo, rc=1)
+    doc = json.loads(res.stdout)
+    assert doc["exit_status"] == 1 and doc["error"].startswith("error: no session")

@@ -152,6 +152,11 @@ def run(command, prog_name):
             raise
         sys.stderr.write(f"{exc.prefix}: {exc}\n")
         rv = exc.exit_status
+        if "--json" in sys.argv[1:]:
+            # Scripts reading --json get a document on every path, errors included.
+            import json
+            sys.stdout.write(json.dumps({"schema": 1, "command": prog_name, "exit_status": rv,
+                                         "error": f"{exc.prefix}: {exc}"}) + "\n")
     except BrokenPipeError:
         rv = 0
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
