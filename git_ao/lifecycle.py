@@ -115,7 +115,12 @@ def register(ctx, path, *, session_id=None, kind="worker", harness="", agent_ses
     if "\n" in top:
         raise Usage("worktree paths with a newline are not supported")
     sid = session_id if session_id is not None else os.path.basename(dirs.git_dir.rstrip("/"))
-    validate_id(sid)
+    try:
+        validate_id(sid)
+    except Usage as exc:
+        if session_id is not None:
+            raise
+        raise Usage(f"{exc} (the worktree's name); name the session with --id") from None
     holder = ctx.store.holder_of(top)
     if holder is not None:
         raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
@@ -298,6 +303,10 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
         ref = ""
         if cap.commit:
             ref = preserve_ref(s.id)
+            older = git.rev_parse(path, ref)
+            if older and older != cap.commit:
+                # The reflog keeps it while the ref lives; the log keeps its id for good.
+                ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
             git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
             crashpoint.hit("preserve:after-ref")
         if cap.ignored:
@@ -409,20 +418,25 @@ def _record_missing(ctx, s, entry) -> Outcome:
     detached = bool(entry and entry.detached)
     if not head and branch:
         head = git.rev_parse(s.repo, f"refs/heads/{branch}")
+    # A checkpoint (or a ref kept after a conflict) is the last known work of this
+    # worktree: carry it over so restore applies it instead of forgetting it.
+    ref = preserve_ref(s.id)
+    kept = git.rev_parse(s.repo, ref)
     if ctx.dry_run:
         return Outcome(s.id, "preserve", "ok", "would record the missing worktree", _facts(s))
-    ctx.store.record_save(Save(s.id, s.repo, s.workspace_path, branch, head, detached, "", None,
-                               None, now_ns()), terminate=True)
+    ctx.store.record_save(Save(s.id, s.repo, s.workspace_path, branch, head, detached,
+                               ref if kept else "", kept, None, now_ns()), terminate=True)
     ctx.log("preserve", s.id, "recorded-missing", workspace=s.workspace_path, branch=branch)
     return Outcome(s.id, "preserve", "ok", "worktree directory was already gone; recorded so "
                    "restore re-adds it", _facts(s))
 
 
 def _summary(cap) -> str:
+    ignored = f"; {len(cap.ignored)} ignored path(s) not saved" if cap.ignored else ""
     if not cap.commit:
-        return "clean, nothing to save"
+        return "clean, nothing to save" + ignored
     return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked saved in "
-            f"{preserve_ref_short(cap.commit)}")
+            f"{preserve_ref_short(cap.commit)}{ignored}")
 
 
 def preserve_ref_short(commit) -> str:
@@ -488,7 +502,8 @@ def restore_one(ctx, session_id) -> Outcome:
             _add_worktree(s.repo, path, save, want_branch)
             crashpoint.hit("restore:after-worktree-add")
         outcome = _apply_saved(ctx, s, save, path, reused)
-        ctx.store.mark_restored(s.id)
+        kept = bool(save.preserve_ref) and git.rev_parse(s.repo, save.preserve_ref) is not None
+        ctx.store.mark_restored(s.id, ref_kept=kept)
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
         return outcome
@@ -570,7 +585,10 @@ def _apply_saved(ctx, s, save, path, reused) -> Outcome:
         crashpoint.hit("restore:before-ref-delete")
         _drop_ref(path, ref, commit)
         crashpoint.hit("restore:after-ref-delete")
-        return Outcome(s.id, "restore", "ok", f"restored at {path}", facts)
+        head = git.rev_parse(path, "HEAD")
+        moved = f" (its branch moved since the save: HEAD was {save.head[:12]}, now " \
+            f"{head[:12]})" if save.head and head and head != save.head else ""
+        return Outcome(s.id, "restore", "ok", f"restored at {path}{moved}", facts)
     facts["paths"] = applied.paths
     facts["placed"] = applied.placed
     listed = ", ".join(applied.paths[:5]) + (" ..." if len(applied.paths) > 5 else "")

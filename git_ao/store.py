@@ -512,12 +512,20 @@ class Store:
                  save.restored_at))
         return True
 
-    def mark_restored(self, session_id):
-        """Mark the save restored and the session live, in one commit."""
+    def mark_restored(self, session_id, *, ref_kept=False):
+        """Mark the save restored and the session live, in one commit.
+
+        ref_kept: the preserve ref stays (a conflict, a blocked apply): the save
+        is then recorded like a checkpoint (restored_at = saved_at), so listings
+        keep showing the ref while nothing is pending."""
         t = now_ns()
         with self.transaction() as c:
-            c.execute("UPDATE session_worktrees SET restored_at = ? WHERE session_id = ?",
-                      (t, session_id))
+            if ref_kept:
+                c.execute("UPDATE session_worktrees SET restored_at = saved_at "
+                          "WHERE session_id = ?", (session_id,))
+            else:
+                c.execute("UPDATE session_worktrees SET restored_at = ? WHERE session_id = ?",
+                          (t, session_id))
             c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
                       (t, session_id))
 

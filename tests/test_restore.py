@@ -155,3 +155,30 @@ def test_untracked_path_tracked_on_moved_branch_blocks_apply(repo, worktrees):
     assert "newfile" in res.stdout
     assert (wt / "newfile").read_text() == "theirs\n"
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/clash", cwd=repo).strip()
+
+
+def test_checkpoint_survives_a_worktree_deleted_by_hand(repo, worktrees):
+    # The checkpoint is the last known work: a preserve that finds the directory
+    # gone records it, and restore applies it (it once said "nothing was saved").
+    import shutil
+    wt = worktrees(repo, "ck")
+    (wt / "README.md").write_text("precious\n")
+    ao("ao-preserve", "--keep-worktree", "ck", cwd=repo)
+    shutil.rmtree(wt)
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (wt / "README.md").read_text() == "precious\n"
+
+
+def test_ref_kept_after_a_conflict_stays_listed(repo, worktrees):
+    wt = worktrees(repo, "kept")
+    (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", "kept", cwd=repo)
+    git("checkout", "-q", "kept", cwd=repo)
+    (repo / "README.md").write_text("theirs\n")
+    git("commit", "-qam", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    ao("ao-restore", cwd=repo, rc=3)
+    rec = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
+    assert rec["state"] == "live"
+    assert rec["preserve_ref"] == "refs/ao/preserved/kept" and rec["preserved_commit"]

@@ -129,3 +129,18 @@ def test_show_lists_preserved_changes(repo, worktrees):
     out = ao("ao", "show", "sh", cwd=repo).stdout
     assert "README.md" in out and "brand-new" in out and "pending" in out
     assert re.search(rf"^workspace_path:\s+{re.escape(str(wt))}$", out, re.M)
+
+
+def test_dry_run_in_an_unregistered_worktree_says_what_the_real_run_does(repo, tmp_path):
+    wt = tmp_path / "unreg-dry"
+    git("worktree", "add", "-q", "-b", "unreg-dry", wt, cwd=repo)
+    res = ao("ao-preserve", "-n", cwd=wt)
+    assert "would register" in res.stdout
+    assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
+
+
+def test_worktree_name_that_is_no_id_hints_at_dash_dash_id(repo, tmp_path):
+    wt = tmp_path / "ünïcødé"
+    git("worktree", "add", "-q", "-b", "sp", wt, cwd=repo)
+    res = ao("ao", "add", wt, cwd=repo, rc=129)
+    assert "--id" in res.stderr

@@ -38,6 +38,12 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
         sessions = [lifecycle.lookup(ctx, i) for i in ids]
     else:
         sessions = [lifecycle.current_session(ctx, os.getcwd())]
+        if app.dry_run and app.store.get(sessions[0].id) is None:
+            # The real run registers it first; a dry run registers nothing.
+            o = lifecycle.Outcome(sessions[0].id, "preserve", "ok",
+                                  f"would register {sessions[0].workspace_path} and preserve it")
+            app.printer.outcome(o)
+            return finish(app, "preserve", [o])
     if not sessions:
         if not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to preserve: no live sessions", err=True)
