@@ -237,7 +237,42 @@ def _worktree_config(path, git_dir, conf, flags, st, hidden) -> dict:
     ita = [e.path for e in st.changed if e.kind == "1" and e.xy == ".A"]
     if ita:
         wc["intent_to_add"] = ita
+    modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
+    if modes:
+        wc["modes"] = modes
     return wc
+
+
+def _umask() -> int:
+    # Read, not set: os.umask() would change it for every thread of an -j run.
+    try:
+        with open("/proc/self/status") as fh:
+            for ln in fh:
+                if ln.startswith("Umask:"):
+                    return int(ln.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+def _private_modes(path, rels) -> dict:
+    """{path: "0600"} for saved files whose permission bits git would not give back:
+    git records only 644 or 755, so a private key saved at 0600 would return
+    world-readable. Only the changed and untracked files are looked at."""
+    mask = _umask()
+    out = {}
+    for rel in rels:
+        try:
+            st = os.lstat(os.path.join(path, rel))
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        perm = stat.S_IMODE(st.st_mode)
+        default = (0o777 if perm & 0o100 else 0o666) & ~mask
+        if perm != default:
+            out[rel] = f"{perm:04o}"
+    return out
 
 
 def _check_submodules(path, git_dir, st) -> list:
@@ -614,6 +649,10 @@ def put_flags(path, wc, *, fresh=True) -> list:
     ita = [p for p in wc.get("intent_to_add", []) if os.path.lexists(os.path.join(path, p))]
     git.set_index_flag(path, ita, "--force-remove")
     git.add_intent_to_add(path, ita)
+    for rel, mode in wc.get("modes", {}).items():
+        full = os.path.join(path, rel)
+        if os.path.isfile(full) and not os.path.islink(full):
+            os.chmod(full, int(mode, 8))
     git.set_index_flag(path, wc.get("assume_unchanged", []), "--assume-unchanged")
     git.set_index_flag(path, wc.get("skip_worktree", []), "--skip-worktree")
     for rel in wc.get("skip_worktree_absent", []) if fresh else []:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 from tests.conftest import ao, git
 
@@ -68,3 +69,16 @@ def test_restore_reports_what_it_could_not_put_back(repo, make_repo, worktrees, 
     assert (wt / "README.md").read_text() == "super edit\n"
     assert git("for-each-ref", "refs/ao/preserved/subgone", cwd=repo) != ""
     shutil.move(str(tmp_path / "sub-away"), sub)
+
+
+def test_private_file_modes_come_back(repo, worktrees):
+    # git stores only 644 or 755: a saved 0600 key must not come back world-readable.
+    wt = worktrees(repo, "modes")
+    (wt / "id_key").write_text("secret\n")
+    os.chmod(wt / "id_key", 0o600)
+    (wt / "README.md").write_text("changed\n")
+    os.chmod(wt / "README.md", 0o640)
+    ao("ao-preserve", "modes", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert stat.S_IMODE(os.stat(wt / "id_key").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(wt / "README.md").st_mode) == 0o640

@@ -63,10 +63,9 @@ def test_lost_database_deletes_nothing_and_recovers(how, repo, mixed, tmp_path):
         assert res.stderr.startswith("fatal: database "), (args, res.stderr)
         assert "doctor --recover" in res.stderr, res.stderr
         assert "Traceback" not in res.stderr
-    # kill opens the database inside its per-session guard: that session fails (exit 1)
-    # with the same message, and nothing is removed.
-    res = ao("ao", "kill", "s05", cwd=repo, rc=1)
-    assert "doctor --recover" in res.stdout
+    # kill, too, stops before any session: fatal (128), and nothing is removed.
+    res = ao("ao", "kill", "s05", cwd=repo, rc=128)
+    assert "doctor --recover" in res.stderr
     assert _fingerprint(sessions) == kept
     res = ao("ao", "doctor", "-C", other, cwd=repo, rc=1)
     assert "problem  database" in res.stdout, res.stdout
