@@ -1,5 +1,5 @@
 """The catalogue of hard worktree states (issue 3): each has a defined outcome,
-written in docs/DESIGN-issue3.md, and a test here. Real git, real repositories,
+written in docs/DESIGN.md (Fidelity, catalogue of hard states), and a test here. Real git, real repositories,
 the real commands."""
 
 from __future__ import annotations

@@ -292,7 +292,7 @@ def bench(tmp_path):
 @pytest.mark.slow
 @settings(PROFILE)
 @given(STATES)
-# Shrunk failures, kept as regressions (see docs/DESIGN-issue3.md, "bugs found"):
+# Shrunk failures, kept as regressions (see docs/DESIGN.md, "Bugs the property test found"):
 # a tracked file replaced by a directory: restore saw a false clash.
 @example((False, [("file_to_dir", 0)]))
 # a tracked directory replaced by a file: restore saw a false clash.
