@@ -268,10 +268,15 @@ def worktree_list(common_dir) -> list[WorktreeEntry]:
     return entries
 
 
-def worktree_add(common_dir, path, *, branch=None, commit=None, new_branch=None, detach=False):
+def worktree_add(common_dir, path, *, branch=None, commit=None, new_branch=None, detach=False,
+                 checkout=True):
     """`git worktree add` at `path`: attach existing `branch`, or `-b new_branch` at
-    `commit`, or `--detach` at `commit`. Never `-B`. Raises GitError."""
-    args = ["worktree", "add"]
+    `commit`, or `--detach` at `commit`. Never `-B`. Raises GitError.
+
+    checkout=False adds `--no-checkout`: the worktree is registered with an empty
+    index and no files, so its private config (sparse-checkout patterns,
+    config.worktree) can be put in place first; `checkout_head` then fills it."""
+    args = ["worktree", "add"] + ([] if checkout else ["--no-checkout"])
     if new_branch:
         args += ["-b", new_branch, path, commit]
     elif detach:
@@ -605,21 +610,6 @@ def add_intent_to_add(cwd, paths):
         return
     run(["--literal-pathspecs", "add", "-N", "--pathspec-from-file=-", "--pathspec-file-nul"],
         cwd, input=join_z(paths))
-
-
-def worktree_add_no_checkout(common_dir, path, *, branch=None, commit=None, new_branch=None,
-                             detach=False):
-    """Like `worktree_add`, with `--no-checkout`: the worktree is registered with an
-    empty index and no files, so its private config (sparse-checkout patterns,
-    config.worktree) can be put in place first; `checkout_head` then fills it."""
-    args = ["worktree", "add", "--no-checkout"]
-    if new_branch:
-        args += ["-b", new_branch, path, commit]
-    elif detach:
-        args += ["--detach", path, commit]
-    else:
-        args += [path, branch]
-    return run(args, common_dir)
 
 
 def checkout_head(cwd):

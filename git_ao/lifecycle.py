@@ -528,13 +528,13 @@ def _add_worktree(repo, path, save, want_branch):
     (sparse-checkout patterns, config.worktree) it is put in place before checkout."""
     wc = snapshot.load_config(save.worktree_config)
     first = snapshot.needs_config_first(wc)
-    add = git.worktree_add_no_checkout if first else git.worktree_add
     if not want_branch:
-        add(repo, path, commit=save.head, detach=True)
+        git.worktree_add(repo, path, commit=save.head, detach=True, checkout=not first)
     elif git.branch_exists(repo, want_branch):
-        add(repo, path, branch=want_branch)
+        git.worktree_add(repo, path, branch=want_branch, checkout=not first)
     elif save.head:
-        add(repo, path, new_branch=want_branch, commit=save.head)
+        git.worktree_add(repo, path, new_branch=want_branch, commit=save.head,
+                         checkout=not first)
     else:
         raise Refused(f"branch '{want_branch}' is gone and no commit was saved to re-create it")
     if first:
