@@ -352,7 +352,9 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
         wc["recheckout"] = True
     cap.worktree_config = json.dumps(wc, sort_keys=True) if wc else None
     if cap.clean and not hidden and not reason:
-        if not cap.detached or not write:
+        if not cap.detached and write:
+            return cap  # nothing to write, and nobody reads the trees
+        if not write:
             head_tree = git.trees_of(path, [st.head])[0]
             cap.index_tree = cap.worktree_tree = head_tree
             return cap
