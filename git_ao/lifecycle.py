@@ -254,12 +254,15 @@ def _guarded(fn, session_id, action) -> Outcome:
         return Outcome(session_id, action, "failed", f"{exc.strerror or exc}{where}")
 
 
-def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
+def preserve_one(ctx, session_id, keep_worktree=False, cache=None, unsaved=None) -> Outcome:
     """Preserve one session, strictly: check, capture and write the ref, commit the row,
-    then remove the verified worktree. Returns an Outcome; raises AoError on refusal."""
+    then remove the verified worktree. Returns an Outcome; raises AoError on refusal.
+
+    unsaved: on a dry run, a Session that `register` would create (not stored yet)."""
     cache = cache or _RepoCache()
     with ctx.store.lock(session_id):
-        s = lookup(ctx, session_id)  # read again under the lock
+        # read again under the lock
+        s = unsaved if unsaved is not None and ctx.dry_run else lookup(ctx, session_id)
         if not s.live:
             if s.pending and not keep_worktree:
                 finished = _finish_removal(ctx, s, cache)
@@ -293,6 +296,7 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None) -> Outcome:
         keep = _keep_reasons(v)
         if ctx.dry_run:
             what = "checkpoint" if keep_worktree else "preserve and remove"
+            what = f"register and {what}" if unsaved is not None else what
             return Outcome(s.id, "preserve", "ok", f"would {what}: {len(st.changed)} changed, "
                            f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
                            _facts(s))
@@ -843,7 +847,9 @@ def list_json(s: Session) -> dict:
         "preserved_commit": save.preserved_commit if save and save.holds_ref else None,
         "detached": save.detached if save else None,
         "saved_at": _iso(save.saved_at) if save else None,
-        "restored_at": _iso(save.restored_at) if save and save.restored_at else None,
+        # a checkpoint records restored_at = saved_at: it was never restored
+        "restored_at": _iso(save.restored_at) if save and save.restored_at
+        and save.restored_at > save.saved_at else None,
         "created_at": _iso(s.created_at),
     }
 

@@ -135,7 +135,7 @@ def test_dry_run_in_an_unregistered_worktree_says_what_the_real_run_does(repo, t
     wt = tmp_path / "unreg-dry"
     git("worktree", "add", "-q", "-b", "unreg-dry", wt, cwd=repo)
     res = ao("ao-preserve", "-n", cwd=wt)
-    assert "would register" in res.stdout
+    assert "would register and preserve and remove: 0 changed" in res.stdout
     assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
 
 

@@ -47,6 +47,8 @@ def command(app, ids, expire, force):
     outcomes = lifecycle.prune(app.ctx, expire_before=expire_before, force_ids=ids)
     for o in outcomes:
         app.printer.outcome(o)
+    if not outcomes and not app.printer.json_mode and not app.printer.quiet:
+        click.echo("nothing to prune", err=True)
     return finish(app, "prune", outcomes)
 
 
