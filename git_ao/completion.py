@@ -168,12 +168,20 @@ def script(shell, prog=None) -> str:
 
 
 def files() -> dict:
-    """Relative path under completions/ -> text, for every file the wheel installs."""
-    out = {}
+    """Relative path under completions/ -> text, for every file the wheel installs.
+
+    bash-completion and fish load a file by the command's name, so each dashed
+    command gets one; all but git-ao's only source git-ao's file beside them."""
+    out = {"bash/git-ao": script("bash"), "fish/git-ao.fish": script("fish")}
     for prog in COMMANDS:
-        out[f"bash/{prog}"] = script("bash")
         out[f"zsh/_{prog}"] = script("zsh", prog)
-        out[f"fish/{prog}.fish"] = script("fish")
+        if prog != "git-ao":
+            out[f"bash/{prog}"] = ('# Loaded by name for "git ' + prog[4:] + '"; the completion '
+                                   'lives in git-ao beside this file.\n'
+                                   '. "${BASH_SOURCE[0]%/*}/git-ao"\n')
+            out[f"fish/{prog}.fish"] = (f"# Loaded by name for {prog}; the completion lives in "
+                                        "git-ao.fish beside this file.\n"
+                                        "source (status dirname)/git-ao.fish\n")
     return out
 
 
