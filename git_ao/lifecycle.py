@@ -212,7 +212,7 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
             out = Outcome(s.id, "preserve", "refused",
                           "not started: interrupted by a signal; the session stays live")
         else:
-            out = _guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
+            out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
                            "preserve")
             crashpoint.hit("preserve:between-sessions")
         results[i] = out
@@ -227,7 +227,7 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
             with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
                 list(pool.map(work, range(len(sessions))))
     finally:
-        # Even when a session raised past _guarded: what was moved away is deregistered.
+        # Even when a session raised past guarded: what was moved away is deregistered.
         cache.flush_prunes(ctx)
     return results
 
@@ -239,7 +239,9 @@ def _main_thread_signals():
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
-def _guarded(fn, session_id, action) -> Outcome:
+def guarded(fn, session_id, action) -> Outcome:
+    """Run fn() for one session; its refusal or failure becomes that session's
+    Outcome (status refused or failed) so the others go on."""
     try:
         return fn()
     except AoError as exc:
@@ -461,7 +463,7 @@ def restore(ctx, sessions, *, progress=None) -> list[Outcome]:
     """Restore each pending session (SPEC 5); one failure never stops the others."""
     out = []
     for s in sessions:
-        o = _guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
+        o = guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
         crashpoint.hit("restore:between-sessions")
         out.append(o)
         if progress:

@@ -79,7 +79,7 @@ def kill(app, ids):
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = lifecycle._guarded(lambda: lifecycle.kill(ctx, sid), sid, "kill")
+        o = lifecycle.guarded(lambda: lifecycle.kill(ctx, sid), sid, "kill")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "kill", outcomes)
@@ -98,7 +98,7 @@ def forget(app, ids, force):
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = lifecycle._guarded(lambda: lifecycle.forget(ctx, sid, force), sid, "forget")
+        o = lifecycle.guarded(lambda: lifecycle.forget(ctx, sid, force), sid, "forget")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "forget", outcomes)

@@ -40,7 +40,7 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
         sessions = [lifecycle.current_session(ctx, os.getcwd())]
         if app.dry_run and app.store.get(sessions[0].id) is None:
             # The real run registers it first; a dry run registers nothing.
-            o = lifecycle._guarded(lambda: lifecycle.preserve_one(
+            o = lifecycle.guarded(lambda: lifecycle.preserve_one(
                 ctx, sessions[0].id, keep_worktree, unsaved=sessions[0]), sessions[0].id,
                 "preserve")
             app.printer.outcome(o)
