@@ -17,29 +17,31 @@ MAX_BYTES = 1 << 20
 BACKUPS = 5
 
 _lock = threading.Lock()
-_logger = None
+_logger = logging.getLogger("git-ao")
+_logger.propagate = False
+_logger.setLevel(logging.INFO)
 _path = None
 
 
 def _get(data_dir):
-    global _logger, _path
+    global _path
     path = os.path.join(data_dir, "logs", LOG_NAME)
     with _lock:
-        if _logger is None or _path != path:
+        if _path != path:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             if not os.path.exists(path):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-            logger = logging.getLogger(f"git-ao.{id(path)}")
-            logger.propagate = False
-            logger.setLevel(logging.INFO)
-            for h in list(logger.handlers):
-                logger.removeHandler(h)
             handler = logging.handlers.RotatingFileHandler(path, maxBytes=MAX_BYTES,
                                                            backupCount=BACKUPS)
             handler.setFormatter(logging.Formatter(
                 "%(asctime)s pid=%(process)d %(message)s", "%Y-%m-%dT%H:%M:%S%z"))
-            logger.addHandler(handler)
-            _logger, _path = logger, path
+            # One process may serve several data dirs (tests, importers): the
+            # previous file is closed here, not left for the garbage collector.
+            for old in list(_logger.handlers):
+                _logger.removeHandler(old)
+                old.close()
+            _logger.addHandler(handler)
+            _path = path
         return _logger
 
 

@@ -3,6 +3,7 @@ pytest-git, and helpers that run the real commands as a user would."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -36,7 +37,11 @@ def ao_env(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("AO_DATA_DIR", str(tmp_path / "aodata"))
     monkeypatch.setenv("PATH", f"{BIN}:{Path(sys.executable).parent}:{os.environ['PATH']}")
-    return tmp_path
+    yield tmp_path
+    # A file or database left open by in-process code is reported by the garbage
+    # collector whenever it next runs, often in another test; collecting here pins
+    # the report to the test that leaked it.
+    gc.collect()
 
 
 def git(*args, cwd, check=True, env=None, input=None) -> str:

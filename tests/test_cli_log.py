@@ -1,6 +1,7 @@
 """git ao log: the recent decisions of preserve, restore and prune; no prompt text ever."""
 
 import json
+import os
 
 from tests.conftest import ao, dirty
 
@@ -39,3 +40,28 @@ def test_log_reads_rotated_files_and_an_empty_log(repo, ao_env):
     entries = json.loads(ao("ao", "log", "--json", cwd=repo).stdout)["entries"]
     assert [e["action"] for e in entries] == ["preserve", "restore"]
     assert entries[1]["fields"] == {"detail": "applied 3 files"}
+
+
+def _open_files_under(root):
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(root)):
+            held.append(target)
+    return held
+
+
+def test_switching_data_dir_in_one_process_closes_the_previous_log(tmp_path):
+    """One process serving several data dirs (the property test does) must close
+    the log file it no longer writes, not leave it to the garbage collector, which
+    reports it as an unclosed file in whatever test runs next."""
+    from git_ao import log
+    first, second = tmp_path / "first", tmp_path / "second"
+    log.event(str(first), "preserve", "a", "saved")
+    log.event(str(second), "preserve", "b", "saved")
+    assert _open_files_under(first) == []
+    assert "preserve a saved" in (first / "logs" / "git-ao.log").read_text()
+    assert "preserve b saved" in (second / "logs" / "git-ao.log").read_text()
