@@ -153,14 +153,14 @@ def test_fish_with_the_fallback(sessions):
     assert _words(f("git-ao-restore --no")) == ["--no-launch"]
 
 
-def test_completing_ids_imports_neither_rich_nor_sh_nor_runs_git(sessions):
+def test_completing_ids_imports_only_the_light_modules_and_runs_no_git(sessions):
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1", COMP_WORDS="git-ao-restore ",
                COMP_CWORD="1", _GIT_AO_RESTORE_COMPLETE="bash_complete",
                GIT_TRACE=str(sessions / "trace"))
     res = subprocess.run([shutil.which("git-ao-restore")], cwd=sessions, capture_output=True,
                          text=True, env=env)
     assert res.stdout.split() == ["plain,gamma"]
-    heavy = re.findall(r"\|\s+((?:rich|sh|git_ao\.git|git_ao\.lifecycle)(?:\.\w+)*)\s*$",
+    heavy = re.findall(r"\|\s+((?:rich|sh|json|git_ao\.(?:git|lifecycle|store|output))(?:\.\w+)*)\s*$",
                        res.stderr, re.M)
     assert heavy == []
     assert not (sessions / "trace").exists()

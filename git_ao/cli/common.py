@@ -12,7 +12,6 @@ import click
 # Only light imports here: shell completion runs these modules on every TAB, so
 # git (and with it sh), lifecycle and rich are imported where they are used.
 from ..errors import EXIT_USAGE, AoError, Fatal, Usage
-from ..output import Printer
 
 CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
 KINDS = ("worker", "orchestrator")
@@ -25,7 +24,7 @@ def complete_ids(state):
     process, so a TAB answers in the time Python takes to start."""
 
     def _complete(ctx, param, incomplete):
-        from ..store import completion_ids
+        from ..datadir import completion_ids
         taken = set(ctx.params.get(param.name) or ())
         return [i for i in completion_ids(state) if i.startswith(incomplete) and i not in taken]
 
@@ -89,6 +88,7 @@ class App:
                 raise Fatal(f"cannot change to '{d}': {exc.strerror}") from exc
         from .. import git
         self.dry_run = dry_run
+        from ..output import Printer  # lazily: json and rich are not needed for a TAB
         self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose)
         if verbose:
             git.set_trace(self.printer.trace)

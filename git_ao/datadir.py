@@ -1,0 +1,47 @@
+"""Where git-ao's state lives, and the one database read that must start fast.
+
+The data dir is `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data` (SPEC 2).
+Shell completion reads session ids on every TAB, so that read lives here, with
+nothing imported but os, sqlite3 and urllib.parse: importing store.py (its
+record classes are built at import) cost completion about a fifth of its
+start-up. Everything else that touches the database is in store.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+DB_NAME = "git-ao.db"
+
+
+def data_dir() -> str:
+    """The data dir path: `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data`."""
+    env = os.environ.get("AO_DATA_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    return os.path.join(os.path.expanduser("~"), ".ao", "data")
+
+
+def completion_ids(state: str) -> list[str]:
+    """Session ids for shell completion, read without creating or migrating anything.
+
+    state: 'live', 'pending' or 'all'. Opens `git-ao.db` read-only (SQLite URI
+    mode=ro); returns [] when there is no database or it cannot be read."""
+    path = os.path.join(data_dir(), DB_NAME)
+    if not os.path.exists(path):
+        return []
+    where = {"live": "WHERE s.terminated = 0",
+             "pending": "WHERE w.session_id IS NOT NULL AND (w.restored_at IS NULL "
+                        "OR w.saved_at > w.restored_at)"}.get(state, "")
+    try:
+        from urllib.parse import quote
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute("SELECT s.id FROM sessions s LEFT JOIN session_worktrees w "
+                                f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return [r[0] for r in rows]
