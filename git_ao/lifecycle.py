@@ -735,13 +735,16 @@ def _prune_repo(ctx, repo, by_id) -> list[Outcome]:
     for ln in git.worktree_prune(repo, dry_run=ctx.dry_run):
         ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
         out.append(Outcome("-", "prune-worktree", "ok", ln, {"repo": repo}))
-    for path in _leftover_indexes(repo):
+    for path in _leftover_scratch(repo):
         if not ctx.dry_run:
             try:
-                os.unlink(path)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
             except FileNotFoundError:
                 continue
-        ctx.log("prune", None, "tmp-index", path=path)
+        ctx.log("prune", None, "tmp-scratch", path=path)
         out.append(Outcome("-", "prune-tmp", "ok", f"{'would remove' if ctx.dry_run else 'removed'}"
                            f" {path}", {"repo": repo}))
     for ref, oid in git.for_each_ref(repo, REF_PREFIX):
@@ -784,8 +787,9 @@ def _work_present_elsewhere(s, oid) -> str:
     return ""
 
 
-def _leftover_indexes(repo) -> list:
-    """Temporary index files left by a killed git-ao (their process is gone)."""
+def _leftover_scratch(repo) -> list:
+    """Temporary index files and verification dirs left in the git dirs of `repo`
+    by a killed git-ao (named `<prefix><pid>.`, their process gone)."""
     found = []
     dirs = [repo] + [os.path.join(repo, "worktrees", d)
                      for d in (os.listdir(os.path.join(repo, "worktrees"))
@@ -796,9 +800,10 @@ def _leftover_indexes(repo) -> list:
         except OSError:
             continue
         for name in names:
-            if not name.startswith(snapshot.TMP_PREFIX):
+            prefix = next((p for p in snapshot.SCRATCH_PREFIXES if name.startswith(p)), None)
+            if prefix is None:
                 continue
-            pid = name[len(snapshot.TMP_PREFIX):].split(".")[0]
+            pid = name[len(prefix):].split(".")[0]
             if pid.isdigit() and _alive(int(pid)):
                 continue
             found.append(os.path.join(d, name))

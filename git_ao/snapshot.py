@@ -32,6 +32,10 @@ from . import git
 from .errors import AoError
 
 TMP_PREFIX = "git-ao-index."
+VERIFY_PREFIX = "git-ao-verify."
+# Every scratch name starts with one of these, then "<pid>.": `git ao-prune`
+# removes those whose process is gone.
+SCRATCH_PREFIXES = (TMP_PREFIX, VERIFY_PREFIX)
 
 # State files of an operation in progress. They live in the worktree's private
 # git dir and die with it, so a worktree in one of these states is not captured.
@@ -193,7 +197,7 @@ def verify(path, git_dir, index_files) -> None:
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
     """
-    scratch = os.path.join(git_dir, f"git-ao-verify.{os.getpid()}.{secrets.token_hex(4)}")
+    scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}")
     try:
         for index_file in index_files:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -18,16 +18,23 @@ def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees
     shutil.rmtree(other)
     leftover = os.path.join(repo, ".git", "git-ao-index.999999999.dead")
     open(leftover, "w").close()
+    # A verification dir of a killed preserve, and one of a process still running.
+    dead_dir = os.path.join(repo, ".git", "git-ao-verify.999999999.dead")
+    os.makedirs(os.path.join(dead_dir, "src"))
+    open(os.path.join(dead_dir, "src", "app.py"), "w").close()
+    live_dir = os.path.join(repo, ".git", f"git-ao-verify.{os.getpid()}.live")
+    os.mkdir(live_dir)
 
     dry = ao("ao-prune", "-n", cwd=repo)
-    assert "would" in dry.stdout and os.path.exists(leftover)
+    assert "would" in dry.stdout and os.path.exists(leftover) and os.path.isdir(dead_dir)
     assert {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]} \
         == {"keep", "done", "vanish"}
 
     ao("ao-prune", cwd=repo)
     ids = {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
     assert ids == {"keep"}
-    assert not os.path.exists(leftover)
+    assert not os.path.exists(leftover) and not os.path.exists(dead_dir)
+    assert os.path.isdir(live_dir)
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/keep", cwd=repo).strip()
     assert not done.exists()
     trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
