@@ -480,6 +480,15 @@ def is_reachable_from_refs(cwd, commit) -> bool:
     return bool(out.strip())
 
 
+def is_ancestor(cwd, ancestor, descendant) -> bool:
+    """Is commit `ancestor` reachable from `descendant` (`git merge-base --is-ancestor`,
+    status 0 yes, 1 no)? Raises GitError on any other status (an unknown commit)."""
+    res = call(["merge-base", "--is-ancestor", ancestor, descendant], cwd)
+    if res.status not in (0, 1):
+        res.check()
+    return res.status == 0
+
+
 def ls_tree_paths(cwd, tree) -> list:
     """Every file path in `tree`, recursively (`git ls-tree -r -z --name-only`)."""
     return split_z(run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))

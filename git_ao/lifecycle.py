@@ -767,16 +767,30 @@ def _prune_repo(ctx, repo, by_id) -> list[Outcome]:
                 out.append(Outcome(sid, "prune-ref", "ok",
                                    f"{'would delete' if ctx.dry_run else 'deleted'} {ref} "
                                    f"(was {oid}): its work is {where}", _facts(s)))
+            else:
+                # Said every time: a kept ref no row points at (an old checkpoint, a
+                # conflict left to resolve) is otherwise easy to forget.
+                out.append(Outcome(sid, "prune-ref", "nothing",
+                                   f"kept {ref} ({oid[:12]}): its work is neither on the branch "
+                                   "nor in the worktree; see it with git stash show -p "
+                                   f"--include-untracked {ref}", _facts(s)))
     return out
 
 
 def _work_present_elsewhere(s, oid) -> str:
-    """Where the work of preserve commit `oid` provably is, besides the ref ('' if nowhere)."""
+    """Where the work of preserve commit `oid` provably is, besides the ref ('' if nowhere).
+
+    On the branch: no untracked files, the branch tip's tree is the saved
+    worktree tree, and the saved index holds nothing else (it is that tree, or
+    the saved HEAD's tree with that HEAD in the branch's history, as after a
+    checkpoint of unstaged edits that were committed later)."""
     try:
         head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, oid)
         if u_tree is None and s.branch:
-            tip = git.trees_of(s.repo, [f"refs/heads/{s.branch}"])[0]
-            if tip == w_tree == i_tree:
+            branch = f"refs/heads/{s.branch}"
+            tip, head_tree = git.trees_of(s.repo, [branch, head])
+            if tip == w_tree and (i_tree == w_tree or (
+                    i_tree == head_tree and git.is_ancestor(s.repo, head, branch))):
                 return f"committed on {s.branch}"
         if s.live and os.path.isdir(s.workspace_path):
             dirs = git.repo_dirs(s.workspace_path)

@@ -4,6 +4,8 @@ import json
 import os
 import shutil
 
+import pytest
+
 from tests.conftest import ao, git
 
 
@@ -66,13 +68,37 @@ def test_checkpoint_ref_deleted_once_work_is_committed(repo, worktrees):
     git("add", ".", cwd=wt)
     ao("ao-preserve", "--keep-worktree", "cp", cwd=repo)
     (wt / "README.md").write_text("moved on\n")
-    ao("ao-prune", cwd=repo)
+    kept = ao("ao-prune", cwd=repo)
     assert git("for-each-ref", "refs/ao", cwd=repo).strip()  # work only in the ref: kept
+    assert "kept refs/ao/preserved/cp" in kept.stdout  # and said so
     git("checkout", "--", "README.md", cwd=wt)
     git("commit", "-qm", "done", cwd=wt)
     res = ao("ao-prune", cwd=repo)
     assert "committed on cp" in res.stdout
     assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["unstaged", "staged"])
+def test_checkpoint_of_edits_committed_later_is_pruned_after_a_clean_preserve(
+        repo, worktrees, staged):
+    """A checkpoint of unstaged edits, the edits committed, then a clean preserve: the
+    row no longer names the ref, and its work is on the branch, so prune deletes it.
+    A staged version that differs from what was committed stays (it is nowhere else)."""
+    wt = worktrees(repo, "late")
+    (wt / "src" / "app.py").write_text("print('v2')\n")
+    if staged:
+        git("add", "src/app.py", cwd=wt)
+        (wt / "src" / "app.py").write_text("print('v3')\n")
+    ao("ao-preserve", "--keep-worktree", "late", cwd=repo)
+    git("commit", "-qam", "commit the edits", cwd=wt)
+    ao("ao-preserve", "late", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    res = ao("ao-prune", cwd=repo)
+    refs = git("for-each-ref", "refs/ao", cwd=repo)
+    if staged:
+        assert "kept refs/ao/preserved/late" in res.stdout and refs.strip()
+    else:
+        assert "committed on late" in res.stdout and refs == ""
 
 
 def test_prune_waits_for_the_session_lock(repo, worktrees):
