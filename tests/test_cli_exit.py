@@ -87,3 +87,15 @@ def test_json_mode_gets_a_document_on_errors_too(repo):
     res = ao("ao", "show", "nope", "--json", cwd=repo, rc=1)
     doc = json.loads(res.stdout)
     assert doc["exit_status"] == 1 and doc["error"].startswith("error: no session")
+
+
+def test_a_missing_dependency_is_named_not_an_internal_error(repo, tmp_path):
+    """A python3 without `sh` (bin/ run from a checkout before installing): the
+    message names the package and the interpreter."""
+    fake = tmp_path / "nosh"
+    fake.mkdir()
+    (fake / "sh.py").write_text("raise ModuleNotFoundError(\"No module named 'sh'\", name='sh')\n")
+    res = ao("ao-preserve", "--all", "-n", cwd=repo, rc=128,
+             env={"PYTHONPATH": str(fake)})
+    _one_line(res.stderr, "fatal: git-ao needs the Python package 'sh'")
+    assert "internal error" not in res.stderr

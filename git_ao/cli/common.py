@@ -159,6 +159,15 @@ def run(command, prog_name):
                                          "error": f"{exc.prefix}: {exc}"}) + "\n")
     except BrokenPipeError:
         rv = 0
+    except ModuleNotFoundError as exc:
+        # Run with a python3 that lacks a dependency (bin/ from a checkout, say):
+        # name the package and the interpreter rather than an internal error.
+        if os.environ.get("GIT_AO_DEBUG"):
+            raise
+        sys.stderr.write(f"fatal: git-ao needs the Python package '{exc.name}', which "
+                         f"{sys.executable} cannot import; install git-ao with pip or pipx "
+                         "(see README.md)\n")
+        rv = 128
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         if os.environ.get("GIT_AO_DEBUG"):
             raise
