@@ -52,7 +52,25 @@ def run_checks(app, repos=()) -> list[Check]:
             detail += (f", orphaned refs: {', '.join(orphans)} (git ao doctor --recover "
                        f"-C {repo} rebuilds their records)")
         checks.append(Check("repository", not orphans, detail))
+        loose = unregistered_worktrees(repo, sessions)
+        if loose:
+            # A note, not a problem: not every worktree is an agent's, but these are
+            # the ones a shutdown would leave unsaved.
+            checks.append(Check("unregistered", None, f"{repo}: linked worktrees no session "
+                                f"holds, not saved by git ao-preserve --all: {', '.join(loose)} "
+                                "(git ao add PATH registers one)"))
     return checks + install_checks()
+
+
+def unregistered_worktrees(repo, sessions) -> list[str]:
+    """Paths of the linked worktrees of `repo` (a common git dir) that no live or
+    pending session names, from one `git worktree list --porcelain`; prunable
+    registrations (their directory is gone) are left out."""
+    from .worktree import same_path
+    held = [s.workspace_path for s in sessions if s.repo == repo and (s.live or s.pending)]
+    return [e.path for e in git.worktree_list(repo)
+            if not e.is_main and not e.prunable and not e.bare
+            and not any(same_path(e.path, h) for h in held)]
 
 
 def config_check(data_dir) -> Check:

@@ -40,3 +40,20 @@ def test_missing_completions_are_notes_not_problems(repo, tmp_path):
     assert checks["man pages"]["ok"] is None
     res = ao("ao", "doctor", cwd=repo, env=env)
     assert "   note  fish completion: " in res.stdout
+
+
+def test_doctor_notes_linked_worktrees_no_session_holds(repo, worktrees, tmp_path):
+    """A worktree of a known repository that was never registered is what a shutdown
+    would leave unsaved: doctor names it (a note, not a failure)."""
+    from tests.conftest import git
+    worktrees(repo, "held")
+    loose = tmp_path / "loose"
+    git("worktree", "add", "-q", "-b", "loose", str(loose), cwd=repo)
+    res = ao("ao", "doctor", "--json", cwd=repo)
+    checks = json.loads(res.stdout)["checks"]
+    notes = [c for c in checks if c["name"] == "unregistered"]
+    assert len(notes) == 1 and notes[0]["ok"] is None
+    assert str(loose) in notes[0]["detail"] and "held" not in notes[0]["detail"]
+    ao("ao", "add", str(loose), "--id", "loose", cwd=repo)
+    checks = json.loads(ao("ao", "doctor", "--json", cwd=repo).stdout)["checks"]
+    assert not [c for c in checks if c["name"] == "unregistered"]
