@@ -102,6 +102,9 @@ KEYS = {
     "relaunch.timeout": Key(_seconds, _parse_float,
                             "seconds git ao-restore waits for a relaunch command before "
                             "leaving it running (default: 30)"),
+    "restore.jobs": Key(_int_jobs, _parse_int,
+                        "sessions git ao-restore handles at once when -j is not given "
+                        "(default: the number of cores)"),
 }
 
 DEFAULT_RELAUNCH_TIMEOUT = 30

@@ -17,6 +17,7 @@ The points, in the order a run passes them:
 
 import os
 import signal
+import threading
 
 POINTS = (
     "preserve:after-capture", "preserve:after-ref", "preserve:after-db",
@@ -33,6 +34,7 @@ if not _NTH.isdigit():
 _SIGNAL = getattr(signal, "SIG" + os.environ.get("GIT_AO_CRASH_SIGNAL", "KILL").upper(),
                   signal.SIGKILL) if _SPEC else signal.SIGKILL
 _count = 0
+_lock = threading.Lock()  # -j runs pass the points from several threads
 
 
 def hit(name: str):
@@ -41,8 +43,10 @@ def hit(name: str):
     global _count
     if _SPEC is None or name != _NAME:
         return
-    _count += 1
-    if not _NTH or _count >= int(_NTH):
-        if _SIGNAL != signal.SIGKILL and _count > max(int(_NTH or 1), 1):
+    with _lock:
+        _count += 1
+        count = _count
+    if not _NTH or count >= int(_NTH):
+        if _SIGNAL != signal.SIGKILL and count > max(int(_NTH or 1), 1):
             return
         os.kill(os.getpid(), _SIGNAL)

@@ -164,6 +164,16 @@ class _RepoCache:
         self._lock = threading.Lock()
         self.batch = batch
         self._prune = set()
+        self._repo_locks = {}
+
+    def repo_lock(self, common_dir) -> threading.Lock:
+        """The run's one lock for the repository at `common_dir` (created on first use).
+
+        Restore holds it from reading `git worktree list` to the end of
+        `git worktree add`: git checks that a branch is free and adds the worktree in
+        one process, but two processes can both pass the check before either adds."""
+        with self._lock:
+            return self._repo_locks.setdefault(common_dir, threading.Lock())
 
     def defer_prune(self, common_dir):
         with self._lock:
@@ -201,34 +211,46 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
     """
     cache = _RepoCache(batch=True)
     deadline = time.monotonic() + timeout if timeout is not None else None
+
+    def one(s):
+        if deadline is not None and time.monotonic() > deadline:
+            return Outcome(s.id, "preserve", "refused",
+                           "not started: --timeout spent; the session stays live")
+        if stop is not None and stop.is_set():
+            return Outcome(s.id, "preserve", "refused", NOT_STARTED + "; the session stays live")
+        out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id, "preserve")
+        crashpoint.hit("preserve:between-sessions")
+        return out
+
+    try:
+        return _each(sessions, one, jobs, progress)
+    finally:
+        # Even when a session raised past guarded: what was moved away is deregistered.
+        cache.flush_prunes(ctx)
+
+
+# The start of the message of a session a signal kept from starting (cli.common counts them).
+NOT_STARTED = "not started: interrupted by a signal"
+
+
+def _each(sessions, one, jobs, progress) -> list[Outcome]:
+    """Run one(session) -> Outcome for every session, `jobs` at a time in worker
+    threads (in this thread when jobs is 1), calling progress(Outcome) from the
+    thread that ran it. Returns the Outcomes in input order."""
     results = [None] * len(sessions)
 
     def work(i):
-        s = sessions[i]
-        if deadline is not None and time.monotonic() > deadline:
-            out = Outcome(s.id, "preserve", "refused",
-                          "not started: --timeout spent; the session stays live")
-        elif stop is not None and stop.is_set():
-            out = Outcome(s.id, "preserve", "refused",
-                          "not started: interrupted by a signal; the session stays live")
-        else:
-            out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
-                           "preserve")
-            crashpoint.hit("preserve:between-sessions")
+        out = one(sessions[i])
         results[i] = out
         if progress:
             progress(out)
 
-    try:
-        if jobs <= 1 or len(sessions) <= 1:
-            for i in range(len(sessions)):
-                work(i)
-        else:
-            with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
-                list(pool.map(work, range(len(sessions))))
-    finally:
-        # Even when a session raised past guarded: what was moved away is deregistered.
-        cache.flush_prunes(ctx)
+    if jobs <= 1 or len(sessions) <= 1:
+        for i in range(len(sessions)):
+            work(i)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
+            list(pool.map(work, range(len(sessions))))
     return results
 
 
@@ -459,21 +481,37 @@ def _facts(s: Session, **extra) -> dict:
 # ---------------------------------------------------------------- restore
 
 
-def restore(ctx, sessions, *, progress=None) -> list[Outcome]:
-    """Restore each pending session (SPEC 5); one failure never stops the others."""
-    out = []
-    for s in sessions:
-        o = guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
+def restore(ctx, sessions, *, jobs=1, progress=None, stop=None) -> list[Outcome]:
+    """Restore each pending session (SPEC 5); one failure never stops the others.
+
+    sessions: list of Session. jobs: sessions handled at once (threads); sessions
+    of one repository place their worktrees one at a time (`restore_one`) and
+    apply their work in parallel. progress: callback(Outcome) per session, called
+    from the thread that ran it. stop: a threading.Event; once set (SIGTERM,
+    SIGINT) no new session starts, the ones in flight run to their end and the
+    rest stay pending. Returns one Outcome per session, in input order.
+    """
+    repos = _RepoCache()
+
+    def one(s):
+        if stop is not None and stop.is_set():
+            return Outcome(s.id, "restore", "refused", NOT_STARTED + "; the session stays pending")
+        out = guarded(lambda: restore_one(ctx, s.id, repos), s.id, "restore")
         crashpoint.hit("restore:between-sessions")
-        out.append(o)
-        if progress:
-            progress(o)
-    return out
+        return out
+
+    return _each(sessions, one, jobs, progress)
 
 
-def restore_one(ctx, session_id) -> Outcome:
+def restore_one(ctx, session_id, repos=None) -> Outcome:
     """Re-create the session's worktree at its recorded path on its branch, apply the
-    preserved commit, delete the ref after a clean apply, mark the session live."""
+    preserved commit, delete the ref after a clean apply, mark the session live.
+
+    repos: the run's _RepoCache, whose per-repository lock makes the check that the
+    branch and the path are free and the `git worktree add` one step among the
+    run's threads. Returns an Outcome; raises Refused (branch taken, path taken,
+    repository gone) or another AoError, the session staying pending."""
+    repos = repos or _RepoCache()
     with ctx.store.lock(session_id):
         s = lookup(ctx, session_id)
         if not s.pending:
@@ -484,28 +522,13 @@ def restore_one(ctx, session_id) -> Outcome:
         path = save.worktree_path
         if not os.path.isdir(s.repo):
             raise Refused(f"repository {s.repo} is gone; the session cannot come back")
-        entries = git.worktree_list(s.repo)
-        entry = worktree.find(entries, path)
-        if entry is not None and entry.prunable and not os.path.lexists(path):
-            if not ctx.dry_run:
-                git.worktree_prune(s.repo)
-            entries = git.worktree_list(s.repo) if not ctx.dry_run else \
-                [e for e in entries if e is not entry]
-            entry = None
         want_branch = None if save.detached else save.branch
-        if want_branch:
-            for e in entries:
-                if e.branch == f"refs/heads/{want_branch}" and not worktree.same_path(e.path, path):
-                    raise Refused(f"branch '{want_branch}' is checked out in {e.path}; "
-                                  "free it and run git ao-restore again (still pending)")
-        reused = os.path.lexists(path)
-        if reused:
-            _check_reusable(s, save, entry, path, want_branch)
-        if ctx.dry_run:
-            how = "reuse the worktree at" if reused else "re-create the worktree at"
-            return Outcome(s.id, "restore", "ok", f"would {how} {path}", _facts(s))
+        with repos.repo_lock(s.repo):
+            reused = _place_worktree(ctx, s, save, path, want_branch)
+            if ctx.dry_run:
+                how = "reuse the worktree at" if reused else "re-create the worktree at"
+                return Outcome(s.id, "restore", "ok", f"would {how} {path}", _facts(s))
         if not reused:
-            _add_worktree(s.repo, path, save, want_branch)
             crashpoint.hit("restore:after-worktree-add")
         outcome = _apply_saved(ctx, s, save, path, reused)
         kept = bool(save.preserve_ref) and git.rev_parse(s.repo, save.preserve_ref) is not None
@@ -513,6 +536,32 @@ def restore_one(ctx, session_id) -> Outcome:
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
         return outcome
+
+
+def _place_worktree(ctx, s, save, path, want_branch) -> bool:
+    """Step 1 of restore, under the repository's lock: prune a stale registration of
+    `path`, refuse a branch checked out elsewhere or a path that is not this
+    session's worktree, then `git worktree add` (not on a dry run).
+    Returns True when the worktree at `path` is reused; raises Refused."""
+    entries = git.worktree_list(s.repo)
+    entry = worktree.find(entries, path)
+    if entry is not None and entry.prunable and not os.path.lexists(path):
+        if not ctx.dry_run:
+            git.worktree_prune(s.repo)
+        entries = git.worktree_list(s.repo) if not ctx.dry_run else \
+            [e for e in entries if e is not entry]
+        entry = None
+    if want_branch:
+        for e in entries:
+            if e.branch == f"refs/heads/{want_branch}" and not worktree.same_path(e.path, path):
+                raise Refused(f"branch '{want_branch}' is checked out in {e.path}; "
+                              "free it and run git ao-restore again (still pending)")
+    reused = os.path.lexists(path)
+    if reused:
+        _check_reusable(s, save, entry, path, want_branch)
+    elif not ctx.dry_run:
+        _add_worktree(s.repo, path, save, want_branch)
+    return reused
 
 
 def _check_reusable(s, save, entry, path, want_branch):

@@ -199,3 +199,55 @@ def finish(app, command, outcomes):
 
 def usage(message):
     raise Usage(message)
+
+
+class SignalStop:
+    """A `with` block in which SIGTERM and SIGINT stop a batch instead of the process.
+
+    A caught signal sets `event` (a threading.Event the lifecycle batch checks
+    before each session) and is recorded in `caught` (signal numbers): sessions
+    in flight run to their end (a safe point) and no new one starts. The previous
+    handlers come back when the block ends. Enter it in the main thread only."""
+
+    def __enter__(self):
+        import signal
+        import threading
+        self.event = threading.Event()
+        self.caught = []
+
+        def on_signal(signum, _frame):
+            self.caught.append(signum)
+            self.event.set()
+
+        self._previous = {sig: signal.signal(sig, on_signal)
+                          for sig in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
+
+    def interrupted(self, app, command, outcomes, still) -> int | None:
+        """After `finish`: when a signal was caught, log one `interrupted` line with
+        the counts, say how many sessions were not started (they are `still`, e.g.
+        'still live'), and return 128 + the signal; None when none was caught."""
+        if not self.caught:
+            return None
+        import signal
+
+        from ..lifecycle import NOT_STARTED
+        name = signal.Signals(self.caught[0]).name
+        left = sum(1 for o in outcomes if o.message.startswith(NOT_STARTED))
+        counts = {}
+        for o in outcomes:
+            counts[o.status] = counts.get(o.status, 0) + 1
+        if not app.dry_run:
+            from .. import log  # lazy: logging.handlers costs -h and completion ~5 ms
+            log.event(app.store.dir, command, None, "interrupted", signal=name,
+                      not_started=left, **counts)
+        if not app.printer.quiet and not app.printer.json_mode:
+            click.echo(f"{command}: interrupted by {name}: {left} session(s) not started, "
+                       f"{still}", err=True)
+        return 128 + self.caught[0]

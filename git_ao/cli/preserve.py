@@ -1,12 +1,11 @@
 """git ao-preserve: save sessions' uncommitted work and take their worktrees away."""
 
 import os
-import signal
-import threading
 
 import click
 
-from .common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
+from .common import (CONTEXT_SETTINGS, SignalStop, check_ids, complete_ids, finish, options,
+                     run, usage)
 
 
 @click.command("ao-preserve", context_settings=CONTEXT_SETTINGS)
@@ -52,37 +51,12 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     jobs = jobs or app.config.get("preserve.jobs") or os.cpu_count() or 1
     if timeout is None:
         timeout = app.config.get("preserve.timeout")
-    stop, caught = threading.Event(), []
-
-    def on_signal(signum, _frame):
-        # Sessions in flight run to their end (a safe point); no new one starts.
-        caught.append(signum)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with SignalStop() as signals:
         with app.printer.progress(len(sessions), "preserving") as advance:
             outcomes = lifecycle.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
-                                          timeout=timeout, progress=advance, stop=stop)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+                                          timeout=timeout, progress=advance, stop=signals.event)
     status = finish(app, "preserve", outcomes)
-    if not caught:
-        return status
-    name = signal.Signals(caught[0]).name
-    left = sum(1 for o in outcomes if o.message.startswith("not started: interrupted"))
-    counts = {}
-    for o in outcomes:
-        counts[o.status] = counts.get(o.status, 0) + 1
-    if not app.dry_run:
-        from .. import log  # lazy: logging.handlers costs -h and completion ~5 ms
-        log.event(app.store.dir, "preserve", None, "interrupted", signal=name,
-                  not_started=left, **counts)
-    if not app.printer.quiet and not app.printer.json_mode:
-        click.echo(f"preserve: interrupted by {name}: {left} session(s) not started, "
-                   "still live", err=True)
-    return 128 + caught[0]
+    return signals.interrupted(app, "preserve", outcomes, "still live") or status
 
 
 def main():

@@ -1,15 +1,19 @@
 """git ao-restore: bring pending sessions back, then relaunch their agents."""
 
+import os
+
 import click
 
-from .common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run
+from .common import CONTEXT_SETTINGS, SignalStop, check_ids, complete_ids, finish, options, run
 
 
 @click.command("ao-restore", context_settings=CONTEXT_SETTINGS)
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("pending"))
 @click.option("--no-launch", is_flag=True, help="Do not run the configured relaunch command.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
+              help="Sessions handled at once (default: the number of cores).")
 @options()
-def command(app, ids, no_launch):
+def command(app, ids, no_launch, jobs):
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
@@ -25,17 +29,22 @@ def command(app, ids, no_launch):
         if not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
         return finish(app, "restore", [])
-    with app.printer.progress(len(sessions), "restoring") as advance:
-        outcomes = lifecycle.restore(ctx, sessions, progress=advance)
-    if not app.dry_run:
-        outcomes += _relaunch_all(app, ctx, outcomes, no_launch)
-    return finish(app, "restore", outcomes)
+    jobs = jobs or app.config.get("restore.jobs") or os.cpu_count() or 1
+    with SignalStop() as signals:
+        with app.printer.progress(len(sessions), "restoring") as advance:
+            outcomes = lifecycle.restore(ctx, sessions, jobs=jobs, progress=advance,
+                                         stop=signals.event)
+        if not app.dry_run:
+            outcomes += _relaunch_all(app, ctx, outcomes, no_launch, signals.event)
+    status = finish(app, "restore", outcomes)
+    return signals.interrupted(app, "restore", outcomes, "still pending") or status
 
 
-def _relaunch_all(app, ctx, outcomes, no_launch):
+def _relaunch_all(app, ctx, outcomes, no_launch, stop):
     """Restore step 4 for every session that came back: the configured command, or
-    the resume hint. Returns the relaunch Outcomes (a failed one exits 1; the
-    restore before it stands)."""
+    the resume hint. Once `stop` (a threading.Event) is set by a signal no command
+    starts, as with --no-launch. Returns the relaunch Outcomes (a failed one exits
+    1; the restore before it stands)."""
     from .. import relaunch
     from ..config import DEFAULT_RELAUNCH_TIMEOUT
     from ..lifecycle import Outcome
@@ -46,7 +55,8 @@ def _relaunch_all(app, ctx, outcomes, no_launch):
         s = app.store.get(o.session_id)
         if s is None or not s.live:
             continue
-        argv = None if no_launch else app.config.relaunch_argv(s.harness)
+        # A signal means the machine is going down again: start no agent.
+        argv = None if no_launch or stop.is_set() else app.config.relaunch_argv(s.harness)
         if argv is None:
             if s.agent_session_id:
                 app.printer.hint(f"resume {s.id}: {s.harness or 'agent'} session "
