@@ -164,16 +164,6 @@ class _RepoCache:
         self._lock = threading.Lock()
         self.batch = batch
         self._prune = set()
-        self._repo_locks = {}
-
-    def repo_lock(self, common_dir) -> threading.Lock:
-        """The run's one lock for the repository at `common_dir` (created on first use).
-
-        Restore holds it from reading `git worktree list` to the end of
-        `git worktree add`: git checks that a branch is free and adds the worktree in
-        one process, but two processes can both pass the check before either adds."""
-        with self._lock:
-            return self._repo_locks.setdefault(common_dir, threading.Lock())
 
     def defer_prune(self, common_dir):
         with self._lock:
@@ -491,27 +481,24 @@ def restore(ctx, sessions, *, jobs=1, progress=None, stop=None) -> list[Outcome]
     SIGINT) no new session starts, the ones in flight run to their end and the
     rest stay pending. Returns one Outcome per session, in input order.
     """
-    repos = _RepoCache()
-
     def one(s):
         if stop is not None and stop.is_set():
             return Outcome(s.id, "restore", "refused", NOT_STARTED + "; the session stays pending")
-        out = guarded(lambda: restore_one(ctx, s.id, repos), s.id, "restore")
+        out = guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
         crashpoint.hit("restore:between-sessions")
         return out
 
     return _each(sessions, one, jobs, progress)
 
 
-def restore_one(ctx, session_id, repos=None) -> Outcome:
+def restore_one(ctx, session_id) -> Outcome:
     """Re-create the session's worktree at its recorded path on its branch, apply the
     preserved commit, delete the ref after a clean apply, mark the session live.
 
-    repos: the run's _RepoCache, whose per-repository lock makes the check that the
-    branch and the path are free and the `git worktree add` one step among the
-    run's threads. Returns an Outcome; raises Refused (branch taken, path taken,
+    The repository's lock (`Store.repo_lock`) makes the check that the branch
+    and the path are free and the `git worktree add` one step among threads and
+    processes. Returns an Outcome; raises Refused (branch taken, path taken,
     repository gone) or another AoError, the session staying pending."""
-    repos = repos or _RepoCache()
     with ctx.store.lock(session_id):
         s = lookup(ctx, session_id)
         if not s.pending:
@@ -523,7 +510,7 @@ def restore_one(ctx, session_id, repos=None) -> Outcome:
         if not os.path.isdir(s.repo):
             raise Refused(f"repository {s.repo} is gone; the session cannot come back")
         want_branch = None if save.detached else save.branch
-        with repos.repo_lock(s.repo):
+        with ctx.store.repo_lock(s.repo):
             reused = _place_worktree(ctx, s, save, path, want_branch)
             if ctx.dry_run:
                 how = "reuse the worktree at" if reused else "re-create the worktree at"

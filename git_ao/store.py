@@ -341,33 +341,27 @@ class Store:
 
     # -------------------------------------------------------------- locks
 
-    @contextlib.contextmanager
     def lock(self, session_id, timeout=120.0):
         """Hold the per-session lock (flock on locks/<id>.lock), waiting up to `timeout` seconds.
 
         Raises Refused when another git-ao process holds it for longer."""
         path = os.path.join(self.subdir(LOCK_DIR), session_id + ".lock")
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise Fatal(f"cannot open the session lock '{path}': {exc.strerror}; "
-                        "nothing is changed") from exc
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
-                    if time.monotonic() >= deadline:
-                        raise Refused(f"session '{session_id}' is busy: another git-ao "
-                                      f"holds {path}") from None
-                    time.sleep(0.05)
-            yield
-        finally:
-            os.close(fd)
+        return _flock(path, f"session '{session_id}'", timeout)
+
+    def repo_lock(self, common_dir, timeout=120.0):
+        """Hold the lock of the repository at `common_dir` (flock on
+        locks/repos/<sha1 of the path>.lock), waiting up to `timeout` seconds.
+
+        Restore holds it from reading `git worktree list` to the end of
+        `git worktree add`: git checks that a branch is free and adds the worktree
+        without a lock, so two adds (threads of one run, or two git-ao processes)
+        could both pass the check. A flock is per open file, so threads of one
+        process exclude each other too. Raises Refused when held for longer."""
+        import hashlib
+        name = hashlib.sha1(os.path.abspath(common_dir).encode("utf-8", "surrogateescape"))
+        path = os.path.join(self.subdir(os.path.join(LOCK_DIR, "repos")),
+                            name.hexdigest() + ".lock")
+        return _flock(path, f"repository {common_dir}", timeout)
 
     # -------------------------------------------------------------- reads
 
@@ -515,3 +509,30 @@ def _rollback(conn):
         conn.execute("ROLLBACK")
     except sqlite3.DatabaseError:
         pass  # the failed statement may already have ended the transaction
+
+
+@contextlib.contextmanager
+def _flock(path, what, timeout):
+    """Hold an exclusive flock on `path` (created 0600), polling every 50 ms up to
+    `timeout` seconds. Raises Fatal when the file cannot be opened, Refused when
+    another holder keeps it longer."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise Fatal(f"cannot open the lock '{path}': {exc.strerror}; nothing is changed") \
+            from exc
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise Refused(f"{what} is busy: another git-ao holds {path}") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)

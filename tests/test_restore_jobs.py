@@ -93,6 +93,33 @@ def test_two_sessions_wanting_one_branch_one_wins(repo, worktrees, tmp_path):
     assert_work_safe({sid: (repo, p) for sid, p in path.items()}, before, tmp_path)
 
 
+def test_two_processes_wanting_one_branch_one_wins(repo, worktrees, tmp_path):
+    """The lock is a flock in the data dir, not only a lock of one run: two
+    `git ao-restore` processes started together, one per session, never both put a
+    worktree on the branch."""
+    import subprocess
+    a = worktrees(repo, "a", branch="b")
+    dirty(a)
+    ao("ao-preserve", "a", cwd=repo)
+    bb = tmp_path / "wt" / "bb"
+    git("worktree", "add", "-q", bb, "b", cwd=repo)
+    (bb / "other.txt").write_text("bb's work\n")
+    ao("ao", "add", bb, "--id", "bb", cwd=repo)
+    ao("ao-preserve", "bb", cwd=repo)
+    procs = [subprocess.Popen(["git", "ao-restore", sid, "--json"], cwd=repo, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for sid in ("a", "bb")]
+    ends = {}
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        (r,) = _results(subprocess.CompletedProcess(p.args, p.returncode, out))
+        ends[r["id"]] = (p.returncode, r["status"])
+    assert sorted(ends.values()) == [(0, "ok"), (1, "refused")], ends
+    branches = [ln for ln in git("worktree", "list", "--porcelain", cwd=repo).splitlines()
+                if ln == "branch refs/heads/b"]
+    assert len(branches) == 1
+
+
 def _mixed_scenario(root, env):
     """Two repositories, four sessions each, restored to four different ends: full
     work (ok), clean (ok), a conflict with its moved branch (attention), a branch
