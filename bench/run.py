@@ -318,18 +318,25 @@ def batch(repos, per_repo, modified=5, new=2, tag="b"):
 
 
 def bench_jobs(runs, out):
-    """git ao-preserve --all over 50 sessions in 5 repositories, -j 1 against -j <cores>."""
+    """git ao-preserve --all, then git ao-restore, over 50 sessions in 5 repositories,
+    -j 1 against -j <cores>."""
     repos = [corpus.small_repo(i) for i in range(5)]
-    one, many = [], []
+    times = {("preserve", 1): [], ("preserve", CORES): [], ("restore", 1): [],
+             ("restore", CORES): []}
     for r in range(runs):
-        for j, sink in ((1, one), (CORES, many)) if r % 2 == 0 else ((CORES, many), (1, one)):
+        for j in (1, CORES) if r % 2 == 0 else (CORES, 1):
             ids, paths = batch(repos, 10)
             dt, res = run(["git", "ao-preserve", "--all", "-q", "-j", str(j)], repos[0])
-            sink.append(dt)
+            times["preserve", j].append(dt)
             assert not any(os.path.exists(p) for p in paths)
+            os.sync()
+            dt, res = run(["git", "ao-restore", "-q", "-j", str(j)], repos[0])
+            times["restore", j].append(dt)
+            assert all(os.path.isdir(p) for p in paths)
             for repo in repos:
                 cleanup(repo)
-    out["jobs"] = (median(one), median(many))
+    out["jobs"] = (median(times["preserve", 1]), median(times["preserve", CORES]))
+    out["restore_jobs"] = (median(times["restore", 1]), median(times["restore", CORES]))
 
 
 def bench_scaling(steps, out):
@@ -408,6 +415,8 @@ TARGETS = [
      "<= 1.1", lambda x: x <= 1.1),
     ("jobs", "preserve --all, 50 sessions / 5 repos: -j 1 time / -j cores time",
      f"(speed-up with -j {CORES})", ">= 1.6", lambda x: x >= 1.6),
+    ("restore_jobs", "restore of those 50 sessions: -j 1 time / -j cores time",
+     f"(speed-up with -j {CORES})", "(info)", None),
     ("startup_help", "start-up: git ao-preserve -h", "python -c 'import click'", "<= 1.5",
      lambda x: x <= 1.5),
     ("startup_complete", "start-up: session-id completion", "python -c 'import click'",
