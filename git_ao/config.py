@@ -12,6 +12,7 @@ relaunch command of one harness is `relaunch.harness.<name>`.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -31,7 +32,7 @@ def _int_jobs(v):
 
 
 def _seconds(v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ValueError("expected a number of seconds, 0 or more")
     return v
 
@@ -59,6 +60,17 @@ def _command(v):
     return argv
 
 
+def _git_date(v):
+    """A date git parses as an expiry date (runs `git config --type=expiry-date`)."""
+    from . import git
+    try:
+        git.expiry_date(v)
+    except Usage:
+        raise ValueError("expected a date git understands, such as 2.weeks.ago, "
+                         "yesterday, 2024-01-01, now or never") from None
+    return v
+
+
 @dataclass(frozen=True)
 class Key:
     """A known key: its validator (raises ValueError), how to parse the text given
@@ -67,6 +79,7 @@ class Key:
     check: object
     parse: object
     help: str
+    strict: object = None  # a further check `config set` runs (may start git)
 
 
 def _parse_int(text):
@@ -93,7 +106,7 @@ KEYS = {
                             "--timeout is not given (default: none)"),
     "prune.expire": Key(_text, str,
                         "default --expire of git ao-prune, a git date such as 2.weeks.ago "
-                        "(default: all of the trash)"),
+                        "(default: all of the trash)", strict=_git_date),
     "relaunch.command": Key(_command, str,
                             "command run in each restored worktree (every harness)"),
     "relaunch.harness.<name>": Key(_command, str,
@@ -117,6 +130,22 @@ def key_spec(key) -> Key | None:
     if key == "relaunch.harness.<name>":
         return None
     return KEYS.get(key)
+
+
+def check_value(key, text):
+    """Parse `text` for `key` and run every check of the key, the strict one (which
+    may start git) included. Returns the value; raises Usage naming the key."""
+    spec = key_spec(key)
+    if spec is None:
+        raise Usage(f"unknown key '{key}' (see 'git ao config list --all')")
+    try:
+        value = spec.parse(text)
+        spec.check(value)
+        if spec.strict is not None:
+            spec.strict(value)
+    except ValueError as exc:
+        raise Usage(f"bad value for '{key}': {exc}") from None
+    return value
 
 
 def path(data_dir) -> str:
@@ -194,14 +223,7 @@ class Config:
         """Validate and store `text` for `key` (parsed by the key's type).
 
         Raises Usage naming the key for an unknown key or a bad value."""
-        spec = key_spec(key)
-        if spec is None:
-            raise Usage(f"unknown key '{key}' (see 'git ao config list --all')")
-        try:
-            value = spec.parse(text)
-            spec.check(value)
-        except ValueError as exc:
-            raise Usage(f"bad value for '{key}': {exc}") from None
+        value = check_value(key, text)
         table = self.raw
         parts = _split_key(key)
         for p in parts[:-1]:

@@ -236,8 +236,20 @@ def worktree_list(common_dir) -> list[WorktreeEntry]:
     """Parse `git worktree list --porcelain -z` run in the repository's common dir.
 
     Returns a list of WorktreeEntry, the main worktree (or bare repository) first.
+    Raises GitError; when a registration left half-written by a killed
+    `git worktree add` (no `commondir` yet, `locked` saying "initializing") is what
+    makes git fail, the message names it and the fix.
     """
-    out = run(["worktree", "list", "--porcelain", "-z"], common_dir)
+    res = call(["worktree", "list", "--porcelain", "-z"], common_dir)
+    if res.status != 0:
+        half = _half_added(common_dir)
+        if half:
+            raise GitError(res.argv, res.status, f"{res.errtext.strip()}; {half} was left "
+                           "half-written by a killed `git worktree add`; "
+                           "git cannot list worktrees until it is gone: check that no "
+                           f"`git worktree add` is running, then rm -r '{half}'")
+        res.check()
+    out = res.out
     entries, cur = [], None
     for field_ in out.split(b"\0"):
         if not field_:
@@ -266,6 +278,29 @@ def worktree_list(common_dir) -> list[WorktreeEntry]:
     if cur is not None:
         entries.append(cur)
     return entries
+
+
+def _half_added(common_dir) -> str | None:
+    """The admin dir under <common_dir>/worktrees that git's `worktree add` was still
+    creating (it has the `locked` file git writes first, "initializing" in the
+    user's language, and `commondir` is missing or empty), or None."""
+    base = os.path.join(common_dir, "worktrees")
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return None
+    for name in names:
+        d = os.path.join(base, name)
+        try:
+            if not os.path.isfile(os.path.join(d, "locked")):
+                continue
+            commondir = os.path.join(d, "commondir")
+            empty = not os.path.exists(commondir) or os.path.getsize(commondir) == 0
+        except OSError:
+            continue
+        if empty:
+            return d
+    return None
 
 
 def worktree_add(common_dir, path, *, branch=None, commit=None, new_branch=None, detach=False,
@@ -487,6 +522,20 @@ def is_ancestor(cwd, ancestor, descendant) -> bool:
     if res.status not in (0, 1):
         res.check()
     return res.status == 0
+
+
+def expiry_date(value) -> int | None:
+    """Parse a date exactly as git parses expiry dates (`git config
+    --type=expiry-date`: 2.weeks.ago, yesterday, 2024-01-01, now, never).
+
+    Returns epoch seconds (0 for 'never'), or None for 'now' and 'all' (everything
+    has expired). Raises Usage for what git cannot parse."""
+    res = call(["-c", f"ao.expire={value}", "config", "--type=expiry-date", "ao.expire"], "/")
+    text = res.text.strip()
+    if res.status != 0 or not text.isdigit():
+        raise Usage(f"malformed expiration date '{value}'")
+    n = int(text)
+    return None if n >= 2**63 else n
 
 
 def ls_tree_paths(cwd, tree) -> list:

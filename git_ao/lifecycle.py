@@ -305,6 +305,7 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None, unsaved=None)
             return _record_missing(ctx, s, entry)
         if entry is None:
             raise Refused(f"'{path}' is not a worktree of {s.repo}; nothing is removed")
+        _refuse_over_kept_work(ctx, s, path)
         v = worktree.verify(s.repo, path, entries)
         st = snapshot.inspect(path, v.git_dir)
         keep = _keep_reasons(v)
@@ -353,6 +354,26 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None, unsaved=None)
         facts["trash"] = trash
         ctx.log("preserve", s.id, "preserved", ref=ref, commit=cap.commit, trash=trash)
         return Outcome(s.id, "preserve", "ok", f"{summary}; worktree removed", facts)
+
+
+def _refuse_over_kept_work(ctx, s, path):
+    """Raise Refused when the session's ref still holds work a restore could not put
+    back in full (a conflict, a blocked apply: `Save.needs_attention`) and that work
+    is neither on the branch nor exactly in the worktree: a new capture would
+    replace the ref, and restore deletes the ref with its reflog, so the older work
+    would be lost. Nothing is captured or removed; the user applies what they need
+    and drops the ref."""
+    save = s.save
+    if save is None or not save.needs_attention or not save.preserved_commit:
+        return
+    ref = preserve_ref(s.id)
+    oid = save.preserved_commit
+    if git.rev_parse(path, ref) != oid or _work_present_elsewhere(s, oid):
+        return
+    ctx.log("preserve", s.id, "refused-kept-work", ref=ref, commit=oid)
+    raise Refused(f"{ref} still holds work the last restore could not put back "
+                  f"(git stash show -p --include-untracked {ref}); apply what you need, then "
+                  f"drop it with git update-ref -d {ref} {oid}; nothing is captured or removed")
 
 
 def _finish_removal(ctx, s, cache) -> Outcome | None:
@@ -545,10 +566,52 @@ def _place_worktree(ctx, s, save, path, want_branch) -> bool:
                               "free it and run git ao-restore again (still pending)")
     reused = os.path.lexists(path)
     if reused:
-        _check_reusable(s, save, entry, path, want_branch)
-    elif not ctx.dry_run:
+        try:
+            _check_reusable(s, save, entry, path, want_branch)
+        except Refused as exc:
+            if save.restore_interrupted:
+                raise Refused(f"{exc}; a restore of this session was interrupted while adding "
+                              "it: if nothing there is yours, remove it and run git ao-restore "
+                              "again") from None
+            raise
+        if save.restore_interrupted and not ctx.dry_run \
+                and _set_aside_unfinished(ctx, s, save, path, entries):
+            reused = False
+    if not reused and not ctx.dry_run:
+        ctx.store.mark_restore_started(s.id)
         _add_worktree(s.repo, path, save, want_branch)
     return reused
+
+
+def _set_aside_unfinished(ctx, s, save, path, entries) -> bool:
+    """The worktree at `path` is what an interrupted restore of this save left (the
+    row says a restore started and never finished, so no agent has worked there).
+    When it does not already hold the saved work, and every untracked path in it is
+    one the saved commit or its HEAD has, so nothing in it exists only there, move
+    it into the trash and deregister it, so the restore starts again.
+    Returns True when it was set aside."""
+    commit = save.preserved_commit
+    dirs = git.repo_dirs(path)
+    if commit and snapshot.holds(path, dirs.git_dir, commit):
+        return False  # the apply finished: _apply_saved recognises it
+    st = git.status(path, ignored=False)
+    if st.clean:
+        return False  # killed before the apply: the apply goes on in this worktree
+    if st.untracked:
+        known = set()
+        if commit:
+            head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, commit)
+            for tree in (i_tree, w_tree, u_tree):
+                if tree:
+                    known.update(git.ls_tree_paths(s.repo, tree))
+        if save.head:
+            known.update(git.ls_tree_paths(s.repo, f"{save.head}^{{tree}}"))
+        if any(p not in known for p in st.untracked):
+            return False
+    v = worktree.verify(s.repo, path, entries)
+    trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
+    ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path, trash=trash)
+    return True
 
 
 def _check_reusable(s, save, entry, path, want_branch):
@@ -799,6 +862,7 @@ def _prune_repo(ctx, repo, by_id) -> list[Outcome]:
             if where:
                 if not ctx.dry_run:
                     git.delete_ref(repo, ref, oid)
+                    ctx.store.forget_ref(sid, oid)  # listings stop showing a deleted ref
                 ctx.log("prune", sid, "ref-deleted", ref=ref, commit=oid, why=where)
                 out.append(Outcome(sid, "prune-ref", "ok",
                                    f"{'would delete' if ctx.dry_run else 'deleted'} {ref} "

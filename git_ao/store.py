@@ -58,6 +58,12 @@ MIGRATIONS = [
         restored_at INTEGER
     );
     """,
+    # 2: a restore that left the work in the ref (needs_attention), and the start of
+    # a restore, to recognise one a kill interrupted (restore_started_at, ns).
+    """
+    ALTER TABLE session_worktrees ADD COLUMN needs_attention INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE session_worktrees ADD COLUMN restore_started_at INTEGER
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -82,6 +88,16 @@ class Save:
     worktree_config: str | None  # JSON: sparse-checkout patterns, per-worktree config
     saved_at: int
     restored_at: int | None = None
+    # A restore applied the work only in part (conflict, blocked apply): the ref
+    # holds work the worktree may lack, so a new preserve must not replace it.
+    needs_attention: bool = False
+    restore_started_at: int | None = None  # ns; set just before `git worktree add`
+
+    @property
+    def restore_interrupted(self) -> bool:
+        """Did a restore of this save start and never finish (a kill, a crash)?"""
+        return self.pending and self.restore_started_at is not None \
+            and self.restore_started_at >= self.saved_at
 
     @property
     def pending(self) -> bool:
@@ -368,7 +384,8 @@ class Store:
     _SELECT = """
         SELECT s.*, w.session_id AS w_session_id, w.repo AS w_repo, w.worktree_path,
                w.branch AS w_branch, w.head, w.detached, w.preserve_ref, w.preserved_commit,
-               w.worktree_config, w.saved_at, w.restored_at
+               w.worktree_config, w.saved_at, w.restored_at, w.needs_attention,
+               w.restore_started_at
         FROM sessions s LEFT JOIN session_worktrees w ON w.session_id = s.id
     """
 
@@ -379,7 +396,8 @@ class Store:
             save = Save(row["w_session_id"], row["w_repo"], row["worktree_path"], row["w_branch"],
                         row["head"], bool(row["detached"]), row["preserve_ref"],
                         row["preserved_commit"], row["worktree_config"], row["saved_at"],
-                        row["restored_at"])
+                        row["restored_at"], bool(row["needs_attention"]),
+                        row["restore_started_at"])
         return Session(row["id"], row["kind"], row["harness"], row["repo"], row["branch"],
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save)
@@ -479,17 +497,34 @@ class Store:
 
         ref_kept: the preserve ref stays (a conflict, a blocked apply): the save
         is then recorded like a checkpoint (restored_at = saved_at), so listings
-        keep showing the ref while nothing is pending."""
+        keep showing the ref while nothing is pending, and marked needs_attention,
+        so no later preserve replaces the ref before its work is back."""
         t = now_ns()
         with self.transaction() as c:
             if ref_kept:
-                c.execute("UPDATE session_worktrees SET restored_at = saved_at "
-                          "WHERE session_id = ?", (session_id,))
+                c.execute("UPDATE session_worktrees SET restored_at = saved_at, "
+                          "needs_attention = 1 WHERE session_id = ?", (session_id,))
             else:
-                c.execute("UPDATE session_worktrees SET restored_at = ? WHERE session_id = ?",
-                          (t, session_id))
+                c.execute("UPDATE session_worktrees SET restored_at = ?, needs_attention = 0 "
+                          "WHERE session_id = ?", (t, session_id))
             c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
                       (t, session_id))
+
+    def mark_restore_started(self, session_id):
+        """Record, in its own commit, that a restore of the pending save is about to add
+        the worktree: a rerun that finds the worktree unfinished knows it is its own."""
+        with self.transaction() as c:
+            c.execute("UPDATE session_worktrees SET restore_started_at = ? WHERE session_id = ?",
+                      (now_ns(), session_id))
+
+    def forget_ref(self, session_id, commit):
+        """The save's ref (at `commit`) was deleted while nothing was pending (prune):
+        the row stops naming it. A pending save is never changed."""
+        with self.transaction() as c:
+            c.execute("UPDATE session_worktrees SET preserve_ref = '', preserved_commit = NULL, "
+                      "needs_attention = 0 WHERE session_id = ? AND preserved_commit = ? "
+                      "AND restored_at IS NOT NULL AND restored_at >= saved_at",
+                      (session_id, commit))
 
     def mark_terminated(self, session_id):
         """Mark a session terminated (a kill): it stays on record with nothing pending."""

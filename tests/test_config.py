@@ -36,12 +36,25 @@ def test_set_get_unset_list_round_trip(repo, ao_env):
 def test_bad_values_refused_naming_the_key(repo, ao_env):
     for key, value in [("preserve.jobs", "many"), ("preserve.jobs", "0"),
                        ("preserve.timeout", "-1"), ("relaunch.command", "'unclosed"),
-                       ("relaunch.command", ""), ("relaunch.timeout", "soon")]:
-        res = ao("ao", "config", "set", "--", key, value, cwd=repo, rc=129)
-        assert res.stderr.startswith(f"error: bad value for '{key}': "), res.stderr
+                       ("relaunch.command", ""), ("relaunch.timeout", "soon"),
+                       ("preserve.timeout", "nan"), ("relaunch.timeout", "inf"),
+                       ("prune.expire", "garbage")]:
+        for dry in ([], ["-n"]):
+            res = ao("ao", "config", "set", *dry, "--", key, value, cwd=repo, rc=129)
+            assert res.stderr.startswith(f"error: bad value for '{key}': "), res.stderr
     res = ao("ao", "config", "set", "preserve.jbos", "2", cwd=repo, rc=129)
     assert "unknown key 'preserve.jbos'" in res.stderr
     assert not (ao_env / "aodata" / "git-ao.toml").exists()
+
+
+def test_a_date_git_cannot_parse_in_the_file_is_ignored_by_prune(repo, ao_env):
+    data = ao_env / "aodata"
+    data.mkdir(mode=0o700)
+    (data / "git-ao.toml").write_text('[prune]\nexpire = "garbage"\n')
+    res = ao("ao-prune", cwd=repo)
+    assert "warning: prune.expire ignored: malformed expiration date 'garbage'" in res.stderr
+    ao("ao", "config", "set", "prune.expire", "2.weeks.ago", cwd=repo)
+    assert "warning" not in ao("ao-prune", cwd=repo).stderr
 
 
 def test_unknown_keys_and_bad_values_in_the_file_are_warned_about(repo, ao_env):
@@ -65,11 +78,16 @@ def test_unknown_keys_and_bad_values_in_the_file_are_warned_about(repo, ao_env):
 
 
 def test_config_defaults_feed_the_commands(repo, worktrees):
-    worktrees(repo, "cfg")
-    ao("ao", "config", "set", "prune.expire", "garbage", cwd=repo)
-    res = ao("ao-prune", cwd=repo, rc=129)
-    assert "malformed expiration date 'garbage'" in res.stderr
-    ao("ao-prune", "--expire", "now", cwd=repo)
+    wt = worktrees(repo, "cfg")
+    (wt / "f.txt").write_text("x\n")
+    ao("ao-preserve", "cfg", cwd=repo)
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    ao("ao-restore", cwd=repo)
+    ao("ao", "config", "set", "prune.expire", "never", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    assert os.listdir(trash)  # prune.expire=never: nothing is old enough
+    ao("ao-prune", "--expire", "now", cwd=repo)  # the option wins over the setting
+    assert not os.listdir(trash)
     ao("ao", "config", "set", "preserve.timeout", "3600", cwd=repo)
     ao("ao-preserve", "--all", cwd=repo)
 

@@ -228,10 +228,11 @@ def test_restore_killed_after_ref_delete_then_preserve_keeps_the_worktree(repo, 
     assert_all_restored(sessions, before, repo)
 
 
-def test_half_applied_worktree_is_never_overwritten(repo, three, tmp_path):
+def test_half_applied_worktree_is_set_aside_and_restored_again(repo, three, tmp_path):
     """A kill in the middle of `git stash apply` leaves some files written and others
-    not. Restore cannot prove such a worktree complete: it applies nothing over it,
-    keeps the ref, marks the session live and exits 3 naming the ref."""
+    not. The row says this restore started and never finished, so no agent worked
+    there: the rerun moves that worktree into the trash (nothing in it is lost) and
+    restores again, exactly."""
     sessions, before = three
     ao("ao-preserve", "--all", cwd=repo)
     ao("ao-restore", "s00", cwd=repo, rc=None, env=crash_env("restore:during-apply"))
@@ -239,13 +240,16 @@ def test_half_applied_worktree_is_never_overwritten(repo, three, tmp_path):
     # What an interrupted apply leaves: one tracked file rewritten, nothing else.
     git("checkout", REF + "s00", "--", "src/app.py", cwd=wt)
     git("reset", "-q", cwd=wt)
-    half = state(wt)
-    res = ao("ao-restore", cwd=repo, rc=3)
-    assert REF + "s00" in res.stdout
-    assert state(wt) == half  # nothing touched
-    assert work_in_ref(repo, "s00", before["s00"], tmp_path / "scratch")
-    integrity_ok()
-    # By hand, as the message says: start from HEAD again and apply the ref.
-    git("checkout", "--", ".", cwd=wt)
-    git("stash", "apply", "--index", REF + "s00", cwd=wt)
+    half = (wt / "src" / "app.py").read_bytes()
+    res = ao("ao-restore", cwd=repo)
+    assert "s00" in res.stdout
     assert same_but_ignored(before["s00"], state(wt))
+    assert git("for-each-ref", REF + "s00", cwd=repo) == ""
+    integrity_ok()
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    # The preserve's removal, then the worktree the rerun set aside.
+    kept = sorted((n for n in os.listdir(trash) if n.startswith("s00.")),
+                  key=lambda n: int(n.split(".")[1]))
+    assert len(kept) == 2
+    with open(os.path.join(trash, kept[-1], "src", "app.py"), "rb") as fh:
+        assert fh.read() == half

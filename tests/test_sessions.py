@@ -144,3 +144,27 @@ def test_worktree_name_that_is_no_id_hints_at_dash_dash_id(repo, tmp_path):
     git("worktree", "add", "-q", "-b", "sp", wt, cwd=repo)
     res = ao("ao", "add", wt, cwd=repo, rc=129)
     assert "--id" in res.stderr
+
+
+def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
+    """Schema 1 (the first release) gains the restore-tracking columns; a pending
+    save written under it reads back unchanged and restores as before."""
+    from git_ao import store as store_mod
+    wt = worktrees(repo, "old")
+    (wt / "new.txt").write_text("saved under schema 1\n")
+    ao("ao-preserve", "old", cwd=repo)
+    db = os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db")
+    conn = sqlite3.connect(db)
+    # Back to exactly what schema 1 had (SQLite 3.35+ drops columns).
+    conn.executescript("ALTER TABLE session_worktrees DROP COLUMN needs_attention;"
+                       "ALTER TABLE session_worktrees DROP COLUMN restore_started_at;"
+                       "PRAGMA user_version = 1;")
+    conn.close()
+    assert "old\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS)
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(session_worktrees)")}
+    assert {"needs_attention", "restore_started_at"} <= cols
+    conn.close()
+    ao("ao-restore", cwd=repo)
+    assert (wt / "new.txt").read_text() == "saved under schema 1\n"

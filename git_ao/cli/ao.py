@@ -192,14 +192,8 @@ def config_set(app, key, value):
     """Set KEY to VALUE, checked against the key's type (a bad value is refused)."""
     cfg = app.config
     if app.dry_run:
-        from ..config import key_spec
-        spec = key_spec(key)
-        if spec is None:
-            usage(f"unknown key '{key}' (see 'git ao config list --all')")
-        try:
-            spec.check(spec.parse(value))
-        except ValueError as exc:
-            usage(f"bad value for '{key}': {exc}")
+        from ..config import check_value
+        check_value(key, value)
     else:
         cfg.set(key, value)
     if app.printer.json_mode:

@@ -2,22 +2,7 @@
 
 import click
 
-from ..errors import Usage
 from .common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
-
-
-def parse_expire(value):
-    """Parse an --expire value exactly as git does (`git config --type=expiry-date`).
-
-    Returns epoch seconds, or None for 'now'/'all' (everything expires).
-    Raises Usage for what git cannot parse."""
-    from .. import git
-    res = git.call(["-c", f"ao.expire={value}", "config", "--type=expiry-date", "ao.expire"], "/")
-    text = res.text.strip()
-    if res.status != 0 or not text.isdigit():
-        raise Usage(f"malformed expiration date '{value}'")
-    n = int(text)
-    return None if n >= 2**63 else n
 
 
 @click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
@@ -39,9 +24,11 @@ def command(app, ids, expire, force):
         usage("naming sessions needs --force (it deletes their preserve refs)")
     if force and not ids:
         usage("--force needs the session ids it applies to")
-    if expire is None:
-        expire = app.config.get("prune.expire")
-    expire_before = parse_expire(expire) if expire else None
+    from ..git import expiry_date
+    if expire is not None:
+        expire_before = expiry_date(expire)
+    else:
+        expire_before = _configured_expiry(app)
     if expire_before == 0:
         expire_before = -1  # never: nothing is old enough
     outcomes = lifecycle.prune(app.ctx, expire_before=expire_before, force_ids=ids)
@@ -50,6 +37,21 @@ def command(app, ids, expire, force):
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:
         click.echo("nothing to prune", err=True)
     return finish(app, "prune", outcomes)
+
+
+def _configured_expiry(app):
+    """The prune.expire setting parsed as git does; a value git cannot parse (set
+    by hand in the file) is warned about and ignored, like any bad value there."""
+    from ..errors import Usage
+    from ..git import expiry_date
+    value = app.config.get("prune.expire")
+    if not value:
+        return None
+    try:
+        return expiry_date(value)
+    except Usage as exc:
+        app.printer.error("warning", f"prune.expire ignored: {exc}")
+        return None
 
 
 def main():

@@ -1,0 +1,131 @@
+"""Work a restore could not put back is never replaced by a later preserve; a restore
+a kill interrupted is recognised and started again; prune keeps listings true; a
+registration a killed `git worktree add` left half-written is named with its fix.
+(Found by a new user trying to break git-ao.)"""
+
+import json
+import os
+
+from tests.conftest import ao, dirty, git
+from tests.worktree_state import assert_restored, state
+
+REF = "refs/ao/preserved/{}"
+
+
+def _ref(repo, sid):
+    return git("rev-parse", "-q", "--verify", REF.format(sid), cwd=repo, check=False).strip()
+
+
+def _blocked_restore(repo, worktrees):
+    """Session 'wt' saved with an untracked notes.txt; its branch then gains a
+    notes.txt of its own, so the restore applies nothing and keeps the ref (exit 3)."""
+    wt = worktrees(repo, "wt", branch="feat")
+    (wt / "notes.txt").write_text("MINE\n")
+    ao("ao-preserve", "wt", cwd=repo)
+    git("checkout", "-q", "feat", cwd=repo)
+    (repo / "notes.txt").write_text("THEIRS\n")
+    git("add", "notes.txt", cwd=repo)
+    git("commit", "-qm", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    ao("ao-restore", "wt", cwd=repo, rc=3)
+    return wt
+
+
+def test_preserve_never_replaces_work_a_restore_could_not_put_back(repo, worktrees):
+    wt = _blocked_restore(repo, worktrees)
+    kept = _ref(repo, "wt")
+    assert kept and (wt / "notes.txt").read_text() == "THEIRS\n"
+    (wt / "other.txt").write_text("the agent went on\n")
+    for args in (["--all"], ["wt", "--keep-worktree"]):
+        res = ao("ao-preserve", *args, cwd=repo, rc=1)
+        assert "still holds work the last restore could not put back" in res.stdout
+        assert f"git update-ref -d {REF.format('wt')} {kept}" in res.stdout
+    assert _ref(repo, "wt") == kept
+    assert (wt / "other.txt").read_text() == "the agent went on\n"
+    assert "wt\tworker\t-\tlive" in ao("ao", "list", cwd=repo).stdout
+    # Once the user has what they need and drops the ref, shutdown saves as usual.
+    git("update-ref", "-d", REF.format("wt"), kept, cwd=repo)
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not wt.exists() and _ref(repo, "wt") not in ("", kept)
+
+
+def test_kept_work_committed_on_the_branch_no_longer_blocks(repo, worktrees):
+    """A conflict resolved to the saved content and committed: the kept work is on
+    the branch, so the next preserve replaces the ref."""
+    wt = worktrees(repo, "cf")
+    (wt / "README.md").write_text("hello\nMINE\n")
+    ao("ao-preserve", "cf", cwd=repo)
+    git("checkout", "-q", "cf", cwd=repo)
+    (repo / "README.md").write_text("hello\nTHEIRS\n")
+    git("commit", "-qam", "theirs", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    ao("ao-restore", "cf", cwd=repo, rc=3)
+    (wt / "README.md").write_text("hello\nMINE\n")
+    git("commit", "-qam", "resolved", cwd=wt)
+    (wt / "next.txt").write_text("next\n")
+    ao("ao-preserve", "cf", cwd=repo)
+    assert not wt.exists()
+    ao("ao-restore", cwd=repo)
+    assert (wt / "next.txt").read_text() == "next\n"
+    assert (wt / "README.md").read_text() == "hello\nMINE\n"
+
+
+def test_a_restore_killed_in_the_apply_is_started_again(repo, worktrees, tmp_path):
+    """A kill inside `git stash apply` leaves some saved files written, some half
+    written. The rerun sees the restore it started, sets that worktree aside in the
+    trash and restores again: exact, not 'attention'."""
+    wt = worktrees(repo, "k")
+    dirty(wt)
+    (wt / "big.bin").write_bytes(os.urandom(1 << 16))
+    before = state(wt)
+    ao("ao-preserve", "k", cwd=repo)
+    ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
+    assert wt.is_dir() and "k\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
+    # What the killed apply had written: a truncated untracked file, an edited one.
+    (wt / "big.bin").write_bytes(b"partial")
+    (wt / "src" / "app.py").write_text("print('changed')\n")
+    res = ao("ao-restore", "--json", cwd=repo)
+    (r,) = json.loads(res.stdout)["results"]
+    assert r["status"] == "ok", r
+    assert_restored(before, state(wt))
+    assert _ref(repo, "k") == ""
+    with open(os.path.join(os.environ["AO_DATA_DIR"], "logs", "git-ao.log")) as fh:
+        assert "interrupted-restore-set-aside" in fh.read()
+
+
+def test_an_interrupted_restore_with_a_stranger_file_is_left_alone(repo, worktrees):
+    """A file no saved tree has appeared in the half-restored worktree: it might be
+    someone's, so nothing is set aside; the work stays in the ref (attention)."""
+    wt = worktrees(repo, "s")
+    dirty(wt)
+    ao("ao-preserve", "s", cwd=repo)
+    ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
+    (wt / "src" / "app.py").write_text("half\n")
+    (wt / "stranger.txt").write_text("not from the save\n")
+    ao("ao-restore", cwd=repo, rc=3)
+    assert (wt / "stranger.txt").read_text() == "not from the save\n"
+    assert _ref(repo, "s")
+
+
+def test_prune_that_deletes_a_checkpoint_ref_updates_the_listing(repo, worktrees):
+    wt = worktrees(repo, "cp")
+    (wt / "f.txt").write_text("x\n")
+    ao("ao-preserve", "--keep-worktree", "cp", cwd=repo)
+    shown = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
+    assert shown["preserve_ref"] == REF.format("cp")
+    res = ao("ao-prune", cwd=repo)
+    assert "in the worktree" in res.stdout and _ref(repo, "cp") == ""
+    shown = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
+    assert shown["preserve_ref"] is None and shown["preserved_commit"] is None
+    assert "preserve_ref:     -" in ao("ao", "show", "cp", cwd=repo).stdout
+
+
+def test_a_half_written_worktree_registration_is_named_with_its_fix(repo, worktrees):
+    worktrees(repo, "ok")
+    half = repo / ".git" / "worktrees" / "half"
+    half.mkdir()
+    (half / "commondir").write_text("")
+    (half / "locked").write_text("initializing\n")
+    (half / "gitdir").write_text(str(repo.parent / "half" / ".git") + "\n")
+    res = ao("ao-preserve", "--all", cwd=repo, rc=1)
+    assert f"rm -r '{half}'" in res.stdout and "killed `git worktree add`" in res.stdout
