@@ -86,11 +86,14 @@ class Printer:
     def summary(self, outcomes, verb):
         if self.json_mode or self.quiet or not outcomes:
             return
-        counts = {}
+        # Relaunch records follow the sessions they belong to; counted apart, so
+        # the sessions' counts add up to the number of sessions.
+        groups = {}
         for o in outcomes:
+            counts = groups.setdefault("relaunch" if o.action == "relaunch" else verb, {})
             counts[o.status] = counts.get(o.status, 0) + 1
-        parts = ", ".join(f"{n} {k}" for k, n in counts.items())
-        line = f"{verb}: {parts}"
+        line = "; ".join(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+                         for name, counts in groups.items())
         if self.tty:
             self.console.print(f"[dim]{line}[/]")
         else:
@@ -154,6 +157,8 @@ class Printer:
         """`git ao show`: `key: value` lines, then the stash-style stat of the saved work."""
         width = max(len(k) for k, _ in pairs)
         for k, v in pairs:
+            if isinstance(v, bool):
+                v = "true" if v else "false"  # as git config and the JSON write them
             self.stream.write(f"{k + ':':<{width + 1}} {'-' if v in (None, '') else v}\n")
         if stat_text:
             self.stream.write("\n" + stat_text)

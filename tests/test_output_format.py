@@ -94,3 +94,21 @@ def test_terminal_gets_a_table_and_colour_unless_no_color(repo, worktrees):
     # NO_COLOR: no colour (bold stays, as the NO_COLOR convention allows).
     out = _on_tty(["ao-preserve", "tty"], repo, {"NO_COLOR": "1"})
     assert "tty" in out and not COLOUR.search(out)
+
+
+def test_error_documents_name_the_command_as_success_documents_do(repo):
+    """`command` is the same word on both paths: "preserve", "config set", not the
+    program name."""
+    res = ao("ao-preserve", "no-such", "--json", cwd=repo, rc=1)
+    assert json.loads(res.stdout.splitlines()[-1])["command"] == "preserve"
+    res = ao("ao", "show", "no-such", "--json", cwd=repo, rc=1)
+    assert json.loads(res.stdout.splitlines()[-1])["command"] == "show"
+    res = ao("ao", "config", "get", "preserve.jobs", "--json", cwd=repo, rc=None)
+    assert json.loads(res.stdout)["command"] == "config get"
+
+
+def test_show_writes_booleans_as_git_does(repo, worktrees):
+    worktrees(repo, "b")
+    ao("ao-preserve", "b", "--keep-worktree", cwd=repo)
+    out = ao("ao", "show", "b", cwd=repo).stdout
+    assert "detached:         false" in out and "False" not in out

@@ -72,6 +72,8 @@ def test_failing_relaunch_never_undoes_the_restore(repo, worktrees):
     ao("ao-preserve", "bad", cwd=repo)
     res = ao("ao-restore", cwd=repo, rc=1)
     assert "could not start" in res.stdout and (wt / "work.txt").exists()
+    # The summary counts sessions, and relaunches apart.
+    assert "restore: 1 ok; relaunch: 1 failed" in res.stderr
     log = ao("ao", "log", cwd=repo).stdout
     assert "relaunch bad failed" in log
 

@@ -51,6 +51,8 @@ def options(*, changes=True):
     def deco(f):
         @functools.wraps(f)
         def wrapper(*args, quiet, verbose, json_mode, chdir, dry_run=False, **kw):
+            global _running
+            _running = click.get_current_context().command_path
             app = App(quiet=quiet, verbose=verbose, json_mode=json_mode, chdirs=chdir,
                       dry_run=dry_run)
             return f(app, *args, **kw)
@@ -123,6 +125,18 @@ class App:
         return self._config
 
 
+_running = None  # the command path of the command being run ("git ao config set")
+
+
+def json_name(command_path) -> str:
+    """The `command` of a JSON document: "git ao-preserve" -> "preserve",
+    "git ao config set" -> "config set", "git ao" -> "ao"."""
+    for prefix in ("git ao-", "git ao "):
+        if command_path.startswith(prefix):
+            return command_path[len(prefix):]
+    return "ao"
+
+
 def run(command, prog_name):
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
@@ -155,7 +169,8 @@ def run(command, prog_name):
         if "--json" in sys.argv[1:]:
             # Scripts reading --json get a document on every path, errors included.
             import json
-            sys.stdout.write(json.dumps({"schema": 1, "command": prog_name, "exit_status": rv,
+            sys.stdout.write(json.dumps({"schema": 1, "command": json_name(_running or prog_name),
+                                         "exit_status": rv,
                                          "error": f"{exc.prefix}: {exc}"}) + "\n")
     except BrokenPipeError:
         rv = 0
