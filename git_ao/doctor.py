@@ -52,7 +52,14 @@ def run_checks(app, repos=()) -> list[Check]:
             detail += (f", orphaned refs: {', '.join(orphans)} (git ao doctor --recover "
                        f"-C {repo} rebuilds their records)")
         checks.append(Check("repository", not orphans, detail))
-        loose = unregistered_worktrees(repo, sessions)
+        entries = git.worktree_list(repo)
+        loose = unregistered_worktrees(repo, sessions, entries)
+        for path, s in moved_worktrees(repo, sessions, loose, entries):
+            loose.remove(path)
+            checks.append(Check("session", False, f"{s.id}: its worktree is at {path} now, "
+                                f"not {s.workspace_path} (git worktree move?); preserve "
+                                f"refuses it until it is back: git worktree move {path} "
+                                f"{s.workspace_path}"))
         if loose:
             # A note, not a problem: not every worktree is an agent's, but these are
             # the ones a shutdown would leave unsaved.
@@ -62,13 +69,22 @@ def run_checks(app, repos=()) -> list[Check]:
     return checks + install_checks()
 
 
-def unregistered_worktrees(repo, sessions) -> list[str]:
+def moved_worktrees(repo, sessions, loose, entries) -> list[tuple]:
+    """(path, Session) for each unregistered worktree in `loose` that is on the branch
+    of a live session of `repo` whose recorded path is gone: a worktree moved with
+    `git worktree move` after it was registered. entries: `git.worktree_list(repo)`."""
+    gone = {f"refs/heads/{s.branch}": s for s in sessions
+            if s.repo == repo and s.live and s.branch and not os.path.lexists(s.workspace_path)}
+    return [(e.path, gone[e.branch]) for e in entries if e.path in loose and e.branch in gone]
+
+
+def unregistered_worktrees(repo, sessions, entries) -> list[str]:
     """Paths of the linked worktrees of `repo` (a common git dir) that no live or
-    pending session names, from one `git worktree list --porcelain`; prunable
-    registrations (their directory is gone) are left out."""
+    pending session names; prunable registrations (their directory is gone) are
+    left out. entries: `git.worktree_list(repo)`."""
     from .worktree import same_path
     held = [s.workspace_path for s in sessions if s.repo == repo and (s.live or s.pending)]
-    return [e.path for e in git.worktree_list(repo)
+    return [e.path for e in entries
             if not e.is_main and not e.prunable and not e.bare
             and not any(same_path(e.path, h) for h in held)]
 

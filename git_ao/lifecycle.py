@@ -529,7 +529,9 @@ def restore_one(ctx, session_id) -> Outcome:
         save = s.save
         path = save.worktree_path
         if not os.path.isdir(s.repo):
-            raise Refused(f"repository {s.repo} is gone; the session cannot come back")
+            raise Refused(f"repository {s.repo} is gone; the session stays pending until it "
+                          "is back (if it moved: git ao forget --force "
+                          f"{s.id}, then git ao doctor --recover -C <its new path>)")
         want_branch = None if save.detached else save.branch
         with ctx.store.repo_lock(s.repo):
             reused = _place_worktree(ctx, s, save, path, want_branch)

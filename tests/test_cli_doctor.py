@@ -57,3 +57,15 @@ def test_doctor_notes_linked_worktrees_no_session_holds(repo, worktrees, tmp_pat
     ao("ao", "add", str(loose), "--id", "loose", cwd=repo)
     checks = json.loads(ao("ao", "doctor", "--json", cwd=repo).stdout)["checks"]
     assert not [c for c in checks if c["name"] == "unregistered"]
+
+
+def test_doctor_names_a_registered_worktree_that_was_moved(repo, worktrees, tmp_path):
+    from tests.conftest import git
+    wt = worktrees(repo, "mv")
+    moved = tmp_path / "elsewhere"
+    git("worktree", "move", str(wt), str(moved), cwd=repo)
+    res = ao("ao", "doctor", "--json", cwd=repo, rc=1)
+    checks = json.loads(res.stdout)["checks"]
+    (bad,) = [c for c in checks if c["name"] == "session"]
+    assert f"git worktree move {moved} {wt}" in bad["detail"] and bad["ok"] is False
+    assert not [c for c in checks if c["name"] == "unregistered"]

@@ -322,6 +322,21 @@ def test_repository_moved_or_deleted(repo, worktrees, tmp_path):
     assert (wt / "README.md").read_text() == "hello\nstaged line\nunstaged line\n"
 
 
+def test_a_moved_repository_comes_back_as_the_restore_message_says(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "repomv2")
+    dirty(wt)
+    before = (wt / "README.md").read_text()
+    ao("ao-preserve", "repomv2", cwd=repo)
+    moved = tmp_path / "moved-repo"
+    shutil.move(str(repo), moved)
+    res = ao("ao-restore", cwd=tmp_path, rc=1)
+    assert "git ao forget --force repomv2, then git ao doctor --recover -C" in res.stdout
+    ao("ao", "forget", "--force", "repomv2", cwd=tmp_path)
+    ao("ao", "doctor", "--recover", "-C", str(moved), cwd=tmp_path, rc=None)
+    ao("ao-restore", cwd=tmp_path)
+    assert (wt / "README.md").read_text() == before
+
+
 def test_preserve_with_repository_gone_touches_nothing(repo, worktrees, tmp_path):
     wt = worktrees(repo, "repogone")
     (wt / "keep.txt").write_text("precious\n")
