@@ -67,6 +67,17 @@ def ao(*args, cwd=None, rc=0, env=None) -> subprocess.CompletedProcess:
     return res
 
 
+def commit_on(repo: Path, branch: str, files: dict, message="moved on"):
+    """Move `branch` of `repo` forward by one commit writing `files` ({relative path:
+    text}), from the main worktree, which goes back to main afterwards."""
+    git("checkout", "-q", branch, cwd=repo)
+    for rel, text in files.items():
+        (repo / rel).write_text(text)
+    git("add", "--", *files, cwd=repo)
+    git("commit", "-q", "-m", message, cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+
+
 def init_repo(path: Path) -> Path:
     """Give the repository at `path` a first commit of a few files and a .gitignore."""
     (path / "README.md").write_text("hello\n")

@@ -39,21 +39,26 @@ def make_sessions(repo, worktrees, n, *, other=None, detached=True, kinds=None):
         sid = f"s{i:02d}"
         wt = worktrees(r, sid, register=False)
         kind = kinds[i] if kinds else i % 5
-        if kind == 0:
-            dirty(wt)
-        elif kind == 1:
-            (wt / f"notes-{i}.txt").write_text(f"untracked {i}\n" * 50)
-        elif kind == 2:
-            (wt / "README.md").write_text(f"hello\nstaged {i}\n")
-            git("add", "README.md", cwd=wt)
-        elif kind == 3:
-            pass  # clean
+        if kind < 4:
+            add_work(wt, kind, str(i))
         elif detached:
             git("checkout", "-q", "--detach", cwd=wt)
             (wt / "src" / "app.py").write_text(f"print({i})\n")
         ao("ao", "add", wt, "--id", sid, cwd=r)
         out[sid] = (Path(r), wt)
     return out
+
+
+def add_work(wt, kind, tag):
+    """Work of one kind in worktree `wt`: 0 the full dirty() fixture, 1 an untracked
+    file only, 2 a staged change only, 3 none (clean). `tag` makes it distinct."""
+    if kind == 0:
+        dirty(wt)
+    elif kind == 1:
+        (wt / f"notes-{tag}.txt").write_text(f"untracked {tag}\n" * 50)
+    elif kind == 2:
+        (wt / "README.md").write_text(f"hello\nstaged {tag}\n")
+        git("add", "README.md", cwd=wt)
 
 
 def db_path() -> Path:

@@ -6,7 +6,7 @@ registration a killed `git worktree add` left half-written is named with its fix
 import json
 import os
 
-from tests.conftest import ao, dirty, git
+from tests.conftest import ao, commit_on, dirty, git
 from tests.worktree_state import assert_restored, state
 
 REF = "refs/ao/preserved/{}"
@@ -22,11 +22,7 @@ def _blocked_restore(repo, worktrees):
     wt = worktrees(repo, "wt", branch="feat")
     (wt / "notes.txt").write_text("MINE\n")
     ao("ao-preserve", "wt", cwd=repo)
-    git("checkout", "-q", "feat", cwd=repo)
-    (repo / "notes.txt").write_text("THEIRS\n")
-    git("add", "notes.txt", cwd=repo)
-    git("commit", "-qm", "theirs", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "feat", {"notes.txt": "THEIRS\n"})
     ao("ao-restore", "wt", cwd=repo, rc=3)
     return wt
 
@@ -55,10 +51,7 @@ def test_kept_work_committed_on_the_branch_no_longer_blocks(repo, worktrees):
     wt = worktrees(repo, "cf")
     (wt / "README.md").write_text("hello\nMINE\n")
     ao("ao-preserve", "cf", cwd=repo)
-    git("checkout", "-q", "cf", cwd=repo)
-    (repo / "README.md").write_text("hello\nTHEIRS\n")
-    git("commit", "-qam", "theirs", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "cf", {"README.md": "hello\nTHEIRS\n"})
     ao("ao-restore", "cf", cwd=repo, rc=3)
     (wt / "README.md").write_text("hello\nMINE\n")
     git("commit", "-qam", "resolved", cwd=wt)

@@ -2,7 +2,7 @@
 
 import json
 
-from tests.conftest import ao, dirty, git
+from tests.conftest import ao, commit_on, dirty, git
 from tests.worktree_state import same_but_ignored, state
 
 
@@ -146,11 +146,7 @@ def test_untracked_path_tracked_on_moved_branch_blocks_apply(repo, worktrees):
     wt = worktrees(repo, "clash")
     (wt / "newfile").write_text("mine\n")
     ao("ao-preserve", "clash", cwd=repo)
-    git("checkout", "-q", "clash", cwd=repo)
-    (repo / "newfile").write_text("theirs\n")
-    git("add", ".", cwd=repo)
-    git("commit", "-qm", "theirs", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "clash", {"newfile": "theirs\n"})
     res = ao("ao-restore", cwd=repo, rc=3)
     assert "newfile" in res.stdout
     assert (wt / "newfile").read_text() == "theirs\n"

@@ -10,8 +10,8 @@ import os
 import re
 from pathlib import Path
 
-from tests.conftest import ao, dirty, git
-from tests.test_crash import (assert_all_restored, assert_work_safe, integrity_ok,
+from tests.conftest import ao, commit_on, dirty, git, init_repo
+from tests.test_crash import (add_work, assert_all_restored, assert_work_safe, integrity_ok,
                               make_sessions, ref_of, states)
 from tests.worktree_state import assert_restored, state
 
@@ -22,13 +22,7 @@ def _add_session(repo, base, sid, mix, env=None, branch=None):
     registered as session `sid`. Returns its path."""
     wt = Path(base) / sid
     git("worktree", "add", "-q", "-b", branch or sid, wt, cwd=repo)
-    if mix == 0:
-        dirty(wt)
-    elif mix == 1:
-        (wt / f"notes-{sid}.txt").write_text(f"untracked {sid}\n" * 40)
-    elif mix == 2:
-        (wt / "README.md").write_text(f"hello\nstaged {sid}\n")
-        git("add", "README.md", cwd=wt)
+    add_work(wt, mix, sid)
     ao("ao", "add", wt, "--id", sid, cwd=repo, env=env)
     return wt
 
@@ -130,16 +124,7 @@ def _mixed_scenario(root, env):
         r = Path(root) / name
         r.mkdir()
         git("init", "-q", "-b", "main", cwd=r)
-        (r / "README.md").write_text("hello\n")
-        (r / "src").mkdir()
-        (r / "src" / "app.py").write_text("print('hi')\n")
-        (r / "src" / "util.py").write_text("x = 1\n")
-        (r / "run.sh").write_text("#!/bin/sh\necho run\n")
-        (r / "data.bin").write_bytes(bytes(range(256)))
-        (r / ".gitignore").write_text("*.log\nbuild/\n")
-        git("add", "-A", cwd=r)
-        git("commit", "-q", "-m", "initial", cwd=r)
-        repos.append(r)
+        repos.append(init_repo(r))
     paths = {}
     for n, r in enumerate(repos):
         for mix, end in ((0, "full"), (3, "clean"), (2, "conflict"), (1, "taken")):
@@ -148,10 +133,7 @@ def _mixed_scenario(root, env):
     ao("ao-preserve", "--all", cwd=repos[0], env=env)
     for n, r in enumerate(repos):
         # The conflict: the session's branch moved on, changing its staged line.
-        git("checkout", "-q", f"conflict{n}", cwd=r)
-        (r / "README.md").write_text("hello\nmoved on\n")
-        git("commit", "-q", "-am", "moved", cwd=r)
-        git("checkout", "-q", "main", cwd=r)
+        commit_on(r, f"conflict{n}", {"README.md": "hello\nmoved on\n"})
         git("worktree", "add", "-q", Path(root) / f"holder{n}", f"taken{n}", cwd=r)
     return paths
 
