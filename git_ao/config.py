@@ -37,6 +37,13 @@ def _seconds(v):
     return v
 
 
+def _positive_seconds(v):
+    # 0 as a default would make every shutdown start no session at all.
+    if _seconds(v) == 0:
+        raise ValueError("expected a number of seconds greater than 0")
+    return v
+
+
 def _text(v):
     if not isinstance(v, str) or not v.strip():
         raise ValueError("expected a non-empty string")
@@ -101,7 +108,7 @@ KEYS = {
     "preserve.jobs": Key(_int_jobs, _parse_int,
                          "sessions git ao-preserve handles at once when -j is not given "
                          "(default: the number of cores)"),
-    "preserve.timeout": Key(_seconds, _parse_float,
+    "preserve.timeout": Key(_positive_seconds, _parse_float,
                             "seconds after which git ao-preserve starts no new session when "
                             "--timeout is not given (default: none)"),
     "prune.expire": Key(_text, str,

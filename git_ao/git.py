@@ -321,6 +321,11 @@ def worktree_add(common_dir, path, *, branch=None, commit=None, new_branch=None,
     return run(args, common_dir)
 
 
+def worktree_unlock(common_dir, path):
+    """`git worktree unlock <path>`. Raises GitError."""
+    run(["worktree", "unlock", path], common_dir)
+
+
 def worktree_prune(common_dir, *, dry_run=False) -> list[str]:
     """`git worktree prune -v [-n]`: deregister worktrees whose directory is gone.
 

@@ -555,6 +555,14 @@ def _place_worktree(ctx, s, save, path, want_branch) -> bool:
     Returns True when the worktree at `path` is reused; raises Refused."""
     entries = git.worktree_list(s.repo)
     entry = worktree.find(entries, path)
+    if entry is not None and entry.locked is not None and not entry.is_main \
+            and not os.path.lexists(path) and save.restore_interrupted and not ctx.dry_run:
+        # Our own `git worktree add`, killed: git locks the new registration
+        # ("initializing") until it is done, so git's prune would keep it forever.
+        git.worktree_unlock(s.repo, path)
+        ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
+        entries = git.worktree_list(s.repo)
+        entry = worktree.find(entries, path)
     if entry is not None and entry.prunable and not os.path.lexists(path):
         if not ctx.dry_run:
             git.worktree_prune(s.repo)
@@ -597,7 +605,10 @@ def _set_aside_unfinished(ctx, s, save, path, entries) -> bool:
     if commit and snapshot.holds(path, dirs.git_dir, commit):
         return False  # the apply finished: _apply_saved recognises it
     st = git.status(path, ignored=False)
-    if st.clean:
+    # A killed git leaves its index.lock behind; in a session no one has had back
+    # yet, no other git can be holding it, and the apply would fail on it.
+    stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
+    if st.clean and not stale_lock:
         return False  # killed before the apply: the apply goes on in this worktree
     if st.untracked:
         known = set()

@@ -38,7 +38,7 @@ def test_bad_values_refused_naming_the_key(repo, ao_env):
                        ("preserve.timeout", "-1"), ("relaunch.command", "'unclosed"),
                        ("relaunch.command", ""), ("relaunch.timeout", "soon"),
                        ("preserve.timeout", "nan"), ("relaunch.timeout", "inf"),
-                       ("prune.expire", "garbage")]:
+                       ("prune.expire", "garbage"), ("preserve.timeout", "0")]:
         for dry in ([], ["-n"]):
             res = ao("ao", "config", "set", *dry, "--", key, value, cwd=repo, rc=129)
             assert res.stderr.startswith(f"error: bad value for '{key}': "), res.stderr

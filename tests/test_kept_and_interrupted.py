@@ -122,3 +122,34 @@ def test_a_half_written_worktree_registration_is_named_with_its_fix(repo, worktr
     (half / "gitdir").write_text(str(repo.parent / "half" / ".git") + "\n")
     res = ao("ao-preserve", "--all", cwd=repo, rc=1)
     assert f"rm -r '{half}'" in res.stdout and "killed `git worktree add`" in res.stdout
+
+
+def _interrupted_after_add(repo, worktrees, sid):
+    wt = worktrees(repo, sid)
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", sid, cwd=repo)
+    ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
+    assert wt.is_dir() and f"{sid}\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
+    return wt, before
+
+
+def test_an_interrupted_restore_with_a_stale_index_lock_is_started_again(repo, worktrees):
+    """A git killed inside the apply leaves index.lock: the rerun sets that worktree
+    aside rather than fail on the lock and mark the session live."""
+    wt, before = _interrupted_after_add(repo, worktrees, "lk")
+    (repo / ".git" / "worktrees" / "lk" / "index.lock").write_text("")
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+def test_an_interrupted_add_that_left_its_registration_locked(repo, worktrees):
+    """A kill inside `git worktree add` can leave the registration locked
+    ("initializing") and the directory gone; git's prune keeps locked ones, so the
+    rerun unlocks its own and restores."""
+    wt, before = _interrupted_after_add(repo, worktrees, "il")
+    git("worktree", "lock", "--reason", "initializing", str(wt), cwd=repo)
+    import shutil
+    shutil.rmtree(wt)
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))

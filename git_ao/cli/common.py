@@ -137,6 +137,14 @@ def json_name(command_path) -> str:
     return "ao"
 
 
+def _json_error(command_path, status, error):
+    # Scripts reading --json get a document on every path, errors included.
+    if "--json" in sys.argv[1:]:
+        import json
+        sys.stdout.write(json.dumps({"schema": 1, "command": json_name(command_path),
+                                     "exit_status": status, "error": error}) + "\n")
+
+
 def run(command, prog_name):
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
@@ -157,6 +165,7 @@ def run(command, prog_name):
         if exc.ctx is not None:
             sys.stderr.write(exc.ctx.get_usage() + "\n")
         rv = EXIT_USAGE
+        _json_error(exc.ctx.command_path if exc.ctx else prog_name, rv, f"error: {msg}")
     except click.Abort:
         rv = 130
     except KeyboardInterrupt:
@@ -166,12 +175,7 @@ def run(command, prog_name):
             raise
         sys.stderr.write(f"{exc.prefix}: {exc}\n")
         rv = exc.exit_status
-        if "--json" in sys.argv[1:]:
-            # Scripts reading --json get a document on every path, errors included.
-            import json
-            sys.stdout.write(json.dumps({"schema": 1, "command": json_name(_running or prog_name),
-                                         "exit_status": rv,
-                                         "error": f"{exc.prefix}: {exc}"}) + "\n")
+        _json_error(_running or prog_name, rv, f"{exc.prefix}: {exc}")
     except BrokenPipeError:
         rv = 0
     except ModuleNotFoundError as exc:
