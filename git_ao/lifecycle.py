@@ -541,7 +541,9 @@ def restore_one(ctx, session_id) -> Outcome:
         if not reused:
             crashpoint.hit("restore:after-worktree-add")
         outcome = _apply_saved(ctx, s, save, path, reused)
-        kept = bool(save.preserve_ref) and git.rev_parse(s.repo, save.preserve_ref) is not None
+        # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
+        kept = outcome.status != "ok" and bool(save.preserve_ref) \
+            and git.rev_parse(s.repo, save.preserve_ref) is not None
         ctx.store.mark_restored(s.id, ref_kept=kept)
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
@@ -692,7 +694,8 @@ def _apply_saved(ctx, s, save, path, reused) -> Outcome:
         if wc.get("recheckout"):
             snapshot.recheckout(path, dirs.git_dir, commit)
         problems = snapshot.put_flags(path, wc, fresh=not reused)
-        if not problems and git.rev_parse(path, "HEAD") == save.head \
+        head = git.rev_parse(path, "HEAD")
+        if not problems and head == save.head \
                 and not snapshot.holds(path, dirs.git_dir, commit):
             # The proof: the worktree must now capture to exactly the saved trees.
             problems.append("the worktree does not hold exactly the saved work")
@@ -703,7 +706,6 @@ def _apply_saved(ctx, s, save, path, reused) -> Outcome:
         crashpoint.hit("restore:before-ref-delete")
         _drop_ref(path, ref, commit)
         crashpoint.hit("restore:after-ref-delete")
-        head = git.rev_parse(path, "HEAD")
         moved = f" (its branch moved since the save: HEAD was {save.head[:12]}, now " \
             f"{head[:12]})" if save.head and head and head != save.head else ""
         return Outcome(s.id, "restore", "ok", f"restored at {path}{moved}", facts)
