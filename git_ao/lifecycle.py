@@ -209,6 +209,7 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
         if stop is not None and stop.is_set():
             return Outcome(s.id, "preserve", "refused", NOT_STARTED + "; the session stays live")
         out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id, "preserve")
+        _log_failure(ctx, out)
         crashpoint.hit("preserve:between-sessions")
         return out
 
@@ -242,6 +243,13 @@ def _each(sessions, one, jobs, progress) -> list[Outcome]:
         with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
             list(pool.map(work, range(len(sessions))))
     return results
+
+
+def _log_failure(ctx, out):
+    """A session refused or failed is a decision too: logged with git-ao's message
+    (the shutdown that hit it has no terminal)."""
+    if out.status in ("refused", "failed"):
+        ctx.log(out.action, out.session_id, out.status, detail=out.message)
 
 
 def _main_thread_signals():
@@ -506,6 +514,7 @@ def restore(ctx, sessions, *, jobs=1, progress=None, stop=None) -> list[Outcome]
         if stop is not None and stop.is_set():
             return Outcome(s.id, "restore", "refused", NOT_STARTED + "; the session stays pending")
         out = guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
+        _log_failure(ctx, out)
         crashpoint.hit("restore:between-sessions")
         return out
 
@@ -624,6 +633,10 @@ def _set_aside_unfinished(ctx, s, save, path, entries) -> bool:
         if any(p not in known for p in st.untracked):
             return False
     v = worktree.verify(s.repo, path, entries)
+    if v.entry.locked is not None:
+        # git locks a new worktree ("initializing") until its add is done; left
+        # locked, git's prune would keep the registration and the add would fail.
+        git.worktree_unlock(s.repo, path)
     trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
     ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path, trash=trash)
     return True

@@ -153,3 +153,26 @@ def test_an_interrupted_add_that_left_its_registration_locked(repo, worktrees):
     shutil.rmtree(wt)
     ao("ao-restore", cwd=repo)
     assert_restored(before, state(wt))
+
+
+def test_an_interrupted_checkout_with_its_registration_still_locked(repo, worktrees):
+    """Killed inside `git worktree add`'s checkout: a partial worktree, its
+    registration still locked "initializing". One rerun sets the worktree aside,
+    unlocks its registration and restores."""
+    wt, before = _interrupted_after_add(repo, worktrees, "ck")
+    git("worktree", "lock", "--reason", "initializing", str(wt), cwd=repo)
+    (wt / "src" / "util.py").unlink()  # the checkout had not got there yet
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+def test_a_refused_or_failed_session_is_logged(repo, worktrees):
+    wt = worktrees(repo, "lg")
+    (wt / "a.txt").write_text("work\n")
+    ao("ao-preserve", "lg", cwd=repo)
+    wt.mkdir()
+    (wt / "stray.txt").write_text("someone's\n")
+    ao("ao-restore", cwd=repo, rc=1)
+    entries = json.loads(ao("ao", "log", "--json", cwd=repo).stdout)["entries"]
+    assert any(e["action"] == "restore" and e["session"] == "lg" and e["decision"] == "refused"
+               for e in entries), entries
