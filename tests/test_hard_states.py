@@ -366,6 +366,10 @@ def test_stray_directory_at_path_is_refused(repo, worktrees):
     ao("ao-restore", cwd=repo, rc=1)
     assert os.listdir(wt) == ["theirs"]
     assert _session(repo, "strayd")["state"] == "pending"
+    # and the refusal is logged: a boot script has no terminal
+    entries = json.loads(ao("ao", "log", "--json", cwd=repo).stdout)["entries"]
+    assert any(e["action"] == "restore" and e["session"] == "strayd"
+               and e["decision"] == "refused" for e in entries), entries
 
 
 def test_missing_parent_is_recreated(repo, tmp_path):

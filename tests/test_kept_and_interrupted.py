@@ -164,15 +164,3 @@ def test_an_interrupted_checkout_with_its_registration_still_locked(repo, worktr
     (wt / "src" / "util.py").unlink()  # the checkout had not got there yet
     ao("ao-restore", cwd=repo)
     assert_restored(before, state(wt))
-
-
-def test_a_refused_or_failed_session_is_logged(repo, worktrees):
-    wt = worktrees(repo, "lg")
-    (wt / "a.txt").write_text("work\n")
-    ao("ao-preserve", "lg", cwd=repo)
-    wt.mkdir()
-    (wt / "stray.txt").write_text("someone's\n")
-    ao("ao-restore", cwd=repo, rc=1)
-    entries = json.loads(ao("ao", "log", "--json", cwd=repo).stdout)["entries"]
-    assert any(e["action"] == "restore" and e["session"] == "lg" and e["decision"] == "refused"
-               for e in entries), entries
