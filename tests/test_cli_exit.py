@@ -3,7 +3,7 @@
 import json
 import os
 
-from tests.conftest import ao, git
+from tests.conftest import ao, commit_on, git
 
 
 def _one_line(stderr, prefix):
@@ -57,10 +57,7 @@ def test_conflict_exits_3_and_worst_status_wins(repo, worktrees, tmp_path):
     (conf / "README.md").write_text("mine\n")
     (held / "README.md").write_text("held\n")
     ao("ao-preserve", "--all", cwd=repo)
-    git("checkout", "-q", "conf", cwd=repo)
-    (repo / "README.md").write_text("theirs\n")
-    git("commit", "-qam", "theirs", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")
     # held's branch checked out elsewhere: refused (1) beats attention (3).
     git("worktree", "add", "-q", str(tmp_path / "squatter"), "held", cwd=repo)
     res = ao("ao-restore", "--json", cwd=repo, rc=1)

@@ -6,7 +6,7 @@ import json
 import os
 import stat
 
-from tests.conftest import ao, git
+from tests.conftest import ao, commit_on, git
 
 
 def test_racily_clean_edit_is_captured(repo, worktrees):
@@ -38,10 +38,7 @@ def test_restore_outcome_lists_placed_paths_on_conflict(repo, worktrees):
     (wt / "README.md").write_text("mine\n")
     (wt / "src" / "app.py").write_text("print('also mine')\n")
     ao("ao-preserve", "placed", cwd=repo)
-    git("checkout", "-q", "placed", cwd=repo)
-    (repo / "README.md").write_text("theirs\n")
-    git("commit", "-qam", "theirs", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "placed", {"README.md": "theirs\n"}, "theirs")
     res = ao("ao-restore", "--json", cwd=repo, rc=3)
     rec = json.loads(res.stdout)["results"][0]
     assert rec["status"] == "attention"

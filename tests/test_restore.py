@@ -25,11 +25,7 @@ def test_moved_branch_without_conflict_applies_cleanly(repo, worktrees):
     wt = worktrees(repo, "moved")
     (wt / "src" / "app.py").write_text("print('mine')\n")
     ao("ao-preserve", "moved", cwd=repo)
-    git("checkout", "-q", "moved", cwd=repo)
-    (repo / "other.txt").write_text("upstream\n")
-    git("add", ".", cwd=repo)
-    git("commit", "-qm", "upstream", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "moved", {"other.txt": "upstream\n"}, "upstream")
     ao("ao-restore", cwd=repo)
     assert (wt / "src" / "app.py").read_text() == "print('mine')\n"
     assert (wt / "other.txt").exists()
@@ -40,10 +36,7 @@ def test_conflict_leaves_markers_keeps_ref_exit_3(repo, worktrees):
     wt = worktrees(repo, "conf")
     (wt / "README.md").write_text("mine\n")
     ao("ao-preserve", "conf", cwd=repo)
-    git("checkout", "-q", "conf", cwd=repo)
-    (repo / "README.md").write_text("theirs\n")
-    git("commit", "-qam", "theirs", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")
     res = ao("ao-restore", cwd=repo, rc=3)
     assert "conflict" in res.stdout
     text = (wt / "README.md").read_text()
@@ -170,10 +163,7 @@ def test_ref_kept_after_a_conflict_stays_listed(repo, worktrees):
     wt = worktrees(repo, "kept")
     (wt / "README.md").write_text("mine\n")
     ao("ao-preserve", "kept", cwd=repo)
-    git("checkout", "-q", "kept", cwd=repo)
-    (repo / "README.md").write_text("theirs\n")
-    git("commit", "-qam", "theirs", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+    commit_on(repo, "kept", {"README.md": "theirs\n"}, "theirs")
     ao("ao-restore", cwd=repo, rc=3)
     rec = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
     assert rec["state"] == "live"
