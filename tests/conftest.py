@@ -69,13 +69,16 @@ def ao(*args, cwd=None, rc=0, env=None) -> subprocess.CompletedProcess:
 
 def commit_on(repo: Path, branch: str, files: dict, message="moved on"):
     """Move `branch` of `repo` forward by one commit writing `files` ({relative path:
-    text}), from the main worktree, which goes back to main afterwards."""
-    git("checkout", "-q", branch, cwd=repo)
+    text}), in a worktree of its own that is removed afterwards, so no other
+    worktree (the main one included) is touched."""
+    tmp = repo.parent / f"commit-on-{branch}"
+    git("worktree", "add", "-q", tmp, branch, cwd=repo)
     for rel, text in files.items():
-        (repo / rel).write_text(text)
-    git("add", "--", *files, cwd=repo)
-    git("commit", "-q", "-m", message, cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_text(text)
+    git("add", "--", *files, cwd=tmp)
+    git("commit", "-q", "-m", message, cwd=tmp)
+    git("worktree", "remove", tmp, cwd=repo)
 
 
 def init_repo(path: Path) -> Path:

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ao, dirty, git
+from tests.conftest import ao, commit_on, dirty, git
 from tests.worktree_state import assert_restored, state
 
 
@@ -89,21 +89,11 @@ def test_branch_deleted_while_saved_is_recreated(repo, worktrees):
     assert_restored(before, state(wt))
 
 
-def _advance(repo, branch, name, text):
-    tmp = repo.parent / f"adv-{branch}"
-    git("worktree", "add", "-q", tmp, branch, cwd=repo)
-    (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-    (tmp / name).write_text(text)
-    git("add", "--", name, cwd=tmp)
-    git("commit", "-qm", "moved on", cwd=tmp)
-    git("worktree", "remove", tmp, cwd=repo)
-
-
 def test_branch_moved_forward_without_conflict(repo, worktrees):
     wt = worktrees(repo, "fwd")
     dirty(wt)
     ao("ao-preserve", "fwd", cwd=repo)
-    _advance(repo, "fwd", "upstream.txt", "new upstream file\n")
+    commit_on(repo, "fwd", {"upstream.txt": "new upstream file\n"})
     ao("ao-restore", cwd=repo)
     assert (wt / "upstream.txt").read_text() == "new upstream file\n"
     assert (wt / "README.md").read_text() == "hello\nstaged line\nunstaged line\n"
@@ -117,7 +107,7 @@ def test_branch_moved_forward_with_conflict(repo, worktrees):
     (wt / "README.md").write_text("mine\n")
     (wt / "extra.txt").write_text("untracked\n")
     ao("ao-preserve", "cfl", cwd=repo)
-    _advance(repo, "cfl", "README.md", "theirs\n")
+    commit_on(repo, "cfl", {"README.md": "theirs\n"})
     res = ao("ao-restore", cwd=repo, rc=3)
     assert "README.md" in res.stdout and "placed" in res.stdout
     assert "<<<<<<<" in (wt / "README.md").read_text()
@@ -129,7 +119,7 @@ def test_untracked_path_tracked_on_moved_branch(repo, worktrees):
     (wt / "notes.txt").write_text("my untracked notes\n")
     (wt / "README.md").write_text("edited\n")
     ao("ao-preserve", "utr", cwd=repo)
-    _advance(repo, "utr", "notes.txt", "now tracked upstream\n")
+    commit_on(repo, "utr", {"notes.txt": "now tracked upstream\n"})
     res = ao("ao-restore", cwd=repo, rc=3)
     assert "notes.txt" in res.stdout and "nothing applied" in res.stdout
     assert (wt / "notes.txt").read_text() == "now tracked upstream\n"
@@ -143,7 +133,7 @@ def test_saved_file_under_a_path_now_a_file_is_not_placed(repo, worktrees):
     (wt / "cfg").mkdir()
     (wt / "cfg" / "local.ini").write_text("x=1\n")
     ao("ao-preserve", "par", cwd=repo)
-    _advance(repo, "par", "cfg", "cfg is a file upstream\n")
+    commit_on(repo, "par", {"cfg": "cfg is a file upstream\n"})
     res = ao("ao-restore", cwd=repo, rc=3)
     assert "cfg/local.ini" in res.stdout
     assert _ref(repo, "par") != ""

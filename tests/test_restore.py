@@ -11,16 +11,6 @@ def _pending(repo):
     return {s["id"]: s["state"] for s in listed}
 
 
-def test_deleted_branch_is_recreated_at_saved_head(repo, worktrees):
-    wt = worktrees(repo, "gone")
-    dirty(wt)
-    before = state(wt)
-    ao("ao-preserve", "gone", cwd=repo)
-    git("branch", "-D", "gone", cwd=repo)
-    ao("ao-restore", cwd=repo)
-    assert same_but_ignored(before, state(wt))
-
-
 def test_moved_branch_without_conflict_applies_cleanly(repo, worktrees):
     wt = worktrees(repo, "moved")
     (wt / "src" / "app.py").write_text("print('mine')\n")
