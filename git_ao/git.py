@@ -237,8 +237,8 @@ def worktree_list(common_dir) -> list[WorktreeEntry]:
 
     Returns a list of WorktreeEntry, the main worktree (or bare repository) first.
     Raises GitError; when a registration left half-written by a killed
-    `git worktree add` (no `commondir` yet, `locked` saying "initializing") is what
-    makes git fail, the message names it and the fix.
+    `git worktree add` (`locked` written, `commondir` not yet: `_half_added`) is
+    what makes git fail, the message names it and the fix.
     """
     res = call(["worktree", "list", "--porcelain", "-z"], common_dir)
     if res.status != 0:

@@ -568,10 +568,7 @@ def _place_worktree(ctx, s, save, path, want_branch) -> bool:
     entry = worktree.find(entries, path)
     if entry is not None and entry.locked is not None and not entry.is_main \
             and not os.path.lexists(path) and save.restore_interrupted and not ctx.dry_run:
-        # Our own `git worktree add`, killed: git locks the new registration
-        # ("initializing") until it is done, so git's prune would keep it forever.
-        git.worktree_unlock(s.repo, path)
-        ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
+        _unlock_interrupted_add(ctx, s, path)
         entries = git.worktree_list(s.repo)
         entry = worktree.find(entries, path)
     if entry is not None and entry.prunable and not os.path.lexists(path):
@@ -634,12 +631,18 @@ def _set_aside_unfinished(ctx, s, save, path, entries) -> bool:
             return False
     v = worktree.verify(s.repo, path, entries)
     if v.entry.locked is not None:
-        # git locks a new worktree ("initializing") until its add is done; left
-        # locked, git's prune would keep the registration and the add would fail.
-        git.worktree_unlock(s.repo, path)
+        _unlock_interrupted_add(ctx, s, path)
     trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
     ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path, trash=trash)
     return True
+
+
+def _unlock_interrupted_add(ctx, s, path):
+    """Unlock the registration of `path` that this session's killed restore left:
+    git locks a new worktree ("initializing") until its `git worktree add` is done,
+    and git's prune keeps locked registrations, so the next add would fail."""
+    git.worktree_unlock(s.repo, path)
+    ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
 
 
 def _check_reusable(s, save, entry, path, want_branch):
