@@ -14,6 +14,8 @@ from pytest_git import GitRepo
 
 from tests.worktree_state import state  # noqa: F401 - re-exported for tests
 
+pytest_plugins = ["tests.machine_guard"]
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "bin"
 _SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
@@ -33,6 +35,11 @@ def ao_env(tmp_path, monkeypatch):
     for name in _SCRUB:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
+    # Shells and tools that honour these would otherwise write into the real home.
+    for name, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                      ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state"),
+                      ("ZDOTDIR", "")):
+        monkeypatch.setenv(name, str(home / sub) if sub else str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("AO_DATA_DIR", str(tmp_path / "aodata"))

@@ -42,7 +42,7 @@ $fn
 ZSH_REAL = r"""
 zmodload zsh/zpty
 zpty z zsh -f -i
-zpty -w z "PROMPT=''; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D -d /dev/null"
+zpty -w z "PROMPT=''; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D"
 zpty -w z "zstyle ':completion:*' list-prompt ''; zstyle ':completion:*' menu no"
 zpty -w z 'compadd() { if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi; typeset -a __hits; builtin compadd -A __hits "$@"; local r=$?; print -rl -- $__hits >> '"$2"'; return r; }'
 zpty -w z "bindkey '^I' complete-word"

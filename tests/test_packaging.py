@@ -21,11 +21,14 @@ PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory):
     """A venv with the checkout pip-installed (not editable); yields its directory."""
-    root = tmp_path_factory.mktemp("pkg") / "venv"
+    base = tmp_path_factory.mktemp("pkg")
+    root = base / "venv"
     venv.EnvBuilder(with_pip=True).create(root)
+    # pip's cache and config stay in the test's own directory, not the real home.
+    env = dict(os.environ, HOME=str(base), PIP_CACHE_DIR=str(base / "pip-cache"))
     res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q",
                           "--disable-pip-version-check", str(ROOT)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     if res.returncode != 0:
         pytest.fail(f"pip install . failed:\n{res.stdout}\n{res.stderr}")
     return root
