@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import Fatal, GitError, Usage
 
-MIN_VERSION = (2, 35)
+MIN_VERSION = (2, 36)
 
 # Variables that point git at a particular repository. git-ao works on many
 # repositories at once, each named by its own directory, so they are dropped

@@ -4,7 +4,10 @@ After every kill the work of every session is in its live worktree or in its
 ref, and the database is sound; at the end, plain runs converge to every session
 back exactly as it was.
 
-Bounded: a fixed seed, at most SOAK_KILLS kills and SOAK_SECONDS of killing.
+Bounded by counts, not by time: a fixed seed, SOAK_KILLS kills in at most
+SOAK_RUNS runs. The kill delays are drawn as fractions of how long a run takes
+on this machine now (measured first), so a loaded machine kills as often as an
+idle one.
 The process killed is git-ao itself (the Python process, as a crash point
 would); the git commands it started are left to finish, as they would after a
 crash of their parent, before the next run starts.
@@ -25,7 +28,7 @@ from tests.worktree_state import state
 
 SEED = 20261129
 SOAK_KILLS = 20
-SOAK_SECONDS = 40.0
+SOAK_RUNS = 80
 
 
 def _wait_group_gone(pgid, limit=30.0):
@@ -62,12 +65,17 @@ def test_random_kills_lose_nothing(repo, make_repo, worktrees, tmp_path):
     before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
     rng = random.Random(SEED)
     commands = [[str(BIN / "git-ao-preserve"), "--all", "-q"], [str(BIN / "git-ao-restore"), "-q"]]
+    # A dry run does the start-up and the reading a real run does first.
+    t0 = time.monotonic()
+    subprocess.run([str(BIN / "git-ao-preserve"), "--all", "-n", "-q"], cwd=repo, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_time = time.monotonic() - t0
     kills = runs = 0
     start = time.monotonic()
-    while kills < SOAK_KILLS and time.monotonic() - start < SOAK_SECONDS:
+    while kills < SOAK_KILLS and runs < SOAK_RUNS:
         argv = rng.choice(commands)
-        # Interpreter start-up is about a third of a run; aim past it most of the time.
-        delay = rng.uniform(0.05, 0.9)
+        # Start-up is a large part of a run; aim past it most of the time.
+        delay = rng.uniform(0.2, 2.5) * run_time
         runs += 1
         if _run_and_kill(argv, repo, delay):
             kills += 1

@@ -5,11 +5,11 @@ import os
 import click
 
 from .. import __version__
-from .common import (CONTEXT_SETTINGS, KINDS, check_ids, complete_ids, finish, options, run,
-                     short_help_option, usage)
+from .common import (CONTEXT_SETTINGS, KINDS, Group, check_ids, complete_ids, finish, options,
+                     run, short_help_option, usage)
 
 
-@click.group("ao", context_settings=CONTEXT_SETTINGS)
+@click.group("ao", cls=Group, context_settings=CONTEXT_SETTINGS)
 @short_help_option()
 @click.version_option(__version__, "--version", prog_name="git-ao",
                       message="%(prog)s version %(version)s")
@@ -157,7 +157,7 @@ def doctor(app, scan, recover):
     return 0 if all(c.ok is not False for c in checks) else 1
 
 
-@group.group("config", context_settings=CONTEXT_SETTINGS, invoke_without_command=False)
+@group.group("config", cls=Group, context_settings=CONTEXT_SETTINGS)
 @short_help_option()
 def config():
     """Read and change git-ao.toml in the data dir (see git-ao(1), CONFIGURATION)."""

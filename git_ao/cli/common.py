@@ -17,6 +17,26 @@ CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
 KINDS = ("worker", "orchestrator")
 
 
+class NoCommand(click.UsageError):
+    """A command group run with no subcommand (`git ao` alone)."""
+
+
+class Group(click.Group):
+    """A click group that, run with no subcommand, prints its help on stderr and
+    exits 129 as `git worktree` alone does. click's own no-args help differs by
+    version (8.1 prints it on stdout and exits 0; 8.2 raises NoArgsIsHelpError),
+    so the group decides here."""
+
+    def __init__(self, *args, **kw):
+        kw["no_args_is_help"] = False
+        super().__init__(*args, **kw)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            raise NoCommand("no command given", ctx)
+        return super().parse_args(ctx, args)
+
+
 def complete_ids(state):
     """A click shell_complete callback offering session ids from the database.
 
@@ -155,8 +175,9 @@ def run(command, prog_name):
         rv = command.main(prog_name=prog_name, complete_var=var, standalone_mode=False)
     except click.exceptions.Exit as exc:
         rv = exc.exit_code
-    except click.exceptions.NoArgsIsHelpError as exc:
+    except NoCommand as exc:
         # `git ao` alone: the help, as `git worktree` alone prints its usage (129).
+        assert exc.ctx is not None
         sys.stderr.write(exc.ctx.get_help() + "\n")
         rv = EXIT_USAGE
     except click.UsageError as exc:

@@ -1,0 +1,88 @@
+"""The declared minimum versions are true.
+
+The floors live in one place each: the Python packages' in pyproject.toml
+(`name>=X`), Python's in `requires-python`, git's in `git_ao.git.MIN_VERSION`.
+A venv with exactly the floor versions runs the commands (a usage error, the
+help, a save and a restore), and the README states the same floors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+
+import pytest
+
+from git_ao import git as gitmod
+from tests.conftest import ROOT
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def floors() -> dict[str, str]:
+    """{package: floor version} of every runtime dependency (each must have one)."""
+    out = {}
+    for dep in _pyproject()["project"]["dependencies"]:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)", dep.replace(" ", ""))
+        assert m, f"dependency without a plain floor: {dep}"
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def test_readme_states_the_floors():
+    readme = (ROOT / "README.md").read_text()
+    py = _pyproject()["project"]["requires-python"].removeprefix(">=")
+    git_floor = ".".join(map(str, gitmod.MIN_VERSION))
+    assert f"Needs Python {py}+ and git {git_floor}+." in readme
+    assert sys.version_info[:2] >= tuple(map(int, py.split(".")))
+
+
+@pytest.fixture(scope="session")
+def floor_venv(tmp_path_factory):
+    """A venv holding git-ao and exactly the floor version of each dependency."""
+    base = tmp_path_factory.mktemp("floors")
+    root = base / "venv"
+    venv.EnvBuilder(with_pip=True).create(root)
+    env = dict(os.environ, HOME=str(base), PIP_CACHE_DIR=str(base / "pip-cache"),
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    pins = [f"{name}=={version}" for name, version in floors().items()]
+    for args in (pins, ["--no-deps", str(ROOT)]):
+        res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q", *args],
+                             capture_output=True, text=True, env=env)
+        if res.returncode != 0:
+            pytest.fail(f"pip install {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
+    return root
+
+
+def _run(venv_dir, *args, cwd, rc):
+    env = dict(os.environ, PATH=f"{venv_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin")
+    res = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert res.returncode == rc, f"git {' '.join(args)}: {res.returncode}\n{res.stderr}"
+    return res
+
+
+def test_the_floor_versions_run_every_kind_of_command(floor_venv, repo, worktrees):
+    freeze = subprocess.run([floor_venv / "bin" / "python", "-m", "pip", "freeze"],
+                            capture_output=True, text=True, check=True).stdout.lower()
+    for name, version in floors().items():
+        assert f"{name.lower()}=={version}" in freeze.replace("_", "-")
+    res = _run(floor_venv, "ao", cwd=repo, rc=129)
+    assert res.stderr.startswith("Usage: git ao ") and res.stdout == ""
+    res = _run(floor_venv, "ao", "--bogus", cwd=repo, rc=129)
+    assert res.stderr.startswith("error: No such option")
+    _run(floor_venv, "ao-preserve", "-h", cwd=repo, rc=129)
+    _run(floor_venv, "ao", "config", "set", "preserve.jobs", "2", cwd=repo, rc=0)
+    wt = worktrees(repo, "floor")
+    (wt / "new.txt").write_text("work\n")
+    _run(floor_venv, "ao-preserve", "floor", cwd=repo, rc=0)
+    assert not wt.exists()
+    _run(floor_venv, "ao-restore", cwd=repo, rc=0)
+    assert (wt / "new.txt").read_text() == "work\n"
+    assert "floor" in _run(floor_venv, "ao", "list", cwd=repo, rc=0).stdout
