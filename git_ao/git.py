@@ -679,3 +679,15 @@ def checkout_head(cwd):
     """`git read-tree -m -u HEAD` in a worktree added with --no-checkout: fills the index
     and the files from HEAD, honouring its sparse-checkout patterns."""
     return run(["read-tree", "-m", "-u", "HEAD"], cwd)
+
+
+def check_ignore(cwd, paths) -> set[str]:
+    """Those of `paths` (str, relative to the worktree at `cwd`) that the repository
+    ignores (`git check-ignore -z --stdin`; a path under an ignored directory
+    counts as ignored). Raises GitError when git fails for another reason."""
+    if not paths:
+        return set()
+    res = call(["check-ignore", "-z", "--stdin"], cwd, input=join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(split_z(res.out))

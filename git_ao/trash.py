@@ -1,0 +1,233 @@
+"""Where a taken-away worktree goes, and how it is laid out there.
+
+Preserve never deletes a worktree: it renames the directory into a trash
+entry, one `rename(2)`, so what git did not capture (ignored files such as
+`.env`, `node_modules/`) and writes that land after the capture are kept, and
+restore can put the whole directory back with one rename.
+
+A rename only works within one file system, so the trash root is chosen per
+worktree, the first of these on the worktree's own file system:
+
+1. `<data dir>/trash`;
+2. `<common git dir>/ao-trash` (inside a `.git`: no `git status` sees it);
+3. `.git-ao-trash-<uid>` in the highest writable directory above the
+   worktree on its file system (at worst its parent, which preserve can
+   write to, since it renames out of it).
+
+Roots other than the first are listed in `<data dir>/trash-roots`, so prune
+and restore find them. An entry is a directory `<session id>.<ns>/` (mode
+0700) holding:
+
+    entry.json   what was moved, from where, and the save it belongs to
+    admin/       a copy of the worktree's private git dir (index, HEAD, reflog,
+                 per-worktree refs, config.worktree, sparse-checkout)
+    worktree/    the worktree directory as it was taken away
+
+Entries written before this layout are a bare directory named
+`<session id>.<ns>`; `Entry.worktree` is then the entry itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+TRASH_DIR = "trash"
+ROOTS_FILE = "trash-roots"
+META = "entry.json"
+# Scratch a git-ao writes into a worktree's admin dir; not worth keeping.
+_ADMIN_SKIP = ("git-ao-index.", "git-ao-verify.", "index.lock")
+
+
+def _dev(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+def _highest_writable(start: str, dev: int) -> str | None:
+    """The highest directory from `start` upwards on device `dev` that this user
+    can write to, or None."""
+    best = None
+    cur = os.path.realpath(start)
+    while True:
+        if _dev(cur) != dev:
+            break
+        if os.access(cur, os.W_OK | os.X_OK):
+            best = cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    return best
+
+
+def root_for(worktree: str, data_dir: str, common_dir: str) -> str:
+    """The trash root for the worktree at `worktree`: a directory on its file
+    system (see the module docstring). Creates nothing."""
+    dev = _dev(os.path.dirname(os.path.realpath(worktree)) or "/")
+    own = os.path.join(data_dir, TRASH_DIR)
+    if dev is None or _dev(data_dir) == dev:
+        return own
+    if _dev(common_dir) == dev:
+        return os.path.join(common_dir, "ao-trash")
+    top = _highest_writable(os.path.dirname(os.path.realpath(worktree)), dev)
+    if top is None:
+        return own  # the rename will fail with EXDEV and say so
+    return os.path.join(top, f".git-ao-trash-{os.getuid()}")
+
+
+def roots(data_dir: str) -> list[str]:
+    """Every trash root in use: the data dir's own, then those listed in
+    `trash-roots` (missing ones are skipped)."""
+    out = [os.path.join(data_dir, TRASH_DIR)]
+    try:
+        with open(os.path.join(data_dir, ROOTS_FILE), encoding="utf-8",
+                  errors="surrogateescape") as fh:
+            for ln in fh:
+                p = ln.rstrip("\n")
+                if p and p not in out:
+                    out.append(p)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def ensure_root(data_dir: str, root: str) -> None:
+    """Create `root` (0700) and list it in `trash-roots` when it is not the data
+    dir's own. The listing is appended before the root is used, so a crash never
+    leaves an entry that prune cannot find."""
+    if root != os.path.join(data_dir, TRASH_DIR) and root not in roots(data_dir):
+        with open(os.path.join(data_dir, ROOTS_FILE), "a", encoding="utf-8",
+                  errors="surrogateescape") as fh:
+            fh.write(root + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    os.makedirs(root, mode=0o700, exist_ok=True)
+
+
+@dataclass
+class Entry:
+    """One trash entry. `meta` is entry.json: session, path (the worktree's
+    recorded path), common_dir, commit (the save's preserve commit or null),
+    created_ns."""
+
+    path: str
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def legacy(self) -> bool:
+        return not os.path.exists(os.path.join(self.path, META))
+
+    @property
+    def worktree(self) -> str:
+        return self.path if self.legacy else os.path.join(self.path, "worktree")
+
+    @property
+    def admin(self) -> str:
+        return os.path.join(self.path, "admin")
+
+    @property
+    def session_id(self) -> str:
+        sid = self.meta.get("session")
+        return sid if isinstance(sid, str) else os.path.basename(self.path).rsplit(".", 1)[0]
+
+    @property
+    def created_ns(self) -> int:
+        v = self.meta.get("created_ns")
+        if isinstance(v, int):
+            return v
+        stamp = os.path.basename(self.path).rsplit(".", 1)[-1]
+        return int(stamp) if stamp.isdigit() else os.lstat(self.path).st_mtime_ns
+
+    @property
+    def holds_worktree(self) -> bool:
+        return os.path.isdir(self.worktree) and not os.path.islink(self.worktree)
+
+
+def new_entry(root: str, session_id: str, meta: dict) -> Entry:
+    """Make an empty entry under `root` for `session_id` and write its entry.json."""
+    now = time.time_ns()
+    path = os.path.join(root, f"{session_id}.{now}")
+    os.mkdir(path, 0o700)
+    meta = dict(meta, session=session_id, created_ns=now)
+    with open(os.path.join(path, META), "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Entry(path, meta)
+
+
+def copy_admin(entry: Entry, admin_dir: str) -> None:
+    """Copy the worktree's private git dir into the entry (small files: the index,
+    HEAD, the reflog, per-worktree refs, config.worktree, sparse-checkout)."""
+    shutil.copytree(admin_dir, entry.admin, symlinks=True,
+                    ignore=lambda _d, names: [n for n in names if n.startswith(_ADMIN_SKIP)])
+
+
+def load(path: str) -> Entry:
+    """The entry at `path` (entry.json read when present)."""
+    meta: dict = {}
+    try:
+        with open(os.path.join(path, META), encoding="utf-8") as fh:
+            loaded = json.load(fh)
+            if isinstance(loaded, dict):
+                meta = loaded
+    except (OSError, ValueError):
+        pass
+    return Entry(path, meta)
+
+
+def entries(data_dir: str) -> Iterator[Entry]:
+    """Every entry under every trash root, oldest first within a root."""
+    for root in roots(data_dir):
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        found = [load(os.path.join(root, n)) for n in names]
+        yield from sorted(found, key=lambda e: e.created_ns)
+
+
+def latest_for(data_dir: str, session_id: str) -> Entry | None:
+    """The newest entry of `session_id` that still holds a worktree, or None."""
+    best = None
+    for e in entries(data_dir):
+        if e.session_id == session_id and e.holds_worktree and (
+                best is None or e.created_ns > best.created_ns):
+            best = e
+    return best
+
+
+def size(path: str) -> int:
+    """Bytes of the regular files under `path`, not following symlinks nor
+    crossing a mount point."""
+    total = 0
+    try:
+        dev = os.lstat(path).st_dev
+    except OSError:
+        return 0
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if _dev_l(os.path.join(root, d)) == dev]
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return total
+
+
+def _dev_l(path: str) -> int | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev if stat.S_ISDIR(st.st_mode) else None

@@ -1,0 +1,292 @@
+"""An independent walk of a worktree's directory: the witness for taking it away.
+
+`git status` shows what git chooses to show. Before a directory is taken
+away, this walk lists what is really there, through the file system alone:
+every file, symlink and special file with its stat data, every directory
+holding a `.git` (a nested repository or worktree), every mount point, every
+directory that cannot be read. `unaccounted` then compares the walk with the
+capture: a file that is neither in the preserve commit nor ignored by the
+repository blocks the removal, named with the reason.
+
+The walk never follows a symlink and never descends across a mount point
+(`st_dev`, and the kernel's mount table where there is one). It opens each
+directory relative to its parent's descriptor, so a path longer than PATH_MAX
+is walked, and reported, rather than missed. The stat data it keeps is what
+`changed_since` compares after the directory was moved, to see writes that
+landed after the capture.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+PATH_MAX = 4096
+# Linux stamps file times from a clock that ticks every few milliseconds, so a
+# write within one tick of a stat may leave mtime and ctime as they were. A file
+# whose times fall within this window of the walk is compared by content.
+RACY_NS = 50_000_000
+
+
+class Entry(NamedTuple):
+    """What the walk saw of one path that is not a directory: kind is 'file',
+    'link' or 'other' (a FIFO, socket or device). A tuple: the walk makes one
+    per file, and a tuple is the cheapest record Python builds."""
+
+    kind: str
+    mode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    ino: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Entry:
+        mode = st.st_mode
+        kind = "file" if stat.S_ISREG(mode) else "link" if stat.S_ISLNK(mode) else "other"
+        return cls(kind, mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Something under the worktree that stops its removal: `path` is relative to
+    the worktree ('.' for the worktree itself)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class Walk:
+    """The result of `walk`. Paths are relative to `root`, '/'-separated, decoded
+    with the file system encoding (surrogateescape), as git.split_z decodes git's."""
+
+    root: str
+    started_ns: int
+    entries: dict[str, Entry] = field(default_factory=dict)
+    nested: list[str] = field(default_factory=list)
+    blockers: list[Blocker] = field(default_factory=list)
+
+    def under_nested(self, rel: str) -> bool:
+        """Is `rel` inside one of the nested repositories or worktrees?"""
+        return any(rel.startswith(n + "/") for n in self.nested)
+
+    def racy(self, rel: str) -> bool:
+        """Were this entry's times set so close to the walk that a later write in the
+        same clock tick could have left them unchanged?"""
+        e = self.entries[rel]
+        return max(e.mtime_ns, e.ctime_ns) >= self.started_ns - RACY_NS
+
+
+def mount_points() -> set[str]:
+    """Every mount point the kernel lists for this process (`/proc/self/mountinfo`),
+    empty where there is no such file. A bind mount of a directory of the same file
+    system keeps its `st_dev`, so only this table shows it."""
+    try:
+        with open("/proc/self/mountinfo", "rb") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return set()
+    out = set()
+    for ln in lines:
+        parts = ln.split(b" ")
+        if len(parts) > 4:
+            # Spaces, tabs, newlines and backslashes are written as \ooo.
+            raw = parts[4]
+            decoded = bytearray()
+            i = 0
+            while i < len(raw):
+                if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
+                    decoded.append(int(raw[i + 1:i + 4], 8))
+                    i += 4
+                else:
+                    decoded.append(raw[i])
+                    i += 1
+            out.add(os.fsdecode(bytes(decoded)))
+    return out
+
+
+def is_mount_point(path: str, mounts: set[str] | None = None) -> bool:
+    """Is the directory `path` itself a mount point (another device than its
+    parent, or listed in the mount table)?"""
+    real = os.path.realpath(path)
+    if os.path.ismount(real):
+        return True
+    return real in (mounts if mounts is not None else mount_points())
+
+
+def walk(root: str, *, mounts: set[str] | None = None) -> Walk:
+    """Walk the directory `root` without following symlinks or crossing mounts.
+
+    Returns a Walk; never raises for what it finds inside (an unreadable
+    directory, a mount point, a path too long for git are blockers). Raises
+    OSError only when `root` itself cannot be opened. A directory named `.git`
+    is never entered; the directory holding it (other than `root`) is listed in
+    `nested`, and a `.git` file likewise marks a nested worktree or submodule.
+    """
+    w = Walk(root=root, started_ns=time.time_ns())
+    mounts = mount_points() if mounts is None else mounts
+    real = os.path.realpath(root)
+    inner_mounts = {m for m in mounts if m.startswith(real.rstrip("/") + "/")}
+    if is_mount_point(real, mounts):
+        w.blockers.append(Blocker(".", "the worktree is itself a mount point; a directory "
+                                       "that is mounted is never taken away"))
+        return w
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        dev = os.fstat(fd).st_dev
+        _walk_from(w, fd, "", dev, real, inner_mounts)
+    finally:
+        os.close(fd)
+    return w
+
+
+def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
+               inner_mounts: set[str]) -> None:
+    # Depth first with an explicit stack of open directories, so a deep tree costs
+    # one descriptor per level and no Python recursion.
+    root_len = len(os.fsencode(real_root)) + 1
+    stack: list[tuple[int, str, list[os.DirEntry[str]]]] = []
+    stack.append((top_fd, top_rel, _list(w, top_fd, top_rel)))
+    try:
+        while stack:
+            fd, rel, pending = stack[-1]
+            if not pending:
+                stack.pop()
+                if fd != top_fd:
+                    os.close(fd)
+                continue
+            e = pending.pop()
+            path = f"{rel}/{e.name}" if rel else e.name
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError as exc:
+                w.blockers.append(Blocker(path, f"cannot stat: {exc.strerror}"))
+                continue
+            if e.name == ".git":
+                if rel:
+                    w.nested.append(rel)
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                w.entries[path] = Entry.of(st)
+                # A character is at most 4 bytes: encode only paths that may be too long.
+                if (len(path) * 4 + root_len >= PATH_MAX
+                        and len(os.fsencode(os.path.join(real_root, path))) >= PATH_MAX):
+                    w.blockers.append(Blocker(path, "its path is longer than PATH_MAX, so git "
+                                                    "cannot read or store it"))
+                continue
+            if st.st_dev != dev or os.path.join(real_root, path) in inner_mounts:
+                w.blockers.append(Blocker(path, "a mount point; nothing is taken away across "
+                                                "a mount"))
+                continue
+            try:
+                sub = os.open(e.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                w.blockers.append(Blocker(path, f"cannot open the directory ({exc.strerror}), "
+                                                "so what it holds is unknown"))
+                continue
+            stack.append((sub, path, _list(w, sub, path)))
+    finally:
+        for fd, _rel, _pending in stack:
+            if fd != top_fd:
+                os.close(fd)
+        w.blockers.sort(key=lambda b: b.path)
+        w.nested.sort()
+
+
+def _list(w: Walk, fd: int, rel: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(fd) as it:
+            return list(it)
+    except OSError as exc:
+        w.blockers.append(Blocker(rel or ".", f"cannot read the directory ({exc.strerror}), "
+                                              "so what it holds is unknown"))
+        return []
+
+
+# Names git will not store in a tree (update-index says "Ignoring path" and exits 0).
+def _refused_name(rel: str) -> bool:
+    for part in rel.split("/"):
+        low = part.lower().rstrip(" .")
+        if low == ".git" or low == "git~1" or part in (".", ".."):
+            return True
+    return False
+
+
+def _why_missing(rel: str, e: Entry, captured_lower: set[str]) -> str:
+    if e.kind == "other":
+        return "a FIFO, socket or device, which git cannot store"
+    if _refused_name(rel):
+        return "a name git refuses to store (.git, GIT~1 and their variants)"
+    if rel.lower() in captured_lower:
+        return "its name differs only in case from a saved path (core.ignorecase)"
+    return "git does not show it, so it is not in the capture"
+
+
+def under(rel: str, prefixes: Iterable[str]) -> bool:
+    """Is `rel` equal to, or inside, one of the '/'-ended directory or plain paths?"""
+    for p in prefixes:
+        if p.endswith("/"):
+            if rel.startswith(p) or rel + "/" == p:
+                return True
+        elif rel == p:
+            return True
+    return False
+
+
+def unaccounted(w: Walk, captured: set[str], ignored: Iterable[str],
+                check_ignored: Callable[[list[str]], set[str]]) -> list[Blocker]:
+    """The entries of the walk that the capture cannot account for.
+
+    captured: every path of the preserve commit's worktree and untracked trees
+    (or of HEAD's tree when nothing was written). ignored: what `git status
+    --ignored=matching` listed (a directory once, ending in '/'). check_ignored:
+    asks git about the rest (`git check-ignore`); it returns the ignored subset.
+    Ignored files go to the trash with the directory, so they are accounted for;
+    so are the insides of nested repositories, which the caller judges apart.
+    Returns the blockers of the walk itself followed by one per unaccounted path.
+    """
+    prefixes = sorted(set(ignored))
+    rest = []
+    for rel, e in w.entries.items():
+        if rel in captured and e.kind != "other":
+            continue
+        if w.under_nested(rel) or under(rel, prefixes):
+            continue
+        rest.append(rel)
+    found = list(w.blockers)
+    if not rest:
+        return found
+    ign = check_ignored(sorted(rest))
+    lower = {p.lower() for p in captured}
+    for rel in sorted(rest):
+        if rel in ign:
+            continue
+        found.append(Blocker(rel, _why_missing(rel, w.entries[rel], lower)))
+    return found
+
+
+def changed_since(before: Walk, after: Walk) -> list[str]:
+    """Paths whose entry differs between two walks of the same tree (the second
+    usually of the directory after it was moved): added, removed, or with other
+    stat data; plus every path that was racy in `before` (its content must be
+    compared, since its times cannot tell). Inode numbers are compared too: a
+    rename keeps them, a rewrite-and-rename (an editor's save) does not."""
+    out = set()
+    for rel in set(before.entries) | set(after.entries):
+        a, b = before.entries.get(rel), after.entries.get(rel)
+        if a != b:
+            out.add(rel)
+    return sorted(out)
+
+
+def racy_paths(w: Walk, paths: Iterable[str]) -> list[str]:
+    """Those of `paths` present in the walk whose times are too close to it to trust."""
+    return sorted(p for p in paths if p in w.entries and w.racy(p))
