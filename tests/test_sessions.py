@@ -27,7 +27,7 @@ def test_add_validates_through_git(repo, tmp_path, worktrees):
     assert "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("bad", ["-x", ".hidden", "a b", "x" * 65, "a..b", "a.lock", "a/b", ""])
+@pytest.mark.parametrize("bad", ["-x", ".hidden", "a b", "x" * 201, "a..b", "a.lock", "a/b", ""])
 def test_invalid_session_ids_are_rejected(repo, tmp_path, bad):
     wt = tmp_path / "wtbad"
     git("worktree", "add", "-q", "-b", "bad", wt, cwd=repo)
