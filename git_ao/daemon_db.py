@@ -23,7 +23,6 @@ created and no byte or mtime changes. How depends on what is there:
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import sqlite3
@@ -290,8 +289,3 @@ def _sessions(conn, version) -> list[DaemonSession]:
             if "provider_conversation_id" in keys else None,
             worktrees=trees.get(r["id"], [])))
     return out
-
-
-def permission_error(exc) -> bool:
-    """Is this OSError a permission problem (EACCES, EPERM)?"""
-    return getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM)
