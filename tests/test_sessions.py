@@ -158,6 +158,10 @@ def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
     # Back to exactly what schema 1 had (SQLite 3.35+ drops columns).
     conn.executescript("ALTER TABLE session_worktrees DROP COLUMN needs_attention;"
                        "ALTER TABLE session_worktrees DROP COLUMN restore_started_at;"
+                       "ALTER TABLE sessions DROP COLUMN group_id;"
+                       "ALTER TABLE sessions DROP COLUMN session_mode;"
+                       "ALTER TABLE sessions DROP COLUMN provider_conversation_id;"
+                       "DROP TABLE import_notes;"
                        "PRAGMA user_version = 1;")
     conn.close()
     assert "old\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
