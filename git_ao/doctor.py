@@ -30,7 +30,10 @@ def run_checks(app, repos=()) -> list[Check]:
     except AoError as exc:
         checks.append(Check("database", False, str(exc)))
         for repo in repos:
-            refs = [ref for ref, _ in git.for_each_ref(repo, REF_PREFIX)]
+            refs, daemons = split_daemon_refs(repo, [ref for ref, _ in
+                                                     git.for_each_ref(repo, REF_PREFIX)])
+            if daemons:
+                checks.append(daemon_refs_check(repo, daemons))
             if refs:
                 checks.append(Check("repository", False, f"{repo}: preserve refs with no "
                                     f"readable record: {', '.join(refs)}"))
@@ -45,8 +48,11 @@ def run_checks(app, repos=()) -> list[Check]:
             checks.append(Check("repository", False, f"{repo} is gone (git ao-prune drops it)"))
             continue
         known = {s.id for s in sessions if s.repo == repo}
-        orphans = [ref for ref, _ in git.for_each_ref(repo, REF_PREFIX)
-                   if ref[len(REF_PREFIX):] not in known]
+        orphans, daemons = split_daemon_refs(repo, [
+            ref for ref, _ in git.for_each_ref(repo, REF_PREFIX)
+            if ref[len(REF_PREFIX):] not in known])
+        if daemons:
+            checks.append(daemon_refs_check(repo, daemons))
         detail = f"{repo}: {len(known)} session(s)"
         if orphans:
             detail += (f", orphaned refs: {', '.join(orphans)} (git ao doctor --recover "
@@ -67,6 +73,30 @@ def run_checks(app, repos=()) -> list[Check]:
                                 f"holds, not saved by git ao-preserve --all: {', '.join(loose)} "
                                 "(git ao add PATH registers one)"))
     return checks + install_checks()
+
+
+def split_daemon_refs(repo, refs) -> tuple[list, list]:
+    """(git-ao's or unknown refs, the ao daemon's own preserve refs) of `refs` in `repo`.
+
+    The daemon writes refs/ao/preserved/<id> too; its commits have no Ao-Session
+    trailer (daemon_refs.is_daemon_commit). Runs `git log -1` per ref."""
+    from .daemon_refs import is_daemon_commit
+    from .errors import GitError
+    ours, daemons = [], []
+    for ref in refs:
+        try:
+            daemon = is_daemon_commit(repo, ref)
+        except GitError:
+            daemon = False  # not a commit: reported with the others
+        (daemons if daemon else ours).append(ref)
+    return ours, daemons
+
+
+def daemon_refs_check(repo, refs) -> Check:
+    """A note (not a problem): preserve refs the ao daemon wrote, and what to do."""
+    from .daemon_refs import advice
+    return Check("daemon refs", None, f"{repo}: saved at shutdown by the ao daemon, not "
+                 f"git-ao: {', '.join(refs)}; {advice(refs[0])}")
 
 
 def moved_worktrees(repo, sessions, loose, entries) -> list[tuple]:

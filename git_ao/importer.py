@@ -1,97 +1,135 @@
-"""Read the ao daemon's `ao.db`, read-only, for `git ao import`.
+"""`git ao import`: register the ao daemon's live sessions as git-ao sessions.
 
-The daemon's layout: table `sessions` (id, project_id, kind, harness,
-is_terminated, branch, workspace_path, agent_session_id, prompt) and table
-`projects` (id, path). Extra columns are ignored; of the optional ones, a
-missing column reads as empty. The file is opened with SQLite's URI
-`mode=ro`, so git-ao never writes to it.
+daemon_db reads the daemon's `ao.db` (read-only, schema version checked). Each
+live daemon session becomes one git-ao session per worktree: the session's own
+workspace (id `<daemon id>`) and, for a session of a workspace project, each
+repository's worktree (id `<daemon id>.<repo name>`), linked by `group_id`.
+
+A daemon row that cannot be registered (no path yet, a path that is gone, an
+id git-ao cannot use) is reported as refused once and remembered in git-ao's
+database (`import_notes`); later runs mention it without failing, so the exit
+status says whether anything new went wrong.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass
-from urllib.parse import quote
 
-from .errors import Fatal
+from . import daemon_db, git, lifecycle, session_groups
+from .errors import AoError
+from .lifecycle import Outcome
 
-DAEMON_DB = "ao.db"
-REQUIRED = ("id", "workspace_path")
-OPTIONAL = ("project_id", "kind", "harness", "is_terminated", "branch", "agent_session_id",
-            "prompt")
+default_path = daemon_db.default_path
 
 
 @dataclass
-class DaemonSession:
-    """One live session as the daemon recorded it (prompt is never logged)."""
+class Unit:
+    """One worktree of a daemon session, to register as one git-ao session."""
 
     id: str
-    kind: str
-    harness: str
+    path: str
     branch: str | None
-    workspace_path: str
-    agent_session_id: str | None
-    prompt: str | None
-    project_path: str | None
+    group: str | None
+    daemon: daemon_db.DaemonSession
+    root_of_workspace: bool = False
 
 
-def default_path(data_dir) -> str:
-    """The daemon's database in the same data dir: `<data dir>/ao.db`."""
-    return os.path.join(data_dir, DAEMON_DB)
-
-
-def _columns(conn, table) -> set:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
-
-
-def live_sessions(db_path) -> list[DaemonSession]:
-    """The daemon's sessions that are not terminated, ordered by id.
-
-    Raises Fatal when the file is missing, unreadable, or has no `sessions`
-    table with the required columns (id, workspace_path)."""
-    if not os.path.isfile(db_path):
-        raise Fatal(f"no ao daemon database at '{db_path}' (use --from PATH)")
-    try:
-        conn = sqlite3.connect(f"file:{quote(os.path.abspath(db_path))}?mode=ro", uri=True,
-                               timeout=5)
-    except sqlite3.Error as exc:
-        raise Fatal(f"cannot open '{db_path}' read-only: {exc}") from exc
-    try:
-        cols = _columns(conn, "sessions")
-        missing = [c for c in REQUIRED if c not in cols]
-        if not cols or missing:
-            raise Fatal(f"'{db_path}' is not an ao daemon database: table sessions lacks "
-                        f"{', '.join(missing or REQUIRED)}")
-        select = ", ".join(f"s.{c}" if c in cols else f"NULL AS {c}"
-                           for c in REQUIRED + OPTIONAL)
-        join = ""
-        if "project_id" in cols and {"id", "path"} <= _columns(conn, "projects"):
-            select += ", p.path AS project_path"
-            join = " LEFT JOIN projects p ON p.id = s.project_id"
-        else:
-            select += ", NULL AS project_path"
-        conn.row_factory = sqlite3.Row
-        rows = conn.execute(f"SELECT {select} FROM sessions s{join} ORDER BY s.id").fetchall()
-    except sqlite3.Error as exc:
-        raise Fatal(f"cannot read '{db_path}': {exc}") from exc
-    finally:
-        conn.close()
-    out = []
-    for r in rows:
-        if _truthy(r["is_terminated"]):
-            continue
-        out.append(DaemonSession(
-            id=str(r["id"]), kind=(r["kind"] or "worker"), harness=r["harness"] or "",
-            branch=r["branch"], workspace_path=r["workspace_path"] or "",
-            agent_session_id=None if r["agent_session_id"] is None else str(r["agent_session_id"]),
-            prompt=r["prompt"], project_path=r["project_path"]))
+def units(d: daemon_db.DaemonSession) -> list[Unit]:
+    """The worktrees of daemon session `d`: its workspace, then each active repository
+    worktree that is not the workspace itself (a single-repo session lists its
+    one worktree there too)."""
+    children = [w for w in d.worktrees if w.state == daemon_db.ACTIVE_WORKTREE
+                and os.path.normpath(w.worktree_path or "/") != os.path.normpath(
+                    d.workspace_path or "/")]
+    group = d.id if children else None
+    out = [Unit(d.id, d.workspace_path, d.branch, group, d, root_of_workspace=bool(children))]
+    for w in children:
+        out.append(Unit(session_groups.child_id(d.id, w.repo_name), w.worktree_path,
+                        w.branch or None, group, d))
     return out
 
 
-def _truthy(value) -> bool:
-    if value is None:
+def run(ctx, db_path) -> tuple[list[Outcome], daemon_db.DaemonDb]:
+    """Import every live session of the daemon database at `db_path`.
+
+    ctx: lifecycle.Context (dry_run: nothing is registered or remembered).
+    Returns (one Outcome per worktree, the database read). Raises Fatal when the
+    database cannot be read or has a schema git-ao does not know (daemon_db.read)."""
+    db = daemon_db.read(db_path)
+    source = os.path.realpath(db_path)
+    notes = ctx.store.import_notes(source)
+    outcomes, seen = [], set()
+    for d in db.sessions:
+        for u in units(d):
+            seen.add(u.id)
+            o = _one(ctx, u)
+            outcomes.append(_said_once(ctx, source, notes, u, o))
+    if not ctx.dry_run:
+        for gone in set(notes) - seen:
+            ctx.store.drop_import_note(source, gone)
+    return outcomes, db
+
+
+def _said_once(ctx, source, notes, u, o) -> Outcome:
+    """A refusal already reported for this row (same reason) is a note, not a failure."""
+    if o.status != "refused":
+        if u.id in notes and not ctx.dry_run:
+            ctx.store.drop_import_note(source, u.id)
+        return o
+    known = notes.get(u.id)
+    if known is not None and known[0] == o.message:
+        return Outcome(o.session_id, "import", "nothing",
+                       f"still not importable (reported before): {o.message}", o.data)
+    if not ctx.dry_run:
+        ctx.store.note_import(source, u.id, o.message)
+    return o
+
+
+def _one(ctx, u: Unit) -> Outcome:
+    d = u.daemon
+    part = f" (part of daemon session {u.group})" if u.group and u.id != u.group else ""
+    try:
+        lifecycle.validate_id(u.id)
+    except AoError as exc:
+        return Outcome(u.id, "import", "refused", str(exc))
+    existing = ctx.store.get(u.id)
+    if existing is not None:
+        return Outcome(u.id, "import", "nothing", f"already known ({existing.state}){part}",
+                       lifecycle.list_json(existing))
+    if not u.path or not os.path.isdir(u.path):
+        return Outcome(u.id, "import", "refused",
+                       f"workspace path {u.path or '(none)'} does not exist{part}")
+    if u.root_of_workspace and not _linked_worktree(u.path):
+        # A workspace root that is a plain directory holds no work of its own: its
+        # repositories' worktrees are the sessions.
+        return Outcome(u.id, "import", "nothing", f"workspace root {u.path} is not a linked "
+                       "worktree; its repositories are imported as "
+                       f"{session_groups.child_id(d.id, '<repo>')}")
+    try:
+        s = lifecycle.register(ctx, u.path, session_id=u.id, kind=d.kind, harness=d.harness,
+                               agent_session_id=d.agent_session_id, prompt=d.prompt)
+        if not ctx.dry_run:
+            ctx.store.set_daemon_facts(s.id, group_id=u.group, session_mode=d.session_mode,
+                                       provider_conversation_id=d.provider_conversation_id)
+    except AoError as exc:
+        return Outcome(u.id, "import", "refused", f"{exc}{part}")
+    s.group_id, s.session_mode = u.group, d.session_mode
+    s.provider_conversation_id = d.provider_conversation_id
+    note = ""
+    if u.branch and s.branch and u.branch != s.branch:
+        note = f" (the daemon said branch {u.branch}; git says {s.branch})"
+    ctx.log("import", s.id, "dry-run" if ctx.dry_run else "registered",
+            workspace=s.workspace_path, harness=s.harness or None, group=u.group)
+    rec = dict(lifecycle.list_json(s), **session_groups.facts(s))
+    return Outcome(s.id, "import", "ok",
+                   f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
+                   f"at {s.workspace_path}{note}{part}", rec)
+
+
+def _linked_worktree(path) -> bool:
+    try:
+        dirs = git.repo_dirs(path)
+    except AoError:
         return False
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "t")
-    return bool(value)
+    return dirs.is_linked_worktree and os.path.realpath(dirs.toplevel) == os.path.realpath(path)

@@ -21,13 +21,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from . import crashpoint, git, log, snapshot, worktree
+from . import crashpoint, daemon_refs, git, log, session_groups, snapshot, worktree
 from .errors import AoError, GitError, Refused, Usage
 from .store import Save, Session, Store, TRASH_DIR, now_ns
 
 REF_PREFIX = "refs/ao/preserved/"
 KINDS = ("worker", "orchestrator")
-_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$")
+# 200 bytes: the ao daemon's ids ("<project>-<n>") have no limit of their own, and
+# the longest file name built from an id (trash/<id>.<19-digit ns>) must fit NAME_MAX 255.
+MAX_ID = 200
+_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,%d}$" % (MAX_ID - 1))
 
 # Outcome statuses and the exit status each implies (SPEC 8).
 STATUS_EXIT = {"ok": 0, "nothing": 0, "attention": 3, "refused": 1, "failed": 1}
@@ -75,12 +78,12 @@ def preserve_ref(session_id) -> str:
 
 
 def validate_id(session_id):
-    """Raise Usage unless `session_id` is 1 to 64 of [A-Za-z0-9._-], not starting with
+    """Raise Usage unless `session_id` is 1 to MAX_ID of [A-Za-z0-9._-], not starting with
     '.' or '-', and refs/ao/preserved/<id> passes `git check-ref-format`."""
     if not isinstance(session_id, str) or not _ID_RE.match(session_id) \
             or not git.check_ref_format(preserve_ref(session_id)):
-        raise Usage(f"invalid session id '{session_id}': use 1 to 64 of A-Z a-z 0-9 . _ -, "
-                    "not starting with '.' or '-', forming a valid ref name")
+        raise Usage(f"invalid session id '{session_id}': use 1 to {MAX_ID} of A-Z a-z 0-9 "
+                    ". _ -, not starting with '.' or '-', forming a valid ref name")
 
 
 def lookup(ctx, session_id) -> Session:
@@ -214,7 +217,8 @@ def preserve(ctx, sessions, *, keep_worktree=False, jobs=1, timeout=None,
         return out
 
     try:
-        return _each(sessions, one, jobs, progress)
+        return session_groups.in_waves(sessions, lambda part: _each(part, one, jobs, progress),
+                                       inner_first=True)
     finally:
         # Even when a session raised past guarded: what was moved away is deregistered.
         cache.flush_prunes(ctx)
@@ -330,6 +334,7 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None, unsaved=None)
         ref = ""
         if cap.commit:
             ref = preserve_ref(s.id)
+            daemon_refs.set_aside_foreign(ctx, path, ref, s.id)  # never replace another's save
             older = git.rev_parse(path, ref)
             if older and older != cap.commit:
                 # The reflog keeps it while the ref lives; the log keeps its id for good.
@@ -518,7 +523,8 @@ def restore(ctx, sessions, *, jobs=1, progress=None, stop=None) -> list[Outcome]
         crashpoint.hit("restore:between-sessions")
         return out
 
-    return _each(sessions, one, jobs, progress)
+    return session_groups.in_waves(sessions, lambda part: _each(part, one, jobs, progress),
+                                   inner_first=False)
 
 
 def restore_one(ctx, session_id) -> Outcome:

@@ -119,6 +119,12 @@ def recover(store, repos, *, dry_run=False) -> list[Outcome]:
     out = []
     for o in orphans(store, repos):
         sid = o.ref[len(REF_PREFIX):]
+        if _daemon_ref(o):
+            from .daemon_refs import advice
+            out.append(Outcome(sid, "recover", "nothing", "saved by the ao daemon, not git-ao; "
+                               f"left as it is: {advice(o.ref)}", {"repo": o.repo,
+                                                                   "ref": o.ref}))
+            continue
         try:
             s, save = rebuild(store, o)
         except AoError as exc:
@@ -136,3 +142,12 @@ def recover(store, repos, *, dry_run=False) -> list[Outcome]:
         else:
             out.append(Outcome(sid, "recover", "nothing", "already known", facts))
     return out
+
+
+def _daemon_ref(o: Orphan) -> bool:
+    """Is the orphan the ao daemon's own preserve ref (daemon_refs.is_daemon_commit)?"""
+    from .daemon_refs import is_daemon_commit
+    try:
+        return is_daemon_commit(o.repo, o.oid)
+    except AoError:
+        return False

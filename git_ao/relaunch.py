@@ -23,6 +23,11 @@ FACTS = {
     "AO_HARNESS": "harness",
     "AO_AGENT_SESSION_ID": "agent_session_id",
     "AO_RESTORE_STATUS": "restore_status",
+    # From the ao daemon (git ao import): a chat-mode session resumes by its
+    # provider conversation, not by AO_AGENT_SESSION_ID.
+    "AO_SESSION_MODE": "session_mode",
+    "AO_PROVIDER_CONVERSATION_ID": "provider_conversation_id",
+    "AO_SESSION_GROUP": "session_group",
 }
 
 
@@ -48,6 +53,9 @@ def facts(session, restore_status) -> dict:
         "AO_HARNESS": session.harness or "",
         "AO_AGENT_SESSION_ID": session.agent_session_id or "",
         "AO_RESTORE_STATUS": restore_status,
+        "AO_SESSION_MODE": getattr(session, "session_mode", None) or "",
+        "AO_PROVIDER_CONVERSATION_ID": getattr(session, "provider_conversation_id", None) or "",
+        "AO_SESSION_GROUP": getattr(session, "group_id", None) or "",
     }
 
 

@@ -64,6 +64,22 @@ MIGRATIONS = [
     ALTER TABLE session_worktrees ADD COLUMN needs_attention INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE session_worktrees ADD COLUMN restore_started_at INTEGER
     """,
+    # 3: facts imported from the ao daemon: the daemon session a repository's worktree
+    # belongs to (group_id: one daemon session of a workspace spans several
+    # worktrees), the chat-mode resume facts, and the daemon rows an import could
+    # not register (said once, not on every run).
+    """
+    ALTER TABLE sessions ADD COLUMN group_id TEXT;
+    ALTER TABLE sessions ADD COLUMN session_mode TEXT;
+    ALTER TABLE sessions ADD COLUMN provider_conversation_id TEXT;
+    CREATE TABLE import_notes (
+        source TEXT NOT NULL,
+        daemon_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        noted_at INTEGER NOT NULL,
+        PRIMARY KEY (source, daemon_id)
+    )
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -127,6 +143,9 @@ class Session:
     created_at: int = 0
     updated_at: int = 0
     save: Save | None = field(default=None, repr=False)
+    group_id: str | None = None  # the ao daemon session this worktree is part of
+    session_mode: str | None = None  # the daemon's 'tui' or 'chat'
+    provider_conversation_id: str | None = None  # a chat-mode session's resume handle
 
     @property
     def pending(self) -> bool:
@@ -400,7 +419,8 @@ class Store:
                         row["restore_started_at"])
         return Session(row["id"], row["kind"], row["harness"], row["repo"], row["branch"],
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
-                       bool(row["terminated"]), row["created_at"], row["updated_at"], save)
+                       bool(row["terminated"]), row["created_at"], row["updated_at"], save,
+                       row["group_id"], row["session_mode"], row["provider_conversation_id"])
 
     def _error(self, exc) -> Fatal:
         """Damage (not a database, corrupt) or trouble around it (a full disk, I/O, a
@@ -450,6 +470,33 @@ class Store:
                 (s.id, s.kind, s.harness, s.repo, s.branch, s.workspace_path,
                  s.agent_session_id, s.prompt, t, t))
         s.created_at = s.updated_at = t
+
+    def set_daemon_facts(self, session_id, *, group_id=None, session_mode=None,
+                         provider_conversation_id=None):
+        """Record the facts an import read from the ao daemon for a registered session."""
+        with self.transaction() as c:
+            c.execute("UPDATE sessions SET group_id = ?, session_mode = ?, "
+                      "provider_conversation_id = ?, updated_at = ? WHERE id = ?",
+                      (group_id, session_mode, provider_conversation_id, now_ns(), session_id))
+
+    def import_notes(self, source) -> dict:
+        """{daemon id: (reason, noted_at ns)} of the rows of the daemon database at
+        `source` that an import could not register and already reported."""
+        rows = self._query("SELECT daemon_id, reason, noted_at FROM import_notes "
+                           "WHERE source = ?", (source,))
+        return {r["daemon_id"]: (r["reason"], r["noted_at"]) for r in rows}
+
+    def note_import(self, source, daemon_id, reason):
+        """Remember that the daemon row `daemon_id` of `source` could not be registered."""
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO import_notes (source, daemon_id, reason, noted_at) "
+                      "VALUES (?, ?, ?, ?)", (source, daemon_id, reason, now_ns()))
+
+    def drop_import_note(self, source, daemon_id):
+        """Forget a note: the row was registered, or is gone from the daemon."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM import_notes WHERE source = ? AND daemon_id = ?",
+                      (source, daemon_id))
 
     def record_save(self, save: Save, *, terminate: bool):
         """Write the save row and (terminate=True) mark the session terminated, in one commit.

@@ -5,28 +5,7 @@ import json
 import sqlite3
 
 from tests.conftest import ao, git
-
-FULL = """
-CREATE TABLE projects (id INTEGER PRIMARY KEY, path TEXT NOT NULL, name TEXT);
-CREATE TABLE sessions (id TEXT PRIMARY KEY, project_id INTEGER, kind TEXT, harness TEXT,
-    is_terminated INTEGER, branch TEXT, workspace_path TEXT, agent_session_id TEXT,
-    prompt TEXT, pid INTEGER, extra_stuff BLOB);
-"""
-MINIMAL = "CREATE TABLE sessions (id TEXT PRIMARY KEY, workspace_path TEXT, colour TEXT);"
-
-
-def _daemon_db(path, schema, projects=(), sessions=()):
-    conn = sqlite3.connect(path)
-    conn.executescript(schema)
-    for p in projects:
-        conn.execute("INSERT INTO projects (id, path) VALUES (?, ?)", p)
-    for s in sessions:
-        cols = ", ".join(s)
-        conn.execute(f"INSERT INTO sessions ({cols}) VALUES ({', '.join('?' * len(s))})",
-                     tuple(s.values()))
-    conn.commit()
-    conn.close()
-    return path
+from tests.test_import_schema import _session, daemon_db
 
 
 def _digest(path):
@@ -38,46 +17,46 @@ def _sessions(repo):
 
 
 def test_import_registers_live_sessions_read_only(repo, worktrees, ao_env):
-    w1 = worktrees(repo, "w1", register=False)
-    o1 = worktrees(repo, "o1", register=False)
-    gone = worktrees(repo, "old", register=False)
+    w1 = worktrees(repo, "ao-1", register=False)
+    o1 = worktrees(repo, "ao-2", register=False)
+    gone = worktrees(repo, "ao-3", register=False)
     data = ao_env / "aodata"
     data.mkdir(mode=0o700)
-    db = _daemon_db(data / "ao.db", FULL, projects=[(1, str(repo))], sessions=[
-        {"id": "w1", "project_id": 1, "kind": "worker", "harness": "claude-code",
-         "is_terminated": 0, "branch": "w1", "workspace_path": str(w1),
-         "agent_session_id": "cc-1", "prompt": "SECRET-PROMPT fix the parser"},
-        {"id": "o1", "project_id": 1, "kind": "orchestrator", "harness": "codex",
-         "is_terminated": 0, "branch": "o1", "workspace_path": str(o1), "pid": 4},
-        {"id": "old", "project_id": 1, "kind": "worker", "is_terminated": 1,
-         "workspace_path": str(gone)},
-        {"id": "lost", "project_id": 1, "kind": "worker", "is_terminated": 0,
-         "workspace_path": str(ao_env / "nowhere")},
+    db = daemon_db(data / "ao.db", 103, projects=[("ao", str(repo))], sessions=[
+        _session("ao-1", "ao", w1, harness="claude-code", agent_session_id="cc-1",
+                 prompt="SECRET-PROMPT fix the parser"),
+        _session("ao-2", "ao", o1, kind="orchestrator", harness="codex"),
+        _session("ao-3", "ao", gone, is_terminated=True),
+        _session("ao-4", "ao", ao_env / "nowhere"),
     ])
     before = _digest(db)
-    res = ao("ao", "import", "-n", cwd=repo, rc=1)
+    ao("ao", "import", "-n", cwd=repo, rc=1)
     assert _sessions(repo) == {}
-    res = ao("ao", "import", cwd=repo, rc=1)  # 'lost' is refused, the others go on
+    res = ao("ao", "import", cwd=repo, rc=1)  # 'ao-4' is refused, the others go on
     lines = {ln.split("\t")[2]: ln.split("\t")[1] for ln in res.stdout.splitlines()}
-    assert lines == {"lost": "refused", "o1": "ok", "w1": "ok"}
+    assert lines == {"ao-4": "refused", "ao-2": "ok", "ao-1": "ok"}
     got = _sessions(repo)
-    assert set(got) == {"w1", "o1"}
-    assert (got["w1"]["kind"], got["w1"]["harness"], got["w1"]["agent_session_id"],
-            got["w1"]["branch"], got["w1"]["workspace_path"]) == (
-        "worker", "claude-code", "cc-1", "w1", str(w1))
-    assert (got["o1"]["kind"], got["o1"]["harness"]) == ("orchestrator", "codex")
+    assert set(got) == {"ao-1", "ao-2"}
+    assert (got["ao-1"]["kind"], got["ao-1"]["harness"], got["ao-1"]["agent_session_id"],
+            got["ao-1"]["branch"], got["ao-1"]["workspace_path"]) == (
+        "worker", "claude-code", "cc-1", "ao-1", str(w1))
+    assert (got["ao-2"]["kind"], got["ao-2"]["harness"]) == ("orchestrator", "codex")
     assert _digest(db) == before
     assert sorted(p.name for p in data.iterdir() if p.name.startswith("ao.db")) == ["ao.db"]
     # The prompt is kept in git-ao's database and never logged.
     conn = sqlite3.connect(data / "git-ao.db")
-    assert conn.execute("SELECT prompt FROM sessions WHERE id='w1'").fetchone()[0] \
+    assert conn.execute("SELECT prompt FROM sessions WHERE id='ao-1'").fetchone()[0] \
         == "SECRET-PROMPT fix the parser"
     conn.close()
     assert "SECRET-PROMPT" not in (data / "logs" / "git-ao.log").read_text()
-    # Again: nothing new (the refused one stays refused).
-    res = ao("ao", "import", "--json", cwd=repo, rc=1)
-    assert {r["id"]: r["status"] for r in json.loads(res.stdout)["results"]} == {
-        "lost": "refused", "o1": "nothing", "w1": "nothing"}
+    # Again: nothing new. The row that cannot be registered was reported once; it is
+    # still mentioned, but it no longer makes the run fail.
+    res = ao("ao", "import", "--json", cwd=repo)
+    results = {r["id"]: r for r in json.loads(res.stdout)["results"]}
+    assert {k: r["status"] for k, r in results.items()} == {
+        "ao-4": "nothing", "ao-2": "nothing", "ao-1": "nothing"}
+    assert results["ao-4"]["message"].startswith("still not importable (reported before): "
+                                                 "workspace path ")
     # Imported sessions go through the lifecycle like any other.
     ao("ao-preserve", "--all", cwd=repo)
     assert not w1.exists() and not o1.exists()
@@ -85,22 +64,52 @@ def test_import_registers_live_sessions_read_only(repo, worktrees, ao_env):
     assert w1.is_dir() and o1.is_dir()
 
 
-def test_minimal_layout_and_from_path(repo, worktrees, tmp_path):
-    w = worktrees(repo, "mini", register=False)
-    db = _daemon_db(tmp_path / "elsewhere.db", MINIMAL,
-                    sessions=[{"id": "mini", "workspace_path": str(w), "colour": "red"}])
+def test_a_new_refusal_fails_again_and_a_fixed_row_is_forgotten(repo, worktrees, tmp_path):
+    w = worktrees(repo, "ao-1", register=False)
+    spawning = tmp_path / "later"
+    db = daemon_db(tmp_path / "ao.db", 103, projects=[("ao", str(repo))],
+                   sessions=[_session("ao-1", "ao", w, workspace_path="")])
+    res = ao("ao", "import", "--from", db, cwd=repo, rc=1)
+    assert "refused\tao-1\tworkspace path (none) does not exist" in res.stdout
+    ao("ao", "import", "--from", db, cwd=repo)  # said once
+    # The daemon's row changes: a new reason is new, and fails once more.
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE sessions SET workspace_path = ?", (str(spawning),))
+    conn.commit()
+    conn.close()
+    ao("ao", "import", "--from", db, cwd=repo, rc=1)
+    ao("ao", "import", "--from", db, cwd=repo)
+    # Once the worktree is there, the row is registered and the note dropped.
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE sessions SET workspace_path = ?", (str(w),))
+    conn.commit()
+    conn.close()
+    ao("ao", "import", "--from", db, cwd=repo)
+    assert set(_sessions(repo)) == {"ao-1"}
+    conn = sqlite3.connect(tmp_path / "aodata" / "git-ao.db")
+    assert conn.execute("SELECT COUNT(*) FROM import_notes").fetchone()[0] == 0
+    conn.close()
+
+
+def test_from_path_and_a_read_only_file(repo, worktrees, tmp_path):
+    w = worktrees(repo, "mini-1", register=False)
+    db = daemon_db(tmp_path / "elsewhere.db", 2, projects=[("mini", str(repo))],
+                   sessions=[_session("mini-1", "mini", w)])
     db.chmod(0o400)  # a read-only file is fine: nothing is written
     before = _digest(db)
     ao("ao", "import", "--from", str(db), cwd=repo)
-    got = _sessions(repo)["mini"]
-    assert (got["kind"], got["harness"], got["branch"]) == ("worker", "", "mini")
+    got = _sessions(repo)["mini-1"]
+    assert (got["kind"], got["harness"], got["branch"]) == ("worker", "", "mini-1")
     assert _digest(db) == before
 
 
 def test_missing_or_foreign_database_is_fatal(repo, tmp_path):
     res = ao("ao", "import", cwd=repo, rc=128)
     assert res.stderr.startswith("fatal: no ao daemon database at ")
-    other = _daemon_db(tmp_path / "x.db", "CREATE TABLE things (id TEXT);")
+    other = tmp_path / "x.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE things (id TEXT)")
+    conn.close()
     res = ao("ao", "import", "--from", str(other), cwd=repo, rc=128)
     assert "is not an ao daemon database" in res.stderr
     (tmp_path / "junk.db").write_bytes(b"junk" * 500)

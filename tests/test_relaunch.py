@@ -34,7 +34,9 @@ def test_relaunch_gets_facts_as_data_in_the_worktree(repo, worktrees, tmp_path):
     seen["env"].pop("AO_DATA_DIR")  # the test's own, inherited
     assert seen["env"] == {"AO_SESSION_ID": "rl", "AO_WORKTREE": str(wt), "AO_BRANCH": "rl",
                            "AO_KIND": "worker", "AO_HARNESS": evil,
-                           "AO_AGENT_SESSION_ID": "a b;c", "AO_RESTORE_STATUS": "ok"}
+                           "AO_AGENT_SESSION_ID": "a b;c", "AO_RESTORE_STATUS": "ok",
+                           "AO_SESSION_MODE": "", "AO_PROVIDER_CONVERSATION_ID": "",
+                           "AO_SESSION_GROUP": ""}
     assert not list(tmp_path.rglob("pwned*")) and not list(repo.rglob("pwned*"))
     assert "relaunch\tok\trl\t" in res.stdout
     log = ao("ao", "log", "--session", "rl", "--json", cwd=repo).stdout

@@ -27,7 +27,7 @@ def test_add_validates_through_git(repo, tmp_path, worktrees):
     assert "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("bad", ["-x", ".hidden", "a b", "x" * 65, "a..b", "a.lock", "a/b", ""])
+@pytest.mark.parametrize("bad", ["-x", ".hidden", "a b", "x" * 201, "a..b", "a.lock", "a/b", ""])
 def test_invalid_session_ids_are_rejected(repo, tmp_path, bad):
     wt = tmp_path / "wtbad"
     git("worktree", "add", "-q", "-b", "bad", wt, cwd=repo)
@@ -158,6 +158,10 @@ def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
     # Back to exactly what schema 1 had (SQLite 3.35+ drops columns).
     conn.executescript("ALTER TABLE session_worktrees DROP COLUMN needs_attention;"
                        "ALTER TABLE session_worktrees DROP COLUMN restore_started_at;"
+                       "ALTER TABLE sessions DROP COLUMN group_id;"
+                       "ALTER TABLE sessions DROP COLUMN session_mode;"
+                       "ALTER TABLE sessions DROP COLUMN provider_conversation_id;"
+                       "DROP TABLE import_notes;"
                        "PRAGMA user_version = 1;")
     conn.close()
     assert "old\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout

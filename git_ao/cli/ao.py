@@ -24,7 +24,8 @@ def group():
 def list_(app):
     """List every session: id, kind, harness, state, branch, workspace path, preserved work."""
     from .. import lifecycle
-    records = [lifecycle.list_json(s) for s in app.store.sessions()]
+    from ..session_groups import facts
+    records = [dict(lifecycle.list_json(s), **facts(s)) for s in app.store.sessions()]
     app.printer.sessions(records)
     return 0
 
@@ -37,12 +38,18 @@ def show(app, session_id):
     --include-untracked lists them)."""
     from .. import lifecycle
     s = lifecycle.lookup(app.ctx, session_id)
-    rec = lifecycle.list_json(s)
+    from ..daemon_refs import kept_refs
+    from ..session_groups import facts
+    rec = dict(lifecycle.list_json(s), **facts(s))
+    # Commits of the daemon's that a preserve moved aside rather than replace.
+    rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.repo, s.id)] \
+        if os.path.isdir(s.repo) else []
     stat = lifecycle.show_stat(s)
     if app.printer.json_mode:
         app.printer.emit_json("show", session=rec, stat=stat)
         return 0
-    app.printer.facts([(k, v) for k, v in rec.items()], stat)
+    app.printer.facts([(k, ", ".join(v) if isinstance(v, list) else v)
+                       for k, v in rec.items()], stat)
     return 0
 
 
@@ -281,44 +288,17 @@ def completion(app, shell):
               help="The ao daemon's database (default: ao.db in the data dir).")
 @options()
 def import_(app, db_path):
-    """Register the live sessions recorded in the ao daemon's ao.db (read-only):
-    kind, harness, branch, workspace path, agent session id and prompt."""
-    from .. import importer, lifecycle
-    from ..errors import AoError
+    """Register the live sessions recorded in the ao daemon's ao.db (read-only, of a
+    known schema version): kind, harness, branch, workspace path, agent session id,
+    prompt, chat resume facts, and each repository worktree of a workspace session."""
+    from .. import importer
     path = db_path or importer.default_path(app.store.dir)
-    outcomes = []
-    for d in importer.live_sessions(path):
-        o = _import_one(app, lifecycle, d, AoError)
+    outcomes, _ = importer.run(app.ctx, path)
+    for o in outcomes:
         app.printer.outcome(o)
-        outcomes.append(o)
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:
         click.echo(f"nothing to import: no live sessions in {path}", err=True)
     return finish(app, "import", outcomes)
-
-
-def _import_one(app, lifecycle, d, AoError):
-    existing = app.store.get(d.id) if lifecycle._ID_RE.match(d.id) else None
-    if existing is not None:
-        return lifecycle.Outcome(d.id, "import", "nothing", f"already known ({existing.state})",
-                                 lifecycle.list_json(existing))
-    if not d.workspace_path or not os.path.isdir(d.workspace_path):
-        return lifecycle.Outcome(d.id, "import", "refused",
-                                 f"workspace path {d.workspace_path or '(none)'} does not exist")
-    try:
-        s = lifecycle.register(app.ctx, d.workspace_path, session_id=d.id, kind=d.kind,
-                               harness=d.harness, agent_session_id=d.agent_session_id,
-                               prompt=d.prompt)
-    except AoError as exc:
-        return lifecycle.Outcome(d.id, "import", "refused", str(exc))
-    if d.branch and s.branch and d.branch != s.branch:
-        note = f" (the daemon said branch {d.branch}; git says {s.branch})"
-    else:
-        note = ""
-    app.ctx.log("import", s.id, "dry-run" if app.dry_run else "registered",
-                workspace=s.workspace_path, harness=s.harness or None)
-    return lifecycle.Outcome(s.id, "import", "ok",
-                             f"{'would register' if app.dry_run else 'registered'} {s.kind} "
-                             f"at {s.workspace_path}{note}", lifecycle.list_json(s))
 
 
 def main():

@@ -1,0 +1,68 @@
+"""A daemon session of a workspace project spans a root worktree and one worktree per
+repository inside it: imported, preserved and restored whole."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import ao, dirty, git
+from tests.test_import_schema import _session, daemon_db
+
+
+def _list(repo):
+    return {s["id"]: s for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+
+
+def test_workspace_session_is_imported_preserved_and_restored_whole(repo, make_repo, tmp_path):
+    api, web = make_repo(), make_repo()
+    root = tmp_path / "ws" / "ws-1"
+    git("worktree", "add", "-q", "-b", "ws-1", root, cwd=repo)
+    children = {}
+    for name, r in (("api", api), ("web", web)):
+        children[name] = root / name
+        git("worktree", "add", "-q", "-b", "ws-1", children[name], cwd=r)
+        dirty(children[name])
+    (root / "NOTES.md").write_text("root work\n")
+    db = daemon_db(tmp_path / "ao.db", 103, projects=[("ws", str(root.parent), "workspace")],
+                   sessions=[_session("ws-1", "ws", root, harness="codex")],
+                   repos=[{"project_id": "ws", "name": n, "relative_path": n}
+                          for n in children],
+                   worktrees=[{"session_id": "ws-1", "repo_name": n, "branch": "ws-1",
+                               "worktree_path": str(p)} for n, p in children.items()]
+                   + [{"session_id": "ws-1", "repo_name": "old", "branch": "ws-1",
+                       "worktree_path": str(root / "old"), "state": "removed"}])
+    res = ao("ao", "import", "--json", "--from", db, cwd=repo)
+    assert {r["id"]: r["status"] for r in json.loads(res.stdout)["results"]} == {
+        "ws-1": "ok", "ws-1.api": "ok", "ws-1.web": "ok"}
+    got = _list(repo)
+    assert {k: (v["group"], v["harness"], v["workspace_path"]) for k, v in got.items()} == {
+        "ws-1": ("ws-1", "codex", str(root)),
+        "ws-1.api": ("ws-1", "codex", str(children["api"])),
+        "ws-1.web": ("ws-1", "codex", str(children["web"]))}
+    # Each repository's worktree is saved under its own ref in its own repository.
+    ao("ao-preserve", "--all", "-j", "3", cwd=repo)
+    assert not root.exists()
+    for r, sid in ((repo, "ws-1"), (api, "ws-1.api"), (web, "ws-1.web")):
+        assert git("rev-parse", "--verify", "-q", f"refs/ao/preserved/{sid}", cwd=r).strip()
+    ao("ao-restore", "-j", "3", cwd=repo)
+    assert (root / "NOTES.md").read_text() == "root work\n"
+    for p in children.values():
+        assert (p / "README.md").read_text() == "hello\nstaged line\nunstaged line\n"
+        assert not (p / "data.bin").exists()
+    assert {v["state"] for v in _list(repo).values()} == {"live"}
+
+
+def test_workspace_root_that_is_not_a_worktree(repo, make_repo, tmp_path):
+    api = make_repo()
+    root = tmp_path / "ws" / "ws-2"
+    root.mkdir(parents=True)
+    git("worktree", "add", "-q", "-b", "ws-2", root / "api", cwd=api)
+    db = daemon_db(tmp_path / "ao.db", 9, projects=[("ws", str(root.parent), "workspace")],
+                   sessions=[_session("ws-2", "ws", root)],
+                   worktrees=[{"session_id": "ws-2", "repo_name": "api", "branch": "ws-2",
+                               "worktree_path": str(root / "api")}])
+    res = ao("ao", "import", "--json", "--from", db, cwd=repo)
+    out = {r["id"]: r for r in json.loads(res.stdout)["results"]}
+    assert (out["ws-2"]["status"], out["ws-2.api"]["status"]) == ("nothing", "ok")
+    assert "is not a linked worktree" in out["ws-2"]["message"]
+    assert _list(repo)["ws-2.api"]["group"] == "ws-2"
