@@ -1,0 +1,146 @@
+"""The file-system walk sees what git does not show, and judges nested repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from git_ao import nested, walk
+from tests.conftest import git
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
+
+
+def _walk(path: Path) -> walk.Walk:
+    return walk.walk(str(path))
+
+
+@pytest.fixture
+def d(tmp_path) -> Path:
+    """An empty directory of the test's own (tmp_path also holds the test's HOME)."""
+    path = tmp_path / "d"
+    path.mkdir()
+    return path
+
+
+def test_walk_lists_files_links_specials_and_nested(d):
+    (d / "a" / "b").mkdir(parents=True)
+    (d / "a" / "b" / "f").write_text("x")
+    (d / "link").symlink_to("/etc")
+    os.mkfifo(d / "fifo")
+    (d / "repo" / ".git").mkdir(parents=True)
+    (d / "repo" / "inside").write_text("y")
+    (d / "wt").mkdir()
+    (d / "wt" / ".git").write_text("gitdir: /nowhere\n")
+    (d / ".git").write_text("gitdir: /the/worktree/itself\n")
+    w = _walk(d)
+    assert sorted(w.entries) == ["a/b/f", "fifo", "link", "repo/inside"]
+    assert w.entries["fifo"].kind == "other" and w.entries["link"].kind == "link"
+    assert w.nested == ["repo", "wt"]
+    assert w.under_nested("repo/inside") and not w.under_nested("a/b/f")
+    assert w.blockers == []
+
+
+def test_a_path_longer_than_path_max_is_walked_and_named(d):
+    fd = os.open(d, os.O_RDONLY)
+    depth = 0
+    try:
+        # Build it relative to descriptors: the full path cannot be opened by name.
+        while depth * 201 < walk.PATH_MAX + 200:
+            os.mkdir("d" * 200, dir_fd=fd)
+            nfd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+            depth += 1
+        wfd = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(wfd, b"deep\n")
+        os.close(wfd)
+    finally:
+        os.close(fd)
+    w = _walk(d)
+    deep = [p for p in w.entries if p.endswith("deep.txt")]
+    assert len(deep) == 1
+    assert [b.path for b in w.blockers] == deep
+    assert "PATH_MAX" in w.blockers[0].reason
+    subprocess.run(["rm", "-rf", str(d / ("d" * 200))], check=True)
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("kind", ["tmpfs", "bind"])
+def test_mount_points_block_and_are_never_entered(tmp_path, kind):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data.bin").write_text("data")
+    root = tmp_path / "root"
+    (root / "mnt").mkdir(parents=True)
+    if kind == "tmpfs":
+        subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(root / "mnt")], check=True)
+        (root / "mnt" / "data.bin").write_text("data")
+    else:
+        subprocess.run(["mount", "--bind", str(outside), str(root / "mnt")], check=True)
+    try:
+        w = _walk(root)
+        assert [b.path for b in w.blockers] == ["mnt"]
+        assert "mount" in w.blockers[0].reason
+        assert "mnt/data.bin" not in w.entries
+        w = _walk(root / "mnt")
+        assert [b.path for b in w.blockers] == ["."]
+    finally:
+        subprocess.run(["umount", str(root / "mnt")], check=True)
+
+
+def test_unaccounted_names_what_neither_the_capture_nor_ignore_rules_cover(d):
+    (d / "kept.txt").write_text("k")
+    (d / "env").mkdir()
+    (d / "env" / "x").write_text("i")
+    (d / "other.log").write_text("i")
+    (d / "lost.txt").write_text("l")
+    (d / "KEPT.TXT").write_text("case")
+    os.mkfifo(d / "pipe")
+    w = _walk(d)
+    blockers = walk.unaccounted(w, {"kept.txt"}, ["env/"], lambda paths: {"other.log"})
+    assert [(b.path, b.reason.split(",")[0].split(" ")[0]) for b in blockers] == [
+        ("KEPT.TXT", "its"), ("lost.txt", "git"), ("pipe", "a")]
+    assert "case" in blockers[0].reason and "FIFO" in blockers[2].reason
+
+
+def test_changed_since_sees_a_rewrite_an_append_and_a_new_file(d):
+    (d / "a").write_text("one")
+    (d / "b").write_text("two")
+    before = _walk(d)
+    (d / "a").write_text("ONE, longer")
+    with open(d / "b", "a") as fh:
+        fh.write("more")
+    (d / "c").write_text("new")
+    moved = d.parent / (d.name + "-moved")
+    os.rename(d, moved)
+    after = walk.walk(str(moved))
+    assert walk.changed_since(before, after) == ["a", "b", "c"]
+    os.rename(moved, d)
+
+
+def _clone_with_remote(tmp_path, name):
+    origin = tmp_path / f"{name}-origin"
+    git("init", "-q", "-b", "main", origin, cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "first", cwd=origin)
+    clone = tmp_path / name
+    git("clone", "-q", origin, clone, cwd=tmp_path)
+    return clone
+
+
+def test_a_clean_pushed_clone_is_safe_and_anything_else_is_not(tmp_path):
+    clean = _clone_with_remote(tmp_path, "clean")
+    assert nested.unsafe_reason(str(clean)) is None
+    dirty = _clone_with_remote(tmp_path, "dirty")
+    (dirty / "new.txt").write_text("work")
+    assert "uncommitted" in nested.unsafe_reason(str(dirty))
+    ahead = _clone_with_remote(tmp_path, "ahead")
+    git("commit", "-q", "--allow-empty", "-m", "local only", cwd=ahead)
+    assert "no remote" in nested.unsafe_reason(str(ahead))
+    lone = tmp_path / "lone"
+    git("init", "-q", lone, cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "only here", cwd=lone)
+    assert "no remote" in nested.unsafe_reason(str(lone))
