@@ -691,3 +691,30 @@ def check_ignore(cwd, paths) -> set[str]:
     if res.status not in (0, 1):
         res.check()
     return set(split_z(res.out))
+
+
+def ls_tree_blobs(cwd, tree) -> dict[str, str]:
+    """{path: object id} of every non-tree entry of `tree`, recursively
+    (`git ls-tree -r -z`); gitlinks map to their commit."""
+    out = {}
+    for rec in run(["ls-tree", "-r", "-z", tree], cwd).split(b"\0"):
+        if rec:
+            meta, _, path = rec.partition(b"\t")
+            out[os.fsdecode(path)] = meta.split()[2].decode()
+    return out
+
+
+def hash_paths(cwd, paths) -> list[str]:
+    """The blob id git would store for each of `paths` (relative to the worktree
+    at `cwd`), with the repository's clean filters and end-of-line rules
+    (`git hash-object --stdin-paths`); nothing is written."""
+    # --stdin-paths reads lines and has no -z: a name holding a newline is hashed
+    # on its own.
+    plain = [p for p in paths if "\n" not in p]
+    ids = dict(zip(plain, run(["hash-object", "--stdin-paths"], cwd,
+                              input=b"".join(os.fsencode(p) + b"\n" for p in plain)
+                              ).decode().split())) if plain else {}
+    for p in paths:
+        if p not in ids:
+            ids[p] = line(["hash-object", "--", p], cwd)
+    return [ids[p] for p in paths]

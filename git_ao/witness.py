@@ -1,0 +1,149 @@
+"""Prove that taking a worktree away loses nothing.
+
+Three proofs, each against the directory itself rather than git's view of it:
+
+- before the removal, `blockers`: every file the walk found is in the
+  preserve commit, ignored by the repository, or inside a nested repository
+  that is safe elsewhere; mount points, unreadable directories and names git
+  will not store block;
+- after the move into the trash, `changed_after_move`: a second walk of the
+  moved directory matches the first one (stat data, and the content of files
+  whose times were too recent to trust), so writes that landed after the
+  capture are seen and captured again;
+- around the ref, `objects_missing`: every object the preserve commit needs
+  exists, so a `git gc --prune=now` that ran between writing the objects and
+  the ref cannot leave a ref that restore cannot read.
+
+Plus what only the worktree's admin dir keeps alive (`admin_only`): its
+per-worktree refs and the commits only its HEAD reflog reaches.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from . import git, nested, walk
+from .walk import Blocker, Walk
+
+
+def captured_blobs(cwd: str, head: str, worktree_tree: str | None,
+                   untracked_tree: str | None) -> dict[str, str]:
+    """{path: object id} of everything a save holds for the worktree at `cwd`: the
+    worktree tree (HEAD's when nothing was written) and the untracked tree."""
+    tree = worktree_tree or git.trees_of(cwd, [head])[0]
+    out = git.ls_tree_blobs(cwd, tree)
+    if untracked_tree:
+        out.update(git.ls_tree_blobs(cwd, untracked_tree))
+    return out
+
+
+def blockers(path: str, w: Walk, captured: dict[str, str], ignored: list[str], *,
+             private_config: str | None, sessions: dict[str, str]) -> list[Blocker]:
+    """What in the walk `w` of the worktree at `path` stops its removal.
+
+    captured: `captured_blobs`. ignored: `git status --ignored=matching`'s list.
+    private_config: the save's per-worktree config JSON (its `submodules` are
+    judged by the capture). sessions: {real path: id} of known sessions."""
+    found = walk.unaccounted(w, set(captured), ignored,
+                             lambda paths: git.check_ignore(path, paths))
+    subs = set(json.loads(private_config).get("submodules", [])) if private_config else set()
+    found += nested.judge(path, w.nested, sessions=sessions, submodules=subs)
+    return sorted(found, key=lambda b: b.path)
+
+
+def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
+                       ignored: list[str]) -> tuple[list[str], Walk]:
+    """The paths of the moved directory `moved` whose state differs from the walk
+    `before` (taken before the capture) and that the repository does not
+    ignore, with the new walk. Files whose times were within the racy window of
+    `before` are compared by content (`git hash-object`), since a write in the
+    same clock tick leaves their stat data as it was."""
+    after = walk.walk(moved)
+    changed = set(walk.changed_since(before, after))
+    racy = [p for p in walk.racy_paths(before, captured)
+            if p not in changed and (e := after.entries.get(p)) is not None and e.kind == "file"]
+    if racy:
+        for p, oid in zip(racy, git.hash_paths(moved, racy)):
+            if oid != captured.get(p):
+                changed.add(p)
+    relevant = [p for p in changed if not before.under_nested(p) and not after.under_nested(p)
+                and not walk.under(p, ignored)]
+    unknown = [p for p in relevant if p not in captured]
+    ign = git.check_ignore(moved, unknown) if unknown else set()
+    return sorted(p for p in relevant if p not in ign), after
+
+
+def objects_missing(cwd: str, commit: str, head: str) -> bool:
+    """Does any object the commit `commit` needs beyond `head` fail to exist
+    (`git rev-list --objects`, which fails on a missing object)?"""
+    res = git.call(["rev-list", "--objects", commit, "--not", head], cwd)
+    return res.status != 0
+
+
+@dataclass
+class AdminOnly:
+    """Commits only a worktree's private admin dir keeps alive: its per-worktree
+    refs ({name: id}) and the commits of its HEAD reflog no ref reaches."""
+
+    refs: dict[str, str] = field(default_factory=dict)
+    reflog: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.refs or self.reflog)
+
+
+def admin_only(path: str) -> AdminOnly:
+    """Read the per-worktree refs (`refs/worktree/*`, `refs/bisect/*`, seen from
+    inside the worktree) and the HEAD reflog commits that nothing else reaches."""
+    found = AdminOnly()
+    for prefix in ("refs/worktree/", "refs/bisect/"):
+        for ref, oid in git.for_each_ref(path, prefix):
+            found.refs[ref] = oid
+    res = git.call(["log", "-g", "--format=%H", "HEAD"], path)
+    logged = sorted(set(res.text.split())) if res.status == 0 else []
+    if logged:
+        # --all from inside a worktree counts the refs and every worktree's HEAD,
+        # but not reflogs: what it does not reach dies with this worktree's reflog.
+        loose = git.call(["rev-list", "--no-walk", *logged, "--not", "--all"], path)
+        if loose.status == 0:
+            found.reflog = loose.text.split()
+    return found
+
+
+def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
+    """Point `ref` at a commit whose parents are every commit of `found`, so they
+    stay reachable after the admin dir is gone. Returns the commit id."""
+    parents = sorted(set(found.refs.values()) | set(found.reflog))
+    empty = git.line(["hash-object", "-t", "tree", "--stdin"], path, input=b"")
+    lines = [f"{name} {oid}" for name, oid in sorted(found.refs.items())]
+    lines += [f"reflog {oid}" for oid in found.reflog]
+    commit = git.commit_tree(path, empty, parents,
+                             "git-ao: commits kept alive for a preserved worktree\n\n"
+                             + "\n".join(lines) + "\n")
+    git.update_ref(path, ref, commit, message="git-ao keep per-worktree commits")
+    return commit
+
+
+def fetch_refspecs_covering(cwd: str, prefix: str = "refs/ao/") -> list[str]:
+    """The `remote.<name>.fetch` refspecs whose destination covers `prefix`
+    (a mirror clone's `+refs/*:refs/*`): `git fetch --prune` would delete the
+    preserve refs there."""
+    res = git.call(["config", "-z", "--get-regexp", r"^remote\..*\.fetch$"], cwd)
+    if res.status != 0:
+        return []
+    out = []
+    for rec in res.out.split(b"\0"):
+        if not rec:
+            continue
+        key, _, value = rec.decode("utf-8", "replace").partition("\n")
+        dst = value.lstrip("+").partition(":")[2]
+        if not dst:
+            continue
+        if dst.endswith("*"):
+            covered = prefix.startswith(dst[:-1]) or dst[:-1].startswith(prefix)
+        else:
+            covered = dst.startswith(prefix)
+        if covered:
+            out.append(f"{key} = {value}")
+    return out
