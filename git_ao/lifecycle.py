@@ -19,9 +19,10 @@ import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
-from . import crashpoint, git, log, snapshot, worktree
+from . import crashpoint, git, locks, log, snapshot, worktree
 from .errors import AoError, GitError, Refused, Usage
 from .store import Save, Session, Store, TRASH_DIR, now_ns
 
@@ -63,6 +64,14 @@ class Context:
 
     store: Store
     dry_run: bool = False
+
+    def lock(self, session_id: str) -> AbstractContextManager[None]:
+        """Hold the session's lock (see locks.session_lock)."""
+        return locks.session_lock(self.store.dir, session_id)
+
+    def repo_lock(self, common_dir: str) -> AbstractContextManager[None]:
+        """Hold the repository's lock (see locks.repo_lock)."""
+        return locks.repo_lock(self.store.dir, common_dir)
 
     def log(self, action, session_id, decision, **fields):
         if not self.dry_run:
@@ -282,7 +291,7 @@ def preserve_one(ctx, session_id, keep_worktree=False, cache=None, unsaved=None)
 
     unsaved: on a dry run, a Session that `register` would create (not stored yet)."""
     cache = cache or _RepoCache()
-    with ctx.store.lock(session_id):
+    with ctx.lock(session_id):
         # read again under the lock
         s = unsaved if unsaved is not None and ctx.dry_run else lookup(ctx, session_id)
         if not s.live:
@@ -525,11 +534,11 @@ def restore_one(ctx, session_id) -> Outcome:
     """Re-create the session's worktree at its recorded path on its branch, apply the
     preserved commit, delete the ref after a clean apply, mark the session live.
 
-    The repository's lock (`Store.repo_lock`) makes the check that the branch
+    The repository's lock (`locks.repo_lock`) makes the check that the branch
     and the path are free and the `git worktree add` one step among threads and
     processes. Returns an Outcome; raises Refused (branch taken, path taken,
     repository gone) or another AoError, the session staying pending."""
-    with ctx.store.lock(session_id):
+    with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if not s.pending:
             return Outcome(s.id, "restore", "nothing",
@@ -542,7 +551,7 @@ def restore_one(ctx, session_id) -> Outcome:
                           "is back (if it moved: git ao forget --force "
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
         want_branch = None if save.detached else save.branch
-        with ctx.store.repo_lock(s.repo):
+        with ctx.repo_lock(s.repo):
             reused = _place_worktree(ctx, s, save, path, want_branch)
             if ctx.dry_run:
                 how = "reuse the worktree at" if reused else "re-create the worktree at"
@@ -757,7 +766,7 @@ def _drop_ref(cwd, ref, commit):
 def kill(ctx, session_id) -> Outcome:
     """End a live session: remove its worktree only when it is clean (`git worktree
     remove`, never forced), and mark it terminated with nothing pending."""
-    with ctx.store.lock(session_id):
+    with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if s.pending:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or "
@@ -787,7 +796,7 @@ def kill(ctx, session_id) -> Outcome:
 def forget(ctx, session_id, force=False) -> Outcome:
     """Drop a session's record. Refuses while work is pending unless `force`; the
     preserve ref itself is left for `git ao-prune --force ID` or for recovery."""
-    with ctx.store.lock(session_id):
+    with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if s.pending and not force:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
@@ -821,7 +830,7 @@ def prune(ctx, *, expire_before=None, force_ids=()) -> list[Outcome]:
     for listed in sessions:
         # Decide under the session's lock, on a fresh read: a preserve or restore
         # running at the same moment must not have its record or ref pulled away.
-        with ctx.store.lock(listed.id):
+        with ctx.lock(listed.id):
             s = ctx.store.get(listed.id)
             if s is None:
                 continue
@@ -883,7 +892,7 @@ def _prune_repo(ctx, repo, by_id) -> list[Outcome]:
             out.append(Outcome(sid, "prune-ref", "nothing", f"{ref} ({oid[:12]}) has no record; "
                                "kept (git ao doctor --recover)", {"repo": repo}))
             continue
-        with ctx.store.lock(sid):
+        with ctx.lock(sid):
             s = ctx.store.get(sid)
             if s is None or git.rev_parse(repo, ref) != oid:
                 continue  # changed under us: leave it for the next prune
