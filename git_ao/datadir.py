@@ -14,6 +14,7 @@ import sqlite3
 import stat
 
 from .errors import Fatal
+from .vocab import PENDING_SQL
 
 DB_NAME = "git-ao.db"
 
@@ -35,8 +36,7 @@ def completion_ids(state: str) -> list[str]:
     if not os.path.exists(path):
         return []
     where = {"live": "WHERE s.terminated = 0",
-             "pending": "WHERE w.session_id IS NOT NULL AND (w.restored_at IS NULL "
-                        "OR w.saved_at > w.restored_at)"}.get(state, "")
+             "pending": f"WHERE {PENDING_SQL}"}.get(state, "")
     try:
         from urllib.parse import quote
         conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1)
