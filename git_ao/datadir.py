@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
+
+from .errors import Fatal
+from .vocab import PENDING_SQL
 
 DB_NAME = "git-ao.db"
 
@@ -32,8 +36,7 @@ def completion_ids(state: str) -> list[str]:
     if not os.path.exists(path):
         return []
     where = {"live": "WHERE s.terminated = 0",
-             "pending": "WHERE w.session_id IS NOT NULL AND (w.restored_at IS NULL "
-                        "OR w.saved_at > w.restored_at)"}.get(state, "")
+             "pending": f"WHERE {PENDING_SQL}"}.get(state, "")
     try:
         from urllib.parse import quote
         conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1)
@@ -45,3 +48,29 @@ def completion_ids(state: str) -> list[str]:
     except sqlite3.Error:
         return []
     return [r[0] for r in rows]
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create `path` with mode 0700, refuse it when another user owns it or it is not a
+    directory, tighten loose modes (refusing it when they cannot be tightened)."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError as exc:
+        raise Fatal(f"cannot create data dir '{path}': {exc.strerror}") from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise Fatal(f"data dir '{path}' is not a directory; refusing to use it")
+    if st.st_uid != os.geteuid():
+        raise Fatal(f"data dir '{path}' is owned by uid {st.st_uid}, not by you; refusing to use it")
+    tighten(path, st, 0o700, "data dir")
+
+
+def tighten(path: str, st: os.stat_result, mode: int, what: str) -> None:
+    """chmod `path` to `mode` when group or others have any access; Fatal when that fails."""
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        try:
+            os.chmod(path, mode)
+        except OSError as exc:
+            raise Fatal(f"{what} '{path}' is open to other users (mode "
+                        f"{stat.S_IMODE(st.st_mode):04o}) and cannot be made private: "
+                        f"{exc.strerror}; refusing to use it") from exc

@@ -3,19 +3,70 @@
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+import click
 
 from . import git
 from .errors import AoError
-from .lifecycle import REF_PREFIX
+from .outcome import Outcome, Status
+from .session import REF_PREFIX
+
+if TYPE_CHECKING:
+    from .cli.common import App
 
 
 class Check(NamedTuple):
-    """One line of the doctor's report."""
+    """One line of the doctor's report: ok is True, False (a problem) or None (a note)."""
 
     name: str
-    ok: bool
+    ok: bool | None
     detail: str
+
+
+def diagnose(app: App, named: list[str], scan: tuple[str, ...],
+             recover: bool) -> tuple[list[Check], list[Outcome]]:
+    """`git ao doctor [--recover]`: with `recover`, rebuild the records of pending
+    sessions from the preserve refs of the repositories `named` (-C) or found under
+    the `scan` dirs (a damaged database is moved aside first, and each recovered
+    session is printed); then run every check. Returns the checks and the recovery
+    Outcomes."""
+    from . import log
+    from . import recover as rec
+    from .errors import Fatal, Usage
+    from .store import Store
+    repos, problems = rec.repositories(named, scan)
+    outcomes: list[Outcome] = []
+    if recover:
+        if not named and not scan:
+            try:
+                Store()
+            except Fatal as exc:
+                # A new database built from no repository would hide the loss.
+                raise Usage("the database cannot be used and no repository was named to "
+                            "rebuild it from: git ao doctor --recover -C REPO (or DIR to "
+                            "scan)") from exc
+        store = app.use_store(Store(recover=True))
+        if store.moved_aside:
+            log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
+            if not app.printer.json_mode:
+                click.echo(f"moved the damaged database aside to {store.moved_aside}", err=True)
+        outcomes = rec.recover(store, repos)
+        for o in outcomes:
+            log.event(store.dir, "recover", o.session_id, o.status, detail=o.message)
+            if not app.printer.json_mode:
+                app.printer.outcome(o)
+    checks = run_checks(app, repos)
+    checks += [Check("repository", False, p) for p in problems]
+    return checks, outcomes
+
+
+def exit_status(checks: list[Check], outcomes: list[Outcome]) -> int:
+    """1 when a recovery failed or a check found a problem; a note (ok=None, say
+    completions not installed) is reported, not a failure."""
+    if any(o.status in (Status.REFUSED, Status.FAILED) for o in outcomes):
+        return 1
+    return 0 if all(c.ok is not False for c in checks) else 1
 
 
 def run_checks(app, repos=()) -> list[Check]:
@@ -121,8 +172,8 @@ def unregistered_worktrees(repo, sessions, entries) -> list[str]:
 
 def config_check(data_dir) -> Check:
     """Is git-ao.toml readable, with only known keys and good values?"""
-    from .config import Config
-    cfg = Config(data_dir)
+    from .settings import Settings
+    cfg = Settings(data_dir)
     if cfg.warnings:
         return Check("config", False, "; ".join(cfg.warnings))
     return Check("config", True, cfg.path if os.path.exists(cfg.path) else "none (defaults)")

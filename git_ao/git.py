@@ -95,7 +95,7 @@ class Completed:
     def errtext(self) -> str:
         return self.err.decode("utf-8", "replace")
 
-    def check(self) -> "Completed":
+    def check(self) -> Completed:
         """Return self when the status is 0, else raise GitError."""
         if self.status != 0:
             raise GitError(self.argv, self.status, self.errtext)
@@ -461,9 +461,25 @@ def update_ref(cwd, ref, new, old=None, *, message="git-ao"):
     run(args, cwd)
 
 
-def delete_ref(cwd, ref, old):
+def delete_ref(cwd: str, ref: str, old: str) -> None:
     """`git update-ref -d <ref> <old>`: delete only while it still points at `old`."""
     run(["update-ref", "-d", ref, old], cwd)
+
+
+def drop_ref_if_at(cwd: str, ref: str, commit: str) -> None:
+    """Delete `ref` while it still points at `commit`, in one `git update-ref -d`; a ref
+    that moved or is gone is left alone, and only a failure with the ref still at
+    `commit` raises GitError."""
+    res = call(["update-ref", "-d", ref, commit], cwd)
+    if res.status != 0 and rev_parse(cwd, ref) == commit:
+        res.check()
+
+
+def current_branch(cwd: str) -> str | None:
+    """The short name of the branch checked out in `cwd` (`git symbolic-ref -q --short
+    HEAD`), None when HEAD is detached."""
+    res = call(["symbolic-ref", "-q", "--short", "HEAD"], cwd)
+    return res.text.strip() if res.status == 0 else None
 
 
 def rev_parse(cwd, rev) -> str | None:

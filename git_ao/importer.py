@@ -16,9 +16,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from . import daemon_db, git, lifecycle, session_groups
+from . import daemon_db, git, session_groups
 from .errors import AoError
-from .lifecycle import Outcome
+from .outcome import Outcome
+from .present import list_json
+from .register import register
+from .session import validate_id
 
 default_path = daemon_db.default_path
 
@@ -53,7 +56,7 @@ def units(d: daemon_db.DaemonSession) -> list[Unit]:
 def run(ctx, db_path) -> tuple[list[Outcome], daemon_db.DaemonDb]:
     """Import every live session of the daemon database at `db_path`.
 
-    ctx: lifecycle.Context (dry_run: nothing is registered or remembered).
+    ctx: Context (dry_run: nothing is registered or remembered).
     Returns (one Outcome per worktree, the database read). Raises Fatal when the
     database cannot be read or has a schema git-ao does not know (daemon_db.read)."""
     db = daemon_db.read(db_path)
@@ -90,13 +93,13 @@ def _one(ctx, u: Unit) -> Outcome:
     d = u.daemon
     part = f" (part of daemon session {u.group})" if u.group and u.id != u.group else ""
     try:
-        lifecycle.validate_id(u.id)
+        validate_id(u.id)
     except AoError as exc:
         return Outcome(u.id, "import", "refused", str(exc))
     existing = ctx.store.get(u.id)
     if existing is not None:
         return Outcome(u.id, "import", "nothing", f"already known ({existing.state}){part}",
-                       lifecycle.list_json(existing))
+                       list_json(existing))
     if not u.path or not os.path.isdir(u.path):
         return Outcome(u.id, "import", "refused",
                        f"workspace path {u.path or '(none)'} does not exist{part}")
@@ -107,7 +110,7 @@ def _one(ctx, u: Unit) -> Outcome:
                        "worktree; its repositories are imported as "
                        f"{session_groups.child_id(d.id, '<repo>')}")
     try:
-        s = lifecycle.register(ctx, u.path, session_id=u.id, kind=d.kind, harness=d.harness,
+        s = register(ctx, u.path, session_id=u.id, kind=d.kind, harness=d.harness,
                                agent_session_id=d.agent_session_id, prompt=d.prompt)
         if not ctx.dry_run:
             ctx.store.set_daemon_facts(s.id, group_id=u.group, session_mode=d.session_mode,
@@ -121,7 +124,7 @@ def _one(ctx, u: Unit) -> Outcome:
         note = f" (the daemon said branch {u.branch}; git says {s.branch})"
     ctx.log("import", s.id, "dry-run" if ctx.dry_run else "registered",
             workspace=s.workspace_path, harness=s.harness or None, group=u.group)
-    rec = dict(lifecycle.list_json(s), **session_groups.facts(s))
+    rec = list_json(s)
     return Outcome(s.id, "import", "ok",
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
                    f"at {s.workspace_path}{note}{part}", rec)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 from . import git, snapshot, worktree
 from .errors import AoError, Usage
-from .lifecycle import KINDS, REF_PREFIX, Outcome, validate_id
-from .store import Save, Session
+from .outcome import Outcome, Status
+from .records import Save, Session
+from .session import REF_PREFIX, validate_id
+from .vocab import KINDS
 
 # How deep `--recover DIR` looks for repositories, and what it never enters.
 SCAN_DEPTH = 4
@@ -128,19 +130,19 @@ def recover(store, repos, *, dry_run=False) -> list[Outcome]:
         try:
             s, save = rebuild(store, o)
         except AoError as exc:
-            out.append(Outcome(sid, "recover", "refused", str(exc), {"repo": o.repo}))
+            out.append(Outcome(sid, "recover", Status.REFUSED, str(exc), {"repo": o.repo}))
             continue
         state = "pending" if save.pending else "live (its worktree is there; ref kept)"
         facts = {"workspace_path": s.workspace_path, "kind": s.kind, "harness": s.harness,
                  "branch": s.branch, "repo": s.repo, "ref": o.ref, "commit": o.oid}
         if dry_run:
-            out.append(Outcome(sid, "recover", "ok", f"would recover as {state}", facts))
+            out.append(Outcome(sid, "recover", Status.OK, f"would recover as {state}", facts))
             continue
         if store.insert_recovered(s, save):
-            out.append(Outcome(sid, "recover", "ok", f"recovered as {state} from {o.ref}",
+            out.append(Outcome(sid, "recover", Status.OK, f"recovered as {state} from {o.ref}",
                                facts))
         else:
-            out.append(Outcome(sid, "recover", "nothing", "already known", facts))
+            out.append(Outcome(sid, "recover", Status.NOTHING, "already known", facts))
     return out
 
 

@@ -3,27 +3,25 @@
 Data dir: `$AO_DATA_DIR`, else `~/.ao/data` (mode 0700, files 0600). The
 database `git-ao.db` runs in WAL mode with `synchronous=FULL`; its schema
 version lives in `PRAGMA user_version` and newer schemas are refused, never
-rewritten. Per-session locks are `flock`s on files under `locks/`.
+rewritten. The locks live in locks.py, the data dir's permission checks in
+datadir.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
 import sqlite3
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
 
-from .datadir import DB_NAME, data_dir  # noqa: F401 - re-exported
+from .datadir import DB_NAME, data_dir, ensure_private_dir, tighten
 from .errors import Fatal, Refused
+from .locks import LOCK_DIR
+from .records import Save, Session, now_ns
 
-CONFIG_NAME = "git-ao.toml"
 LOG_DIR = "logs"
-LOCK_DIR = "locks"
 TRASH_DIR = "trash"
 BUSY_TIMEOUT_MS = 10_000
 
@@ -84,111 +82,6 @@ MIGRATIONS = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def now_ns() -> int:
-    """Wall-clock time in integer nanoseconds since the epoch (the unit of every stored time)."""
-    return time.time_ns()
-
-
-@dataclass
-class Save:
-    """The session_worktrees row: what one preserve recorded."""
-
-    session_id: str
-    repo: str
-    worktree_path: str
-    branch: str | None
-    head: str | None
-    detached: bool
-    preserve_ref: str  # "" when the worktree was clean
-    preserved_commit: str | None
-    worktree_config: str | None  # JSON: sparse-checkout patterns, per-worktree config
-    saved_at: int
-    restored_at: int | None = None
-    # A restore applied the work only in part (conflict, blocked apply): the ref
-    # holds work the worktree may lack, so a new preserve must not replace it.
-    needs_attention: bool = False
-    restore_started_at: int | None = None  # ns; set just before `git worktree add`
-
-    @property
-    def restore_interrupted(self) -> bool:
-        """Did a restore of this save start and never finish (a kill, a crash)?"""
-        return self.pending and self.restore_started_at is not None \
-            and self.restore_started_at >= self.saved_at
-
-    @property
-    def pending(self) -> bool:
-        """A save newer than its restore is what makes a session pending."""
-        return self.restored_at is None or self.saved_at > self.restored_at
-
-    @property
-    def holds_ref(self) -> bool:
-        """Is the preserve ref still this save's (pending, or a checkpoint not yet superseded)?"""
-        return bool(self.preserve_ref) and (self.restored_at is None
-                                            or self.saved_at >= self.restored_at)
-
-
-@dataclass
-class Session:
-    """The sessions row, with its save (or None) attached."""
-
-    id: str
-    kind: str
-    harness: str
-    repo: str  # absolute common git dir
-    branch: str | None
-    workspace_path: str
-    agent_session_id: str | None = None
-    prompt: str | None = None
-    terminated: bool = False
-    created_at: int = 0
-    updated_at: int = 0
-    save: Save | None = field(default=None, repr=False)
-    group_id: str | None = None  # the ao daemon session this worktree is part of
-    session_mode: str | None = None  # the daemon's 'tui' or 'chat'
-    provider_conversation_id: str | None = None  # a chat-mode session's resume handle
-
-    @property
-    def pending(self) -> bool:
-        return self.save is not None and self.save.pending
-
-    @property
-    def live(self) -> bool:
-        return not self.terminated
-
-    @property
-    def state(self) -> str:
-        """'live', 'pending' or 'terminated'."""
-        if self.live:
-            return "live"
-        return "pending" if self.pending else "terminated"
-
-
-def _ensure_private_dir(path):
-    """Create `path` with mode 0700, refuse it when another user owns it or it is not a
-    directory, tighten loose modes (refusing it when they cannot be tightened)."""
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
-    except OSError as exc:
-        raise Fatal(f"cannot create data dir '{path}': {exc.strerror}") from exc
-    if not stat.S_ISDIR(st.st_mode):
-        raise Fatal(f"data dir '{path}' is not a directory; refusing to use it")
-    if st.st_uid != os.geteuid():
-        raise Fatal(f"data dir '{path}' is owned by uid {st.st_uid}, not by you; refusing to use it")
-    _tighten(path, st, 0o700, "data dir")
-
-
-def _tighten(path, st, mode, what):
-    """chmod `path` to `mode` when group or others have any access; Fatal when that fails."""
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        try:
-            os.chmod(path, mode)
-        except OSError as exc:
-            raise Fatal(f"{what} '{path}' is open to other users (mode "
-                        f"{stat.S_IMODE(st.st_mode):04o}) and cannot be made private: "
-                        f"{exc.strerror}; refusing to use it") from exc
-
-
 class DamagedDatabase(Fatal):
     """The database file is not a database or is corrupt (exit 128); `git ao doctor
     --recover` moves it aside and rebuilds from refs."""
@@ -218,7 +111,7 @@ class Store:
         self.db_path = os.path.join(self.dir, DB_NAME)
         self._local = threading.local()
         self.moved_aside = None
-        _ensure_private_dir(self.dir)
+        ensure_private_dir(self.dir)
         if not recover:
             self._refuse_lost_db()
             self._open_checked()
@@ -255,7 +148,7 @@ class Store:
     def subdir(self, name) -> str:
         """A private (0700) directory inside the data dir, created on demand."""
         path = os.path.join(self.dir, name)
-        _ensure_private_dir(path)
+        ensure_private_dir(path)
         return path
 
     def _create_db_file(self):
@@ -266,7 +159,7 @@ class Store:
             if st.st_uid != os.geteuid():
                 raise Fatal(f"database '{self.db_path}' is owned by uid {st.st_uid}, not by you; "
                             "refusing to use it")
-            _tighten(self.db_path, st, 0o600, "database")
+            tighten(self.db_path, st, 0o600, "database")
             return
         try:
             fd = os.open(self.db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -313,7 +206,7 @@ class Store:
                 if st.st_uid != os.geteuid():
                     raise Fatal(f"'{p}' is owned by uid {st.st_uid}, not by you; refusing to "
                                 "use the database")
-                _tighten(p, st, 0o600, "database file")
+                tighten(p, st, 0o600, "database file")
         self.read_only = None if os.access(self.db_path, os.W_OK) else \
             f"database '{self.db_path}' is not writable"
 
@@ -373,30 +266,6 @@ class Store:
         """`PRAGMA integrity_check`: (ok, first line of the answer)."""
         row = self.conn.execute("PRAGMA integrity_check").fetchone()
         return row[0] == "ok", row[0]
-
-    # -------------------------------------------------------------- locks
-
-    def lock(self, session_id, timeout=120.0):
-        """Hold the per-session lock (flock on locks/<id>.lock), waiting up to `timeout` seconds.
-
-        Raises Refused when another git-ao process holds it for longer."""
-        path = os.path.join(self.subdir(LOCK_DIR), session_id + ".lock")
-        return _flock(path, f"session '{session_id}'", timeout)
-
-    def repo_lock(self, common_dir, timeout=120.0):
-        """Hold the lock of the repository at `common_dir` (flock on
-        locks/repos/<sha1 of the path>.lock), waiting up to `timeout` seconds.
-
-        Restore holds it from reading `git worktree list` to the end of
-        `git worktree add`: git checks that a branch is free and adds the worktree
-        without a lock, so two adds (threads of one run, or two git-ao processes)
-        could both pass the check. A flock is per open file, so threads of one
-        process exclude each other too. Raises Refused when held for longer."""
-        import hashlib
-        name = hashlib.sha1(os.path.abspath(common_dir).encode("utf-8", "surrogateescape"))
-        path = os.path.join(self.subdir(os.path.join(LOCK_DIR, "repos")),
-                            name.hexdigest() + ".lock")
-        return _flock(path, f"repository {common_dir}", timeout)
 
     # -------------------------------------------------------------- reads
 
@@ -591,30 +460,3 @@ def _rollback(conn):
         conn.execute("ROLLBACK")
     except sqlite3.DatabaseError:
         pass  # the failed statement may already have ended the transaction
-
-
-@contextlib.contextmanager
-def _flock(path, what, timeout):
-    """Hold an exclusive flock on `path` (created 0600), polling every 50 ms up to
-    `timeout` seconds. Raises Fatal when the file cannot be opened, Refused when
-    another holder keeps it longer."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise Fatal(f"cannot open the lock '{path}': {exc.strerror}; nothing is changed") \
-            from exc
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise Refused(f"{what} is busy: another git-ao holds {path}") from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)

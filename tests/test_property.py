@@ -3,7 +3,7 @@ preserve then restore exactly, or preserve refuses and leaves it untouched.
 
 Each example builds a state in a fresh linked worktree of one repository made
 once per test function, takes the comparator's picture (tests/worktree_state),
-preserves, restores and compares. The lifecycle functions are driven
+preserves, restores and compares. The workflow functions are driven
 in-process (real git, real repositories) to keep 200 examples quick; the
 subprocess path is covered by the other tests.
 
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from git_ao import lifecycle, snapshot
+from git_ao import preserve, register, restore, session, snapshot
 from git_ao.store import Store
 from tests.conftest import git, init_repo
 from tests.worktree_state import assert_restored, state
@@ -218,7 +218,7 @@ class Bench:
         self.common = os.path.join(self.repo, ".git")
         self.home = tmp_path / "home"
         self.store = Store()
-        self.ctx = lifecycle.Context(self.store)
+        self.ctx = session.Context(self.store)
         self.n = 0
         self.counts = {"exact": 0, "refused": 0}
 
@@ -249,7 +249,7 @@ class Bench:
             self.reset(wt, sid)
 
     def _round_trip(self, wt, sid, detached, ops):
-        lifecycle.register(self.ctx, str(wt), session_id=sid)
+        register.register(self.ctx, str(wt), session_id=sid)
         if detached:
             git("checkout", "-q", "--detach", cwd=wt)
         conversion = False
@@ -257,7 +257,7 @@ class Bench:
             conversion |= _apply_op(wt, self.common, self.home, op)
         before = state(wt)
         try:
-            out = lifecycle.preserve_one(self.ctx, sid)
+            out = preserve.preserve_one(self.ctx, sid)
         except snapshot.CannotCapture as exc:
             # Refused: allowed only where content conversion can lose bytes, and
             # then the worktree is untouched and nothing is recorded as saved.
@@ -271,7 +271,7 @@ class Bench:
             return
         assert out.status == "ok", out
         assert not os.path.lexists(wt)
-        back = lifecycle.restore_one(self.ctx, sid)
+        back = restore.restore_one(self.ctx, sid)
         assert back.status == "ok", back
         assert_restored(before, state(wt))
         assert git("for-each-ref", f"refs/ao/preserved/{sid}", cwd=self.repo) == ""

@@ -107,12 +107,13 @@ def test_prune_waits_for_the_session_lock(repo, worktrees):
     import subprocess
     import time
 
+    from git_ao.locks import session_lock
     from git_ao.store import Store
 
     worktrees(repo, "held")
     ao("ao", "kill", "held", cwd=repo)
     store = Store()
-    with store.lock("held"):
+    with session_lock(store.dir, "held"):
         proc = subprocess.Popen(["git", "ao-prune"], cwd=repo, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         time.sleep(1.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from git_ao import git as ao_git
-from git_ao import lifecycle, store
+from git_ao import preserve, register, session, store
 from tests.conftest import ao, git
 
 REPOS = 10
@@ -38,7 +38,7 @@ def _expect(wt: Path, n: int):
 @pytest.mark.slow
 def test_200_sessions_in_10_repositories(make_repo, tmp_path):
     repos = [make_repo() for _ in range(REPOS)]
-    ctx = lifecycle.Context(store.Store())
+    ctx = session.Context(store.Store())
     sessions = {}
     for r, repo in enumerate(repos):
         for k in range(PER_REPO):
@@ -47,7 +47,7 @@ def test_200_sessions_in_10_repositories(make_repo, tmp_path):
             git("worktree", "add", "-q", "-b", f"s{n}", wt, cwd=repo)
             _session_work(wt, n)
             # Registration in-process (the same call `git ao add` makes) keeps setup short.
-            lifecycle.register(ctx, str(wt), session_id=f"s{n}", harness="h")
+            register.register(ctx, str(wt), session_id=f"s{n}", harness="h")
             sessions[n] = (repo, wt)
 
     res = ao("ao-preserve", "--all", "-q", cwd=repos[0])
@@ -75,19 +75,19 @@ def test_batch_prunes_once_per_repository(make_repo, tmp_path):
     """A preserve run deregisters removed worktrees with one `git worktree prune` per
     repository, not one per session, and leaves nothing prunable behind."""
     repos = [make_repo() for _ in range(2)]
-    ctx = lifecycle.Context(store.Store())
+    ctx = session.Context(store.Store())
     ids = []
     for r, repo in enumerate(repos):
         for k in range(3):
             wt = tmp_path / "wt" / f"b{r}{k}"
             git("worktree", "add", "-q", "-b", f"b{r}{k}", wt, cwd=repo)
             (wt / "new.txt").write_text("x\n")
-            lifecycle.register(ctx, str(wt), session_id=f"b{r}{k}")
+            register.register(ctx, str(wt), session_id=f"b{r}{k}")
             ids.append(f"b{r}{k}")
     seen = []
     ao_git.set_trace(lambda argv, cwd: seen.append((argv[:2], os.path.realpath(cwd))))
     try:
-        outcomes = lifecycle.preserve(ctx, [ctx.store.get(i) for i in ids], jobs=2)
+        outcomes = preserve.preserve(ctx, [ctx.store.get(i) for i in ids], jobs=2)
     finally:
         ao_git.set_trace(None)
     assert [o.status for o in outcomes] == ["ok"] * 6, outcomes

@@ -1,1 +1,1 @@
-"""The click commands: parse, call lifecycle, render. Kept thin on purpose."""
+"""The click commands: parse, call the workflows, render. Kept thin on purpose."""

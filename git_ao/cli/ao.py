@@ -5,8 +5,18 @@ import os
 import click
 
 from .. import __version__
-from .common import (CONTEXT_SETTINGS, KINDS, Group, check_ids, complete_ids, finish, options,
-                     run, short_help_option, usage)
+from ..vocab import KINDS
+from .common import (
+    CONTEXT_SETTINGS,
+    Group,
+    check_ids,
+    complete_ids,
+    finish,
+    options,
+    run,
+    short_help_option,
+    usage,
+)
 
 
 @click.group("ao", cls=Group, context_settings=CONTEXT_SETTINGS)
@@ -23,9 +33,8 @@ def group():
 @options(changes=False)
 def list_(app):
     """List every session: id, kind, harness, state, branch, workspace path, preserved work."""
-    from .. import lifecycle
-    from ..session_groups import facts
-    records = [dict(lifecycle.list_json(s), **facts(s)) for s in app.store.sessions()]
+    from ..present import list_json
+    records = [list_json(s) for s in app.store.sessions()]
     app.printer.sessions(records)
     return 0
 
@@ -36,15 +45,15 @@ def list_(app):
 def show(app, session_id):
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
-    from .. import lifecycle
-    s = lifecycle.lookup(app.ctx, session_id)
     from ..daemon_refs import kept_refs
-    from ..session_groups import facts
-    rec = dict(lifecycle.list_json(s), **facts(s))
+    from ..present import list_json, show_stat
+    from ..session import lookup
+    s = lookup(app.ctx, session_id)
+    rec = list_json(s)
     # Commits of the daemon's that a preserve moved aside rather than replace.
     rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.repo, s.id)] \
         if os.path.isdir(s.repo) else []
-    stat = lifecycle.show_stat(s)
+    stat = show_stat(s)
     if app.printer.json_mode:
         app.printer.emit_json("show", session=rec, stat=stat)
         return 0
@@ -64,12 +73,9 @@ def show(app, session_id):
 @options()
 def add(app, path, session_id, kind, harness, agent_session_id, prompt):
     """Register an existing linked worktree (default: the current one) as a live session."""
-    from .. import lifecycle
-    s = lifecycle.register(app.ctx, path or os.getcwd(), session_id=session_id, kind=kind,
-                           harness=harness, agent_session_id=agent_session_id, prompt=prompt)
-    o = lifecycle.Outcome(s.id, "add", "ok",
-                          f"{'would register' if app.dry_run else 'registered'} {s.kind} "
-                          f"at {s.workspace_path}", lifecycle.list_json(s))
+    from ..register import add
+    o = add(app.ctx, path or os.getcwd(), session_id=session_id, kind=kind, harness=harness,
+            agent_session_id=agent_session_id, prompt=prompt)
     app.printer.outcome(o)
     return finish(app, "add", [o])
 
@@ -81,12 +87,13 @@ def add(app, path, session_id, kind, harness, agent_session_id, prompt):
 def kill(app, ids):
     """End sessions: remove each worktree only when it is clean, and mark the session
     terminated with nothing pending (restore never brings it back)."""
-    from .. import lifecycle
+    from ..batch import guarded
+    from ..kill import kill as kill_one
     check_ids(ids)
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = lifecycle.guarded(lambda: lifecycle.kill(ctx, sid), sid, "kill")
+        o = guarded(lambda: kill_one(ctx, sid), sid, "kill")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "kill", outcomes)
@@ -100,12 +107,13 @@ def kill(app, ids):
 @options()
 def forget(app, ids, force):
     """Drop session records; refuses while work is pending unless --force."""
-    from .. import lifecycle
+    from ..batch import guarded
+    from ..kill import forget as forget_one
     check_ids(ids)
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = lifecycle.guarded(lambda: lifecycle.forget(ctx, sid, force), sid, "forget")
+        o = guarded(lambda: forget_one(ctx, sid, force), sid, "forget")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "forget", outcomes)
@@ -121,35 +129,9 @@ def doctor(app, scan, recover):
     """Check git, the data dir, the database and the known repositories (and those
     named with -C or found under DIR...)."""
     from .. import doctor as doc
-    from .. import log
-    from .. import recover as rec
-    from ..errors import Fatal, Usage
-    from ..store import Store
     chdirs = click.get_current_context().params.get("chdir") or ()
     named = [p for p in chdirs if os.path.isabs(p)] + ([os.getcwd()] if chdirs else [])
-    repos, problems = rec.repositories(named, scan)
-    outcomes = []
-    if recover:
-        if not named and not scan:
-            try:
-                Store()
-            except Fatal as exc:
-                # A new database built from no repository would hide the loss.
-                raise Usage("the database cannot be used and no repository was named to "
-                            "rebuild it from: git ao doctor --recover -C REPO (or DIR to "
-                            "scan)") from exc
-        store = app._store = Store(recover=True)
-        if store.moved_aside:
-            log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
-            if not app.printer.json_mode:
-                click.echo(f"moved the damaged database aside to {store.moved_aside}", err=True)
-        outcomes = rec.recover(store, repos)
-        for o in outcomes:
-            log.event(store.dir, "recover", o.session_id, o.status, detail=o.message)
-            if not app.printer.json_mode:
-                app.printer.outcome(o)
-    checks = doc.run_checks(app, repos)
-    checks += [doc.Check("repository", False, p) for p in problems]
+    checks, outcomes = doc.diagnose(app, named, scan, recover)
     if app.printer.json_mode:
         app.printer.emit_json("doctor", checks=[c._asdict() for c in checks],
                               recovered=[{"id": o.session_id, "status": o.status,
@@ -158,10 +140,7 @@ def doctor(app, scan, recover):
         for c in checks:
             word = {True: "ok", False: "problem", None: "note"}[c.ok]
             click.echo(f"{word:>7}  {c.name}: {c.detail}")
-    # ok=None is a note (say, completions not installed): reported, not a failure.
-    if any(o.status in ("refused", "failed") for o in outcomes):
-        return 1
-    return 0 if all(c.ok is not False for c in checks) else 1
+    return doc.exit_status(checks, outcomes)
 
 
 @group.group("config", cls=Group, context_settings=CONTEXT_SETTINGS)
@@ -180,10 +159,10 @@ def _config_value(value):
 @options(changes=False)
 def config_get(app, key):
     """Print the value of KEY; exit 1 when it is not set."""
-    from ..config import key_spec
+    from ..settings import key_spec
     if key_spec(key) is None:
         usage(f"unknown key '{key}' (see 'git ao config list --all')")
-    value = app.config.get(key)
+    value = app.settings.get(key)
     if app.printer.json_mode:
         app.printer.emit_json("config get", key=key, value=value)
     elif value is not None:
@@ -197,9 +176,9 @@ def config_get(app, key):
 @options()
 def config_set(app, key, value):
     """Set KEY to VALUE, checked against the key's type (a bad value is refused)."""
-    cfg = app.config
+    cfg = app.settings
     if app.dry_run:
-        from ..config import check_value
+        from ..settings import check_value
         check_value(key, value)
     else:
         cfg.set(key, value)
@@ -214,7 +193,7 @@ def config_set(app, key, value):
 @options()
 def config_unset(app, key):
     """Remove KEY from git-ao.toml; exit 1 when it was not set."""
-    cfg = app.config
+    cfg = app.settings
     done = cfg.get(key) is not None if app.dry_run else cfg.unset(key)
     if app.printer.json_mode:
         app.printer.emit_json("config unset", key=key, removed=done, dry_run=app.dry_run)
@@ -227,10 +206,10 @@ def config_unset(app, key):
 @options(changes=False)
 def config_list(app, all_):
     """Print every key that is set, as key=value lines."""
-    from ..config import KEYS
-    values = dict(app.config.values)
+    from ..settings import KEYS
+    values = dict(app.settings.values)
     if app.printer.json_mode:
-        doc = {"values": values, "path": app.config.path}
+        doc = {"values": values, "path": app.settings.path}
         if all_:
             doc["keys"] = {k: spec.help for k, spec in KEYS.items()}
         app.printer.emit_json("config list", **doc)
@@ -245,7 +224,7 @@ def config_list(app, all_):
 
 
 def _complete_keys(incomplete):
-    from ..config import KEYS
+    from ..settings import KEYS
     return [k for k in KEYS if k.startswith(incomplete) and "<" not in k]
 
 

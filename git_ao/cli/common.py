@@ -10,11 +10,10 @@ import sys
 import click
 
 # Only light imports here: shell completion runs these modules on every TAB, so
-# git (and with it sh), lifecycle and rich are imported where they are used.
+# git (and with it sh), the workflows and rich are imported where they are used.
 from ..errors import EXIT_USAGE, AoError, Fatal, Usage
 
 CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
-KINDS = ("worker", "orchestrator")
 
 
 class NoCommand(click.UsageError):
@@ -100,7 +99,7 @@ def options(*, changes=True):
 
 class App:
     """The run context: -C applied, the printer, the -v trace, the git version check,
-    the store (opened on first use) and the lifecycle Context."""
+    the store (opened on first use) and the workflows' Context."""
 
     def __init__(self, *, quiet=False, verbose=False, json_mode=False, chdirs=(), dry_run=False):
         for d in chdirs:
@@ -116,7 +115,7 @@ class App:
             git.set_trace(self.printer.trace)
         git.check_version()
         self._store = None
-        self._config = None
+        self._settings = None
 
     @property
     def store(self):
@@ -126,23 +125,28 @@ class App:
             self._store = Store()
         return self._store
 
+    def use_store(self, store):
+        """Use `store` (opened by the caller, e.g. to recover a damaged database) from now on."""
+        self._store = store
+        return store
+
     @property
     def ctx(self):
-        """A lifecycle Context for this run."""
-        from ..lifecycle import Context
+        """The workflows' Context for this run."""
+        from ..session import Context
         return Context(self.store, dry_run=self.dry_run)
 
     @property
-    def config(self):
+    def settings(self):
         """git-ao.toml of the data dir, read on first use; its warnings (unknown keys,
         bad values) go to stderr once."""
-        if self._config is None:
-            from ..config import Config
+        if self._settings is None:
+            from ..settings import Settings
             from ..store import data_dir
-            self._config = Config(data_dir())
-            for w in self._config.warnings:
+            self._settings = Settings(data_dir())
+            for w in self._settings.warnings:
                 self.printer.error("warning", w)
-        return self._config
+        return self._settings
 
 
 _running = None  # the command path of the command being run ("git ao config set")
@@ -208,7 +212,7 @@ def run(command, prog_name):
                          f"{sys.executable} cannot import; install git-ao with pip or pipx "
                          "(see README.md)\n")
         rv = 128
-    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+    except Exception as exc:
         if os.environ.get("GIT_AO_DEBUG"):
             raise
         sys.stderr.write(f"fatal: internal error: {type(exc).__name__}: {exc} "
@@ -223,14 +227,14 @@ def run(command, prog_name):
 
 def check_ids(ids):
     """Validate every session id before anything changes (Usage on the first bad one)."""
-    from ..lifecycle import validate_id
+    from ..session import validate_id
     for sid in ids:
         validate_id(sid)
 
 
 def finish(app, command, outcomes):
     """Print the summary (or the JSON document) and return the worst exit status."""
-    from ..lifecycle import exit_status
+    from ..outcome import exit_status
     status = exit_status(outcomes)
     app.printer.outcomes_json(command, outcomes, status, dry_run=app.dry_run)
     app.printer.summary(outcomes, command)
@@ -244,7 +248,7 @@ def usage(message):
 class SignalStop:
     """A `with` block in which SIGTERM and SIGINT stop a batch instead of the process.
 
-    A caught signal sets `event` (a threading.Event the lifecycle batch checks
+    A caught signal sets `event` (a threading.Event the batch runner checks
     before each session) and is recorded in `caught` (signal numbers): sessions
     in flight run to their end (a safe point) and no new one starts. The previous
     handlers come back when the block ends. Enter it in the main thread only."""
@@ -277,7 +281,7 @@ class SignalStop:
             return None
         import signal
 
-        from ..lifecycle import NOT_STARTED
+        from ..batch import NOT_STARTED
         name = signal.Signals(self.caught[0]).name
         left = sum(1 for o in outcomes if o.message.startswith(NOT_STARTED))
         counts = {}

@@ -4,8 +4,16 @@ import os
 
 import click
 
-from .common import (CONTEXT_SETTINGS, SignalStop, check_ids, complete_ids, finish, options,
-                     run, usage)
+from .common import (
+    CONTEXT_SETTINGS,
+    SignalStop,
+    check_ids,
+    complete_ids,
+    finish,
+    options,
+    run,
+    usage,
+)
 
 
 @click.command("ao-preserve", context_settings=CONTEXT_SETTINGS)
@@ -25,21 +33,22 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     (registered first when unknown)."""
     if ids and all_:
         usage("give session ids or --all, not both")
-    from .. import lifecycle  # lazily: completion must not import git and sh
+    # lazily: completion must not import git and sh
+    from .. import preserve
+    from ..batch import guarded
+    from ..register import current_session
+    from ..session import lookup
     check_ids(ids)
     ctx = app.ctx
     if all_:
-        # Pending sessions whose directory is still there: a crash interrupted their
-        # removal, and running --all again finishes it (lifecycle._finish_removal).
-        sessions = [s for s in app.store.sessions()
-                    if s.live or (s.pending and os.path.lexists(s.save.worktree_path))]
+        sessions = preserve.sessions_for_all(app.store)
     elif ids:
-        sessions = [lifecycle.lookup(ctx, i) for i in ids]
+        sessions = [lookup(ctx, i) for i in ids]
     else:
-        sessions = [lifecycle.current_session(ctx, os.getcwd())]
+        sessions = [current_session(ctx, os.getcwd())]
         if app.dry_run and app.store.get(sessions[0].id) is None:
             # The real run registers it first; a dry run registers nothing.
-            o = lifecycle.guarded(lambda: lifecycle.preserve_one(
+            o = guarded(lambda: preserve.preserve_one(
                 ctx, sessions[0].id, keep_worktree, unsaved=sessions[0]), sessions[0].id,
                 "preserve")
             app.printer.outcome(o)
@@ -48,13 +57,13 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
         if not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to preserve: no live sessions", err=True)
         return finish(app, "preserve", [])
-    jobs = jobs or app.config.get("preserve.jobs") or os.cpu_count() or 1
+    jobs = jobs or app.settings.get("preserve.jobs") or os.cpu_count() or 1
     if timeout is None:
-        timeout = app.config.get("preserve.timeout")
+        timeout = app.settings.get("preserve.timeout")
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "preserving") as advance:
-            outcomes = lifecycle.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
-                                          timeout=timeout, progress=advance, stop=signals.event)
+            outcomes = preserve.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
+                                         timeout=timeout, progress=advance, stop=signals.event)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 

@@ -2,7 +2,15 @@
 
 import click
 
-from .common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
+from .common import (
+    CONTEXT_SETTINGS,
+    check_ids,
+    complete_ids,
+    finish,
+    options,
+    run,
+    usage,
+)
 
 
 @click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
@@ -18,7 +26,7 @@ def command(app, ids, expire, force):
     and of terminated sessions with nothing pending, stale worktree registrations,
     leftover temporary index files, the trash. A preserve ref goes only when its work
     is provably elsewhere, or when named with --force."""
-    from .. import lifecycle  # lazily: completion must not import git and sh
+    from .. import prune  # lazily: completion must not import git and sh
     check_ids(ids)
     if ids and not force:
         usage("naming sessions needs --force (it deletes their preserve refs)")
@@ -31,7 +39,7 @@ def command(app, ids, expire, force):
         expire_before = _configured_expiry(app)
     if expire_before == 0:
         expire_before = -1  # never: nothing is old enough
-    outcomes = lifecycle.prune(app.ctx, expire_before=expire_before, force_ids=ids)
+    outcomes = prune.prune(app.ctx, expire_before=expire_before, force_ids=ids)
     for o in outcomes:
         app.printer.outcome(o)
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:
@@ -44,7 +52,7 @@ def _configured_expiry(app):
     by hand in the file) is warned about and ignored, like any bad value there."""
     from ..errors import Usage
     from ..git import expiry_date
-    value = app.config.get("prune.expire")
+    value = app.settings.get("prune.expire")
     if not value:
         return None
     try:

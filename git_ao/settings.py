@@ -1,4 +1,7 @@
-"""The one place that reads and writes `git-ao.toml` in the data dir.
+"""The one place that reads and writes git-ao's settings, `git-ao.toml` in the data dir.
+
+(git's own configuration is read in git.py; a worktree's private config is
+saved with its session, see records.Save.private_config.)
 
 Read with tomllib, written with tomli-w. Every key git-ao knows is listed in
 KEYS with its type and a one-line description (the same text git-ao(1)
@@ -175,7 +178,7 @@ def _split_key(key):
     return key.split(".")
 
 
-class Config:
+class Settings:
     """The settings of one data dir.
 
     values: dict of dotted key -> value (only known keys with good values).

@@ -1,0 +1,70 @@
+"""Run one workflow over many sessions: threads, signals, and one session's error
+kept from stopping the others."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from . import snapshot
+from .errors import AoError, Refused, Usage
+from .outcome import Outcome, Status
+from .records import Session
+from .session import Context
+
+# The start of the message of a session a signal kept from starting (the interrupted-run report counts them).
+NOT_STARTED = "not started: interrupted by a signal"
+
+
+def run_each(sessions: Sequence[Session], one: Callable[[Session], Outcome], jobs: int,
+             progress: Callable[[Outcome], object] | None) -> list[Outcome]:
+    """Run one(session) -> Outcome for every session, `jobs` at a time in worker
+    threads (in this thread when jobs is 1), calling progress(Outcome) from the
+    thread that ran it. Returns the Outcomes in input order."""
+    results: list[Outcome | None] = [None] * len(sessions)
+
+    def work(i: int) -> None:
+        out = one(sessions[i])
+        results[i] = out
+        if progress:
+            progress(out)
+
+    if jobs <= 1 or len(sessions) <= 1:
+        for i in range(len(sessions)):
+            work(i)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
+            list(pool.map(work, range(len(sessions))))
+    return [r for r in results if r is not None]
+
+
+def log_failure(ctx: Context, out: Outcome) -> None:
+    """A session refused or failed is a decision too: logged with git-ao's message
+    (the shutdown that hit it has no terminal)."""
+    if out.status in (Status.REFUSED, Status.FAILED):
+        ctx.log(out.action, out.session_id, out.status, detail=out.message)
+
+
+def _main_thread_signals() -> None:
+    """Block SIGTERM and SIGINT in a worker thread (and the threads it starts), so the
+    kernel delivers them to the main thread, whose handler then runs at once even
+    while it waits for the workers, and no new session starts late."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+
+def guarded(fn: Callable[[], Outcome], session_id: str, action: str) -> Outcome:
+    """Run fn() for one session; its refusal or failure becomes that session's
+    Outcome (status refused or failed) so the others go on."""
+    try:
+        return fn()
+    except AoError as exc:
+        status = Status.REFUSED if isinstance(exc, (Refused, Usage, snapshot.CannotCapture)) \
+            else Status.FAILED
+        return Outcome(session_id, action, status, str(exc))
+    except OSError as exc:
+        # A full disk or a read-only file in the middle of one session: that session
+        # fails where it stands (its worktree goes only after its row is committed),
+        # and the others go on.
+        where = f": {exc.filename}" if exc.filename else ""
+        return Outcome(session_id, action, Status.FAILED, f"{exc.strerror or exc}{where}")

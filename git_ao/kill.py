@@ -1,0 +1,56 @@
+"""End a live session (kill) or drop a session's record (forget)."""
+
+from __future__ import annotations
+
+import os
+
+from . import git, snapshot, worktree
+from .errors import Refused
+from .outcome import Outcome, Status
+from .session import Context, facts, lookup
+
+
+def kill(ctx: Context, session_id: str) -> Outcome:
+    """End a live session: remove its worktree only when it is clean (`git worktree
+    remove`, never forced), and mark it terminated with nothing pending."""
+    with ctx.lock(session_id):
+        s = lookup(ctx, session_id)
+        if s.pending:
+            raise Refused(f"session '{s.id}' has preserved work pending; restore it, or "
+                          f"'git ao forget --force {s.id}'")
+        if not s.live:
+            return Outcome(s.id, "kill", Status.NOTHING, "already terminated", facts(s))
+        path = s.workspace_path
+        if os.path.lexists(path):
+            v = worktree.verify(s.repo, path)
+            st = snapshot.inspect(path, v.git_dir)
+            if not st.clean:
+                raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
+                              f"{len(st.untracked)} untracked); commit it or preserve it")
+            if st.branch is None and not git.is_reachable_from_refs(path, st.head):
+                raise Refused(f"'{path}' is detached at {st.head[:12]}, which no ref holds; "
+                              "create a branch first")
+            if ctx.dry_run:
+                return Outcome(s.id, "kill", Status.OK, f"would remove {path}", facts(s))
+            git.worktree_remove(s.repo, path)
+        elif ctx.dry_run:
+            return Outcome(s.id, "kill", Status.OK, "would mark terminated", facts(s))
+        ctx.store.mark_terminated(s.id)
+        ctx.log("kill", s.id, "killed", workspace=path)
+        return Outcome(s.id, "kill", Status.OK, f"terminated; {path} removed", facts(s))
+
+
+def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
+    """Drop a session's record. Refuses while work is pending unless `force`; the
+    preserve ref itself is left for `git ao-prune --force ID` or for recovery."""
+    with ctx.lock(session_id):
+        s = lookup(ctx, session_id)
+        if s.pending and not force:
+            raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
+                          "--force")
+        if ctx.dry_run:
+            return Outcome(s.id, "forget", Status.OK, "would drop the record", facts(s))
+        ctx.store.delete(s.id)
+        ctx.log("forget", s.id, "forgotten", forced=force or None)
+        kept = f"; {s.save.preserve_ref} kept" if s.pending and s.save.preserve_ref else ""
+        return Outcome(s.id, "forget", Status.OK, f"record dropped{kept}", facts(s))

@@ -1,0 +1,42 @@
+"""A session as the records `git ao list --json` and `git ao show` print."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from . import git, session_groups
+from .records import Session
+
+
+def list_json(s: Session) -> dict[str, Any]:
+    """A session as a JSON-ready dict (the `git ao list --json` record)."""
+    save = s.save
+    return {
+        "id": s.id, "kind": s.kind, "harness": s.harness, "state": s.state,
+        "branch": s.branch, "workspace_path": s.workspace_path, "repo": s.repo,
+        "agent_session_id": s.agent_session_id,
+        "preserve_ref": save.preserve_ref if save and save.holds_ref else None,
+        "preserved_commit": save.preserved_commit if save and save.holds_ref else None,
+        "detached": save.detached if save else None,
+        "saved_at": _iso(save.saved_at) if save else None,
+        # a checkpoint records restored_at = saved_at: it was never restored
+        "restored_at": _iso(save.restored_at) if save and save.restored_at
+        and save.restored_at > save.saved_at else None,
+        "created_at": _iso(s.created_at),
+        **session_groups.facts(s),
+    }
+
+
+def _iso(ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
+
+
+def show_stat(s: Session) -> str:
+    """What `git stash show --stat --include-untracked` prints for the session's saved work."""
+    if not s.save or not s.save.preserved_commit or not os.path.isdir(s.repo):
+        return ""
+    if not git.object_exists(s.repo, s.save.preserved_commit):
+        return ""
+    return git.diff_stat(s.repo, s.save.preserved_commit)

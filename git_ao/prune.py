@@ -1,0 +1,179 @@
+"""Prune: clean what can be cleaned without losing work (records of vanished
+repositories and of finished sessions, stale registrations, scratch files,
+the trash, refs whose work is provably elsewhere)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+
+from . import git, snapshot
+from .errors import Refused
+from .outcome import Outcome, Status
+from .records import Session
+from .session import REF_PREFIX, Context, facts, preserve_ref, work_present_elsewhere
+from .store import TRASH_DIR
+
+
+def prune(ctx: Context, *, expire_before: float | None = None,
+          force_ids: Iterable[str] = ()) -> list[Outcome]:
+    """Clean what can be cleaned without losing work.
+
+    expire_before: epoch seconds; trash entries older are deleted (None: all).
+    force_ids: sessions the user named with --force: their refs and records go.
+    Returns one Outcome per thing done (or that would be done on a dry run).
+    """
+    out = []
+    sessions = ctx.store.sessions()
+    repos = sorted({s.repo for s in sessions})
+    named = set(force_ids)
+    unknown = sorted(named - {s.id for s in sessions})
+    if unknown:
+        # Checked before anything is touched: a typo must not run the rest of prune.
+        raise Refused(f"no session '{unknown[0]}' (see 'git ao list'); nothing pruned")
+    for listed in sessions:
+        # Decide under the session's lock, on a fresh read: a preserve or restore
+        # running at the same moment must not have its record or ref pulled away.
+        with ctx.lock(listed.id):
+            s = ctx.store.get(listed.id)
+            if s is None:
+                continue
+            if s.id in named:
+                out.append(_prune_forced(ctx, s))
+            elif not os.path.isdir(s.repo):
+                out.append(_prune_record(ctx, s, f"repository {s.repo} is gone"))
+            elif not s.live and not s.pending:
+                out.append(_prune_record(ctx, s, "terminated, nothing pending"))
+    for repo in repos:
+        if os.path.isdir(repo):
+            out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.repo == repo})
+    pending = {s.id for s in ctx.store.sessions() if s.pending}
+    out += _prune_trash(ctx, expire_before, pending)
+    return out
+
+
+def _prune_record(ctx: Context, s: Session, why: str) -> Outcome:
+    if not ctx.dry_run:
+        ctx.store.delete(s.id)
+    ctx.log("prune", s.id, "record-dropped", why=why)
+    return Outcome(s.id, "prune-record", Status.OK, f"{'would drop' if ctx.dry_run else 'dropped'} "
+                   f"record ({why})", facts(s))
+
+
+def _prune_forced(ctx: Context, s: Session) -> Outcome:
+    ref = preserve_ref(s.id)
+    oid = git.rev_parse(s.repo, ref) if os.path.isdir(s.repo) else None
+    if not ctx.dry_run:
+        if oid:
+            git.delete_ref(s.repo, ref, oid)
+        ctx.store.delete(s.id)
+    ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid)
+    verb = "would delete" if ctx.dry_run else "deleted"
+    what = f"{ref} (was {oid})" if oid else "no ref"
+    return Outcome(s.id, "prune-ref", Status.OK, f"{verb} {what} and the record", facts(s))
+
+
+def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outcome]:
+    out = []
+    for ln in git.worktree_prune(repo, dry_run=ctx.dry_run):
+        ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
+        out.append(Outcome("-", "prune-worktree", Status.OK, ln, {"repo": repo}))
+    for path in _leftover_scratch(repo):
+        if not ctx.dry_run:
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+            except FileNotFoundError:
+                continue
+        ctx.log("prune", None, "tmp-scratch", path=path)
+        out.append(Outcome("-", "prune-tmp", Status.OK, f"{'would remove' if ctx.dry_run else 'removed'}"
+                           f" {path}", {"repo": repo}))
+    for ref, oid in git.for_each_ref(repo, REF_PREFIX):
+        sid = ref[len(REF_PREFIX):]
+        if sid not in by_id:
+            out.append(Outcome(sid, "prune-ref", Status.NOTHING, f"{ref} ({oid[:12]}) has no record; "
+                               "kept (git ao doctor --recover)", {"repo": repo}))
+            continue
+        with ctx.lock(sid):
+            s = ctx.store.get(sid)
+            if s is None or git.rev_parse(repo, ref) != oid:
+                continue  # changed under us: leave it for the next prune
+            if s.pending and s.save.preserved_commit == oid:
+                continue
+            where = work_present_elsewhere(s, oid)
+            if where:
+                if not ctx.dry_run:
+                    git.delete_ref(repo, ref, oid)
+                    ctx.store.forget_ref(sid, oid)  # listings stop showing a deleted ref
+                ctx.log("prune", sid, "ref-deleted", ref=ref, commit=oid, why=where)
+                out.append(Outcome(sid, "prune-ref", Status.OK,
+                                   f"{'would delete' if ctx.dry_run else 'deleted'} {ref} "
+                                   f"(was {oid}): its work is {where}", facts(s)))
+            else:
+                # Said every time: a kept ref no row points at (an old checkpoint, a
+                # conflict left to resolve) is otherwise easy to forget.
+                out.append(Outcome(sid, "prune-ref", Status.NOTHING,
+                                   f"kept {ref} ({oid[:12]}): its work is neither on the branch "
+                                   "nor in the worktree; see it with git stash show -p "
+                                   f"--include-untracked {ref}", facts(s)))
+    return out
+
+
+def _leftover_scratch(repo: str) -> list[str]:
+    """Temporary index files and verification dirs left in the git dirs of `repo`
+    by a killed git-ao (named `<prefix><pid>.`, their process gone)."""
+    found = []
+    dirs = [repo] + [os.path.join(repo, "worktrees", d)
+                     for d in (os.listdir(os.path.join(repo, "worktrees"))
+                               if os.path.isdir(os.path.join(repo, "worktrees")) else [])]
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            prefix = next((p for p in snapshot.SCRATCH_PREFIXES if name.startswith(p)), None)
+            if prefix is None:
+                continue
+            pid = name[len(prefix):].split(".")[0]
+            if pid.isdigit() and _alive(int(pid)):
+                continue
+            found.append(os.path.join(d, name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _prune_trash(ctx: Context, expire_before: float | None,
+                 pending: set[str]) -> list[Outcome]:
+    """Delete trash entries older than `expire_before`, except those of sessions in
+    `pending`: their ignored files (.env, local settings) may still be wanted."""
+    trash = os.path.join(ctx.store.dir, TRASH_DIR)
+    if not os.path.isdir(trash):
+        return []
+    out = []
+    for name in sorted(os.listdir(trash)):
+        path = os.path.join(trash, name)
+        if name.rsplit(".", 1)[0] in pending:
+            continue
+        stamp = name.rsplit(".", 1)[-1]
+        when = int(stamp) / 1e9 if stamp.isdigit() else os.lstat(path).st_mtime
+        if expire_before is not None and when >= expire_before:
+            continue
+        if not ctx.dry_run:
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
+        ctx.log("prune", name.rsplit(".", 1)[0], "trash-deleted", path=path)
+        out.append(Outcome(name.rsplit(".", 1)[0], "prune-trash", Status.OK,
+                           f"{'would delete' if ctx.dry_run else 'deleted'} {path}"))
+    return out

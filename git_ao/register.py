@@ -1,0 +1,79 @@
+"""Register a linked worktree as a live session."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import git
+from .errors import Refused, Usage
+from .outcome import Outcome, Status
+from .present import list_json
+from .records import Session
+from .session import Context, validate_id
+from .vocab import KINDS, Kind
+
+
+def register(ctx: Context, path: str, *, session_id: str | None = None,
+             kind: str = Kind.WORKER, harness: str = "", agent_session_id: str | None = None,
+             prompt: str | None = None) -> Session:
+    """Register the linked worktree containing `path` as a live session.
+
+    Returns the Session (not stored on a dry run). Raises Fatal (not a
+    repository), Usage (bad id or kind, a bare repository, a main worktree,
+    a path git cannot name in a trailer) or Refused (id or worktree taken).
+    """
+    if kind not in KINDS:
+        raise Usage(f"invalid kind '{kind}': use worker or orchestrator")
+    dirs = git.repo_dirs(path)
+    if dirs.is_bare:
+        raise Usage(f"'{path}' is a bare repository, not a linked worktree")
+    if not dirs.is_linked_worktree:
+        raise Usage(f"'{dirs.toplevel}' is the main worktree of its repository; "
+                    "sessions live in linked worktrees (git worktree add)")
+    assert dirs.toplevel is not None  # a linked worktree has one
+    top = os.path.realpath(dirs.toplevel)
+    if "\n" in top:
+        raise Usage("worktree paths with a newline are not supported")
+    sid = session_id if session_id is not None else os.path.basename(dirs.git_dir.rstrip("/"))
+    try:
+        validate_id(sid)
+    except Usage as exc:
+        if session_id is not None:
+            raise
+        raise Usage(f"{exc} (the worktree's name); name the session with --id") from None
+    holder = ctx.store.holder_of(top)
+    if holder is not None:
+        raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
+    if ctx.store.get(sid) is not None:
+        raise Refused(f"session '{sid}' already exists")
+    branch = git.current_branch(top)
+    s = Session(sid, kind, harness or "", os.path.realpath(dirs.common_dir), branch, top,
+                agent_session_id, prompt)
+    if not ctx.dry_run:
+        ctx.store.insert(s)
+        ctx.log("register", sid, "registered", kind=kind, harness=harness, workspace=top)
+    return s
+
+
+def current_session(ctx: Context, path: str = ".") -> Session:
+    """The session of the linked worktree containing `path`, registering it first
+    (id from the worktree's name) when it is not known."""
+    dirs = git.repo_dirs(path, inherit_repo_env=True)
+    if dirs.is_bare or not dirs.is_linked_worktree:
+        raise Usage("not inside a linked worktree: name sessions, or use --all")
+    assert dirs.toplevel is not None  # a linked worktree has one
+    top = os.path.realpath(dirs.toplevel)
+    for s in ctx.store.sessions():
+        if s.workspace_path == top and s.live:
+            return s
+    return register(ctx, top)
+
+
+def add(ctx: Context, path: str, **fields: Any) -> Outcome:
+    """`git ao add`: register (see `register`) and say so."""
+    s = register(ctx, path, **fields)
+    return Outcome(s.id, "add", Status.OK,
+                   f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
+                   f"at {s.workspace_path}", list_json(s))
+

@@ -1,0 +1,31 @@
+"""The words git-ao stores: session kinds, and the rule that makes a save pending.
+
+Kept apart from the record classes because shell completion reads them too and
+must import next to nothing.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """What a session's agent is; both kinds are treated alike. The value is what the
+    database (its CHECK constraint) and every output hold."""
+
+    WORKER = "worker"
+    ORCHESTRATOR = "orchestrator"
+
+
+KINDS = tuple(k.value for k in Kind)
+
+# A session is pending when it has a save that no restore has caught up with: never
+# restored, or saved again since. PENDING_SQL says it over `session_worktrees w`;
+# `is_pending` says the same for one row's values.
+PENDING_SQL = ("w.session_id IS NOT NULL AND (w.restored_at IS NULL "
+               "OR w.saved_at > w.restored_at)")
+
+
+def is_pending(saved_at: int, restored_at: int | None) -> bool:
+    """The rule of PENDING_SQL for one save row."""
+    return restored_at is None or saved_at > restored_at
