@@ -40,6 +40,14 @@ class Refused(AoError):
     prefix = "error"
 
 
+class Failed(AoError):
+    """One session's step failed after something was recorded; the message says what
+    state the session is in (exit 1, status failed)."""
+
+    exit_status = EXIT_FAILED
+    prefix = "error"
+
+
 class GitError(AoError):
     """A git command exited with a status it was not expected to.
 

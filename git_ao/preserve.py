@@ -10,18 +10,36 @@ Nothing here prints: every function returns Outcomes and logs its decisions.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 
-from . import crashpoint, daemon_refs, git, session_groups, snapshot, worktree
+from . import (
+    crashpoint,
+    daemon_refs,
+    git,
+    session_groups,
+    snapshot,
+    trash,
+    walk,
+    witness,
+    worktree,
+)
 from .batch import NOT_STARTED, guarded, log_failure, run_each
-from .errors import AoError, Refused
+from .errors import AoError, Failed, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session, now_ns
-from .session import Context, facts, lookup, preserve_ref, work_present_elsewhere
-from .store import TRASH_DIR, Store
+from .session import (
+    KEPT_PREFIX,
+    Context,
+    facts,
+    lookup,
+    preserve_ref,
+    work_present_elsewhere,
+)
+from .store import Store
 
 
 def sessions_for_all(store: Store) -> list[Session]:
@@ -117,46 +135,184 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, "preserve", Status.OK, f"would {what}: {len(st.changed)} changed, "
                            f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
                            facts(s))
+        # The walk is taken before the capture: its stat data is what the check
+        # after the move compares with, so a write that lands after it is seen.
+        before = None if keep_worktree else walk.walk(path)
         meta = snapshot.Meta(s.id, s.kind, s.harness, path)
         cap = snapshot.capture(path, v.git_dir, meta, st=st)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
-        ref = ""
-        if cap.commit:
-            ref = preserve_ref(s.id)
-            daemon_refs.set_aside_foreign(ctx, path, ref, s.id)  # never replace another's save
-            older = git.rev_parse(path, ref)
-            if older and older != cap.commit:
-                # The reflog keeps it while the ref lives; the log keeps its id for good.
-                ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
-            git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
-            crashpoint.hit("preserve:after-ref")
+        captured: dict[str, str] = {}
+        if before is not None:
+            captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
+                                              cap.untracked_tree)
+            keep += [_where(path, b) for b in witness.blockers(
+                path, before, captured, cap.ignored, private_config=cap.worktree_config,
+                sessions=cache.session_paths(ctx, exclude=s.id))]
+        private = _with_admin_only(ctx, s, path, cap.worktree_config)
+        ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
         if cap.ignored:
             ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
                     first=",".join(cap.ignored[:5]))
         terminate = not keep_worktree and not keep
         save = Save(s.id, s.repo, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
-                    cap.worktree_config, now_ns())
+                    private, now_ns())
         ctx.store.record_save(save, terminate=terminate)
         crashpoint.hit("preserve:after-db")
         data = facts(s, preserve_ref=ref, preserved_commit=cap.commit, changed=len(cap.changed),
                      untracked=len(cap.untracked), ignored=len(cap.ignored))
-        summary = _summary(cap)
+        warn = _mirror_warning(path)
+        if warn:
+            data["warning"] = warn
+        summary = _summary(cap) + (f"; {warn}" if warn else "")
         if keep_worktree:
             ctx.log("preserve", s.id, "checkpoint", ref=ref, commit=cap.commit)
             return Outcome(s.id, "checkpoint", Status.OK, f"{summary}; worktree kept", data)
         if keep:
             ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
+            data["blocked"] = keep
             return Outcome(s.id, "preserve", Status.REFUSED,
                            f"{summary}; worktree kept: {'; '.join(keep)}", data)
-        trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit,
-                                   prune=not cache.batch)
+        assert before is not None
+        entry = _take_away(ctx, s, v, cap.commit, cache)
+        data["trash"] = entry.worktree
+        late = _settle(ctx, s, v, entry, before, cap, captured, save, meta)
         if cache.batch:
             cache.defer_prune(s.repo)
+        else:
+            git.worktree_prune(s.repo)
         crashpoint.hit("preserve:after-remove")
-        data["trash"] = trash
-        ctx.log("preserve", s.id, "preserved", ref=ref, commit=cap.commit, trash=trash)
+        ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
+                commit=save.preserved_commit, trash=entry.worktree, late=len(late) or None)
+        if late and late[-1] == _UNSETTLED:
+            data["still_changing"] = late[:-1]
+            return Outcome(s.id, "preserve", Status.ATTENTION,
+                           f"{summary}; worktree removed, but it was still being written to "
+                           f"after {_ROUNDS} captures ({', '.join(late[:5])}); its latest "
+                           f"state is in {entry.worktree}, which restore brings back", data)
+        if late:
+            data["captured_late"] = late
+            summary += f"; {len(late)} path(s) written after the first capture saved too"
         return Outcome(s.id, "preserve", Status.OK, f"{summary}; worktree removed", data)
+
+
+# How many times a worktree still being written to is captured again after the
+# move before preserve reports it as not settled.
+_ROUNDS = 3
+_UNSETTLED = "\0unsettled"
+
+
+def _where(path: str, b: walk.Blocker) -> str:
+    return f"{path if b.path == '.' else os.path.join(path, b.path)}: {b.reason}"
+
+
+def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -> str | None:
+    """Keep the commits only the worktree's admin dir holds (per-worktree refs, HEAD
+    reflog entries) reachable under refs/ao/kept/<id>, and record the per-worktree
+    refs in the save's private config so restore puts them back. Returns the
+    private config JSON."""
+    found = witness.admin_only(path)
+    if not found:
+        return private
+    witness.keep_alive(path, KEPT_PREFIX + s.id, found)
+    ctx.log("preserve", s.id, "kept-alive", ref=KEPT_PREFIX + s.id, refs=len(found.refs),
+            reflog=len(found.reflog))
+    cfg = json.loads(private) if private else {}
+    if found.refs:
+        cfg["worktree_refs"] = found.refs
+    return json.dumps(cfg, sort_keys=True) if cfg else None
+
+
+def _write_ref(ctx: Context, s: Session, path: str, cap: snapshot.Capture, git_dir: str,
+               meta: snapshot.Meta) -> str:
+    """Point the session's preserve ref at the capture, after setting aside a ref
+    git-ao did not write, then prove every object the commit needs exists: a
+    `git gc --prune=now` running between the objects' writing and the ref's could
+    have pruned them. The capture is written again (once) when they are gone."""
+    ref = preserve_ref(s.id)
+    daemon_refs.set_aside_foreign(ctx, path, ref, s.id)  # never replace another's save
+    older = git.rev_parse(path, ref)
+    if older and older != cap.commit:
+        # The reflog keeps it while the ref lives; the log keeps its id for good.
+        ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
+    assert cap.commit is not None
+    git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
+    crashpoint.hit("preserve:after-ref")
+    if witness.objects_missing(path, cap.commit, cap.head):
+        ctx.log("preserve", s.id, "objects-pruned", commit=cap.commit)
+        again = snapshot.capture(path, git_dir, meta)
+        if again.commit is None or witness.objects_missing(path, again.commit, again.head):
+            raise snapshot.CannotCapture(f"the objects of the capture of '{path}' were "
+                                         "pruned while it was written (a git gc --prune=now?);"
+                                         " run git ao-preserve again")
+        git.update_ref(path, ref, again.commit, message=f"git-ao preserve {s.id}")
+        cap.commit, cap.worktree_tree, cap.index_tree, cap.untracked_tree = (
+            again.commit, again.worktree_tree, again.index_tree, again.untracked_tree)
+    return ref
+
+
+def _mirror_warning(path: str) -> str:
+    """A warning when a fetch refspec covers refs/ao/ (a mirror clone): the next
+    `git fetch --prune` deletes the preserve refs (the trash copy still holds the
+    work)."""
+    specs = witness.fetch_refspecs_covering(path)
+    if not specs:
+        return ""
+    return (f"warning: {specs[0]} covers refs/ao/, so git fetch --prune deletes the preserve "
+            "ref; the trash keeps a copy")
+
+
+def _take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,
+               cache: RepoCache) -> trash.Entry:
+    """Move the verified worktree into a trash entry on its own file system (the
+    registration is pruned by the caller). Raises AoError saying exactly what state
+    the session is in when the move fails: the save is recorded, so it is pending
+    and its directory is still in place."""
+    try:
+        entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
+                              {"commit": commit})
+    except OSError as exc:
+        ctx.log("preserve", s.id, "move-failed", workspace=v.path, error=exc.strerror)
+        raise Failed(f"saved and recorded (pending), but '{v.path}' could not be moved to the "
+                     f"trash ({exc.strerror}); it is still there, untouched: run git "
+                     "ao-preserve again, or git ao-restore to keep working in it") from exc
+    crashpoint.hit("preserve:after-rename")
+    return entry
+
+
+def _settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
+            before: walk.Walk, cap: snapshot.Capture, captured: dict[str, str], save: Save,
+            meta: snapshot.Meta) -> list[str]:
+    """Prove the moved directory holds exactly what was captured; where an agent
+    wrote after the capture, capture again from the moved copy (its admin dir is
+    still registered), move the ref on (compare-and-swap on the old value) and
+    record the new save, up to _ROUNDS times. Returns the paths written late
+    (ending with _UNSETTLED when they never settled); writes after the last check
+    stay in the trash copy, which restore brings back."""
+    late: list[str] = []
+    moved = entry.worktree
+    for _ in range(_ROUNDS):
+        changed, after = witness.changed_after_move(before, moved, captured, cap.ignored)
+        if not changed:
+            return late
+        late = sorted(set(late) | set(changed))
+        try:
+            again = snapshot.capture(moved, v.git_dir, meta)
+        except AoError as exc:
+            ctx.log("preserve", s.id, "late-capture-failed", trash=moved, error=str(exc))
+            return late + [_UNSETTLED]
+        if again.commit and again.commit != save.preserved_commit:
+            ref = preserve_ref(s.id)
+            git.update_ref(moved, ref, again.commit, save.preserved_commit or None,
+                           message=f"git-ao preserve {s.id} (written after the capture)")
+            save = Save(s.id, s.repo, save.worktree_path, again.branch, again.head,
+                        again.detached, ref, again.commit, save.worktree_config, now_ns())
+            ctx.store.record_save(save, terminate=True)
+            ctx.log("preserve", s.id, "captured-late", commit=again.commit, paths=len(changed))
+        before, cap = after, again
+        captured = witness.captured_blobs(moved, again.head, again.worktree_tree,
+                                          again.untracked_tree)
+    return late + [_UNSETTLED]
 
 
 class RepoCache:
@@ -171,6 +327,7 @@ class RepoCache:
         self._lock = threading.Lock()
         self.batch = batch
         self._prune: set[str] = set()
+        self._sessions: dict[str, str] | None = None
 
     def defer_prune(self, common_dir: str) -> None:
         with self._lock:
@@ -187,6 +344,15 @@ class RepoCache:
                 git.worktree_prune(repo)
             except AoError as exc:
                 ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
+
+    def session_paths(self, ctx: Context, exclude: str) -> dict[str, str]:
+        """{real worktree path: id} of the sessions that are live or pending, but
+        `exclude` (read once per run: nested sessions are named by it)."""
+        with self._lock:
+            if self._sessions is None:
+                self._sessions = {os.path.realpath(x.workspace_path): x.id
+                                  for x in ctx.store.sessions() if x.live or x.pending}
+            return {p: i for p, i in self._sessions.items() if i != exclude}
 
     def entries(self, common_dir: str, fresh: bool = False) -> list[git.WorktreeEntry]:
         with self._lock:
@@ -241,14 +407,15 @@ def _finish_removal(ctx: Context, s: Session, cache: RepoCache) -> Outcome | Non
     if ctx.dry_run:
         return Outcome(s.id, "preserve", Status.OK, "would finish the interrupted removal",
                        facts(s))
-    trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit,
-                               prune=not cache.batch)
+    entry = _take_away(ctx, s, v, save.preserved_commit, cache)
     if cache.batch:
         cache.defer_prune(s.repo)
+    else:
+        git.worktree_prune(s.repo)
     crashpoint.hit("preserve:after-remove")
-    ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=trash)
+    ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=entry.worktree)
     return Outcome(s.id, "preserve", Status.OK, "already preserved; finished the interrupted "
-                   "removal", facts(s, trash=trash))
+                   "removal", facts(s, trash=entry.worktree))
 
 
 def _holds_save(path: str, git_dir: str, save: Save) -> bool:

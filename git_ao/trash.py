@@ -231,3 +231,22 @@ def _dev_l(path: str) -> int | None:
     except OSError:
         return None
     return st.st_dev if stat.S_ISDIR(st.st_mode) else None
+
+
+def move_in(data_dir: str, session_id: str, path: str, common_dir: str, admin_dir: str,
+            meta: dict) -> Entry:
+    """Take the verified worktree directory `path` away into a new entry: copy its
+    admin dir, then rename the directory (one `rename(2)`, so an agent writing
+    there keeps writing into the entry, never into nothing). Raises OSError when
+    the rename fails (EBUSY for a mount point, EXDEV across file systems); the
+    half-made entry, which holds only copies, is removed then."""
+    root = root_for(path, data_dir, common_dir)
+    ensure_root(data_dir, root)
+    entry = new_entry(root, session_id, dict(meta, path=path, common_dir=common_dir))
+    try:
+        copy_admin(entry, admin_dir)
+        os.rename(path, entry.worktree)
+    except OSError:
+        shutil.rmtree(entry.path, ignore_errors=True)
+        raise
+    return entry

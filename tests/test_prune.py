@@ -137,7 +137,7 @@ def test_prune_keeps_trash_of_pending_sessions_and_stops_on_unknown_ids(repo, wo
     assert "no session 'typo'" in res.stderr
     ao("ao-prune", cwd=repo)
     assert os.listdir(trash) == kept
-    assert os.path.exists(os.path.join(trash, kept[0], ".env"))
+    assert os.path.exists(os.path.join(trash, kept[0], "worktree", ".env"))
     ao("ao-restore", cwd=repo)
     ao("ao-prune", cwd=repo)
     assert os.listdir(trash) == []
