@@ -31,8 +31,11 @@ _REPO_ENV = (
 # core.fsmonitor and core.untrackedCache off: both let git skip looking at
 # files it believes unchanged, and a stale or lying answer would make a change
 # invisible to capture (SPEC 3). An fsmonitor hook is also user code.
+# core.trustctime and core.checkStat at their defaults: with ctime ignored, a
+# same-size rewrite that keeps the mtime looks unchanged to git's stat cache.
 _GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
-                "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false")
+                "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+                "-c", "core.trustctime=true", "-c", "core.checkStat=default")
 # Every status is returned to the caller, which decides (Completed.check).
 _OK_CODES = list(range(256))
 # The preserve commits are a tool's artefacts, like a stash: a fixed identity
@@ -380,8 +383,10 @@ def status(cwd, *, index_file=None, ignored=True) -> Status:
     index_file: read this index instead of the real one (GIT_INDEX_FILE).
     Raises GitError.
     """
+    # --ignore-submodules=none: submodule.<name>.ignore and diff.ignoreSubmodules
+    # must not hide a dirty submodule from the capture.
     args = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
-            "--no-renames"]
+            "--no-renames", "--ignore-submodules=none"]
     if ignored:
         args.append("--ignored=matching")
     env = {"GIT_INDEX_FILE": index_file} if index_file else None

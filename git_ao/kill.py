@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from . import git, snapshot, worktree
+from . import git, snapshot, trash, walk, witness, worktree
 from .errors import Refused
 from .outcome import Outcome, Status
 from .session import Context, facts, lookup
@@ -30,9 +30,25 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             if st.branch is None and not git.is_reachable_from_refs(path, st.head):
                 raise Refused(f"'{path}' is detached at {st.head[:12]}, which no ref holds; "
                               "create a branch first")
+            # Clean is not empty: ignored files (.env, build output) and anything git
+            # does not show are proven and kept in the trash, as preserve keeps them.
+            w = walk.walk(path)
+            assert st.head is not None  # inspect refuses an unborn branch
+            captured = witness.captured_blobs(path, st.head, None, None)
+            blockers = witness.blockers(path, w, captured, st.ignored, private_config=None,
+                                        sessions={})
+            if blockers:
+                raise Refused(f"'{path}' holds what git does not show: "
+                              + "; ".join(str(b) for b in blockers[:5]))
             if ctx.dry_run:
                 return Outcome(s.id, "kill", Status.OK, f"would remove {path}", facts(s))
-            git.worktree_remove(s.repo, path)
+            try:
+                entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
+                                      {"commit": None, "killed": True})
+            except OSError as exc:
+                raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc
+            git.worktree_prune(s.repo)
+            ctx.log("kill", s.id, "trash", trash=entry.worktree)
         elif ctx.dry_run:
             return Outcome(s.id, "kill", Status.OK, "would mark terminated", facts(s))
         ctx.store.mark_terminated(s.id)

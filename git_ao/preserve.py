@@ -28,7 +28,7 @@ from . import (
     worktree,
 )
 from .batch import NOT_STARTED, guarded, log_failure, run_each
-from .errors import AoError, Failed, Refused
+from .errors import AoError, Failed, GitError, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session, now_ns
 from .session import (
@@ -122,11 +122,17 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 raise Refused(f"'{path}' is gone and branch '{s.branch}' is checked out in "
                               f"{moved} (git worktree move?); move it back to {path}; "
                               "nothing is recorded")
+            _refuse_missing_with_state(s, entry)
             return _record_missing(ctx, s, entry)
         if entry is None:
             raise Refused(f"'{path}' is not a worktree of {s.repo}; nothing is removed")
         _refuse_over_kept_work(ctx, s, path)
         v = worktree.verify(s.repo, path, entries)
+        if not keep_worktree and walk.is_mount_point(path):
+            # A mounted directory cannot be moved away whole; saving it and leaving
+            # it would make every later run repeat a half-done removal.
+            raise Refused(f"'{path}' is itself a mount point; it is never taken away, so "
+                          "nothing is saved (use --keep-worktree for a checkpoint)")
         st = snapshot.inspect(path, v.git_dir)
         keep = _keep_reasons(v)
         if ctx.dry_run:
@@ -142,6 +148,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         cap = snapshot.capture(path, v.git_dir, meta, st=st)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
+        ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
         captured: dict[str, str] = {}
         if before is not None:
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
@@ -150,7 +157,6 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 path, before, captured, cap.ignored, private_config=cap.worktree_config,
                 sessions=cache.session_paths(ctx, exclude=s.id))]
         private = _with_admin_only(ctx, s, path, cap.worktree_config)
-        ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
         if cap.ignored:
             ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
                     first=",".join(cap.ignored[:5]))
@@ -235,19 +241,27 @@ def _write_ref(ctx: Context, s: Session, path: str, cap: snapshot.Capture, git_d
     if older and older != cap.commit:
         # The reflog keeps it while the ref lives; the log keeps its id for good.
         ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
-    assert cap.commit is not None
-    git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
-    crashpoint.hit("preserve:after-ref")
-    if witness.objects_missing(path, cap.commit, cap.head):
-        ctx.log("preserve", s.id, "objects-pruned", commit=cap.commit)
+    for attempt in (1, 2):
+        assert cap.commit is not None
+        try:
+            git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
+            missing = witness.objects_missing(path, cap.commit, cap.head)
+        except GitError:
+            # update-ref itself refuses a commit that is gone.
+            if git.object_exists(path, cap.commit):
+                raise
+            missing = True
+        if not missing:
+            break
+        ctx.log("preserve", s.id, "objects-pruned", commit=cap.commit, attempt=attempt)
+        if attempt == 2:
+            raise snapshot.CannotCapture(f"the objects of the capture of '{path}' were pruned "
+                                         "while it was written (a git gc --prune=now?); run "
+                                         "git ao-preserve again")
         again = snapshot.capture(path, git_dir, meta)
-        if again.commit is None or witness.objects_missing(path, again.commit, again.head):
-            raise snapshot.CannotCapture(f"the objects of the capture of '{path}' were "
-                                         "pruned while it was written (a git gc --prune=now?);"
-                                         " run git ao-preserve again")
-        git.update_ref(path, ref, again.commit, message=f"git-ao preserve {s.id}")
         cap.commit, cap.worktree_tree, cap.index_tree, cap.untracked_tree = (
             again.commit, again.worktree_tree, again.index_tree, again.untracked_tree)
+    crashpoint.hit("preserve:after-ref")
     return ref
 
 
@@ -453,6 +467,52 @@ def _moved_to(entries: list[git.WorktreeEntry], s: Session, path: str) -> str | 
         if e.branch == f"refs/heads/{s.branch}" and not worktree.same_path(e.path, path) \
                 and os.path.isdir(e.path):
             return e.path
+    return None
+
+
+def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> None:
+    """Raise Refused when the worktree directory is gone but its registration still
+    holds state that differs from its HEAD (staged work in its index, per-worktree
+    refs): the directory was most likely moved (`mv`), not deleted, and recording it
+    as gone would let restore prune the only copy of that index."""
+    if entry is None or not entry.head:
+        return
+    admin = _admin_dir_of(s.repo, entry.path)
+    if admin is None:
+        return
+    index = os.path.join(admin, "index")
+    staged = False
+    if os.path.exists(index):
+        try:
+            staged = git.write_tree(s.repo, index) != git.trees_of(s.repo, [entry.head])[0]
+        except AoError:
+            staged = True
+    refs = os.path.isdir(os.path.join(admin, "refs")) and any(
+        files for _r, _d, files in os.walk(os.path.join(admin, "refs")))
+    if staged or refs:
+        what = "staged work in its index" if staged else "per-worktree refs"
+        raise Refused(f"'{s.workspace_path}' is gone, but its registration ({admin}) still "
+                      f"holds {what}: if the directory was moved, move it back; nothing is "
+                      "recorded")
+
+
+def _admin_dir_of(common_dir: str, path: str) -> str | None:
+    """The admin dir under `<common dir>/worktrees/` whose gitdir file names `path`."""
+    base = os.path.join(common_dir, "worktrees")
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    want = os.path.join(os.path.realpath(path), ".git")
+    for name in names:
+        try:
+            with open(os.path.join(base, name, "gitdir"), encoding="utf-8",
+                      errors="surrogateescape") as fh:
+                named = fh.read().strip()
+        except OSError:
+            continue
+        if os.path.normpath(named) == want or named == os.path.join(path, ".git"):
+            return os.path.join(base, name)
     return None
 
 

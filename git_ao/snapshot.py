@@ -308,6 +308,17 @@ def _check_submodules(path, git_dir, st) -> list:
     return subs
 
 
+def submodule_heads(path: str, subs: list[str]) -> dict[str, str]:
+    """{path: the commit checked out} of each initialised submodule, so restore puts
+    one checked out at another commit than the recorded one back on it."""
+    out = {}
+    for rel in subs:
+        head = git.rev_parse(os.path.join(path, rel), "HEAD")
+        if head:
+            out[rel] = head
+    return out
+
+
 def _check_witness(path, cap, unstaged):
     """Every path `git status` saw change in the worktree must differ between I and W
     (one `git diff-tree` of two trees, no worktree scan). Raises CannotCapture
@@ -348,6 +359,7 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
     wc = _worktree_config(path, git_dir, conf, flags, st, hidden)
     if subs:
         wc["submodules"] = subs
+        wc["submodule_heads"] = submodule_heads(path, subs)
     reason = _conversion_reason(path, git_dir, conf, flags, st)
     if reason and any(p == ".gitattributes" or p.endswith("/.gitattributes")
                       for p in cap.changed + cap.untracked):
@@ -673,4 +685,14 @@ def put_flags(path, wc, *, fresh=True) -> list:
         if res.status != 0:
             msg = res.errtext.strip().splitlines()
             problems.append(f"submodules not re-initialised: {msg[-1] if msg else res.status}")
+    # A submodule checked out at another commit than the one recorded comes back
+    # on that commit (update --init checks out the recorded one).
+    for rel, oid in wc.get("submodule_heads", {}).items():
+        full = os.path.join(path, rel)
+        if os.path.isdir(full) and git.rev_parse(full, "HEAD") != oid:
+            res = git.call(["checkout", "-q", "--detach", oid], full)
+            if res.status != 0:
+                problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
+    for name, oid in wc.get("worktree_refs", {}).items():
+        git.update_ref(path, name, oid, message="git-ao restore per-worktree ref")
     return problems

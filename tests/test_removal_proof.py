@@ -1,0 +1,321 @@
+"""Preserve takes away only what it proved captured, ignored, or safe elsewhere.
+
+Each test builds a state whose content `git status` does not show (or shows
+only in part), runs a real preserve, and checks that the worktree stayed (exit
+1, the path and the reason named) or that the work came back exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ao, git
+from tests.worktree_state import assert_restored, differences, state
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
+
+
+def _states(repo) -> dict:
+    return {s["id"]: s["state"]
+            for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+
+
+def _kept(repo, wt: Path, sid: str, *needles: str) -> subprocess.CompletedProcess:
+    """Preserve `sid`, which must keep its worktree (exit 1) naming each needle."""
+    before = state(wt)
+    res = ao("ao-preserve", sid, cwd=repo, rc=1)
+    for needle in needles:
+        assert needle in res.stdout + res.stderr, res.stdout + res.stderr
+    assert wt.is_dir() and _states(repo)[sid] == "live"
+    after = state(wt)
+    assert after == before
+    return res
+
+
+# ---------------------------------------------------------------- nested repositories
+
+
+def test_a_nested_linked_worktree_that_is_no_session_keeps_the_outer_one(repo, worktrees):
+    outer = worktrees(repo, "outer")
+    (outer / ".gitignore").write_text("*.log\nbuild/\n.claude/\n")
+    inner = outer / ".claude" / "worktrees" / "sub"
+    git("worktree", "add", "-q", "-b", "sub", inner, cwd=repo)
+    (inner / "work.txt").write_text("the sub-agent's work\n")
+    _kept(repo, outer, "outer", ".claude/worktrees/sub", "linked worktree")
+    assert (inner / "work.txt").read_text() == "the sub-agent's work\n"
+
+
+def test_nested_sessions_go_inner_first_and_come_back_outer_first(repo, worktrees):
+    outer = worktrees(repo, "outer")
+    (outer / ".gitignore").write_text("*.log\nbuild/\n.claude/\n")
+    (outer / "outer.txt").write_text("outer work\n")
+    inner = outer / ".claude" / "worktrees" / "inner"
+    git("worktree", "add", "-q", "-b", "inner", inner, cwd=repo)
+    ao("ao", "add", inner, "--id", "inner", cwd=repo)
+    (inner / "inner.txt").write_text("inner work\n")
+    before = {"outer": state(outer), "inner": state(inner)}
+    ao("ao-preserve", "--all", cwd=repo)
+    assert _states(repo) == {"outer": "pending", "inner": "pending"}
+    assert not outer.exists()
+    ao("ao-restore", cwd=repo)
+    assert _states(repo) == {"outer": "live", "inner": "live"}
+    # The inner worktree is an ignored path of the outer one, back where it was.
+    assert differences(before["outer"], state(outer)) == []
+    assert_restored(before["inner"], state(inner))
+
+
+def test_the_outer_session_alone_is_kept_while_the_inner_one_is_live(repo, worktrees):
+    outer = worktrees(repo, "outer")
+    (outer / ".gitignore").write_text("*.log\nbuild/\n.claude/\n")
+    inner = outer / ".claude" / "worktrees" / "inner"
+    git("worktree", "add", "-q", "-b", "inner", inner, cwd=repo)
+    ao("ao", "add", inner, "--id", "inner", cwd=repo)
+    _kept(repo, outer, "outer", "session 'inner' lives here")
+
+
+def test_an_embedded_repository_with_commits_nowhere_else_keeps_the_worktree(repo, worktrees):
+    wt = worktrees(repo, "emb")
+    git("init", "-q", "-b", "main", wt / "vendored", cwd=wt)
+    git("commit", "-q", "--allow-empty", "-m", "only here", cwd=wt / "vendored")
+    # `git add` of a repository stages a gitlink to a commit this repository lacks.
+    git("add", "vendored", cwd=wt)
+    _kept(repo, wt, "emb", "vendored", "no remote-tracking ref")
+
+
+def test_a_clean_pushed_clone_in_an_ignored_dir_is_ordinary_ignored_content(repo, worktrees,
+                                                                            tmp_path):
+    origin = tmp_path / "pkg-origin"
+    git("init", "-q", "-b", "main", origin, cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "pkg", cwd=origin)
+    wt = worktrees(repo, "venv")
+    (wt / ".gitignore").write_text("*.log\nbuild/\n.venv/\n")
+    git("clone", "-q", origin, wt / ".venv" / "src" / "pkg", cwd=tmp_path)
+    ao("ao-preserve", "venv", cwd=repo)
+    assert _states(repo)["venv"] == "pending" and not wt.exists()
+
+
+# ---------------------------------------------------------------- what git does not show
+
+
+def test_a_fifo_git_cannot_store_keeps_the_worktree(repo, worktrees):
+    wt = worktrees(repo, "fifo")
+    os.mkfifo(wt / "agent.pipe")
+    _kept(repo, wt, "fifo", "agent.pipe", "FIFO")
+
+
+@pytest.mark.parametrize("name", [".git /notes.txt", "GIT~1", ".GIT/x"])
+def test_names_git_refuses_to_store_keep_the_worktree(repo, worktrees, name):
+    wt = worktrees(repo, "refused")
+    (wt / name).parent.mkdir(parents=True, exist_ok=True)
+    (wt / name).write_text("only copy\n")
+    _kept(repo, wt, "refused", name.split("/")[0])
+
+
+def test_a_name_that_differs_only_in_case_under_ignorecase_keeps_the_worktree(repo, worktrees):
+    wt = worktrees(repo, "case")
+    git("config", "core.ignorecase", "true", cwd=repo)
+    (wt / "readme.md").write_text("a different file\n")
+    _kept(repo, wt, "case", "readme.md")
+
+
+def test_a_path_longer_than_path_max_keeps_the_worktree(repo, worktrees):
+    wt = worktrees(repo, "deep")
+    fd = os.open(wt, os.O_RDONLY)
+    try:
+        for _ in range(21):
+            os.mkdir("d" * 200, dir_fd=fd)
+            nfd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        wfd = os.open("notes.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(wfd, b"deep work\n")
+        os.close(wfd)
+    finally:
+        os.close(fd)
+    res = ao("ao-preserve", "deep", cwd=repo, rc=1)
+    assert "PATH_MAX" in res.stdout + res.stderr
+    assert wt.is_dir() and _states(repo)["deep"] == "live"
+    subprocess.run(["rm", "-rf", str(wt / ("d" * 200))], check=True)
+
+
+@ROOT_ONLY
+def test_a_directory_git_cannot_open_keeps_the_worktree(repo, worktrees):
+    wt = worktrees(repo, "unreadable")
+    (wt / "private").mkdir()
+    (wt / "private" / "key").write_text("secret\n")
+    os.chmod(wt / "private", 0)
+    # Root reads everything: run the preserve without the capabilities that let it.
+    env = dict(os.environ)
+    res = subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+                          "--inh-caps=-dac_override,-dac_read_search",
+                          "git", "ao-preserve", "unreadable"],
+                         cwd=repo, capture_output=True, text=True, env=env)
+    os.chmod(wt / "private", 0o755)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "private" in res.stdout and wt.is_dir()
+    assert (wt / "private" / "key").read_text() == "secret\n"
+
+
+# ---------------------------------------------------------------- mounts
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("kind", ["tmpfs", "bind"])
+def test_a_mount_inside_an_ignored_dir_is_never_taken_away(repo, worktrees, tmp_path, kind):
+    wt = worktrees(repo, "mnt")
+    (wt / "build" / "data").mkdir(parents=True)
+    source = tmp_path / "shared-data"
+    source.mkdir()
+    if kind == "tmpfs":
+        subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt / "build" / "data")],
+                       check=True)
+    else:
+        subprocess.run(["mount", "--bind", str(source), str(wt / "build" / "data")],
+                       check=True)
+    try:
+        (wt / "build" / "data" / "big.db").write_text("data\n")
+        _kept(repo, wt, "mnt", "build/data", "mount point")
+        assert (wt / "build" / "data" / "big.db").read_text() == "data\n"
+        ao("ao", "kill", "mnt", cwd=repo, rc=1)
+        ao("ao-prune", cwd=repo)
+        assert (wt / "build" / "data" / "big.db").read_text() == "data\n"
+    finally:
+        subprocess.run(["umount", str(wt / "build" / "data")], check=True)
+
+
+@ROOT_ONLY
+def test_a_worktree_that_is_a_mount_point_is_refused_up_front(repo, tmp_path):
+    wt = tmp_path / "sandbox"
+    wt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt)], check=True)
+    try:
+        git("worktree", "add", "-q", "-b", "sandbox", wt, cwd=repo)
+        ao("ao", "add", wt, "--id", "sandbox", cwd=repo)
+        (wt / "work.txt").write_text("work\n")
+        res = ao("ao-preserve", "sandbox", cwd=repo, rc=1)
+        assert "mount point" in res.stdout + res.stderr
+        assert _states(repo)["sandbox"] == "live"
+        assert git("for-each-ref", "refs/ao/preserved/", cwd=repo) == ""
+        # and again: nothing half-saved to repeat
+        ao("ao-preserve", "sandbox", cwd=repo, rc=1)
+        assert (wt / "work.txt").read_text() == "work\n"
+    finally:
+        git("worktree", "remove", "--force", wt, cwd=repo, check=False)
+        subprocess.run(["umount", str(wt)], check=False)
+
+
+# ---------------------------------------------------------------- what only the admin dir holds
+
+
+def test_per_worktree_refs_and_reflog_only_commits_survive_gc_and_come_back(repo, worktrees):
+    wt = worktrees(repo, "admin")
+    (wt / "a.txt").write_text("marked\n")
+    git("add", "a.txt", cwd=wt)
+    git("commit", "-q", "-m", "marked", cwd=wt)
+    git("update-ref", "refs/worktree/mark", "HEAD", cwd=wt)
+    (wt / "b.txt").write_text("dropped\n")
+    git("add", "b.txt", cwd=wt)
+    git("commit", "-q", "-m", "dropped by a reset", cwd=wt)
+    dropped = git("rev-parse", "HEAD", cwd=wt).strip()
+    marked = git("rev-parse", "refs/worktree/mark", cwd=wt).strip()
+    git("reset", "-q", "--hard", "HEAD~2", cwd=wt)
+    ao("ao-preserve", "admin", cwd=repo)
+    git("reflog", "expire", "--expire=now", "--all", cwd=repo)
+    git("gc", "-q", "--prune=now", cwd=repo)
+    assert git("cat-file", "-t", dropped, cwd=repo).strip() == "commit"
+    ao("ao-restore", cwd=repo)
+    assert git("rev-parse", "refs/worktree/mark", cwd=wt).strip() == marked
+
+
+def test_objects_pruned_between_capture_and_ref_are_written_again(repo, worktrees):
+    """A `git gc --prune=now` running while preserve writes: simulated by pruning
+    right after the capture, before the ref exists."""
+    from git_ao import preserve as preserve_mod
+    from git_ao import snapshot
+    from git_ao.session import Context
+    from git_ao.store import Store
+
+    wt = worktrees(repo, "gc")
+    (wt / "new.txt").write_text("work written during a gc\n")
+    before = state(wt)
+    real = snapshot.capture
+    calls = []
+
+    def capture_then_gc(*args, **kw):
+        cap = real(*args, **kw)
+        if not calls:
+            git("gc", "-q", "--prune=now", cwd=repo)
+        calls.append(cap.commit)
+        return cap
+
+    snapshot.capture = capture_then_gc
+    try:
+        out = preserve_mod.preserve_one(Context(Store()), "gc")
+    finally:
+        snapshot.capture = real
+    assert out.status == "ok", out.message
+    assert len(calls) >= 2
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+def test_a_moved_worktree_with_staged_work_is_not_recorded_as_gone(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "moved")
+    (wt / "staged.txt").write_text("staged work\n")
+    git("add", "staged.txt", cwd=wt)
+    os.rename(wt, tmp_path / "elsewhere")
+    res = ao("ao-preserve", "moved", cwd=repo, rc=1)
+    assert "staged" in res.stdout + res.stderr
+    assert _states(repo)["moved"] == "live"
+
+
+def test_a_same_size_rewrite_keeping_the_mtime_is_captured_without_trustctime(repo, worktrees):
+    wt = worktrees(repo, "ctime")
+    git("config", "core.trustctime", "false", cwd=repo)
+    f = wt / "README.md"
+    st = f.stat()
+    f.write_text("HELLO\n")  # same size as "hello\n"
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    before = state(wt)
+    ao("ao-preserve", "ctime", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (wt / "README.md").read_text() == "HELLO\n"
+    assert_restored(before, state(wt))
+
+
+def test_a_submodule_hidden_by_ignore_all_is_still_judged(repo, worktrees, tmp_path):
+    sub = tmp_path / "subrepo"
+    git("init", "-q", "-b", "main", sub, cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "s", cwd=sub)
+    wt = worktrees(repo, "subm")
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "s", cwd=wt)
+    git("config", "-f", ".gitmodules", "submodule.s.ignore", "all", cwd=wt)
+    git("commit", "-q", "-am", "add s", cwd=wt)
+    (wt / "s" / "dirty.txt").write_text("work inside the submodule\n")
+    _kept(repo, wt, "subm", "s")
+
+
+def test_a_mirror_refspec_is_warned_about(repo, worktrees):
+    wt = worktrees(repo, "mirror")
+    git("config", "remote.origin.url", "/nowhere", cwd=repo)
+    git("config", "remote.origin.fetch", "+refs/*:refs/*", cwd=repo)
+    (wt / "f.txt").write_text("work\n")
+    res = ao("ao-preserve", "mirror", cwd=repo)
+    assert "fetch --prune" in res.stdout + res.stderr
+
+
+def test_kill_keeps_ignored_files_in_the_trash(repo, worktrees):
+    wt = worktrees(repo, "killed")
+    (wt / "build").mkdir()
+    (wt / "build" / "cache.o").write_text("ignored build output\n")
+    (wt / ".env.log").write_text("SECRET=1\n")
+    ao("ao", "kill", "killed", cwd=repo)
+    assert not wt.exists()
+    trash = Path(os.environ["AO_DATA_DIR"]) / "trash"
+    kept = [p for p in trash.rglob(".env.log")]
+    assert len(kept) == 1 and kept[0].read_text() == "SECRET=1\n"
