@@ -115,13 +115,13 @@ def test_own_ancestors_are_never_agents_but_are_reported_apart(wt):
     assert found == [] and ancestors == [shell]
 
 
-def test_this_process_and_its_ancestors_are_skipped_everywhere():
+def test_this_process_and_its_ancestors_are_skipped_everywhere(tmp_path, procs):
+    child = procs(["sleep", "300"], cwd=tmp_path)
     mine = {os.getpid()} | {p.pid for p in psutil.Process().parents()}
-    scan = agents.scan(["/"])
-    assert not mine & {a.pid for a in scan.agents["/"]}
+    scan = agents.scan(["/"])  # every process of the machine is inside "/"
+    found = {a.pid for a in scan.agents["/"]}
+    assert not mine & found and child.pid in found  # a child is an agent like any other
     assert {a.pid for a in scan.ancestors_inside["/"]} <= mine
-    # every process of the machine that is readable and alive is somewhere
-    assert scan.agents["/"]
 
 
 def test_stop_terminates_the_obedient_and_reports_the_deaf_without_killing(wt, procs):

@@ -87,14 +87,14 @@ def test_a_restore_needing_attention_still_lets_the_shutdown_preserve_run(repo, 
     ao("ao-preserve", "--all", cwd=repo)
     commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")
     # the boot: ExecStart as systemd runs it, from /
-    rc = subprocess.run(_exec(svc["ExecStart"])[1], cwd="/").returncode
+    rc = subprocess.run(_exec(svc["ExecStart"])[1], cwd="/", check=False).returncode
     assert rc == 3 and _states(repo) == {"conf": "live", "fine": "live"}
     for status in (rc, 1, 128):
         assert _active_after_start(svc, status), f"a restore exiting {status} skips ExecStop"
     (fine / "f.txt").write_text("more work\n")
     # the shutdown: ExecStop preserves what it can; the session with conflict
     # markers stays as it is (its ref is kept), the other one is saved
-    subprocess.run(_exec(svc["ExecStop"])[1], cwd="/")
+    subprocess.run(_exec(svc["ExecStop"])[1], cwd="/", check=False)
     assert _states(repo)["fine"] == "pending" and not fine.exists()
     assert "<<<<<<<" in (conf / "README.md").read_text()
     ao("ao-restore", "fine", cwd=repo)
@@ -106,7 +106,7 @@ def _user_manager_default_stop():
     if not shutil.which("systemctl"):
         return None
     res = subprocess.run(["systemctl", "--user", "show", "-p", "DefaultTimeoutStopUSec",
-                          "--value"], capture_output=True, text=True, timeout=30)
+                          "--value"], capture_output=True, text=True, timeout=30, check=False)
     return _seconds(res.stdout) if res.returncode == 0 and res.stdout.strip() else None
 
 
@@ -116,7 +116,7 @@ def _user_at_service_stop():
     for d in ("/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"):
         f = Path(d) / "user@.service"
         if f.is_file():
-            m = re.search(r"^TimeoutStopSec=(.+)$", f.read_text(), re.M)
+            m = re.search(r"^TimeoutStopSec=(.+)$", f.read_text(), re.MULTILINE)
             return _seconds(m.group(1)) if m else None
     return None
 
@@ -162,7 +162,7 @@ def test_systemd_analyze_verify(tmp_path):
         shutil.copy(page, tmp_path / "man" / "man1")
     shutil.copy(UNIT, tmp_path)
     res = subprocess.run(["systemd-analyze", "verify", "./git-ao.service"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60,
+                         capture_output=True, text=True, timeout=60, check=False,
                          env=dict(os.environ, MANPATH=str(tmp_path / "man")))
     assert res.returncode == 0, res.stderr
     assert "git-ao.service" not in res.stderr
