@@ -10,7 +10,10 @@ in the file is warned about and ignored (a shutdown must not fail on a typo);
 a bad value given to `git ao config set` is refused naming the key.
 
 Keys are dotted: `preserve.jobs` is `[preserve] jobs = 4` in the file. The
-relaunch command of one harness is `relaunch.harness.<name>`.
+relaunch command of one harness is `relaunch.harness.<name>`, its stop command
+`stop.harness.<name>`, and its agent policy `preserve.harness.<name>.agents`
+(`[preserve.harness.<name>] agents = "refuse"`: not `preserve.agents.<name>`,
+because TOML cannot make `preserve.agents` both a string and a table).
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ from dataclasses import dataclass
 from .errors import Fatal, Usage
 
 CONFIG_NAME = "git-ao.toml"
-_HARNESS_KEY = re.compile(r"^relaunch\.harness\.([A-Za-z0-9_.+-]{1,64})$")
+_HARNESS_NAME = r"([A-Za-z0-9_.+-]{1,64})"
+# The per-harness keys: (pattern, the KEYS entry it stands for).
+_HARNESS_KEYS = (
+    (re.compile(rf"^relaunch\.harness\.{_HARNESS_NAME}$"), "relaunch.harness.<name>"),
+    (re.compile(rf"^stop\.harness\.{_HARNESS_NAME}$"), "stop.harness.<name>"),
+    (re.compile(rf"^preserve\.harness\.{_HARNESS_NAME}\.agents$"),
+     "preserve.harness.<name>.agents"),
+)
+AGENT_POLICIES = ("stop", "refuse", "report")
 
 
 def _int_jobs(v):
@@ -50,6 +61,12 @@ def _positive_seconds(v):
 def _text(v):
     if not isinstance(v, str) or not v.strip():
         raise ValueError("expected a non-empty string")
+    return v
+
+
+def _policy(v):
+    if v not in AGENT_POLICIES:
+        raise ValueError("expected one of " + ", ".join(AGENT_POLICIES))
     return v
 
 
@@ -108,6 +125,17 @@ def _parse_float(text):
 
 
 KEYS = {
+    "preserve.agents": Key(_policy, str,
+                           "what git ao-preserve does with processes still working in a "
+                           "worktree: stop, refuse or report (default: stop with --all, "
+                           "refuse otherwise)"),
+    "preserve.agentTimeout": Key(_seconds, _parse_float,
+                                 "seconds git ao-preserve gives a session's agents to stop "
+                                 "(stop command, then SIGTERM) before it goes on "
+                                 "(default: 10)"),
+    "preserve.harness.<name>.agents": Key(_policy, str,
+                                          "preserve.agents for the sessions of harness "
+                                          "<name>; wins over preserve.agents"),
     "preserve.jobs": Key(_int_jobs, _parse_int,
                          "sessions git ao-preserve handles at once when -j is not given "
                          "(default: the number of cores)"),
@@ -128,17 +156,25 @@ KEYS = {
     "restore.jobs": Key(_int_jobs, _parse_int,
                         "sessions git ao-restore handles at once when -j is not given "
                         "(default: the number of cores)"),
+    "stop.command": Key(_command, str,
+                        "command git ao-preserve runs to stop a session's agents before "
+                        "it sends them SIGTERM (every harness)"),
+    "stop.harness.<name>": Key(_command, str,
+                               "stop command for the sessions of harness <name>; wins over "
+                               "stop.command"),
 }
 
 DEFAULT_RELAUNCH_TIMEOUT = 30
+DEFAULT_AGENT_TIMEOUT = 10
 
 
 def key_spec(key) -> Key | None:
     """The Key describing `key` (a dotted name), or None when git-ao does not know it."""
-    if _HARNESS_KEY.match(key):
-        return KEYS["relaunch.harness.<name>"]
-    if key == "relaunch.harness.<name>":
-        return None
+    for pattern, template in _HARNESS_KEYS:
+        if pattern.match(key):
+            return KEYS[template]
+        if key == template:
+            return None
     return KEYS.get(key)
 
 
@@ -173,8 +209,11 @@ def _flatten(table, prefix=""):
 
 
 def _split_key(key):
-    if key.startswith("relaunch.harness."):
-        return ["relaunch", "harness", key[len("relaunch.harness."):]]
+    # A harness name may hold dots: it stays one TOML key.
+    for pattern, template in _HARNESS_KEYS:
+        m = pattern.match(key)
+        if m:
+            return [m.group(1) if p == "<name>" else p for p in template.split(".")]
     return key.split(".")
 
 

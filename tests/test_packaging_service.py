@@ -4,6 +4,7 @@ import configparser
 import json
 import os
 import plistlib
+import re
 import shlex
 import shutil
 import signal
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ao
+from git_ao.config import DEFAULT_AGENT_TIMEOUT
+from tests.conftest import ao, commit_on
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "contrib" / "git-ao.service"
@@ -27,6 +29,34 @@ def _unit():
     return cp
 
 
+def _exec(value):
+    """(failure ignored, argv) of an Exec*= line: systemd.service(5)'s prefixes
+    "-" (a failure is recorded but ignored) and "@+!:" (which change how it
+    runs, not whether it fails)."""
+    ignore = False
+    while value and value[0] in "-@+!:":
+        ignore = ignore or value[0] == "-"
+        value = value[1:]
+    return ignore, shlex.split(value)
+
+
+def _active_after_start(svc, rc):
+    """Whether systemd leaves a oneshot unit active (so it runs ExecStop at
+    shutdown) after ExecStart exited with `rc`."""
+    ignore, _ = _exec(svc["ExecStart"])
+    ok = {0} | {int(x) for x in svc.get("SuccessExitStatus", "").split() if x.isdigit()}
+    return ignore or rc in ok
+
+
+def _seconds(text):
+    """A systemd time span ("120", "2min", "1min 30s", "90s", "500ms") in seconds."""
+    units = {"us": 1e-6, "ms": 1e-3, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600,
+             "": 1}
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]*)", text.strip())
+    assert parts, text
+    return sum(float(n) * units[u] for n, u in parts)
+
+
 def _states(repo):
     return {s["id"]: s["state"]
             for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
@@ -37,16 +67,92 @@ def test_systemd_unit_restores_on_start_and_preserves_all_on_stop(repo, worktree
     svc = unit["Service"]
     assert svc["Type"] == "oneshot" and svc["RemainAfterExit"] == "yes"
     assert unit["Install"]["WantedBy"] == "default.target"
-    stop = shlex.split(svc["ExecStop"])
+    _, stop = _exec(svc["ExecStop"])
     assert stop[:3] == ["git", "ao-preserve", "--all"]
-    # systemd's stop timeout leaves room beyond git-ao's own --timeout
-    assert int(svc["TimeoutStopSec"]) > float(stop[stop.index("--timeout") + 1])
     wt = worktrees(repo, "svc")
     (wt / "f.txt").write_text("work\n")
     subprocess.run(stop, cwd="/", check=True)
     assert _states(repo) == {"svc": "pending"} and not wt.exists()
-    subprocess.run(shlex.split(svc["ExecStart"]), cwd="/", check=True)
+    subprocess.run(_exec(svc["ExecStart"])[1], cwd="/", check=True)
     assert _states(repo) == {"svc": "live"} and (wt / "f.txt").read_text() == "work\n"
+
+
+def test_a_restore_needing_attention_still_lets_the_shutdown_preserve_run(repo, worktrees):
+    """systemd runs ExecStop only for an active unit: a boot restore exiting 3
+    (or 1, or 128) must leave the unit active, and the stop must then preserve."""
+    svc = _unit()["Service"]
+    conf, fine = worktrees(repo, "conf"), worktrees(repo, "fine")
+    (conf / "README.md").write_text("mine\n")
+    (fine / "f.txt").write_text("work\n")
+    ao("ao-preserve", "--all", cwd=repo)
+    commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")
+    # the boot: ExecStart as systemd runs it, from /
+    rc = subprocess.run(_exec(svc["ExecStart"])[1], cwd="/", check=False).returncode
+    assert rc == 3 and _states(repo) == {"conf": "live", "fine": "live"}
+    for status in (rc, 1, 128):
+        assert _active_after_start(svc, status), f"a restore exiting {status} skips ExecStop"
+    (fine / "f.txt").write_text("more work\n")
+    # the shutdown: ExecStop preserves what it can; the session with conflict
+    # markers stays as it is (its ref is kept), the other one is saved
+    subprocess.run(_exec(svc["ExecStop"])[1], cwd="/", check=False)
+    assert _states(repo)["fine"] == "pending" and not fine.exists()
+    assert "<<<<<<<" in (conf / "README.md").read_text()
+    ao("ao-restore", "fine", cwd=repo)
+    assert (fine / "f.txt").read_text() == "more work\n"
+
+
+def _user_manager_default_stop():
+    """DefaultTimeoutStopUSec of the running user manager in seconds, or None."""
+    if not shutil.which("systemctl"):
+        return None
+    res = subprocess.run(["systemctl", "--user", "show", "-p", "DefaultTimeoutStopUSec",
+                          "--value"], capture_output=True, text=True, timeout=30, check=False)
+    return _seconds(res.stdout) if res.returncode == 0 and res.stdout.strip() else None
+
+
+def _user_at_service_stop():
+    """TimeoutStopSec of user@.service (how long the system waits for a whole user
+    manager to stop at shutdown) from its unit file, or None."""
+    for d in ("/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"):
+        f = Path(d) / "user@.service"
+        if f.is_file():
+            m = re.search(r"^TimeoutStopSec=(.+)$", f.read_text(), re.MULTILINE)
+            return _seconds(m.group(1)) if m else None
+    return None
+
+
+# What an agent unit is told to use in the unit's comments and docs/agents.md.
+AGENT_UNIT_STOP = 15
+
+
+def test_the_stop_timeout_covers_the_preserve_and_the_agent_wait():
+    svc = _unit()["Service"]
+    _, stop = _exec(svc["ExecStop"])
+    preserve = float(stop[stop.index("--timeout") + 1])
+    ours = _seconds(svc["TimeoutStopSec"])
+    # --timeout, then one wait for agents, then the sessions in flight: at least
+    # 20 s of margin for those before systemd sends SIGKILL
+    assert ours >= preserve + DEFAULT_AGENT_TIMEOUT + 20
+    # Without TimeoutStopSec a unit gets the manager's DefaultTimeoutStopSec
+    # (90 s upstream when no user manager runs to ask, lower on some
+    # distributions): ours is set, and never shorter than that default.
+    assert ours >= (_user_manager_default_stop() or 90)
+    # At shutdown the system gives the whole user manager user@.service's
+    # TimeoutStopSec (120 s in systemd's unit): agent units ordered after ours
+    # stop first, so theirs and our sum must fit in it.
+    limit = _user_at_service_stop()
+    if limit is not None:
+        assert ours <= limit
+        assert AGENT_UNIT_STOP + preserve + DEFAULT_AGENT_TIMEOUT < limit
+
+
+def test_the_unit_documents_the_agent_ordering():
+    text = UNIT.read_text()
+    assert "After=git-ao.service" in text and "--no-block" in text
+    assert "systemd-run --user" in text and "--unit=ao-agent-{session_id}" in text
+    assert f"TimeoutStopSec={AGENT_UNIT_STOP}s" in text
+    doc = (ROOT / "docs" / "agents.md").read_text()
+    assert "After=git-ao.service" in doc and "--no-block" in doc
 
 
 @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="no systemd-analyze")
@@ -56,10 +162,43 @@ def test_systemd_analyze_verify(tmp_path):
         shutil.copy(page, tmp_path / "man" / "man1")
     shutil.copy(UNIT, tmp_path)
     res = subprocess.run(["systemd-analyze", "verify", "./git-ao.service"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60,
+                         capture_output=True, text=True, timeout=60, check=False,
                          env=dict(os.environ, MANPATH=str(tmp_path / "man")))
     assert res.returncode == 0, res.stderr
     assert "git-ao.service" not in res.stderr
+
+
+def _run_launchd_agent(plist, until):
+    """Run the agent's program as launchd would, wait for `until()` (a state),
+    send SIGTERM as a logout does, and return its exit status."""
+    proc = subprocess.Popen(plist["ProgramArguments"], cwd="/")
+    try:
+        for _ in range(600):
+            if until():
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the restore never finished")
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_launchd_agent_preserves_on_sigterm_after_a_restore_needing_attention(
+        repo, worktrees):
+    with open(PLIST, "rb") as f:
+        plist = plistlib.load(f)
+    conf, fine = worktrees(repo, "conf"), worktrees(repo, "fine")
+    (conf / "README.md").write_text("mine\n")
+    (fine / "f.txt").write_text("work\n")
+    ao("ao-preserve", "--all", cwd=repo)
+    commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")  # the restore exits 3
+    assert _run_launchd_agent(plist, lambda: (fine / "f.txt").exists()
+                              and _states(repo) == {"conf": "live", "fine": "live"}) == 0
+    assert _states(repo)["fine"] == "pending" and not fine.exists()
 
 
 def test_launchd_agent_restores_at_load_and_preserves_on_sigterm(repo, worktrees):
