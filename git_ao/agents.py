@@ -234,7 +234,7 @@ def stop_command_for(settings: Settings, harness: str | None) -> list[str] | Non
     """The harness's stop command as an argument list: `stop.harness.<harness>`,
     else `stop.command`; None when neither is set. Values were checked when the
     config was read (a string is split like a shell splits words)."""
-    from .config import _command
+    from .settings import _command
 
     value = settings.get(f"stop.harness.{harness}") if harness else None
     if value is None:

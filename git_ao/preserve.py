@@ -17,11 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 
 from . import (
+    agents,
     crashpoint,
     daemon_refs,
     git,
     session_groups,
     snapshot,
+    stopping,
     trash,
     walk,
     witness,
@@ -54,8 +56,13 @@ def sessions_for_all(store: Store) -> list[Session]:
 def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool = False,
              jobs: int = 1, timeout: float | None = None,
              progress: Callable[[Outcome], object] | None = None,
-             stop: threading.Event | None = None) -> list[Outcome]:
+             stop: threading.Event | None = None, settings: agents.Settings | None = None,
+             shutdown: bool = False) -> list[Outcome]:
     """Preserve each session; one session's failure never stops the others.
+
+    First the processes still working in the worktrees are found and dealt with
+    by policy (`stopping.settle_agents`; settings: git-ao.toml's, shutdown: an
+    `--all` run, whose default policy is to stop them).
 
     sessions: list of Session. jobs: sessions handled at once (threads; the work
     is in git processes). timeout: seconds after which no new session starts
@@ -66,6 +73,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     """
     cache = RepoCache(batch=True)
     deadline = time.monotonic() + timeout if timeout is not None else None
+    seen = {} if keep_worktree else stopping.settle_agents(
+        sessions, settings if settings is not None else stopping.NoSettings(), shutdown=shutdown, dry_run=ctx.dry_run)
 
     def one(s: Session) -> Outcome:
         if deadline is not None and time.monotonic() > deadline:
@@ -74,7 +83,16 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
         if stop is not None and stop.is_set():
             return Outcome(s.id, "preserve", Status.REFUSED,
                            NOT_STARTED + "; the session stays live")
-        out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id, "preserve")
+        agents_seen = seen.get(s.id)
+        if agents_seen is not None and agents_seen.refused:
+            out = Outcome(s.id, "preserve", Status.REFUSED,
+                          f"{agents_seen.line()}; the worktree is kept (stop them, or set "
+                          "preserve.agents = \"stop\")", agents_seen.data())
+        else:
+            out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
+                          "preserve")
+            if agents_seen is not None:
+                _tell_agents(ctx, out, agents_seen)
         log_failure(ctx, out)
         crashpoint.hit("preserve:between-sessions")
         return out
@@ -85,6 +103,22 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     finally:
         # Even when a session raised past guarded: what was moved away is deregistered.
         cache.flush_prunes(ctx)
+
+
+def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
+    """Add what was found working in the worktree to its outcome and the log; tell
+    the user when their own shell sat in a worktree that is now gone."""
+    out.data.update(seen.data())
+    line = seen.line()
+    if line:
+        out.message += f"; {line}"
+        ctx.log("preserve", out.session_id, "agents", policy=seen.policy,
+                found=" ".join(str(a.pid) for a in seen.found))
+    trash_copy = out.data.get("trash")
+    if seen.ancestors and trash_copy:
+        pids = ", ".join(str(a.pid) for a in seen.ancestors)
+        out.message += (f"; your shell (pid {pids}) was working in it: its directory is gone "
+                        f"(cd elsewhere); the copy is at {trash_copy}")
 
 
 def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,

@@ -63,7 +63,8 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "preserving") as advance:
             outcomes = preserve.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
-                                         timeout=timeout, progress=advance, stop=signals.event)
+                                         timeout=timeout, progress=advance, stop=signals.event,
+                                         settings=app.settings, shutdown=all_)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 

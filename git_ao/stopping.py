@@ -1,0 +1,107 @@
+"""Before a batch of preserves: the agents still working in the worktrees.
+
+One scan of every process finds what is tied to each session's worktree (its
+working directory, an open file, its executable: `agents.scan`). Each
+session's policy then decides (`agents.policy_for`): "stop" runs the
+harness's stop command and sends SIGTERM, for every session side by side so a
+shutdown waits `preserve.agentTimeout` once; "refuse" keeps that worktree;
+"report" only says so. The scan runs before any git process starts in the
+worktrees, since git-ao's own children would otherwise count as agents.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import agents
+from .records import Session
+from .relaunch import facts as relaunch_facts
+
+
+class NoSettings:
+    """Settings with nothing set: every default applies."""
+
+    def get(self, key: str, default: object = None) -> object:
+        return default
+
+
+@dataclass
+class Seen:
+    """What the scan and the policy did for one session."""
+
+    policy: agents.Policy
+    found: list[agents.Agent] = field(default_factory=list)
+    ancestors: list[agents.Agent] = field(default_factory=list)
+    report: agents.StopReport | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.policy == "refuse" and bool(self.found)
+
+    def data(self) -> dict[str, Any]:
+        """The JSON facts: every process seen, and what stopping them did."""
+        out: dict[str, Any] = {}
+        if self.found:
+            out["processes"] = [{"pid": a.pid, "name": a.name, "ties": list(a.ties)}
+                                for a in self.found]
+            out["agent_policy"] = self.policy
+        if self.report is not None and self.policy == "stop":
+            out["stopped"] = [a.pid for a in self.report.stopped]
+            out["still_running"] = [a.pid for a in self.report.still_running]
+        return out
+
+    def line(self) -> str:
+        """One clause for the outcome message ('' when nothing was seen)."""
+        if not self.found:
+            return ""
+        names = ", ".join(a.describe() for a in self.found[:3])
+        more = f" and {len(self.found) - 3} more" if len(self.found) > 3 else ""
+        if self.policy == "stop" and self.report is not None:
+            left = len(self.report.still_running)
+            return (f"stopped {len(self.report.stopped)} process(es) working in it"
+                    + (f", {left} still running" if left else "") + f" ({names}{more})")
+        if self.policy == "refuse":
+            return f"processes are working in it: {names}{more}"
+        return f"processes were working in it: {names}{more}"
+
+
+def settle_agents(sessions: Sequence[Session], settings: agents.Settings, *, shutdown: bool,
+                  dry_run: bool) -> dict[str, Seen]:
+    """Scan once for every live session's worktree, then apply each session's policy
+    (stops side by side; none on a dry run). Returns {session id: Seen} for the
+    sessions where something was found."""
+    paths = {s.id: s.workspace_path for s in sessions
+             if s.live and os.path.isdir(s.workspace_path)}
+    if not paths:
+        return {}
+    scan = agents.scan(paths.values())
+    seen: dict[str, Seen] = {}
+    for s in sessions:
+        path = paths.get(s.id)
+        if path is None:
+            continue
+        found = scan.agents.get(path, [])
+        ancestors = scan.ancestors_inside.get(path, [])
+        if found or ancestors:
+            policy = agents.policy_for(settings, s.harness, shutdown=shutdown)
+            seen[s.id] = Seen(policy, found, ancestors)
+    to_stop = [s for s in sessions if s.id in seen and seen[s.id].found
+               and seen[s.id].policy == "stop"]
+    if dry_run or not to_stop:
+        return seen
+    timeout = settings.get("preserve.agentTimeout")
+    budget = float(timeout) if isinstance(timeout, (int, float)) else agents.DEFAULT_TIMEOUT
+
+    def one(s: Session) -> tuple[str, agents.StopReport]:
+        return s.id, agents.stop(seen[s.id].found, "stop", timeout=budget,
+                                 stop_command=agents.stop_command_for(settings, s.harness),
+                                 env=relaunch_facts(s, "preserving"))
+
+    with ThreadPoolExecutor(max_workers=min(16, len(to_stop))) as pool:
+        for sid, report in pool.map(one, to_stop):
+            seen[sid].report = report
+    return seen
