@@ -114,4 +114,4 @@ def test_show_writes_booleans_as_git_does(repo, worktrees):
     worktrees(repo, "b")
     ao("ao-preserve", "b", "--keep-worktree", cwd=repo)
     out = ao("ao", "show", "b", cwd=repo).stdout
-    assert "detached:         false" in out and "False" not in out
+    assert re.search(r"^detached: +false$", out, re.M) and "False" not in out
