@@ -217,8 +217,8 @@ def install_checks() -> list[Check]:
         "fish": ([os.path.join(d, "fish", "vendor_completions.d") for d in _data_dirs()]
                  + [os.path.expanduser("~/.config/fish/completions")],
                  "fish/vendor_completions.d/git-ao.fish", "git-ao.fish",
-                 "git ao completion fish | source in ~/.config/fish/config.fish "
-                 "(fish 3.6 needs this for git ao-preserve)"),
+                 ("git ao completion fish | source in ~/.config/fish/config.fish "
+                  "(fish 3.6 needs this for git ao-preserve)")),
     }
     for shell, (dirs, shipped_rel, name, advice) in looks.items():
         found = _find(dirs, name)

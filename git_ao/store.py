@@ -15,6 +15,7 @@ import sqlite3
 import stat
 import threading
 import time
+from collections.abc import Iterator
 
 from .datadir import DB_NAME, data_dir, ensure_private_dir, tighten
 from .errors import Fatal, Refused
@@ -94,7 +95,7 @@ class Store:
         self.dir = path or data_dir()
         self.db_path = os.path.join(self.dir, DB_NAME)
         self._local = threading.local()
-        self.moved_aside = None
+        self.moved_aside: str | None = None
         ensure_private_dir(self.dir)
         if not recover:
             self._refuse_lost_db()
@@ -106,7 +107,7 @@ class Store:
             self._move_aside()
             self._open_checked()
 
-    def _refuse_lost_db(self):
+    def _refuse_lost_db(self) -> None:
         try:
             size = os.stat(self.db_path).st_size
         except FileNotFoundError:
@@ -119,7 +120,7 @@ class Store:
         raise Fatal(f"database '{self.db_path}' {what}, but this data dir was used before; "
                     f"nothing is changed; {RECOVER_HINT}")
 
-    def _move_aside(self):
+    def _move_aside(self) -> None:
         """Rename the damaged database (and its -wal, -shm) to git-ao.db.damaged.<ns>."""
         target = f"{self.db_path}.damaged.{time.time_ns()}"
         for suffix in ("", "-wal", "-shm"):
@@ -129,13 +130,13 @@ class Store:
 
     # -------------------------------------------------------------- files
 
-    def subdir(self, name) -> str:
+    def subdir(self, name: str) -> str:
         """A private (0700) directory inside the data dir, created on demand."""
         path = os.path.join(self.dir, name)
         ensure_private_dir(path)
         return path
 
-    def _create_db_file(self):
+    def _create_db_file(self) -> None:
         if os.path.lexists(self.db_path):
             st = os.lstat(self.db_path)
             if not stat.S_ISREG(st.st_mode):
@@ -163,7 +164,7 @@ class Store:
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
-    def _open_checked(self):
+    def _open_checked(self) -> None:
         if not os.access(self.dir, os.W_OK):
             # Checked first: sqlite would report a read-only directory as a file it
             # cannot open, and a read-only database only at the first write.
@@ -194,7 +195,7 @@ class Store:
         self.read_only = None if os.access(self.db_path, os.W_OK) else \
             f"database '{self.db_path}' is not writable"
 
-    def _migrate(self, conn):
+    def _migrate(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise Fatal(f"database '{self.db_path}' has schema version {version}, newer than "
@@ -225,7 +226,7 @@ class Store:
         return conn
 
     @contextlib.contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT; rolled back on any exception. Yields the connection."""
         if self.read_only:
             raise Fatal(f"{self.read_only}; nothing was recorded, so nothing is removed")
@@ -262,7 +263,7 @@ class Store:
     """
 
     @staticmethod
-    def _row(row) -> Session:
+    def _row(row: sqlite3.Row) -> Session:
         save = None
         if row["w_session_id"] is not None:
             save = Save(row["w_session_id"], row["w_repo"], row["worktree_path"], row["w_branch"],
@@ -274,7 +275,7 @@ class Store:
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save)
 
-    def _error(self, exc) -> Fatal:
+    def _error(self, exc: sqlite3.DatabaseError) -> Fatal:
         """Damage (not a database, corrupt) or trouble around it (a full disk, I/O, a
         file it cannot open): only damage is worth a rebuild from refs."""
         name = getattr(exc, "sqlite_errorname", "") or ""
@@ -284,13 +285,13 @@ class Store:
         return Fatal(f"database '{self.db_path}' cannot be used ({exc}; a full disk?); nothing "
                      "is changed")
 
-    def _query(self, sql, args=()) -> list:
+    def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         try:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from exc
 
-    def get(self, session_id) -> Session | None:
+    def get(self, session_id: str) -> Session | None:
         """The session with this id, or None. Raises Fatal on a damaged database."""
         rows = self._query(self._SELECT + " WHERE s.id = ?", (session_id,))
         return self._row(rows[0]) if rows else None
@@ -300,7 +301,7 @@ class Store:
         rows = self._query(self._SELECT + " ORDER BY s.repo, s.id")
         return [self._row(r) for r in rows]
 
-    def holder_of(self, workspace_path) -> Session | None:
+    def holder_of(self, workspace_path: str) -> Session | None:
         """The live or pending session recorded at this workspace path, or None."""
         for s in self.sessions():
             if s.workspace_path == workspace_path and (s.live or s.pending):
@@ -309,7 +310,7 @@ class Store:
 
     # -------------------------------------------------------------- writes
 
-    def insert(self, s: Session):
+    def insert(self, s: Session) -> None:
         """Register a new live session. Raises Refused when the id or the path is taken."""
         t = now_ns()
         with self.transaction() as c:
@@ -323,7 +324,7 @@ class Store:
                  s.agent_session_id, s.prompt, t, t))
         s.created_at = s.updated_at = t
 
-    def record_save(self, save: Save, *, terminate: bool):
+    def record_save(self, save: Save, *, terminate: bool) -> None:
         """Write the save row and (terminate=True) mark the session terminated, in one commit.
 
         terminate=False is a checkpoint: the save counts as already restored, so
@@ -342,7 +343,7 @@ class Store:
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
 
-    def insert_recovered(self, s: Session, save: Save):
+    def insert_recovered(self, s: Session, save: Save) -> bool:
         """Insert a session and its save rebuilt from a preserve ref (`git ao doctor
         --recover`), in one commit. Returns False (and changes nothing) when the id exists."""
         with self.transaction() as c:
@@ -364,7 +365,7 @@ class Store:
                  save.restored_at))
         return True
 
-    def mark_restored(self, session_id, *, ref_kept=False):
+    def mark_restored(self, session_id: str, *, ref_kept: bool = False) -> None:
         """Mark the save restored and the session live, in one commit.
 
         ref_kept: the preserve ref stays (a conflict, a blocked apply): the save
@@ -382,14 +383,14 @@ class Store:
             c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
                       (t, session_id))
 
-    def mark_restore_started(self, session_id):
+    def mark_restore_started(self, session_id: str) -> None:
         """Record, in its own commit, that a restore of the pending save is about to add
         the worktree: a rerun that finds the worktree unfinished knows it is its own."""
         with self.transaction() as c:
             c.execute("UPDATE session_worktrees SET restore_started_at = ? WHERE session_id = ?",
                       (now_ns(), session_id))
 
-    def forget_ref(self, session_id, commit):
+    def forget_ref(self, session_id: str, commit: str) -> None:
         """The save's ref (at `commit`) was deleted while nothing was pending (prune):
         the row stops naming it. A pending save is never changed."""
         with self.transaction() as c:
@@ -398,20 +399,20 @@ class Store:
                       "AND restored_at IS NOT NULL AND restored_at >= saved_at",
                       (session_id, commit))
 
-    def mark_terminated(self, session_id):
+    def mark_terminated(self, session_id: str) -> None:
         """Mark a session terminated (a kill): it stays on record with nothing pending."""
         with self.transaction() as c:
             c.execute("UPDATE sessions SET terminated = 1, updated_at = ? WHERE id = ?",
                       (now_ns(), session_id))
 
-    def delete(self, session_id):
+    def delete(self, session_id: str) -> None:
         """Drop a session's rows (the sessions row and its save)."""
         with self.transaction() as c:
             c.execute("DELETE FROM session_worktrees WHERE session_id = ?", (session_id,))
             c.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
 
-def _rollback(conn):
+def _rollback(conn: sqlite3.Connection) -> None:
     try:
         conn.execute("ROLLBACK")
     except sqlite3.DatabaseError:
