@@ -13,7 +13,8 @@ from .outcome import Outcome, Status
 from .records import Session
 from .session import Context
 
-# The start of the message of a session a signal kept from starting (the interrupted-run report counts them).
+# The start of the message of a session a signal kept from starting (the report of
+# an interrupted run counts them).
 NOT_STARTED = "not started: interrupted by a signal"
 
 

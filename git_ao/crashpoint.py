@@ -27,12 +27,12 @@ POINTS = (
     "restore:between-sessions",
 )
 
-_SPEC = os.environ.get("GIT_AO_CRASH_AT") or None
-_NAME, _, _NTH = (_SPEC or "").rpartition(":")
+_CRASH_AT = os.environ.get("GIT_AO_CRASH_AT") or None
+_NAME, _, _NTH = (_CRASH_AT or "").rpartition(":")
 if not _NTH.isdigit():
-    _NAME, _NTH = _SPEC or "", ""
+    _NAME, _NTH = _CRASH_AT or "", ""
 _SIGNAL = getattr(signal, "SIG" + os.environ.get("GIT_AO_CRASH_SIGNAL", "KILL").upper(),
-                  signal.SIGKILL) if _SPEC else signal.SIGKILL
+                  signal.SIGKILL) if _CRASH_AT else signal.SIGKILL
 _count = 0
 _lock = threading.Lock()  # -j runs pass the points from several threads
 
@@ -41,7 +41,7 @@ def hit(name: str):
     """Die with SIGKILL (or send GIT_AO_CRASH_SIGNAL) if `name` is the configured crash
     point and its pass count is reached. A signal other than SIGKILL is sent once."""
     global _count
-    if _SPEC is None or name != _NAME:
+    if _CRASH_AT is None or name != _NAME:
         return
     with _lock:
         _count += 1

@@ -175,8 +175,8 @@ def _connection(db_path):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _stamp(paths) -> tuple:
-    out = []
+def _stamp(paths: list[str]) -> tuple[tuple[int, int, int] | None, ...]:
+    out: list[tuple[int, int, int] | None] = []
     for p in paths:
         try:
             st = os.stat(p)
@@ -197,7 +197,7 @@ def _copy_stable(db_path, tmp, attempts=20) -> str:
     for _ in range(attempts):
         before = _stamp(srcs)
         try:
-            for src, suffix in zip(srcs, ("", "-wal", "-journal")):
+            for src, suffix in zip(srcs, ("", "-wal", "-journal"), strict=True):
                 if os.path.exists(src):
                     shutil.copyfile(src, target + suffix)
                 elif os.path.exists(target + suffix):
@@ -266,7 +266,7 @@ def _sessions(conn, version) -> list[DaemonSession]:
         "SELECT s.id, s.kind, s.harness, s.is_terminated, s.branch, s.workspace_path, "
         f"s.agent_session_id, s.prompt, p.path AS project_path{extra} FROM sessions s "
         "LEFT JOIN projects p ON p.id = s.project_id ORDER BY s.id").fetchall()
-    trees = {}
+    trees: dict[str, list[DaemonWorktree]] = {}
     if version >= 9:
         for w in conn.execute("SELECT session_id, repo_name, branch, worktree_path, "
                               "preserved_ref, state FROM session_worktrees "

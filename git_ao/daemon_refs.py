@@ -22,8 +22,7 @@ def written_by_git_ao(cwd, oid) -> bool:
 
     Runs `git log -1 --format=%(trailers:key=Ao-Session,valueonly)`; raises GitError
     when `oid` is not a commit of the repository at `cwd`."""
-    out = git.run(["log", "-1", "--format=%(trailers:key=Ao-Session,valueonly)", oid], cwd)
-    return bool(out.strip())
+    return bool(git.trailer(cwd, oid, "Ao-Session"))
 
 
 def is_daemon_commit(cwd, oid) -> bool:

@@ -1,6 +1,6 @@
 """Where git-ao's state lives, and the one database read that must start fast.
 
-The data dir is `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data` (SPEC 2).
+The data dir is `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data`.
 Shell completion reads session ids on every TAB, so that read lives here, with
 nothing imported but os, sqlite3 and urllib.parse: importing store.py (its
 record classes are built at import) cost completion about a fifth of its
@@ -61,7 +61,8 @@ def ensure_private_dir(path: str) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise Fatal(f"data dir '{path}' is not a directory; refusing to use it")
     if st.st_uid != os.geteuid():
-        raise Fatal(f"data dir '{path}' is owned by uid {st.st_uid}, not by you; refusing to use it")
+        raise Fatal(f"data dir '{path}' is owned by uid {st.st_uid}, not by you; "
+                    "refusing to use it")
     tighten(path, st, 0o700, "data dir")
 
 

@@ -133,7 +133,8 @@ def split_daemon_refs(repo, refs) -> tuple[list, list]:
     trailer (daemon_refs.is_daemon_commit). Runs `git log -1` per ref."""
     from .daemon_refs import is_daemon_commit
     from .errors import GitError
-    ours, daemons = [], []
+    ours: list[str] = []
+    daemons: list[str] = []
     for ref in refs:
         try:
             daemon = is_daemon_commit(repo, ref)
@@ -247,8 +248,8 @@ def install_checks() -> list[Check]:
         "fish": ([os.path.join(d, "fish", "vendor_completions.d") for d in _data_dirs()]
                  + [os.path.expanduser("~/.config/fish/completions")],
                  "fish/vendor_completions.d/git-ao.fish", "git-ao.fish",
-                 "git ao completion fish | source in ~/.config/fish/config.fish "
-                 "(fish 3.6 needs this for git ao-preserve)"),
+                 ("git ao completion fish | source in ~/.config/fish/config.fish "
+                  "(fish 3.6 needs this for git ao-preserve)")),
     }
     for shell, (dirs, shipped_rel, name, advice) in looks.items():
         found = _find(dirs, name)

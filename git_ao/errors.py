@@ -4,7 +4,8 @@ Every error the commands report is one of these; the command layer turns them
 into one line (`fatal: ...` or `error: ...`) and the matching exit status.
 """
 
-# Exit statuses, as SPEC 8 and git's own commands use them.
+# Exit statuses, as git's own commands use them: 0 done, 1 a session refused or
+# failed, 3 work that needs the user's attention, 128 nothing could run, 129 bad usage.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_ATTENTION = 3

@@ -3,8 +3,9 @@
 Every git process git-ao starts goes through `call` here: arguments are a
 list handed to the `sh` package (never a shell string), stdout is read as
 bytes so path names survive whatever encoding they have, and the `-v` trace
-hook sees each command before it runs. The parsers below turn git's
-machine-readable output (`-z`, `--porcelain`) into small records.
+hook sees each command before it runs. Callers ask for named operations
+(`worktree_list`, `changed_paths`, a `TempIndex`'s `write_tree`...), never for
+an argument list; gitparse.py turns git's machine-readable output into records.
 
 Every git command runs with `core.hooksPath=/dev/null`: preserve and restore
 must never run the user's hooks (post-checkout, reference-transaction, ...).
@@ -13,10 +14,24 @@ must never run the user's hooks (post-checkout, reference-transaction, ...).
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from . import gitparse
 from .errors import Fatal, GitError, Usage
+from .gitparse import (
+    IndexFlags,
+    Status,
+    StatusEntry,
+    WorktreeEntry,
+    check_ref_format,
+    join_z,
+    split_z,
+)
+
+__all__ = ["IndexFlags", "Status", "StatusEntry", "WorktreeEntry", "check_ref_format", "join_z",
+           "split_z"]
 
 MIN_VERSION = (2, 36)
 
@@ -30,7 +45,7 @@ _REPO_ENV = (
 )
 # core.fsmonitor and core.untrackedCache off: both let git skip looking at
 # files it believes unchanged, and a stale or lying answer would make a change
-# invisible to capture (SPEC 3). An fsmonitor hook is also user code.
+# invisible to capture, which must see every change. An fsmonitor hook is also user code.
 # core.trustctime and core.checkStat at their defaults: with ctime ignored, a
 # same-size rewrite that keeps the mtime looks unchanged to git's stat cache.
 _GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
@@ -45,11 +60,11 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "git-ao", "GIT_COMMITTER_EMAIL": "git-ao@localhost",
 }
 
-_git = None  # the sh.Command, made on first use (see _command)
-_trace = None
+_git: Any = None  # the sh.Command, made on first use (see _command)
+_trace: Callable[[list[str], str], object] | None = None
 
 
-def _command():
+def _command() -> Any:
     """The `sh.Command("git")`, imported and resolved on first use.
 
     `sh` imports asyncio and more (about 25 ms): `git ao-preserve -h` and shell
@@ -64,13 +79,13 @@ def _command():
     return _git
 
 
-def set_trace(callback):
+def set_trace(callback: Callable[[list[str], str], object] | None) -> None:
     """Install `callback(argv: list[str], cwd: str)` to see every git command (for -v)."""
     global _trace
     _trace = callback
 
 
-def _base_env(inherit_repo_env):
+def _base_env(inherit_repo_env: bool) -> dict[str, str]:
     env = dict(os.environ)
     if not inherit_repo_env:
         for name in _REPO_ENV:
@@ -85,7 +100,7 @@ def _base_env(inherit_repo_env):
 class Completed:
     """The outcome of one git process: exit status, stdout and stderr bytes."""
 
-    argv: list
+    argv: list[str]
     status: int
     out: bytes
     err: bytes
@@ -105,7 +120,8 @@ class Completed:
         return self
 
 
-def call(args, cwd, *, env=None, input=None, inherit_repo_env=False) -> Completed:
+def call(args: Sequence[object], cwd: str, *, env: dict[str, str] | None = None,
+         input: bytes | None = None, inherit_repo_env: bool = False) -> Completed:
     """Run `git <args>` in directory `cwd` and return a Completed, whatever its status.
 
     args: list of str. cwd: str path. env: extra variables (dict of str).
@@ -136,41 +152,25 @@ def call(args, cwd, *, env=None, input=None, inherit_repo_env=False) -> Complete
     return Completed(argv, proc.exit_code, proc.stdout or b"", proc.stderr or b"")
 
 
-def run(args, cwd, **kw) -> bytes:
+def run(args: Sequence[object], cwd: str, **kw: Any) -> bytes:
     """Like `call`, but raise GitError on a non-zero status; return stdout bytes."""
     return call(args, cwd, **kw).check().out
 
 
-def line(args, cwd, **kw) -> str:
+def line(args: Sequence[object], cwd: str, **kw: Any) -> str:
     """Run git and return its stdout as one stripped str line."""
     return run(args, cwd, **kw).decode("utf-8", "surrogateescape").strip()
-
-
-def split_z(data: bytes) -> list[str]:
-    """Split NUL-terminated output into str paths (undecodable bytes kept via surrogateescape)."""
-    return [os.fsdecode(p) for p in data.split(b"\0") if p]
-
-
-def join_z(paths) -> bytes:
-    """Encode str paths as NUL-terminated bytes for `--stdin -z` readers."""
-    return b"".join(os.fsencode(p) + b"\0" for p in paths)
 
 
 # ---------------------------------------------------------------- version
 
 
-def version(cwd=".") -> tuple:
+def version(cwd: str = ".") -> tuple[int, ...]:
     """Return git's version as a tuple of ints, e.g. (2, 39, 5) (`git --version`)."""
-    text = line(["--version"], cwd)
-    nums = []
-    for part in text.split()[-1].split("."):
-        if not part.isdigit():
-            break
-        nums.append(int(part))
-    return tuple(nums)
+    return gitparse.version(line(["--version"], cwd))
 
 
-def check_version():
+def check_version() -> None:
     """Raise Fatal when git is older than MIN_VERSION (checked once per command)."""
     have = version(os.getcwd() if os.path.isdir(os.getcwd()) else "/")
     if have < MIN_VERSION:
@@ -196,7 +196,7 @@ class RepoDirs:
                 and os.path.realpath(self.git_dir) != os.path.realpath(self.common_dir))
 
 
-def repo_dirs(path, *, inherit_repo_env=False) -> RepoDirs:
+def repo_dirs(path: str, *, inherit_repo_env: bool = False) -> RepoDirs:
     """Resolve `path` with `git rev-parse --path-format=absolute ...`.
 
     Returns RepoDirs. Raises Fatal("not a git repository ...") when `path` is
@@ -221,115 +221,52 @@ def repo_dirs(path, *, inherit_repo_env=False) -> RepoDirs:
     return RepoDirs(lines[0], lines[1], top, lines[2] == "true")
 
 
-@dataclass
-class WorktreeEntry:
-    """One record of `git worktree list --porcelain -z`."""
-
-    path: str
-    head: str | None = None
-    branch: str | None = None  # full ref name, e.g. refs/heads/topic
-    detached: bool = False
-    bare: bool = False
-    locked: str | None = None  # the reason ("" when none given), None when not locked
-    prunable: str | None = None
-    is_main: bool = False
-
-
-def worktree_list(common_dir) -> list[WorktreeEntry]:
+def worktree_list(common_dir: str) -> list[WorktreeEntry]:
     """Parse `git worktree list --porcelain -z` run in the repository's common dir.
 
     Returns a list of WorktreeEntry, the main worktree (or bare repository) first.
     Raises GitError; when a registration left half-written by a killed
-    `git worktree add` (`locked` written, `commondir` not yet: `_half_added`) is
+    `git worktree add` (`locked` written, `commondir` not yet: `gitparse.half_added_worktree`) is
     what makes git fail, the message names it and the fix.
     """
     res = call(["worktree", "list", "--porcelain", "-z"], common_dir)
     if res.status != 0:
-        half = _half_added(common_dir)
+        half = gitparse.half_added_worktree(common_dir)
         if half:
             raise GitError(res.argv, res.status, f"{res.errtext.strip()}; {half} was left "
                            "half-written by a killed `git worktree add`; "
                            "git cannot list worktrees until it is gone: check that no "
                            f"`git worktree add` is running, then rm -r '{half}'")
         res.check()
-    out = res.out
-    entries, cur = [], None
-    for field_ in out.split(b"\0"):
-        if not field_:
-            if cur is not None:
-                entries.append(cur)
-                cur = None
-            continue
-        key, _, value = field_.partition(b" ")
-        val = os.fsdecode(value)
-        if key == b"worktree":
-            cur = WorktreeEntry(path=val, is_main=not entries)
-        elif cur is None:
-            continue
-        elif key == b"HEAD":
-            cur.head = val
-        elif key == b"branch":
-            cur.branch = val
-        elif key == b"detached":
-            cur.detached = True
-        elif key == b"bare":
-            cur.bare = True
-        elif key == b"locked":
-            cur.locked = val
-        elif key == b"prunable":
-            cur.prunable = val
-    if cur is not None:
-        entries.append(cur)
-    return entries
+    return gitparse.worktree_list(res.out)
 
 
-def _half_added(common_dir) -> str | None:
-    """The admin dir under <common_dir>/worktrees that git's `worktree add` was still
-    creating (it has the `locked` file git writes first, "initializing" in the
-    user's language, and `commondir` is missing or empty), or None."""
-    base = os.path.join(common_dir, "worktrees")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return None
-    for name in names:
-        d = os.path.join(base, name)
-        try:
-            if not os.path.isfile(os.path.join(d, "locked")):
-                continue
-            commondir = os.path.join(d, "commondir")
-            empty = not os.path.exists(commondir) or os.path.getsize(commondir) == 0
-        except OSError:
-            continue
-        if empty:
-            return d
-    return None
-
-
-def worktree_add(common_dir, path, *, branch=None, commit=None, new_branch=None, detach=False,
-                 checkout=True):
+def worktree_add(common_dir: str, path: str, *, branch: str | None = None,
+                 commit: str | None = None, new_branch: str | None = None, detach: bool = False,
+                 checkout: bool = True) -> None:
     """`git worktree add` at `path`: attach existing `branch`, or `-b new_branch` at
     `commit`, or `--detach` at `commit`. Never `-B`. Raises GitError.
 
     checkout=False adds `--no-checkout`: the worktree is registered with an empty
     index and no files, so its private config (sparse-checkout patterns,
     config.worktree) can be put in place first; `checkout_head` then fills it."""
-    args = ["worktree", "add"] + ([] if checkout else ["--no-checkout"])
+    args: list[str | None] = ["worktree", "add"]
+    args += [] if checkout else ["--no-checkout"]
     if new_branch:
         args += ["-b", new_branch, path, commit]
     elif detach:
         args += ["--detach", path, commit]
     else:
         args += [path, branch]
-    return run(args, common_dir)
+    run(args, common_dir)
 
 
-def worktree_unlock(common_dir, path):
+def worktree_unlock(common_dir: str, path: str) -> None:
     """`git worktree unlock <path>`. Raises GitError."""
     run(["worktree", "unlock", path], common_dir)
 
 
-def worktree_prune(common_dir, *, dry_run=False) -> list[str]:
+def worktree_prune(common_dir: str, *, dry_run: bool = False) -> list[str]:
     """`git worktree prune -v [-n]`: deregister worktrees whose directory is gone.
 
     Returns git's report lines (it prints them on stderr)."""
@@ -338,45 +275,22 @@ def worktree_prune(common_dir, *, dry_run=False) -> list[str]:
     return [ln for ln in res.errtext.splitlines() if ln.strip()]
 
 
-def worktree_remove(common_dir, path):
-    """`git worktree remove <path>` without --force: git itself refuses a dirty worktree."""
-    return run(["worktree", "remove", path], common_dir)
+def worktree_remove(common_dir: str, path: str, *, force: bool = False) -> None:
+    """`git worktree remove <path>`. Without `force` git itself refuses a dirty worktree;
+    force (twice, for a locked one too) is only for a verified worktree whose work is
+    saved, which cannot be renamed into the trash."""
+    run(["worktree", "remove", *(["--force"] if force else []), path], common_dir)
 
 
 # ---------------------------------------------------------------- status
 
 
-@dataclass
-class StatusEntry:
-    """One changed path from `git status --porcelain=v2`: kind is '1', '2' or 'u'."""
-
-    kind: str
-    xy: str
-    sub: str
-    path: str
-    orig_path: str | None = None
+def index_env(index_file: str | None) -> dict[str, str] | None:
+    """The environment that points git at `index_file` instead of the real index."""
+    return {"GIT_INDEX_FILE": index_file} if index_file else None
 
 
-@dataclass
-class Status:
-    """Parsed `git status --porcelain=v2 -z --branch --untracked-files=all --ignored=matching`."""
-
-    head: str | None  # None when the branch is unborn
-    branch: str | None  # short branch name, None when detached
-    changed: list = field(default_factory=list)  # StatusEntry
-    untracked: list = field(default_factory=list)  # str paths
-    ignored: list = field(default_factory=list)  # str paths (directories end in '/')
-
-    @property
-    def clean(self) -> bool:
-        return not self.changed and not self.untracked
-
-    @property
-    def unmerged(self) -> list:
-        return [e.path for e in self.changed if e.kind == "u"]
-
-
-def status(cwd, *, index_file=None, ignored=True) -> Status:
+def status(cwd: str, *, index_file: str | None = None, ignored: bool = True) -> Status:
     """Run `git status --porcelain=v2 -z --branch --untracked-files=all` in `cwd`.
 
     ignored=True adds `--ignored=matching`, so an ignored directory counts once.
@@ -389,65 +303,13 @@ def status(cwd, *, index_file=None, ignored=True) -> Status:
             "--no-renames", "--ignore-submodules=none"]
     if ignored:
         args.append("--ignored=matching")
-    env = {"GIT_INDEX_FILE": index_file} if index_file else None
-    out = run(args, cwd, env=env)
-    st = Status(head=None, branch=None)
-    fields = out.split(b"\0")
-    i = 0
-    while i < len(fields):
-        rec = fields[i]
-        i += 1
-        if not rec:
-            continue
-        tag = rec[:1]
-        if tag == b"#":
-            words = rec.split(b" ", 2)
-            if words[1] == b"branch.oid" and words[2] != b"(initial)":
-                st.head = words[2].decode()
-            elif words[1] == b"branch.head" and words[2] != b"(detached)":
-                st.branch = os.fsdecode(words[2])
-        elif tag == b"1":
-            parts = rec.split(b" ", 8)
-            st.changed.append(StatusEntry("1", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[8])))
-        elif tag == b"2":
-            parts = rec.split(b" ", 9)
-            orig = os.fsdecode(fields[i]) if i < len(fields) else None
-            i += 1
-            st.changed.append(StatusEntry("2", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[9]), orig))
-        elif tag == b"u":
-            parts = rec.split(b" ", 10)
-            st.changed.append(StatusEntry("u", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[10])))
-        elif tag == b"?":
-            st.untracked.append(os.fsdecode(rec[2:]))
-        elif tag == b"!":
-            st.ignored.append(os.fsdecode(rec[2:]))
-    return st
+    return gitparse.status(run(args, cwd, env=index_env(index_file)))
 
 
 # ---------------------------------------------------------------- objects and refs
 
 
-def write_tree(cwd, index_file) -> str:
-    """`git write-tree` from the index file `index_file`; return the tree id."""
-    return line(["write-tree"], cwd, env={"GIT_INDEX_FILE": index_file})
-
-
-def update_index(cwd, index_file, paths, *, extra=()):
-    """Feed `paths` (str) to `git update-index --add --remove -z --stdin` on `index_file`.
-
-    Each path is re-read from the worktree: updated when present, removed when
-    gone. `extra` adds options such as `--no-assume-unchanged`. Raises GitError.
-    """
-    if not paths:
-        return
-    run(["update-index", "--add", "--remove", *extra, "-z", "--stdin"], cwd,
-        env={"GIT_INDEX_FILE": index_file}, input=join_z(paths))
-
-
-def commit_tree(cwd, tree, parents, message) -> str:
+def commit_tree(cwd: str, tree: str, parents: Sequence[str], message: str) -> str:
     """`git commit-tree <tree> -p <parent>... ` with `message` on stdin; return the commit id."""
     args = ["commit-tree", tree]
     for p in parents:
@@ -456,7 +318,8 @@ def commit_tree(cwd, tree, parents, message) -> str:
                ).decode().strip()
 
 
-def update_ref(cwd, ref, new, old=None, *, message="git-ao"):
+def update_ref(cwd: str, ref: str, new: str, old: str | None = None, *,
+               message: str = "git-ao") -> None:
     """`git update-ref --create-reflog -m <message> <ref> <new> [<old>]`.
 
     old=None: no check; old="": the ref must not exist yet. Raises GitError."""
@@ -487,61 +350,66 @@ def current_branch(cwd: str) -> str | None:
     return res.text.strip() if res.status == 0 else None
 
 
-def rev_parse(cwd, rev) -> str | None:
+def rev_parse(cwd: str, rev: str) -> str | None:
     """`git rev-parse --verify -q <rev>`: the object id, or None when it does not resolve."""
     res = call(["rev-parse", "--verify", "-q", rev], cwd)
     return res.text.strip() or None if res.status == 0 else None
 
 
-def rev_parse_many(cwd, revs) -> list:
+def rev_parse_many(cwd: str, revs: Sequence[str]) -> list[str | None]:
     """Resolve several revisions in one `git rev-parse`; None for each that fails.
 
     Falls back to one call each when any of them does not resolve."""
     res = call(["rev-parse", *revs], cwd)
     vals = res.text.split()
     if res.status == 0 and len(vals) == len(revs):
-        return vals
+        return list(vals)
     return [rev_parse(cwd, r) for r in revs]
 
 
-def object_exists(cwd, oid) -> bool:
+def object_exists(cwd: str, oid: str) -> bool:
     """`git cat-file -e <oid>`: does the object exist in the repository?"""
     return call(["cat-file", "-e", oid], cwd).status == 0
 
 
-def commit_parents(cwd, commit) -> list:
+def commit_parents(cwd: str, commit: str) -> list[str]:
     """The parent ids of `commit` (`git rev-list --parents -n 1`)."""
     return line(["rev-list", "--parents", "-n", "1", commit], cwd).split()[1:]
 
 
-def commit_message(cwd, commit) -> str:
+def commit_message(cwd: str, commit: str) -> str:
     """The raw message of `commit` (`git log -1 --format=%B`)."""
     return run(["log", "-1", "--format=%B", commit], cwd).decode("utf-8", "surrogateescape")
 
 
-def trees_of(cwd, commits) -> list:
+def commit_time_and_message(cwd: str, commit: str) -> tuple[int | None, str]:
+    """The committer time (epoch seconds, None when unreadable) and raw message of
+    `commit`, in one `git log`."""
+    text = run(["log", "-1", "--format=%ct%n%B", commit], cwd).decode("utf-8",
+                                                                       "surrogateescape")
+    stamp, _, message = text.partition("\n")
+    return (int(stamp) if stamp.isdigit() else None), message
+
+
+def trees_of(cwd: str, commits: Iterable[str]) -> list[str | None]:
     """The tree id of each commit, in one `git rev-parse c^{tree} ...`."""
     return rev_parse_many(cwd, [f"{c}^{{tree}}" for c in commits])
 
 
-def for_each_ref(cwd, prefix) -> list:
+def for_each_ref(cwd: str, prefix: str) -> list[tuple[str, str]]:
     """`git for-each-ref --format=%(objectname) %(refname) <prefix>`: list of (ref, oid)."""
     out = run(["for-each-ref", "--format=%(objectname) %(refname)", prefix], cwd)
-    pairs = []
-    for ln in out.decode("utf-8", "surrogateescape").splitlines():
-        oid, _, ref = ln.partition(" ")
-        pairs.append((ref, oid))
-    return pairs
+    return gitparse.ref_oids(out.decode("utf-8", "surrogateescape"))
 
 
-def is_reachable_from_refs(cwd, commit) -> bool:
+def is_reachable_from_refs(cwd: str, commit: str) -> bool:
     """Is `commit` contained in any branch, tag or remote-tracking ref, or a preserve ref?"""
     out = run(["for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)",
                "refs/heads", "refs/tags", "refs/remotes", "refs/ao"], cwd)
     return bool(out.strip())
 
 
-def is_ancestor(cwd, ancestor, descendant) -> bool:
+def is_ancestor(cwd: str, ancestor: str, descendant: str) -> bool:
     """Is commit `ancestor` reachable from `descendant` (`git merge-base --is-ancestor`,
     status 0 yes, 1 no)? Raises GitError on any other status (an unknown commit)."""
     res = call(["merge-base", "--is-ancestor", ancestor, descendant], cwd)
@@ -550,7 +418,7 @@ def is_ancestor(cwd, ancestor, descendant) -> bool:
     return res.status == 0
 
 
-def expiry_date(value) -> int | None:
+def expiry_date(value: str) -> int | None:
     """Parse a date exactly as git parses expiry dates (`git config
     --type=expiry-date`: 2.weeks.ago, yesterday, 2024-01-01, now, never).
 
@@ -564,12 +432,20 @@ def expiry_date(value) -> int | None:
     return None if n >= 2**63 else n
 
 
-def ls_tree_paths(cwd, tree) -> list:
+def ls_tree_paths(cwd: str, tree: str) -> list[str]:
     """Every file path in `tree`, recursively (`git ls-tree -r -z --name-only`)."""
     return split_z(run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))
 
 
-def diff_stat(common_dir, commit) -> str:
+def changed_paths(cwd: str, old: str, new: str, *, deleted_only: bool = False) -> list[str]:
+    """The paths that differ between two trees or commits (`git diff-tree -r -z
+    --name-only --no-renames`, no worktree scan); deleted_only: only those `new` lacks."""
+    args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames"]
+    args += ["--diff-filter=D"] if deleted_only else []
+    return split_z(run([*args, old, new], cwd))
+
+
+def diff_stat(common_dir: str, commit: str) -> str:
     """What `git stash show --stat --include-untracked <commit>` prints.
 
     stash insists on a work tree although `show` reads none, so the common dir
@@ -579,130 +455,51 @@ def diff_stat(common_dir, commit) -> str:
                env=env).decode("utf-8", "replace")
 
 
-def stash_apply(cwd, commit, *, index) -> Completed:
-    """`git stash apply [--index] <commit>` in worktree `cwd`; the Completed, whatever its status."""
-    args = ["stash", "apply"] + (["--index"] if index else []) + [commit]
-    return call(args, cwd)
+def stash_apply(cwd: str, commit: str, *, index: bool, sparse_off: bool = False) -> Completed:
+    """`git stash apply [--index] <commit>` in worktree `cwd`; the Completed, whatever its
+    status. sparse_off: with the sparse-checkout patterns switched off for this one
+    command (`-c core.sparseCheckout=false`)."""
+    args = (["-c", "core.sparseCheckout=false"] if sparse_off else []) + ["stash", "apply"]
+    return call(args + (["--index"] if index else []) + [commit], cwd)
 
 
-def unmerged_paths(cwd) -> list:
+def unmerged_paths(cwd: str) -> list[str]:
     """Paths with unmerged index entries (`git diff --name-only --diff-filter=U -z`)."""
     return sorted(set(split_z(run(["diff", "--name-only", "--diff-filter=U", "-z"], cwd))))
 
 
-def branch_exists(cwd, branch) -> bool:
+def branch_exists(cwd: str, branch: str) -> bool:
     """Does refs/heads/<branch> exist?"""
     return call(["show-ref", "--verify", "-q", f"refs/heads/{branch}"], cwd).status == 0
 
 
-_REF_FORBIDDEN = frozenset(" ~^:?*[\\\x7f") | frozenset(chr(c) for c in range(32))
-
-
-def check_ref_format(ref) -> bool:
-    """Is `ref` (str) a valid full ref name, as `git check-ref-format <ref>` decides?
-
-    The rules of git-check-ref-format(1), checked here without starting a
-    process (every command validates each session id it is given): at least
-    one '/'; no empty component, none starting with '.' or ending with '.lock';
-    no '..', '@{', '\\', control characters, space, '~', '^', ':', '?', '*',
-    '['; not ending with '/' or '.'; not '@'. tests/test_scale_git.py holds
-    this against git itself.
-    """
-    if not isinstance(ref, str) or "/" not in ref or ref == "@":
-        return False
-    if ".." in ref or "@{" in ref or ref.endswith(".") or _REF_FORBIDDEN.intersection(ref):
-        return False
-    try:
-        ref.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    for part in ref.split("/"):
-        if not part or part.startswith(".") or part.endswith(".lock"):
-            return False
-    return True
-
-
-# ---------------------------------------------------------------- fidelity (issue 3)
-
-
-@dataclass
-class IndexFlags:
-    """Index entries whose flags tell git to overlook the worktree (`git ls-files -v`):
-    assume-unchanged (lower-case tag) and skip-worktree ('S'), plus every tracked
-    `.gitattributes` path (they decide content conversion)."""
-
-    assume_unchanged: list = field(default_factory=list)
-    skip_worktree: list = field(default_factory=list)
-    attributes: list = field(default_factory=list)
-
-
-# Records of `git ls-files -v -z` ("<tag> <path>\0") whose tag is not plain "H",
-# and records of tracked .gitattributes files.
-_FLAGGED = re.compile(rb"(?:^|\0)([^H\0] [^\0]*)")
-_ATTRIBUTES = re.compile(rb"(?:^|\0)(. (?:[^\0]*/)?\.gitattributes)(?=\0|$)")
-
-
-def index_flags(cwd, *, index_file=None) -> IndexFlags:
+def index_flags(cwd: str, *, index_file: str | None = None) -> IndexFlags:
     """Read the index flags with one `git ls-files -v -z` (no worktree scan).
 
     Returns IndexFlags. Raises GitError."""
-    env = {"GIT_INDEX_FILE": index_file} if index_file else None
-    out = run(["ls-files", "-v", "-z"], cwd, env=env)
-    flags = IndexFlags()
-    # Nearly every record is "H <path>" with nothing to report: the regular
-    # expressions pick out the few others in C, so a 20,000-file index costs no
-    # Python loop over every file. Sorted by position to keep git's order.
-    hits = {m.start(1): m.group(1) for m in _FLAGGED.finditer(out)}
-    hits.update((m.start(1), m.group(1)) for m in _ATTRIBUTES.finditer(out))
-    for _, rec in sorted(hits.items()):
-        if len(rec) < 3:
-            continue
-        tag, path = rec[:1], os.fsdecode(rec[2:])
-        if tag in (b"S", b"s"):
-            flags.skip_worktree.append(path)
-        if tag.islower():
-            flags.assume_unchanged.append(path)
-        if path == ".gitattributes" or path.endswith("/.gitattributes"):
-            flags.attributes.append(path)
-    return flags
+    return gitparse.index_flags(run(["ls-files", "-v", "-z"], cwd, env=index_env(index_file)))
 
 
-def config_map(cwd) -> dict:
-    """Every effective config value (`git config -z --list`) as {lower-case key: last value}."""
-    out = run(["config", "-z", "--list"], cwd)
-    conf = {}
-    for rec in out.split(b"\0"):
-        if rec:
-            key, _, value = rec.partition(b"\n")
-            conf[key.decode("utf-8", "replace").lower()] = value.decode("utf-8", "surrogateescape")
-    return conf
+def config_map(cwd: str) -> dict[str, str]:
+    """Every effective git config value (`git config -z --list`) as {lower-case key: last value}."""
+    return gitparse.config_map(run(["config", "-z", "--list"], cwd))
 
 
-def set_index_flag(cwd, paths, flag, *, index_file=None):
-    """`git update-index <flag> -z --stdin` for `paths`: flag is one of
-    --[no-]assume-unchanged, --[no-]skip-worktree (only the flag changes), or
-    --force-remove (the entry goes, the file stays). Raises GitError."""
-    if not paths:
-        return
-    env = {"GIT_INDEX_FILE": index_file} if index_file else None
-    run(["update-index", flag, "-z", "--stdin"], cwd, env=env, input=join_z(paths))
+def has_unpushed_work(cwd: str) -> bool:
+    """Does the repository at `cwd` have a commit on no remote-tracking ref (HEAD, a
+    branch or a tag), or a stash? Unknown (git fails) counts as yes."""
+    res = call(["rev-list", "-n", "1", "HEAD", "--branches", "--tags", "--not", "--remotes"],
+               cwd)
+    return res.status != 0 or bool(res.text.strip()) or bool(rev_parse(cwd, "refs/stash"))
 
 
-def add_intent_to_add(cwd, paths):
-    """`git add -N` for literal `paths` (read as NUL-separated pathspecs from stdin)."""
-    if not paths:
-        return
-    run(["--literal-pathspecs", "add", "-N", "--pathspec-from-file=-", "--pathspec-file-nul"],
-        cwd, input=join_z(paths))
+def submodule_update_init(cwd: str, paths: Sequence[str]) -> Completed:
+    """`git submodule update --init -- <paths>` (literal paths); the Completed, whatever
+    its status."""
+    return call(["--literal-pathspecs", "submodule", "update", "--init", "--", *paths], cwd)
 
 
-def checkout_head(cwd):
-    """`git read-tree -m -u HEAD` in a worktree added with --no-checkout: fills the index
-    and the files from HEAD, honouring its sparse-checkout patterns."""
-    return run(["read-tree", "-m", "-u", "HEAD"], cwd)
-
-
-def check_ignore(cwd, paths) -> set[str]:
+def check_ignore(cwd: str, paths: Sequence[str]) -> set[str]:
     """Those of `paths` (str, relative to the worktree at `cwd`) that the repository
     ignores (`git check-ignore -z --stdin`; a path under an ignored directory
     counts as ignored). Raises GitError when git fails for another reason."""
@@ -714,7 +511,7 @@ def check_ignore(cwd, paths) -> set[str]:
     return set(split_z(res.out))
 
 
-def ls_tree_blobs(cwd, tree) -> dict[str, str]:
+def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
     """{path: object id} of every non-tree entry of `tree`, recursively
     (`git ls-tree -r -z`); gitlinks map to their commit."""
     out = {}
@@ -725,7 +522,7 @@ def ls_tree_blobs(cwd, tree) -> dict[str, str]:
     return out
 
 
-def hash_paths(cwd, paths) -> list[str]:
+def hash_paths(cwd: str, paths: Sequence[str]) -> list[str]:
     """The blob id git would store for each of `paths` (relative to the worktree
     at `cwd`), with the repository's clean filters and end-of-line rules
     (`git hash-object --stdin-paths`); nothing is written."""
@@ -734,8 +531,67 @@ def hash_paths(cwd, paths) -> list[str]:
     plain = [p for p in paths if "\n" not in p]
     ids = dict(zip(plain, run(["hash-object", "--stdin-paths"], cwd,
                               input=b"".join(os.fsencode(p) + b"\n" for p in plain)
-                              ).decode().split())) if plain else {}
+                              ).decode().split(), strict=True)) if plain else {}
     for p in paths:
         if p not in ids:
             ids[p] = line(["hash-object", "--", p], cwd)
     return [ids[p] for p in paths]
+
+
+def checkout_detached(cwd: str, commit: str) -> bool:
+    """`git checkout -q --detach <commit>` in the repository at `cwd`; True on success."""
+    return call(["checkout", "-q", "--detach", commit], cwd).status == 0
+
+
+def status_porcelain(cwd: str) -> Completed:
+    """`git status --porcelain=v2 -z --untracked-files=all --ignore-submodules=none`
+    of another repository (a nested one): the Completed, whatever its status."""
+    return call(["status", "--porcelain=v2", "-z", "--untracked-files=all",
+                 "--ignore-submodules=none"], cwd)
+
+
+def reflog_commits(cwd: str) -> list[str]:
+    """The distinct commits of the HEAD reflog of the worktree at `cwd`
+    (`git log -g --format=%H HEAD`); [] when it has none."""
+    res = call(["log", "-g", "--format=%H", "HEAD"], cwd)
+    return sorted(set(res.text.split())) if res.status == 0 else []
+
+
+def unreachable_from_all(cwd: str, commits: Sequence[str]) -> list[str]:
+    """Those of `commits` that no ref and no worktree's HEAD reaches
+    (`git rev-list --no-walk <commits> --not --all`, from inside a worktree)."""
+    if not commits:
+        return []
+    res = call(["rev-list", "--no-walk", *commits, "--not", "--all"], cwd)
+    return res.text.split() if res.status == 0 else []
+
+
+def empty_tree(cwd: str) -> str:
+    """The id of the empty tree, written to the object store (`git hash-object -w`)."""
+    return line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b"")
+
+
+def objects_complete(cwd: str, commit: str, known: str) -> bool:
+    """Does every object `commit` needs, beyond what `known` reaches, exist?
+    (`git rev-list --objects <commit> --not <known>` fails on a missing one.)"""
+    return call(["rev-list", "--objects", commit, "--not", known], cwd).status == 0
+
+
+def fetch_refspecs(cwd: str) -> list[tuple[str, str]]:
+    """[(key, refspec)] of every `remote.<name>.fetch` setting."""
+    res = call(["config", "-z", "--get-regexp", r"^remote\..*\.fetch$"], cwd)
+    if res.status != 0:
+        return []
+    out = []
+    for rec in res.out.split(b"\0"):
+        if rec:
+            key, _, value = rec.decode("utf-8", "replace").partition("\n")
+            out.append((key, value))
+    return out
+
+
+def trailer(cwd: str, commit: str, key: str) -> str:
+    """The value of trailer `key` in `commit`'s message ('' when absent)
+    (`git log -1 --format=%(trailers:key=<key>,valueonly)`). Raises GitError when
+    `commit` is not a commit."""
+    return line(["log", "-1", f"--format=%(trailers:key={key},valueonly)", commit], cwd)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import daemon_db, git, session_groups
 from .errors import AoError
-from .outcome import Outcome
+from .outcome import Outcome, Status
 from .present import list_json
 from .register import register
 from .session import validate_id
@@ -82,7 +82,7 @@ def _said_once(ctx, source, notes, u, o) -> Outcome:
         return o
     known = notes.get(u.id)
     if known is not None and known[0] == o.message:
-        return Outcome(o.session_id, "import", "nothing",
+        return Outcome(o.session_id, "import", Status.NOTHING,
                        f"still not importable (reported before): {o.message}", o.data)
     if not ctx.dry_run:
         ctx.store.note_import(source, u.id, o.message)
@@ -95,18 +95,18 @@ def _one(ctx, u: Unit) -> Outcome:
     try:
         validate_id(u.id)
     except AoError as exc:
-        return Outcome(u.id, "import", "refused", str(exc))
+        return Outcome(u.id, "import", Status.REFUSED, str(exc))
     existing = ctx.store.get(u.id)
     if existing is not None:
-        return Outcome(u.id, "import", "nothing", f"already known ({existing.state}){part}",
+        return Outcome(u.id, "import", Status.NOTHING, f"already known ({existing.state}){part}",
                        list_json(existing))
     if not u.path or not os.path.isdir(u.path):
-        return Outcome(u.id, "import", "refused",
+        return Outcome(u.id, "import", Status.REFUSED,
                        f"workspace path {u.path or '(none)'} does not exist{part}")
     if u.root_of_workspace and not _linked_worktree(u.path):
         # A workspace root that is a plain directory holds no work of its own: its
         # repositories' worktrees are the sessions.
-        return Outcome(u.id, "import", "nothing", f"workspace root {u.path} is not a linked "
+        return Outcome(u.id, "import", Status.NOTHING, f"workspace root {u.path} is not a linked "
                        "worktree; its repositories are imported as "
                        f"{session_groups.child_id(d.id, '<repo>')}")
     try:
@@ -116,7 +116,7 @@ def _one(ctx, u: Unit) -> Outcome:
             ctx.store.set_daemon_facts(s.id, group_id=u.group, session_mode=d.session_mode,
                                        provider_conversation_id=d.provider_conversation_id)
     except AoError as exc:
-        return Outcome(u.id, "import", "refused", f"{exc}{part}")
+        return Outcome(u.id, "import", Status.REFUSED, f"{exc}{part}")
     s.group_id, s.session_mode = u.group, d.session_mode
     s.provider_conversation_id = d.provider_conversation_id
     note = ""
@@ -125,7 +125,7 @@ def _one(ctx, u: Unit) -> Outcome:
     ctx.log("import", s.id, "dry-run" if ctx.dry_run else "registered",
             workspace=s.workspace_path, harness=s.harness or None, group=u.group)
     rec = list_json(s)
-    return Outcome(s.id, "import", "ok",
+    return Outcome(s.id, "import", Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
                    f"at {s.workspace_path}{note}{part}", rec)
 
@@ -135,4 +135,5 @@ def _linked_worktree(path) -> bool:
         dirs = git.repo_dirs(path)
     except AoError:
         return False
-    return dirs.is_linked_worktree and os.path.realpath(dirs.toplevel) == os.path.realpath(path)
+    return dirs.is_linked_worktree and dirs.toplevel is not None \
+        and os.path.realpath(dirs.toplevel) == os.path.realpath(path)

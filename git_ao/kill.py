@@ -27,6 +27,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             if not st.clean:
                 raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
                               f"{len(st.untracked)} untracked); commit it or preserve it")
+            assert st.head is not None  # inspect refuses an unborn branch
             if st.branch is None and not git.is_reachable_from_refs(path, st.head):
                 raise Refused(f"'{path}' is detached at {st.head[:12]}, which no ref holds; "
                               "create a branch first")
@@ -68,5 +69,6 @@ def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
             return Outcome(s.id, "forget", Status.OK, "would drop the record", facts(s))
         ctx.store.delete(s.id)
         ctx.log("forget", s.id, "forgotten", forced=force or None)
-        kept = f"; {s.save.preserve_ref} kept" if s.pending and s.save.preserve_ref else ""
+        kept = f"; {s.save.preserve_ref} kept" \
+            if s.save is not None and s.pending and s.save.preserve_ref else ""
         return Outcome(s.id, "forget", Status.OK, f"record dropped{kept}", facts(s))

@@ -61,7 +61,7 @@ def event(data_dir, action, session_id, decision, **fields):
         parts = [action, _fmt(session_id or "-"), _fmt(decision)]
         parts += [f"{k}={_fmt(v)}" for k, v in fields.items() if v is not None]
         _get(data_dir).info(" ".join(parts))
-    except Exception:  # noqa: BLE001 - logging is best effort by design
+    except Exception:  # noqa: BLE001, S110 - logging is best effort by design
         pass
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 import os
 import re
+from typing import Any
 
 from . import log
 
 _TOKEN = re.compile(r"""(?:[^\s'"=]+=)?(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)""")
 
 
-def _value(text):
+def _value(text: str) -> Any:
     if text[:1] in ("'", '"'):
         try:
             return ast.literal_eval(text)
@@ -25,11 +26,11 @@ def _value(text):
     return text
 
 
-def parse(line) -> dict:
+def parse(line: str) -> dict[str, Any]:
     """One log line as {'line', 'time', 'pid', 'action', 'session', 'decision', 'fields'}.
     A line that does not have that shape keeps only 'line'."""
     tokens = _TOKEN.findall(line.rstrip("\n"))
-    entry = {"line": line.rstrip("\n")}
+    entry: dict[str, Any] = {"line": line.rstrip("\n")}
     if len(tokens) < 5 or not tokens[1].startswith("pid="):
         return entry
     fields = {}
@@ -42,14 +43,14 @@ def parse(line) -> dict:
     return entry
 
 
-def tail(data_dir, count, session_id=None) -> list[dict]:
+def tail(data_dir: str, count: int, session_id: str | None = None) -> list[dict[str, Any]]:
     """The last `count` entries (oldest first), optionally only one session's.
 
     Reads the current log then the rotated ones until enough are found; a
     missing log gives []."""
     base = log.path(data_dir)
     files = [base] + [f"{base}.{n}" for n in range(1, log.BACKUPS + 1)]
-    found = []
+    found: list[dict[str, Any]] = []
     for path in files:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:

@@ -52,8 +52,7 @@ def unsafe_reason(path: str) -> str | None:
     """Why the repository whose worktree is `path` holds something that exists
     nowhere else, or None when it is clean and all its commits are on a remote.
     Runs `git status` and `git rev-list` inside it."""
-    st = git.call(["status", "--porcelain=v2", "-z", "--untracked-files=all",
-                   "--ignore-submodules=none"], path)
+    st = git.status_porcelain(path)
     if st.status != 0:
         return f"git cannot read it ({st.errtext.strip().splitlines()[-1:] or ['?']})"
     if st.out:
@@ -61,12 +60,8 @@ def unsafe_reason(path: str) -> str | None:
     head = git.rev_parse(path, "HEAD")
     if head is None:
         return None  # no commit at all, and nothing untracked: nothing to lose
-    local = git.call(["rev-list", "-n", "1", "HEAD", "--branches", "--tags", "--not",
-                      "--remotes"], path)
-    if local.status != 0 or local.out.strip():
-        return "it has commits that no remote-tracking ref holds"
-    if git.rev_parse(path, "refs/stash"):
-        return "it has a stash"
+    if git.has_unpushed_work(path):
+        return "it has commits or a stash that no remote-tracking ref holds"
     return None
 
 

@@ -88,7 +88,7 @@ class Printer:
             return
         # Relaunch records follow the sessions they belong to; counted apart, so
         # the sessions' counts add up to the number of sessions.
-        groups = {}
+        groups: dict[str, dict[str, int]] = {}
         for o in outcomes:
             counts = groups.setdefault("relaunch" if o.action == "relaunch" else verb, {})
             counts[o.status] = counts.get(o.status, 0) + 1

@@ -21,6 +21,7 @@ from . import (
     crashpoint,
     daemon_refs,
     git,
+    gitindex,
     session_groups,
     snapshot,
     stopping,
@@ -214,22 +215,22 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, "preserve", Status.REFUSED,
                            f"{summary}; worktree kept: {'; '.join(keep)}", data)
         assert before is not None
-        entry = _take_away(ctx, s, v, cap.commit, cache)
-        data["trash"] = entry.worktree
-        late = _settle(ctx, s, v, entry, before, cap, captured, save, meta)
+        taken = _take_away(ctx, s, v, cap.commit, cache)
+        data["trash"] = taken.worktree
+        late = _settle(ctx, s, v, taken, before, cap, captured, save, meta)
         if cache.batch:
             cache.defer_prune(s.repo)
         else:
             git.worktree_prune(s.repo)
         crashpoint.hit("preserve:after-remove")
         ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
-                commit=save.preserved_commit, trash=entry.worktree, late=len(late) or None)
+                commit=save.preserved_commit, trash=taken.worktree, late=len(late) or None)
         if late and late[-1] == _UNSETTLED:
             data["still_changing"] = late[:-1]
             return Outcome(s.id, "preserve", Status.ATTENTION,
                            f"{summary}; worktree removed, but it was still being written to "
                            f"after {_ROUNDS} captures ({', '.join(late[:5])}); its latest "
-                           f"state is in {entry.worktree}, which restore brings back", data)
+                           f"state is in {taken.worktree}, which restore brings back", data)
         if late:
             data["captured_late"] = late
             summary += f"; {len(late)} path(s) written after the first capture saved too"
@@ -518,7 +519,7 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
     staged = False
     if os.path.exists(index):
         try:
-            staged = git.write_tree(s.repo, index) != git.trees_of(s.repo, [entry.head])[0]
+            staged = gitindex.tree_of(s.repo, index) != git.trees_of(s.repo, [entry.head])[0]
         except AoError:
             staged = True
     refs = os.path.isdir(os.path.join(admin, "refs")) and any(

@@ -89,19 +89,21 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
             except FileNotFoundError:
                 continue
         ctx.log("prune", None, "tmp-scratch", path=path)
-        out.append(Outcome("-", "prune-tmp", Status.OK, f"{'would remove' if ctx.dry_run else 'removed'}"
-                           f" {path}", {"repo": repo}))
+        out.append(Outcome("-", "prune-tmp", Status.OK,
+                           f"{'would remove' if ctx.dry_run else 'removed'} {path}",
+                           {"repo": repo}))
     for ref, oid in git.for_each_ref(repo, REF_PREFIX):
         sid = ref[len(REF_PREFIX):]
         if sid not in by_id:
-            out.append(Outcome(sid, "prune-ref", Status.NOTHING, f"{ref} ({oid[:12]}) has no record; "
-                               "kept (git ao doctor --recover)", {"repo": repo}))
+            out.append(Outcome(sid, "prune-ref", Status.NOTHING,
+                               f"{ref} ({oid[:12]}) has no record; kept (git ao doctor "
+                               "--recover)", {"repo": repo}))
             continue
         with ctx.lock(sid):
             s = ctx.store.get(sid)
             if s is None or git.rev_parse(repo, ref) != oid:
                 continue  # changed under us: leave it for the next prune
-            if s.pending and s.save.preserved_commit == oid:
+            if s.save is not None and s.pending and s.save.preserved_commit == oid:
                 continue
             where = work_present_elsewhere(s, oid)
             if where:

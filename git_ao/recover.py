@@ -89,9 +89,7 @@ def rebuild(store, orphan: Orphan) -> tuple[Session, Save]:
     commit or its trailers do not match the ref (`git log -1 --format=%ct%n%B`).
     """
     sid = orphan.ref[len(REF_PREFIX):]
-    text = git.run(["log", "-1", "--format=%ct%n%B", orphan.oid], orphan.repo).decode(
-        "utf-8", "surrogateescape")
-    stamp, _, body = text.partition("\n")
+    stamp, body = git.commit_time_and_message(orphan.repo, orphan.oid)
     t = snapshot.parse_trailers(body)
     missing = [k for k in snapshot.TRAILERS if k not in t]
     if missing:
@@ -106,7 +104,7 @@ def rebuild(store, orphan: Orphan) -> tuple[Session, Save]:
     branch = None if t["Ao-Branch"] == "-" else t["Ao-Branch"]
     detached = t["Ao-Detached"] == "true"
     path = t["Ao-Workspace"]
-    saved_at = int(stamp) * 1_000_000_000 if stamp.isdigit() else 0
+    saved_at = stamp * 1_000_000_000 if stamp is not None else 0
     live = os.path.isdir(path) and worktree.find(git.worktree_list(orphan.repo), path) is not None
     save = Save(sid, orphan.repo, path, branch, t["Ao-Head"], detached, orphan.ref, orphan.oid,
                 None, saved_at, saved_at if live else None)
@@ -123,7 +121,7 @@ def recover(store, repos, *, dry_run=False) -> list[Outcome]:
         sid = o.ref[len(REF_PREFIX):]
         if _daemon_ref(o):
             from .daemon_refs import advice
-            out.append(Outcome(sid, "recover", "nothing", "saved by the ao daemon, not git-ao; "
+            out.append(Outcome(sid, "recover", Status.NOTHING, "saved by the ao daemon, not git-ao; "
                                f"left as it is: {advice(o.ref)}", {"repo": o.repo,
                                                                    "ref": o.ref}))
             continue

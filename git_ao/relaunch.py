@@ -1,4 +1,4 @@
-"""Relaunch (SPEC 8, restore step 4): the one non-git process git-ao starts.
+"""Relaunch, the last step of restore: the one non-git process git-ao starts.
 
 The command comes from `git-ao.toml` (`relaunch.harness.<name>`, else
 `relaunch.command`) as an argument list, never a shell string. It runs in the

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from . import crashpoint, git, session_groups, snapshot, worktree
+from . import crashpoint, git, gitindex, replay, session_groups, snapshot, worktree
 from .batch import NOT_STARTED, guarded, log_failure, run_each
 from .errors import Refused
 from .outcome import Outcome, Status
@@ -154,7 +154,7 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     if st.untracked:
         known = set()
         if commit:
-            head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, commit)
+            _head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, commit)
             for tree in (i_tree, w_tree, u_tree):
                 if tree:
                     known.update(git.ls_tree_paths(s.repo, tree))
@@ -197,8 +197,8 @@ def _check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, pat
 def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> None:
     """`git worktree add` at the recorded path; when the save recorded private config
     (sparse-checkout patterns, config.worktree) it is put in place before checkout."""
-    wc = snapshot.load_config(save.worktree_config)
-    first = snapshot.needs_config_first(wc)
+    wc = replay.load_config(save.worktree_config)
+    first = replay.needs_config_first(wc)
     if not want_branch:
         git.worktree_add(repo, path, commit=save.head, detach=True, checkout=not first)
     elif git.branch_exists(repo, want_branch):
@@ -209,17 +209,17 @@ def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> 
     else:
         raise Refused(f"branch '{want_branch}' is gone and no commit was saved to re-create it")
     if first:
-        snapshot.put_config(git.repo_dirs(path).git_dir, wc)
-        git.checkout_head(path)
+        replay.put_config(git.repo_dirs(path).git_dir, wc)
+        gitindex.checkout_head(path)
 
 
 def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> Outcome:
     """Step 2 of restore: apply, then delete the ref only after a clean apply."""
     data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit)
     commit = save.preserved_commit
-    wc = snapshot.load_config(save.worktree_config)
+    wc = replay.load_config(save.worktree_config)
     if not commit:
-        problems = [] if reused else snapshot.put_flags(path, wc)
+        problems = [] if reused else replay.put_flags(path, wc)
         if problems:
             return Outcome(s.id, "restore", Status.ATTENTION, f"worktree back at {path}; "
                            + "; ".join(problems), data)
@@ -239,19 +239,19 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
                        f"worktree at {path} has other changes; the work stays in {ref}: "
                        f"git stash apply --index {ref}", data)
     crashpoint.hit("restore:during-apply")
-    applied = snapshot.apply(path, commit, sparse="sparse_checkout" in wc)
+    applied = replay.apply(path, commit, sparse="sparse_checkout" in wc)
     crashpoint.hit("restore:after-apply")
     if applied.outcome == "clean":
         if wc.get("recheckout"):
-            snapshot.recheckout(path, dirs.git_dir, commit)
-        problems = snapshot.put_flags(path, wc, fresh=not reused)
+            replay.recheckout(path, dirs.git_dir, commit)
+        problems = replay.put_flags(path, wc, fresh=not reused)
         head = git.rev_parse(path, "HEAD")
         if not problems and head == save.head \
                 and not snapshot.holds(path, dirs.git_dir, commit):
             # The proof: the worktree must now capture to exactly the saved trees.
             problems.append("the worktree does not hold exactly the saved work")
         if problems:
-            data["placed"] = snapshot.saved_paths(path, commit)
+            data["placed"] = replay.saved_paths(path, commit)
             return Outcome(s.id, "restore", Status.ATTENTION, f"applied at {path}, but "
                            f"{'; '.join(problems)}; work kept in {ref}", data)
         crashpoint.hit("restore:before-ref-delete")

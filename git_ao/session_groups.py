@@ -43,7 +43,7 @@ def in_waves(sessions, run, *, inner_first) -> list:
     results = [None] * len(sessions)
     for level in order:
         idx = [i for i, d in enumerate(levels) if d == level]
-        for i, out in zip(idx, run([sessions[i] for i in idx])):
+        for i, out in zip(idx, run([sessions[i] for i in idx]), strict=True):
             results[i] = out
     return results
 

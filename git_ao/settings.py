@@ -23,7 +23,9 @@ import os
 import re
 import shlex
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import Fatal, Usage
 
@@ -103,10 +105,10 @@ class Key:
     """A known key: its validator (raises ValueError), how to parse the text given
     to `config set`, and its description."""
 
-    check: object
-    parse: object
+    check: Callable[[Any], Any]
+    parse: Callable[[str], Any]
     help: str
-    strict: object = None  # a further check `config set` runs (may start git)
+    strict: Callable[[Any], Any] | None = None  # a further check `config set` runs (may start git)
 
 
 def _parse_int(text):

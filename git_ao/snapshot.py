@@ -1,4 +1,5 @@
-"""Build the preserve commit (SPEC 3) and apply it back (SPEC 5.2).
+"""Build the preserve commit that holds a worktree's uncommitted work (replay.py
+applies it back).
 
 The commit is shaped exactly like `git stash push --include-untracked`:
 
@@ -26,16 +27,18 @@ import re
 import secrets
 import shutil
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from . import git
+from . import git, gitindex
 from .errors import AoError
+from .gitindex import TEMP_INDEX_PREFIX, TempIndex
 
-TMP_PREFIX = "git-ao-index."
 VERIFY_PREFIX = "git-ao-verify."
 # Every scratch name starts with one of these, then "<pid>.": `git ao-prune`
 # removes those whose process is gone.
-SCRATCH_PREFIXES = (TMP_PREFIX, VERIFY_PREFIX)
+SCRATCH_PREFIXES = (TEMP_INDEX_PREFIX, VERIFY_PREFIX)
 
 # State files of an operation in progress. They live in the worktree's private
 # git dir and die with it, so a worktree in one of these states is not captured.
@@ -92,19 +95,7 @@ class Capture:
             self.hidden and self.hidden_changed)
 
 
-def _tmp_index(git_dir) -> str:
-    return os.path.join(git_dir, f"{TMP_PREFIX}{os.getpid()}.{secrets.token_hex(4)}")
-
-
-def _remove(path):
-    for p in (path, path + ".lock"):
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
-
-
-def inspect(path, git_dir) -> git.Status:
+def inspect(path: str, git_dir: str) -> git.Status:
     """Read the worktree's state (one `git status`) and raise CannotCapture for states
     whose work would not survive: an unborn branch, unmerged paths, an operation in
     progress, an untracked nested repository. Returns the git.Status."""
@@ -128,7 +119,8 @@ def inspect(path, git_dir) -> git.Status:
 _CONVERSION_RE = re.compile(rb"(^|[\s!-])(text|eol|crlf|filter|ident|working-tree-encoding)\b")
 
 
-def _conversion_reason(path, git_dir, conf, flags, st) -> str | None:
+def _conversion_reason(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
+                       st: git.Status) -> str | None:
     """Why the worktree's bytes might not be what the captured blobs give back on
     checkout (content conversion, or modes git does not record), or None."""
     if conf.get("core.autocrlf", "false") not in ("false", "0", "no", "off"):
@@ -159,7 +151,7 @@ def _conversion_reason(path, git_dir, conf, flags, st) -> str | None:
     return None
 
 
-def _common_dir(git_dir) -> str:
+def _common_dir(git_dir: str) -> str:
     """The common dir of a linked worktree's git dir (its `commondir` file)."""
     try:
         with open(os.path.join(git_dir, "commondir")) as fh:
@@ -168,7 +160,7 @@ def _common_dir(git_dir) -> str:
         return git_dir
 
 
-def _same_file(a, b) -> bool:
+def _same_file(a: str, b: str) -> bool:
     """Same type, executable bit and bytes (or symlink target)?"""
     sa, sb = os.lstat(a), os.lstat(b)
     if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
@@ -186,7 +178,7 @@ def _same_file(a, b) -> bool:
                 return True
 
 
-def verify(path, git_dir, index_files) -> None:
+def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
     """Prove that every file present under the worktree comes back byte for byte and
     mode for mode: check out each captured index (`git checkout-index -a
     --prefix`, so smudge filters, end-of-line conversion and core.fileMode apply
@@ -199,11 +191,10 @@ def verify(path, git_dir, index_files) -> None:
     """
     scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        for index_file in index_files:
+        for index in indexes:
             shutil.rmtree(scratch, ignore_errors=True)
             os.mkdir(scratch)
-            git.run(["checkout-index", "-a", "-f", f"--prefix={scratch}/"], path,
-                    env={"GIT_INDEX_FILE": index_file})
+            index.checkout_all(prefix=scratch + "/")
             for root, dirs, files in os.walk(scratch):
                 for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
                     got = os.path.join(root, name)
@@ -220,9 +211,10 @@ def verify(path, git_dir, index_files) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _worktree_config(path, git_dir, conf, flags, st, hidden) -> dict:
+def _worktree_config(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
+                     st: git.Status, hidden: list[str]) -> dict[str, Any]:
     """What lives only in the worktree's private admin dir and shapes it."""
-    wc = {}
+    wc: dict[str, Any] = {}
     for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
                       ("config_worktree", "config.worktree")):
         try:
@@ -259,7 +251,7 @@ def _umask() -> int:
     return 0o022
 
 
-def _private_modes(path, rels) -> dict:
+def _private_modes(path: str, rels: list[str]) -> dict[str, str]:
     """{path: "0600"} for saved files whose permission bits git would not give back:
     git records only 644 or 755, so a private key saved at 0600 would return
     world-readable. Only the changed and untracked files are looked at."""
@@ -279,7 +271,7 @@ def _private_modes(path, rels) -> dict:
     return out
 
 
-def _check_submodules(path, git_dir, st) -> list:
+def _check_submodules(path: str, git_dir: str, st: git.Status) -> list[str]:
     """Initialised submodules that may go with the worktree: each must have no
     uncommitted change and no commit that is not on one of its remotes (it is
     cloned again on restore). Returns their paths; raises CannotCapture otherwise."""
@@ -291,18 +283,11 @@ def _check_submodules(path, git_dir, st) -> list:
         if e.sub.startswith("S") and (e.sub[2] == "M" or e.sub[3] == "U"):
             raise CannotCapture(f"submodule '{os.path.join(path, e.path)}' has uncommitted "
                                 "changes, which a superproject commit cannot hold")
-    out = git.run(["ls-files", "-s", "-z"], path)
-    subs = []
-    for rec in out.split(b"\0"):
-        if rec.startswith(b"160000 "):
-            rel = os.fsdecode(rec.partition(b"\t")[2])
-            if os.path.exists(os.path.join(path, rel, ".git")):
-                subs.append(rel)
+    subs = [rel for rel in gitindex.gitlinks(path)
+            if os.path.exists(os.path.join(path, rel, ".git"))]
     for rel in subs:
         full = os.path.join(path, rel)
-        local = git.call(["rev-list", "-n", "1", "HEAD", "--branches", "--tags", "--not",
-                          "--remotes"], full)
-        if local.status != 0 or local.text.strip() or git.rev_parse(full, "refs/stash"):
+        if git.has_unpushed_work(full):
             raise CannotCapture(f"submodule '{full}' has commits or stashes on no remote; "
                                 "push them first")
     return subs
@@ -319,21 +304,22 @@ def submodule_heads(path: str, subs: list[str]) -> dict[str, str]:
     return out
 
 
-def _check_witness(path, cap, unstaged):
+def _check_witness(path: str, cap: Capture, unstaged: list[str]) -> None:
     """Every path `git status` saw change in the worktree must differ between I and W
     (one `git diff-tree` of two trees, no worktree scan). Raises CannotCapture
     naming the first path W missed."""
     if not unstaged:
         return
-    differ = set(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                      cap.index_tree, cap.worktree_tree], path)))
+    assert cap.index_tree and cap.worktree_tree
+    differ = set(git.changed_paths(path, cap.index_tree, cap.worktree_tree))
     missed = [p for p in unstaged if p not in differ]
     if missed:
         raise CannotCapture(f"'{os.path.join(path, missed[0])}' changed but could not be "
                             "captured; commit it or fix it first")
 
 
-def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture:
+def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
+            st: git.Status | None = None) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -348,11 +334,13 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
     content conversion or lossy modes may apply, `verify` proves the result.
     """
     st = st or inspect(path, git_dir)
+    head = st.head
+    assert head is not None  # inspect refuses an unborn branch
     flags = git.index_flags(path)
     conf = git.config_map(path)
     hidden = sorted(set(flags.assume_unchanged) | {
         p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
-    cap = Capture(head=st.head, branch=st.branch,
+    cap = Capture(head=head, branch=st.branch,
                   changed=[e.path for e in st.changed], untracked=list(st.untracked),
                   ignored=list(st.ignored), hidden=hidden)
     subs = _check_submodules(path, git_dir, st)
@@ -371,34 +359,25 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
         if not cap.detached and write:
             return cap  # nothing to write, and nobody reads the trees
         if not write:
-            head_tree = git.trees_of(path, [st.head])[0]
+            head_tree = git.trees_of(path, [head])[0]
             cap.index_tree = cap.worktree_tree = head_tree
             return cap
         # A detached HEAD would become unreachable once the worktree is gone:
         # write a commit with no changes so the ref keeps it alive.
-    tmp_i = _tmp_index(git_dir)
-    tmp_u = _tmp_index(git_dir)
-    try:
+    with gitindex.TempIndex(path, git_dir) as tmp_i, \
+            gitindex.TempIndex(path, git_dir) as tmp_u:
         real_index = os.path.join(git_dir, "index")
         if os.path.exists(real_index):
-            # A copy keeps git's stat cache (unchanged files are not re-hashed)
-            # and the skip-worktree bits of a sparse checkout. copy2 keeps the
-            # index's mtime too: git compares file times against it to spot
-            # "racily clean" entries, and a fresh mtime would hide an edit made
-            # in the same second as the last index write.
-            shutil.copy2(real_index, tmp_i)
-        cap.index_tree = git.write_tree(path, tmp_i)
+            tmp_i.copy_from(real_index)
+        cap.index_tree = tmp_i.write_tree()
         if hidden:
-            git.set_index_flag(path, flags.assume_unchanged, "--no-assume-unchanged",
-                               index_file=tmp_i)
-            git.set_index_flag(path, [p for p in hidden if p in set(flags.skip_worktree)],
-                               "--no-skip-worktree", index_file=tmp_i)
+            tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
+            tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
+                           "--no-skip-worktree")
         unstaged = [e.path for e in st.changed if e.xy[1] != "."]
         if hidden or unstaged:
-            # --sparse: without it `git add` leaves alone a file present outside the
-            # sparse-checkout patterns, although git status reports its change.
-            git.run(["add", "-u", "--sparse"], path, env={"GIT_INDEX_FILE": tmp_i})
-            cap.worktree_tree = git.write_tree(path, tmp_i)
+            tmp_i.add_tracked()
+            cap.worktree_tree = tmp_i.write_tree()
             if not reason:
                 # With conversion on, git may call a file modified whose bytes
                 # clean to the same blob; `verify` below is the proof there.
@@ -406,27 +385,25 @@ def capture(path, git_dir, meta: Meta | None, *, write=True, st=None) -> Capture
         else:
             cap.worktree_tree = cap.index_tree
         if cap.untracked:
-            git.update_index(path, tmp_u, cap.untracked)
-            cap.untracked_tree = git.write_tree(path, tmp_u)
+            tmp_u.update(cap.untracked)
+            cap.untracked_tree = tmp_u.write_tree()
         if reason:
             verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []))
-    finally:
-        _remove(tmp_i)
-        _remove(tmp_u)
     if hidden and not cap.changed and not cap.untracked:
-        head_tree = git.trees_of(path, [st.head])[0]
+        head_tree = git.trees_of(path, [head])[0]
         cap.hidden_changed = not (cap.worktree_tree == cap.index_tree == head_tree)
     if cap.clean and not cap.detached and write:
         return cap
     if not write:
         return cap
     label = st.branch or "(no branch)"
-    short = st.head[:7]
-    i_commit = git.commit_tree(path, cap.index_tree, [st.head], f"index on {label}: {short}\n")
-    parents = [st.head, i_commit]
+    short = head[:7]
+    i_commit = git.commit_tree(path, cap.index_tree, [head], f"index on {label}: {short}\n")
+    parents = [head, i_commit]
     if cap.untracked_tree:
         parents.append(git.commit_tree(path, cap.untracked_tree, [],
                                        f"untracked files on {label}: {short}\n"))
+    assert meta is not None, "writing a preserve commit needs its trailers"
     cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
     return cap
 
@@ -441,7 +418,7 @@ def message(meta: Meta, cap: Capture) -> str:
     label = cap.branch or "(no branch)"
     values = (meta.session_id, meta.kind, meta.harness or "-", cap.branch or "-",
               meta.workspace_path, cap.head, "true" if cap.detached else "false")
-    body = "\n".join(f"{k}: {v}" for k, v in zip(TRAILERS, values))
+    body = "\n".join(f"{k}: {v}" for k, v in zip(TRAILERS, values, strict=True))
     return f"WIP on {label}: {cap.head[:7]} git-ao preserve of {meta.session_id}\n\n{body}\n"
 
 
@@ -455,7 +432,7 @@ def parse_trailers(text: str) -> dict:
     return out
 
 
-def saved_trees(cwd, commit) -> tuple:
+def saved_trees(cwd: str, commit: str) -> tuple[str, str | None, str | None, str | None]:
     """(H, index tree, worktree tree, untracked tree or None) of a preserve commit."""
     parents = git.commit_parents(cwd, commit)
     revs = [commit, parents[1]] + ([parents[2]] if len(parents) > 2 else [])
@@ -463,7 +440,7 @@ def saved_trees(cwd, commit) -> tuple:
     return parents[0], trees[1], trees[0], trees[2] if len(parents) > 2 else None
 
 
-def holds(path, git_dir, commit) -> bool:
+def holds(path: str, git_dir: str, commit: str) -> bool:
     """Does the worktree at `path` hold exactly the work saved in `commit` (same HEAD,
     index, tracked and untracked trees)? Used to recognise a crash between save and removal."""
     try:
@@ -473,226 +450,3 @@ def holds(path, git_dir, commit) -> bool:
     head, i_tree, w_tree, u_tree = saved_trees(path, commit)
     return (cap.head, cap.index_tree, cap.worktree_tree, cap.untracked_tree) == (
         head, i_tree, w_tree, u_tree)
-
-
-@dataclass
-class Applied:
-    """What `apply` did. outcome: 'clean', 'unstaged' (applied, index part not restored),
-    'conflict' (markers left) or 'blocked' (nothing applied). paths: what could not be
-    placed (clashes or conflicts); placed: the saved paths that were written."""
-
-    outcome: str
-    detail: str = ""
-    paths: list = field(default_factory=list)
-    placed: list = field(default_factory=list)
-
-
-def saved_paths(cwd, commit) -> list:
-    """Every path the preserve commit changes: tracked paths W or I changes against H
-    (`git diff-tree`), plus the files of U. Sorted."""
-    parents = git.commit_parents(cwd, commit)
-    out = set()
-    for rev in (commit, parents[1]):
-        out.update(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                        parents[0], rev], cwd)))
-    if len(parents) > 2:
-        out.update(git.ls_tree_paths(cwd, parents[2]))
-    return sorted(out)
-
-
-def _emptied(path, full, removed) -> bool:
-    """Is `full` a real directory whose every file the apply removes (so git takes the
-    directory away before writing a saved file in its place)?"""
-    if os.path.islink(full) or not os.path.isdir(full):
-        return False
-    for root, dirs, files in os.walk(full):
-        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
-            if os.path.relpath(os.path.join(root, name), path) not in removed:
-                return False
-    return True
-
-
-def _blocked_by(path, rel, removed) -> bool:
-    """Would writing the file `rel` under `path` hit something already there: the
-    path itself, or a parent that is not a real directory (a file or a symlink)?
-    Paths in `removed` do not count: the tracked part of the apply deletes them
-    first (a file the saved work replaced by a directory, say)."""
-    full = os.path.join(path, rel)
-    if rel not in removed and os.path.lexists(full) and not _emptied(path, full, removed):
-        return True
-    parts = rel.split("/")
-    for i in range(1, len(parts)):
-        pre_rel = "/".join(parts[:i])
-        pre = os.path.join(path, pre_rel)
-        if pre_rel in removed:
-            continue
-        if os.path.islink(pre) or (os.path.lexists(pre) and not os.path.isdir(pre)):
-            return True
-        if not os.path.lexists(pre):
-            return False
-    return False
-
-
-def _materialise(path, commit):
-    """Clear skip-worktree on the paths the save changes and check them out from the
-    index, so the apply writes them: in a sparse checkout a saved edit of a file
-    outside the patterns would otherwise land in the index only, never on disk.
-    (git itself clears the bit of a file present in a sparse checkout.)"""
-    wanted = set(saved_paths(path, commit))
-    skipped = [p for p in git.index_flags(path).skip_worktree if p in wanted]
-    if skipped:
-        git.set_index_flag(path, skipped, "--no-skip-worktree")
-        git.run(["checkout-index", "-f", "-z", "--stdin"], path, input=git.join_z(skipped))
-
-
-def _stash_apply(path, commit, index, sparse) -> git.Completed:
-    """`git stash apply [--index]`; in a sparse checkout with the patterns switched off
-    for this one command, so the merge does not take the saved files outside the
-    patterns away again (`_materialise` made them ordinary files first)."""
-    if not sparse:
-        return git.stash_apply(path, commit, index=index)
-    return git.call(["-c", "core.sparseCheckout=false", "stash", "apply"]
-                    + (["--index"] if index else []) + [commit], path)
-
-
-def apply(path, commit, *, sparse=False) -> Applied:
-    """Apply a preserve commit to the worktree at `path` like `git stash apply --index`,
-    retrying without `--index` when only the index part conflicts.
-
-    Before anything is written, untracked files of U that would land on an
-    existing path (or under a parent that is a file or a symlink) are looked for:
-    git would merge the tracked part and then fail on them, so in that case
-    nothing is applied ('blocked', the paths listed). sparse: the worktree is a
-    sparse checkout (see `_materialise`).
-    """
-    parents = git.commit_parents(path, commit)
-    if len(parents) > 2:
-        removed = set(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only",
-                                           "--no-renames", "--diff-filter=D", parents[0],
-                                           commit], path)))
-        clash = [p for p in git.ls_tree_paths(path, parents[2])
-                 if _blocked_by(path, p, removed)]
-        if clash:
-            return Applied("blocked", "saved untracked files would overwrite existing paths",
-                           clash)
-    if sparse:
-        _materialise(path, commit)
-    res = _stash_apply(path, commit, True, sparse)
-    if res.status == 0:
-        return Applied("clean")
-    if git.unmerged_paths(path):
-        unmerged = git.unmerged_paths(path)
-        return Applied("conflict", res.errtext.strip(), unmerged,
-                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
-    res = _stash_apply(path, commit, False, sparse)
-    unmerged = git.unmerged_paths(path)
-    if unmerged:
-        return Applied("conflict", "conflicts left in the worktree", unmerged,
-                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
-    if res.status == 0:
-        return Applied("unstaged", "the index part conflicted; changes applied unstaged",
-                       [], saved_paths(path, commit))
-    return Applied("blocked", res.errtext.strip().splitlines()[-1] if res.errtext.strip()
-                   else "git stash apply failed")
-
-
-def recheckout(path, git_dir, commit):
-    """Write every present file of the saved work again with `git checkout-index -f`,
-    so content conversion uses the attributes the apply just brought back. Files
-    the index already holds as saved come from the real index with `-u` (their
-    stat data is refreshed too: git calls a file whose size changed modified
-    without looking at its content); the others from W's and U's trees through a
-    temporary index. Used when the saved work changes a `.gitattributes` and
-    conversion is on."""
-    parents = git.commit_parents(path, commit)
-    i_tree, w_tree = git.trees_of(path, [parents[1], commit])
-    unstaged = set(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                        i_tree, w_tree], path)))
-    tracked = [p for p in git.ls_tree_paths(path, commit)
-               if os.path.lexists(os.path.join(path, p))]
-    same = [p for p in tracked if p not in unstaged]
-    for p in same:
-        # checkout-index leaves a file whose stat matches its entry alone, even
-        # with -f; the bytes are in the index and in the kept preserve ref.
-        os.unlink(os.path.join(path, p))
-    git.run(["checkout-index", "-f", "-u", "-z", "--stdin"], path, input=git.join_z(same))
-    for rev, paths in ((commit, [p for p in tracked if p in unstaged]),
-                       (parents[2] if len(parents) > 2 else None, None)):
-        if rev is None:
-            continue
-        if paths is None:
-            paths = [p for p in git.ls_tree_paths(path, rev)
-                     if os.path.lexists(os.path.join(path, p))]
-        if not paths:
-            continue
-        tmp = _tmp_index(git_dir)
-        try:
-            git.run(["read-tree", rev], path, env={"GIT_INDEX_FILE": tmp})
-            git.run(["checkout-index", "-f", "-z", "--stdin"], path,
-                    env={"GIT_INDEX_FILE": tmp}, input=git.join_z(paths))
-        finally:
-            _remove(tmp)
-
-
-def load_config(text) -> dict:
-    """The worktree_config JSON of a save as a dict ({} when there is none)."""
-    return json.loads(text) if text else {}
-
-
-def needs_config_first(wc) -> bool:
-    """Must the worktree's private config be in place before its files are checked out?"""
-    return "sparse_checkout" in wc or "config_worktree" in wc
-
-
-def put_config(git_dir, wc):
-    """Write back the sparse-checkout patterns and config.worktree recorded in `wc`
-    into the (new) worktree's private git dir, before its checkout."""
-    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
-                      ("config_worktree", "config.worktree")):
-        if key in wc:
-            full = os.path.join(git_dir, name)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "wb") as fh:
-                fh.write(wc[key].encode("utf-8", "surrogateescape"))
-
-
-def put_flags(path, wc, *, fresh=True) -> list:
-    """After the apply: give back the index flags recorded in `wc` (intent-to-add,
-    assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
-    away again when `fresh`, it was only just checked out) and re-initialise
-    submodules (`git submodule update --init`). Returns the problems met, as lines."""
-    problems = []
-    # `git stash apply --index` stages a file that W has and I lacks: take it out
-    # of the index again and mark it intent-to-add, as it was.
-    ita = [p for p in wc.get("intent_to_add", []) if os.path.lexists(os.path.join(path, p))]
-    git.set_index_flag(path, ita, "--force-remove")
-    git.add_intent_to_add(path, ita)
-    for rel, mode in wc.get("modes", {}).items():
-        full = os.path.join(path, rel)
-        if os.path.isfile(full) and not os.path.islink(full):
-            os.chmod(full, int(mode, 8))
-    git.set_index_flag(path, wc.get("assume_unchanged", []), "--assume-unchanged")
-    git.set_index_flag(path, wc.get("skip_worktree", []), "--skip-worktree")
-    for rel in wc.get("skip_worktree_absent", []) if fresh else []:
-        try:
-            os.unlink(os.path.join(path, rel))
-        except FileNotFoundError:
-            pass
-    subs = wc.get("submodules", [])
-    if subs:
-        res = git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *subs],
-                       path)
-        if res.status != 0:
-            msg = res.errtext.strip().splitlines()
-            problems.append(f"submodules not re-initialised: {msg[-1] if msg else res.status}")
-    # A submodule checked out at another commit than the one recorded comes back
-    # on that commit (update --init checks out the recorded one).
-    for rel, oid in wc.get("submodule_heads", {}).items():
-        full = os.path.join(path, rel)
-        if os.path.isdir(full) and git.rev_parse(full, "HEAD") != oid:
-            res = git.call(["checkout", "-q", "--detach", oid], full)
-            if res.status != 0:
-                problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
-    for name, oid in wc.get("worktree_refs", {}).items():
-        git.update_ref(path, name, oid, message="git-ao restore per-worktree ref")
-    return problems

@@ -15,6 +15,7 @@ import sqlite3
 import stat
 import threading
 import time
+from collections.abc import Iterator
 
 from .datadir import DB_NAME, data_dir, ensure_private_dir, tighten
 from .errors import Fatal, Refused
@@ -110,7 +111,7 @@ class Store:
         self.dir = path or data_dir()
         self.db_path = os.path.join(self.dir, DB_NAME)
         self._local = threading.local()
-        self.moved_aside = None
+        self.moved_aside: str | None = None
         ensure_private_dir(self.dir)
         if not recover:
             self._refuse_lost_db()
@@ -122,7 +123,7 @@ class Store:
             self._move_aside()
             self._open_checked()
 
-    def _refuse_lost_db(self):
+    def _refuse_lost_db(self) -> None:
         try:
             size = os.stat(self.db_path).st_size
         except FileNotFoundError:
@@ -135,7 +136,7 @@ class Store:
         raise Fatal(f"database '{self.db_path}' {what}, but this data dir was used before; "
                     f"nothing is changed; {RECOVER_HINT}")
 
-    def _move_aside(self):
+    def _move_aside(self) -> None:
         """Rename the damaged database (and its -wal, -shm) to git-ao.db.damaged.<ns>."""
         target = f"{self.db_path}.damaged.{time.time_ns()}"
         for suffix in ("", "-wal", "-shm"):
@@ -145,13 +146,13 @@ class Store:
 
     # -------------------------------------------------------------- files
 
-    def subdir(self, name) -> str:
+    def subdir(self, name: str) -> str:
         """A private (0700) directory inside the data dir, created on demand."""
         path = os.path.join(self.dir, name)
         ensure_private_dir(path)
         return path
 
-    def _create_db_file(self):
+    def _create_db_file(self) -> None:
         if os.path.lexists(self.db_path):
             st = os.lstat(self.db_path)
             if not stat.S_ISREG(st.st_mode):
@@ -179,7 +180,7 @@ class Store:
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
-    def _open_checked(self):
+    def _open_checked(self) -> None:
         if not os.access(self.dir, os.W_OK):
             # Checked first: sqlite would report a read-only directory as a file it
             # cannot open, and a read-only database only at the first write.
@@ -210,7 +211,7 @@ class Store:
         self.read_only = None if os.access(self.db_path, os.W_OK) else \
             f"database '{self.db_path}' is not writable"
 
-    def _migrate(self, conn):
+    def _migrate(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise Fatal(f"database '{self.db_path}' has schema version {version}, newer than "
@@ -241,7 +242,7 @@ class Store:
         return conn
 
     @contextlib.contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT; rolled back on any exception. Yields the connection."""
         if self.read_only:
             raise Fatal(f"{self.read_only}; nothing was recorded, so nothing is removed")
@@ -278,7 +279,7 @@ class Store:
     """
 
     @staticmethod
-    def _row(row) -> Session:
+    def _row(row: sqlite3.Row) -> Session:
         save = None
         if row["w_session_id"] is not None:
             save = Save(row["w_session_id"], row["w_repo"], row["worktree_path"], row["w_branch"],
@@ -291,7 +292,7 @@ class Store:
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save,
                        row["group_id"], row["session_mode"], row["provider_conversation_id"])
 
-    def _error(self, exc) -> Fatal:
+    def _error(self, exc: sqlite3.DatabaseError) -> Fatal:
         """Damage (not a database, corrupt) or trouble around it (a full disk, I/O, a
         file it cannot open): only damage is worth a rebuild from refs."""
         name = getattr(exc, "sqlite_errorname", "") or ""
@@ -301,13 +302,13 @@ class Store:
         return Fatal(f"database '{self.db_path}' cannot be used ({exc}; a full disk?); nothing "
                      "is changed")
 
-    def _query(self, sql, args=()) -> list:
+    def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         try:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from exc
 
-    def get(self, session_id) -> Session | None:
+    def get(self, session_id: str) -> Session | None:
         """The session with this id, or None. Raises Fatal on a damaged database."""
         rows = self._query(self._SELECT + " WHERE s.id = ?", (session_id,))
         return self._row(rows[0]) if rows else None
@@ -317,7 +318,7 @@ class Store:
         rows = self._query(self._SELECT + " ORDER BY s.repo, s.id")
         return [self._row(r) for r in rows]
 
-    def holder_of(self, workspace_path) -> Session | None:
+    def holder_of(self, workspace_path: str) -> Session | None:
         """The live or pending session recorded at this workspace path, or None."""
         for s in self.sessions():
             if s.workspace_path == workspace_path and (s.live or s.pending):
@@ -326,7 +327,7 @@ class Store:
 
     # -------------------------------------------------------------- writes
 
-    def insert(self, s: Session):
+    def insert(self, s: Session) -> None:
         """Register a new live session. Raises Refused when the id or the path is taken."""
         t = now_ns()
         with self.transaction() as c:
@@ -340,34 +341,35 @@ class Store:
                  s.agent_session_id, s.prompt, t, t))
         s.created_at = s.updated_at = t
 
-    def set_daemon_facts(self, session_id, *, group_id=None, session_mode=None,
-                         provider_conversation_id=None):
+    def set_daemon_facts(self, session_id: str, *, group_id: str | None = None,
+                         session_mode: str | None = None,
+                         provider_conversation_id: str | None = None) -> None:
         """Record the facts an import read from the ao daemon for a registered session."""
         with self.transaction() as c:
             c.execute("UPDATE sessions SET group_id = ?, session_mode = ?, "
                       "provider_conversation_id = ?, updated_at = ? WHERE id = ?",
                       (group_id, session_mode, provider_conversation_id, now_ns(), session_id))
 
-    def import_notes(self, source) -> dict:
+    def import_notes(self, source: str) -> dict[str, tuple[str, int]]:
         """{daemon id: (reason, noted_at ns)} of the rows of the daemon database at
         `source` that an import could not register and already reported."""
         rows = self._query("SELECT daemon_id, reason, noted_at FROM import_notes "
                            "WHERE source = ?", (source,))
         return {r["daemon_id"]: (r["reason"], r["noted_at"]) for r in rows}
 
-    def note_import(self, source, daemon_id, reason):
+    def note_import(self, source: str, daemon_id: str, reason: str) -> None:
         """Remember that the daemon row `daemon_id` of `source` could not be registered."""
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO import_notes (source, daemon_id, reason, noted_at) "
                       "VALUES (?, ?, ?, ?)", (source, daemon_id, reason, now_ns()))
 
-    def drop_import_note(self, source, daemon_id):
+    def drop_import_note(self, source: str, daemon_id: str) -> None:
         """Forget a note: the row was registered, or is gone from the daemon."""
         with self.transaction() as c:
             c.execute("DELETE FROM import_notes WHERE source = ? AND daemon_id = ?",
                       (source, daemon_id))
 
-    def record_save(self, save: Save, *, terminate: bool):
+    def record_save(self, save: Save, *, terminate: bool) -> None:
         """Write the save row and (terminate=True) mark the session terminated, in one commit.
 
         terminate=False is a checkpoint: the save counts as already restored, so
@@ -386,7 +388,7 @@ class Store:
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
 
-    def insert_recovered(self, s: Session, save: Save):
+    def insert_recovered(self, s: Session, save: Save) -> bool:
         """Insert a session and its save rebuilt from a preserve ref (`git ao doctor
         --recover`), in one commit. Returns False (and changes nothing) when the id exists."""
         with self.transaction() as c:
@@ -408,7 +410,7 @@ class Store:
                  save.restored_at))
         return True
 
-    def mark_restored(self, session_id, *, ref_kept=False):
+    def mark_restored(self, session_id: str, *, ref_kept: bool = False) -> None:
         """Mark the save restored and the session live, in one commit.
 
         ref_kept: the preserve ref stays (a conflict, a blocked apply): the save
@@ -426,14 +428,14 @@ class Store:
             c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
                       (t, session_id))
 
-    def mark_restore_started(self, session_id):
+    def mark_restore_started(self, session_id: str) -> None:
         """Record, in its own commit, that a restore of the pending save is about to add
         the worktree: a rerun that finds the worktree unfinished knows it is its own."""
         with self.transaction() as c:
             c.execute("UPDATE session_worktrees SET restore_started_at = ? WHERE session_id = ?",
                       (now_ns(), session_id))
 
-    def forget_ref(self, session_id, commit):
+    def forget_ref(self, session_id: str, commit: str) -> None:
         """The save's ref (at `commit`) was deleted while nothing was pending (prune):
         the row stops naming it. A pending save is never changed."""
         with self.transaction() as c:
@@ -442,20 +444,20 @@ class Store:
                       "AND restored_at IS NOT NULL AND restored_at >= saved_at",
                       (session_id, commit))
 
-    def mark_terminated(self, session_id):
+    def mark_terminated(self, session_id: str) -> None:
         """Mark a session terminated (a kill): it stays on record with nothing pending."""
         with self.transaction() as c:
             c.execute("UPDATE sessions SET terminated = 1, updated_at = ? WHERE id = ?",
                       (now_ns(), session_id))
 
-    def delete(self, session_id):
+    def delete(self, session_id: str) -> None:
         """Drop a session's rows (the sessions row and its save)."""
         with self.transaction() as c:
             c.execute("DELETE FROM session_worktrees WHERE session_id = ?", (session_id,))
             c.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
 
-def _rollback(conn):
+def _rollback(conn: sqlite3.Connection) -> None:
     try:
         conn.execute("ROLLBACK")
     except sqlite3.DatabaseError:

@@ -32,6 +32,7 @@ def captured_blobs(cwd: str, head: str, worktree_tree: str | None,
     """{path: object id} of everything a save holds for the worktree at `cwd`: the
     worktree tree (HEAD's when nothing was written) and the untracked tree."""
     tree = worktree_tree or git.trees_of(cwd, [head])[0]
+    assert tree is not None
     out = git.ls_tree_blobs(cwd, tree)
     if untracked_tree:
         out.update(git.ls_tree_blobs(cwd, untracked_tree))
@@ -64,7 +65,7 @@ def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
     racy = [p for p in walk.racy_paths(before, captured)
             if p not in changed and (e := after.entries.get(p)) is not None and e.kind == "file"]
     if racy:
-        for p, oid in zip(racy, git.hash_paths(moved, racy)):
+        for p, oid in zip(racy, git.hash_paths(moved, racy), strict=True):
             if oid != captured.get(p):
                 changed.add(p)
     relevant = [p for p in changed if not before.under_nested(p) and not after.under_nested(p)
@@ -77,8 +78,7 @@ def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
 def objects_missing(cwd: str, commit: str, head: str) -> bool:
     """Does any object the commit `commit` needs beyond `head` fail to exist
     (`git rev-list --objects`, which fails on a missing object)?"""
-    res = git.call(["rev-list", "--objects", commit, "--not", head], cwd)
-    return res.status != 0
+    return not git.objects_complete(cwd, commit, head)
 
 
 @dataclass
@@ -100,14 +100,9 @@ def admin_only(path: str) -> AdminOnly:
     for prefix in ("refs/worktree/", "refs/bisect/"):
         for ref, oid in git.for_each_ref(path, prefix):
             found.refs[ref] = oid
-    res = git.call(["log", "-g", "--format=%H", "HEAD"], path)
-    logged = sorted(set(res.text.split())) if res.status == 0 else []
-    if logged:
-        # --all from inside a worktree counts the refs and every worktree's HEAD,
-        # but not reflogs: what it does not reach dies with this worktree's reflog.
-        loose = git.call(["rev-list", "--no-walk", *logged, "--not", "--all"], path)
-        if loose.status == 0:
-            found.reflog = loose.text.split()
+    # --all from inside a worktree counts the refs and every worktree's HEAD, but
+    # not reflogs: what it does not reach dies with this worktree's reflog.
+    found.reflog = git.unreachable_from_all(path, git.reflog_commits(path))
     return found
 
 
@@ -115,7 +110,7 @@ def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
     """Point `ref` at a commit whose parents are every commit of `found`, so they
     stay reachable after the admin dir is gone. Returns the commit id."""
     parents = sorted(set(found.refs.values()) | set(found.reflog))
-    empty = git.line(["hash-object", "-t", "tree", "--stdin"], path, input=b"")
+    empty = git.empty_tree(path)
     lines = [f"{name} {oid}" for name, oid in sorted(found.refs.items())]
     lines += [f"reflog {oid}" for oid in found.reflog]
     commit = git.commit_tree(path, empty, parents,
@@ -129,14 +124,8 @@ def fetch_refspecs_covering(cwd: str, prefix: str = "refs/ao/") -> list[str]:
     """The `remote.<name>.fetch` refspecs whose destination covers `prefix`
     (a mirror clone's `+refs/*:refs/*`): `git fetch --prune` would delete the
     preserve refs there."""
-    res = git.call(["config", "-z", "--get-regexp", r"^remote\..*\.fetch$"], cwd)
-    if res.status != 0:
-        return []
     out = []
-    for rec in res.out.split(b"\0"):
-        if not rec:
-            continue
-        key, _, value = rec.decode("utf-8", "replace").partition("\n")
+    for key, value in git.fetch_refspecs(cwd):
         dst = value.lstrip("+").partition(":")[2]
         if not dst:
             continue

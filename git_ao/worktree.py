@@ -10,18 +10,19 @@ from __future__ import annotations
 import errno
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import git
 from .errors import Refused
 
 
-def same_path(a, b) -> bool:
+def same_path(a: str, b: str) -> bool:
     """Do two paths name the same place once symlinks are resolved?"""
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def find(entries, path):
+def find(entries: list[git.WorktreeEntry], path: str) -> git.WorktreeEntry | None:
     """The WorktreeEntry of `entries` at `path`, or None."""
     real = os.path.realpath(path)
     for e in entries:
@@ -30,7 +31,7 @@ def find(entries, path):
     return None
 
 
-def main_path(entries) -> str | None:
+def main_path(entries: list[git.WorktreeEntry]) -> str | None:
     """The main worktree's path (None for a bare repository)."""
     if entries and entries[0].is_main and not entries[0].bare:
         return entries[0].path
@@ -47,7 +48,8 @@ class Verified:
     entry: git.WorktreeEntry
 
 
-def verify(common_dir, path, entries=None) -> Verified:
+def verify(common_dir: str, path: str,
+           entries: list[git.WorktreeEntry] | None = None) -> Verified:
     """Prove that `path` is a linked worktree (never the main one) of the repository
     whose common git dir is `common_dir`.
 
@@ -73,7 +75,8 @@ def verify(common_dir, path, entries=None) -> Verified:
     return Verified(path, dirs.git_dir, common_dir, entry)
 
 
-def take_away(v: Verified, trash_dir, label, crash=lambda name: None, prune=True) -> str:
+def take_away(v: Verified, trash_dir: str, label: str,
+              crash: Callable[[str], None] = lambda name: None, prune: bool = True) -> str:
     """Remove the verified worktree `v` and deregister it.
 
     The directory is renamed into `trash_dir` (one rename on the same
@@ -92,7 +95,7 @@ def take_away(v: Verified, trash_dir, label, crash=lambda name: None, prune=True
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise Refused(f"cannot move '{v.path}' to the trash: {exc.strerror}") from exc
-        git.run(["worktree", "remove", "--force", v.path], v.common_dir)
+        git.worktree_remove(v.common_dir, v.path, force=True)
         return ""
     crash("preserve:after-rename")
     if prune:

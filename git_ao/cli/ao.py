@@ -1,5 +1,6 @@
 """git ao: list, show, register, end and check sessions; config, log, completion, import."""
 
+import functools
 import os
 
 import click
@@ -93,7 +94,7 @@ def kill(app, ids):
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(lambda: kill_one(ctx, sid), sid, "kill")
+        o = guarded(functools.partial(kill_one, ctx, sid), sid, "kill")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "kill", outcomes)
@@ -113,7 +114,7 @@ def forget(app, ids, force):
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(lambda: forget_one(ctx, sid, force), sid, "forget")
+        o = guarded(functools.partial(forget_one, ctx, sid, force), sid, "forget")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "forget", outcomes)

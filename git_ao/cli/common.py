@@ -257,7 +257,7 @@ class SignalStop:
         import signal
         import threading
         self.event = threading.Event()
-        self.caught = []
+        self.caught: list[int] = []
 
         def on_signal(signum, _frame):
             self.caught.append(signum)
@@ -284,7 +284,7 @@ class SignalStop:
         from ..batch import NOT_STARTED
         name = signal.Signals(self.caught[0]).name
         left = sum(1 for o in outcomes if o.message.startswith(NOT_STARTED))
-        counts = {}
+        counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1
         if not app.dry_run:

@@ -60,11 +60,10 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     jobs = jobs or app.settings.get("preserve.jobs") or os.cpu_count() or 1
     if timeout is None:
         timeout = app.settings.get("preserve.timeout")
-    with SignalStop() as signals:
-        with app.printer.progress(len(sessions), "preserving") as advance:
-            outcomes = preserve.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
-                                         timeout=timeout, progress=advance, stop=signals.event,
-                                         settings=app.settings, shutdown=all_)
+    with SignalStop() as signals, app.printer.progress(len(sessions), "preserving") as advance:
+        outcomes = preserve.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
+                                     timeout=timeout, progress=advance, stop=signals.event,
+                                     settings=app.settings, shutdown=all_)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 

@@ -1,0 +1,261 @@
+"""Read git's machine-readable output (`-z`, `--porcelain`) and admin files.
+
+Nothing here starts a process: git.py runs git and hands the output over.
+Path names are decoded with surrogateescape, so they survive whatever
+encoding they have.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+def split_z(data: bytes) -> list[str]:
+    """Split NUL-terminated output into str paths (undecodable bytes kept via surrogateescape)."""
+    return [os.fsdecode(p) for p in data.split(b"\0") if p]
+
+
+def join_z(paths: Iterable[str]) -> bytes:
+    """Encode str paths as NUL-terminated bytes for `--stdin -z` readers."""
+    return b"".join(os.fsencode(p) + b"\0" for p in paths)
+
+
+def version(text: str) -> tuple[int, ...]:
+    """The version numbers of `git --version` output, e.g. (2, 39, 5)."""
+    nums = []
+    for part in text.split()[-1].split("."):
+        if not part.isdigit():
+            break
+        nums.append(int(part))
+    return tuple(nums)
+
+
+@dataclass
+class WorktreeEntry:
+    """One record of `git worktree list --porcelain -z`."""
+
+    path: str
+    head: str | None = None
+    branch: str | None = None  # full ref name, e.g. refs/heads/topic
+    detached: bool = False
+    bare: bool = False
+    locked: str | None = None  # the reason ("" when none given), None when not locked
+    prunable: str | None = None
+    is_main: bool = False
+
+
+def worktree_list(out: bytes) -> list[WorktreeEntry]:
+    """Parse `git worktree list --porcelain -z`: the main worktree (or bare repository) first."""
+    entries: list[WorktreeEntry] = []
+    cur: WorktreeEntry | None = None
+    for field_ in out.split(b"\0"):
+        if not field_:
+            if cur is not None:
+                entries.append(cur)
+                cur = None
+            continue
+        key, _, value = field_.partition(b" ")
+        val = os.fsdecode(value)
+        if key == b"worktree":
+            cur = WorktreeEntry(path=val, is_main=not entries)
+        elif cur is None:
+            continue
+        elif key == b"HEAD":
+            cur.head = val
+        elif key == b"branch":
+            cur.branch = val
+        elif key == b"detached":
+            cur.detached = True
+        elif key == b"bare":
+            cur.bare = True
+        elif key == b"locked":
+            cur.locked = val
+        elif key == b"prunable":
+            cur.prunable = val
+    if cur is not None:
+        entries.append(cur)
+    return entries
+
+
+def half_added_worktree(common_dir: str) -> str | None:
+    """The admin dir under <common_dir>/worktrees that git's `worktree add` was still
+    creating (it has the `locked` file git writes first, "initializing" in the
+    user's language, and `commondir` is missing or empty), or None."""
+    base = os.path.join(common_dir, "worktrees")
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return None
+    for name in names:
+        d = os.path.join(base, name)
+        try:
+            if not os.path.isfile(os.path.join(d, "locked")):
+                continue
+            commondir = os.path.join(d, "commondir")
+            empty = not os.path.exists(commondir) or os.path.getsize(commondir) == 0
+        except OSError:
+            continue
+        if empty:
+            return d
+    return None
+
+
+@dataclass
+class StatusEntry:
+    """One changed path from `git status --porcelain=v2`: kind is '1', '2' or 'u'."""
+
+    kind: str
+    xy: str
+    sub: str
+    path: str
+    orig_path: str | None = None
+
+
+@dataclass
+class Status:
+    """Parsed `git status --porcelain=v2 -z --branch --untracked-files=all --ignored=matching`."""
+
+    head: str | None  # None when the branch is unborn
+    branch: str | None  # short branch name, None when detached
+    changed: list[StatusEntry] = field(default_factory=list)
+    untracked: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # directories end in '/'
+
+    @property
+    def clean(self) -> bool:
+        return not self.changed and not self.untracked
+
+    @property
+    def unmerged(self) -> list[str]:
+        return [e.path for e in self.changed if e.kind == "u"]
+
+
+def status(out: bytes) -> Status:
+    """Parse `git status --porcelain=v2 -z --branch` output."""
+    st = Status(head=None, branch=None)
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        rec = fields[i]
+        i += 1
+        if not rec:
+            continue
+        tag = rec[:1]
+        if tag == b"#":
+            words = rec.split(b" ", 2)
+            if words[1] == b"branch.oid" and words[2] != b"(initial)":
+                st.head = words[2].decode()
+            elif words[1] == b"branch.head" and words[2] != b"(detached)":
+                st.branch = os.fsdecode(words[2])
+        elif tag == b"1":
+            parts = rec.split(b" ", 8)
+            st.changed.append(StatusEntry("1", parts[1].decode(), parts[2].decode(),
+                                          os.fsdecode(parts[8])))
+        elif tag == b"2":
+            parts = rec.split(b" ", 9)
+            orig = os.fsdecode(fields[i]) if i < len(fields) else None
+            i += 1
+            st.changed.append(StatusEntry("2", parts[1].decode(), parts[2].decode(),
+                                          os.fsdecode(parts[9]), orig))
+        elif tag == b"u":
+            parts = rec.split(b" ", 10)
+            st.changed.append(StatusEntry("u", parts[1].decode(), parts[2].decode(),
+                                          os.fsdecode(parts[10])))
+        elif tag == b"?":
+            st.untracked.append(os.fsdecode(rec[2:]))
+        elif tag == b"!":
+            st.ignored.append(os.fsdecode(rec[2:]))
+    return st
+
+
+@dataclass
+class IndexFlags:
+    """Index entries whose flags tell git to overlook the worktree (`git ls-files -v`):
+    assume-unchanged (lower-case tag) and skip-worktree ('S'), plus every tracked
+    `.gitattributes` path (they decide content conversion)."""
+
+    assume_unchanged: list[str] = field(default_factory=list)
+    skip_worktree: list[str] = field(default_factory=list)
+    attributes: list[str] = field(default_factory=list)
+
+
+# Records of `git ls-files -v -z` ("<tag> <path>\0") whose tag is not plain "H",
+# and records of tracked .gitattributes files.
+_FLAGGED = re.compile(rb"(?:^|\0)([^H\0] [^\0]*)")
+_ATTRIBUTES = re.compile(rb"(?:^|\0)(. (?:[^\0]*/)?\.gitattributes)(?=\0|$)")
+
+
+def index_flags(out: bytes) -> IndexFlags:
+    """Parse `git ls-files -v -z` into IndexFlags."""
+    flags = IndexFlags()
+    # Nearly every record is "H <path>" with nothing to report: the regular
+    # expressions pick out the few others in C, so a 20,000-file index costs no
+    # Python loop over every file. Sorted by position to keep git's order.
+    hits = {m.start(1): m.group(1) for m in _FLAGGED.finditer(out)}
+    hits.update((m.start(1), m.group(1)) for m in _ATTRIBUTES.finditer(out))
+    for _, rec in sorted(hits.items()):
+        if len(rec) < 3:
+            continue
+        tag, path = rec[:1], os.fsdecode(rec[2:])
+        if tag in (b"S", b"s"):
+            flags.skip_worktree.append(path)
+        if tag.islower():
+            flags.assume_unchanged.append(path)
+        if path == ".gitattributes" or path.endswith("/.gitattributes"):
+            flags.attributes.append(path)
+    return flags
+
+
+def gitlinks(out: bytes) -> list[str]:
+    """The paths of submodule entries (mode 160000) in `git ls-files -s -z` output."""
+    return [os.fsdecode(rec.partition(b"\t")[2]) for rec in out.split(b"\0")
+            if rec.startswith(b"160000 ")]
+
+
+def config_map(out: bytes) -> dict[str, str]:
+    """Parse `git config -z --list` as {lower-case key: last value}."""
+    conf = {}
+    for rec in out.split(b"\0"):
+        if rec:
+            key, _, value = rec.partition(b"\n")
+            conf[key.decode("utf-8", "replace").lower()] = value.decode("utf-8", "surrogateescape")
+    return conf
+
+
+def ref_oids(text: str) -> list[tuple[str, str]]:
+    """Parse `git for-each-ref --format='%(objectname) %(refname)'` as (ref, oid) pairs."""
+    pairs = []
+    for ln in text.splitlines():
+        oid, _, ref = ln.partition(" ")
+        pairs.append((ref, oid))
+    return pairs
+
+
+_REF_FORBIDDEN = frozenset(" ~^:?*[\\\x7f") | frozenset(chr(c) for c in range(32))
+
+
+def check_ref_format(ref: object) -> bool:
+    """Is `ref` a valid full ref name, as `git check-ref-format <ref>` decides?
+
+    The rules of git-check-ref-format(1), checked here without starting a
+    process (every command validates each session id it is given): at least
+    one '/'; no empty component, none starting with '.' or ending with '.lock';
+    no '..', '@{', '\\', control characters, space, '~', '^', ':', '?', '*',
+    '['; not ending with '/' or '.'; not '@'. tests/test_scale_git.py holds
+    this against git itself.
+    """
+    if not isinstance(ref, str) or "/" not in ref or ref == "@":
+        return False
+    if ".." in ref or "@{" in ref or ref.endswith(".") or _REF_FORBIDDEN.intersection(ref):
+        return False
+    try:
+        ref.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    for part in ref.split("/"):
+        if not part or part.startswith(".") or part.endswith(".lock"):
+            return False
+    return True

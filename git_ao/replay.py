@@ -1,0 +1,221 @@
+"""Put a preserve commit's work back into a worktree: its private config before the
+checkout, the stash-shaped commit applied like `git stash apply --index`, then
+the index flags, file modes and submodules the commit cannot carry.
+
+The commit's shape is described in snapshot.py, which builds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import git, gitindex
+
+
+@dataclass
+class Applied:
+    """What `apply` did. outcome: 'clean', 'unstaged' (applied, index part not restored),
+    'conflict' (markers left) or 'blocked' (nothing applied). paths: what could not be
+    placed (clashes or conflicts); placed: the saved paths that were written."""
+
+    outcome: str
+    detail: str = ""
+    paths: list[str] = field(default_factory=list)
+    placed: list[str] = field(default_factory=list)
+
+
+def saved_paths(cwd: str, commit: str) -> list[str]:
+    """Every path the preserve commit changes: tracked paths W or I changes against H
+    (`git diff-tree`), plus the files of U. Sorted."""
+    parents = git.commit_parents(cwd, commit)
+    out: set[str] = set()
+    for rev in (commit, parents[1]):
+        out.update(git.changed_paths(cwd, parents[0], rev))
+    if len(parents) > 2:
+        out.update(git.ls_tree_paths(cwd, parents[2]))
+    return sorted(out)
+
+
+def _emptied(path: str, full: str, removed: set[str]) -> bool:
+    """Is `full` a real directory whose every file the apply removes (so git takes the
+    directory away before writing a saved file in its place)?"""
+    if os.path.islink(full) or not os.path.isdir(full):
+        return False
+    for root, dirs, files in os.walk(full):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            if os.path.relpath(os.path.join(root, name), path) not in removed:
+                return False
+    return True
+
+
+def _blocked_by(path: str, rel: str, removed: set[str]) -> bool:
+    """Would writing the file `rel` under `path` hit something already there: the
+    path itself, or a parent that is not a real directory (a file or a symlink)?
+    Paths in `removed` do not count: the tracked part of the apply deletes them
+    first (a file the saved work replaced by a directory, say)."""
+    full = os.path.join(path, rel)
+    if rel not in removed and os.path.lexists(full) and not _emptied(path, full, removed):
+        return True
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        pre_rel = "/".join(parts[:i])
+        pre = os.path.join(path, pre_rel)
+        if pre_rel in removed:
+            continue
+        if os.path.islink(pre) or (os.path.lexists(pre) and not os.path.isdir(pre)):
+            return True
+        if not os.path.lexists(pre):
+            return False
+    return False
+
+
+def _materialise(path: str, commit: str) -> None:
+    """Clear skip-worktree on the paths the save changes and check them out from the
+    index, so the apply writes them: in a sparse checkout a saved edit of a file
+    outside the patterns would otherwise land in the index only, never on disk.
+    (git itself clears the bit of a file present in a sparse checkout.)"""
+    wanted = set(saved_paths(path, commit))
+    skipped = [p for p in git.index_flags(path).skip_worktree if p in wanted]
+    if skipped:
+        gitindex.set_index_flag(path, skipped, "--no-skip-worktree")
+        gitindex.checkout_paths(path, skipped)
+
+
+def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
+    """Apply a preserve commit to the worktree at `path` like `git stash apply --index`,
+    retrying without `--index` when only the index part conflicts.
+
+    Before anything is written, untracked files of U that would land on an
+    existing path (or under a parent that is a file or a symlink) are looked for:
+    git would merge the tracked part and then fail on them, so in that case
+    nothing is applied ('blocked', the paths listed). sparse: the worktree is a
+    sparse checkout (see `_materialise`).
+    """
+    parents = git.commit_parents(path, commit)
+    if len(parents) > 2:
+        removed = set(git.changed_paths(path, parents[0], commit, deleted_only=True))
+        clash = [p for p in git.ls_tree_paths(path, parents[2])
+                 if _blocked_by(path, p, removed)]
+        if clash:
+            return Applied("blocked", "saved untracked files would overwrite existing paths",
+                           clash)
+    if sparse:
+        _materialise(path, commit)
+    # In a sparse checkout the patterns are off for the apply, so the merge does not take
+    # the saved files outside them away again (`_materialise` made them ordinary files).
+    res = git.stash_apply(path, commit, index=True, sparse_off=sparse)
+    if res.status == 0:
+        return Applied("clean")
+    if git.unmerged_paths(path):
+        unmerged = git.unmerged_paths(path)
+        return Applied("conflict", res.errtext.strip(), unmerged,
+                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
+    res = git.stash_apply(path, commit, index=False, sparse_off=sparse)
+    unmerged = git.unmerged_paths(path)
+    if unmerged:
+        return Applied("conflict", "conflicts left in the worktree", unmerged,
+                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
+    if res.status == 0:
+        return Applied("unstaged", "the index part conflicted; changes applied unstaged",
+                       [], saved_paths(path, commit))
+    return Applied("blocked", res.errtext.strip().splitlines()[-1] if res.errtext.strip()
+                   else "git stash apply failed")
+
+
+def recheckout(path: str, git_dir: str, commit: str) -> None:
+    """Write every present file of the saved work again with `git checkout-index -f`,
+    so content conversion uses the attributes the apply just brought back. Files
+    the index already holds as saved come from the real index with `-u` (their
+    stat data is refreshed too: git calls a file whose size changed modified
+    without looking at its content); the others from W's and U's trees through a
+    temporary index. Used when the saved work changes a `.gitattributes` and
+    conversion is on."""
+    parents = git.commit_parents(path, commit)
+    i_tree, w_tree = git.trees_of(path, [parents[1], commit])
+    assert i_tree and w_tree
+    unstaged = set(git.changed_paths(path, i_tree, w_tree))
+    tracked = [p for p in git.ls_tree_paths(path, commit)
+               if os.path.lexists(os.path.join(path, p))]
+    same = [p for p in tracked if p not in unstaged]
+    for p in same:
+        # checkout-index leaves a file whose stat matches its entry alone, even
+        # with -f; the bytes are in the index and in the kept preserve ref.
+        os.unlink(os.path.join(path, p))
+    gitindex.checkout_paths(path, same, refresh=True)
+    for rev, paths in ((commit, [p for p in tracked if p in unstaged]),
+                       (parents[2] if len(parents) > 2 else None, None)):
+        if rev is None:
+            continue
+        if paths is None:
+            paths = [p for p in git.ls_tree_paths(path, rev)
+                     if os.path.lexists(os.path.join(path, p))]
+        if not paths:
+            continue
+        with gitindex.TempIndex(path, git_dir) as tmp:
+            tmp.read_tree(rev)
+            tmp.checkout_paths(paths)
+
+
+def load_config(text: str | None) -> dict[str, Any]:
+    """The private config JSON of a save as a dict ({} when there is none)."""
+    return json.loads(text) if text else {}
+
+
+def needs_config_first(wc: dict[str, Any]) -> bool:
+    """Must the worktree's private config be in place before its files are checked out?"""
+    return "sparse_checkout" in wc or "config_worktree" in wc
+
+
+def put_config(git_dir: str, wc: dict[str, Any]) -> None:
+    """Write back the sparse-checkout patterns and config.worktree recorded in `wc`
+    into the (new) worktree's private git dir, before its checkout."""
+    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
+                      ("config_worktree", "config.worktree")):
+        if key in wc:
+            full = os.path.join(git_dir, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as fh:
+                fh.write(wc[key].encode("utf-8", "surrogateescape"))
+
+
+def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+    """After the apply: give back the index flags recorded in `wc` (intent-to-add,
+    assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
+    away again when `fresh`, it was only just checked out) and re-initialise
+    submodules (`git submodule update --init`). Returns the problems met, as lines."""
+    problems = []
+    # `git stash apply --index` stages a file that W has and I lacks: take it out
+    # of the index again and mark it intent-to-add, as it was.
+    ita = [p for p in wc.get("intent_to_add", []) if os.path.lexists(os.path.join(path, p))]
+    gitindex.set_index_flag(path, ita, "--force-remove")
+    gitindex.add_intent_to_add(path, ita)
+    for rel, mode in wc.get("modes", {}).items():
+        full = os.path.join(path, rel)
+        if os.path.isfile(full) and not os.path.islink(full):
+            os.chmod(full, int(mode, 8))
+    gitindex.set_index_flag(path, wc.get("assume_unchanged", []), "--assume-unchanged")
+    gitindex.set_index_flag(path, wc.get("skip_worktree", []), "--skip-worktree")
+    for rel in wc.get("skip_worktree_absent", []) if fresh else []:
+        try:
+            os.unlink(os.path.join(path, rel))
+        except FileNotFoundError:
+            pass
+    subs = wc.get("submodules", [])
+    if subs:
+        res = git.submodule_update_init(path, subs)
+        if res.status != 0:
+            msg = res.errtext.strip().splitlines()
+            problems.append(f"submodules not re-initialised: {msg[-1] if msg else res.status}")
+    # A submodule checked out at another commit than the one recorded comes back
+    # on that commit (update --init checks out the recorded one).
+    for rel, oid in wc.get("submodule_heads", {}).items():
+        full = os.path.join(path, rel)
+        if os.path.isdir(full) and git.rev_parse(full, "HEAD") != oid \
+                and not git.checkout_detached(full, oid):
+            problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
+    for name, oid in wc.get("worktree_refs", {}).items():
+        git.update_ref(path, name, oid, message="git-ao restore per-worktree ref")
+    return problems
