@@ -147,6 +147,30 @@ def make_dirty(path, files, modified, new, staged=0):
             fh.write(f"new file {i}\n" * 20)
 
 
+def make_ignored(path, n=3000):
+    """An ignored tree of `n` small files (`node_modules/`, as an agent's install
+    leaves it), ignored through the repository's info/exclude, so both sides of a
+    measurement carry it."""
+    with open(os.path.join(path, ".git"), encoding="utf-8") as fh:
+        admin = fh.read().split("gitdir:", 1)[1].strip()
+    with open(os.path.join(admin, "commondir"), encoding="utf-8") as fh:
+        common = os.path.normpath(os.path.join(admin, fh.read().strip()))
+    os.makedirs(os.path.join(common, "info"), exist_ok=True)
+    exclude = os.path.join(common, "info", "exclude")
+    have = ""
+    if os.path.exists(exclude):
+        with open(exclude, encoding="utf-8") as fh:
+            have = fh.read()
+    if "node_modules/" not in have:
+        with open(exclude, "a", encoding="utf-8") as fh:
+            fh.write("node_modules/\n")
+    for i in range(n):
+        d = os.path.join(path, "node_modules", f"pkg{i // 100}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{i}.js"), "w") as fh:
+            fh.write(f"module.exports = {i};\n")
+
+
 def settle(paths):
     """Make the prepared worktrees look like ones a session has lived in: wait out
     git's racy-timestamp second, then let `git status` refresh each index once."""
@@ -193,8 +217,8 @@ def count_processes(fn) -> int:
 
 
 def in_process_ctx():
-    from git_ao import lifecycle, store
-    return lifecycle.Context(store.Store())
+    from git_ao import session, store
+    return session.Context(store.Store())
 
 
 # ---------------------------------------------------------------- scenarios
@@ -210,6 +234,7 @@ def bench_preserve_dirty(repo, files, runs, out):
         c, _ = new_worktree(repo, "pd-in")
         for p in (a, b, c):
             make_dirty(p, files, 50, 10, staged=10)
+            make_ignored(p)
         settle([a, b, c])
         register(a, f"pd{r}")
         register(c, f"pdi{r}")
@@ -220,14 +245,32 @@ def bench_preserve_dirty(repo, files, runs, out):
         ]
         for f in (pair if r % 2 == 0 else pair[::-1]):
             f()
-        from git_ao import lifecycle
+        from git_ao import preserve
         t0 = time.perf_counter()
-        o = lifecycle.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pdi{r}")])
+        o = preserve.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pdi{r}")])
         inproc.append(time.perf_counter() - t0)
         assert o[0].status == "ok", o[0]
         assert not os.path.exists(a) and not os.path.exists(b) and not os.path.exists(c)
     out["preserve"] = (median(ours), median(base))
     out["preserve_inproc"] = (median(inproc), median(base))
+    cleanup(repo)
+
+
+def bench_walk(repo, runs, out):
+    """The removal witness alone: the walk of a 20,000-file worktree holding a
+    3,000-file ignored tree, against git status --porcelain --ignored of it."""
+    from git_ao import walk
+    a, _ = new_worktree(repo, "walk")
+    make_ignored(a)
+    settle([a])
+    ours, base = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        w = walk.walk(a)
+        ours.append(time.perf_counter() - t0)
+        base.append(run(["git", "status", "--porcelain", "--ignored"], a)[0])
+        assert not w.blockers and len(w.entries) > 20000, (w.blockers, len(w.entries))
+    out["walk"] = (median(ours), median(base))
     cleanup(repo)
 
 
@@ -243,9 +286,9 @@ def bench_preserve_clean(repo, runs, out):
         base.append(run(["git", "status", "--porcelain"], a)[0])
         ours.append(run(["git", "ao-preserve", f"pc{r}", "-q"], repo)[0])
         base.append(run(["git", "status", "--porcelain"], c)[0])
-        from git_ao import lifecycle
+        from git_ao import preserve
         t0 = time.perf_counter()
-        o = lifecycle.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pci{r}")])
+        o = preserve.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pci{r}")])
         inproc.append(time.perf_counter() - t0)
         assert o[0].status == "ok", o[0]
     out["clean"] = (median(ours), median(base))
@@ -310,10 +353,10 @@ def batch(repos, per_repo, modified=5, new=2, tag="b"):
             ids.append(os.path.basename(p))
     time.sleep(1.1)
     os.sync()
-    from git_ao import lifecycle
+    from git_ao.register import register as register_session
     ctx = in_process_ctx()
     for p, sid in zip(paths, ids):
-        lifecycle.register(ctx, p, session_id=sid)
+        register_session(ctx, p, session_id=sid)
     return ids, paths
 
 
@@ -383,19 +426,20 @@ def bench_startup(runs, out):
 
 def bench_process_counts(repo, files, out):
     """git processes git-ao starts for one session: preserve dirty, preserve clean, restore."""
-    from git_ao import lifecycle
+    from git_ao import preserve, restore
+    from git_ao.register import register as register_session
     counts = {}
     a, _ = new_worktree(repo, "pn")
     make_dirty(a, files, 50, 10, staged=10)
     b, _ = new_worktree(repo, "pn-clean")
     settle([a, b])
     ctx = in_process_ctx()
-    lifecycle.register(ctx, a, session_id="pn")
-    lifecycle.register(ctx, b, session_id="pnc")
-    counts["preserve"] = count_processes(lambda: lifecycle.preserve(ctx, [ctx.store.get("pn")]))
+    register_session(ctx, a, session_id="pn")
+    register_session(ctx, b, session_id="pnc")
+    counts["preserve"] = count_processes(lambda: preserve.preserve(ctx, [ctx.store.get("pn")]))
     counts["preserve_clean"] = count_processes(
-        lambda: lifecycle.preserve(ctx, [ctx.store.get("pnc")]))
-    counts["restore"] = count_processes(lambda: lifecycle.restore(ctx, [ctx.store.get("pn")]))
+        lambda: preserve.preserve(ctx, [ctx.store.get("pnc")]))
+    counts["restore"] = count_processes(lambda: restore.restore(ctx, [ctx.store.get("pn")]))
     out["processes"] = counts
     cleanup(repo)
 
@@ -405,9 +449,11 @@ def bench_process_counts(repo, files, out):
 
 TARGETS = [
     # key, what, plain-git side, target text, met(ratio)
-    ("preserve", "preserve, 50 modified + 10 new files, 20k-file worktree",
+    ("preserve", "preserve, 50 modified + 10 new files, 20k-file worktree, 3,000 ignored",
      "git stash push -u + git worktree remove --force", "<= 0.5", lambda x: x <= 0.5),
     ("preserve_inproc", "  same, in-process (no interpreter start-up)", "same", "(info)", None),
+    ("walk", "  the walk alone (20k files + 3,000 ignored)", "git status --porcelain --ignored",
+     "(info)", None),
     ("clean", "preserve of a clean 20k-file worktree", "git status --porcelain", "<= 1.3",
      lambda x: x <= 1.3),
     ("clean_inproc", "  same, in-process (no interpreter start-up)", "same", "(info)", None),
@@ -453,7 +499,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
     ap.add_argument("--quick", action="store_true", help="3 runs, scaling 10 and 50 only")
-    ap.add_argument("--only", default="", help="comma list: preserve,clean,restore,jobs,"
+    ap.add_argument("--only", default="", help="comma list: preserve,walk,clean,restore,jobs,"
                     "startup,processes,scaling")
     args = ap.parse_args(argv)
     runs = 3 if args.quick else args.runs
@@ -473,6 +519,7 @@ def main(argv=None):
         ("startup", lambda: bench_startup(runs, out)),
         ("processes", lambda: bench_process_counts(repo, files, out)),
         ("preserve", lambda: bench_preserve_dirty(repo, files, runs, out)),
+        ("walk", lambda: bench_walk(repo, runs, out)),
         ("clean", lambda: bench_preserve_clean(repo, runs, out)),
         ("restore", lambda: bench_restore(repo, files, runs, out)),
         ("jobs", lambda: bench_jobs(runs, out)),
