@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
-from . import git
+from . import git, trash
 from .errors import AoError
 from .outcome import Outcome, Status
+from .records import Session
 from .session import REF_PREFIX
 
 if TYPE_CHECKING:
@@ -90,6 +91,10 @@ def run_checks(app, repos=()) -> list[Check]:
                                     f"readable record: {', '.join(refs)}"))
         return checks + install_checks()
     checks.append(Check("data dir", True, store.dir))
+    if not store.sessions():
+        lost = lost_database(store.dir, [*repos, *current_repo()])
+        if lost:
+            checks.append(Check("database", False, lost))
     checks.append(config_check(store.dir))
     ok, detail = store.integrity_ok()
     checks.append(Check("database", ok, f"{store.db_path}: integrity {detail}"))
@@ -117,6 +122,8 @@ def run_checks(app, repos=()) -> list[Check]:
                                 f"not {s.workspace_path} (git worktree move?); preserve "
                                 f"refuses it until it is back: git worktree move {path} "
                                 f"{s.workspace_path}"))
+        checks += session_checks(repo, [s for s in sessions if s.repo == repo], entries,
+                                 store.dir)
         if loose:
             # A note, not a problem: not every worktree is an agent's, but these are
             # the ones a shutdown would leave unsaved.
@@ -124,6 +131,59 @@ def run_checks(app, repos=()) -> list[Check]:
                                 f"holds, not saved by git ao-preserve --all: {', '.join(loose)} "
                                 "(git ao add PATH registers one)"))
     return checks + install_checks()
+
+
+def session_checks(repo: str, sessions: list[Session], entries: list[git.WorktreeEntry],
+                   data_dir: str) -> list[Check]:
+    """Problems of the pending sessions of `repo` a restore would meet (a preserve
+    ref that is gone, a restore path something else holds) and, as notes, the
+    sessions that live inside another session's worktree."""
+    out = []
+    for s in sessions:
+        save = s.save
+        if not s.pending or save is None:
+            continue
+        if save.preserve_ref and git.rev_parse(repo, save.preserve_ref) is None:
+            kept = trash.latest_for(data_dir, s.id)
+            where = (f"the trash still holds the directory: {kept.worktree}" if kept
+                     else "no trash copy is left")
+            out.append(Check("session", False, f"{s.id}: pending, but its ref "
+                             f"{save.preserve_ref} is gone (a git fetch --prune with a "
+                             f"refspec covering refs/ao/?); {where}"))
+        path = save.worktree_path
+        if os.path.lexists(path) and not any(
+                os.path.realpath(e.path) == os.path.realpath(path) for e in entries):
+            out.append(Check("session", False, f"{s.id}: pending, but {path} exists and is "
+                             "not its worktree: restore refuses it until it is moved away"))
+    live = [s for s in sessions if s.live or s.pending]
+    for outer in live:
+        base = os.path.realpath(outer.workspace_path).rstrip("/") + "/"
+        for inner in live:
+            if inner is not outer and os.path.realpath(inner.workspace_path).startswith(base):
+                out.append(Check("nested", None, f"{inner.id} lives inside {outer.id}: "
+                                 "preserved inner first, restored outer first"))
+    return out
+
+
+def current_repo() -> list[str]:
+    """The common git dir of the repository the command runs in, if any."""
+    try:
+        return [os.path.realpath(git.repo_dirs(os.getcwd()).common_dir)]
+    except AoError:
+        return []
+
+
+def lost_database(data_dir: str, repos: list[str]) -> str | None:
+    """When the database holds no session but the trash or the named repositories
+    show that sessions were saved: what to run to rebuild the records."""
+    seen = {e.meta.get("common_dir") for e in trash.entries(data_dir)}
+    holders = sorted(r for r in ({r for r in seen if isinstance(r, str)} | set(repos))
+                     if os.path.isdir(r) and git.for_each_ref(r, REF_PREFIX))
+    if not holders:
+        return None
+    return ("the database holds no session, but preserve refs exist in "
+            f"{', '.join(holders)}: rebuild the records with git ao doctor --recover "
+            f"-C {holders[0]}")
 
 
 def split_daemon_refs(repo, refs) -> tuple[list, list]:

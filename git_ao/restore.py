@@ -19,7 +19,7 @@ from .errors import Refused
 from .outcome import Outcome, Status
 from .records import Save, Session
 from .session import Context, facts, lookup
-from .store import TRASH_DIR
+from .store import TRASH_DIR, Store
 
 if TYPE_CHECKING:
     from .output import Printer
@@ -313,3 +313,13 @@ def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_l
         printer.outcome(r)
         extra.append(r)
     return extra
+
+
+def empty_database_hint(store: Store) -> str | None:
+    """When nothing is pending because the database lost its records (it holds no
+    session, yet the repository the command runs in, or one the trash names,
+    holds preserve refs): the command that rebuilds them. None otherwise."""
+    if store.sessions():
+        return None
+    from .doctor import current_repo, lost_database
+    return lost_database(store.dir, current_repo())

@@ -37,6 +37,9 @@ def command(app, ids, no_launch, jobs):
     if not sessions:
         if not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
+            hint = restore.empty_database_hint(app.store)
+            if hint:
+                click.echo(f"hint: {hint}", err=True)
         return finish(app, "restore", [])
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     with SignalStop() as signals:

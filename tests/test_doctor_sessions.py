@@ -1,0 +1,66 @@
+"""git ao doctor names what a restore would meet: a preserve ref that is gone, a
+restore path something else holds, nested sessions, and a database that lost its
+records while preserve refs remain (restore then says how to rebuild them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from tests.conftest import ao, git
+
+
+def _checks(repo, rc):
+    res = ao("ao", "doctor", "--json", cwd=repo, rc=rc)
+    return [c for c in json.loads(res.stdout)["checks"]
+            if c["name"] in ("session", "nested", "database")]
+
+
+def test_a_pending_session_whose_ref_is_gone_is_named_with_its_trash_copy(repo, worktrees):
+    wt = worktrees(repo, "fetched")
+    (wt / "work.txt").write_text("work\n")
+    ao("ao-preserve", "fetched", cwd=repo)
+    git("update-ref", "-d", "refs/ao/preserved/fetched", cwd=repo)
+    [check] = [c for c in _checks(repo, 1) if c["name"] == "session"]
+    assert check["ok"] is False
+    assert "refs/ao/preserved/fetched is gone" in check["detail"]
+    assert "the trash still holds the directory" in check["detail"]
+
+
+def test_a_pending_session_whose_path_is_taken_is_named(repo, worktrees):
+    wt = worktrees(repo, "blocked")
+    (wt / "work.txt").write_text("work\n")
+    ao("ao-preserve", "blocked", cwd=repo)
+    wt.mkdir()
+    (wt / "stray.txt").write_text("someone else's\n")
+    [check] = [c for c in _checks(repo, 1) if c["name"] == "session"]
+    assert f"{wt} exists and is not its worktree" in check["detail"]
+
+
+def test_nested_sessions_are_a_note(repo, worktrees):
+    outer = worktrees(repo, "outer")
+    inner = outer / "sub"
+    git("worktree", "add", "-q", "-b", "inner", inner, cwd=repo)
+    ao("ao", "add", inner, "--id", "inner", cwd=repo)
+    [check] = [c for c in _checks(repo, 0) if c["name"] == "nested"]
+    assert check == {"name": "nested", "ok": None,
+                     "detail": "inner lives inside outer: preserved inner first, restored "
+                               "outer first"}
+
+
+def test_a_lost_database_is_named_and_restore_says_how_to_rebuild_it(repo, worktrees):
+    wt = worktrees(repo, "lost")
+    (wt / "work.txt").write_text("work\n")
+    ao("ao-preserve", "lost", cwd=repo)
+    # The whole data dir is gone (a new machine user, a wiped ~/.ao): only the
+    # repository still knows, through its preserve refs.
+    shutil.rmtree(os.environ["AO_DATA_DIR"])
+    res = ao("ao-restore", cwd=repo)
+    common = os.path.realpath(repo / ".git")
+    assert res.stderr == ("nothing to restore: no pending sessions\n"
+                          "hint: the database holds no session, but preserve refs exist in "
+                          f"{common}: rebuild the records with git ao doctor --recover "
+                          f"-C {common}\n")
+    [check] = [c for c in _checks(repo, 1) if c["name"] == "database" and not c["ok"]]
+    assert "git ao doctor --recover" in check["detail"]
