@@ -20,9 +20,9 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                           f"'git ao forget --force {s.id}'")
         if not s.live:
             return Outcome(s.id, "kill", Status.NOTHING, "already terminated", facts(s))
-        path = s.workspace_path
+        path = s.worktree_path
         if os.path.lexists(path):
-            v = worktree.verify(s.repo, path)
+            v = worktree.verify(s.common_dir, path)
             st = snapshot.inspect(path, v.git_dir)
             if not st.clean:
                 raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
@@ -33,7 +33,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                               "create a branch first")
             if ctx.dry_run:
                 return Outcome(s.id, "kill", Status.OK, f"would remove {path}", facts(s))
-            git.worktree_remove(s.repo, path)
+            git.worktree_remove(s.common_dir, path)
         elif ctx.dry_run:
             return Outcome(s.id, "kill", Status.OK, "would mark terminated", facts(s))
         ctx.store.mark_terminated(s.id)

@@ -85,12 +85,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                     return finished
             why = "already preserved" if s.pending else "session is terminated"
             return Outcome(s.id, "preserve", Status.NOTHING, why, facts(s))
-        if not s.branch and not s.workspace_path:
+        if not s.branch and not s.worktree_path:
             return Outcome(s.id, "preserve", Status.NOTHING, "skipped: no branch and no path")
-        path = s.workspace_path
-        if not os.path.isdir(s.repo):
-            raise Refused(f"repository {s.repo} is gone; see 'git ao-prune'")
-        entries = cache.entries(s.repo)
+        path = s.worktree_path
+        if not os.path.isdir(s.common_dir):
+            raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
+        entries = cache.entries(s.common_dir)
         entry = worktree.find(entries, path)
         main = worktree.main_path(entries)
         if main and worktree.same_path(main, path):
@@ -105,9 +105,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                               "nothing is recorded")
             return _record_missing(ctx, s, entry)
         if entry is None:
-            raise Refused(f"'{path}' is not a worktree of {s.repo}; nothing is removed")
+            raise Refused(f"'{path}' is not a worktree of {s.common_dir}; nothing is removed")
         _refuse_over_kept_work(ctx, s, path)
-        v = worktree.verify(s.repo, path, entries)
+        v = worktree.verify(s.common_dir, path, entries)
         st = snapshot.inspect(path, v.git_dir)
         keep = _keep_reasons(v)
         if ctx.dry_run:
@@ -133,8 +133,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
                     first=",".join(cap.ignored[:5]))
         terminate = not keep_worktree and not keep
-        save = Save(s.id, s.repo, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
-                    cap.worktree_config, now_ns())
+        save = Save(s.id, s.common_dir, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
+                    cap.private_config, now_ns())
         ctx.store.record_save(save, terminate=terminate)
         crashpoint.hit("preserve:after-db")
         data = facts(s, preserve_ref=ref, preserved_commit=cap.commit, changed=len(cap.changed),
@@ -150,7 +150,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit,
                                    prune=not cache.batch)
         if cache.batch:
-            cache.defer_prune(s.repo)
+            cache.defer_prune(s.common_dir)
         crashpoint.hit("preserve:after-remove")
         data["trash"] = trash
         ctx.log("preserve", s.id, "preserved", ref=ref, commit=cap.commit, trash=trash)
@@ -222,12 +222,12 @@ def _finish_removal(ctx: Context, s: Session, cache: RepoCache) -> Outcome | Non
     if save is None:
         return None
     path = save.worktree_path
-    if not os.path.isdir(s.repo) or not os.path.lexists(path):
+    if not os.path.isdir(s.common_dir) or not os.path.lexists(path):
         return None
-    entries = cache.entries(s.repo, fresh=True)
+    entries = cache.entries(s.common_dir, fresh=True)
     if worktree.find(entries, path) is None:
         return None
-    v = worktree.verify(s.repo, path, entries)
+    v = worktree.verify(s.common_dir, path, entries)
     keep = _keep_reasons(v)
     if keep:
         return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved; worktree kept: "
@@ -242,7 +242,7 @@ def _finish_removal(ctx: Context, s: Session, cache: RepoCache) -> Outcome | Non
     trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit,
                                prune=not cache.batch)
     if cache.batch:
-        cache.defer_prune(s.repo)
+        cache.defer_prune(s.common_dir)
     crashpoint.hit("preserve:after-remove")
     ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=trash)
     return Outcome(s.id, "preserve", Status.OK, "already preserved; finished the interrupted "
@@ -296,17 +296,17 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
         branch = entry.branch.removeprefix("refs/heads/")
     detached = bool(entry and entry.detached)
     if not head and branch:
-        head = git.rev_parse(s.repo, f"refs/heads/{branch}")
+        head = git.rev_parse(s.common_dir, f"refs/heads/{branch}")
     # A checkpoint (or a ref kept after a conflict) is the last known work of this
     # worktree: carry it over so restore applies it instead of forgetting it.
     ref = preserve_ref(s.id)
-    kept = git.rev_parse(s.repo, ref)
+    kept = git.rev_parse(s.common_dir, ref)
     if ctx.dry_run:
         return Outcome(s.id, "preserve", Status.OK, "would record the missing worktree",
                        facts(s))
-    ctx.store.record_save(Save(s.id, s.repo, s.workspace_path, branch, head, detached,
+    ctx.store.record_save(Save(s.id, s.common_dir, s.worktree_path, branch, head, detached,
                                ref if kept else "", kept, None, now_ns()), terminate=True)
-    ctx.log("preserve", s.id, "recorded-missing", workspace=s.workspace_path, branch=branch)
+    ctx.log("preserve", s.id, "recorded-missing", workspace=s.worktree_path, branch=branch)
     return Outcome(s.id, "preserve", Status.OK, "worktree directory was already gone; "
                    "recorded so restore re-adds it", facts(s))
 
