@@ -99,11 +99,11 @@ def run_checks(app, repos=()) -> list[Check]:
     ok, detail = store.integrity_ok()
     checks.append(Check("database", ok, f"{store.db_path}: integrity {detail}"))
     sessions = store.sessions()
-    for repo in sorted({s.repo for s in sessions} | set(repos)):
+    for repo in sorted({s.common_dir for s in sessions} | set(repos)):
         if not os.path.isdir(repo):
             checks.append(Check("repository", False, f"{repo} is gone (git ao-prune drops it)"))
             continue
-        known = {s.id for s in sessions if s.repo == repo}
+        known = {s.id for s in sessions if s.common_dir == repo}
         orphans, daemons = split_daemon_refs(repo, [
             ref for ref, _ in git.for_each_ref(repo, REF_PREFIX)
             if ref[len(REF_PREFIX):] not in known])
@@ -119,11 +119,11 @@ def run_checks(app, repos=()) -> list[Check]:
         for path, s in moved_worktrees(repo, sessions, loose, entries):
             loose.remove(path)
             checks.append(Check("session", False, f"{s.id}: its worktree is at {path} now, "
-                                f"not {s.workspace_path} (git worktree move?); preserve "
+                                f"not {s.worktree_path} (git worktree move?); preserve "
                                 f"refuses it until it is back: git worktree move {path} "
-                                f"{s.workspace_path}"))
-        checks += session_checks(repo, [s for s in sessions if s.repo == repo], entries,
-                                 store.dir)
+                                f"{s.worktree_path}"))
+        checks += session_checks(repo, [s for s in sessions if s.common_dir == repo],
+                                 entries, store.dir)
         if loose:
             # A note, not a problem: not every worktree is an agent's, but these are
             # the ones a shutdown would leave unsaved.
@@ -157,9 +157,9 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
                              "not its worktree: restore refuses it until it is moved away"))
     live = [s for s in sessions if s.live or s.pending]
     for outer in live:
-        base = os.path.realpath(outer.workspace_path).rstrip("/") + "/"
+        base = os.path.realpath(outer.worktree_path).rstrip("/") + "/"
         for inner in live:
-            if inner is not outer and os.path.realpath(inner.workspace_path).startswith(base):
+            if inner is not outer and os.path.realpath(inner.worktree_path).startswith(base):
                 out.append(Check("nested", None, f"{inner.id} lives inside {outer.id}: "
                                  "preserved inner first, restored outer first"))
     return out
@@ -216,7 +216,8 @@ def moved_worktrees(repo, sessions, loose, entries) -> list[tuple]:
     of a live session of `repo` whose recorded path is gone: a worktree moved with
     `git worktree move` after it was registered. entries: `git.worktree_list(repo)`."""
     gone = {f"refs/heads/{s.branch}": s for s in sessions
-            if s.repo == repo and s.live and s.branch and not os.path.lexists(s.workspace_path)}
+            if s.common_dir == repo and s.live and s.branch
+            and not os.path.lexists(s.worktree_path)}
     return [(e.path, gone[e.branch]) for e in entries if e.path in loose and e.branch in gone]
 
 
@@ -225,7 +226,7 @@ def unregistered_worktrees(repo, sessions, entries) -> list[str]:
     pending session names; prunable registrations (their directory is gone) are
     left out. entries: `git.worktree_list(repo)`."""
     from .worktree import same_path
-    held = [s.workspace_path for s in sessions if s.repo == repo and (s.live or s.pending)]
+    held = [s.worktree_path for s in sessions if s.common_dir == repo and (s.live or s.pending)]
     return [e.path for e in entries
             if not e.is_main and not e.prunable and not e.bare
             and not any(same_path(e.path, h) for h in held)]

@@ -123,11 +123,11 @@ def _one(ctx, u: Unit) -> Outcome:
     if u.branch and s.branch and u.branch != s.branch:
         note = f" (the daemon said branch {u.branch}; git says {s.branch})"
     ctx.log("import", s.id, "dry-run" if ctx.dry_run else "registered",
-            workspace=s.workspace_path, harness=s.harness or None, group=u.group)
+            workspace=s.worktree_path, harness=s.harness or None, group=u.group)
     rec = list_json(s)
     return Outcome(s.id, "import", Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
-                   f"at {s.workspace_path}{note}{part}", rec)
+                   f"at {s.worktree_path}{note}{part}", rec)
 
 
 def _linked_worktree(path) -> bool:

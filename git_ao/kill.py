@@ -20,9 +20,9 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                           f"'git ao forget --force {s.id}'")
         if not s.live:
             return Outcome(s.id, "kill", Status.NOTHING, "already terminated", facts(s))
-        path = s.workspace_path
+        path = s.worktree_path
         if os.path.lexists(path):
-            v = worktree.verify(s.repo, path)
+            v = worktree.verify(s.common_dir, path)
             st = snapshot.inspect(path, v.git_dir)
             if not st.clean:
                 raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
@@ -48,7 +48,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                                       {"commit": None, "killed": True})
             except OSError as exc:
                 raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc
-            git.worktree_prune(s.repo)
+            git.worktree_prune(s.common_dir)
             ctx.log("kill", s.id, "trash", trash=entry.worktree)
         elif ctx.dry_run:
             return Outcome(s.id, "kill", Status.OK, "would mark terminated", facts(s))

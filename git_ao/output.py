@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import sys
 
+from .outcome import Status
+
 JSON_SCHEMA = 1
 
-_STYLE = {"ok": "green", "nothing": "dim", "attention": "yellow", "refused": "red",
-          "failed": "red"}
+_STYLE = {Status.OK: "green", Status.NOTHING: "dim", Status.ATTENTION: "yellow",
+          Status.REFUSED: "red", Status.FAILED: "red"}
 
 
 class Printer:
@@ -65,7 +67,7 @@ class Printer:
 
     def outcome(self, o):
         """One session's result, as it happens (not in JSON mode)."""
-        if self.json_mode or (self.quiet and o.status in ("ok", "nothing")):
+        if self.json_mode or (self.quiet and o.status in (Status.OK, Status.NOTHING)):
             return
         if self.tty:
             style = _STYLE.get(o.status, "")

@@ -15,7 +15,7 @@ def list_json(s: Session) -> dict[str, Any]:
     save = s.save
     return {
         "id": s.id, "kind": s.kind, "harness": s.harness, "state": s.state,
-        "branch": s.branch, "workspace_path": s.workspace_path, "repo": s.repo,
+        "branch": s.branch, "workspace_path": s.worktree_path, "repo": s.common_dir,
         "agent_session_id": s.agent_session_id,
         "preserve_ref": save.preserve_ref if save and save.holds_ref else None,
         "preserved_commit": save.preserved_commit if save and save.holds_ref else None,
@@ -35,8 +35,8 @@ def _iso(ns: int) -> str:
 
 def show_stat(s: Session) -> str:
     """What `git stash show --stat --include-untracked` prints for the session's saved work."""
-    if not s.save or not s.save.preserved_commit or not os.path.isdir(s.repo):
+    if not s.save or not s.save.preserved_commit or not os.path.isdir(s.common_dir):
         return ""
-    if not git.object_exists(s.repo, s.save.preserved_commit):
+    if not git.object_exists(s.common_dir, s.save.preserved_commit):
         return ""
-    return git.diff_stat(s.repo, s.save.preserved_commit)
+    return git.diff_stat(s.common_dir, s.save.preserved_commit)

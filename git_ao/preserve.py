@@ -139,12 +139,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                     return finished
             why = "already preserved" if s.pending else "session is terminated"
             return Outcome(s.id, "preserve", Status.NOTHING, why, facts(s))
-        if not s.branch and not s.workspace_path:
+        if not s.branch and not s.worktree_path:
             return Outcome(s.id, "preserve", Status.NOTHING, "skipped: no branch and no path")
-        path = s.workspace_path
-        if not os.path.isdir(s.repo):
-            raise Refused(f"repository {s.repo} is gone; see 'git ao-prune'")
-        entries = cache.entries(s.repo)
+        path = s.worktree_path
+        if not os.path.isdir(s.common_dir):
+            raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
+        entries = cache.entries(s.common_dir)
         entry = worktree.find(entries, path)
         main = worktree.main_path(entries)
         if main and worktree.same_path(main, path):
@@ -160,9 +160,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             _refuse_missing_with_state(s, entry)
             return _record_missing(ctx, s, entry)
         if entry is None:
-            raise Refused(f"'{path}' is not a worktree of {s.repo}; nothing is removed")
+            raise Refused(f"'{path}' is not a worktree of {s.common_dir}; nothing is removed")
         _refuse_over_kept_work(ctx, s, path)
-        v = worktree.verify(s.repo, path, entries)
+        v = worktree.verify(s.common_dir, path, entries)
         if not keep_worktree and walk.is_mount_point(path):
             # A mounted directory cannot be moved away whole; saving it and leaving
             # it would make every later run repeat a half-done removal.
@@ -189,14 +189,14 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
                                               cap.untracked_tree)
             keep += [_where(path, b) for b in witness.blockers(
-                path, before, captured, cap.ignored, private_config=cap.worktree_config,
+                path, before, captured, cap.ignored, private_config=cap.private_config,
                 sessions=cache.session_paths(ctx, exclude=s.id))]
-        private = _with_admin_only(ctx, s, path, cap.worktree_config)
+        private = _with_admin_only(ctx, s, path, cap.private_config)
         if cap.ignored:
             ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
                     first=",".join(cap.ignored[:5]))
         terminate = not keep_worktree and not keep
-        save = Save(s.id, s.repo, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
+        save = Save(s.id, s.common_dir, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
                     private, now_ns())
         ctx.store.record_save(save, terminate=terminate)
         crashpoint.hit("preserve:after-db")
@@ -219,9 +219,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         data["trash"] = taken.worktree
         late = _settle(ctx, s, v, taken, before, cap, captured, save, meta)
         if cache.batch:
-            cache.defer_prune(s.repo)
+            cache.defer_prune(s.common_dir)
         else:
-            git.worktree_prune(s.repo)
+            git.worktree_prune(s.common_dir)
         crashpoint.hit("preserve:after-remove")
         ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
                 commit=save.preserved_commit, trash=taken.worktree, late=len(late) or None)
@@ -354,8 +354,8 @@ def _settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             ref = preserve_ref(s.id)
             git.update_ref(moved, ref, again.commit, save.preserved_commit or None,
                            message=f"git-ao preserve {s.id} (written after the capture)")
-            save = Save(s.id, s.repo, save.worktree_path, again.branch, again.head,
-                        again.detached, ref, again.commit, save.worktree_config, now_ns())
+            save = Save(s.id, s.common_dir, save.worktree_path, again.branch, again.head,
+                        again.detached, ref, again.commit, save.private_config, now_ns())
             ctx.store.record_save(save, terminate=True)
             ctx.log("preserve", s.id, "captured-late", commit=again.commit, paths=len(changed))
         before, cap = after, again
@@ -399,7 +399,7 @@ class RepoCache:
         `exclude` (read once per run: nested sessions are named by it)."""
         with self._lock:
             if self._sessions is None:
-                self._sessions = {os.path.realpath(x.workspace_path): x.id
+                self._sessions = {os.path.realpath(x.worktree_path): x.id
                                   for x in ctx.store.sessions() if x.live or x.pending}
             return {p: i for p, i in self._sessions.items() if i != exclude}
 
@@ -439,12 +439,12 @@ def _finish_removal(ctx: Context, s: Session, cache: RepoCache) -> Outcome | Non
     if save is None:
         return None
     path = save.worktree_path
-    if not os.path.isdir(s.repo) or not os.path.lexists(path):
+    if not os.path.isdir(s.common_dir) or not os.path.lexists(path):
         return None
-    entries = cache.entries(s.repo, fresh=True)
+    entries = cache.entries(s.common_dir, fresh=True)
     if worktree.find(entries, path) is None:
         return None
-    v = worktree.verify(s.repo, path, entries)
+    v = worktree.verify(s.common_dir, path, entries)
     keep = _keep_reasons(v)
     if keep:
         return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved; worktree kept: "
@@ -458,9 +458,9 @@ def _finish_removal(ctx: Context, s: Session, cache: RepoCache) -> Outcome | Non
                        facts(s))
     entry = _take_away(ctx, s, v, save.preserved_commit, cache)
     if cache.batch:
-        cache.defer_prune(s.repo)
+        cache.defer_prune(s.common_dir)
     else:
-        git.worktree_prune(s.repo)
+        git.worktree_prune(s.common_dir)
     crashpoint.hit("preserve:after-remove")
     ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=entry.worktree)
     return Outcome(s.id, "preserve", Status.OK, "already preserved; finished the interrupted "
@@ -512,21 +512,21 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
     as gone would let restore prune the only copy of that index."""
     if entry is None or not entry.head:
         return
-    admin = _admin_dir_of(s.repo, entry.path)
+    admin = _admin_dir_of(s.common_dir, entry.path)
     if admin is None:
         return
     index = os.path.join(admin, "index")
     staged = False
     if os.path.exists(index):
         try:
-            staged = gitindex.tree_of(s.repo, index) != git.trees_of(s.repo, [entry.head])[0]
+            staged = gitindex.tree_of(s.common_dir, index) != git.trees_of(s.common_dir, [entry.head])[0]
         except AoError:
             staged = True
     refs = os.path.isdir(os.path.join(admin, "refs")) and any(
         files for _r, _d, files in os.walk(os.path.join(admin, "refs")))
     if staged or refs:
         what = "staged work in its index" if staged else "per-worktree refs"
-        raise Refused(f"'{s.workspace_path}' is gone, but its registration ({admin}) still "
+        raise Refused(f"'{s.worktree_path}' is gone, but its registration ({admin}) still "
                       f"holds {what}: if the directory was moved, move it back; nothing is "
                       "recorded")
 
@@ -560,17 +560,17 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
         branch = entry.branch.removeprefix("refs/heads/")
     detached = bool(entry and entry.detached)
     if not head and branch:
-        head = git.rev_parse(s.repo, f"refs/heads/{branch}")
+        head = git.rev_parse(s.common_dir, f"refs/heads/{branch}")
     # A checkpoint (or a ref kept after a conflict) is the last known work of this
     # worktree: carry it over so restore applies it instead of forgetting it.
     ref = preserve_ref(s.id)
-    kept = git.rev_parse(s.repo, ref)
+    kept = git.rev_parse(s.common_dir, ref)
     if ctx.dry_run:
         return Outcome(s.id, "preserve", Status.OK, "would record the missing worktree",
                        facts(s))
-    ctx.store.record_save(Save(s.id, s.repo, s.workspace_path, branch, head, detached,
+    ctx.store.record_save(Save(s.id, s.common_dir, s.worktree_path, branch, head, detached,
                                ref if kept else "", kept, None, now_ns()), terminate=True)
-    ctx.log("preserve", s.id, "recorded-missing", workspace=s.workspace_path, branch=branch)
+    ctx.log("preserve", s.id, "recorded-missing", workspace=s.worktree_path, branch=branch)
     return Outcome(s.id, "preserve", Status.OK, "worktree directory was already gone; "
                    "recorded so restore re-adds it", facts(s))
 

@@ -26,7 +26,7 @@ def prune(ctx: Context, *, expire_before: float | None = None,
     """
     out = []
     sessions = ctx.store.sessions()
-    repos = sorted({s.repo for s in sessions})
+    repos = sorted({s.common_dir for s in sessions})
     named = set(force_ids)
     unknown = sorted(named - {s.id for s in sessions})
     if unknown:
@@ -41,13 +41,13 @@ def prune(ctx: Context, *, expire_before: float | None = None,
                 continue
             if s.id in named:
                 out.append(_prune_forced(ctx, s))
-            elif not os.path.isdir(s.repo):
-                out.append(_prune_record(ctx, s, f"repository {s.repo} is gone"))
+            elif not os.path.isdir(s.common_dir):
+                out.append(_prune_record(ctx, s, f"repository {s.common_dir} is gone"))
             elif not s.live and not s.pending:
                 out.append(_prune_record(ctx, s, "terminated, nothing pending"))
     for repo in repos:
         if os.path.isdir(repo):
-            out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.repo == repo})
+            out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.common_dir == repo})
     pending = {s.id for s in ctx.store.sessions() if s.pending}
     out += _prune_trash(ctx, expire_before, pending)
     return out
@@ -63,10 +63,10 @@ def _prune_record(ctx: Context, s: Session, why: str) -> Outcome:
 
 def _prune_forced(ctx: Context, s: Session) -> Outcome:
     ref = preserve_ref(s.id)
-    oid = git.rev_parse(s.repo, ref) if os.path.isdir(s.repo) else None
+    oid = git.rev_parse(s.common_dir, ref) if os.path.isdir(s.common_dir) else None
     if not ctx.dry_run:
         if oid:
-            git.delete_ref(s.repo, ref, oid)
+            git.delete_ref(s.common_dir, ref, oid)
         ctx.store.delete(s.id)
     ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid)
     verb = "would delete" if ctx.dry_run else "deleted"

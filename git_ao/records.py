@@ -1,4 +1,13 @@
-"""The records git-ao keeps per session: the session itself and its last save."""
+"""The records git-ao keeps per session: the session itself and its last save.
+
+The Python names say what the values are; the SQLite columns (and the JSON keys
+of `git ao list --json`) keep their original names:
+
+    Session.common_dir     sessions.repo                  (JSON "repo")
+    Session.worktree_path  sessions.workspace_path        (JSON "workspace_path")
+    Save.common_dir        session_worktrees.repo
+    Save.private_config    session_worktrees.worktree_config
+"""
 
 from __future__ import annotations
 
@@ -18,14 +27,14 @@ class Save:
     """The session_worktrees row: what one preserve recorded."""
 
     session_id: str
-    repo: str
+    common_dir: str  # the repository's common git dir
     worktree_path: str
     branch: str | None
     head: str | None
     detached: bool
     preserve_ref: str  # "" when the worktree was clean
     preserved_commit: str | None
-    worktree_config: str | None  # JSON: sparse-checkout patterns, per-worktree config
+    private_config: str | None  # JSON: sparse-checkout patterns, per-worktree config, flags
     saved_at: int
     restored_at: int | None = None
     # A restore applied the work only in part (conflict, blocked apply): the ref
@@ -58,9 +67,9 @@ class Session:
     id: str
     kind: str
     harness: str
-    repo: str  # absolute common git dir
+    common_dir: str  # the repository's absolute common git dir
     branch: str | None
-    workspace_path: str
+    worktree_path: str
     agent_session_id: str | None = None
     prompt: str | None = None
     terminated: bool = False

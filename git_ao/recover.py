@@ -131,8 +131,8 @@ def recover(store, repos, *, dry_run=False) -> list[Outcome]:
             out.append(Outcome(sid, "recover", Status.REFUSED, str(exc), {"repo": o.repo}))
             continue
         state = "pending" if save.pending else "live (its worktree is there; ref kept)"
-        facts = {"workspace_path": s.workspace_path, "kind": s.kind, "harness": s.harness,
-                 "branch": s.branch, "repo": s.repo, "ref": o.ref, "commit": o.oid}
+        facts = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
+                 "branch": s.branch, "repo": s.common_dir, "ref": o.ref, "commit": o.oid}
         if dry_run:
             out.append(Outcome(sid, "recover", Status.OK, f"would recover as {state}", facts))
             continue

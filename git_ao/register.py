@@ -65,7 +65,7 @@ def current_session(ctx: Context, path: str = ".") -> Session:
     assert dirs.toplevel is not None  # a linked worktree has one
     top = os.path.realpath(dirs.toplevel)
     for s in ctx.store.sessions():
-        if s.workspace_path == top and s.live:
+        if s.worktree_path == top and s.live:
             return s
     return register(ctx, top)
 
@@ -75,5 +75,5 @@ def add(ctx: Context, path: str, **fields: Any) -> Outcome:
     s = register(ctx, path, **fields)
     return Outcome(s.id, "add", Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
-                   f"at {s.workspace_path}", list_json(s))
+                   f"at {s.worktree_path}", list_json(s))
 

@@ -47,7 +47,7 @@ def facts(session, restore_status) -> dict:
     """The AO_* variables for a restored session (values are str, '' when unknown)."""
     return {
         "AO_SESSION_ID": session.id,
-        "AO_WORKTREE": session.workspace_path,
+        "AO_WORKTREE": session.worktree_path,
         "AO_BRANCH": session.branch or "",
         "AO_KIND": session.kind,
         "AO_HARNESS": session.harness or "",
@@ -86,7 +86,7 @@ def run(argv, session, restore_status, *, timeout, stdout=None) -> Result:
     full_env = dict(os.environ, **env)
     argv = expand(argv, env)
     try:
-        proc = subprocess.Popen(argv, cwd=session.workspace_path, env=full_env,
+        proc = subprocess.Popen(argv, cwd=session.worktree_path, env=full_env,
                                 stdin=subprocess.DEVNULL,
                                 stdout=stdout if stdout is not None else 2,
                                 start_new_session=True)

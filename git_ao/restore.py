@@ -68,12 +68,12 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
         save = s.save
         assert save is not None  # pending means saved
         path = save.worktree_path
-        if not os.path.isdir(s.repo):
-            raise Refused(f"repository {s.repo} is gone; the session stays pending until it "
+        if not os.path.isdir(s.common_dir):
+            raise Refused(f"repository {s.common_dir} is gone; the session stays pending until it "
                           "is back (if it moved: git ao forget --force "
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
         want_branch = None if save.detached else save.branch
-        with ctx.repo_lock(s.repo):
+        with ctx.repo_lock(s.common_dir):
             reused = _place_worktree(ctx, s, save, path, want_branch)
             if ctx.dry_run:
                 how = "reuse the worktree at" if reused else "re-create the worktree at"
@@ -83,7 +83,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
         outcome = _apply_saved(ctx, s, save, path, reused)
         # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
         kept = outcome.status != Status.OK and bool(save.preserve_ref) \
-            and git.rev_parse(s.repo, save.preserve_ref) is not None
+            and git.rev_parse(s.common_dir, save.preserve_ref) is not None
         ctx.store.mark_restored(s.id, ref_kept=kept)
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
@@ -96,17 +96,17 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
     `path`, refuse a branch checked out elsewhere or a path that is not this
     session's worktree, then `git worktree add` (not on a dry run).
     Returns True when the worktree at `path` is reused; raises Refused."""
-    entries = git.worktree_list(s.repo)
+    entries = git.worktree_list(s.common_dir)
     entry = worktree.find(entries, path)
     if entry is not None and entry.locked is not None and not entry.is_main \
             and not os.path.lexists(path) and save.restore_interrupted and not ctx.dry_run:
         _unlock_interrupted_add(ctx, s, path)
-        entries = git.worktree_list(s.repo)
+        entries = git.worktree_list(s.common_dir)
         entry = worktree.find(entries, path)
     if entry is not None and entry.prunable and not os.path.lexists(path):
         if not ctx.dry_run:
-            git.worktree_prune(s.repo)
-        entries = git.worktree_list(s.repo) if not ctx.dry_run else \
+            git.worktree_prune(s.common_dir)
+        entries = git.worktree_list(s.common_dir) if not ctx.dry_run else \
             [e for e in entries if e is not entry]
         entry = None
     if want_branch:
@@ -129,7 +129,7 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
             reused = False
     if not reused and not ctx.dry_run:
         ctx.store.mark_restore_started(s.id)
-        _add_worktree(s.repo, path, save, want_branch)
+        _add_worktree(s.common_dir, path, save, want_branch)
     return reused
 
 
@@ -154,15 +154,15 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     if st.untracked:
         known = set()
         if commit:
-            _head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, commit)
+            _head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.common_dir, commit)
             for tree in (i_tree, w_tree, u_tree):
                 if tree:
-                    known.update(git.ls_tree_paths(s.repo, tree))
+                    known.update(git.ls_tree_paths(s.common_dir, tree))
         if save.head:
-            known.update(git.ls_tree_paths(s.repo, f"{save.head}^{{tree}}"))
+            known.update(git.ls_tree_paths(s.common_dir, f"{save.head}^{{tree}}"))
         if any(p not in known for p in st.untracked):
             return False
-    v = worktree.verify(s.repo, path, entries)
+    v = worktree.verify(s.common_dir, path, entries)
     if v.entry.locked is not None:
         _unlock_interrupted_add(ctx, s, path)
     trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
@@ -174,7 +174,7 @@ def _unlock_interrupted_add(ctx: Context, s: Session, path: str) -> None:
     """Unlock the registration of `path` that this session's killed restore left:
     git locks a new worktree ("initializing") until its `git worktree add` is done,
     and git's prune keeps locked registrations, so the next add would fail."""
-    git.worktree_unlock(s.repo, path)
+    git.worktree_unlock(s.common_dir, path)
     ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
 
 
@@ -197,7 +197,7 @@ def _check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, pat
 def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> None:
     """`git worktree add` at the recorded path; when the save recorded private config
     (sparse-checkout patterns, config.worktree) it is put in place before checkout."""
-    wc = replay.load_config(save.worktree_config)
+    wc = replay.load_config(save.private_config)
     first = replay.needs_config_first(wc)
     if not want_branch:
         git.worktree_add(repo, path, commit=save.head, detach=True, checkout=not first)
@@ -217,7 +217,7 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     """Step 2 of restore: apply, then delete the ref only after a clean apply."""
     data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit)
     commit = save.preserved_commit
-    wc = replay.load_config(save.worktree_config)
+    wc = replay.load_config(save.private_config)
     if not commit:
         problems = [] if reused else replay.put_flags(path, wc)
         if problems:
@@ -301,7 +301,7 @@ def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_l
         if argv is None:
             if s.agent_session_id:
                 printer.hint(f"resume {s.id}: {s.harness or 'agent'} session "
-                             f"{s.agent_session_id} in {s.workspace_path}")
+                             f"{s.agent_session_id} in {s.worktree_path}")
             continue
         res = relaunch.run(argv, s, o.status,
                            timeout=settings.get("relaunch.timeout", DEFAULT_RELAUNCH_TIMEOUT))

@@ -70,8 +70,8 @@ def lookup(ctx: Context, session_id: str) -> Session:
 
 def facts(s: Session, **extra: Any) -> dict[str, Any]:
     """The facts every Outcome about `s` carries (its JSON `data`), plus `extra`."""
-    d = {"workspace_path": s.workspace_path, "kind": s.kind, "harness": s.harness,
-         "branch": s.branch, "repo": s.repo}
+    d = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
+         "branch": s.branch, "repo": s.common_dir}
     d.update(extra)
     return d
 
@@ -84,17 +84,17 @@ def work_present_elsewhere(s: Session, oid: str) -> str:
     the saved HEAD's tree with that HEAD in the branch's history, as after a
     checkpoint of unstaged edits that were committed later)."""
     try:
-        head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, oid)
+        head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.common_dir, oid)
         if u_tree is None and s.branch:
             branch = f"refs/heads/{s.branch}"
-            tip, head_tree = git.trees_of(s.repo, [branch, head])
+            tip, head_tree = git.trees_of(s.common_dir, [branch, head])
             if tip == w_tree and (i_tree == w_tree or (
-                    i_tree == head_tree and git.is_ancestor(s.repo, head, branch))):
+                    i_tree == head_tree and git.is_ancestor(s.common_dir, head, branch))):
                 return f"committed on {s.branch}"
-        if s.live and os.path.isdir(s.workspace_path):
-            dirs = git.repo_dirs(s.workspace_path)
-            if snapshot.holds(s.workspace_path, dirs.git_dir, oid):
-                return f"in the worktree {s.workspace_path}"
+        if s.live and os.path.isdir(s.worktree_path):
+            dirs = git.repo_dirs(s.worktree_path)
+            if snapshot.holds(s.worktree_path, dirs.git_dir, oid):
+                return f"in the worktree {s.worktree_path}"
     except (AoError, IndexError):
         return ""
     return ""

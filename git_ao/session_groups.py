@@ -12,15 +12,18 @@ directory goes inside the root's).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+
+from .records import Session
 
 
-def depths(sessions) -> list[int]:
+def depths(sessions: Sequence[Session]) -> list[int]:
     """For each session, how many other sessions of the batch have a workspace path
     that contains its own (0: outermost)."""
-    paths = {os.path.normpath(s.workspace_path) for s in sessions if s.workspace_path}
+    paths = {os.path.normpath(s.worktree_path) for s in sessions if s.worktree_path}
     out = []
     for s in sessions:
-        n, p = 0, os.path.normpath(s.workspace_path or "/")
+        n, p = 0, os.path.normpath(s.worktree_path or "/")
         while True:
             parent = os.path.dirname(p)
             if parent == p:
@@ -53,7 +56,7 @@ def child_id(daemon_id, repo_name) -> str:
     return f"{daemon_id}.{repo_name}"
 
 
-def facts(s) -> dict:
+def facts(s: Session) -> dict[str, str | None]:
     """The daemon facts of a session for `git ao list --json` and `git ao show`."""
     return {"group": s.group_id, "session_mode": s.session_mode,
             "provider_conversation_id": s.provider_conversation_id}

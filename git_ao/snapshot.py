@@ -83,7 +83,7 @@ class Capture:
     keep_reasons: list = field(default_factory=list)
     hidden: list = field(default_factory=list)  # paths index flags hide from git status
     hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
-    worktree_config: str | None = None  # JSON for session_worktrees.worktree_config
+    private_config: str | None = None  # JSON for Save.private_config
 
     @property
     def detached(self) -> bool:
@@ -354,7 +354,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
         # The saved attributes arrive during the apply, after other files were
         # written under the old ones: restore writes the files again (`recheckout`).
         wc["recheckout"] = True
-    cap.worktree_config = json.dumps(wc, sort_keys=True) if wc else None
+    cap.private_config = json.dumps(wc, sort_keys=True) if wc else None
     if cap.clean and not hidden and not reason:
         if not cap.detached and write:
             return cap  # nothing to write, and nobody reads the trees

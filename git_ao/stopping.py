@@ -74,8 +74,8 @@ def settle_agents(sessions: Sequence[Session], settings: agents.Settings, *, shu
     """Scan once for every live session's worktree, then apply each session's policy
     (stops side by side; none on a dry run). Returns {session id: Seen} for the
     sessions where something was found."""
-    paths = {s.id: s.workspace_path for s in sessions
-             if s.live and os.path.isdir(s.workspace_path)}
+    paths = {s.id: s.worktree_path for s in sessions
+             if s.live and os.path.isdir(s.worktree_path)}
     if not paths:
         return {}
     scan = agents.scan(paths.values())

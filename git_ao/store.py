@@ -321,7 +321,7 @@ class Store:
     def holder_of(self, workspace_path: str) -> Session | None:
         """The live or pending session recorded at this workspace path, or None."""
         for s in self.sessions():
-            if s.workspace_path == workspace_path and (s.live or s.pending):
+            if s.worktree_path == workspace_path and (s.live or s.pending):
                 return s
         return None
 
@@ -337,7 +337,7 @@ class Store:
                 "INSERT INTO sessions (id, kind, harness, repo, branch, workspace_path, "
                 "agent_session_id, prompt, terminated, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-                (s.id, s.kind, s.harness, s.repo, s.branch, s.workspace_path,
+                (s.id, s.kind, s.harness, s.common_dir, s.branch, s.worktree_path,
                  s.agent_session_id, s.prompt, t, t))
         s.created_at = s.updated_at = t
 
@@ -381,9 +381,9 @@ class Store:
                 "INSERT OR REPLACE INTO session_worktrees (session_id, repo, worktree_path, "
                 "branch, head, detached, preserve_ref, preserved_commit, worktree_config, "
                 "saved_at, restored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (save.session_id, save.repo, save.worktree_path, save.branch, save.head,
+                (save.session_id, save.common_dir, save.worktree_path, save.branch, save.head,
                  int(save.detached), save.preserve_ref, save.preserved_commit,
-                 save.worktree_config, save.saved_at, save.restored_at))
+                 save.private_config, save.saved_at, save.restored_at))
             c.execute("UPDATE sessions SET terminated = ?, branch = COALESCE(?, branch), "
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
@@ -399,13 +399,13 @@ class Store:
                 "INSERT INTO sessions (id, kind, harness, repo, branch, workspace_path, "
                 "agent_session_id, prompt, terminated, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
-                (s.id, s.kind, s.harness, s.repo, s.branch, s.workspace_path,
+                (s.id, s.kind, s.harness, s.common_dir, s.branch, s.worktree_path,
                  int(s.terminated), save.saved_at, t))
             c.execute(
                 "INSERT INTO session_worktrees (session_id, repo, worktree_path, branch, head, "
                 "detached, preserve_ref, preserved_commit, worktree_config, saved_at, "
                 "restored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                (save.session_id, save.repo, save.worktree_path, save.branch, save.head,
+                (save.session_id, save.common_dir, save.worktree_path, save.branch, save.head,
                  int(save.detached), save.preserve_ref, save.preserved_commit, save.saved_at,
                  save.restored_at))
         return True

@@ -52,8 +52,8 @@ def show(app, session_id):
     s = lookup(app.ctx, session_id)
     rec = list_json(s)
     # Commits of the daemon's that a preserve moved aside rather than replace.
-    rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.repo, s.id)] \
-        if os.path.isdir(s.repo) else []
+    rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.common_dir, s.id)] \
+        if os.path.isdir(s.common_dir) else []
     stat = show_stat(s)
     if app.printer.json_mode:
         app.printer.emit_json("show", session=rec, stat=stat)
