@@ -319,3 +319,44 @@ def test_kill_keeps_ignored_files_in_the_trash(repo, worktrees):
     trash = Path(os.environ["AO_DATA_DIR"]) / "trash"
     kept = [p for p in trash.rglob(".env.log")]
     assert len(kept) == 1 and kept[0].read_text() == "SECRET=1\n"
+
+
+# ---------------------------------------------------------------- states from git's own tests
+
+
+def test_config_that_hides_untracked_files_from_status_hides_nothing(repo, worktrees):
+    """t7508: status.showUntrackedFiles=no makes plain `git status` blind to new
+    files; the capture asks for every untracked file all the same."""
+    wt = worktrees(repo, "hidden")
+    git("config", "status.showUntrackedFiles", "no", cwd=repo)
+    (wt / "new dir").mkdir()
+    (wt / "new dir" / "only copy.txt").write_text("new work\n")
+    before = state(wt)
+    ao("ao-preserve", "hidden", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+def test_a_file_named_head_and_a_refs_dir_in_the_worktree(repo, worktrees):
+    """t3903: a worktree file called HEAD must not be read as a revision."""
+    wt = worktrees(repo, "headfile")
+    (wt / "HEAD").write_text("not a revision\n")
+    (wt / "refs").mkdir()
+    (wt / "refs" / "heads").write_text("nor a ref\n")
+    before = state(wt)
+    ao("ao-preserve", "headfile", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+def test_a_removed_file_recreated_as_ignored_is_kept_in_the_trash(repo, worktrees):
+    """t3903 'stash rm and ignore': the path is deleted in the index and its new
+    content is ignored, so the commit cannot hold it; the trash keeps it."""
+    wt = worktrees(repo, "rmignore")
+    git("rm", "-q", "src/util.py", cwd=wt)
+    with open(wt / ".gitignore", "a") as fh:
+        fh.write("src/util.py\n")
+    (wt / "src" / "util.py").write_text("x = 2  # now ignored\n")
+    ao("ao-preserve", "rmignore", cwd=repo)
+    kept = list((Path(os.environ["AO_DATA_DIR"]) / "trash").rglob("util.py"))
+    assert [p.read_text() for p in kept] == ["x = 2  # now ignored\n"]
