@@ -698,3 +698,12 @@ def push_refs(cwd: str, remote: str, refspecs: Sequence[str],
     args += [f"--force-with-lease={ref}:{expect}" for ref, expect in leases]
     res = call_bounded([*args, remote, *refspecs], cwd, timeout)
     return res, gitparse.push_porcelain(res.text)
+
+
+def missing_objects(cwd: str, oids: Sequence[str]) -> set[str]:
+    """Those of `oids` the repository at `cwd` does not have, in one `git cat-file
+    --batch-check` (it prints '<oid> missing' for each absent one). Raises GitError."""
+    if not oids:
+        return set()
+    out = run(["cat-file", "--batch-check"], cwd, input="".join(f"{o}\n" for o in oids).encode())
+    return {ln.split()[0] for ln in out.decode().splitlines() if ln.endswith(" missing")}

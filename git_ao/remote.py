@@ -108,13 +108,23 @@ def set_want(store: Store, session_id: str, remote: str, repo: str, want: str,
     """Record that `remote` should hold `want` ('' for nothing) for the session; what
     it was last seen holding is kept (a new row starts from nothing). A row that
     wants nothing and has nothing is dropped."""
+    set_wants(store, [(session_id, remote, repo, want, branch)])
+
+
+def set_wants(store: Store, wants: Sequence[tuple[str, str, str, str, str | None]]) -> None:
+    """set_want for each (session id, remote, repo, want, branch), in one commit (a
+    shutdown of many sessions pays for one synchronous write, not one each)."""
+    if not wants:
+        return
+    t = now_ns()
     with store.transaction() as c:
-        c.execute("INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, "
-                  "error, updated_at) VALUES (?, ?, ?, ?, '', ?, NULL, ?) "
-                  "ON CONFLICT (session_id, remote) DO UPDATE SET repo = excluded.repo, "
-                  "want = excluded.want, branch = excluded.branch, error = NULL, "
-                  "updated_at = excluded.updated_at",
-                  (session_id, remote, repo, want, branch, now_ns()))
+        c.executemany(
+            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
+            "updated_at) VALUES (?, ?, ?, ?, '', ?, NULL, ?) "
+            "ON CONFLICT (session_id, remote) DO UPDATE SET repo = excluded.repo, "
+            "want = excluded.want, branch = excluded.branch, error = NULL, "
+            "updated_at = excluded.updated_at",
+            [(*w, t) for w in wants])
         c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
 
 
@@ -123,21 +133,38 @@ def set_have(store: Store, session_id: str, remote: str, repo: str, have: str, *
     """Record what `remote` holds now for the session (after a push, a fetch, an
     ls-remote), and optionally what it should hold; a row with nothing left to
     do and nothing on the remote is dropped."""
+    set_haves(store, [(session_id, remote, repo, have, want)], error=error)
+
+
+def set_haves(store: Store, haves: Sequence[tuple[str, str, str, str, str | None]], *,
+              error: str | None = None) -> None:
+    """set_have for each (session id, remote, repo, have, want or None), in one commit."""
+    if not haves:
+        return
+    t = now_ns()
     with store.transaction() as c:
-        c.execute("INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, "
-                  "error, updated_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?) "
-                  "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
-                  "want = COALESCE(?, want), error = excluded.error, "
-                  "updated_at = excluded.updated_at",
-                  (session_id, remote, repo, have if want is None else want, have, error,
-                   now_ns(), want))
+        c.executemany(
+            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?) "
+            "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
+            "want = COALESCE(?, want), error = excluded.error, "
+            "updated_at = excluded.updated_at",
+            [(sid, rem, repo, have if want is None else want, have, error, t, want)
+             for sid, rem, repo, have, want in haves])
         c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
 
 
 def _set_error(store: Store, row: PushRow, error: str) -> None:
+    _set_errors(store, [row], error)
+
+
+def _set_errors(store: Store, failed: Sequence[PushRow], error: str) -> None:
+    if not failed:
+        return
     with store.transaction() as c:
-        c.execute("UPDATE remote_pushes SET error = ?, updated_at = ? WHERE session_id = ? "
-                  "AND remote = ?", (error, now_ns(), row.session_id, row.remote))
+        c.executemany("UPDATE remote_pushes SET error = ?, updated_at = ? WHERE "
+                      "session_id = ? AND remote = ?",
+                      [(error, now_ns(), r.session_id, r.remote) for r in failed])
 
 
 # ---------------------------------------------------------------- queueing
@@ -157,6 +184,8 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
     sessions that cannot be pushed at all (their repository has no such remote)."""
     check_remote(remote)
     out = []
+    wants: list[tuple[str, str, str, str, str | None]] = []
+    usable: dict[str, bool] = {}  # one `git config` per repository
     for o in outcomes:
         if o.action != "preserve":
             continue
@@ -164,14 +193,17 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
         save = s.save if s is not None else None
         if s is None or save is None or not save.preserved_commit or not save.holds_ref:
             continue
-        if not os.path.isdir(s.repo) or not _has_remote(s.repo, remote):
+        if s.repo not in usable:
+            usable[s.repo] = os.path.isdir(s.repo) and _has_remote(s.repo, remote)
+        if not usable[s.repo]:
             out.append(Outcome(s.id, "push", Status.ATTENTION, f"not pushed: the repository "
                                f"{s.repo} has no remote '{remote}' (git remote add)",
                                facts(s, remote=remote)))
             continue
-        if not ctx.dry_run:
-            set_want(ctx.store, s.id, remote, s.repo, save.preserved_commit,
-                     save.branch if push_branch and not save.detached else None)
+        wants.append((s.id, remote, s.repo, save.preserved_commit,
+                      save.branch if push_branch and not save.detached else None))
+    if not ctx.dry_run:
+        set_wants(ctx.store, wants)
     return out
 
 
@@ -226,8 +258,10 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
                 for r in group]
     ready = []
     out = []
+    # A commit gone from the repository would fail the whole push, not its ref.
+    gone = git.missing_objects(repo, [r.want for r in group if r.want])
     for r in group:
-        if r.want and not git.object_exists(repo, r.want):
+        if r.want in gone:
             out.append(_outcome(r, Status.ATTENTION, f"not pushed to {remote}: commit "
                                 f"{r.want[:12]} is no longer in {repo}"))
             continue
@@ -248,17 +282,19 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
     except AoError as exc:
         why = str(exc)
     by_dst = {ln.dst: ln for ln in lines}
+    pushed: list[tuple[str, str, str, str, str | None]] = []
+    unsent: list[PushRow] = []
     for r in ready:
         line = by_dst.get(r.ref)
         if line is None:
             why = _why(res) if res is not None else why
-            _set_error(ctx.store, r, why)
+            unsent.append(r)
             ctx.log("push", r.session_id, "push-pending", remote=remote, commit=r.want or None,
                     error=why)
             out.append(_outcome(r, Status.NOTHING, f"push to {remote} pending ({why}); "
                                 f"{RETRY_HINT}"))
         elif line.ok:
-            set_have(ctx.store, r.session_id, remote, repo, r.want)
+            pushed.append((r.session_id, remote, repo, r.want, None))
             ctx.log("push", r.session_id, "pushed" if r.want else "remote-deleted",
                     remote=remote, ref=r.ref, commit=r.want or r.have)
             msg = f"pushed {r.ref} ({r.want[:12]}) to {remote}" if r.want else \
@@ -269,6 +305,8 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
             out.append(_outcome(r, Status.OK, msg))
         else:
             out.append(_rejected(ctx, r, remote, repo, line.summary, timeout))
+    set_haves(ctx.store, pushed)
+    _set_errors(ctx.store, unsent, why)
     return out
 
 
