@@ -294,3 +294,16 @@ def test_schema_3_database_gains_the_push_table(repo, worktrees):
     conn.close()
     ao("ao-restore", "--no-launch", cwd=repo)
     assert (wt / "new.txt").read_text() == "saved under schema 3\n"
+
+
+def test_push_branch_pushes_the_branch_never_forced(repo, worktrees, tmp_path):
+    plain = tmp_path / "plain.git"
+    git("init", "-q", "--bare", plain, cwd=tmp_path)
+    git("remote", "add", "plain", plain, cwd=repo)
+    wt = worktrees(repo, "pb")
+    (wt / "new.txt").write_text("new\n")
+    ao("ao-preserve", "pb", "--push", "plain", "--push-branch", cwd=repo)
+    head = git("rev-parse", "refs/heads/pb", cwd=repo).strip()
+    assert git("rev-parse", "refs/heads/pb", cwd=plain).strip() == head
+    ao("ao-preserve", "--push-branch", cwd=repo, rc=129)  # needs a remote
+    ao("ao-restore", "--map-path", "/a=/b", cwd=repo, rc=129)  # needs --from
