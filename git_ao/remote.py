@@ -236,7 +236,13 @@ def push_pending(ctx: Context, *, timeout: float, remote: str | None = None) -> 
         groups.setdefault((r.repo, r.remote), []).append(r)
     out: list[Outcome] = []
     for (repo, rem), group in groups.items():
-        out += _push_group(ctx, repo, rem, group, timeout)
+        try:
+            out += _push_group(ctx, repo, rem, group, timeout)
+        except AoError as exc:
+            # Whatever went wrong, the saves stand and the rows stay pending.
+            ctx.log("push", None, "push-failed", repo=repo, remote=rem, error=str(exc))
+            out += [_outcome(r, Status.NOTHING, f"push to {rem} pending ({exc}); "
+                             f"{RETRY_HINT}") for r in group]
     return out
 
 
