@@ -595,3 +595,115 @@ def trailer(cwd: str, commit: str, key: str) -> str:
     (`git log -1 --format=%(trailers:key=<key>,valueonly)`). Raises GitError when
     `commit` is not a commit."""
     return line(["log", "-1", f"--format=%(trailers:key={key},valueonly)", commit], cwd)
+
+
+# ---------------------------------------------------------------- remotes
+
+# A git process stopped by `call_bounded`'s timeout reports this status (as
+# timeout(1) does), so callers tell "took too long" from git's own failures.
+TIMED_OUT = 124
+# Network commands must never wait for a password nobody is there to type
+# (a shutdown has no terminal): git and ssh fail at once instead.
+_NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
+              "GCM_INTERACTIVE": "never"}
+
+
+def call_bounded(args: Sequence[object], cwd: str, timeout: float) -> Completed:
+    """Run `git <args>` in `cwd` like `call`, but for at most `timeout` seconds.
+
+    git's own connect timeout can wait minutes on an unreachable host, and a
+    transport helper (ssh, a credential helper) can wait on a prompt, so the
+    bound is kept here: git runs in a process group of its own, and when the
+    time is up the whole group (git and the ssh or helper it started) is killed.
+    Returns a Completed whose status is TIMED_OUT then. Never prompts
+    (GIT_TERMINAL_PROMPT=0). Raises GitError when git cannot be started.
+    """
+    argv = [str(a) for a in args]
+    if _trace is not None:
+        _trace(argv, cwd)
+    env = _base_env(False)
+    env.update(_NO_PROMPT)
+    command = _command()
+    import sh  # already loaded by _command
+    try:
+        proc = command(*_GLOBAL_OPTS, *argv, _cwd=cwd, _env=env, _ok_code=_OK_CODES,
+                       _bg=True, _bg_exc=False, _new_group=True, _tty_out=False,
+                       _tty_in=False, _in=b"")
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise GitError(argv, 128, f"cannot change to '{cwd}': {exc.strerror}") from exc
+    except sh.ForkException as exc:
+        raise GitError(argv, 128, f"cannot start git in '{cwd}': "
+                       f"{str(exc).strip().splitlines()[-1]}") from exc
+    try:
+        proc.wait(timeout=timeout)
+    except sh.TimeoutException:
+        try:
+            proc.process.kill_group()
+        except (ProcessLookupError, PermissionError):
+            pass  # it ended between the check and the kill
+        try:
+            proc.wait()
+        except sh.ErrorReturnCode:
+            pass
+        return Completed(argv, TIMED_OUT, proc.stdout or b"",
+                         (proc.stderr or b"") + f"\ntimed out after {timeout:g} s".encode())
+    except sh.SignalException as exc:
+        return Completed(argv, 128 + abs(exc.exit_code), exc.stdout or b"", exc.stderr or b"")
+    return Completed(argv, proc.exit_code, proc.stdout or b"", proc.stderr or b"")
+
+
+def remote_url(cwd: str, remote: str) -> str | None:
+    """The URL of remote `remote` of the repository at `cwd` (`git config --get
+    remote.<name>.url`), None when no such remote is configured."""
+    res = call(["config", "--get", f"remote.{remote}.url"], cwd)
+    return res.text.strip() or None if res.status == 0 else None
+
+
+def ls_remote(cwd: str, remote: str, pattern: str, *, timeout: float) -> list[tuple[str, str]]:
+    """(ref, oid) of every ref of `remote` matching `pattern` (`git ls-remote --refs
+    <remote> <pattern>`, e.g. 'refs/ao/preserved/*'), within `timeout` seconds.
+
+    remote: a remote name, URL or path (never starting with '-'). Raises GitError
+    when git fails or times out (status TIMED_OUT)."""
+    res = call_bounded(["ls-remote", "--refs", remote, pattern], cwd, timeout).check()
+    return gitparse.ls_remote(res.text)
+
+
+def fetch_refs(cwd: str, remote: str, refspecs: Sequence[str], *, timeout: float) -> None:
+    """`git fetch --no-tags --no-write-fetch-head --recurse-submodules=no <remote>
+    <refspec>...` within `timeout` seconds: fetches exactly the named refs (and the
+    objects they need: a preserve commit brings its HEAD's history with it). Never
+    runs gc (`--no-auto-gc`): the objects are used at once. Raises GitError when git
+    fails or times out."""
+    if not refspecs:
+        return
+    call_bounded(["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                  "--recurse-submodules=no", "--quiet", remote, *refspecs], cwd,
+                 timeout).check()
+
+
+def push_refs(cwd: str, remote: str, refspecs: Sequence[str],
+              leases: Sequence[tuple[str, str]], *, timeout: float
+              ) -> tuple[Completed, list[gitparse.PushedRef]]:
+    """One `git push --porcelain --no-verify [--force-with-lease=<ref>:<expect>]...
+    <remote> <refspec>...` within `timeout` seconds.
+
+    leases: (remote ref, expected object id, or '' for "must not exist yet"): git
+    updates or deletes that ref only while the remote still holds exactly that, so
+    a concurrent update from another machine is rejected, never overwritten.
+    Refs are updated one by one (not --atomic): one rejected ref leaves the others
+    pushed. Returns the Completed (status TIMED_OUT when the time ran out; git
+    exits 1 when any ref was rejected) and the per-ref lines git printed."""
+    args = ["push", "--porcelain", "--no-verify", "--no-recurse-submodules"]
+    args += [f"--force-with-lease={ref}:{expect}" for ref, expect in leases]
+    res = call_bounded([*args, remote, *refspecs], cwd, timeout)
+    return res, gitparse.push_porcelain(res.text)
+
+
+def missing_objects(cwd: str, oids: Sequence[str]) -> set[str]:
+    """Those of `oids` the repository at `cwd` does not have, in one `git cat-file
+    --batch-check` (it prints '<oid> missing' for each absent one). Raises GitError."""
+    if not oids:
+        return set()
+    out = run(["cat-file", "--batch-check"], cwd, input="".join(f"{o}\n" for o in oids).encode())
+    return {ln.split()[0] for ln in out.decode().splitlines() if ln.endswith(" missing")}

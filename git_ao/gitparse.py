@@ -259,3 +259,42 @@ def check_ref_format(ref: object) -> bool:
         if not part or part.startswith(".") or part.endswith(".lock"):
             return False
     return True
+
+
+@dataclass
+class PushedRef:
+    """One line of `git push --porcelain`: the flag git prints (' ' fast-forward,
+    '+' forced, '-' deleted, '*' new, '=' up to date, '!' rejected), the source and
+    destination of the refspec, and git's summary (with its reason in parentheses)."""
+
+    flag: str
+    src: str
+    dst: str
+    summary: str
+
+    @property
+    def ok(self) -> bool:
+        return self.flag != "!"
+
+
+def push_porcelain(text: str) -> list[PushedRef]:
+    """Parse the stdout of `git push --porcelain`: one PushedRef per refspec line
+    (`<flag>\\t<src>:<dst>\\t<summary>`); the `To <url>` and `Done` lines are skipped."""
+    out = []
+    for ln in text.splitlines():
+        parts = ln.split("\t")
+        if len(parts) < 3 or len(parts[0]) != 1:
+            continue
+        src, _, dst = parts[1].rpartition(":")
+        out.append(PushedRef(parts[0], src, dst, parts[2]))
+    return out
+
+
+def ls_remote(text: str) -> list[tuple[str, str]]:
+    """Parse `git ls-remote` output (`<oid>\\t<ref>` lines) as (ref, oid) pairs."""
+    pairs = []
+    for ln in text.splitlines():
+        oid, sep, ref = ln.partition("\t")
+        if sep:
+            pairs.append((ref, oid))
+    return pairs

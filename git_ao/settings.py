@@ -89,6 +89,22 @@ def _command(v):
     return argv
 
 
+def _remote(v):
+    """A remote for git push: a name, URL or path, never an option."""
+    if not isinstance(v, str) or not v.strip() or v.startswith("-") or any(
+            c.isspace() for c in v):
+        raise ValueError("expected a remote name, URL or path (no spaces, not starting "
+                         "with '-')")
+    return v
+
+
+def _path_maps(v):
+    """OLD=NEW path prefix mappings: one string, or a list of them (pathmap.parse)."""
+    from .pathmap import parse_all
+    parse_all([v] if isinstance(v, str) else v if isinstance(v, list) else [v])
+    return v
+
+
 def _git_date(v):
     """A date git parses as an expiry date (runs `git config --type=expiry-date`)."""
     from . import git
@@ -141,6 +157,13 @@ KEYS = {
     "preserve.jobs": Key(_int_jobs, _parse_int,
                          "sessions git ao-preserve handles at once when -j is not given "
                          "(default: the number of cores)"),
+    "preserve.push": Key(_remote, str,
+                         "remote (name, URL or path) git ao-preserve pushes each saved "
+                         "session's preserve ref to when --push is not given; its untracked "
+                         "files that are not ignored go there too (default: none)"),
+    "preserve.pushTimeout": Key(_positive_seconds, _parse_float,
+                                "seconds one git push or fetch of preserve refs may take "
+                                "before it is stopped and left pending (default: 10)"),
     "preserve.timeout": Key(_positive_seconds, _parse_float,
                             "seconds after which git ao-preserve starts no new session when "
                             "--timeout is not given (default: none)"),
@@ -158,6 +181,9 @@ KEYS = {
     "restore.jobs": Key(_int_jobs, _parse_int,
                         "sessions git ao-restore handles at once when -j is not given "
                         "(default: the number of cores)"),
+    "restore.mapPath": Key(_path_maps, str,
+                           "OLD=NEW: where git ao-restore --from puts a worktree whose "
+                           "recorded path starts with OLD (in the file, a list of them)"),
     "stop.command": Key(_command, str,
                         "command git ao-preserve runs to stop a session's agents before "
                         "it sends them SIGTERM (every harness)"),
@@ -168,6 +194,7 @@ KEYS = {
 
 DEFAULT_RELAUNCH_TIMEOUT = 30
 DEFAULT_AGENT_TIMEOUT = 10
+DEFAULT_PUSH_TIMEOUT = 10
 
 
 def key_spec(key) -> Key | None:

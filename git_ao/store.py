@@ -79,6 +79,23 @@ MIGRATIONS = [
         PRIMARY KEY (source, daemon_id)
     )
     """,
+    # 4: preserve refs to replicate to a git remote (remote.py): per session and
+    # remote, the commit the remote should hold ('' for none: a delete) and the one
+    # it was last seen holding ('' for none: the lease of the next push). A row
+    # whose two differ is a push still to do; error says why the last try failed.
+    """
+    CREATE TABLE IF NOT EXISTS remote_pushes (
+        session_id TEXT NOT NULL,
+        remote TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        want TEXT NOT NULL,
+        have TEXT NOT NULL,
+        branch TEXT,
+        error TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, remote)
+    )
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -183,6 +183,9 @@ def config_set(app, key, value):
         check_value(key, value)
     else:
         cfg.set(key, value)
+        from ..remote import setting_notice  # lazily: it imports git
+        if setting_notice(key):
+            app.printer.error("warning", setting_notice(key))
     if app.printer.json_mode:
         app.printer.emit_json("config set", key=key, value=cfg.get(key, value),
                               dry_run=app.dry_run)

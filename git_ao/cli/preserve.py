@@ -4,6 +4,7 @@ import os
 
 import click
 
+from . import remote_opts
 from .common import (
     CONTEXT_SETTINGS,
     SignalStop,
@@ -26,8 +27,12 @@ from .common import (
               help="Sessions handled at once (default: the number of cores).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Start no new session after this many seconds; the rest stay live.")
+@click.option("--push", metavar="REMOTE", default=None,
+              help="Then push each saved preserve ref to REMOTE (default: preserve.push).")
+@click.option("--push-branch", is_flag=True,
+              help="With --push: push each session's branch too (never forced).")
 @options()
-def command(app, ids, all_, keep_worktree, jobs, timeout):
+def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
     """Capture each session's uncommitted work under refs/ao/preserved/<ID>, record it,
     then remove its linked worktree. With no ID, the session of the current worktree
     (registered first when unknown)."""
@@ -39,6 +44,7 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     from ..register import current_session
     from ..session import lookup
     check_ids(ids)
+    push = remote_opts.check_preserve(app, push, push_branch)
     ctx = app.ctx
     if all_:
         sessions = preserve.sessions_for_all(app.store)
@@ -64,6 +70,7 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
         outcomes = preserve.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
                                      timeout=timeout, progress=advance, stop=signals.event,
                                      settings=app.settings, shutdown=all_)
+        outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 

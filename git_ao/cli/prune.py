@@ -2,6 +2,7 @@
 
 import click
 
+from . import remote_opts
 from .common import (
     CONTEXT_SETTINGS,
     check_ids,
@@ -20,8 +21,10 @@ from .common import (
               help="Delete only trash older than WHEN (git date: 2.weeks.ago, now, never).")
 @click.option("--force", is_flag=True,
               help="With IDs: delete those sessions' preserve refs and records, pending or not.")
+@click.option("--remote", metavar="REMOTE", default=None,
+              help="Also delete REMOTE's preserve refs whose work is provably elsewhere.")
 @options()
-def command(app, ids, expire, force):
+def command(app, ids, expire, force, remote):
     """Clean what can be cleaned without losing work: records of vanished repositories
     and of terminated sessions with nothing pending, stale worktree registrations,
     leftover temporary index files, the trash. A preserve ref goes only when its work
@@ -40,6 +43,7 @@ def command(app, ids, expire, force):
     if expire_before == 0:
         expire_before = -1  # never: nothing is old enough
     outcomes = prune.prune(app.ctx, expire_before=expire_before, force_ids=ids)
+    outcomes += remote_opts.prune_remote(app, remote)
     for o in outcomes:
         app.printer.outcome(o)
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:

@@ -4,6 +4,7 @@ import os
 
 import click
 
+from . import remote_opts
 from .common import (
     CONTEXT_SETTINGS,
     SignalStop,
@@ -20,8 +21,12 @@ from .common import (
 @click.option("--no-launch", is_flag=True, help="Do not run the configured relaunch command.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Sessions handled at once (default: the number of cores).")
+@click.option("--from", "from_", metavar="REMOTE", default=None,
+              help="Fetch the sessions REMOTE holds (all, or the IDs) and restore them here.")
+@click.option("--map-path", multiple=True, metavar="OLD=NEW",
+              help="With --from: put a worktree recorded under OLD under NEW (repeatable).")
 @options()
-def command(app, ids, no_launch, jobs):
+def command(app, ids, no_launch, jobs, from_, map_path):
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
@@ -29,6 +34,9 @@ def command(app, ids, no_launch, jobs):
     from .. import restore  # lazily: completion must not import git and sh
     from ..session import lookup
     check_ids(ids)
+    jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
+    if from_ or map_path:
+        return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch)
     ctx = app.ctx
     if ids:
         sessions = [lookup(ctx, i) for i in ids]
@@ -41,7 +49,6 @@ def command(app, ids, no_launch, jobs):
             if hint:
                 click.echo(f"hint: {hint}", err=True)
         return finish(app, "restore", [])
-    jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "restoring") as advance:
             outcomes = restore.restore(ctx, sessions, jobs=jobs, progress=advance,
@@ -49,6 +56,7 @@ def command(app, ids, no_launch, jobs):
         if not app.dry_run:
             outcomes += restore.relaunch_all(ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer)
+            outcomes += remote_opts.retry_pushes(app, outcomes)
     status = finish(app, "restore", outcomes)
     return signals.interrupted(app, "restore", outcomes, "still pending") or status
 

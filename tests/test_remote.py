@@ -1,0 +1,309 @@
+"""Preserve to a git remote, restore on another machine, keep the remote clean.
+
+A real git server on this machine (`git daemon` on 127.0.0.1, a free port) and
+plain path remotes; two data dirs and two clones stand for two machines. No
+test asserts a time: the bounded push is checked by the command finishing and
+saying the push is pending.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ao, commit_on, dirty, git
+from tests.worktree_state import assert_restored, state
+
+REF = "refs/ao/preserved/"
+# Generous bounds: only a hang ever reaches them.
+START_WAIT = 15
+COMMAND_WAIT = 180
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+class Daemon:
+    """`git daemon` serving `base` on 127.0.0.1:`port`, pushes allowed."""
+
+    def __init__(self, base: Path, port: int):
+        self.base, self.port, self.proc = base, port, None
+
+    def url(self, name: str) -> str:
+        return f"git://127.0.0.1:{self.port}/{name}"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "daemon", "--listen=127.0.0.1", f"--port={self.port}", "--reuseaddr",
+             f"--base-path={self.base}", "--export-all", "--enable=receive-pack",
+             "--informative-errors", str(self.base)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        end = time.monotonic() + START_WAIT
+        while not _listening(self.port):
+            assert self.proc.poll() is None, "git daemon exited"
+            assert time.monotonic() < end, "git daemon did not start listening"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=START_WAIT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=START_WAIT)
+        self.proc = None
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    base = tmp_path / "served"
+    base.mkdir()
+    d = Daemon(base, _free_port())
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def machines(tmp_path, repo, daemon):
+    """Machine A: `repo` (the default data dir) with remote origin on the daemon.
+    Machine B: a clone of origin with its own data dir. Returns (clone, env of B)."""
+    git("init", "-q", "--bare", daemon.base / "proj.git", cwd=tmp_path)
+    git("remote", "add", "origin", daemon.url("proj.git"), cwd=repo)
+    git("push", "-q", "origin", "main", cwd=repo)
+    clone = tmp_path / "machine-b" / "proj"
+    clone.parent.mkdir()
+    git("clone", "-q", daemon.url("proj.git"), clone, cwd=tmp_path)
+    return clone, {"AO_DATA_DIR": str(tmp_path / "aodata-b")}
+
+
+def remote_refs(repo, remote="origin") -> dict:
+    out = git("ls-remote", "--refs", remote, REF + "*", cwd=repo)
+    return {ln.split("\t")[1][len(REF):]: ln.split("\t")[0] for ln in out.splitlines()}
+
+
+def local_ref(repo, sid):
+    return git("rev-parse", "-q", "--verify", REF + sid, cwd=repo, check=False).strip() or None
+
+
+def listed(cwd, env=None) -> dict:
+    doc = json.loads(ao("ao", "list", "--json", cwd=cwd, env=env).stdout)
+    return {s["id"]: s for s in doc["sessions"]}
+
+
+def bounded(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    """ao(), with a generous bound so a hang fails the test instead of stalling it."""
+    return subprocess.run(["git", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=COMMAND_WAIT)
+
+
+def test_push_at_preserve_then_restore_on_another_machine(repo, worktrees, machines):
+    clone, b = machines
+    wt = worktrees(repo, "s1", harness="claude-code")
+    dirty(wt)
+    before = state(wt)
+    res = ao("ao-preserve", "--all", "--push", "origin", cwd=repo)
+    assert f"pushed {REF}s1" in res.stdout, res.stdout + res.stderr
+    assert not wt.exists()
+    assert remote_refs(repo) == {"s1": local_ref(repo, "s1")}
+    # Machine B: a fresh clone knows nothing; the commit's trailers are enough.
+    res = ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b)
+    assert_restored(before, state(wt))
+    got = listed(clone, b)["s1"]
+    assert (got["state"], got["workspace_path"], got["harness"]) == ("live", str(wt),
+                                                                     "claude-code")
+    # Restored in full: the remote copy is gone, and so is the local one on B.
+    assert remote_refs(repo) == {}
+    assert local_ref(clone, "s1") is None
+    assert f"deleted {REF}s1" in res.stdout, res.stdout
+
+
+def test_restore_from_maps_an_impossible_path(repo, machines, tmp_path):
+    clone, b = machines
+    home_a = tmp_path / "home-a"
+    home_a.mkdir()
+    wt = home_a / "s2"
+    git("worktree", "add", "-q", "-b", "s2", wt, cwd=repo)
+    ao("ao", "add", wt, "--id", "s2", cwd=repo)
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "s2", "--push", "origin", cwd=repo)
+    shutil.rmtree(home_a)  # machine B has no such home directory
+    res = ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b, rc=1)
+    line = [ln for ln in res.stdout.splitlines() if "s2" in ln]
+    assert len(line) == 1 and "--map-path" in line[0], res.stdout
+    assert "s2" not in listed(clone, b) and local_ref(clone, "s2") is None
+    assert remote_refs(repo) == {"s2": local_ref(repo, "s2")}  # nothing lost
+    home_b = tmp_path / "home-b"
+    home_b.mkdir()
+    ao("ao-restore", "--from", "origin", "--no-launch", "--map-path", f"{home_a}={home_b}",
+       cwd=clone, env=b)
+    assert_restored(before, state(home_b / "s2"))
+    assert listed(clone, b)["s2"]["workspace_path"] == str(home_b / "s2")
+    assert remote_refs(repo) == {}
+
+
+def test_map_path_setting_is_used(repo, machines, tmp_path):
+    clone, b = machines
+    home_a = tmp_path / "home-a"
+    home_a.mkdir()
+    wt = home_a / "s3"
+    git("worktree", "add", "-q", "-b", "s3", wt, cwd=repo)
+    ao("ao", "add", wt, "--id", "s3", cwd=repo)
+    (wt / "new.txt").write_text("new\n")
+    ao("ao-preserve", "s3", "--push", "origin", cwd=repo)
+    shutil.rmtree(home_a)
+    (tmp_path / "home-b").mkdir()
+    ao("ao", "config", "set", "restore.mapPath", f"{home_a}={tmp_path / 'home-b'}", cwd=clone,
+       env=b)
+    ao("ao-restore", "--from", "origin", "s3", "--no-launch", cwd=clone, env=b)
+    assert (tmp_path / "home-b" / "s3" / "new.txt").read_text() == "new\n"
+
+
+def test_unreachable_remote_at_shutdown_is_pushed_later(repo, worktrees, machines, daemon):
+    wt = worktrees(repo, "s4")
+    dirty(wt)
+    ao("ao", "config", "set", "preserve.push", "origin", cwd=repo)
+    ao("ao", "config", "set", "preserve.pushTimeout", "1", cwd=repo)
+    daemon.stop()
+    # A server that accepts the connection and never answers: only our bound ends it.
+    with socket.socket() as hole:
+        hole.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        hole.bind(("127.0.0.1", daemon.port))
+        hole.listen(8)
+        res = bounded("ao-preserve", "--all", cwd=repo)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "push to origin pending" in res.stdout and "timed out" in res.stdout, res.stdout
+    assert not wt.exists() and local_ref(repo, "s4")  # the local save is complete
+    assert listed(repo)["s4"]["state"] == "pending"
+    daemon.start()
+    res = bounded("ao-prune", cwd=repo)  # the next command that can retries
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"pushed {REF}s4" in res.stdout, res.stdout
+    assert remote_refs(repo) == {"s4": local_ref(repo, "s4")}
+
+
+def test_rejected_push_keeps_the_local_save(repo, worktrees, tmp_path):
+    plain = tmp_path / "plain.git"
+    git("init", "-q", "--bare", plain, cwd=tmp_path)
+    hook = plain / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho no refs here >&2\nexit 1\n")
+    hook.chmod(0o755)
+    git("remote", "add", "plain", plain, cwd=repo)
+    wt = worktrees(repo, "s5")
+    dirty(wt)
+    res = ao("ao-preserve", "s5", "--push", "plain", cwd=repo, rc=3)
+    assert "rejected" in res.stdout and "pre-receive hook declined" in res.stdout, res.stdout
+    assert not wt.exists() and local_ref(repo, "s5")
+    assert remote_refs(repo, "plain") == {}
+    hook.unlink()
+    res = ao("ao-prune", cwd=repo)
+    assert f"pushed {REF}s5" in res.stdout, res.stdout
+    assert remote_refs(repo, "plain") == {"s5": local_ref(repo, "s5")}
+
+
+def test_two_machines_with_one_session_id_never_replace_each_other(repo, worktrees,
+                                                                   machines, tmp_path):
+    clone, b = machines
+    wt = worktrees(repo, "same")
+    (wt / "from-a.txt").write_text("machine a\n")
+    ao("ao-preserve", "same", "--push", "origin", cwd=repo)
+    a_commit = local_ref(repo, "same")
+    wt_b = tmp_path / "machine-b" / "same"
+    git("worktree", "add", "-q", "-b", "same", wt_b, cwd=clone)
+    ao("ao", "add", wt_b, "--id", "same", cwd=clone, env=b)
+    (wt_b / "from-b.txt").write_text("machine b\n")
+    res = ao("ao-preserve", "same", "--push", "origin", cwd=clone, env=b, rc=3)
+    assert "another machine" in res.stdout, res.stdout
+    assert remote_refs(repo) == {"same": a_commit}  # A's work is still there
+    assert local_ref(clone, "same") and local_ref(clone, "same") != a_commit
+    assert listed(clone, b)["same"]["state"] == "pending"  # B's save stands
+
+
+def test_restore_drops_the_remote_ref_and_prune_cleans_the_namespace(repo, worktrees,
+                                                                     machines):
+    clone, b = machines
+    w1 = worktrees(repo, "r1")
+    dirty(w1)
+    w2 = worktrees(repo, "r2")
+    (w2 / "keep.txt").write_text("only here\n")
+    w3 = worktrees(repo, "r3")
+    (w3 / "README.md").write_text("hello\ncommitted later\n")
+    git("add", "README.md", cwd=w3)
+    ao("ao-preserve", "--all", "--push", "origin", cwd=repo)
+    assert set(remote_refs(repo)) == {"r1", "r2", "r3"}
+    # Restored on this machine: its remote copy goes too.
+    ao("ao-restore", "r1", "--no-launch", cwd=repo)
+    assert set(remote_refs(repo)) == {"r2", "r3"}
+    # r3's work is committed on its branch afterwards: its copy is no longer needed.
+    commit_on(repo, "r3", {"README.md": "hello\ncommitted later\n"})
+    res = ao("ao-prune", "--remote", "origin", "-n", cwd=repo)
+    assert f"would delete {REF}r3" in res.stdout and "committed on r3" in res.stdout, \
+        res.stdout
+    assert f"kept {REF}r2" in res.stdout, res.stdout
+    assert set(remote_refs(repo)) == {"r2", "r3"}  # -n changes nothing
+    # Machine B does not know r2 and its work is nowhere else: another machine's
+    # pending save is never deleted.
+    res = ao("ao-prune", "--remote", "origin", cwd=clone, env=b)
+    assert f"kept {REF}r2" in res.stdout, res.stdout
+    res = ao("ao-prune", "--remote", "origin", cwd=repo)
+    assert f"deleted {REF}r3" in res.stdout, res.stdout
+    assert set(remote_refs(repo)) == {"r2"}
+    assert git("for-each-ref", "refs/ao/incoming/", cwd=repo) == ""
+
+
+def test_config_set_preserve_push_warns_about_untracked_files(repo):
+    res = ao("ao", "config", "set", "preserve.push", "origin", cwd=repo)
+    assert "untracked file" in res.stderr and "remote" in res.stderr, res.stderr
+    ao("ao", "config", "set", "preserve.push", "-x", cwd=repo, rc=129)
+
+
+def test_schema_3_database_gains_the_push_table(repo, worktrees):
+    from git_ao import store as store_mod
+    wt = worktrees(repo, "old")
+    (wt / "new.txt").write_text("saved under schema 3\n")
+    ao("ao-preserve", "old", cwd=repo)
+    db = os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db")
+    conn = sqlite3.connect(db)
+    conn.executescript("DROP TABLE remote_pushes; PRAGMA user_version = 3;")
+    conn.close()
+    assert listed(repo)["old"]["state"] == "pending"
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS) >= 4
+    assert conn.execute("SELECT count(*) FROM remote_pushes").fetchone()[0] == 0
+    conn.close()
+    ao("ao-restore", "--no-launch", cwd=repo)
+    assert (wt / "new.txt").read_text() == "saved under schema 3\n"
+
+
+def test_push_branch_pushes_the_branch_never_forced(repo, worktrees, tmp_path):
+    plain = tmp_path / "plain.git"
+    git("init", "-q", "--bare", plain, cwd=tmp_path)
+    git("remote", "add", "plain", plain, cwd=repo)
+    wt = worktrees(repo, "pb")
+    (wt / "new.txt").write_text("new\n")
+    ao("ao-preserve", "pb", "--push", "plain", "--push-branch", cwd=repo)
+    head = git("rev-parse", "refs/heads/pb", cwd=repo).strip()
+    assert git("rev-parse", "refs/heads/pb", cwd=plain).strip() == head
+    ao("ao-preserve", "--push-branch", cwd=repo, rc=129)  # needs a remote
+    ao("ao-restore", "--map-path", "/a=/b", cwd=repo, rc=129)  # needs --from
