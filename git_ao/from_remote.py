@@ -124,7 +124,7 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
             git.update_ref(repo, ref, oid, "", message=f"git-ao restore --from {remote_name}")
         try:
             s, save = rebuild(ctx.store, Orphan(repo, ref, oid))
-            path, why = place(s.workspace_path, maps)
+            path, why = place(s.worktree_path, maps)
             if path is not None and worktree.find(git.worktree_list(repo), path) is not None:
                 path, why = None, f"'{path}' is already a worktree of this repository"
         except AoError as exc:
@@ -136,8 +136,8 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
                     detail=why)
             return Outcome(sid, "restore", Status.REFUSED, why, {"repo": repo,
                                                                  "remote": remote_name})
-        recorded = s.workspace_path
-        s.workspace_path = save.worktree_path = path
+        recorded = s.worktree_path
+        s.worktree_path = save.worktree_path = path
         s.terminated, save.restored_at = True, None
         ctx.store.insert_recovered(s, save)
         ctx.log("restore", sid, "adopted-from-remote", remote=remote_name, commit=oid,

@@ -193,14 +193,14 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
         save = s.save if s is not None else None
         if s is None or save is None or not save.preserved_commit or not save.holds_ref:
             continue
-        if s.repo not in usable:
-            usable[s.repo] = os.path.isdir(s.repo) and _has_remote(s.repo, remote)
-        if not usable[s.repo]:
+        if s.common_dir not in usable:
+            usable[s.common_dir] = os.path.isdir(s.common_dir) and _has_remote(s.common_dir, remote)
+        if not usable[s.common_dir]:
             out.append(Outcome(s.id, "push", Status.ATTENTION, f"not pushed: the repository "
-                               f"{s.repo} has no remote '{remote}' (git remote add)",
+                               f"{s.common_dir} has no remote '{remote}' (git remote add)",
                                facts(s, remote=remote)))
             continue
-        wants.append((s.id, remote, s.repo, save.preserved_commit,
+        wants.append((s.id, remote, s.common_dir, save.preserved_commit,
                       save.branch if push_branch and not save.detached else None))
     if not ctx.dry_run:
         set_wants(ctx.store, wants)
@@ -369,7 +369,7 @@ def repositories_with(store: Store, remote: str, here: str | None) -> list[str]:
         except AoError:
             pass
     if "/" not in remote and ":" not in remote:
-        for repo in sorted({s.repo for s in store.sessions()}):
+        for repo in sorted({s.common_dir for s in store.sessions()}):
             if os.path.isdir(repo) and repo not in found and _has_remote(repo, remote):
                 found.append(repo)
     return [r for r in found if _has_remote(r, remote)]
@@ -412,7 +412,7 @@ def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
         judge = []
         for sid, oid in sorted(refs.items()):
             s = ctx.store.get(sid)
-            if s is not None and s.repo == repo and s.save is not None \
+            if s is not None and s.common_dir == repo and s.save is not None \
                     and s.save.preserved_commit == oid:
                 where = work_present_elsewhere(s, oid)
                 if where:
