@@ -436,7 +436,7 @@ def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
                 try:
                     sess, _save = rebuild(ctx.store, Orphan(repo, REF_PREFIX + sid, oid))
                     local = ctx.store.get(sid)
-                    if local is not None and local.repo == repo:
+                    if local is not None and local.common_dir == repo:
                         sess = local
                     where = work_present_elsewhere(sess, oid)
                 except AoError:
