@@ -3,11 +3,13 @@ kept from stopping the others."""
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from . import snapshot
+from . import git, snapshot
 from .errors import AoError, Refused, Usage
 from .outcome import Outcome, Status
 from .records import Session
@@ -69,3 +71,49 @@ def guarded(fn: Callable[[], Outcome], session_id: str, action: str) -> Outcome:
         # and the others go on.
         where = f": {exc.filename}" if exc.filename else ""
         return Outcome(session_id, action, Status.FAILED, f"{exc.strerror or exc}{where}")
+
+
+class RepoCache:
+    """One `git worktree list` per repository per run, shared across threads.
+
+    batch=True (a `preserve` run): worktrees are deregistered by one
+    `git worktree prune` per repository at the end of the run (`flush_prunes`),
+    not one per session."""
+
+    def __init__(self, batch: bool = False) -> None:
+        self._lists: dict[str, list[git.WorktreeEntry]] = {}
+        self._lock = threading.Lock()
+        self.batch = batch
+        self._prune: set[str] = set()
+        self._sessions: dict[str, str] | None = None
+
+    def defer_prune(self, common_dir: str) -> None:
+        with self._lock:
+            self._prune.add(common_dir)
+
+    def flush_prunes(self, ctx: Context) -> None:
+        """Run the deferred `git worktree prune`s. A failure leaves only a prunable
+        registration of a directory already gone (restore and `git ao-prune` prune
+        it), so it is logged, not raised."""
+        with self._lock:
+            repos, self._prune = sorted(self._prune), set()
+        for repo in repos:
+            try:
+                git.worktree_prune(repo)
+            except AoError as exc:
+                ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
+
+    def session_paths(self, ctx: Context, exclude: str) -> dict[str, str]:
+        """{real worktree path: id} of the sessions that are live or pending, but
+        `exclude` (read once per run: nested sessions are named by it)."""
+        with self._lock:
+            if self._sessions is None:
+                self._sessions = {os.path.realpath(x.worktree_path): x.id
+                                  for x in ctx.store.sessions() if x.live or x.pending}
+            return {p: i for p, i in self._sessions.items() if i != exclude}
+
+    def entries(self, common_dir: str, fresh: bool = False) -> list[git.WorktreeEntry]:
+        with self._lock:
+            if fresh or common_dir not in self._lists:
+                self._lists[common_dir] = git.worktree_list(common_dir)
+            return self._lists[common_dir]

@@ -22,16 +22,16 @@ from . import (
     daemon_refs,
     git,
     gitindex,
+    removal,
     session_groups,
     snapshot,
     stopping,
-    trash,
     walk,
     witness,
     worktree,
 )
-from .batch import NOT_STARTED, guarded, log_failure, run_each
-from .errors import AoError, Failed, GitError, Refused
+from .batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
+from .errors import AoError, GitError, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session, now_ns
 from .session import (
@@ -48,7 +48,7 @@ from .store import Store
 def sessions_for_all(store: Store) -> list[Session]:
     """The sessions `--all` preserves: every live one, and every pending one whose
     directory is still there (a crash interrupted its removal, and running --all
-    again finishes it: `_finish_removal`)."""
+    again finishes it: `removal.finish_interrupted`)."""
     return [s for s in store.sessions()
             if s.live or (s.save is not None and s.pending
                           and os.path.lexists(s.save.worktree_path))]
@@ -134,7 +134,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         s = unsaved if unsaved is not None and ctx.dry_run else lookup(ctx, session_id)
         if not s.live:
             if s.pending and not keep_worktree:
-                finished = _finish_removal(ctx, s, cache)
+                finished = removal.finish_interrupted(ctx, s, cache)
                 if finished is not None:
                     return finished
             why = "already preserved" if s.pending else "session is terminated"
@@ -169,7 +169,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             raise Refused(f"'{path}' is itself a mount point; it is never taken away, so "
                           "nothing is saved (use --keep-worktree for a checkpoint)")
         st = snapshot.inspect(path, v.git_dir)
-        keep = _keep_reasons(v)
+        keep = removal.keep_reasons(v)
         if ctx.dry_run:
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
@@ -188,7 +188,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if before is not None:
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
                                               cap.untracked_tree)
-            keep += [_where(path, b) for b in witness.blockers(
+            keep += [removal.where(path, b) for b in witness.blockers(
                 path, before, captured, cap.ignored, private_config=cap.private_config,
                 sessions=cache.session_paths(ctx, exclude=s.id))]
         private = _with_admin_only(ctx, s, path, cap.private_config)
@@ -215,9 +215,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, "preserve", Status.REFUSED,
                            f"{summary}; worktree kept: {'; '.join(keep)}", data)
         assert before is not None
-        taken = _take_away(ctx, s, v, cap.commit, cache)
+        taken = removal.take_away(ctx, s, v, cap.commit, cache)
         data["trash"] = taken.worktree
-        late = _settle(ctx, s, v, taken, before, cap, captured, save, meta)
+        late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
         if cache.batch:
             cache.defer_prune(s.common_dir)
         else:
@@ -225,26 +225,16 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         crashpoint.hit("preserve:after-remove")
         ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
                 commit=save.preserved_commit, trash=taken.worktree, late=len(late) or None)
-        if late and late[-1] == _UNSETTLED:
+        if late and late[-1] == removal.UNSETTLED:
             data["still_changing"] = late[:-1]
             return Outcome(s.id, "preserve", Status.ATTENTION,
                            f"{summary}; worktree removed, but it was still being written to "
-                           f"after {_ROUNDS} captures ({', '.join(late[:5])}); its latest "
+                           f"after {removal.ROUNDS} captures ({', '.join(late[:5])}); its latest "
                            f"state is in {taken.worktree}, which restore brings back", data)
         if late:
             data["captured_late"] = late
             summary += f"; {len(late)} path(s) written after the first capture saved too"
         return Outcome(s.id, "preserve", Status.OK, f"{summary}; worktree removed", data)
-
-
-# How many times a worktree still being written to is captured again after the
-# move before preserve reports it as not settled.
-_ROUNDS = 3
-_UNSETTLED = "\0unsettled"
-
-
-def _where(path: str, b: walk.Blocker) -> str:
-    return f"{path if b.path == '.' else os.path.join(path, b.path)}: {b.reason}"
 
 
 def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -> str | None:
@@ -311,105 +301,6 @@ def _mirror_warning(path: str) -> str:
             "ref; the trash keeps a copy")
 
 
-def _take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,
-               cache: RepoCache) -> trash.Entry:
-    """Move the verified worktree into a trash entry on its own file system (the
-    registration is pruned by the caller). Raises AoError saying exactly what state
-    the session is in when the move fails: the save is recorded, so it is pending
-    and its directory is still in place."""
-    try:
-        entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
-                              {"commit": commit})
-    except OSError as exc:
-        ctx.log("preserve", s.id, "move-failed", workspace=v.path, error=exc.strerror)
-        raise Failed(f"saved and recorded (pending), but '{v.path}' could not be moved to the "
-                     f"trash ({exc.strerror}); it is still there, untouched: run git "
-                     "ao-preserve again, or git ao-restore to keep working in it") from exc
-    crashpoint.hit("preserve:after-rename")
-    return entry
-
-
-def _settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
-            before: walk.Walk, cap: snapshot.Capture, captured: dict[str, str], save: Save,
-            meta: snapshot.Meta) -> list[str]:
-    """Prove the moved directory holds exactly what was captured; where an agent
-    wrote after the capture, capture again from the moved copy (its admin dir is
-    still registered), move the ref on (compare-and-swap on the old value) and
-    record the new save, up to _ROUNDS times. Returns the paths written late
-    (ending with _UNSETTLED when they never settled); writes after the last check
-    stay in the trash copy, which restore brings back."""
-    late: list[str] = []
-    moved = entry.worktree
-    for _ in range(_ROUNDS):
-        changed, after = witness.changed_after_move(before, moved, captured, cap.ignored)
-        if not changed:
-            return late
-        late = sorted(set(late) | set(changed))
-        try:
-            again = snapshot.capture(moved, v.git_dir, meta)
-        except AoError as exc:
-            ctx.log("preserve", s.id, "late-capture-failed", trash=moved, error=str(exc))
-            return late + [_UNSETTLED]
-        if again.commit and again.commit != save.preserved_commit:
-            ref = preserve_ref(s.id)
-            git.update_ref(moved, ref, again.commit, save.preserved_commit or None,
-                           message=f"git-ao preserve {s.id} (written after the capture)")
-            save = Save(s.id, s.common_dir, save.worktree_path, again.branch, again.head,
-                        again.detached, ref, again.commit, save.private_config, now_ns())
-            ctx.store.record_save(save, terminate=True)
-            ctx.log("preserve", s.id, "captured-late", commit=again.commit, paths=len(changed))
-        before, cap = after, again
-        captured = witness.captured_blobs(moved, again.head, again.worktree_tree,
-                                          again.untracked_tree)
-    return late + [_UNSETTLED]
-
-
-class RepoCache:
-    """One `git worktree list` per repository per run, shared across threads.
-
-    batch=True (a `preserve` run): worktrees are deregistered by one
-    `git worktree prune` per repository at the end of the run (`flush_prunes`),
-    not one per session."""
-
-    def __init__(self, batch: bool = False) -> None:
-        self._lists: dict[str, list[git.WorktreeEntry]] = {}
-        self._lock = threading.Lock()
-        self.batch = batch
-        self._prune: set[str] = set()
-        self._sessions: dict[str, str] | None = None
-
-    def defer_prune(self, common_dir: str) -> None:
-        with self._lock:
-            self._prune.add(common_dir)
-
-    def flush_prunes(self, ctx: Context) -> None:
-        """Run the deferred `git worktree prune`s. A failure leaves only a prunable
-        registration of a directory already gone (restore and `git ao-prune` prune
-        it), so it is logged, not raised."""
-        with self._lock:
-            repos, self._prune = sorted(self._prune), set()
-        for repo in repos:
-            try:
-                git.worktree_prune(repo)
-            except AoError as exc:
-                ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
-
-    def session_paths(self, ctx: Context, exclude: str) -> dict[str, str]:
-        """{real worktree path: id} of the sessions that are live or pending, but
-        `exclude` (read once per run: nested sessions are named by it)."""
-        with self._lock:
-            if self._sessions is None:
-                self._sessions = {os.path.realpath(x.worktree_path): x.id
-                                  for x in ctx.store.sessions() if x.live or x.pending}
-            return {p: i for p, i in self._sessions.items() if i != exclude}
-
-    def entries(self, common_dir: str, fresh: bool = False) -> list[git.WorktreeEntry]:
-        with self._lock:
-            if fresh or common_dir not in self._lists:
-                self._lists[common_dir] = git.worktree_list(common_dir)
-            return self._lists[common_dir]
-
-
 def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
     """Raise Refused when the session's ref still holds work a restore could not put
     back in full (a conflict, a blocked apply: `Save.needs_attention`) and that work
@@ -428,69 +319,6 @@ def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
     raise Refused(f"{ref} still holds work the last restore could not put back "
                   f"(git stash show -p --include-untracked {ref}); apply what you need, then "
                   f"drop it with git update-ref -d {ref} {oid}; nothing is captured or removed")
-
-
-def _finish_removal(ctx: Context, s: Session, cache: RepoCache) -> Outcome | None:
-    """Finish a removal a crash interrupted (the row was committed, the worktree is
-    still there): take the verified worktree away only when it holds exactly the saved
-    work (`snapshot.holds`, or clean at the saved HEAD when nothing was saved).
-    Returns an Outcome, or None when there is no worktree left to remove."""
-    save = s.save
-    if save is None:
-        return None
-    path = save.worktree_path
-    if not os.path.isdir(s.common_dir) or not os.path.lexists(path):
-        return None
-    entries = cache.entries(s.common_dir, fresh=True)
-    if worktree.find(entries, path) is None:
-        return None
-    v = worktree.verify(s.common_dir, path, entries)
-    keep = _keep_reasons(v)
-    if keep:
-        return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved; worktree kept: "
-                       f"{'; '.join(keep)}", facts(s))
-    if not _holds_save(path, v.git_dir, save):
-        ctx.log("preserve", s.id, "kept-changed", workspace=path)
-        return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved, but {path} changed "
-                       "since; it is kept (git ao-restore reuses it)", facts(s))
-    if ctx.dry_run:
-        return Outcome(s.id, "preserve", Status.OK, "would finish the interrupted removal",
-                       facts(s))
-    entry = _take_away(ctx, s, v, save.preserved_commit, cache)
-    if cache.batch:
-        cache.defer_prune(s.common_dir)
-    else:
-        git.worktree_prune(s.common_dir)
-    crashpoint.hit("preserve:after-remove")
-    ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=entry.worktree)
-    return Outcome(s.id, "preserve", Status.OK, "already preserved; finished the interrupted "
-                   "removal", facts(s, trash=entry.worktree))
-
-
-def _holds_save(path: str, git_dir: str, save: Save) -> bool:
-    """Does the worktree hold exactly what `save` recorded (nothing newer), with the
-    preserve ref still holding it too? (A restore killed after deleting the ref
-    leaves the worktree as the work's only home.)"""
-    if save.preserved_commit:
-        return git.rev_parse(path, save.preserve_ref) == save.preserved_commit and \
-            snapshot.holds(path, git_dir, save.preserved_commit)
-    try:
-        cap = snapshot.capture(path, git_dir, None, write=False)
-    except snapshot.CannotCapture:
-        return False
-    return cap.clean and cap.head == save.head and cap.branch == save.branch
-
-
-def _keep_reasons(v: worktree.Verified) -> list[str]:
-    """Why a verified worktree must stay although its work is saved."""
-    reasons = []
-    if v.entry.locked is not None:
-        why = f" ({v.entry.locked})" if v.entry.locked else ""
-        reasons.append(f"it is locked{why} (git worktree unlock)")
-    lock = os.path.join(v.git_dir, "index.lock")
-    if os.path.exists(lock):
-        reasons.append(f"its index is locked by another process: {lock}")
-    return reasons
 
 
 def _moved_to(entries: list[git.WorktreeEntry], s: Session, path: str) -> str | None:
