@@ -177,8 +177,10 @@ def lost_database(data_dir: str, repos: list[str]) -> str | None:
     """When the database holds no session but the trash or the named repositories
     show that sessions were saved: what to run to rebuild the records."""
     seen = {e.meta.get("common_dir") for e in trash.entries(data_dir)}
+    # Only git-ao's own refs count: the ao daemon's are reported apart.
     holders = sorted(r for r in ({r for r in seen if isinstance(r, str)} | set(repos))
-                     if os.path.isdir(r) and git.for_each_ref(r, REF_PREFIX))
+                     if os.path.isdir(r) and split_daemon_refs(
+                         r, [ref for ref, _ in git.for_each_ref(r, REF_PREFIX)])[0])
     if not holders:
         return None
     return ("the database holds no session, but preserve refs exist in "
