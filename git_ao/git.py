@@ -739,3 +739,47 @@ def hash_paths(cwd, paths) -> list[str]:
         if p not in ids:
             ids[p] = line(["hash-object", "--", p], cwd)
     return [ids[p] for p in paths]
+
+
+# ---------------------------------------------------------------- restore from the trash
+
+
+def changed_between(cwd, a, b) -> list[str]:
+    """Paths whose entry differs between trees (or commits) `a` and `b`, recursively
+    (`git diff-tree -r -z --name-only --no-renames`). Either may be None: every path
+    of the other counts then."""
+    if a is None and b is None:
+        return []
+    if a is None or b is None:
+        return ls_tree_paths(cwd, b if a is None else a)
+    return split_z(run(["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b], cwd))
+
+
+def reflog_commits(cwd, ref) -> list[str]:
+    """Every commit the reflog of `ref` names, newest first (`git log -g --format=%H`);
+    [] when the ref or its reflog is gone."""
+    res = call(["log", "-g", "--format=%H", ref, "--"], cwd)
+    return res.text.split() if res.status == 0 else []
+
+
+def ignored_in(common_dir, work_tree, index_file) -> list[str]:
+    """The ignored paths present in the directory `work_tree` (a worktree taken away,
+    whose `.git` may point at an admin dir that is gone), judged with the index file
+    `index_file` (its copy) and the repository at `common_dir`:
+    `git ls-files -z --others --ignored --exclude-standard --directory`. A wholly
+    ignored directory is listed once, ending in '/'. Raises GitError."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    return split_z(run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                        "--directory"], work_tree, env=env))
+
+
+def check_ignore_in(common_dir, work_tree, index_file, paths) -> set[str]:
+    """`check_ignore` for a worktree taken away (see `ignored_in`): those of `paths`
+    the repository ignores there. Raises GitError when git fails otherwise."""
+    if not paths:
+        return set()
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    res = call(["check-ignore", "-z", "--stdin"], work_tree, env=env, input=join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(split_z(res.out))

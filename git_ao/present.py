@@ -23,7 +23,7 @@ def list_json(s: Session) -> dict[str, Any]:
         "saved_at": _iso(save.saved_at) if save else None,
         # a checkpoint records restored_at = saved_at: it was never restored
         "restored_at": _iso(save.restored_at) if save and save.restored_at
-        and save.restored_at > save.saved_at else None,
+        and not save.pending and save.restored_at != save.saved_at else None,
         "created_at": _iso(s.created_at),
         **session_groups.facts(s),
     }

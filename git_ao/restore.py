@@ -13,9 +13,18 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from . import crashpoint, git, session_groups, snapshot, worktree
+from . import (
+    crashpoint,
+    git,
+    reinstate,
+    session_groups,
+    snapshot,
+    trash,
+    walk,
+    worktree,
+)
 from .batch import NOT_STARTED, guarded, log_failure, run_each
-from .errors import Refused
+from .errors import AoError, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session
 from .session import Context, facts, lookup
@@ -52,8 +61,16 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
 
 
 def restore_one(ctx: Context, session_id: str) -> Outcome:
-    """Re-create the session's worktree at its recorded path on its branch, apply the
-    preserved commit, delete the ref after a clean apply, mark the session live.
+    """Re-create the session's worktree at its recorded path on its branch, with its
+    saved work, delete the ref once the worktree provably holds it, mark the
+    session live.
+
+    Two ways, tried in this order (docs/restore-trash.md): from the trash, the
+    directory preserve took away is put back whole (`reinstate`), proven, and
+    kept only when the proof holds; otherwise `git worktree add` and the saved
+    commit applied (`_apply_saved`), then the ignored files of the trash copy
+    moved in (`_bring_environment`). A directory an agent re-created at the
+    path after the save is set aside first (`_set_aside_stray`).
 
     The repository's lock (`locks.repo_lock`) makes the check that the branch
     and the path are free and the `git worktree add` one step among threads and
@@ -73,21 +90,273 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                           "is back (if it moved: git ao forget --force "
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
         want_branch = None if save.detached else save.branch
+        stray: trash.Entry | None = None
+        placed: reinstate.Placed | None = None
+        why_not = ""
         with ctx.repo_lock(s.repo):
-            reused = _place_worktree(ctx, s, save, path, want_branch)
-            if ctx.dry_run:
-                how = "reuse the worktree at" if reused else "re-create the worktree at"
-                return Outcome(s.id, "restore", Status.OK, f"would {how} {path}", facts(s))
-        if not reused:
-            crashpoint.hit("restore:after-worktree-add")
-        outcome = _apply_saved(ctx, s, save, path, reused)
-        # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
-        kept = outcome.status != Status.OK and bool(save.preserve_ref) \
-            and git.rev_parse(s.repo, save.preserve_ref) is not None
-        ctx.store.mark_restored(s.id, ref_kept=kept)
+            if not ctx.dry_run:
+                stray = _set_aside_stray(ctx, s, save, path)
+                _clear_killed_add(ctx, s, save, path)
+                placed = _resume_reinstate(ctx, s, save, path)
+                if placed is None and not os.path.lexists(path):
+                    placed, why_not = _try_trash(ctx, s, save, path, want_branch)
+            if placed is None:
+                reused = _place_worktree(ctx, s, save, path, want_branch)
+                if ctx.dry_run:
+                    how = "reuse the worktree at" if reused else "re-create the worktree at"
+                    return Outcome(s.id, "restore", Status.OK, f"would {how} {path}", facts(s))
+        outcome = None
+        kept: bool | None = None
+        if placed is not None:
+            crashpoint.hit("restore:after-reinstate")
+            outcome, kept, why_not = _finish_from_trash(ctx, s, save, placed)
+            if outcome is None:
+                with ctx.repo_lock(s.repo):
+                    reused = _place_worktree(ctx, s, save, path, want_branch)
+        if outcome is None:
+            if not reused:
+                crashpoint.hit("restore:after-worktree-add")
+            outcome = _apply_saved(ctx, s, save, path, reused)
+            if os.path.isdir(path):
+                _bring_environment(ctx, s, path, outcome)
+            if why_not and why_not != "no trash copy":
+                outcome.message += f" (not from the trash: {why_not})"
+                outcome.data["trash_skipped"] = why_not
+        if stray is not None:
+            _report_stray(outcome, stray, path)
+        if kept is None:
+            # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
+            kept = outcome.status != Status.OK and not outcome.data.get("applied") \
+                and bool(save.preserve_ref) \
+                and git.rev_parse(s.repo, save.preserve_ref) is not None
+            ctx.store.mark_restored(s.id, ref_kept=kept)
+        else:
+            ctx.store.mark_restored(s.id, ref_kept=kept, attention=False)
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
         return outcome
+
+
+def _try_trash(ctx: Context, s: Session, save: Save, path: str,
+               want_branch: str | None) -> tuple[reinstate.Placed | None, str]:
+    """Under the repository's lock, with nothing at `path`: put the session's trash
+    copy back whole when `reinstate.usable` allows it and the branch is free.
+    Returns (Placed or None, why the trash was not used)."""
+    entry, why = reinstate.usable(ctx.store.dir, save)
+    if entry is None:
+        return None, why
+    entries = git.worktree_list(s.repo)
+    found = worktree.find(entries, path)
+    if found is not None:
+        if not found.prunable:
+            return None, f"'{path}' is still registered"
+        git.worktree_prune(s.repo)
+        entries = git.worktree_list(s.repo)
+    if want_branch and any(e.branch == f"refs/heads/{want_branch}" for e in entries):
+        return None, "its branch is checked out elsewhere"  # _place_worktree refuses
+    ctx.store.mark_restore_started(s.id)
+    try:
+        placed = reinstate.put_back(s.repo, save, entry)
+    except (AoError, OSError) as exc:
+        ctx.log("restore", s.id, "trash-not-used", error=str(exc))
+        return None, str(exc)
+    ctx.log("restore", s.id, "reinstated", trash=entry.path, workspace=path)
+    return placed, ""
+
+
+def _resume_reinstate(ctx: Context, s: Session, save: Save,
+                      path: str) -> reinstate.Placed | None:
+    """A rerun after a restore from the trash was killed once the directory was back
+    at `path`: point its `.git` file at its admin dir again when needed and go on
+    with the proof. None when no such restore was under way."""
+    if not save.restore_interrupted or not os.path.isdir(path):
+        return None
+    entry = reinstate.reinstating(ctx.store.dir, s.id, path)
+    if entry is None:
+        return None
+    reinstate.repair_link(s.repo, path)
+    admin = str(entry.meta.get("admin") or "")
+    ctx.log("restore", s.id, "reinstate-resumed", trash=entry.path, workspace=path)
+    return reinstate.Placed(entry, path, admin)
+
+
+def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.Placed
+                       ) -> tuple[Outcome | None, bool | None, str]:
+    """Prove the directory put back from the trash; keep it when the proof holds,
+    else move it back into its entry (the caller falls back).
+    Returns (Outcome or None, whether the ref stays, why the trash was not used)."""
+    path = placed.path
+    proof = reinstate.prove(path, save)
+    data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit,
+                 from_trash=True)
+    if not proof.ok:
+        ctx.log("restore", s.id, "reinstate-proof-failed", why=proof.why, trash=placed.entry.path)
+        try:
+            with ctx.repo_lock(s.repo):
+                reinstate.undo(s.repo, placed)
+        except OSError as exc:
+            return (Outcome(s.id, "restore", Status.ATTENTION,
+                            f"worktree back at {path} from the trash, but {proof.why} and it "
+                            f"could not be moved back ({exc.strerror}); the work stays in "
+                            f"{save.preserve_ref}", data), True, proof.why)
+        return None, None, f"{proof.why}; the trash copy is kept"
+    ref = save.preserve_ref
+    if proof.late:
+        # The directory's files are the latest state, so they stay; the last capture
+        # stays in the ref, which nothing else holds (see docs/restore-trash.md).
+        data["late_writes"] = proof.late
+        listed = ", ".join(proof.late[:5]) + (" ..." if len(proof.late) > 5 else "")
+        msg = (f"restored at {path} from the trash, with {len(proof.late)} path(s) written "
+               f"after the last capture ({listed}); the last capture stays in {ref}")
+        kept = bool(ref) and git.rev_parse(path, ref) is not None
+    else:
+        crashpoint.hit("restore:before-ref-delete")
+        if save.preserved_commit:
+            _drop_ref(path, ref, save.preserved_commit)
+        crashpoint.hit("restore:after-ref-delete")
+        msg = f"restored at {path} from the trash"
+        kept = False
+    reinstate.finish(placed)
+    return Outcome(s.id, "restore", Status.OK, msg, data), kept, ""
+
+
+def _set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.Entry | None:
+    """A directory at `path` that is not a worktree and holds only files written
+    after the save (every file's mtime later than saved_at, no `.git`, nothing
+    the walk could not read, no mount) was re-created by an agent still running
+    (a `mkdir -p` by absolute path): move it into a stray entry of the session's
+    trash root, so the session can come back. Anything else is left untouched
+    (`_check_reusable` refuses it). Returns the stray Entry, or None."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return None
+    if os.path.lexists(os.path.join(path, ".git")):
+        return None
+    if worktree.find(git.worktree_list(s.repo), path) is not None:
+        return None
+    try:
+        w = walk.walk(path)
+        own = os.lstat(path).st_mtime_ns
+    except OSError:
+        return None
+    if w.blockers or w.nested or walk.is_mount_point(path):
+        return None
+    if not w.entries and own <= save.saved_at:
+        return None
+    if any(e.mtime_ns <= save.saved_at for e in w.entries.values()):
+        return None
+    files = sorted(w.entries)
+    try:
+        entry = trash.set_aside(ctx.store.dir, s.id, path, s.repo,
+                                {"files": files[:1000], "count": len(files)})
+    except OSError as exc:
+        ctx.log("restore", s.id, "stray-not-moved", workspace=path, error=exc.strerror)
+        return None
+    ctx.log("restore", s.id, "stray-set-aside", workspace=path, trash=entry.path,
+            count=len(files))
+    return entry
+
+
+def _report_stray(outcome: Outcome, stray: trash.Entry, path: str) -> None:
+    """Name the set-aside directory and its files in the outcome (exit 3), and the
+    files newer there than in the restored worktree (an agent's latest writes,
+    kept only in the stray entry)."""
+    files = [str(f) for f in stray.meta.get("files", [])]
+    newer = []
+    for rel in files:
+        try:
+            mine = os.lstat(os.path.join(stray.worktree, rel)).st_mtime_ns
+            there = os.lstat(os.path.join(path, rel)).st_mtime_ns
+        except OSError:
+            continue
+        if mine > there:
+            newer.append(rel)
+    listed = ", ".join(files[:5]) + (" ..." if len(files) > 5 else "")
+    outcome.data["set_aside"] = stray.worktree
+    outcome.data["set_aside_files"] = files
+    outcome.message += (f"; a directory written at {path} after the save (by an agent still "
+                        f"running?) was set aside in {stray.worktree}: {listed}")
+    if newer:
+        outcome.data["stray_newer"] = newer
+        outcome.message += f"; newer there than here: {', '.join(newer[:5])}"
+    if outcome.status == Status.OK:
+        outcome.status = Status.ATTENTION
+
+
+def _bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> None:
+    """After a checkout-and-apply restore: move the ignored files of the session's
+    trash copy (.env, node_modules/, .venv/) into the new worktree wherever nothing
+    is in their way; what could not be placed stays in the entry and is listed.
+    The ignored paths are what git says of the trash copy, judged with its saved
+    index (`git.ignored_in`)."""
+    entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
+    if entry is None:
+        return
+    try:
+        found = git.ignored_in(s.repo, entry.worktree, os.path.join(entry.admin, "index"))
+    except AoError as exc:
+        ctx.log("restore", s.id, "environment-not-read", error=str(exc))
+        return
+    moved, kept = [], []
+    real = os.path.realpath(path)
+    for rel in found:
+        name = rel.rstrip("/")
+        src, dst = os.path.join(entry.worktree, name), os.path.join(path, name)
+        parent = os.path.dirname(dst)
+        if os.path.lexists(dst) or not os.path.realpath(parent).startswith(real) or (
+                os.path.lexists(parent) and (os.path.islink(parent)
+                                             or not os.path.isdir(parent))):
+            kept.append(rel)
+            continue
+        try:
+            os.makedirs(parent, exist_ok=True)
+            os.rename(src, dst)
+        except OSError:
+            kept.append(rel)
+            continue
+        moved.append(rel)
+    trash.mark(entry, restored=True, environment_kept=kept)
+    ctx.log("restore", s.id, "environment", moved=len(moved), kept=len(kept), trash=entry.path)
+    if moved:
+        outcome.data["environment"] = moved
+        outcome.message += f"; {len(moved)} ignored path(s) brought back from the trash"
+    if kept:
+        outcome.data["environment_kept"] = kept
+        outcome.message += (f"; {len(kept)} ignored path(s) kept in {entry.worktree}: "
+                            + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
+
+
+def _clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
+    """What a `git worktree add` of this session's killed restore left, cleared so the
+    rerun converges: a directory holding only the `.git` file git wrote first (and
+    perhaps an all-zero HEAD) is deregistered (`git worktree unlock`, the file and
+    the empty directory removed, `git worktree prune`); a `refs/heads/<branch>.lock`
+    it left, made after the restore started, is removed. Only a restore that
+    started and never finished (`Save.restore_interrupted`) does this."""
+    if not save.restore_interrupted:
+        return
+    if save.branch and not save.detached:
+        lock = os.path.join(s.repo, "refs", "heads", *save.branch.split("/")) + ".lock"
+        try:
+            made = os.lstat(lock).st_mtime_ns
+        except OSError:
+            made = None
+        if made is not None and save.restore_started_at is not None \
+                and made >= save.restore_started_at - 2_000_000_000:
+            os.unlink(lock)
+            ctx.log("restore", s.id, "stale-branch-lock-removed", lock=lock)
+    admin = reinstate.only_git_file(path) if os.path.isdir(path) else None
+    base = os.path.realpath(os.path.join(s.repo, "worktrees"))
+    if admin is None or not os.path.realpath(admin).startswith(base + os.sep):
+        return
+    if os.path.exists(os.path.join(admin, "locked")):
+        try:
+            git.worktree_unlock(s.repo, path)
+        except AoError:
+            pass  # git cannot read it (an all-zero HEAD): prune below still may
+    os.unlink(os.path.join(path, ".git"))
+    os.rmdir(path)
+    git.worktree_prune(s.repo)
+    ctx.log("restore", s.id, "killed-add-cleared", workspace=path, admin=admin)
 
 
 def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
@@ -154,7 +423,7 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     if st.untracked:
         known = set()
         if commit:
-            head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, commit)
+            _head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, commit)
             for tree in (i_tree, w_tree, u_tree):
                 if tree:
                     known.update(git.ls_tree_paths(s.repo, tree))
@@ -246,10 +515,17 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
             snapshot.recheckout(path, dirs.git_dir, commit)
         problems = snapshot.put_flags(path, wc, fresh=not reused)
         head = git.rev_parse(path, "HEAD")
-        if not problems and head == save.head \
-                and not snapshot.holds(path, dirs.git_dir, commit):
+        proven = head == save.head and snapshot.holds(path, dirs.git_dir, commit)
+        if not problems and head == save.head and not proven:
             # The proof: the worktree must now capture to exactly the saved trees.
             problems.append("the worktree does not hold exactly the saved work")
+        if problems and proven:
+            # Only the submodules' checkouts are missing (a remote unreachable at
+            # boot): the work is all back, so the ref goes and nothing waits on it.
+            _drop_ref(path, ref, commit)
+            data["applied"] = True
+            return Outcome(s.id, "restore", Status.ATTENTION, f"restored at {path}, but "
+                           f"{'; '.join(problems)} (git submodule update --init)", data)
         if problems:
             data["placed"] = snapshot.saved_paths(path, commit)
             return Outcome(s.id, "restore", Status.ATTENTION, f"applied at {path}, but "

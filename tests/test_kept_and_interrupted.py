@@ -6,6 +6,7 @@ registration a killed `git worktree add` left half-written is named with its fix
 import json
 import os
 
+from tests.trash_helpers import SLOW_PATH_POINTS, checkout_path_only
 from tests.conftest import ao, commit_on, dirty, git
 from tests.worktree_state import assert_restored, state
 
@@ -72,6 +73,7 @@ def test_a_restore_killed_in_the_apply_is_started_again(repo, worktrees, tmp_pat
     (wt / "big.bin").write_bytes(os.urandom(1 << 16))
     before = state(wt)
     ao("ao-preserve", "k", cwd=repo)
+    checkout_path_only()
     ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
     assert wt.is_dir() and "k\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
     # What the killed apply had written: a truncated untracked file, an edited one.
@@ -92,6 +94,7 @@ def test_an_interrupted_restore_with_a_stranger_file_is_left_alone(repo, worktre
     wt = worktrees(repo, "s")
     dirty(wt)
     ao("ao-preserve", "s", cwd=repo)
+    checkout_path_only()
     ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
     (wt / "src" / "app.py").write_text("half\n")
     (wt / "stranger.txt").write_text("not from the save\n")
@@ -129,6 +132,7 @@ def _interrupted_after_add(repo, worktrees, sid):
     dirty(wt)
     before = state(wt)
     ao("ao-preserve", sid, cwd=repo)
+    checkout_path_only()
     ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
     assert wt.is_dir() and f"{sid}\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
     return wt, before
