@@ -783,3 +783,18 @@ def check_ignore_in(common_dir, work_tree, index_file, paths) -> set[str]:
     if res.status not in (0, 1):
         res.check()
     return set(split_z(res.out))
+
+
+def hash_paths_in(common_dir, work_tree, paths) -> list[str]:
+    """`hash_paths` for a worktree taken away (see `ignored_in`): the blob id git
+    would store for each of `paths`, relative to `work_tree`, judged with the
+    repository at `common_dir` (its attributes and filters). Raises GitError."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree}
+    plain = [p for p in paths if "\n" not in p]
+    ids = dict(zip(plain, run(["hash-object", "--stdin-paths"], work_tree, env=env,
+                              input=b"".join(os.fsencode(p) + b"\n" for p in plain)
+                              ).decode().split())) if plain else {}
+    for p in paths:
+        if p not in ids:
+            ids[p] = line(["hash-object", "--", p], work_tree, env=env)
+    return [ids[p] for p in paths]

@@ -35,7 +35,8 @@ from .records import Save
 ADMIN_FILES = ("index", os.path.join("logs", "HEAD"), "config.worktree",
                os.path.join("info", "sparse-checkout"))
 ADMIN_TREES = (os.path.join("refs", "worktree"), os.path.join("refs", "bisect"),
-               os.path.join("logs", "refs", "worktree"), os.path.join("logs", "refs", "bisect"))
+               os.path.join("logs", "refs", "worktree"), os.path.join("logs", "refs", "bisect"),
+               "modules")  # the git dirs of submodules initialised in this worktree
 
 
 @dataclass
@@ -153,9 +154,17 @@ def copy_admin(saved: str, admin: str) -> None:
             os.makedirs(os.path.dirname(os.path.join(admin, rel)), exist_ok=True)
             shutil.copy2(src, os.path.join(admin, rel))
     for rel in ADMIN_TREES:
-        src = os.path.join(saved, rel)
-        if os.path.isdir(src) and not os.path.islink(src):
-            shutil.copytree(src, os.path.join(admin, rel), symlinks=True, dirs_exist_ok=True)
+        src, dst = os.path.join(saved, rel), os.path.join(admin, rel)
+        if not os.path.isdir(src) or os.path.islink(src):
+            continue
+        if not os.path.lexists(dst):
+            try:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                os.rename(src, dst)  # a submodule's git dir can be large
+                continue
+            except OSError:
+                pass  # another file system: copied below
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
 
 
 def put_back(common_dir: str, save: Save, entry: trash.Entry) -> Placed:

@@ -28,7 +28,6 @@ from .errors import AoError, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session
 from .session import Context, facts, lookup
-from .store import TRASH_DIR
 
 if TYPE_CHECKING:
     from .output import Printer
@@ -91,6 +90,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
         want_branch = None if save.detached else save.branch
         stray: trash.Entry | None = None
+        notes: list[trash.Entry] = []
         placed: reinstate.Placed | None = None
         why_not = ""
         with ctx.repo_lock(s.repo):
@@ -101,7 +101,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                 if placed is None and not os.path.lexists(path):
                     placed, why_not = _try_trash(ctx, s, save, path, want_branch)
             if placed is None:
-                reused = _place_worktree(ctx, s, save, path, want_branch)
+                reused = _place_worktree(ctx, s, save, path, want_branch, notes)
                 if ctx.dry_run:
                     how = "reuse the worktree at" if reused else "re-create the worktree at"
                     return Outcome(s.id, "restore", Status.OK, f"would {how} {path}", facts(s))
@@ -112,7 +112,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
             outcome, kept, why_not = _finish_from_trash(ctx, s, save, placed)
             if outcome is None:
                 with ctx.repo_lock(s.repo):
-                    reused = _place_worktree(ctx, s, save, path, want_branch)
+                    reused = _place_worktree(ctx, s, save, path, want_branch, notes)
         if outcome is None:
             if not reused:
                 crashpoint.hit("restore:after-worktree-add")
@@ -124,6 +124,15 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                 outcome.data["trash_skipped"] = why_not
         if stray is not None:
             _report_stray(outcome, stray, path)
+        for kept_entry in notes:
+            files = [str(f) for f in kept_entry.meta.get("files", [])]
+            outcome.data["set_aside_unfinished"] = kept_entry.worktree
+            outcome.data["unsaved_files"] = files
+            outcome.message += (f"; the worktree an interrupted restore left held changes no "
+                                f"save has ({', '.join(files[:5])}): it was set aside in "
+                                f"{kept_entry.worktree}")
+            if outcome.status == Status.OK:
+                outcome.status = Status.ATTENTION
         if kept is None:
             # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
             kept = outcome.status != Status.OK and not outcome.data.get("applied") \
@@ -360,7 +369,7 @@ def _clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
 
 
 def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
-                    want_branch: str | None) -> bool:
+                    want_branch: str | None, notes: list[trash.Entry] | None = None) -> bool:
     """Step 1 of restore, under the repository's lock: prune a stale registration of
     `path`, refuse a branch checked out elsewhere or a path that is not this
     session's worktree, then `git worktree add` (not on a dry run).
@@ -393,8 +402,13 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
                               "it: if nothing there is yours, remove it and run git ao-restore "
                               "again") from None
             raise
+        if save.restore_interrupted and not ctx.dry_run and entry is not None \
+                and entry.locked is not None:
+            # git's "initializing" lock of this session's killed add: kept, every
+            # later preserve would keep the worktree as locked.
+            _unlock_interrupted_add(ctx, s, path)
         if save.restore_interrupted and not ctx.dry_run \
-                and _set_aside_unfinished(ctx, s, save, path, entries):
+                and _set_aside_unfinished(ctx, s, save, path, entries, notes):
             reused = False
     if not reused and not ctx.dry_run:
         ctx.store.mark_restore_started(s.id)
@@ -403,13 +417,16 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
 
 
 def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
-                          entries: list[git.WorktreeEntry]) -> bool:
+                          entries: list[git.WorktreeEntry],
+                          notes: list[trash.Entry] | None = None) -> bool:
     """The worktree at `path` is what an interrupted restore of this save left (the
     row says a restore started and never finished, so no agent has worked there).
     When it does not already hold the saved work, and every untracked path in it is
-    one the saved commit or its HEAD has, so nothing in it exists only there, move
-    it into the trash and deregister it, so the restore starts again.
-    Returns True when it was set aside."""
+    one the saved commit or its HEAD has, move it into a stray trash entry (which
+    prune keeps) and deregister it, so the restore starts again. Files whose
+    content no saved tree holds (an edit made there before the rerun) are listed
+    in the entry and, through `notes`, in the outcome. Returns True when it was
+    set aside."""
     commit = save.preserved_commit
     dirs = git.repo_dirs(path)
     if commit and snapshot.holds(path, dirs.git_dir, commit):
@@ -420,22 +437,33 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
     if st.clean and not stale_lock:
         return False  # killed before the apply: the apply goes on in this worktree
-    if st.untracked:
-        known = set()
-        if commit:
-            _head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.repo, commit)
-            for tree in (i_tree, w_tree, u_tree):
-                if tree:
-                    known.update(git.ls_tree_paths(s.repo, tree))
-        if save.head:
-            known.update(git.ls_tree_paths(s.repo, f"{save.head}^{{tree}}"))
-        if any(p not in known for p in st.untracked):
-            return False
+    known: dict[str, set[str]] = {}
+    trees = [f"{save.head}^{{tree}}"] if save.head else []
+    if commit:
+        trees += [t for t in snapshot.saved_trees(s.repo, commit)[1:] if t]
+    for tree in trees:
+        for p, oid in git.ls_tree_blobs(s.repo, tree).items():
+            known.setdefault(p, set()).add(oid)
+    if any(p not in known for p in st.untracked):
+        return False
+    # Content no saved tree holds (a file a killed apply half wrote, or an edit
+    # made in the half-restored worktree): kept in the entry, and said.
+    present = [p for p in [e.path for e in st.changed] + list(st.untracked)
+               if os.path.isfile(os.path.join(path, p))
+               and not os.path.islink(os.path.join(path, p))]
+    foreign = [p for p, oid in zip(present, git.hash_paths(path, present))
+               if oid not in known.get(p, set())] if present else []
     v = worktree.verify(s.repo, path, entries)
     if v.entry.locked is not None:
         _unlock_interrupted_add(ctx, s, path)
-    trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
-    ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path, trash=trash)
+    entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
+                          {"commit": None, "stray": True, "interrupted_restore": True,
+                           "files": foreign})
+    git.worktree_prune(s.repo)
+    ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
+            trash=entry.worktree, unsaved=len(foreign) or None)
+    if notes is not None and foreign:
+        notes.append(entry)
     return True
 
 

@@ -689,7 +689,9 @@ def put_flags(path, wc, *, fresh=True) -> list:
     # on that commit (update --init checks out the recorded one).
     for rel, oid in wc.get("submodule_heads", {}).items():
         full = os.path.join(path, rel)
-        if os.path.isdir(full) and git.rev_parse(full, "HEAD") != oid:
+        # Only a submodule checked out (its .git present): in an empty directory
+        # git would find the superproject and move its HEAD instead.
+        if os.path.lexists(os.path.join(full, ".git")) and git.rev_parse(full, "HEAD") != oid:
             res = git.call(["checkout", "-q", "--detach", oid], full)
             if res.status != 0:
                 problems.append(f"submodule '{rel}' not put back on {oid[:12]}")

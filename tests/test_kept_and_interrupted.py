@@ -67,7 +67,7 @@ def test_kept_work_committed_on_the_branch_no_longer_blocks(repo, worktrees):
 def test_a_restore_killed_in_the_apply_is_started_again(repo, worktrees, tmp_path):
     """A kill inside `git stash apply` leaves some saved files written, some half
     written. The rerun sees the restore it started, sets that worktree aside in the
-    trash and restores again: exact, not 'attention'."""
+    trash and restores again, exactly; the files no save holds are named."""
     wt = worktrees(repo, "k")
     dirty(wt)
     (wt / "big.bin").write_bytes(os.urandom(1 << 16))
@@ -79,9 +79,12 @@ def test_a_restore_killed_in_the_apply_is_started_again(repo, worktrees, tmp_pat
     # What the killed apply had written: a truncated untracked file, an edited one.
     (wt / "big.bin").write_bytes(b"partial")
     (wt / "src" / "app.py").write_text("print('changed')\n")
-    res = ao("ao-restore", "--json", cwd=repo)
+    res = ao("ao-restore", "--json", cwd=repo, rc=3)
     (r,) = json.loads(res.stdout)["results"]
-    assert r["status"] == "ok", r
+    # what the rerun set aside holds content no save has: kept, and said
+    assert r["status"] == "attention", r
+    assert sorted(r["unsaved_files"]) == ["big.bin", "src/app.py"]
+    assert os.path.exists(os.path.join(r["set_aside_unfinished"], "big.bin"))
     assert_restored(before, state(wt))
     assert _ref(repo, "k") == ""
     with open(os.path.join(os.environ["AO_DATA_DIR"], "logs", "git-ao.log")) as fh:
