@@ -141,3 +141,50 @@ def test_failed_proof_moves_the_directory_back_and_falls_back(repo, worktrees, t
     [entry] = _entries(tmp_path / "aodata", "pf")
     assert entry.meta.get("proof_failed") and entry.holds_worktree
     assert data["environment"] == ["run.log"]
+
+
+def test_prune_keeps_pending_and_unsaved_entries_and_reports_sizes(repo, worktrees, tmp_path):
+    a = worktrees(repo, "pa")
+    b = worktrees(repo, "pb")
+    (a / "f.txt").write_text("a\n")
+    (a / "x.log").write_text("ignored a\n")
+    (b / "g.txt").write_text("b\n")
+    (b / "y.log").write_text("ignored b\n")
+    ao("ao-preserve", "pa", "pb", cwd=repo)
+    # pb comes back through the fallback: its entry stays, holding copies only
+    commit_on(repo, "pb", {"up.txt": "up\n"}, "upstream")
+    ao("ao-restore", "pb", cwd=repo)
+    [eb] = _entries(tmp_path / "aodata", "pb")
+    assert eb.meta.get("restored")
+    res = json.loads(ao("ao-prune", "--json", cwd=repo).stdout)["results"]
+    by = {(r["id"], r["action"]): r for r in res}
+    kept = by[("pa", "prune-trash")]
+    assert kept["status"] == "nothing" and "pending" in kept["message"]
+    assert kept["size"] > 0
+    gone = by[("pb", "prune-trash")]
+    assert gone["status"] == "ok" and gone["size"] > 0 and "deleted" in gone["message"]
+    assert not os.path.exists(eb.path)
+    # restore pa through the fallback too, then leave a file in its entry that no
+    # saved tree has: prune keeps the entry and says why
+    commit_on(repo, "pa", {"up.txt": "up\n"}, "upstream")
+    ao("ao-restore", "pa", cwd=repo)
+    [ea] = _entries(tmp_path / "aodata", "pa")
+    Path(ea.worktree, "late.txt").write_text("only here\n")
+    res = json.loads(ao("ao-prune", "--json", cwd=repo).stdout)["results"]
+    [r] = [r for r in res if r["action"] == "prune-trash"]
+    assert r["status"] == "nothing" and "late.txt" in r["message"]
+    assert os.path.exists(ea.path)
+
+
+def test_show_lists_what_the_trash_keeps(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "sh")
+    (wt / "f.txt").write_text("a\n")
+    (wt / "a.log").write_text("x\n")
+    (wt / "build").mkdir()
+    (wt / "build" / "o").write_text("o\n")
+    ao("ao-preserve", "sh", cwd=repo)
+    rec = json.loads(ao("ao", "show", "sh", "--json", cwd=repo).stdout)["session"]
+    [t] = rec["trash"]
+    assert t["kind"] == "preserved" and t["size"] > 0
+    assert t["ignored"] == ["a.log", "build/"] and t["ignored_count"] == 2
+    assert "2 ignored: a.log build/" in ao("ao", "show", "sh", cwd=repo).stdout
