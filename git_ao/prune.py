@@ -114,7 +114,7 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
             s = ctx.store.get(sid)
             if s is None or git.rev_parse(repo, ref) != oid:
                 continue  # changed under us: leave it for the next prune
-            if s.pending and s.save.preserved_commit == oid:
+            if s.pending and s.save is not None and s.save.preserved_commit == oid:
                 continue
             where = work_present_elsewhere(s, oid)
             if where:
