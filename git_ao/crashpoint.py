@@ -24,7 +24,7 @@ POINTS = (
     "preserve:after-rename", "preserve:after-remove", "preserve:between-sessions",
     "restore:after-worktree-add", "restore:during-apply", "restore:after-apply",
     "restore:before-ref-delete", "restore:after-ref-delete", "restore:after-db",
-    "restore:between-sessions",
+    "restore:between-sessions", "restore:after-reinstate",
 )
 
 _CRASH_AT = os.environ.get("GIT_AO_CRASH_AT") or None

@@ -550,13 +550,6 @@ def status_porcelain(cwd: str) -> Completed:
                  "--ignore-submodules=none"], cwd)
 
 
-def reflog_commits(cwd: str) -> list[str]:
-    """The distinct commits of the HEAD reflog of the worktree at `cwd`
-    (`git log -g --format=%H HEAD`); [] when it has none."""
-    res = call(["log", "-g", "--format=%H", "HEAD"], cwd)
-    return sorted(set(res.text.split())) if res.status == 0 else []
-
-
 def unreachable_from_all(cwd: str, commits: Sequence[str]) -> list[str]:
     """Those of `commits` that no ref and no worktree's HEAD reaches
     (`git rev-list --no-walk <commits> --not --all`, from inside a worktree)."""
@@ -707,3 +700,63 @@ def missing_objects(cwd: str, oids: Sequence[str]) -> set[str]:
         return set()
     out = run(["cat-file", "--batch-check"], cwd, input="".join(f"{o}\n" for o in oids).encode())
     return {ln.split()[0] for ln in out.decode().splitlines() if ln.endswith(" missing")}
+
+
+# ---------------------------------------------------------------- restore from the trash
+
+
+def changed_between(cwd: str, a: str | None, b: str | None) -> list[str]:
+    """Paths whose entry differs between trees (or commits) `a` and `b`, recursively
+    (`git diff-tree -r -z --name-only --no-renames`). Either may be None: every path
+    of the other counts then."""
+    if a is None:
+        return [] if b is None else ls_tree_paths(cwd, b)
+    if b is None:
+        return ls_tree_paths(cwd, a)
+    return split_z(run(["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b], cwd))
+
+
+def reflog_commits(cwd: str, ref: str) -> list[str]:
+    """Every commit the reflog of `ref` names, newest first (`git log -g --format=%H`);
+    [] when the ref or its reflog is gone."""
+    res = call(["log", "-g", "--format=%H", ref, "--"], cwd)
+    return res.text.split() if res.status == 0 else []
+
+
+def ignored_in(common_dir: str, work_tree: str, index_file: str) -> list[str]:
+    """The ignored paths present in the directory `work_tree` (a worktree taken away,
+    whose `.git` may point at an admin dir that is gone), judged with the index file
+    `index_file` (its copy) and the repository at `common_dir`:
+    `git ls-files -z --others --ignored --exclude-standard --directory`. A wholly
+    ignored directory is listed once, ending in '/'. Raises GitError."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    return split_z(run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                        "--directory"], work_tree, env=env))
+
+
+def check_ignore_in(common_dir: str, work_tree: str, index_file: str,
+                    paths: Sequence[str]) -> set[str]:
+    """`check_ignore` for a worktree taken away (see `ignored_in`): those of `paths`
+    the repository ignores there. Raises GitError when git fails otherwise."""
+    if not paths:
+        return set()
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    res = call(["check-ignore", "-z", "--stdin"], work_tree, env=env, input=join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(split_z(res.out))
+
+
+def hash_paths_in(common_dir: str, work_tree: str, paths: Sequence[str]) -> list[str]:
+    """`hash_paths` for a worktree taken away (see `ignored_in`): the blob id git
+    would store for each of `paths`, relative to `work_tree`, judged with the
+    repository at `common_dir` (its attributes and filters). Raises GitError."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree}
+    plain = [p for p in paths if "\n" not in p]
+    ids = dict(zip(plain, run(["hash-object", "--stdin-paths"], work_tree, env=env,
+                              input=b"".join(os.fsencode(p) + b"\n" for p in plain)
+                              ).decode().split(), strict=True)) if plain else {}
+    for p in paths:
+        if p not in ids:
+            ids[p] = line(["hash-object", "--", p], work_tree, env=env)
+    return [ids[p] for p in paths]

@@ -6,7 +6,8 @@ import os
 import time
 from typing import Any
 
-from . import git, session_groups
+from . import git, session_groups, trash
+from .errors import AoError
 from .records import Session
 
 
@@ -23,7 +24,7 @@ def list_json(s: Session) -> dict[str, Any]:
         "saved_at": _iso(save.saved_at) if save else None,
         # a checkpoint records restored_at = saved_at: it was never restored
         "restored_at": _iso(save.restored_at) if save and save.restored_at
-        and save.restored_at > save.saved_at else None,
+        and not save.pending and save.restored_at != save.saved_at else None,
         "created_at": _iso(s.created_at),
         **session_groups.facts(s),
     }
@@ -40,3 +41,26 @@ def show_stat(s: Session) -> str:
     if not git.object_exists(s.common_dir, s.save.preserved_commit):
         return ""
     return git.diff_stat(s.common_dir, s.save.preserved_commit)
+
+
+def trash_kept(s: Session, data_dir: str) -> list[dict[str, Any]]:
+    """What the trash keeps for the session, oldest first: for each entry its path
+    (the directory), size in bytes (`trash.size`), kind ('preserved', 'stray',
+    'killed', 'restored'), and the ignored paths at its top level with their
+    count (what git ignores there, judged with the entry's saved index; a wholly
+    ignored directory counts once)."""
+    out = []
+    for e in trash.of_session(data_dir, s.id):
+        kind = "stray" if e.stray else "killed" if e.meta.get("killed") else \
+            "restored" if e.meta.get("restored") else "preserved"
+        ignored: list[str] = []
+        common = str(e.meta.get("common_dir") or s.common_dir)
+        if e.holds_worktree and not e.legacy and os.path.isdir(common):
+            try:
+                ignored = git.ignored_in(common, e.worktree, os.path.join(e.admin, "index"))
+            except AoError:
+                ignored = []
+        top = sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in ignored})
+        out.append({"path": e.worktree if e.holds_worktree else e.path, "kind": kind,
+                    "size": trash.size(e.path), "ignored": top, "ignored_count": len(ignored)})
+    return out

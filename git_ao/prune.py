@@ -8,12 +8,11 @@ import os
 import shutil
 from collections.abc import Iterable
 
-from . import git, snapshot
+from . import git, snapshot, trash, walk
 from .errors import Refused
 from .outcome import Outcome, Status
 from .records import Session
 from .session import REF_PREFIX, Context, facts, preserve_ref, work_present_elsewhere
-from .store import TRASH_DIR
 
 
 def prune(ctx: Context, *, expire_before: float | None = None,
@@ -71,7 +70,21 @@ def _prune_forced(ctx: Context, s: Session) -> Outcome:
     ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid)
     verb = "would delete" if ctx.dry_run else "deleted"
     what = f"{ref} (was {oid})" if oid else "no ref"
-    return Outcome(s.id, "prune-ref", Status.OK, f"{verb} {what} and the record", facts(s))
+    gone, kept = [], []
+    for entry in trash.of_session(ctx.store.dir, s.id):
+        # Only this session's entries; a stray one may hold an agent's latest
+        # writes and a mount point is never crossed: both stay.
+        if entry.stray or walk.walk(entry.path).blockers:
+            kept.append(entry.path)
+            continue
+        if not ctx.dry_run:
+            _remove_entry(entry)
+        gone.append(entry.path)
+    data = facts(s, trash_deleted=gone, trash_kept=kept)
+    extra = f", {len(gone)} trash entr{'y' if len(gone) == 1 else 'ies'}" if gone else ""
+    extra += f"; kept {', '.join(kept)}" if kept else ""
+    return Outcome(s.id, "prune-ref", Status.OK, f"{verb} {what} and the record{extra}",
+                   data)
 
 
 def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outcome]:
@@ -159,23 +172,117 @@ def _alive(pid: int) -> bool:
 
 def _prune_trash(ctx: Context, expire_before: float | None,
                  pending: set[str]) -> list[Outcome]:
-    """Delete trash entries older than `expire_before`, except those of sessions in
-    `pending`: their ignored files (.env, local settings) may still be wanted."""
-    trash = os.path.join(ctx.store.dir, TRASH_DIR)
-    if not os.path.isdir(trash):
-        return []
+    """Delete the trash entries older than `expire_before`, under every trash root
+    (`trash.entries`), with their size. Kept, and said: the entries of sessions in
+    `pending` (restore puts them back), stray entries (a directory restore set
+    aside), and any entry holding a file that is neither ignored nor in a saved
+    tree, or a mount point (`unsaved_in`)."""
     out = []
-    for name in sorted(os.listdir(trash)):
-        path = os.path.join(trash, name)
-        if name.rsplit(".", 1)[0] in pending:
-            continue
-        stamp = name.rsplit(".", 1)[-1]
-        when = int(stamp) / 1e9 if stamp.isdigit() else os.lstat(path).st_mtime
-        if expire_before is not None and when >= expire_before:
+    for entry in trash.entries(ctx.store.dir):
+        sid = entry.session_id
+        size = trash.size(entry.path)
+        data = {"path": entry.path, "size": size}
+        why = ""
+        if expire_before is not None and entry.created_ns / 1e9 >= expire_before:
+            why = "not expired yet"
+        elif sid in pending:
+            why = "its session is pending (restore brings it back)"
+        elif entry.stray:
+            why = "a directory restore set aside; it may hold an agent's latest writes"
+        else:
+            why = unsaved_in(ctx, entry)
+        if why:
+            out.append(Outcome(sid, "prune-trash", Status.NOTHING,
+                               f"kept {entry.path} ({_size(size)}): {why}", data))
             continue
         if not ctx.dry_run:
-            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
-        ctx.log("prune", name.rsplit(".", 1)[0], "trash-deleted", path=path)
-        out.append(Outcome(name.rsplit(".", 1)[0], "prune-trash", Status.OK,
-                           f"{'would delete' if ctx.dry_run else 'deleted'} {path}"))
+            _remove_entry(entry)
+        ctx.log("prune", sid, "trash-deleted", path=entry.path, size=size)
+        out.append(Outcome(sid, "prune-trash", Status.OK,
+                           f"{'would delete' if ctx.dry_run else 'deleted'} {entry.path} "
+                           f"({_size(size)})", data))
     return out
+
+
+def _size(n: int) -> str:
+    """`n` bytes for a person: 512 B, 3.4 MiB."""
+    if n < 1024:
+        return f"{n} B"
+    x = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        x /= 1024
+        if x < 1024 or unit == "GiB":
+            break
+    return f"{x:.1f} {unit}"
+
+
+def _remove_entry(entry: trash.Entry) -> None:
+    """Delete a trash entry that `unsaved_in` cleared: it holds no mount point (the
+    walk saw none), and rmtree does not follow symlinks."""
+    if os.path.isdir(entry.path) and not os.path.islink(entry.path) \
+            and not walk.is_mount_point(entry.path):
+        shutil.rmtree(entry.path, ignore_errors=True)
+    elif os.path.lexists(entry.path) and not os.path.isdir(entry.path):
+        os.unlink(entry.path)
+
+
+def unsaved_in(ctx: Context, entry: trash.Entry) -> str:
+    """Why the trash entry must be kept, or '' when everything in its directory is
+    ignored by the repository or, byte for byte, in a saved tree (the entry's
+    commit, the session's save, or the HEAD of its admin copy). Walks the entry
+    (`walk.walk`: no symlink followed, no mount crossed; a mount point or an
+    unreadable directory keeps it) and asks git with `--git-dir=<common dir>
+    --work-tree=<the copy>` and the admin copy's index, since the copy's own
+    `.git` file names an admin dir that is gone."""
+    if walk.is_mount_point(entry.path):
+        return "it is a mount point"
+    if entry.legacy:
+        return ""  # written before entries recorded their repository: as before
+    if not entry.holds_worktree:
+        return ""
+    common = str(entry.meta.get("common_dir") or "")
+    if not common or not os.path.isdir(common):
+        return "its repository is gone, so what it holds cannot be checked"
+    w = walk.walk(entry.worktree)
+    if w.blockers:
+        return f"{w.blockers[0]}"
+    if w.nested:
+        return f"it holds a nested repository: {w.nested[0]}"
+    known: dict[str, set[str]] = {}
+    s = ctx.store.get(entry.session_id)
+    commits = [c for c in (entry.meta.get("commit"),
+                           s.save.preserved_commit if s and s.save else None) if c]
+    trees = []
+    for c in commits:
+        if git.object_exists(common, c):
+            h, i_tree, w_tree, u_tree = snapshot.saved_trees(common, c)
+            trees += [t for t in (f"{h}^{{tree}}", i_tree, w_tree, u_tree) if t]
+    head = _admin_head(common, entry.admin)
+    if head:
+        trees.append(f"{head}^{{tree}}")
+    for tree in trees:
+        for p, oid in git.ls_tree_blobs(common, tree).items():
+            known.setdefault(p, set()).add(oid)
+    index = os.path.join(entry.admin, "index")
+    rest = sorted(w.entries)
+    ign = git.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
+    rest = [p for p in rest if p not in ign]
+    missing = [p for p in rest if p not in known]
+    if missing:
+        return f"{len(missing)} file(s) in no saved tree and not ignored, such as {missing[0]}"
+    files = [p for p in rest if w.entries[p].kind == "file"]
+    for p, oid in zip(files, git.hash_paths_in(common, entry.worktree, files), strict=True):
+        if oid not in known[p]:
+            return f"{p} differs from every saved copy"
+    return ""
+
+
+def _admin_head(common: str, admin: str) -> str | None:
+    """The commit the admin copy's HEAD names, when it still exists."""
+    try:
+        with open(os.path.join(admin, "HEAD"), encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    rev = text.removeprefix("ref: ")
+    return git.rev_parse(common, rev)

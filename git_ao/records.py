@@ -41,21 +41,29 @@ class Save:
     # holds work the worktree may lack, so a new preserve must not replace it.
     needs_attention: bool = False
     restore_started_at: int | None = None  # ns; set just before `git worktree add`
+    # The stored states (vocab.PENDING_SQL); None on a Save not read from the store.
+    pending_state: bool | None = None
+    ref_state: bool | None = None
 
     @property
     def restore_interrupted(self) -> bool:
-        """Did a restore of this save start and never finish (a kill, a crash)?"""
-        return self.pending and self.restore_started_at is not None \
-            and self.restore_started_at >= self.saved_at
+        """Did a restore of this save start and never finish (a kill, a crash)?
+        record_save replaces the row, so a start recorded is this save's."""
+        return self.pending and self.restore_started_at is not None
 
     @property
     def pending(self) -> bool:
-        """A save newer than its restore is what makes a session pending (vocab.PENDING_SQL)."""
+        """Has no restore caught up with this save (vocab.PENDING_SQL)?"""
+        if self.pending_state is not None:
+            return self.pending_state
         return is_pending(self.saved_at, self.restored_at)
 
     @property
     def holds_ref(self) -> bool:
-        """Is the preserve ref still this save's (pending, or a checkpoint not yet superseded)?"""
+        """Is the preserve ref still this save's (pending, a checkpoint not yet
+        superseded, or kept by a restore)?"""
+        if self.ref_state is not None:
+            return bool(self.preserve_ref) and self.ref_state
         return bool(self.preserve_ref) and (self.restored_at is None
                                             or self.saved_at >= self.restored_at)
 

@@ -213,7 +213,9 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
     # on that commit (update --init checks out the recorded one).
     for rel, oid in wc.get("submodule_heads", {}).items():
         full = os.path.join(path, rel)
-        if os.path.isdir(full) and git.rev_parse(full, "HEAD") != oid \
+        # Only a submodule checked out (its .git present): in an empty directory
+        # git would find the superproject and move its HEAD instead.
+        if os.path.lexists(os.path.join(full, ".git")) and git.rev_parse(full, "HEAD") != oid \
                 and not git.checkout_detached(full, oid):
             problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
     for name, oid in wc.get("worktree_refs", {}).items():

@@ -13,13 +13,24 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from . import crashpoint, git, gitindex, replay, session_groups, snapshot, worktree
+from . import (
+    crashpoint,
+    git,
+    gitindex,
+    reinstate,
+    replay,
+    session_groups,
+    snapshot,
+    trash,
+    walk,
+    worktree,
+)
 from .batch import NOT_STARTED, guarded, log_failure, run_each
-from .errors import Refused
+from .errors import AoError, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session
 from .session import Context, facts, lookup
-from .store import TRASH_DIR, Store
+from .store import Store
 
 if TYPE_CHECKING:
     from .output import Printer
@@ -52,8 +63,16 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
 
 
 def restore_one(ctx: Context, session_id: str) -> Outcome:
-    """Re-create the session's worktree at its recorded path on its branch, apply the
-    preserved commit, delete the ref after a clean apply, mark the session live.
+    """Re-create the session's worktree at its recorded path on its branch, with its
+    saved work, delete the ref once the worktree provably holds it, mark the
+    session live.
+
+    Two ways, tried in this order (docs/restore-trash.md): from the trash, the
+    directory preserve took away is put back whole (`reinstate`), proven, and
+    kept only when the proof holds; otherwise `git worktree add` and the saved
+    commit applied (`_apply_saved`), then the ignored files of the trash copy
+    moved in (`_bring_environment`). A directory an agent re-created at the
+    path after the save is set aside first (`_set_aside_stray`).
 
     The repository's lock (`locks.repo_lock`) makes the check that the branch
     and the path are free and the `git worktree add` one step among threads and
@@ -73,25 +92,287 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                           "is back (if it moved: git ao forget --force "
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
         want_branch = None if save.detached else save.branch
+        stray: trash.Entry | None = None
+        notes: list[trash.Entry] = []
+        placed: reinstate.Placed | None = None
+        why_not = ""
         with ctx.repo_lock(s.common_dir):
-            reused = _place_worktree(ctx, s, save, path, want_branch)
-            if ctx.dry_run:
-                how = "reuse the worktree at" if reused else "re-create the worktree at"
-                return Outcome(s.id, "restore", Status.OK, f"would {how} {path}", facts(s))
-        if not reused:
-            crashpoint.hit("restore:after-worktree-add")
-        outcome = _apply_saved(ctx, s, save, path, reused)
-        # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
-        kept = outcome.status != Status.OK and bool(save.preserve_ref) \
-            and git.rev_parse(s.common_dir, save.preserve_ref) is not None
-        ctx.store.mark_restored(s.id, ref_kept=kept)
+            if not ctx.dry_run:
+                stray = _set_aside_stray(ctx, s, save, path)
+                _clear_killed_add(ctx, s, save, path)
+                placed = _resume_reinstate(ctx, s, save, path)
+                if placed is None and not os.path.lexists(path):
+                    placed, why_not = _try_trash(ctx, s, save, path, want_branch)
+            if placed is None:
+                reused = _place_worktree(ctx, s, save, path, want_branch, notes)
+                if ctx.dry_run:
+                    how = "reuse the worktree at" if reused else "re-create the worktree at"
+                    return Outcome(s.id, "restore", Status.OK, f"would {how} {path}", facts(s))
+        outcome = None
+        kept: bool | None = None
+        if placed is not None:
+            crashpoint.hit("restore:after-reinstate")
+            outcome, kept, why_not = _finish_from_trash(ctx, s, save, placed)
+            if outcome is None:
+                with ctx.repo_lock(s.common_dir):
+                    reused = _place_worktree(ctx, s, save, path, want_branch, notes)
+        if outcome is None:
+            if not reused:
+                crashpoint.hit("restore:after-worktree-add")
+            outcome = _apply_saved(ctx, s, save, path, reused)
+            if os.path.isdir(path):
+                _bring_environment(ctx, s, path, outcome)
+            if why_not and why_not != "no trash copy":
+                outcome.message += f" (not from the trash: {why_not})"
+                outcome.data["trash_skipped"] = why_not
+        if stray is not None:
+            _report_stray(outcome, stray, path)
+        for kept_entry in notes:
+            files = [str(f) for f in kept_entry.meta.get("files", [])]
+            outcome.data["set_aside_unfinished"] = kept_entry.worktree
+            outcome.data["unsaved_files"] = files
+            outcome.message += (f"; the worktree an interrupted restore left held changes no "
+                                f"save has ({', '.join(files[:5])}): it was set aside in "
+                                f"{kept_entry.worktree}")
+            if outcome.status == Status.OK:
+                outcome.status = Status.ATTENTION
+        if kept is None:
+            # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
+            kept = outcome.status != Status.OK and not outcome.data.get("applied") \
+                and bool(save.preserve_ref) \
+                and git.rev_parse(s.common_dir, save.preserve_ref) is not None
+            ctx.store.mark_restored(s.id, ref_kept=kept)
+        else:
+            ctx.store.mark_restored(s.id, ref_kept=kept, attention=False)
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
         return outcome
 
 
+def _try_trash(ctx: Context, s: Session, save: Save, path: str,
+               want_branch: str | None) -> tuple[reinstate.Placed | None, str]:
+    """Under the repository's lock, with nothing at `path`: put the session's trash
+    copy back whole when `reinstate.usable` allows it and the branch is free.
+    Returns (Placed or None, why the trash was not used)."""
+    entry, why = reinstate.usable(ctx.store.dir, save)
+    if entry is None:
+        return None, why
+    entries = git.worktree_list(s.common_dir)
+    found = worktree.find(entries, path)
+    if found is not None:
+        if not found.prunable:
+            return None, f"'{path}' is still registered"
+        git.worktree_prune(s.common_dir)
+        entries = git.worktree_list(s.common_dir)
+    if want_branch and any(e.branch == f"refs/heads/{want_branch}" for e in entries):
+        return None, "its branch is checked out elsewhere"  # _place_worktree refuses
+    ctx.store.mark_restore_started(s.id)
+    try:
+        placed = reinstate.put_back(s.common_dir, save, entry)
+    except (AoError, OSError) as exc:
+        ctx.log("restore", s.id, "trash-not-used", error=str(exc))
+        return None, str(exc)
+    ctx.log("restore", s.id, "reinstated", trash=entry.path, workspace=path)
+    return placed, ""
+
+
+def _resume_reinstate(ctx: Context, s: Session, save: Save,
+                      path: str) -> reinstate.Placed | None:
+    """A rerun after a restore from the trash was killed once the directory was back
+    at `path`: point its `.git` file at its admin dir again when needed and go on
+    with the proof. None when no such restore was under way."""
+    if not save.restore_interrupted or not os.path.isdir(path):
+        return None
+    entry = reinstate.reinstating(ctx.store.dir, s.id, path)
+    if entry is None:
+        return None
+    reinstate.repair_link(s.common_dir, path)
+    admin = str(entry.meta.get("admin") or "")
+    ctx.log("restore", s.id, "reinstate-resumed", trash=entry.path, workspace=path)
+    return reinstate.Placed(entry, path, admin)
+
+
+def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.Placed
+                       ) -> tuple[Outcome | None, bool | None, str]:
+    """Prove the directory put back from the trash; keep it when the proof holds,
+    else move it back into its entry (the caller falls back).
+    Returns (Outcome or None, whether the ref stays, why the trash was not used)."""
+    path = placed.path
+    proof = reinstate.prove(path, save)
+    data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit,
+                 from_trash=True)
+    if not proof.ok:
+        ctx.log("restore", s.id, "reinstate-proof-failed", why=proof.why, trash=placed.entry.path)
+        try:
+            with ctx.repo_lock(s.common_dir):
+                reinstate.undo(s.common_dir, placed)
+        except OSError as exc:
+            return (Outcome(s.id, "restore", Status.ATTENTION,
+                            f"worktree back at {path} from the trash, but {proof.why} and it "
+                            f"could not be moved back ({exc.strerror}); the work stays in "
+                            f"{save.preserve_ref}", data), True, proof.why)
+        return None, None, f"{proof.why}; the trash copy is kept"
+    ref = save.preserve_ref
+    if proof.late:
+        # The directory's files are the latest state, so they stay; the last capture
+        # stays in the ref, which nothing else holds (see docs/restore-trash.md).
+        data["late_writes"] = proof.late
+        listed = ", ".join(proof.late[:5]) + (" ..." if len(proof.late) > 5 else "")
+        msg = (f"restored at {path} from the trash, with {len(proof.late)} path(s) written "
+               f"after the last capture ({listed}); the last capture stays in {ref}")
+        kept = bool(ref) and git.rev_parse(path, ref) is not None
+    else:
+        crashpoint.hit("restore:before-ref-delete")
+        if save.preserved_commit:
+            _drop_ref(path, ref, save.preserved_commit)
+        crashpoint.hit("restore:after-ref-delete")
+        msg = f"restored at {path} from the trash"
+        kept = False
+    reinstate.finish(placed)
+    return Outcome(s.id, "restore", Status.OK, msg, data), kept, ""
+
+
+def _set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.Entry | None:
+    """A directory at `path` that is not a worktree and holds only files written
+    after the save (every file's mtime later than saved_at, no `.git`, nothing
+    the walk could not read, no mount) was re-created by an agent still running
+    (a `mkdir -p` by absolute path): move it into a stray entry of the session's
+    trash root, so the session can come back. Anything else is left untouched
+    (`_check_reusable` refuses it). Returns the stray Entry, or None."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return None
+    if os.path.lexists(os.path.join(path, ".git")):
+        return None
+    if worktree.find(git.worktree_list(s.common_dir), path) is not None:
+        return None
+    try:
+        w = walk.walk(path)
+        own = os.lstat(path).st_mtime_ns
+    except OSError:
+        return None
+    if w.blockers or w.nested or walk.is_mount_point(path):
+        return None
+    if not w.entries and own <= save.saved_at:
+        return None
+    if any(e.mtime_ns <= save.saved_at for e in w.entries.values()):
+        return None
+    files = sorted(w.entries)
+    try:
+        entry = trash.set_aside(ctx.store.dir, s.id, path, s.common_dir,
+                                {"files": files[:1000], "count": len(files)})
+    except OSError as exc:
+        ctx.log("restore", s.id, "stray-not-moved", workspace=path, error=exc.strerror)
+        return None
+    ctx.log("restore", s.id, "stray-set-aside", workspace=path, trash=entry.path,
+            count=len(files))
+    return entry
+
+
+def _report_stray(outcome: Outcome, stray: trash.Entry, path: str) -> None:
+    """Name the set-aside directory and its files in the outcome (exit 3), and the
+    files newer there than in the restored worktree (an agent's latest writes,
+    kept only in the stray entry)."""
+    files = [str(f) for f in stray.meta.get("files", [])]
+    newer = []
+    for rel in files:
+        try:
+            mine = os.lstat(os.path.join(stray.worktree, rel)).st_mtime_ns
+            there = os.lstat(os.path.join(path, rel)).st_mtime_ns
+        except OSError:
+            continue
+        if mine > there:
+            newer.append(rel)
+    listed = ", ".join(files[:5]) + (" ..." if len(files) > 5 else "")
+    outcome.data["set_aside"] = stray.worktree
+    outcome.data["set_aside_files"] = files
+    outcome.message += (f"; a directory written at {path} after the save (by an agent still "
+                        f"running?) was set aside in {stray.worktree}: {listed}")
+    if newer:
+        outcome.data["stray_newer"] = newer
+        outcome.message += f"; newer there than here: {', '.join(newer[:5])}"
+    if outcome.status == Status.OK:
+        outcome.status = Status.ATTENTION
+
+
+def _bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> None:
+    """After a checkout-and-apply restore: move the ignored files of the session's
+    trash copy (.env, node_modules/, .venv/) into the new worktree wherever nothing
+    is in their way; what could not be placed stays in the entry and is listed.
+    The ignored paths are what git says of the trash copy, judged with its saved
+    index (`git.ignored_in`)."""
+    entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
+    if entry is None:
+        return
+    try:
+        found = git.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
+    except AoError as exc:
+        ctx.log("restore", s.id, "environment-not-read", error=str(exc))
+        return
+    moved, kept = [], []
+    real = os.path.realpath(path)
+    for rel in found:
+        name = rel.rstrip("/")
+        src, dst = os.path.join(entry.worktree, name), os.path.join(path, name)
+        parent = os.path.dirname(dst)
+        if os.path.lexists(dst) or not os.path.realpath(parent).startswith(real) or (
+                os.path.lexists(parent) and (os.path.islink(parent)
+                                             or not os.path.isdir(parent))):
+            kept.append(rel)
+            continue
+        try:
+            os.makedirs(parent, exist_ok=True)
+            os.rename(src, dst)
+        except OSError:
+            kept.append(rel)
+            continue
+        moved.append(rel)
+    trash.mark(entry, restored=True, environment_kept=kept)
+    ctx.log("restore", s.id, "environment", moved=len(moved), kept=len(kept), trash=entry.path)
+    if moved:
+        outcome.data["environment"] = moved
+        outcome.message += f"; {len(moved)} ignored path(s) brought back from the trash"
+    if kept:
+        outcome.data["environment_kept"] = kept
+        outcome.message += (f"; {len(kept)} ignored path(s) kept in {entry.worktree}: "
+                            + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
+
+
+def _clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
+    """What a `git worktree add` of this session's killed restore left, cleared so the
+    rerun converges: a directory holding only the `.git` file git wrote first (and
+    perhaps an all-zero HEAD) is deregistered (`git worktree unlock`, the file and
+    the empty directory removed, `git worktree prune`); a `refs/heads/<branch>.lock`
+    it left, made after the restore started, is removed. Only a restore that
+    started and never finished (`Save.restore_interrupted`) does this."""
+    if not save.restore_interrupted:
+        return
+    if save.branch and not save.detached:
+        lock = os.path.join(s.common_dir, "refs", "heads", *save.branch.split("/")) + ".lock"
+        try:
+            made = os.lstat(lock).st_mtime_ns
+        except OSError:
+            made = None
+        if made is not None and save.restore_started_at is not None \
+                and made >= save.restore_started_at - 2_000_000_000:
+            os.unlink(lock)
+            ctx.log("restore", s.id, "stale-branch-lock-removed", lock=lock)
+    admin = reinstate.only_git_file(path) if os.path.isdir(path) else None
+    base = os.path.realpath(os.path.join(s.common_dir, "worktrees"))
+    if admin is None or not os.path.realpath(admin).startswith(base + os.sep):
+        return
+    if os.path.exists(os.path.join(admin, "locked")):
+        try:
+            git.worktree_unlock(s.common_dir, path)
+        except AoError:
+            pass  # git cannot read it (an all-zero HEAD): prune below still may
+    os.unlink(os.path.join(path, ".git"))
+    os.rmdir(path)
+    git.worktree_prune(s.common_dir)
+    ctx.log("restore", s.id, "killed-add-cleared", workspace=path, admin=admin)
+
+
 def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
-                    want_branch: str | None) -> bool:
+                    want_branch: str | None, notes: list[trash.Entry] | None = None) -> bool:
     """Step 1 of restore, under the repository's lock: prune a stale registration of
     `path`, refuse a branch checked out elsewhere or a path that is not this
     session's worktree, then `git worktree add` (not on a dry run).
@@ -124,8 +405,13 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
                               "it: if nothing there is yours, remove it and run git ao-restore "
                               "again") from None
             raise
+        if save.restore_interrupted and not ctx.dry_run and entry is not None \
+                and entry.locked is not None:
+            # git's "initializing" lock of this session's killed add: kept, every
+            # later preserve would keep the worktree as locked.
+            _unlock_interrupted_add(ctx, s, path)
         if save.restore_interrupted and not ctx.dry_run \
-                and _set_aside_unfinished(ctx, s, save, path, entries):
+                and _set_aside_unfinished(ctx, s, save, path, entries, notes):
             reused = False
     if not reused and not ctx.dry_run:
         ctx.store.mark_restore_started(s.id)
@@ -134,13 +420,16 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
 
 
 def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
-                          entries: list[git.WorktreeEntry]) -> bool:
+                          entries: list[git.WorktreeEntry],
+                          notes: list[trash.Entry] | None = None) -> bool:
     """The worktree at `path` is what an interrupted restore of this save left (the
     row says a restore started and never finished, so no agent has worked there).
     When it does not already hold the saved work, and every untracked path in it is
-    one the saved commit or its HEAD has, so nothing in it exists only there, move
-    it into the trash and deregister it, so the restore starts again.
-    Returns True when it was set aside."""
+    one the saved commit or its HEAD has, move it into a stray trash entry (which
+    prune keeps) and deregister it, so the restore starts again. Files whose
+    content no saved tree holds (an edit made there before the rerun) are listed
+    in the entry and, through `notes`, in the outcome. Returns True when it was
+    set aside."""
     commit = save.preserved_commit
     dirs = git.repo_dirs(path)
     if commit and snapshot.holds(path, dirs.git_dir, commit):
@@ -151,22 +440,33 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
     if st.clean and not stale_lock:
         return False  # killed before the apply: the apply goes on in this worktree
-    if st.untracked:
-        known = set()
-        if commit:
-            _head, i_tree, w_tree, u_tree = snapshot.saved_trees(s.common_dir, commit)
-            for tree in (i_tree, w_tree, u_tree):
-                if tree:
-                    known.update(git.ls_tree_paths(s.common_dir, tree))
-        if save.head:
-            known.update(git.ls_tree_paths(s.common_dir, f"{save.head}^{{tree}}"))
-        if any(p not in known for p in st.untracked):
-            return False
+    known: dict[str, set[str]] = {}
+    trees = [f"{save.head}^{{tree}}"] if save.head else []
+    if commit:
+        trees += [t for t in snapshot.saved_trees(s.common_dir, commit)[1:] if t]
+    for tree in trees:
+        for p, oid in git.ls_tree_blobs(s.common_dir, tree).items():
+            known.setdefault(p, set()).add(oid)
+    if any(p not in known for p in st.untracked):
+        return False
+    # Content no saved tree holds (a file a killed apply half wrote, or an edit
+    # made in the half-restored worktree): kept in the entry, and said.
+    present = [p for p in [e.path for e in st.changed] + list(st.untracked)
+               if os.path.isfile(os.path.join(path, p))
+               and not os.path.islink(os.path.join(path, p))]
+    foreign = [p for p, oid in zip(present, git.hash_paths(path, present))
+               if oid not in known.get(p, set())] if present else []
     v = worktree.verify(s.common_dir, path, entries)
     if v.entry.locked is not None:
         _unlock_interrupted_add(ctx, s, path)
-    trash = worktree.take_away(v, ctx.store.subdir(TRASH_DIR), s.id, crashpoint.hit)
-    ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path, trash=trash)
+    entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
+                          {"commit": None, "stray": True, "interrupted_restore": True,
+                           "files": foreign})
+    git.worktree_prune(s.common_dir)
+    ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
+            trash=entry.worktree, unsaved=len(foreign) or None)
+    if notes is not None and foreign:
+        notes.append(entry)
     return True
 
 
@@ -246,10 +546,17 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
             replay.recheckout(path, dirs.git_dir, commit)
         problems = replay.put_flags(path, wc, fresh=not reused)
         head = git.rev_parse(path, "HEAD")
-        if not problems and head == save.head \
-                and not snapshot.holds(path, dirs.git_dir, commit):
+        proven = head == save.head and snapshot.holds(path, dirs.git_dir, commit)
+        if not problems and head == save.head and not proven:
             # The proof: the worktree must now capture to exactly the saved trees.
             problems.append("the worktree does not hold exactly the saved work")
+        if problems and proven:
+            # Only the submodules' checkouts are missing (a remote unreachable at
+            # boot): the work is all back, so the ref goes and nothing waits on it.
+            _drop_ref(path, ref, commit)
+            data["applied"] = True
+            return Outcome(s.id, "restore", Status.ATTENTION, f"restored at {path}, but "
+                           f"{'; '.join(problems)} (git submodule update --init)", data)
         if problems:
             data["placed"] = replay.saved_paths(path, commit)
             return Outcome(s.id, "restore", Status.ATTENTION, f"applied at {path}, but "

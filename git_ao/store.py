@@ -96,6 +96,17 @@ MIGRATIONS = [
         PRIMARY KEY (session_id, remote)
     )
     """,
+    # 5: whether a save is pending, and whether its preserve ref is still its own, as
+    # explicit states: comparing saved_at with restored_at (wall-clock times) called
+    # a restored session pending when the clock was fast at shutdown and right at
+    # boot. Existing rows take the value the old rule gave them.
+    """
+    ALTER TABLE session_worktrees ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE session_worktrees ADD COLUMN ref_held INTEGER NOT NULL DEFAULT 0;
+    UPDATE session_worktrees SET
+        pending = (restored_at IS NULL OR saved_at > restored_at),
+        ref_held = (preserve_ref != '' AND (restored_at IS NULL OR saved_at >= restored_at))
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -291,7 +302,7 @@ class Store:
         SELECT s.*, w.session_id AS w_session_id, w.repo AS w_repo, w.worktree_path,
                w.branch AS w_branch, w.head, w.detached, w.preserve_ref, w.preserved_commit,
                w.worktree_config, w.saved_at, w.restored_at, w.needs_attention,
-               w.restore_started_at
+               w.restore_started_at, w.pending AS w_pending, w.ref_held
         FROM sessions s LEFT JOIN session_worktrees w ON w.session_id = s.id
     """
 
@@ -303,7 +314,8 @@ class Store:
                         row["head"], bool(row["detached"]), row["preserve_ref"],
                         row["preserved_commit"], row["worktree_config"], row["saved_at"],
                         row["restored_at"], bool(row["needs_attention"]),
-                        row["restore_started_at"])
+                        row["restore_started_at"], bool(row["w_pending"]),
+                        bool(row["ref_held"]))
         return Session(row["id"], row["kind"], row["harness"], row["repo"], row["branch"],
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save,
@@ -390,17 +402,22 @@ class Store:
         """Write the save row and (terminate=True) mark the session terminated, in one commit.
 
         terminate=False is a checkpoint: the save counts as already restored, so
-        nothing becomes pending."""
+        nothing becomes pending. The row is replaced whole: a restore started for an
+        older save (restore_started_at) is not this save's."""
         with self.transaction() as c:
             if not terminate:
                 save.restored_at = save.saved_at
+            save.pending_state = terminate
+            save.ref_state = bool(save.preserve_ref)
             c.execute(
                 "INSERT OR REPLACE INTO session_worktrees (session_id, repo, worktree_path, "
                 "branch, head, detached, preserve_ref, preserved_commit, worktree_config, "
-                "saved_at, restored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "saved_at, restored_at, pending, ref_held) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (save.session_id, save.common_dir, save.worktree_path, save.branch, save.head,
                  int(save.detached), save.preserve_ref, save.preserved_commit,
-                 save.private_config, save.saved_at, save.restored_at))
+                 save.private_config, save.saved_at, save.restored_at, int(terminate),
+                 int(bool(save.preserve_ref))))
             c.execute("UPDATE sessions SET terminated = ?, branch = COALESCE(?, branch), "
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
@@ -421,27 +438,28 @@ class Store:
             c.execute(
                 "INSERT INTO session_worktrees (session_id, repo, worktree_path, branch, head, "
                 "detached, preserve_ref, preserved_commit, worktree_config, saved_at, "
-                "restored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                "restored_at, pending, ref_held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, 1)",
                 (save.session_id, save.common_dir, save.worktree_path, save.branch, save.head,
                  int(save.detached), save.preserve_ref, save.preserved_commit, save.saved_at,
-                 save.restored_at))
+                 save.restored_at, int(save.restored_at is None)))
         return True
 
-    def mark_restored(self, session_id: str, *, ref_kept: bool = False) -> None:
-        """Mark the save restored and the session live, in one commit.
+    def mark_restored(self, session_id: str, *, ref_kept: bool = False,
+                      attention: bool | None = None) -> None:
+        """Mark the save restored (not pending) and the session live, in one commit.
 
-        ref_kept: the preserve ref stays (a conflict, a blocked apply): the save
-        is then recorded like a checkpoint (restored_at = saved_at), so listings
-        keep showing the ref while nothing is pending, and marked needs_attention,
-        so no later preserve replaces the ref before its work is back."""
+        ref_kept: the preserve ref stays (a conflict, a blocked apply, late writes
+        restored from the trash): listings keep showing it (ref_held). attention
+        (default: ref_kept): the ref holds work the worktree may lack, so no later
+        preserve replaces it before that work is back (needs_attention).
+        restored_at is the wall-clock time, for display only: pending is a state
+        of its own, never a comparison of times."""
         t = now_ns()
+        attention = ref_kept if attention is None else attention
         with self.transaction() as c:
-            if ref_kept:
-                c.execute("UPDATE session_worktrees SET restored_at = saved_at, "
-                          "needs_attention = 1 WHERE session_id = ?", (session_id,))
-            else:
-                c.execute("UPDATE session_worktrees SET restored_at = ?, needs_attention = 0 "
-                          "WHERE session_id = ?", (t, session_id))
+            c.execute("UPDATE session_worktrees SET restored_at = ?, pending = 0, ref_held = ?, "
+                      "needs_attention = ? WHERE session_id = ?",
+                      (t, int(ref_kept), int(attention), session_id))
             c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
                       (t, session_id))
 
@@ -457,8 +475,8 @@ class Store:
         the row stops naming it. A pending save is never changed."""
         with self.transaction() as c:
             c.execute("UPDATE session_worktrees SET preserve_ref = '', preserved_commit = NULL, "
-                      "needs_attention = 0 WHERE session_id = ? AND preserved_commit = ? "
-                      "AND restored_at IS NOT NULL AND restored_at >= saved_at",
+                      "needs_attention = 0, ref_held = 0 WHERE session_id = ? "
+                      "AND preserved_commit = ? AND pending = 0",
                       (session_id, commit))
 
     def mark_terminated(self, session_id: str) -> None:

@@ -25,6 +25,12 @@ and restore find them. An entry is a directory `<session id>.<ns>/` (mode
 
 Entries written before this layout are a bare directory named
 `<session id>.<ns>`; `Entry.worktree` is then the entry itself.
+
+Two more kinds of entry share the layout. `<session id>.<ns>.stray/` holds, as
+its `worktree/`, a directory restore found at a session's recorded path and
+set aside (entry.json: "stray": true); prune never deletes one. And an entry
+restore has put back has no `worktree/` left (entry.json: "reinstated_to");
+one whose ignored files a fallback restore moved out says "restored": true.
 """
 
 from __future__ import annotations
@@ -150,6 +156,19 @@ class Entry:
     def holds_worktree(self) -> bool:
         return os.path.isdir(self.worktree) and not os.path.islink(self.worktree)
 
+    @property
+    def stray(self) -> bool:
+        """A directory restore found in a session's way and set aside."""
+        return bool(self.meta.get("stray"))
+
+    @property
+    def candidate(self) -> bool:
+        """Could restore put this entry's directory back whole? (It holds one, and it
+        was taken away by preserve: not killed, not a stray, not used already.)"""
+        return self.holds_worktree and not self.legacy and not self.stray \
+            and not self.meta.get("killed") and not self.meta.get("restored") \
+            and not self.meta.get("proof_failed")
+
 
 def new_entry(root: str, session_id: str, meta: dict) -> Entry:
     """Make an empty entry under `root` for `session_id` and write its entry.json."""
@@ -169,6 +188,39 @@ def copy_admin(entry: Entry, admin_dir: str) -> None:
     HEAD, the reflog, per-worktree refs, config.worktree, sparse-checkout)."""
     shutil.copytree(admin_dir, entry.admin, symlinks=True,
                     ignore=lambda _d, names: [n for n in names if n.startswith(_ADMIN_SKIP)])
+
+
+def mark(entry: Entry, **fields: object) -> None:
+    """Add `fields` to the entry's entry.json (written to a temporary file, fsynced,
+    then renamed over it, so a crash leaves the old or the new one)."""
+    entry.meta.update(fields)
+    tmp = os.path.join(entry.path, META + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(entry.meta, fh, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.rename(tmp, os.path.join(entry.path, META))
+
+
+def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
+              meta: dict) -> Entry:
+    """Move the directory `path` (not a worktree: the caller proved what it holds)
+    into a stray entry `<session id>.<ns>.stray/` of the session's trash root, one
+    rename. Returns the Entry; raises OSError when the rename fails (the half-made
+    entry, which holds only entry.json, is removed then)."""
+    root = root_for(path, data_dir, common_dir)
+    ensure_root(data_dir, root)
+    now = time.time_ns()
+    entry = Entry(os.path.join(root, f"{session_id}.{now}.stray"),
+                  dict(meta, session=session_id, created_ns=now, path=path, stray=True))
+    os.mkdir(entry.path, 0o700)
+    try:
+        mark(entry)
+        os.rename(path, entry.worktree)
+    except OSError:
+        shutil.rmtree(entry.path, ignore_errors=True)
+        raise
+    return entry
 
 
 def load(path: str) -> Entry:
@@ -195,14 +247,25 @@ def entries(data_dir: str) -> Iterator[Entry]:
         yield from sorted(found, key=lambda e: e.created_ns)
 
 
-def latest_for(data_dir: str, session_id: str) -> Entry | None:
-    """The newest entry of `session_id` that still holds a worktree, or None."""
+def latest_for(data_dir: str, session_id: str, *, environment: bool = False) -> Entry | None:
+    """The newest entry of `session_id` that restore could put back whole
+    (`Entry.candidate`), or None. environment=True: the newest whose ignored files
+    a fallback restore may still move out (one whose proof failed counts too)."""
     best = None
     for e in entries(data_dir):
-        if e.session_id == session_id and e.holds_worktree and (
+        ok = e.candidate or (environment and e.holds_worktree and not e.legacy
+                             and not e.stray and not e.meta.get("killed")
+                             and not e.meta.get("restored"))
+        if e.session_id == session_id and ok and (
                 best is None or e.created_ns > best.created_ns):
             best = e
     return best
+
+
+def of_session(data_dir: str, session_id: str) -> list[Entry]:
+    """Every entry of `session_id` under every root, oldest first."""
+    return sorted((e for e in entries(data_dir) if e.session_id == session_id),
+                  key=lambda e: e.created_ns)
 
 
 def size(path: str) -> int:

@@ -20,12 +20,14 @@ class Kind(StrEnum):
 KINDS = tuple(k.value for k in Kind)
 
 # A session is pending when it has a save that no restore has caught up with: never
-# restored, or saved again since. PENDING_SQL says it over `session_worktrees w`;
-# `is_pending` says the same for one row's values.
-PENDING_SQL = ("w.session_id IS NOT NULL AND (w.restored_at IS NULL "
-               "OR w.saved_at > w.restored_at)")
+# restored, or saved again since. The save row says so itself (its `pending` column,
+# set by a preserve, cleared by a restore): wall-clock times jump (a clock fast at
+# shutdown and right at boot), so they are never compared to decide it.
+# PENDING_SQL says it over `session_worktrees w`; `is_pending` for rows written
+# before that column (an in-memory Save not yet stored, an import).
+PENDING_SQL = "w.session_id IS NOT NULL AND w.pending = 1"
 
 
 def is_pending(saved_at: int, restored_at: int | None) -> bool:
-    """The rule of PENDING_SQL for one save row."""
+    """The old rule, by times, for a Save that has no stored state yet."""
     return restored_at is None or saved_at > restored_at

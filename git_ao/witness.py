@@ -102,7 +102,7 @@ def admin_only(path: str) -> AdminOnly:
             found.refs[ref] = oid
     # --all from inside a worktree counts the refs and every worktree's HEAD, but
     # not reflogs: what it does not reach dies with this worktree's reflog.
-    found.reflog = git.unreachable_from_all(path, git.reflog_commits(path))
+    found.reflog = git.unreachable_from_all(path, sorted(set(git.reflog_commits(path, "HEAD"))))
     return found
 
 

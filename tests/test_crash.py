@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from git_ao import crashpoint
+from tests.trash_helpers import SLOW_PATH_POINTS, checkout_path_only
 from tests.conftest import ao, dirty, git
 from tests.worktree_state import same_but_ignored, state
 
@@ -163,7 +164,7 @@ def three(repo, worktrees):
 
 
 def test_points_are_named_once_and_placed():
-    assert len(set(crashpoint.POINTS)) == len(crashpoint.POINTS) == 13
+    assert len(set(crashpoint.POINTS)) == len(crashpoint.POINTS) == 14
     src = "".join(p.read_text() for p in (Path(crashpoint.__file__).parent).glob("*.py")
                   if p.name != "crashpoint.py")
     for point in crashpoint.POINTS:
@@ -194,6 +195,8 @@ def test_crash_in_preserve(point, repo, three, tmp_path):
 def test_crash_in_restore(point, repo, three, tmp_path):
     sessions, before = three
     ao("ao-preserve", "--all", cwd=repo)
+    if point.rpartition(":")[0] in SLOW_PATH_POINTS:
+        checkout_path_only()
     res = ao("ao-restore", "-j", "1", cwd=repo, rc=None, env=crash_env(point))
     assert res.returncode == KILLED, (point, res.stderr)
     assert_work_safe(sessions, before, tmp_path)
@@ -208,6 +211,7 @@ def test_restore_killed_before_apply_then_preserve_keeps_the_worktree(repo, thre
     the work (only the ref does), and restore then finishes."""
     sessions, before = three
     ao("ao-preserve", "--all", cwd=repo)
+    checkout_path_only()
     ao("ao-restore", "s00", cwd=repo, rc=None, env=crash_env("restore:during-apply"))
     wt = sessions["s00"][1]
     assert wt.is_dir()
@@ -240,6 +244,7 @@ def test_half_applied_worktree_is_set_aside_and_restored_again(repo, three, tmp_
     restores again, exactly."""
     sessions, before = three
     ao("ao-preserve", "--all", cwd=repo)
+    checkout_path_only()
     ao("ao-restore", "s00", cwd=repo, rc=None, env=crash_env("restore:during-apply"))
     wt = sessions["s00"][1]
     # What an interrupted apply leaves: one tracked file rewritten, nothing else.

@@ -353,6 +353,7 @@ def test_stray_directory_at_path_is_refused(repo, worktrees):
     ao("ao-preserve", "strayd", cwd=repo)
     wt.mkdir()
     (wt / "theirs").write_text("theirs\n")
+    os.utime(wt / "theirs", (1_000_000, 1_000_000))  # older than the save
     ao("ao-restore", cwd=repo, rc=1)
     assert os.listdir(wt) == ["theirs"]
     assert _session(repo, "strayd")["state"] == "pending"

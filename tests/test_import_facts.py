@@ -24,6 +24,8 @@ def test_a_version_2_database_gains_the_daemon_facts(repo, worktrees):
                        "ALTER TABLE sessions DROP COLUMN session_mode;"
                        "ALTER TABLE sessions DROP COLUMN provider_conversation_id;"
                        "DROP TABLE import_notes;"
+                       "ALTER TABLE session_worktrees DROP COLUMN pending;"
+                       "ALTER TABLE session_worktrees DROP COLUMN ref_held;"
                        "PRAGMA user_version = 2;")
     conn.close()
     got = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]

@@ -7,6 +7,7 @@ import json
 import os
 import re
 
+from tests.trash_helpers import SLOW_PATH_POINTS, checkout_path_only
 from tests.conftest import ao, commit_on, dirty, git
 from tests.worktree_state import assert_restored, state
 
@@ -67,20 +68,24 @@ def test_kept_work_committed_on_the_branch_no_longer_blocks(repo, worktrees):
 def test_a_restore_killed_in_the_apply_is_started_again(repo, worktrees, tmp_path):
     """A kill inside `git stash apply` leaves some saved files written, some half
     written. The rerun sees the restore it started, sets that worktree aside in the
-    trash and restores again: exact, not 'attention'."""
+    trash and restores again, exactly; the files no save holds are named."""
     wt = worktrees(repo, "k")
     dirty(wt)
     (wt / "big.bin").write_bytes(os.urandom(1 << 16))
     before = state(wt)
     ao("ao-preserve", "k", cwd=repo)
+    checkout_path_only()
     ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
     assert wt.is_dir() and "k\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
     # What the killed apply had written: a truncated untracked file, an edited one.
     (wt / "big.bin").write_bytes(b"partial")
     (wt / "src" / "app.py").write_text("print('changed')\n")
-    res = ao("ao-restore", "--json", cwd=repo)
+    res = ao("ao-restore", "--json", cwd=repo, rc=3)
     (r,) = json.loads(res.stdout)["results"]
-    assert r["status"] == "ok", r
+    # what the rerun set aside holds content no save has: kept, and said
+    assert r["status"] == "attention", r
+    assert sorted(r["unsaved_files"]) == ["big.bin", "src/app.py"]
+    assert os.path.exists(os.path.join(r["set_aside_unfinished"], "big.bin"))
     assert_restored(before, state(wt))
     assert _ref(repo, "k") == ""
     with open(os.path.join(os.environ["AO_DATA_DIR"], "logs", "git-ao.log")) as fh:
@@ -93,6 +98,7 @@ def test_an_interrupted_restore_with_a_stranger_file_is_left_alone(repo, worktre
     wt = worktrees(repo, "s")
     dirty(wt)
     ao("ao-preserve", "s", cwd=repo)
+    checkout_path_only()
     ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
     (wt / "src" / "app.py").write_text("half\n")
     (wt / "stranger.txt").write_text("not from the save\n")
@@ -130,6 +136,7 @@ def _interrupted_after_add(repo, worktrees, sid):
     dirty(wt)
     before = state(wt)
     ao("ao-preserve", sid, cwd=repo)
+    checkout_path_only()
     ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
     assert wt.is_dir() and f"{sid}\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout
     return wt, before

@@ -1,6 +1,7 @@
 """Restore (SPEC 5): the recorded path, the recorded branch, the work applied back."""
 
 import json
+import os
 
 from tests.conftest import ao, commit_on, dirty, git
 from tests.worktree_state import same_but_ignored, state
@@ -43,6 +44,8 @@ def test_stray_directory_is_refused_and_untouched(repo, worktrees):
     ao("ao-preserve", "--all", cwd=repo)
     wt.mkdir()
     (wt / "someone-elses").write_text("keep me")
+    # older than the save: not an agent's write after it, so not set aside
+    os.utime(wt / "someone-elses", (1_000_000, 1_000_000))
     res = ao("ao-restore", cwd=repo, rc=1)
     assert "stray" in res.stdout and "not a worktree" in res.stdout
     assert (wt / "someone-elses").read_text() == "keep me"

@@ -162,6 +162,8 @@ def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
                        "ALTER TABLE sessions DROP COLUMN session_mode;"
                        "ALTER TABLE sessions DROP COLUMN provider_conversation_id;"
                        "DROP TABLE import_notes;"
+                       "ALTER TABLE session_worktrees DROP COLUMN pending;"
+                       "ALTER TABLE session_worktrees DROP COLUMN ref_held;"
                        "PRAGMA user_version = 1;")
     conn.close()
     assert "old\tworker\t-\tpending" in ao("ao", "list", cwd=repo).stdout

@@ -47,13 +47,17 @@ def show(app, session_id):
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
     from ..daemon_refs import kept_refs
-    from ..present import list_json, show_stat
+    from ..present import list_json, show_stat, trash_kept
     from ..session import lookup
     s = lookup(app.ctx, session_id)
     rec = list_json(s)
     # Commits of the daemon's that a preserve moved aside rather than replace.
     rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.common_dir, s.id)] \
         if os.path.isdir(s.common_dir) else []
+    kept = trash_kept(s, app.ctx.store.dir)
+    rec["trash"] = [f"{t['path']} ({t['kind']}, {t['size']} bytes, {t['ignored_count']} "
+                    f"ignored: {' '.join(t['ignored'][:10]) or '-'})" for t in kept] \
+        if not app.printer.json_mode else kept
     stat = show_stat(s)
     if app.printer.json_mode:
         app.printer.emit_json("show", session=rec, stat=stat)

@@ -1,0 +1,298 @@
+"""Restore from the trash: put the preserved directory back whole, with one rename.
+
+Preserve moved the worktree's directory into a trash entry on its own file
+system (trash.py). When that entry is this save's and nothing has moved since,
+restore does not check anything out: it registers the worktree again with
+`git worktree add --no-checkout`, removes the empty directory git made (after
+proving it holds only the `.git` file git just wrote), renames the entry's
+`worktree/` back into place, points its `.git` file at the new admin dir, and
+copies the saved admin files there (the index first, so git's stat cache stays
+valid and nothing is hashed again). Then the result is proven (`prove`): a
+capture that writes nothing must give the saved HEAD and index tree, and the
+saved worktree and untracked trees but for writes that landed after the last
+capture (reported, never dropped). When the proof fails, `undo` moves the
+directory back into its entry and deregisters it: the caller falls back to the
+checkout-and-apply path and the entry is kept.
+
+Crash safety: entry.json says "reinstating" (with the new admin dir) before the
+directory moves, so a rerun after a kill finds the directory by its entry and
+finishes (`repair_link` points its `.git` file at its admin dir again).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+
+from . import git, snapshot, trash
+from .errors import AoError
+from .records import Save
+
+# Admin files worth carrying over: the index (its stat cache), the HEAD reflog,
+# per-worktree refs and their reflogs, the private config and sparse patterns.
+# HEAD itself is written by `git worktree add`.
+ADMIN_FILES = ("index", os.path.join("logs", "HEAD"), "config.worktree",
+               os.path.join("info", "sparse-checkout"))
+ADMIN_TREES = (os.path.join("refs", "worktree"), os.path.join("refs", "bisect"),
+               os.path.join("logs", "refs", "worktree"), os.path.join("logs", "refs", "bisect"),
+               "modules")  # the git dirs of submodules initialised in this worktree
+
+
+@dataclass
+class Placed:
+    """A directory put back from `entry` at `path`, registered with admin dir `admin`.
+    old_link: what its `.git` file said before (written back by `undo`)."""
+
+    entry: trash.Entry
+    path: str
+    admin: str
+    old_link: bytes = b""
+
+
+@dataclass
+class Proof:
+    """What `prove` found: ok, why not (`why`), and the paths that differ from the
+    saved trees because they were written after the last capture (`late`)."""
+
+    ok: bool
+    why: str = ""
+    late: list[str] = field(default_factory=list)
+
+
+def _nearest_dev(path: str) -> int | None:
+    cur = os.path.abspath(path)
+    while True:
+        try:
+            return os.stat(cur).st_dev
+        except FileNotFoundError:
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                return None
+            cur = parent
+        except OSError:
+            return None
+
+
+def usable(data_dir: str, save: Save) -> tuple[trash.Entry | None, str]:
+    """The trash entry restore can put back whole for `save`, or (None, why not).
+
+    The entry must be the session's newest candidate (`trash.Entry.candidate`), be
+    this save's (its commit is the save's, or one the preserve ref moved on from
+    when writes landed after the capture, or it was made after the save), sit on
+    the file system of the recorded path (a rename cannot cross one), hold the
+    admin copy's index, and the branch must still point at the saved HEAD (or the
+    save be detached)."""
+    entry = trash.latest_for(data_dir, save.session_id)
+    if entry is None:
+        return None, "no trash copy"
+    commit = entry.meta.get("commit")
+    mine = commit == save.preserved_commit or entry.created_ns >= save.saved_at or (
+        bool(commit) and bool(save.preserve_ref)
+        and commit in git.reflog_commits(save.common_dir, save.preserve_ref))
+    if not mine:
+        return None, "the trash copy is older than the save"
+    if entry.meta.get("path") not in (None, save.worktree_path):
+        return None, "the trash copy was taken from another path"
+    if _nearest_dev(entry.worktree) != _nearest_dev(os.path.dirname(save.worktree_path)):
+        return None, "the trash copy is on another file system"
+    if not os.path.isfile(os.path.join(entry.admin, "index")):
+        return None, "the trash copy has no saved index"
+    if not save.head:
+        return None, "no HEAD was saved"
+    if not save.detached:
+        tip = git.rev_parse(save.common_dir, f"refs/heads/{save.branch}") if save.branch else None
+        if tip != save.head:
+            return None, (f"branch '{save.branch}' is gone" if tip is None else
+                          f"branch '{save.branch}' moved since the save")
+    return entry, ""
+
+
+def _read_link(path: str) -> bytes:
+    with open(os.path.join(path, ".git"), "rb") as fh:
+        return fh.read()
+
+
+def _admin_of_link(data: bytes, base: str) -> str | None:
+    text = data.decode("utf-8", "surrogateescape").strip()
+    if not text.startswith("gitdir: "):
+        return None
+    return os.path.normpath(os.path.join(base, text[len("gitdir: "):]))
+
+
+def only_git_file(path: str) -> str | None:
+    """When the directory `path` holds nothing but a regular `.git` file naming an
+    admin dir (what `git worktree add --no-checkout` makes, or a killed add
+    leaves), that admin dir; else None."""
+    try:
+        names = os.listdir(path)
+        link = os.path.join(path, ".git")
+        if names != [".git"] or os.path.islink(link) or not os.path.isfile(link):
+            return None
+        return _admin_of_link(_read_link(path), path)
+    except OSError:
+        return None
+
+
+def _write_link(path: str, admin: str) -> None:
+    """Point the worktree's `.git` file at `admin` (temporary file, then rename)."""
+    tmp = os.path.join(path, ".git.ao-tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(b"gitdir: " + os.fsencode(admin) + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.rename(tmp, os.path.join(path, ".git"))
+
+
+def copy_admin(saved: str, admin: str) -> None:
+    """Copy the saved admin files (ADMIN_FILES, ADMIN_TREES) from the entry's
+    `admin/` copy into the new admin dir `admin`. copy2 keeps the index's mtime:
+    git compares file times against it to spot racily clean entries."""
+    for rel in ADMIN_FILES:
+        src = os.path.join(saved, rel)
+        if os.path.isfile(src) and not os.path.islink(src):
+            os.makedirs(os.path.dirname(os.path.join(admin, rel)), exist_ok=True)
+            shutil.copy2(src, os.path.join(admin, rel))
+    for rel in ADMIN_TREES:
+        src, dst = os.path.join(saved, rel), os.path.join(admin, rel)
+        if not os.path.isdir(src) or os.path.islink(src):
+            continue
+        if not os.path.lexists(dst):
+            try:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                os.rename(src, dst)  # a submodule's git dir can be large
+                continue
+            except OSError:
+                pass  # another file system: copied below
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+
+
+def put_back(common_dir: str, save: Save, entry: trash.Entry) -> Placed:
+    """Register the worktree at the recorded path and rename the entry's directory
+    into place (see the module docstring). The caller holds the repository's lock,
+    has checked that the path is free and the branch is not checked out elsewhere.
+
+    Raises AoError (git refused the add: nothing was moved) or OSError (the rename
+    failed: the registration is undone first)."""
+    path = save.worktree_path
+    if save.detached:
+        git.worktree_add(common_dir, path, commit=save.head, detach=True, checkout=False)
+    else:
+        git.worktree_add(common_dir, path, branch=save.branch, checkout=False)
+    admin = only_git_file(path)
+    if admin is None or not os.path.isdir(admin):
+        # Something else landed in the new directory: leave it all as it is.
+        raise AoError(f"'{path}' holds more than the .git file git just wrote; nothing "
+                      "was moved")
+    copy_admin(entry.admin, admin)
+    old_link = _read_link(entry.worktree) if os.path.isfile(
+        os.path.join(entry.worktree, ".git")) else b""
+    trash.mark(entry, reinstating=path, admin=admin)
+    os.unlink(os.path.join(path, ".git"))
+    os.rmdir(path)
+    try:
+        os.rename(entry.worktree, path)
+    except OSError:
+        git.worktree_prune(common_dir)
+        raise
+    _write_link(path, admin)
+    return Placed(entry, path, admin, old_link)
+
+
+def repair_link(common_dir: str, path: str) -> bool:
+    """A rerun after a kill between the rename and the `.git` rewrite: when `path`
+    is registered but its `.git` file names an admin dir that is gone, point it at
+    the admin dir registered for `path`. Returns True when it rewrote the file."""
+    try:
+        link = _read_link(path)
+    except OSError:
+        return False
+    named = _admin_of_link(link, path)
+    if named is None or os.path.isdir(named):
+        return False
+    base = os.path.join(common_dir, "worktrees")
+    want = os.path.join(os.path.realpath(path), ".git")
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            with open(os.path.join(base, name, "gitdir"), encoding="utf-8",
+                      errors="surrogateescape") as fh:
+                gitdir = fh.read().strip()
+        except OSError:
+            continue
+        if gitdir in (want, os.path.join(path, ".git")):
+            _write_link(path, os.path.join(base, name))
+            return True
+    return False
+
+
+def reinstating(data_dir: str, session_id: str, path: str) -> trash.Entry | None:
+    """The entry of `session_id` whose directory a killed restore was putting back
+    at `path` (entry.json "reinstating", no `worktree/` left), or None."""
+    for e in trash.of_session(data_dir, session_id):
+        if e.meta.get("reinstating") == path and not e.holds_worktree:
+            return e
+    return None
+
+
+def prove(path: str, save: Save) -> Proof:
+    """Prove the worktree at `path` holds the saved work: a capture that writes
+    nothing (`snapshot.capture(write=False)`) must give the saved HEAD, branch and
+    index tree; paths where its worktree or untracked tree differ from the saved
+    ones were written after the last capture (the directory is the one taken
+    away, so its files are the latest) and are returned in `late`."""
+    try:
+        dirs = git.repo_dirs(path)
+        cap = snapshot.capture(path, dirs.git_dir, None, write=False)
+    except AoError as exc:
+        return Proof(False, f"the worktree cannot be read back ({exc})")
+    commit = save.preserved_commit
+    if commit:
+        if not git.object_exists(path, commit):
+            return Proof(False, f"preserved commit {commit} is missing")
+        head, i_tree, w_tree, u_tree = snapshot.saved_trees(path, commit)
+    else:
+        if save.head is None:
+            return Proof(False, "the save recorded no HEAD")
+        head = save.head
+        i_tree = w_tree = git.trees_of(path, [save.head])[0]
+        u_tree = None
+    if cap.head != head:
+        return Proof(False, f"HEAD is {cap.head[:12]}, the save's is {str(head)[:12]}")
+    if (cap.branch or None) != (None if save.detached else save.branch):
+        return Proof(False, f"on {cap.branch or 'a detached HEAD'}, not the saved branch")
+    if cap.index_tree != i_tree:
+        return Proof(False, "the index is not the saved one")
+    late = set(git.changed_between(path, w_tree, cap.worktree_tree))
+    late.update(git.changed_between(path, u_tree, cap.untracked_tree))
+    return Proof(True, "", sorted(late))
+
+
+def undo(common_dir: str, placed: Placed) -> None:
+    """The proof failed: move the directory back into its entry, restore its `.git`
+    file, deregister the worktree (`git worktree prune`). The entry is kept as it
+    was. Raises OSError when the directory cannot be moved back (it then stays at
+    the recorded path, registered: nothing is lost)."""
+    entry = placed.entry
+    if placed.old_link:
+        with open(os.path.join(placed.path, ".git"), "wb") as fh:
+            fh.write(placed.old_link)
+    os.rename(placed.path, entry.worktree)
+    git.worktree_prune(common_dir)
+    entry.meta.pop("reinstating", None)
+    entry.meta.pop("admin", None)
+    trash.mark(entry, proof_failed=True)
+
+
+def finish(placed: Placed) -> None:
+    """After the proof: what is left of the entry (entry.json and the admin copy,
+    both now in the worktree's admin dir) is removed. Only a trash entry with no
+    `worktree/` left is ever removed here."""
+    entry = placed.entry
+    if entry.holds_worktree or os.path.lexists(entry.worktree):
+        return
+    shutil.rmtree(entry.path, ignore_errors=True)
+

@@ -1,0 +1,223 @@
+"""A restore that always converges: a directory an agent re-created after the save,
+what a killed `git worktree add` leaves, an edit made in a half-restored worktree,
+a submodule whose remote is gone, a clock that jumped. Each rerun converges with
+nothing lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from git_ao import trash
+from tests.conftest import ao, dirty, git
+from tests.trash_helpers import checkout_path_only
+from tests.worktree_state import assert_restored, state
+
+HOURS5_NS = 5 * 3600 * 10**9
+
+
+def _db():
+    return sqlite3.connect(os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db"))
+
+
+def _states(repo) -> dict:
+    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+    return {s["id"]: s["state"] for s in listed}
+
+
+def _results(res) -> list[dict]:
+    return json.loads(res.stdout)["results"]
+
+
+def test_a_directory_an_agent_recreated_after_the_save_is_set_aside(repo, worktrees):
+    wt = worktrees(repo, "ag")
+    (wt / "a.txt").write_text("saved\n")
+    (wt / "notes.md").write_text("saved notes\n")
+    before = state(wt)
+    ao("ao-preserve", "ag", cwd=repo)
+    # an agent still running writes by absolute path: mkdir -p, then a file
+    (wt / "logs").mkdir(parents=True)
+    (wt / "logs" / "agent.out").write_text("late output\n")
+    (wt / "notes.md").write_text("the agent's newest notes\n")
+    res = ao("ao-restore", "--json", cwd=repo, rc=3)
+    (r,) = _results(res)
+    assert r["status"] == "attention"
+    aside = r["set_aside"]
+    assert sorted(r["set_aside_files"]) == ["logs/agent.out", "notes.md"]
+    assert r["stray_newer"] == ["notes.md"]
+    assert Path(aside, "logs", "agent.out").read_text() == "late output\n"
+    assert_restored(before, state(wt))
+    assert _states(repo) == {"ag": "live"}
+    # nothing left to do; the stray entry is kept by prune
+    assert "nothing to restore" in ao("ao-restore", cwd=repo).stderr
+    ao("ao-prune", cwd=repo)
+    assert os.path.isdir(aside)
+
+
+def test_a_stray_directory_with_an_older_file_is_still_refused(repo, worktrees):
+    wt = worktrees(repo, "old")
+    (wt / "a.txt").write_text("saved\n")
+    ao("ao-preserve", "old", cwd=repo)
+    wt.mkdir()
+    (wt / "new").write_text("new\n")
+    (wt / "old").write_text("old\n")
+    os.utime(wt / "old", (1_000_000, 1_000_000))
+    ao("ao-restore", cwd=repo, rc=1)
+    assert sorted(os.listdir(wt)) == ["new", "old"]
+    assert _states(repo) == {"old": "pending"}
+
+
+def test_a_clock_fast_at_shutdown_does_not_keep_the_session_pending(repo, worktrees):
+    wt = worktrees(repo, "clk")
+    (wt / "a.txt").write_text("saved\n")
+    ao("ao-preserve", "clk", cwd=repo)
+    conn = _db()
+    conn.execute("UPDATE session_worktrees SET saved_at = saved_at + ?", (HOURS5_NS,))
+    conn.commit()
+    conn.close()
+    ao("ao-restore", cwd=repo)
+    assert _states(repo) == {"clk": "live"}
+    assert "nothing to restore" in ao("ao-restore", cwd=repo).stderr
+    ao("ao-preserve", "clk", cwd=repo)
+    assert _states(repo) == {"clk": "pending"}
+    ao("ao-restore", cwd=repo)
+    assert (wt / "a.txt").read_text() == "saved\n"
+
+
+def test_a_version_3_database_gains_the_pending_state(repo, worktrees):
+    from git_ao import store as store_mod
+    for sid in ("p3", "l3", "c3"):
+        (worktrees(repo, sid) / "f.txt").write_text(sid)
+    ao("ao-preserve", "p3", "l3", cwd=repo)
+    ao("ao-restore", "l3", cwd=repo)
+    ao("ao-preserve", "--keep-worktree", "c3", cwd=repo)
+    conn = _db()
+    conn.executescript("ALTER TABLE session_worktrees DROP COLUMN pending;"
+                       "ALTER TABLE session_worktrees DROP COLUMN ref_held;"
+                       "PRAGMA user_version = 3;")
+    conn.close()
+    got = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+    assert {s["id"]: (s["state"], bool(s["preserve_ref"])) for s in got} == {
+        "p3": ("pending", True), "l3": ("live", False), "c3": ("live", True)}
+    conn = _db()
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS)
+    conn.close()
+    ao("ao-restore", cwd=repo)
+    assert _states(repo) == {"p3": "live", "l3": "live", "c3": "live"}
+
+
+def _started(sid):
+    conn = _db()
+    conn.execute("UPDATE session_worktrees SET restore_started_at = ? WHERE session_id = ?",
+                 (int(os.path.getmtime(os.environ["AO_DATA_DIR"]) * 1e9), sid))
+    conn.commit()
+    conn.close()
+
+
+def test_a_killed_add_that_left_only_a_git_file_and_a_zero_head(repo, worktrees):
+    wt = worktrees(repo, "zh")
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "zh", cwd=repo)
+    # what git leaves when killed early in `worktree add`: the registration, locked
+    # "initializing", an all-zero HEAD, and a directory holding only .git
+    git("worktree", "add", "-q", "--no-checkout", "--detach", wt, "HEAD", cwd=repo)
+    admin = repo / ".git" / "worktrees" / "zh"
+    (admin / "HEAD").write_text("0" * 40 + "\n")
+    (admin / "locked").write_text("initializing\n")
+    _started("zh")
+    assert os.listdir(wt) == [".git"]
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+    assert "locked" not in git("worktree", "list", "--porcelain", cwd=repo)
+
+
+def test_a_killed_add_that_left_a_branch_lock(repo, worktrees):
+    wt = worktrees(repo, "bl")
+    (wt / "a.txt").write_text("saved\n")
+    ao("ao-preserve", "bl", cwd=repo)
+    git("branch", "-D", "bl", cwd=repo)  # restore re-creates it: `worktree add -b`
+    _started("bl")
+    (repo / ".git" / "refs" / "heads" / "bl.lock").write_text("")
+    ao("ao-restore", cwd=repo)
+    assert (wt / "a.txt").read_text() == "saved\n"
+    assert not (repo / ".git" / "refs" / "heads" / "bl.lock").exists()
+
+
+def test_the_initializing_lock_does_not_survive_a_rerun(repo, worktrees):
+    wt = worktrees(repo, "il2")
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "il2", cwd=repo)
+    checkout_path_only()
+    ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-apply"})
+    git("worktree", "lock", "--reason", "initializing", str(wt), cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+    assert "locked" not in git("worktree", "list", "--porcelain", cwd=repo)
+    res = ao("ao-preserve", "il2", cwd=repo)
+    assert "worktree removed" in res.stdout and not wt.exists()
+
+
+def test_an_edit_in_a_half_restored_worktree_is_named_and_kept(repo, worktrees):
+    wt = worktrees(repo, "ed")
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "ed", cwd=repo)
+    checkout_path_only()
+    ao("ao-restore", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "restore:after-worktree-add"})
+    (wt / "README.md").write_text("my edit before the rerun\n")
+    res = ao("ao-restore", "--json", cwd=repo, rc=3)
+    (r,) = _results(res)
+    assert r["unsaved_files"] == ["README.md"]
+    kept = r["set_aside_unfinished"]
+    assert Path(kept, "README.md").read_text() == "my edit before the rerun\n"
+    assert_restored(before, state(wt))
+    ao("ao-prune", cwd=repo)
+    assert os.path.isdir(kept)
+
+
+def test_a_submodule_whose_remote_is_gone_does_not_hold_the_work(repo, make_repo, worktrees):
+    sub = make_repo()
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib",
+        cwd=repo)
+    git("commit", "-qm", "add submodule", cwd=repo)
+    wt = worktrees(repo, "sm")
+    git("-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q", cwd=wt)
+    (wt / "README.md").write_text("super edit\n")
+    ao("ao-preserve", "sm", cwd=repo)
+    checkout_path_only()
+    gone = sub.parent / (sub.name + "-away")
+    os.rename(sub, gone)
+    try:
+        res = ao("ao-restore", "--json", cwd=repo, rc=3)
+        (r,) = _results(res)
+        assert "submodules not re-initialised" in r["message"], r
+        assert (wt / "README.md").read_text() == "super edit\n"
+        assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == "", r
+        # nothing waits on it: the next preserve takes the worktree away
+        res = ao("ao-preserve", "sm", cwd=repo)
+        assert "worktree removed" in res.stdout
+    finally:
+        os.rename(gone, sub)
+
+
+def test_a_submodule_comes_back_whole_from_the_trash(repo, make_repo, worktrees):
+    sub = make_repo()
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib",
+        cwd=repo)
+    git("commit", "-qm", "add submodule", cwd=repo)
+    wt = worktrees(repo, "smt")
+    git("-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q", cwd=wt)
+    (wt / "README.md").write_text("super edit\n")
+    before = state(wt)
+    ao("ao-preserve", "smt", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+    assert git("rev-parse", "HEAD", cwd=wt / "lib").strip()
+    assert git("status", "--porcelain", cwd=wt / "lib") == ""
+    assert [e for e in trash.entries(os.environ["AO_DATA_DIR"])] == []
+    shutil.rmtree(wt / "lib" / "nothing", ignore_errors=True)

@@ -1,0 +1,190 @@
+"""Restore from the trash: the directory preserve took away comes back whole, with
+its ignored files, its index and its admin state; a proof decides, and the
+checkout-and-apply path is the fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from git_ao import trash
+from tests.conftest import ao, commit_on, git
+from tests.worktree_state import differences, state
+
+
+def _entries(data: Path, sid: str) -> list[trash.Entry]:
+    return [e for e in trash.entries(str(data)) if e.session_id == sid]
+
+
+def _restore_json(repo, rc=0) -> list[dict]:
+    """The restore results, each {id, action, status, message, data: {...}}."""
+    res = ao("ao-restore", "--json", cwd=repo, rc=rc)
+    keys = ("id", "action", "status", "message")
+    return [{**{k: r[k] for k in keys}, "data": {k: v for k, v in r.items() if k not in keys}}
+            for r in json.loads(res.stdout)["results"] if r["action"] == "restore"]
+
+
+def test_restore_from_trash_brings_the_directory_back_whole(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "whole")
+    (wt / "src" / "app.py").write_text("print('mine')\n")
+    (wt / "staged.txt").write_text("staged\n")
+    git("add", "staged.txt", cwd=wt)
+    (wt / "new.txt").write_text("untracked\n")
+    (wt / "app.log").write_text("ignored log\n")
+    (wt / "build").mkdir()
+    (wt / "build" / "out.o").write_bytes(b"\0obj")
+    git("update-ref", "refs/worktree/mark", "HEAD", cwd=wt)
+    before = state(wt)
+    ino = os.lstat(wt / "README.md").st_ino
+    ao("ao-preserve", "whole", cwd=repo)
+    assert not wt.exists()
+    ao("ao-restore", cwd=repo)
+    after = state(wt)
+    assert differences(before, after, skip=()) == []
+    # the same files, not copies: one rename brought them back
+    assert os.lstat(wt / "README.md").st_ino == ino
+    assert (wt / "app.log").read_text() == "ignored log\n"
+    assert (wt / "build" / "out.o").read_bytes() == b"\0obj"
+    assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+    assert git("rev-parse", "refs/worktree/mark", cwd=wt).strip()
+    # nothing re-hashed: git's stat cache is valid, status writes nothing
+    assert "whole" in git("worktree", "list", cwd=repo)
+    assert not (wt / ".git").read_text().startswith("gitdir: " + str(tmp_path / "aodata"))
+    assert _entries(tmp_path / "aodata", "whole") == []
+    assert "locked" not in git("worktree", "list", "--porcelain", cwd=repo)
+    # a second restore has nothing to do; the next preserve works
+    ao("ao-restore", cwd=repo)
+    ao("ao-preserve", "whole", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (wt / "app.log").exists()
+
+
+def test_detached_clean_save_comes_back_from_trash(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "det")
+    git("checkout", "-q", "--detach", cwd=wt)
+    (wt / "secret.log").write_text("SECRET=1\n")
+    git("update-index", "--assume-unchanged", "README.md", cwd=wt)
+    before = state(wt)
+    ao("ao-preserve", "det", cwd=repo)
+    out = _restore_json(repo)
+    after = state(wt)
+    assert differences(before, after, skip=()) == []
+    assert (wt / "secret.log").read_text() == "SECRET=1\n"
+    assert any(o.get("data", {}).get("from_trash") for o in out), out
+
+
+def test_late_writes_in_the_trash_come_back_and_are_reported(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "late")
+    (wt / "a.txt").write_text("captured\n")
+    ao("ao-preserve", "late", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "late")
+    commit = git("rev-parse", "refs/ao/preserved/late", cwd=repo).strip()
+    # an agent still running wrote into the moved directory after the last check
+    Path(entry.worktree, "a.txt").write_text("written later\n")
+    Path(entry.worktree, "b.txt").write_text("new later\n")
+    out = _restore_json(repo)
+    assert (wt / "a.txt").read_text() == "written later\n"
+    assert (wt / "b.txt").read_text() == "new later\n"
+    [o] = out
+    assert sorted(o["data"]["late_writes"]) == ["a.txt", "b.txt"]
+    # the last capture stays in the ref, and nothing waits on it
+    assert git("rev-parse", "refs/ao/preserved/late", cwd=repo).strip() == commit
+    ao("ao-restore", cwd=repo)
+    ao("ao-preserve", "late", cwd=repo)
+
+
+def test_moved_branch_falls_back_and_brings_the_ignored_files(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "fb")
+    (wt / "src" / "app.py").write_text("print('mine')\n")
+    (wt / ".env").write_text("K=V\n")
+    (wt / "build").mkdir()
+    (wt / "build" / "x.o").write_text("obj\n")
+    (wt / "z.log").write_text("log\n")
+    ao("ao-preserve", "fb", cwd=repo)
+    # upstream made `build` a tracked file: the ignored build/ cannot go there
+    commit_on(repo, "fb", {"other.txt": "upstream\n", "build": "a file now\n"}, "upstream")
+    out = _restore_json(repo)
+    assert (wt / "src" / "app.py").read_text() == "print('mine')\n"
+    assert (wt / ".env").read_text() == "K=V\n"  # untracked, so in the ref
+    assert (wt / "other.txt").exists()
+    assert (wt / "z.log").read_text() == "log\n"
+    data = out[0]["data"]
+    assert "from_trash" not in data
+    assert "moved since the save" in data["trash_skipped"]
+    assert data["environment"] == ["z.log"]
+    assert data["environment_kept"] == ["build/"]
+    assert (wt / "build").read_text() == "a file now\n"
+    [entry] = _entries(tmp_path / "aodata", "fb")
+    assert Path(entry.worktree, "build", "x.o").read_text() == "obj\n"
+    assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+
+
+def test_failed_proof_moves_the_directory_back_and_falls_back(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "pf")
+    (wt / "src" / "app.py").write_text("print('mine')\n")
+    (wt / ".env").write_text("K=V\n")
+    (wt / "run.log").write_text("ignored\n")
+    ao("ao-preserve", "pf", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "pf")
+    # a damaged admin copy: the index is not the saved one
+    git("read-tree", "--empty", cwd=repo, env={"GIT_INDEX_FILE": os.path.join(entry.admin,
+                                                                               "index")})
+    out = _restore_json(repo)
+    data = out[0]["data"]
+    assert "trash_skipped" in data, out
+    assert "index is not the saved one" in data["trash_skipped"]
+    assert (wt / "src" / "app.py").read_text() == "print('mine')\n"
+    assert (wt / ".env").read_text() == "K=V\n"
+    assert (wt / "run.log").read_text() == "ignored\n"
+    assert git("status", "--porcelain", cwd=wt).split("\n")[:2] == [" M src/app.py", "?? .env"]
+    [entry] = _entries(tmp_path / "aodata", "pf")
+    assert entry.meta.get("proof_failed") and entry.holds_worktree
+    assert data["environment"] == ["run.log"]
+
+
+def test_prune_keeps_pending_and_unsaved_entries_and_reports_sizes(repo, worktrees, tmp_path):
+    a = worktrees(repo, "pa")
+    b = worktrees(repo, "pb")
+    (a / "f.txt").write_text("a\n")
+    (a / "x.log").write_text("ignored a\n")
+    (b / "g.txt").write_text("b\n")
+    (b / "y.log").write_text("ignored b\n")
+    ao("ao-preserve", "pa", "pb", cwd=repo)
+    # pb comes back through the fallback: its entry stays, holding copies only
+    commit_on(repo, "pb", {"up.txt": "up\n"}, "upstream")
+    ao("ao-restore", "pb", cwd=repo)
+    [eb] = _entries(tmp_path / "aodata", "pb")
+    assert eb.meta.get("restored")
+    res = json.loads(ao("ao-prune", "--json", cwd=repo).stdout)["results"]
+    by = {(r["id"], r["action"]): r for r in res}
+    kept = by[("pa", "prune-trash")]
+    assert kept["status"] == "nothing" and "pending" in kept["message"]
+    assert kept["size"] > 0
+    gone = by[("pb", "prune-trash")]
+    assert gone["status"] == "ok" and gone["size"] > 0 and "deleted" in gone["message"]
+    assert not os.path.exists(eb.path)
+    # restore pa through the fallback too, then leave a file in its entry that no
+    # saved tree has: prune keeps the entry and says why
+    commit_on(repo, "pa", {"up.txt": "up\n"}, "upstream")
+    ao("ao-restore", "pa", cwd=repo)
+    [ea] = _entries(tmp_path / "aodata", "pa")
+    Path(ea.worktree, "late.txt").write_text("only here\n")
+    res = json.loads(ao("ao-prune", "--json", cwd=repo).stdout)["results"]
+    [r] = [r for r in res if r["action"] == "prune-trash"]
+    assert r["status"] == "nothing" and "late.txt" in r["message"]
+    assert os.path.exists(ea.path)
+
+
+def test_show_lists_what_the_trash_keeps(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "sh")
+    (wt / "f.txt").write_text("a\n")
+    (wt / "a.log").write_text("x\n")
+    (wt / "build").mkdir()
+    (wt / "build" / "o").write_text("o\n")
+    ao("ao-preserve", "sh", cwd=repo)
+    rec = json.loads(ao("ao", "show", "sh", "--json", cwd=repo).stdout)["session"]
+    [t] = rec["trash"]
+    assert t["kind"] == "preserved" and t["size"] > 0
+    assert t["ignored"] == ["a.log", "build/"] and t["ignored_count"] == 2
+    assert "2 ignored: a.log build/" in ao("ao", "show", "sh", cwd=repo).stdout
