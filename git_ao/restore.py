@@ -454,7 +454,7 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     present = [p for p in [e.path for e in st.changed] + list(st.untracked)
                if os.path.isfile(os.path.join(path, p))
                and not os.path.islink(os.path.join(path, p))]
-    foreign = [p for p, oid in zip(present, git.hash_paths(path, present))
+    foreign = [p for p, oid in zip(present, git.hash_paths(path, present), strict=True)
                if oid not in known.get(p, set())] if present else []
     v = worktree.verify(s.common_dir, path, entries)
     if v.entry.locked is not None:
