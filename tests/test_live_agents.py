@@ -34,7 +34,7 @@ def _reported(*results: subprocess.CompletedProcess) -> set[str]:
             doc = json.loads(res.stdout)
         except ValueError:
             continue
-        for o in doc.get("outcomes", []):
+        for o in doc.get("results", []):
             for key in ("still_changing", "set_aside_files", "not_placed"):
                 out.update(o.get(key) or [])
     return out
