@@ -29,7 +29,7 @@ import stat
 from dataclasses import dataclass, field
 
 from . import git
-from .errors import AoError
+from .errors import AoError, git_message
 
 TMP_PREFIX = "git-ao-index."
 VERIFY_PREFIX = "git-ao-verify."
@@ -592,7 +592,7 @@ def apply(path, commit, *, sparse=False) -> Applied:
     if res.status == 0:
         return Applied("unstaged", "the index part conflicted; changes applied unstaged",
                        [], saved_paths(path, commit))
-    return Applied("blocked", res.errtext.strip().splitlines()[-1] if res.errtext.strip()
+    return Applied("blocked", git_message(res.errtext, res.status) if res.errtext.strip()
                    else "git stash apply failed")
 
 
@@ -683,8 +683,8 @@ def put_flags(path, wc, *, fresh=True) -> list:
         res = git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *subs],
                        path)
         if res.status != 0:
-            msg = res.errtext.strip().splitlines()
-            problems.append(f"submodules not re-initialised: {msg[-1] if msg else res.status}")
+            problems.append("submodules not re-initialised: "
+                            f"{git_message(res.errtext, res.status)}")
     # A submodule checked out at another commit than the one recorded comes back
     # on that commit (update --init checks out the recorded one).
     for rel, oid in wc.get("submodule_heads", {}).items():

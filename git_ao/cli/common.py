@@ -16,6 +16,24 @@ from ..errors import EXIT_USAGE, AoError, Fatal, Usage
 CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
 
 
+class Seconds(click.FloatRange):
+    """A number of seconds, 0 or more and finite: nan and inf are refused, as the
+    config file refuses them (nan compares false with every bound)."""
+
+    name = "seconds"
+
+    def __init__(self):
+        super().__init__(min=0)
+
+    def convert(self, value, param, ctx):
+        """The value as a float, refused (a usage error) unless finite and 0 or more."""
+        import math
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return number
+
+
 class NoCommand(click.UsageError):
     """A command group run with no subcommand (`git ao` alone)."""
 
@@ -113,6 +131,9 @@ class App:
         self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose)
         if verbose:
             git.set_trace(self.printer.trace)
+        from .. import log
+        # Said once per run: a shutdown that logs nothing must not do so silently.
+        log.on_failure(lambda message: self.printer.error("warning", message))
         git.check_version()
         self._store = None
         self._settings = None

@@ -6,6 +6,7 @@ import click
 
 from .common import (
     CONTEXT_SETTINGS,
+    Seconds,
     SignalStop,
     check_ids,
     complete_ids,
@@ -24,7 +25,7 @@ from .common import (
               help="Take a checkpoint: write the ref but keep the worktree and the session live.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Sessions handled at once (default: the number of cores).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
               help="Start no new session after this many seconds; the rest stay live.")
 @options()
 def command(app, ids, all_, keep_worktree, jobs, timeout):
