@@ -132,9 +132,9 @@ def test_prune_keeps_trash_of_pending_sessions_and_stops_on_unknown_ids(repo, wo
     trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
     kept = os.listdir(trash)
     assert len(kept) == 1
-    # a typo in a forced id refuses the whole prune before anything is deleted
+    # a typo in a forced id is refused, and nothing else is pruned
     res = ao("ao-prune", "--force", "typo", cwd=repo, rc=1)
-    assert "no session 'typo'" in res.stderr
+    assert "refused\ttypo\tno session 'typo'" in res.stdout
     ao("ao-prune", cwd=repo)
     assert os.listdir(trash) == kept
     assert os.path.exists(os.path.join(trash, kept[0], "worktree", ".env"))

@@ -93,7 +93,7 @@ def kill(app, ids):
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(lambda: kill_one(ctx, sid), sid, "kill")
+        o = guarded(lambda sid=sid: kill_one(ctx, sid), sid, "kill")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "kill", outcomes)
@@ -113,7 +113,7 @@ def forget(app, ids, force):
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(lambda: forget_one(ctx, sid, force), sid, "forget")
+        o = guarded(lambda sid=sid: forget_one(ctx, sid, force), sid, "forget")
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "forget", outcomes)

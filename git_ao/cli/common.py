@@ -253,6 +253,24 @@ def check_ids(ids):
         validate_id(sid)
 
 
+def named_sessions(app, ids, action):
+    """The sessions named on the command line, each id looked up on its own, as git
+    reports each bad argument: returns (sessions, outcomes), one `refused` Outcome
+    per unknown id (printed here) so the known ones go on. A repeated id counts once."""
+    from ..errors import Refused
+    from ..outcome import Outcome, Status
+    from ..session import lookup
+    sessions, refused = [], []
+    for sid in dict.fromkeys(ids):
+        try:
+            sessions.append(lookup(app.ctx, sid))
+        except Refused as exc:
+            o = Outcome(sid, action, Status.REFUSED, str(exc))
+            app.printer.outcome(o)
+            refused.append(o)
+    return sessions, refused
+
+
 def finish(app, command, outcomes):
     """Print the summary (or the JSON document) and return the worst exit status."""
     from ..outcome import exit_status

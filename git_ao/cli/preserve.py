@@ -11,6 +11,7 @@ from .common import (
     check_ids,
     complete_ids,
     finish,
+    named_sessions,
     options,
     run,
     usage,
@@ -38,13 +39,13 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     from .. import preserve
     from ..batch import guarded
     from ..register import current_session
-    from ..session import lookup
     check_ids(ids)
     ctx = app.ctx
+    refused = []
     if all_:
         sessions = preserve.sessions_for_all(app.store)
     elif ids:
-        sessions = [lookup(ctx, i) for i in ids]
+        sessions, refused = named_sessions(app, ids, "preserve")
     else:
         sessions = [current_session(ctx, os.getcwd())]
         if app.dry_run and app.store.get(sessions[0].id) is None:
@@ -55,17 +56,16 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
             app.printer.outcome(o)
             return finish(app, "preserve", [o])
     if not sessions:
-        if not app.printer.json_mode and not app.printer.quiet:
+        if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to preserve: no live sessions", err=True)
-        return finish(app, "preserve", [])
+        return finish(app, "preserve", refused)
     jobs = jobs or app.settings.get("preserve.jobs") or os.cpu_count() or 1
     if timeout is None:
         timeout = app.settings.get("preserve.timeout")
-    with SignalStop() as signals:
-        with app.printer.progress(len(sessions), "preserving") as advance:
-            outcomes = preserve.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
-                                         timeout=timeout, progress=advance, stop=signals.event,
-                                         settings=app.settings, shutdown=all_)
+    with SignalStop() as signals, app.printer.progress(len(sessions), "preserving") as advance:
+        outcomes = refused + preserve.preserve(
+            ctx, sessions, keep_worktree=keep_worktree, jobs=jobs, timeout=timeout,
+            progress=advance, stop=signals.event, settings=app.settings, shutdown=all_)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 

@@ -10,6 +10,7 @@ from .common import (
     check_ids,
     complete_ids,
     finish,
+    named_sessions,
     options,
     run,
 )
@@ -27,22 +28,22 @@ def command(app, ids, no_launch, jobs):
     pending session. Then run the configured relaunch command in each restored
     worktree (or print how to resume the agent)."""
     from .. import restore  # lazily: completion must not import git and sh
-    from ..session import lookup
     check_ids(ids)
     ctx = app.ctx
+    refused = []
     if ids:
-        sessions = [lookup(ctx, i) for i in ids]
+        sessions, refused = named_sessions(app, ids, "restore")
     else:
         sessions = [s for s in app.store.sessions() if s.pending]
     if not sessions:
-        if not app.printer.json_mode and not app.printer.quiet:
+        if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
-        return finish(app, "restore", [])
+        return finish(app, "restore", refused)
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "restoring") as advance:
-            outcomes = restore.restore(ctx, sessions, jobs=jobs, progress=advance,
-                                       stop=signals.event)
+            outcomes = refused + restore.restore(ctx, sessions, jobs=jobs, progress=advance,
+                                                 stop=signals.event)
         if not app.dry_run:
             outcomes += restore.relaunch_all(ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer)
