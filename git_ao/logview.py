@@ -50,7 +50,7 @@ def tail(data_dir, count, session_id=None) -> list[dict]:
     missing log gives []; one that cannot be read raises Fatal."""
     base = log.path(data_dir)
     files = [base] + [f"{base}.{n}" for n in range(1, log.BACKUPS + 1)]
-    found = []
+    found: list[dict] = []
     for path in files:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:

@@ -9,12 +9,28 @@ from typing import Any
 from . import git, session_groups
 from .records import Session
 
+# The states `list` and `show` print, in JSON too (a stable vocabulary, git-ao(1)):
+# live, attention (live, but its ref holds work the last restore could not put
+# back), pending (saved, waiting for a restore), terminated.
+STATES = ("live", "attention", "pending", "terminated")
+
+
+def state(s: Session) -> str:
+    """The session's state as listed: one of STATES. `attention` needs the ref to
+    still hold the save's commit (dropping it with git update-ref -d ends it)."""
+    save = s.save
+    if s.live and save is not None and save.needs_attention and save.holds_ref \
+            and save.preserved_commit and os.path.isdir(s.repo) \
+            and git.rev_parse(s.repo, save.preserve_ref) == save.preserved_commit:
+        return "attention"
+    return s.state
+
 
 def list_json(s: Session) -> dict[str, Any]:
     """A session as a JSON-ready dict (the `git ao list --json` record)."""
     save = s.save
     return {
-        "id": s.id, "kind": s.kind, "harness": s.harness, "state": s.state,
+        "id": s.id, "kind": s.kind, "harness": s.harness, "state": state(s),
         "branch": s.branch, "workspace_path": s.workspace_path, "repo": s.repo,
         "agent_session_id": s.agent_session_id,
         "preserve_ref": save.preserve_ref if save and save.holds_ref else None,

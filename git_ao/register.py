@@ -59,7 +59,9 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
 def current_session(ctx: Context, path: str = ".") -> Session:
     """The session of the linked worktree containing `path`, registering it first
     (id from the worktree's name) when it is not known."""
-    dirs = git.repo_dirs(path, inherit_repo_env=True)
+    # From the path alone: a GIT_WORK_TREE or GIT_DIR left in the caller's shell
+    # must never point a preserve at another session's worktree.
+    dirs = git.repo_dirs(path)
     if dirs.is_bare or not dirs.is_linked_worktree:
         raise Usage("not inside a linked worktree: name sessions, or use --all")
     assert dirs.toplevel is not None  # a linked worktree has one

@@ -28,7 +28,7 @@ from .common import (
               help="Sessions handled at once (default: the number of cores).")
 @click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
               help="Start no new session after this many seconds; the rest stay live.")
-@options()
+@options(records=True)
 def command(app, ids, all_, keep_worktree, jobs, timeout):
     """Capture each session's uncommitted work under refs/ao/preserved/<ID>, record it,
     then remove its linked worktree. With no ID, the session of the current worktree

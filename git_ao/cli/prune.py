@@ -20,7 +20,7 @@ from .common import (
               help="Delete only trash older than WHEN (git date: 2.weeks.ago, now, never).")
 @click.option("--force", is_flag=True,
               help="With IDs: delete those sessions' preserve refs and records, pending or not.")
-@options()
+@options(records=True)
 def command(app, ids, expire, force):
     """Clean what can be cleaned without losing work: records of vanished repositories
     and of terminated sessions with nothing pending, stale worktree registrations,

@@ -21,7 +21,7 @@ from .common import (
 @click.option("--no-launch", is_flag=True, help="Do not run the configured relaunch command.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Sessions handled at once (default: the number of cores).")
-@options()
+@options(records=True)
 def command(app, ids, no_launch, jobs):
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
