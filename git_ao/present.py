@@ -50,9 +50,20 @@ def _iso(ns: int) -> str:
 
 
 def show_stat(s: Session) -> str:
-    """What `git stash show --stat --include-untracked` prints for the session's saved work."""
-    if not s.save or not s.save.preserved_commit or not os.path.isdir(s.repo):
+    """What `git stash show --stat --include-untracked` prints for the work the
+    session's ref holds now: nothing once a restore put it back (the facts then
+    name no ref), nor when the commit is gone (see saved_commit_gone)."""
+    save = s.save
+    if not save or not save.holds_ref or not save.preserved_commit or not os.path.isdir(s.repo):
         return ""
-    if not git.object_exists(s.repo, s.save.preserved_commit):
+    if not git.object_exists(s.repo, save.preserved_commit):
         return ""
-    return git.diff_stat(s.repo, s.save.preserved_commit)
+    return git.diff_stat(s.repo, save.preserved_commit)
+
+
+def saved_commit_gone(s: Session) -> bool:
+    """Does the record name a saved commit the repository no longer has (the ref
+    deleted by hand, then garbage collected)?"""
+    save = s.save
+    return bool(save and save.holds_ref and save.preserved_commit and os.path.isdir(s.repo)
+                and not git.object_exists(s.repo, save.preserved_commit))

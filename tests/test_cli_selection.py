@@ -46,3 +46,24 @@ def test_an_unknown_id_is_refused_on_its_own_and_the_others_go_on(repo, worktree
         recs = _records(res.stdout)
         assert recs[0][1:3] == ["refused", "nosuch"], (cmd, res.stdout)
         assert [r[2] for r in recs[1:]] == ["s1"], (cmd, res.stdout)
+
+
+def test_same_worktree_name_in_two_repositories_gets_a_free_id(repo, make_repo):
+    other = make_repo()
+    paths = []
+    for r in (repo, other):
+        wt = r / ".claude" / "worktrees" / "feature"
+        git("worktree", "add", "-q", "-b", "feature", wt, cwd=r)
+        paths.append(wt)
+    ao("ao", "add", cwd=paths[0])
+    (paths[1] / "work.txt").write_text("w\n")
+    res = ao("ao-preserve", cwd=paths[1])  # registers the session of the worktree first
+    second = f"{other.name}-feature"
+    assert res.stdout.split("\t")[:3] == ["preserve", "ok", second]
+    listed = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]
+    assert {s["id"]: s["workspace_path"] for s in listed} == {
+        "feature": str(paths[0]), second: str(paths[1])}
+    wt3 = other / "third"
+    git("worktree", "add", "-q", "-b", "third", wt3, cwd=other)
+    res = ao("ao", "add", wt3, "--id", "feature", cwd=other, rc=1)
+    assert "session 'feature' already exists" in res.stderr and "--id" in res.stderr

@@ -80,7 +80,7 @@ def show(app, session_id):
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
     from ..daemon_refs import kept_refs
-    from ..present import list_json, show_stat
+    from ..present import list_json, saved_commit_gone, show_stat
     from ..session import lookup
     s = lookup(app.ctx, session_id)
     rec = list_json(s)
@@ -88,11 +88,18 @@ def show(app, session_id):
     rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.repo, s.id)] \
         if os.path.isdir(s.repo) else []
     stat = show_stat(s)
+    gone = saved_commit_gone(s)
     if app.printer.json_mode:
-        app.printer.emit_json("show", session=rec, stat=stat)
-        return 0
+        app.printer.emit_json("show", session=rec, stat=stat, commit_gone=gone)
+        return 1 if gone else 0
     app.printer.facts([(k, ", ".join(v) if isinstance(v, list) else v)
                        for k, v in rec.items()], stat)
+    if gone:
+        # The facts still name the commit: say plainly that the work is not there.
+        app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "
+                          f"{s.repo} (its ref was deleted and git gc pruned it); this "
+                          "session's saved work cannot be shown or restored")
+        return 1
     return 0
 
 
