@@ -1,6 +1,6 @@
 """Where git-ao's state lives, and the one database read that must start fast.
 
-The data dir is `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data` (SPEC 2).
+The data dir is `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data`.
 Shell completion reads session ids on every TAB, so that read lives here, with
 nothing imported but os, sqlite3 and urllib.parse: importing store.py (its
 record classes are built at import) cost completion about a fifth of its
@@ -25,6 +25,15 @@ def data_dir() -> str:
     if env:
         return os.path.abspath(os.path.expanduser(env))
     return os.path.join(os.path.expanduser("~"), ".ao", "data")
+
+
+def pin_data_dir() -> None:
+    """Resolve a relative `$AO_DATA_DIR` once, against the directory the command was
+    started in, before -C changes it: every later use (and every child, such as a
+    relaunch command) then sees the same absolute path."""
+    env = os.environ.get("AO_DATA_DIR")
+    if env and not os.path.isabs(os.path.expanduser(env)):
+        os.environ["AO_DATA_DIR"] = os.path.abspath(os.path.expanduser(env))
 
 
 def completion_ids(state: str) -> list[str]:

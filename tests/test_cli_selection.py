@@ -67,3 +67,37 @@ def test_same_worktree_name_in_two_repositories_gets_a_free_id(repo, make_repo):
     git("worktree", "add", "-q", "-b", "third", wt3, cwd=other)
     res = ao("ao", "add", wt3, "--id", "feature", cwd=other, rc=1)
     assert "session 'feature' already exists" in res.stderr and "--id" in res.stderr
+
+
+def test_every_outcome_says_the_state_the_session_is_left_in(repo, worktrees, ao_env):
+    paths = {sid: worktrees(repo, sid) for sid in ("p", "c", "k", "f")}
+    for sid, wt in paths.items():
+        (wt / "new.txt").write_text(sid)
+    doc = json.loads(ao("ao-preserve", "p", "--json", cwd=repo).stdout)
+    assert doc["results"][0]["state"] == "pending"
+    doc = json.loads(ao("ao-preserve", "c", "--keep-worktree", "--json", cwd=repo).stdout)
+    assert doc["results"][0]["state"] == "live"
+    doc = json.loads(ao("ao-restore", "p", "--json", "--no-launch", cwd=repo).stdout)
+    assert [r["state"] for r in doc["results"] if r["action"] == "restore"] == ["live"]
+    (paths["k"] / "new.txt").unlink()  # kill removes only clean worktrees
+    doc = json.loads(ao("ao", "kill", "k", "--json", cwd=repo).stdout)
+    assert doc["results"][0]["state"] == "terminated"
+    doc = json.loads(ao("ao", "forget", "f", "--json", cwd=repo).stdout)
+    assert doc["results"][0]["state"] is None
+
+
+def test_a_failed_move_into_the_trash_says_the_session_is_pending(repo, worktrees, ao_env):
+    wt = worktrees(repo, "t")
+    (wt / "new.txt").write_text("work\n")
+    trash = ao_env / "aodata" / "trash"
+    if trash.is_dir():
+        trash.rmdir()
+    trash.write_text("not a directory\n")
+    res = ao("ao-preserve", "t", "--json", cwd=repo, rc=None)
+    (rec,) = json.loads(res.stdout)["results"]
+    assert rec["status"] in ("failed", "refused") and res.returncode == 1
+    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+    assert rec["state"] == listed[0]["state"]
+    if rec["state"] == "pending":
+        assert "pending" in rec["message"]
+    assert wt.exists()

@@ -29,11 +29,11 @@ def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees
 
     dry = ao("ao-prune", "-n", cwd=repo)
     assert "would" in dry.stdout and os.path.exists(leftover) and os.path.isdir(dead_dir)
-    assert {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]} \
+    assert {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]} \
         == {"keep", "done", "vanish"}
 
     ao("ao-prune", cwd=repo)
-    ids = {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+    ids = {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
     assert ids == {"keep"}
     assert not os.path.exists(leftover) and not os.path.exists(dead_dir)
     assert os.path.isdir(live_dir)

@@ -131,7 +131,7 @@ def options(*, changes=True, records=False):
             global _running
             _running = click.get_current_context().command_path
             app = App(quiet=quiet, verbose=verbose, json_mode=json_mode, chdirs=chdir,
-                      dry_run=dry_run, nul=nul, color=color)
+                      dry_run=dry_run, nul=nul, color=color, read_only=not changes)
             return f(app, *args, **kw)
 
         opts = [
@@ -168,7 +168,8 @@ class App:
     the store (opened on first use) and the workflows' Context."""
 
     def __init__(self, *, quiet=False, verbose=False, json_mode=False, chdirs=(), dry_run=False,
-                 nul=False, color=None):
+                 nul=False, color=None, read_only=False):
+        self.read_only = read_only
         for d in chdirs:
             try:
                 os.chdir(d)
@@ -198,7 +199,8 @@ class App:
         """The Store, opened on first use (Fatal when the database is unreadable)."""
         if self._store is None:
             from ..store import Store
-            self._store = Store()
+            # A command that changes nothing creates no data dir and no database.
+            self._store = Store(read_only=self.read_only)
         return self._store
 
     def use_store(self, store):
@@ -262,6 +264,8 @@ def _json_error(command_path, status, error):
 def run(command, prog_name):
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
+    from ..datadir import pin_data_dir
+    pin_data_dir()
     try:
         # The completion variable follows the executable (git-ao-preserve ->
         # _GIT_AO_PRESERVE_COMPLETE), not the "git ao-preserve" shown in messages.
@@ -340,9 +344,39 @@ def named_sessions(app, ids, action):
     return sessions, refused
 
 
+def with_state(app, advance):
+    """Wrap a batch's progress callback so each outcome carries the session's state
+    (see add_state) before it is printed."""
+    def _advance(o):
+        add_state(app, o)
+        return advance(o)
+    return _advance
+
+
+def add_state(app, o) -> None:
+    """Put the session's state after the step into `o.data["state"]` (live,
+    attention, pending, terminated; None when there is no record), and say it in the
+    message of a refusal or failure that leaves the session pending: the user must
+    know the save is recorded and restore brings the session back."""
+    if "state" in o.data or o.session_id in ("", "-"):
+        return
+    from ..present import state
+    try:
+        s = app.store.get(o.session_id)
+        o.data["state"] = state(s) if s is not None else None
+    except AoError:
+        return
+    if o.status in ("refused", "failed") and o.data["state"] == "pending" \
+            and "pending" not in o.message:
+        o.message += "; the session is pending: its save is recorded and git ao-restore " \
+                     "brings it back"
+
+
 def finish(app, command, outcomes):
     """Print the summary (or the JSON document) and return the worst exit status."""
     from ..outcome import exit_status
+    for o in outcomes:
+        add_state(app, o)
     status = exit_status(outcomes)
     app.printer.outcomes_json(command, outcomes, status, dry_run=app.dry_run)
     app.printer.summary(outcomes, command)

@@ -15,6 +15,7 @@ from .common import (
     options,
     run,
     usage,
+    with_state,
 )
 
 
@@ -65,7 +66,8 @@ def command(app, ids, all_, keep_worktree, jobs, timeout):
     with SignalStop() as signals, app.printer.progress(len(sessions), "preserving") as advance:
         outcomes = refused + preserve.preserve(
             ctx, sessions, keep_worktree=keep_worktree, jobs=jobs, timeout=timeout,
-            progress=advance, stop=signals.event, settings=app.settings, shutdown=all_)
+            progress=with_state(app, advance), stop=signals.event, settings=app.settings,
+            shutdown=all_)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 

@@ -13,6 +13,7 @@ from .common import (
     named_sessions,
     options,
     run,
+    with_state,
 )
 
 
@@ -42,7 +43,8 @@ def command(app, ids, no_launch, jobs):
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "restoring") as advance:
-            outcomes = refused + restore.restore(ctx, sessions, jobs=jobs, progress=advance,
+            outcomes = refused + restore.restore(ctx, sessions, jobs=jobs,
+                                                 progress=with_state(app, advance),
                                                  stop=signals.event)
         if not app.dry_run:
             outcomes += restore.relaunch_all(ctx, app.settings, outcomes, no_launch,
