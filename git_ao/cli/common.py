@@ -61,12 +61,17 @@ def complete_ids(state):
     """A click shell_complete callback offering session ids from the database.
 
     state: 'live', 'pending' or 'all'. Reads git-ao.db read-only and starts no
-    process, so a TAB answers in the time Python takes to start."""
+    process, so a TAB answers in the time Python takes to start. Each id comes
+    with its state and branch as help, which zsh and fish show."""
 
     def _complete(ctx, param, incomplete):
-        from ..datadir import completion_ids
+        from click.shell_completion import CompletionItem
+
+        from ..datadir import completion_rows
         taken = set(ctx.params.get(param.name) or ())
-        return [i for i in completion_ids(state) if i.startswith(incomplete) and i not in taken]
+        # zsh and fish show the help beside each id: its state and branch.
+        return [CompletionItem(i, help=about) for i, about in completion_rows(state)
+                if i.startswith(incomplete) and i not in taken]
 
     return _complete
 
