@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from git_ao.errors import GitError, git_message
 from tests.conftest import ao
 
 LOCKED = ("fatal: Unable to create '/r/.git/worktrees/w/index.lock': File exists.\n\n"
@@ -19,6 +18,7 @@ LOCKED = ("fatal: Unable to create '/r/.git/worktrees/w/index.lock': File exists
 
 
 def test_git_error_keeps_the_fatal_line_not_the_last_one():
+    from git_ao.errors import GitError
     exc = GitError(["read-tree", "HEAD"], 128, LOCKED)
     assert "index.lock': File exists." in str(exc)
     assert "remove the file manually" not in str(exc)
@@ -26,6 +26,7 @@ def test_git_error_keeps_the_fatal_line_not_the_last_one():
 
 
 def test_git_message_keeps_errors_and_drops_hints():
+    from git_ao.errors import git_message
     err = ("hint: Waiting for your editor\nerror: 'dir/f' is in the way\n"
            "hint: use --force\nfatal: could not apply\n")
     assert git_message(err, 1) == "error: 'dir/f' is in the way; fatal: could not apply"
