@@ -129,7 +129,12 @@ class Store:
     def _open_read_only(self) -> bool:
         """For a command that only reads (list, show, doctor): create nothing. With no
         database, an empty one in memory; otherwise the file opened read-only. False
-        when the file needs a migration first (then it is opened as usual)."""
+        when the file needs a migration first (then it is opened as usual). The
+        ownership and mode checks still run on what exists."""
+        if os.path.lexists(self.dir):
+            ensure_private_dir(self.dir)  # it exists: checks and tightens, creates nothing
+        if os.path.lexists(self.db_path):
+            self._create_db_file()  # it exists: checks and tightens, creates nothing
         self._refuse_lost_db()
         try:
             conn = self._connect_ro()

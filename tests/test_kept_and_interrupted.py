@@ -5,6 +5,7 @@ registration a killed `git worktree add` left half-written is named with its fix
 
 import json
 import os
+import re
 
 from tests.conftest import ao, commit_on, dirty, git
 from tests.worktree_state import assert_restored, state
@@ -38,7 +39,7 @@ def test_preserve_never_replaces_work_a_restore_could_not_put_back(repo, worktre
         assert f"git update-ref -d {REF.format('wt')} {kept}" in res.stdout
     assert _ref(repo, "wt") == kept
     assert (wt / "other.txt").read_text() == "the agent went on\n"
-    assert "wt\tworker\t-\tlive" in ao("ao", "list", cwd=repo).stdout
+    assert "wt\tworker\t-\tattention" in ao("ao", "list", cwd=repo).stdout
     # Once the user has what they need and drops the ref, shutdown saves as usual.
     git("update-ref", "-d", REF.format("wt"), kept, cwd=repo)
     ao("ao-preserve", "--all", cwd=repo)
@@ -110,7 +111,7 @@ def test_prune_that_deletes_a_checkpoint_ref_updates_the_listing(repo, worktrees
     assert "in the worktree" in res.stdout and _ref(repo, "cp") == ""
     shown = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
     assert shown["preserve_ref"] is None and shown["preserved_commit"] is None
-    assert "preserve_ref:     -" in ao("ao", "show", "cp", cwd=repo).stdout
+    assert re.search(r"^preserve_ref: +-$", ao("ao", "show", "cp", cwd=repo).stdout, re.M)
 
 
 def test_a_half_written_worktree_registration_is_named_with_its_fix(repo, worktrees):
