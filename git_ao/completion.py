@@ -48,7 +48,14 @@ __git_ao_click ()
 		value=${entry#*,}
 		case $type in
 		plain) out+=("$value ") ;;
-		dir) COMPREPLY=($(compgen -d -S / -- "$cur")); return 0 ;;
+		dir)
+			local d
+			COMPREPLY=()
+			for d in $(compgen -d -S / -- "$cur"); do
+				# a repository's .git is never a worktree to name
+				[[ $d == .git/ || $d == */.git/ ]] || COMPREPLY+=("$d")
+			done
+			return 0 ;;
 		file) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
 		esac
 	done
@@ -80,7 +87,7 @@ _ZSH_HELPER = r"""(( $+functions[__git_ao_click] )) || __git_ao_click() {
   for type key descr in ${response}; do
     case $type in
       plain) if [[ $descr == _ ]]; then plain+=("$key"); else described+=("$key:$descr"); fi ;;
-      dir) _path_files -/ ;;
+      dir) _path_files -/ -F '(.git */.git)' ;;
       file) _path_files -f ;;
     esac
   done
@@ -114,7 +121,7 @@ function __git_ao_click --argument-names prog
         set -l meta (string split -m 1 -- , $line)
         switch $meta[1]
             case dir
-                __fish_complete_directories $cur
+                __fish_complete_directories $cur | string match -rv '(^|/)\.git/(\t|$)'
             case file
                 __fish_complete_path $cur
             case plain
@@ -140,7 +147,20 @@ def _zsh_source() -> str:
         out.append(f"_{prog}() {{ __git_ao_click {prog}; }}")
     for prog in COMMANDS:
         out.append(f"compdef _{prog} {prog}")
+    # Without the _git-ao* files on $fpath, _git lists a third-party command under
+    # `git <TAB>` only through its user-commands style: add ours to the user's.
+    entries = " ".join(_zsh_quote(f"{prog[4:]}:{about}") for prog, about in COMMANDS.items())
+    out += ["() {",
+            "  local -a cmds",
+            "  zstyle -a ':completion:*:*:git:*' user-commands cmds",
+            f"  cmds+=({entries})",
+            "  zstyle ':completion:*:*:git:*' user-commands ${(u)cmds}",
+            "}"]
     return "\n".join(out) + "\n"
+
+
+def _zsh_quote(text) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def _fish_source() -> str:

@@ -27,8 +27,24 @@ def data_dir() -> str:
     return os.path.join(os.path.expanduser("~"), ".ao", "data")
 
 
+def pin_data_dir() -> None:
+    """Resolve a relative `$AO_DATA_DIR` once, against the directory the command was
+    started in, before -C changes it: every later use (and every child, such as a
+    relaunch command) then sees the same absolute path."""
+    env = os.environ.get("AO_DATA_DIR")
+    if env and not os.path.isabs(os.path.expanduser(env)):
+        os.environ["AO_DATA_DIR"] = os.path.abspath(os.path.expanduser(env))
+
+
 def completion_ids(state: str) -> list[str]:
-    """Session ids for shell completion, read without creating or migrating anything.
+    """Session ids for shell completion (see completion_rows)."""
+    return [sid for sid, _ in completion_rows(state)]
+
+
+def completion_rows(state: str) -> list[tuple[str, str]]:
+    """(id, description) of the sessions for shell completion, the description
+    being the session's state and branch ("pending, fix-parser"), read without
+    creating or migrating anything.
 
     state: 'live', 'pending' or 'all'. Opens `git-ao.db` read-only (SQLite URI
     mode=ro); returns [] when there is no database or it cannot be read."""
@@ -41,13 +57,23 @@ def completion_ids(state: str) -> list[str]:
         from urllib.parse import quote
         conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1)
         try:
-            rows = conn.execute("SELECT s.id FROM sessions s LEFT JOIN session_worktrees w "
-                                f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
+            rows = conn.execute(
+                "SELECT s.id, s.terminated, "
+                f"CASE WHEN {PENDING_SQL} THEN 1 ELSE 0 END, s.branch, w.needs_attention "
+                "FROM sessions s LEFT JOIN session_worktrees w "
+                f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
         finally:
             conn.close()
     except sqlite3.Error:
         return []
-    return [r[0] for r in rows]
+    out = []
+    for sid, terminated, pending, branch, attention in rows:
+        # The ref is not checked here (no git on a TAB): "attention" may be stale.
+        word = "live" if not terminated else "pending" if pending else "terminated"
+        if word == "live" and attention:
+            word = "attention"
+        out.append((sid, f"{word}, {branch or 'detached'}"))
+    return out
 
 
 def ensure_private_dir(path: str) -> None:

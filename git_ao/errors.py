@@ -63,5 +63,17 @@ class GitError(AoError):
         self.argv = list(argv)
         self.status = status
         self.stderr = stderr
-        last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {status}"
-        super().__init__(f"git {' '.join(self.argv[:2])}: {last}")
+        super().__init__(f"git {' '.join(self.argv[:2])}: {git_message(stderr, status)}")
+
+
+def git_message(stderr: str, status: int) -> str:
+    """What the user needs of git's stderr, on one line: its `fatal:` and `error:`
+    lines (the lock file to remove, the path in the way), joined with '; ';
+    `hint:` lines and git's prose around them are left out. Without such lines,
+    the last line; without any, the exit status."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    kept = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+    if kept:
+        return "; ".join(dict.fromkeys(kept))
+    plain = [ln for ln in lines if not ln.startswith("hint:")]
+    return plain[-1] if plain else f"exit status {status}"

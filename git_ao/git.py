@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import gitparse
-from .errors import Fatal, GitError, Usage
+from .errors import Fatal, GitError, Usage, git_message
 from .gitparse import (
     IndexFlags,
     Status,
@@ -215,8 +215,8 @@ def repo_dirs(path: str, *, inherit_repo_env: bool = False) -> RepoDirs:
         # A bare repository has no top level; rev-parse says so and fails.
         return RepoDirs(lines[0], lines[1], None, True)
     if res.status != 0 or len(lines) < 3:
-        msg = res.errtext.strip().splitlines()
-        raise Fatal(msg[-1].removeprefix("fatal: ") if msg else f"not a git repository: {path}")
+        msg = git_message(res.errtext, res.status) if res.errtext.strip() else ""
+        raise Fatal(msg.removeprefix("fatal: ") or f"not a git repository: {path}")
     top = lines[3] if len(lines) > 3 and lines[2] != "true" else None
     return RepoDirs(lines[0], lines[1], top, lines[2] == "true")
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import sys
 import threading
+import time
 
 LOG_NAME = "git-ao.log"
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 MAX_BYTES = 1 << 20
 BACKUPS = 5
 
@@ -21,6 +24,22 @@ _logger = logging.getLogger("git-ao")
 _logger.propagate = False
 _logger.setLevel(logging.INFO)
 _path = None
+_warned: set[str] = set()  # the log paths a "cannot write" warning was given for
+_on_failure = None  # callback(message: str), set by the command layer
+
+
+class _Handler(logging.handlers.RotatingFileHandler):
+    """A rotating handler that reports a failed write (a full disk, a log turned
+    into a directory) to `event` instead of printing logging's traceback."""
+
+    def handleError(self, record):
+        raise sys.exc_info()[1] or OSError("cannot write the log")
+
+
+def on_failure(callback) -> None:
+    """Install callback(message) to hear, once per log file, that it cannot be written."""
+    global _on_failure
+    _on_failure = callback
 
 
 def _get(data_dir):
@@ -31,10 +50,11 @@ def _get(data_dir):
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             if not os.path.exists(path):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-            handler = logging.handlers.RotatingFileHandler(path, maxBytes=MAX_BYTES,
-                                                           backupCount=BACKUPS)
-            handler.setFormatter(logging.Formatter(
-                "%(asctime)s pid=%(process)d %(message)s", "%Y-%m-%dT%H:%M:%S%z"))
+            handler = _Handler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS)
+            # UTC with a Z, the one time format git-ao prints (as in --json).
+            fmt = logging.Formatter("%(asctime)s pid=%(process)d %(message)s", TIME_FORMAT)
+            fmt.converter = time.gmtime
+            handler.setFormatter(fmt)
             # One process may serve several data dirs (tests, importers): the
             # previous file is closed here, not left for the garbage collector.
             for old in list(_logger.handlers):
@@ -56,13 +76,23 @@ def event(data_dir, action, session_id, decision, **fields):
     """Append one line: `<time> pid=<pid> <action> <session> <decision> key=value ...`.
 
     data_dir: str. Never raises: a log that cannot be written must not stop a
-    preserve at shutdown."""
+    preserve at shutdown; the callback given to `on_failure` hears of it once."""
     try:
         parts = [action, _fmt(session_id or "-"), _fmt(decision)]
         parts += [f"{k}={_fmt(v)}" for k, v in fields.items() if v is not None]
         _get(data_dir).info(" ".join(parts))
-    except Exception:  # noqa: BLE001, S110 - logging is best effort by design
-        pass
+    except Exception as exc:  # noqa: BLE001 - logging is best effort by design
+        _report(path(data_dir), exc)
+
+
+def _report(log_path, exc) -> None:
+    with _lock:
+        if log_path in _warned:
+            return
+        _warned.add(log_path)
+    if _on_failure is not None:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        _on_failure(f"cannot write the log {log_path}: {why}; decisions are not being logged")
 
 
 def path(data_dir) -> str:

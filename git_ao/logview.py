@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from . import log
+from .errors import Fatal
 
 _TOKEN = re.compile(r"""(?:[^\s'"=]+=)?(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)""")
 
@@ -47,7 +48,7 @@ def tail(data_dir: str, count: int, session_id: str | None = None) -> list[dict[
     """The last `count` entries (oldest first), optionally only one session's.
 
     Reads the current log then the rotated ones until enough are found; a
-    missing log gives []."""
+    missing log gives []; one that cannot be read raises Fatal."""
     base = log.path(data_dir)
     files = [base] + [f"{base}.{n}" for n in range(1, log.BACKUPS + 1)]
     found: list[dict[str, Any]] = []
@@ -57,6 +58,9 @@ def tail(data_dir: str, count: int, session_id: str | None = None) -> list[dict[
                 lines = f.readlines()
         except FileNotFoundError:
             break
+        except OSError as exc:
+            # A log that is a directory, or unreadable: one line, not an internal error.
+            raise Fatal(f"cannot read the log {path}: {exc.strerror or exc}") from exc
         entries = [parse(x) for x in lines if x.strip()]
         if session_id is not None:
             entries = [e for e in entries if e.get("session") == session_id]

@@ -10,12 +10,28 @@ from . import git, session_groups, trash
 from .errors import AoError
 from .records import Session
 
+# The states `list` and `show` print, in JSON too (a stable vocabulary, git-ao(1)):
+# live, attention (live, but its ref holds work the last restore could not put
+# back), pending (saved, waiting for a restore), terminated.
+STATES = ("live", "attention", "pending", "terminated")
+
+
+def state(s: Session) -> str:
+    """The session's state as listed: one of STATES. `attention` needs the ref to
+    still hold the save's commit (dropping it with git update-ref -d ends it)."""
+    save = s.save
+    if s.live and save is not None and save.needs_attention and save.holds_ref \
+            and save.preserved_commit and os.path.isdir(s.common_dir) \
+            and git.rev_parse(s.common_dir, save.preserve_ref) == save.preserved_commit:
+        return "attention"
+    return s.state
+
 
 def list_json(s: Session) -> dict[str, Any]:
     """A session as a JSON-ready dict (the `git ao list --json` record)."""
     save = s.save
     return {
-        "id": s.id, "kind": s.kind, "harness": s.harness, "state": s.state,
+        "id": s.id, "kind": s.kind, "harness": s.harness, "state": state(s),
         "branch": s.branch, "workspace_path": s.worktree_path, "repo": s.common_dir,
         "agent_session_id": s.agent_session_id,
         "preserve_ref": save.preserve_ref if save and save.holds_ref else None,
@@ -35,12 +51,23 @@ def _iso(ns: int) -> str:
 
 
 def show_stat(s: Session) -> str:
-    """What `git stash show --stat --include-untracked` prints for the session's saved work."""
-    if not s.save or not s.save.preserved_commit or not os.path.isdir(s.common_dir):
+    """What `git stash show --stat --include-untracked` prints for the work the
+    session's ref holds now: nothing once a restore put it back (the facts then
+    name no ref), nor when the commit is gone (see saved_commit_gone)."""
+    save = s.save
+    if not save or not save.holds_ref or not save.preserved_commit or not os.path.isdir(s.common_dir):
         return ""
-    if not git.object_exists(s.common_dir, s.save.preserved_commit):
+    if not git.object_exists(s.common_dir, save.preserved_commit):
         return ""
-    return git.diff_stat(s.common_dir, s.save.preserved_commit)
+    return git.diff_stat(s.common_dir, save.preserved_commit)
+
+
+def saved_commit_gone(s: Session) -> bool:
+    """Does the record name a saved commit the repository no longer has (the ref
+    deleted by hand, then garbage collected)?"""
+    save = s.save
+    return bool(save and save.holds_ref and save.preserved_commit and os.path.isdir(s.common_dir)
+                and not git.object_exists(s.common_dir, save.preserved_commit))
 
 
 def trash_kept(s: Session, data_dir: str) -> list[dict[str, Any]]:

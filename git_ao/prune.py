@@ -9,7 +9,6 @@ import shutil
 from collections.abc import Iterable
 
 from . import git, snapshot, trash, walk
-from .errors import Refused
 from .outcome import Outcome, Status
 from .records import Session
 from .session import REF_PREFIX, Context, facts, preserve_ref, work_present_elsewhere
@@ -20,17 +19,18 @@ def prune(ctx: Context, *, expire_before: float | None = None,
     """Clean what can be cleaned without losing work.
 
     expire_before: epoch seconds; trash entries older are deleted (None: all).
-    force_ids: sessions the user named with --force: their refs and records go.
+    force_ids: sessions the user named with --force: their refs and records go, and
+    nothing else is done.
     Returns one Outcome per thing done (or that would be done on a dry run).
     """
+    named = list(dict.fromkeys(force_ids))
+    if named:
+        # A prune that names sessions acts on those sessions only: no general
+        # clean-up, so another session's ref, record or trash is never touched.
+        return [_prune_named(ctx, sid) for sid in named]
     out = []
     sessions = ctx.store.sessions()
     repos = sorted({s.common_dir for s in sessions})
-    named = set(force_ids)
-    unknown = sorted(named - {s.id for s in sessions})
-    if unknown:
-        # Checked before anything is touched: a typo must not run the rest of prune.
-        raise Refused(f"no session '{unknown[0]}' (see 'git ao list'); nothing pruned")
     for listed in sessions:
         # Decide under the session's lock, on a fresh read: a preserve or restore
         # running at the same moment must not have its record or ref pulled away.
@@ -38,9 +38,7 @@ def prune(ctx: Context, *, expire_before: float | None = None,
             s = ctx.store.get(listed.id)
             if s is None:
                 continue
-            if s.id in named:
-                out.append(_prune_forced(ctx, s))
-            elif not os.path.isdir(s.common_dir):
+            if not os.path.isdir(s.common_dir):
                 out.append(_prune_record(ctx, s, f"repository {s.common_dir} is gone"))
             elif not s.live and not s.pending:
                 out.append(_prune_record(ctx, s, "terminated, nothing pending"))
@@ -50,6 +48,17 @@ def prune(ctx: Context, *, expire_before: float | None = None,
     pending = {s.id for s in ctx.store.sessions() if s.pending}
     out += _prune_trash(ctx, expire_before, pending)
     return out
+
+
+def _prune_named(ctx: Context, sid: str) -> Outcome:
+    """`--force ID`: that session's ref and record, under its lock; an unknown id is
+    refused on its own and the other named sessions go on."""
+    with ctx.lock(sid):
+        s = ctx.store.get(sid)
+        if s is None:
+            return Outcome(sid, "prune-ref", Status.REFUSED,
+                           f"no session '{sid}' (see 'git ao list'); nothing pruned for it")
+        return _prune_forced(ctx, s)
 
 
 def _prune_record(ctx: Context, s: Session, why: str) -> Outcome:

@@ -10,7 +10,7 @@ from .errors import Refused, Usage
 from .outcome import Outcome, Status
 from .present import list_json
 from .records import Session
-from .session import Context, validate_id
+from .session import MAX_ID, Context, validate_id
 from .vocab import KINDS, Kind
 
 
@@ -19,7 +19,9 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
              prompt: str | None = None) -> Session:
     """Register the linked worktree containing `path` as a live session.
 
-    Returns the Session (not stored on a dry run). Raises Fatal (not a
+    With no `session_id` the id is the worktree's name, or, when a session of that
+    name exists, `<repo>-<name>` (see free_id). Returns the Session (not stored
+    on a dry run). Raises Fatal (not a
     repository), Usage (bad id or kind, a bare repository, a main worktree,
     a path git cannot name in a trailer) or Refused (id or worktree taken).
     """
@@ -45,8 +47,12 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     holder = ctx.store.holder_of(top)
     if holder is not None:
         raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
-    if ctx.store.get(sid) is not None:
-        raise Refused(f"session '{sid}' already exists")
+    taken = ctx.store.get(sid)
+    if taken is not None and session_id is not None:
+        raise Refused(f"session '{sid}' already exists (at {taken.worktree_path}); "
+                      "choose another id with --id")
+    if taken is not None:
+        sid = free_id(ctx, sid, repo_name(dirs.common_dir))
     branch = git.current_branch(top)
     s = Session(sid, kind, harness or "", os.path.realpath(dirs.common_dir), branch, top,
                 agent_session_id, prompt)
@@ -56,10 +62,38 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     return s
 
 
+def repo_name(common_dir: str) -> str:
+    """The name of a repository: its main worktree's directory name (`app` for
+    app/.git), or a bare repository's without `.git`."""
+    path = os.path.realpath(common_dir).rstrip("/")
+    if os.path.basename(path) == ".git":
+        path = os.path.dirname(path)
+    return os.path.basename(path).removesuffix(".git") or "repo"
+
+
+def free_id(ctx: Context, name: str, repo: str) -> str:
+    """A default id no session has: `<repo>-<name>` when `name` is taken (two
+    repositories with a `.claude/worktrees/feature` each), then `<repo>-<name>-2`,
+    `-3`, ... Raises Usage when none is a valid id."""
+    base = f"{repo}-{name}"[:MAX_ID - 4]
+    for n in range(1, 1000):
+        sid = base if n == 1 else f"{base}-{n}"
+        try:
+            validate_id(sid)
+        except Usage:
+            break
+        if ctx.store.get(sid) is None:
+            return sid
+    raise Usage(f"session '{name}' already exists and no free id was found; "
+                "name the session with --id")
+
+
 def current_session(ctx: Context, path: str = ".") -> Session:
     """The session of the linked worktree containing `path`, registering it first
     (id from the worktree's name) when it is not known."""
-    dirs = git.repo_dirs(path, inherit_repo_env=True)
+    # From the path alone: a GIT_WORK_TREE or GIT_DIR left in the caller's shell
+    # must never point a preserve at another session's worktree.
+    dirs = git.repo_dirs(path)
     if dirs.is_bare or not dirs.is_linked_worktree:
         raise Usage("not inside a linked worktree: name sessions, or use --all")
     assert dirs.toplevel is not None  # a linked worktree has one

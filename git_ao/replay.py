@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import git, gitindex
+from .errors import git_message
 
 
 @dataclass
@@ -121,7 +122,7 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
     if res.status == 0:
         return Applied("unstaged", "the index part conflicted; changes applied unstaged",
                        [], saved_paths(path, commit))
-    return Applied("blocked", res.errtext.strip().splitlines()[-1] if res.errtext.strip()
+    return Applied("blocked", git_message(res.errtext, res.status) if res.errtext.strip()
                    else "git stash apply failed")
 
 
@@ -207,8 +208,8 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
     if subs:
         res = git.submodule_update_init(path, subs)
         if res.status != 0:
-            msg = res.errtext.strip().splitlines()
-            problems.append(f"submodules not re-initialised: {msg[-1] if msg else res.status}")
+            problems.append("submodules not re-initialised: "
+                            f"{git_message(res.errtext, res.status)}")
     # A submodule checked out at another commit than the one recorded comes back
     # on that commit (update --init checks out the recorded one).
     for rel, oid in wc.get("submodule_heads", {}).items():

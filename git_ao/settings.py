@@ -3,7 +3,8 @@
 (git's own configuration is read in git.py; a worktree's private config is
 saved with its session, see records.Save.private_config.)
 
-Read with tomllib, written with tomli-w. Every key git-ao knows is listed in
+Read with tomllib, edited in place with tomlkit (the user's comments, layout and
+keys git-ao does not know are kept as they were written). Every key git-ao knows is listed in
 KEYS with its type and a one-line description (the same text git-ao(1)
 documents). Unknown keys in the file are warned about and ignored; a bad value
 in the file is warned about and ignored (a shutdown must not fail on a typo);
@@ -251,7 +252,7 @@ class Settings:
 
     values: dict of dotted key -> value (only known keys with good values).
     warnings: list of str, one per unknown key or bad value in the file.
-    raw: the parsed TOML document (unknown keys kept, so `set` never drops them).
+    raw: the parsed TOML document (as tomllib reads it).
     """
 
     def __init__(self, data_dir):
@@ -298,23 +299,27 @@ class Settings:
     # ------------------------------------------------------------ edits
 
     def set(self, key, text):
-        """Validate and store `text` for `key` (parsed by the key's type).
+        """Validate and store `text` for `key` (parsed by the key's type), editing
+        the file in place: comments, order and other keys stay as written.
 
         Raises Usage naming the key for an unknown key or a bad value."""
         value = check_value(key, text)
-        table = self.raw
+        doc = self._document()
+        import tomlkit
+        table = doc
         parts = _split_key(key)
         for p in parts[:-1]:
             if not isinstance(table.get(p), dict):
-                table[p] = {}
+                table[p] = tomlkit.table()
             table = table[p]
         table[parts[-1]] = value
         self.values[key] = value
-        self._write()
+        self._write(doc)
 
     def unset(self, key) -> bool:
-        """Remove `key` from the file; returns False when it was not set."""
-        table = self.raw
+        """Remove `key` from the file (in place, as `set`); returns False when it was not set."""
+        doc = self._document()
+        table = doc
         parts = _split_key(key)
         chain = []
         for p in parts[:-1]:
@@ -330,19 +335,28 @@ class Settings:
             if not parent[p]:
                 del parent[p]
         self.values.pop(key, None)
-        self._write()
+        self._write(doc)
         return True
 
-    def _write(self):
-        import tomli_w
+    def _document(self):
+        """The file as a tomlkit document (an empty one when there is no file)."""
+        import tomlkit
         if self.unreadable:
             raise Fatal(f"{self.unreadable}; fix or remove it before changing settings")
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return tomlkit.parse(f.read())
+        except FileNotFoundError:
+            return tomlkit.document()
+
+    def _write(self, doc):
+        import tomlkit
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         tmp = f"{self.path}.tmp.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            with os.fdopen(fd, "wb") as f:
-                tomli_w.dump(self.raw, f)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(tomlkit.dumps(doc))
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)

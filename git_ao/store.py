@@ -135,11 +135,15 @@ class Store:
 
     read_only: str | None = None  # why writes are refused, when they are
 
-    def __init__(self, path: str | None = None, *, recover: bool = False):
+    def __init__(self, path: str | None = None, *, recover: bool = False,
+                 read_only: bool = False):
         self.dir = path or data_dir()
         self.db_path = os.path.join(self.dir, DB_NAME)
         self._local = threading.local()
         self.moved_aside: str | None = None
+        self._ro = read_only and self._open_read_only()
+        if self._ro:
+            return
         ensure_private_dir(self.dir)
         if not recover:
             self._refuse_lost_db()
@@ -150,6 +154,45 @@ class Store:
         except DamagedDatabase:
             self._move_aside()
             self._open_checked()
+
+    def _open_read_only(self) -> bool:
+        """For a command that only reads (list, show, doctor): create nothing. With no
+        database, an empty one in memory; otherwise the file opened read-only. False
+        when the file needs a migration first (then it is opened as usual). The
+        ownership and mode checks still run on what exists."""
+        if os.path.lexists(self.dir):
+            ensure_private_dir(self.dir)  # it exists: checks and tightens, creates nothing
+        if os.path.lexists(self.db_path):
+            self._create_db_file()  # it exists: checks and tightens, creates nothing
+        self._refuse_lost_db()
+        try:
+            conn = self._connect_ro()
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from exc
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise Fatal(f"database '{self.db_path}' has schema version {version}, newer than "
+                        f"this git-ao knows ({SCHEMA_VERSION}); upgrade git-ao")
+        if version < SCHEMA_VERSION:
+            conn.close()
+            return False
+        self._local.conn = conn
+        self.read_only = "a read-only command"
+        return True
+
+    def _connect_ro(self) -> sqlite3.Connection:
+        if not os.path.exists(self.db_path):
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._migrate(conn)
+        else:
+            from urllib.parse import quote
+            conn = sqlite3.connect(f"file:{quote(self.db_path)}?mode=ro", uri=True,
+                                   timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.row_factory = sqlite3.Row
+        return conn
 
     def _refuse_lost_db(self) -> None:
         try:
@@ -199,6 +242,8 @@ class Store:
             raise Fatal(f"cannot create database '{self.db_path}': {exc.strerror}") from exc
 
     def _connect(self) -> sqlite3.Connection:
+        if getattr(self, "_ro", False):
+            return self._connect_ro()
         conn = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_MS / 1000,
                                isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row

@@ -1,4 +1,4 @@
-"""git-ao.toml: read with tomllib, written with tomli-w, edited by git ao config."""
+"""git-ao.toml: read with tomllib, edited in place with tomlkit by git ao config."""
 
 import json
 import os

@@ -122,7 +122,7 @@ def assert_work_safe(sessions, before, tmp):
 
 
 def states(repo) -> dict:
-    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)
+    listed = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)
     return {s["id"]: s["state"] for s in listed["sessions"]}
 
 

@@ -29,7 +29,7 @@ def test_shutdown_then_boot_restores_everything(repo, make_repo, worktrees):
         assert git("rev-parse", "-q", "--verify", f"refs/ao/preserved/{sid}", cwd=r).strip()
     # a clean worktree gets no commit
     assert git("for-each-ref", "refs/ao/preserved/w3", cwd=other) == ""
-    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)
+    listed = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)
     assert {s["id"]: s["state"] for s in listed["sessions"]} == dict.fromkeys(sessions, "pending")
 
     ao("ao-restore", cwd=repo)
@@ -39,7 +39,7 @@ def test_shutdown_then_boot_restores_everything(repo, make_repo, worktrees):
         assert after["ignored"] == [], sid
     for r in (repo, other):
         assert git("for-each-ref", "refs/ao/", cwd=r) == ""
-    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)
+    listed = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)
     assert {s["id"]: s["state"] for s in listed["sessions"]} == dict.fromkeys(sessions, "live")
     by_id = {s["id"]: s for s in listed["sessions"]}
     assert by_id["orch"]["workspace_path"] == str(sessions["orch"])

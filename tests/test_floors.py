@@ -74,7 +74,7 @@ def test_the_floor_versions_run_every_kind_of_command(floor_venv, repo, worktree
     for name, version in floors().items():
         assert f"{name.lower()}=={version}" in freeze.replace("_", "-")
     res = _run(floor_venv, "ao", cwd=repo, rc=129)
-    assert res.stderr.startswith("Usage: git ao ") and res.stdout == ""
+    assert res.stderr.startswith("usage: git ao ") and res.stdout == ""
     res = _run(floor_venv, "ao", "--bogus", cwd=repo, rc=129)
     assert res.stderr.startswith("error: No such option")
     _run(floor_venv, "ao-preserve", "-h", cwd=repo, rc=129)

@@ -13,7 +13,7 @@ def _digest(path):
 
 
 def _sessions(repo):
-    return {s["id"]: s for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+    return {s["id"]: s for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
 
 
 def test_import_registers_live_sessions_read_only(repo, worktrees, ao_env):

@@ -136,7 +136,7 @@ def daemon_db(path, point, *, projects=(), sessions=(), worktrees=(), repos=(), 
 
 
 def _list(repo):
-    return {s["id"]: s for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+    return {s["id"]: s for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
 
 
 def _session(sid, project, path, **kw):

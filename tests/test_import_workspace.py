@@ -10,7 +10,7 @@ from tests.test_import_schema import _session, daemon_db
 
 
 def _list(repo):
-    return {s["id"]: s for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+    return {s["id"]: s for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
 
 
 def test_workspace_session_is_imported_preserved_and_restored_whole(repo, make_repo, tmp_path):

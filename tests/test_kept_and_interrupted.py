@@ -40,7 +40,7 @@ def test_preserve_never_replaces_work_a_restore_could_not_put_back(repo, worktre
         assert f"git update-ref -d {REF.format('wt')} {kept}" in res.stdout
     assert _ref(repo, "wt") == kept
     assert (wt / "other.txt").read_text() == "the agent went on\n"
-    assert "wt\tworker\t-\tlive" in ao("ao", "list", cwd=repo).stdout
+    assert "wt\tworker\t-\tattention" in ao("ao", "list", cwd=repo).stdout
     # Once the user has what they need and drops the ref, shutdown saves as usual.
     git("update-ref", "-d", REF.format("wt"), kept, cwd=repo)
     ao("ao-preserve", "--all", cwd=repo)

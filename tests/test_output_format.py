@@ -100,7 +100,7 @@ def test_error_documents_name_the_command_as_success_documents_do(repo):
     """`command` is the same word on both paths: "preserve", "config set", not the
     program name."""
     res = ao("ao-preserve", "no-such", "--json", cwd=repo, rc=1)
-    assert json.loads(res.stdout.splitlines()[-1])["command"] == "preserve"
+    assert json.loads(res.stdout)["command"] == "preserve"
     res = ao("ao", "show", "no-such", "--json", cwd=repo, rc=1)
     assert json.loads(res.stdout.splitlines()[-1])["command"] == "show"
     res = ao("ao-restore", "--json", "-j", "0", cwd=repo, rc=129)  # a usage error

@@ -29,11 +29,11 @@ def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees
 
     dry = ao("ao-prune", "-n", cwd=repo)
     assert "would" in dry.stdout and os.path.exists(leftover) and os.path.isdir(dead_dir)
-    assert {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]} \
+    assert {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]} \
         == {"keep", "done", "vanish"}
 
     ao("ao-prune", cwd=repo)
-    ids = {s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+    ids = {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
     assert ids == {"keep"}
     assert not os.path.exists(leftover) and not os.path.exists(dead_dir)
     assert os.path.isdir(live_dir)
@@ -132,9 +132,9 @@ def test_prune_keeps_trash_of_pending_sessions_and_stops_on_unknown_ids(repo, wo
     trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
     kept = os.listdir(trash)
     assert len(kept) == 1
-    # a typo in a forced id refuses the whole prune before anything is deleted
+    # a typo in a forced id is refused, and nothing else is pruned
     res = ao("ao-prune", "--force", "typo", cwd=repo, rc=1)
-    assert "no session 'typo'" in res.stderr
+    assert "refused\ttypo\tno session 'typo'" in res.stdout
     ao("ao-prune", cwd=repo)
     assert os.listdir(trash) == kept
     assert os.path.exists(os.path.join(trash, kept[0], "worktree", ".env"))

@@ -92,7 +92,7 @@ def test_lost_database_deletes_nothing_and_recovers(how, repo, mixed, tmp_path):
         r, wt = sessions[sid]
         assert same_but_ignored(before[sid], state(wt)), sid
         assert ref_of(r, sid) is None
-    listed = {s["id"]: s for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)
+    listed = {s["id"]: s for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)
               ["sessions"]}
     assert listed["s04"]["branch"] is None and listed["s00"]["branch"] == "s00"
     for sid in ("s03", "s05"):  # never saved: still live in their worktrees

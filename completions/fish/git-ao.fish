@@ -22,7 +22,7 @@ function __git_ao_click --argument-names prog
         set -l meta (string split -m 1 -- , $line)
         switch $meta[1]
             case dir
-                __fish_complete_directories $cur
+                __fish_complete_directories $cur | string match -rv '(^|/)\.git/(\t|$)'
             case file
                 __fish_complete_path $cur
             case plain

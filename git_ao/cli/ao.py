@@ -30,14 +30,48 @@ def group():
     The lifecycle commands are git ao-preserve, git ao-restore and git ao-prune."""
 
 
+STATES = ("live", "attention", "pending", "terminated")  # present.STATES, without importing git
+
+
 @group.command("list", context_settings=CONTEXT_SETTINGS)
-@options(changes=False)
-def list_(app):
-    """List every session: id, kind, harness, state, branch, workspace path, preserved work."""
+@click.option("--state", "states", multiple=True, type=click.Choice(STATES), metavar="STATE",
+              help="Only sessions in STATE: live, attention, pending or terminated "
+              "(repeatable).")
+@click.option("--repo", "repo_path", metavar="PATH", type=click.Path(file_okay=False),
+              help="Only the sessions of the repository at PATH.")
+@click.option("--all", "all_", is_flag=True,
+              help="The sessions of every repository (the default outside a repository).")
+@options(changes=False, records=True)
+def list_(app, states, repo_path, all_):
+    """List the sessions of this repository (of every one with --all, or outside a
+    repository): id, kind, harness, state, branch, workspace path, preserved work."""
     from ..present import list_json
-    records = [list_json(s) for s in app.store.sessions()]
+    if all_ and repo_path:
+        usage("give --repo or --all, not both")
+    sessions = app.store.sessions()
+    repo = None if all_ else _repo_of(repo_path)
+    shown = [s for s in sessions if repo is None or s.common_dir == repo]
+    hidden = len(sessions) - len(shown)
+    records = [r for r in map(list_json, shown) if not states or r["state"] in states]
     app.printer.sessions(records)
+    if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
+        app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
+                         "'git ao list --all' lists them")
     return 0
+
+
+def _repo_of(path):
+    """The repository (its common git dir, as sessions record it) at `path`; with no
+    path, the one the command runs in, or None outside any (then every session)."""
+    from .. import git
+    from ..errors import Fatal
+    try:
+        dirs = git.repo_dirs(path or os.getcwd())
+    except Fatal:
+        if path is not None:
+            raise
+        return None
+    return os.path.realpath(dirs.common_dir)
 
 
 @group.command("show", context_settings=CONTEXT_SETTINGS)
@@ -47,7 +81,7 @@ def show(app, session_id):
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
     from ..daemon_refs import kept_refs
-    from ..present import list_json, show_stat, trash_kept
+    from ..present import list_json, saved_commit_gone, show_stat, trash_kept
     from ..session import lookup
     s = lookup(app.ctx, session_id)
     rec = list_json(s)
@@ -59,11 +93,18 @@ def show(app, session_id):
                     f"ignored: {' '.join(t['ignored'][:10]) or '-'})" for t in kept] \
         if not app.printer.json_mode else kept
     stat = show_stat(s)
+    gone = saved_commit_gone(s)
     if app.printer.json_mode:
-        app.printer.emit_json("show", session=rec, stat=stat)
-        return 0
+        app.printer.emit_json("show", session=rec, stat=stat, commit_gone=gone)
+        return 1 if gone else 0
     app.printer.facts([(k, ", ".join(v) if isinstance(v, list) else v)
                        for k, v in rec.items()], stat)
+    if gone:
+        # The facts still name the commit: say plainly that the work is not there.
+        app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "
+                          f"{s.common_dir} (its ref was deleted and git gc pruned it); this "
+                          "session's saved work cannot be shown or restored")
+        return 1
     return 0
 
 
@@ -75,7 +116,7 @@ def show(app, session_id):
 @click.option("--harness", default="", metavar="NAME", help="The agent program, e.g. claude-code.")
 @click.option("--agent-session-id", metavar="ID", help="The agent's own session id, for resuming.")
 @click.option("--prompt", metavar="TEXT", help="The task given to the agent (never logged).")
-@options()
+@options(records=True)
 def add(app, path, session_id, kind, harness, agent_session_id, prompt):
     """Register an existing linked worktree (default: the current one) as a live session."""
     from ..register import add
@@ -88,7 +129,7 @@ def add(app, path, session_id, kind, harness, agent_session_id, prompt):
 @group.command("kill", context_settings=CONTEXT_SETTINGS)
 @click.argument("ids", nargs=-1, required=True, metavar="ID...",
                 shell_complete=complete_ids("live"))
-@options()
+@options(records=True)
 def kill(app, ids):
     """End sessions: remove each worktree only when it is clean, and mark the session
     terminated with nothing pending (restore never brings it back)."""
@@ -109,7 +150,7 @@ def kill(app, ids):
                 shell_complete=complete_ids("all"))
 @click.option("--force", is_flag=True, help="Drop the record even while work is pending "
               "(the preserve ref is kept).")
-@options()
+@options(records=True)
 def forget(app, ids, force):
     """Drop session records; refuses while work is pending unless --force."""
     from ..batch import guarded
@@ -273,7 +314,7 @@ def completion(app, shell):
 @group.command("import", context_settings=CONTEXT_SETTINGS)
 @click.option("--from", "db_path", metavar="PATH", type=click.Path(dir_okay=False),
               help="The ao daemon's database (default: ao.db in the data dir).")
-@options()
+@options(records=True)
 def import_(app, db_path):
     """Register the live sessions recorded in the ao daemon's ao.db (read-only, of a
     known schema version): kind, harness, branch, workspace path, agent session id,

@@ -13,7 +13,28 @@ import click
 # git (and with it sh), the workflows and rich are imported where they are used.
 from ..errors import EXIT_USAGE, AoError, Fatal, Usage
 
+# git's variables naming a repository: git-ao never follows them (a session is
+# the worktree the user stands in), and says so when they are set.
+REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE")
 CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds, 0 or more and finite: nan and inf are refused, as the
+    config file refuses them (nan compares false with every bound)."""
+
+    name = "seconds"
+
+    def __init__(self):
+        super().__init__(min=0)
+
+    def convert(self, value, param, ctx):
+        """The value as a float, refused (a usage error) unless finite and 0 or more."""
+        import math
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return number
 
 
 class NoCommand(click.UsageError):
@@ -40,12 +61,17 @@ def complete_ids(state):
     """A click shell_complete callback offering session ids from the database.
 
     state: 'live', 'pending' or 'all'. Reads git-ao.db read-only and starts no
-    process, so a TAB answers in the time Python takes to start."""
+    process, so a TAB answers in the time Python takes to start. Each id comes
+    with its state and branch as help, which zsh and fish show."""
 
     def _complete(ctx, param, incomplete):
-        from ..datadir import completion_ids
+        from click.shell_completion import CompletionItem
+
+        from ..datadir import completion_rows
         taken = set(ctx.params.get(param.name) or ())
-        return [i for i in completion_ids(state) if i.startswith(incomplete) and i not in taken]
+        # zsh and fish show the help beside each id: its state and branch.
+        return [CompletionItem(i, help=about) for i, about in completion_rows(state)
+                if i.startswith(incomplete) and i not in taken]
 
     return _complete
 
@@ -59,21 +85,58 @@ def short_help_option():
 def _short_help(ctx, _param, value):
     # git's own commands print usage on stdout for -h and exit 129.
     if value and not ctx.resilient_parsing:
-        click.echo(ctx.get_help())
+        click.echo(short_usage(ctx), nl=False)
         ctx.exit(EXIT_USAGE)
 
 
-def options(*, changes=True):
-    """Decorator adding -h, -q, -v, --json, -C PATH (repeatable) and, for commands that
-    change anything, -n/--dry-run. The wrapped function receives an `app: App` first."""
+def short_usage(ctx) -> str:
+    """What -h prints, shaped like git's parse-options usage: `usage: ...`, the
+    subcommands of a group, then one line per option (`--help` opens the man page)."""
+    cmd = ctx.command
+    if isinstance(cmd, click.Group):
+        lines = [f"usage: {ctx.command_path} <command> [<options>]", "", "commands:"]
+        for name in cmd.list_commands(ctx):
+            sub = cmd.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                text = sub.get_short_help_str(64)
+                lines.append(f"    {name:<14}{text[:1].lower()}{text[1:]}")
+        lines.append("")
+    else:
+        pieces = " ".join(cmd.collect_usage_pieces(ctx)).replace("[OPTIONS]", "[<options>]")
+        lines = [f"usage: {ctx.command_path} {pieces}".rstrip(), ""]
+    for p in cmd.get_params(ctx):
+        if not isinstance(p, click.Option) or p.hidden or "--help" in p.opts:
+            continue
+        names = ", ".join(sorted(p.opts + p.secondary_opts, key=len))
+        if not p.is_flag and not p.count:
+            metavar = p.metavar or p.make_metavar(*(() if _CLICK_OLD else (ctx,)))
+            names += f" <{metavar.lower()}>"
+        lines.append(f"    {names:<26}{_first_line(p.help or '')}")
+    return "\n".join(lines) + "\n"
+
+
+_CLICK_OLD = click.Option.make_metavar.__code__.co_argcount < 2
+
+
+def _first_line(text: str) -> str:
+    # git's option help: lower-case, no final full stop.
+    text = text.split("\n")[0].rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+def options(*, changes=True, records=False):
+    """Decorator adding -h, -q, -v, --json, --color=WHEN, -C PATH (repeatable), -z for
+    commands printing records (`records`), and -n/--dry-run for commands that change
+    anything (`changes`). The wrapped function receives an `app: App` first."""
 
     def deco(f):
         @functools.wraps(f)
-        def wrapper(*args, quiet, verbose, json_mode, chdir, dry_run=False, **kw):
+        def wrapper(*args, quiet, verbose, json_mode, chdir, color, dry_run=False, nul=False,
+                    **kw):
             global _running
             _running = click.get_current_context().command_path
             app = App(quiet=quiet, verbose=verbose, json_mode=json_mode, chdirs=chdir,
-                      dry_run=dry_run)
+                      dry_run=dry_run, nul=nul, color=color, read_only=not changes)
             return f(app, *args, **kw)
 
         opts = [
@@ -83,10 +146,18 @@ def options(*, changes=True):
             click.option("-v", "--verbose", is_flag=True, help="Show each git command run."),
             click.option("--json", "json_mode", is_flag=True,
                          help="Print one JSON document for scripts."),
+            click.option("--color", "color", type=click.Choice(("always", "never", "auto")),
+                         default=None, metavar="WHEN",
+                         help="Colour: always, never or auto (default: color.ao, color.ui, "
+                         "NO_COLOR, else on a terminal)."),
             click.option("-C", "chdir", multiple=True, metavar="PATH",
                          type=click.Path(file_okay=False),
                          help="Run as if started in PATH (like git -C)."),
         ]
+        if records:
+            opts.append(click.option("-z", "nul", is_flag=True,
+                                     help="End each field of the plain records with NUL "
+                                     "instead of a tab or newline; quote nothing."))
         if changes:
             opts.append(click.option("-n", "--dry-run", is_flag=True,
                                      help="Show what would be done; change nothing."))
@@ -101,7 +172,9 @@ class App:
     """The run context: -C applied, the printer, the -v trace, the git version check,
     the store (opened on first use) and the workflows' Context."""
 
-    def __init__(self, *, quiet=False, verbose=False, json_mode=False, chdirs=(), dry_run=False):
+    def __init__(self, *, quiet=False, verbose=False, json_mode=False, chdirs=(), dry_run=False,
+                 nul=False, color=None, read_only=False):
+        self.read_only = read_only
         for d in chdirs:
             try:
                 os.chdir(d)
@@ -110,10 +183,19 @@ class App:
         from .. import git
         self.dry_run = dry_run
         from ..output import Printer  # lazily: json and rich are not needed for a TAB
-        self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose)
+        self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose, nul=nul)
         if verbose:
             git.set_trace(self.printer.trace)
+        from .. import log
+        # Said once per run: a shutdown that logs nothing must not do so silently.
+        log.on_failure(lambda message: self.printer.error("warning", message))
         git.check_version()
+        if not json_mode:
+            self.printer.colour = _colour(color, self.printer.tty)
+        stray = [v for v in REPO_ENV if os.environ.get(v)]
+        if stray:
+            self.printer.error("warning", f"{', '.join(stray)} set in the environment; "
+                               "ignored: git-ao acts on the directory it runs in (or -C)")
         self._store = None
         self._settings = None
 
@@ -122,7 +204,8 @@ class App:
         """The Store, opened on first use (Fatal when the database is unreadable)."""
         if self._store is None:
             from ..store import Store
-            self._store = Store()
+            # A command that changes nothing creates no data dir and no database.
+            self._store = Store(read_only=self.read_only)
         return self._store
 
     def use_store(self, store):
@@ -149,6 +232,20 @@ class App:
         return self._settings
 
 
+def _colour(when, tty) -> bool:
+    """--color, else git's color.ao and color.ui (`git -c` included), else the
+    environment (output.colour_wanted)."""
+    from ..output import colour_wanted
+    config = None
+    if when is None:
+        from .. import git
+        try:
+            config = git.config_map(os.getcwd())
+        except AoError:
+            config = None  # no readable config: the environment decides
+    return colour_wanted(when, tty, config)
+
+
 _running = None  # the command path of the command being run ("git ao config set")
 
 
@@ -172,6 +269,8 @@ def _json_error(command_path, status, error):
 def run(command, prog_name):
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
+    from ..datadir import pin_data_dir
+    pin_data_dir()
     try:
         # The completion variable follows the executable (git-ao-preserve ->
         # _GIT_AO_PRESERVE_COMPLETE), not the "git ao-preserve" shown in messages.
@@ -182,13 +281,13 @@ def run(command, prog_name):
     except NoCommand as exc:
         # `git ao` alone: the help, as `git worktree` alone prints its usage (129).
         assert exc.ctx is not None
-        sys.stderr.write(exc.ctx.get_help() + "\n")
+        sys.stderr.write(short_usage(exc.ctx))
         rv = EXIT_USAGE
     except click.UsageError as exc:
         msg = exc.format_message()
         sys.stderr.write(f"error: {msg}\n")
         if exc.ctx is not None:
-            sys.stderr.write(exc.ctx.get_usage() + "\n")
+            sys.stderr.write(short_usage(exc.ctx))
         rv = EXIT_USAGE
         _json_error(exc.ctx.command_path if exc.ctx else prog_name, rv, f"error: {msg}")
     except click.Abort:
@@ -232,9 +331,57 @@ def check_ids(ids):
         validate_id(sid)
 
 
+def named_sessions(app, ids, action):
+    """The sessions named on the command line, each id looked up on its own, as git
+    reports each bad argument: returns (sessions, outcomes), one `refused` Outcome
+    per unknown id (printed here) so the known ones go on. A repeated id counts once."""
+    from ..errors import Refused
+    from ..outcome import Outcome, Status
+    from ..session import lookup
+    sessions, refused = [], []
+    for sid in dict.fromkeys(ids):
+        try:
+            sessions.append(lookup(app.ctx, sid))
+        except Refused as exc:
+            o = Outcome(sid, action, Status.REFUSED, str(exc))
+            app.printer.outcome(o)
+            refused.append(o)
+    return sessions, refused
+
+
+def with_state(app, advance):
+    """Wrap a batch's progress callback so each outcome carries the session's state
+    (see add_state) before it is printed."""
+    def _advance(o):
+        add_state(app, o)
+        return advance(o)
+    return _advance
+
+
+def add_state(app, o) -> None:
+    """Put the session's state after the step into `o.data["state"]` (live,
+    attention, pending, terminated; None when there is no record), and say it in the
+    message of a refusal or failure that leaves the session pending: the user must
+    know the save is recorded and restore brings the session back."""
+    if "state" in o.data or o.session_id in ("", "-"):
+        return
+    from ..present import state
+    try:
+        s = app.store.get(o.session_id)
+        o.data["state"] = state(s) if s is not None else None
+    except AoError:
+        return
+    if o.status in ("refused", "failed") and o.data["state"] == "pending" \
+            and "pending" not in o.message:
+        o.message += "; the session is pending: its save is recorded and git ao-restore " \
+                     "brings it back"
+
+
 def finish(app, command, outcomes):
     """Print the summary (or the JSON document) and return the worst exit status."""
     from ..outcome import exit_status
+    for o in outcomes:
+        add_state(app, o)
     status = exit_status(outcomes)
     app.printer.outcomes_json(command, outcomes, status, dry_run=app.dry_run)
     app.printer.summary(outcomes, command)

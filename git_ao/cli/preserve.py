@@ -7,13 +7,16 @@ import click
 from . import remote_opts
 from .common import (
     CONTEXT_SETTINGS,
+    Seconds,
     SignalStop,
     check_ids,
     complete_ids,
     finish,
+    named_sessions,
     options,
     run,
     usage,
+    with_state,
 )
 
 
@@ -25,13 +28,13 @@ from .common import (
               help="Take a checkpoint: write the ref but keep the worktree and the session live.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Sessions handled at once (default: the number of cores).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
               help="Start no new session after this many seconds; the rest stay live.")
 @click.option("--push", metavar="REMOTE", default=None,
               help="Then push each saved preserve ref to REMOTE (default: preserve.push).")
 @click.option("--push-branch", is_flag=True,
               help="With --push: push each session's branch too (never forced).")
-@options()
+@options(records=True)
 def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
     """Capture each session's uncommitted work under refs/ao/preserved/<ID>, record it,
     then remove its linked worktree. With no ID, the session of the current worktree
@@ -42,14 +45,14 @@ def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
     from .. import preserve
     from ..batch import guarded
     from ..register import current_session
-    from ..session import lookup
     check_ids(ids)
     push = remote_opts.check_preserve(app, push, push_branch)
     ctx = app.ctx
+    refused = []
     if all_:
         sessions = preserve.sessions_for_all(app.store)
     elif ids:
-        sessions = [lookup(ctx, i) for i in ids]
+        sessions, refused = named_sessions(app, ids, "preserve")
     else:
         sessions = [current_session(ctx, os.getcwd())]
         if app.dry_run and app.store.get(sessions[0].id) is None:
@@ -60,16 +63,17 @@ def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
             app.printer.outcome(o)
             return finish(app, "preserve", [o])
     if not sessions:
-        if not app.printer.json_mode and not app.printer.quiet:
+        if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to preserve: no live sessions", err=True)
-        return finish(app, "preserve", [])
+        return finish(app, "preserve", refused)
     jobs = jobs or app.settings.get("preserve.jobs") or os.cpu_count() or 1
     if timeout is None:
         timeout = app.settings.get("preserve.timeout")
     with SignalStop() as signals, app.printer.progress(len(sessions), "preserving") as advance:
-        outcomes = preserve.preserve(ctx, sessions, keep_worktree=keep_worktree, jobs=jobs,
-                                     timeout=timeout, progress=advance, stop=signals.event,
-                                     settings=app.settings, shutdown=all_)
+        outcomes = refused + preserve.preserve(
+            ctx, sessions, keep_worktree=keep_worktree, jobs=jobs, timeout=timeout,
+            progress=with_state(app, advance), stop=signals.event, settings=app.settings,
+            shutdown=all_)
         outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status

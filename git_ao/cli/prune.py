@@ -23,7 +23,7 @@ from .common import (
               help="With IDs: delete those sessions' preserve refs and records, pending or not.")
 @click.option("--remote", metavar="REMOTE", default=None,
               help="Also delete REMOTE's preserve refs whose work is provably elsewhere.")
-@options()
+@options(records=True)
 def command(app, ids, expire, force, remote):
     """Clean what can be cleaned without losing work: records of vanished repositories
     and of terminated sessions with nothing pending, stale worktree registrations,

@@ -11,8 +11,10 @@ from .common import (
     check_ids,
     complete_ids,
     finish,
+    named_sessions,
     options,
     run,
+    with_state,
 )
 
 
@@ -25,34 +27,35 @@ from .common import (
               help="Fetch the sessions REMOTE holds (all, or the IDs) and restore them here.")
 @click.option("--map-path", multiple=True, metavar="OLD=NEW",
               help="With --from: put a worktree recorded under OLD under NEW (repeatable).")
-@options()
+@options(records=True)
 def command(app, ids, no_launch, jobs, from_, map_path):
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
     worktree (or print how to resume the agent)."""
     from .. import restore  # lazily: completion must not import git and sh
-    from ..session import lookup
     check_ids(ids)
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     if from_ or map_path:
         return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch)
     ctx = app.ctx
+    refused = []
     if ids:
-        sessions = [lookup(ctx, i) for i in ids]
+        sessions, refused = named_sessions(app, ids, "restore")
     else:
         sessions = [s for s in app.store.sessions() if s.pending]
     if not sessions:
-        if not app.printer.json_mode and not app.printer.quiet:
+        if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
             hint = restore.empty_database_hint(app.store)
             if hint:
                 click.echo(f"hint: {hint}", err=True)
-        return finish(app, "restore", [])
+        return finish(app, "restore", refused)
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "restoring") as advance:
-            outcomes = restore.restore(ctx, sessions, jobs=jobs, progress=advance,
-                                       stop=signals.event)
+            outcomes = refused + restore.restore(ctx, sessions, jobs=jobs,
+                                                 progress=with_state(app, advance),
+                                                 stop=signals.event)
         if not app.dry_run:
             outcomes += restore.relaunch_all(ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer)
