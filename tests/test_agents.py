@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from git_ao import agents, config
+from git_ao import agents, settings
 from tests import writers
 
 # A child that ignores SIGTERM (and dies on anything else), once it says so.
@@ -188,7 +188,7 @@ def test_stop_never_signals_an_ancestor_or_a_recycled_pid(wt, procs):
 
 
 def test_policy_defaults_and_overrides(tmp_path):
-    cfg = config.Config(tmp_path)
+    cfg = settings.Settings(tmp_path)
     assert agents.policy_for(cfg, "claude", shutdown=True) == "stop"
     assert agents.policy_for(cfg, "claude", shutdown=False) == "refuse"
     assert agents.policy_for(cfg, None, shutdown=False) == "refuse"
@@ -196,17 +196,17 @@ def test_policy_defaults_and_overrides(tmp_path):
     cfg.set("preserve.harness.claude.code.agents", "refuse")
     cfg.set("stop.command", "ao-stop --session {session_id}")
     cfg.set("stop.harness.aider", "aider-stop")
-    cfg = config.Config(tmp_path)  # read back from the file
+    cfg = settings.Settings(tmp_path)  # read back from the file
     assert cfg.warnings == []
     assert agents.policy_for(cfg, "claude.code", shutdown=True) == "refuse"
     assert agents.policy_for(cfg, "aider", shutdown=True) == "report"
     assert agents.policy_for(cfg, "", shutdown=False) == "report"
     assert agents.stop_command_for(cfg, "aider") == ["aider-stop"]
     assert agents.stop_command_for(cfg, "claude") == ["ao-stop", "--session", "{session_id}"]
-    assert cfg.get("preserve.agentTimeout", config.DEFAULT_AGENT_TIMEOUT) == 10
+    assert cfg.get("preserve.agentTimeout", settings.DEFAULT_AGENT_TIMEOUT) == 10
     with pytest.raises(Exception, match="expected one of stop, refuse, report"):
         cfg.set("preserve.agents", "kill")
-    assert config.key_spec("preserve.agents.claude") is None
+    assert settings.key_spec("preserve.agents.claude") is None
 
 
 # ------------------------------------------------------------ writers

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from git_ao.config import DEFAULT_AGENT_TIMEOUT
+from git_ao.settings import DEFAULT_AGENT_TIMEOUT
 from tests.conftest import ao, commit_on
 
 ROOT = Path(__file__).resolve().parent.parent
