@@ -3,8 +3,8 @@
 import os
 import subprocess
 
-from tests.conftest import ao, dirty, git
-from tests.worktree_state import same_but_ignored, state
+from tests.support import ao, dirty, git
+from tests.worktree_state import state
 
 REF = "refs/ao/preserved/cap"
 

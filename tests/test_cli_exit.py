@@ -3,7 +3,7 @@
 import json
 import os
 
-from tests.conftest import ao, commit_on, git
+from tests.support import ao, commit_on, git
 
 
 def _one_line(stderr, prefix):

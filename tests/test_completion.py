@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from git_ao import completion
-from tests.conftest import ao
+from tests.support import ao
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ROOT / "completions"

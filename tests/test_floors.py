@@ -14,12 +14,11 @@ import subprocess
 import sys
 import tomllib
 import venv
-from pathlib import Path
 
 import pytest
 
 from git_ao import git as gitmod
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def _pyproject() -> dict:

@@ -17,9 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ao, dirty, git, init_repo
-from tests.test_crash import (assert_all_restored, assert_work_safe, db_path, make_sessions,
-                              states)
+from tests.support import (
+    ao,
+    assert_all_restored,
+    assert_work_safe,
+    db_path,
+    dirty,
+    git,
+    init_repo,
+    make_sessions,
+    states,
+)
 from tests.worktree_state import same_but_ignored, state
 
 NOBODY = 65534

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import writers
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 ROUNDS = 2
 

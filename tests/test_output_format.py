@@ -7,7 +7,7 @@ import pty
 import re
 import subprocess
 
-from tests.conftest import ao, dirty
+from tests.support import ao, dirty
 
 ANSI = re.compile(r"\x1b\[")
 COLOUR = re.compile(r"\x1b\[[0-9;]*?(?:\b3[0-9]|\b9[0-7])[;m]")

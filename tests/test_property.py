@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from git_ao import preserve, register, restore, session, snapshot
 from git_ao.store import Store
-from tests.conftest import git, init_repo
+from tests.support import git, init_repo
 from tests.worktree_state import assert_restored, state
 
 settings.register_profile(

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 
 def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees):

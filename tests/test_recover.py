@@ -11,9 +11,18 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ao, git, init_repo
-from tests.test_crash import (REF, assert_all_restored, db_path, integrity_ok, make_sessions,
-                              ref_of, states)
+from tests.support import (
+    REF,
+    ao,
+    assert_all_restored,
+    db_path,
+    git,
+    init_repo,
+    integrity_ok,
+    make_sessions,
+    ref_of,
+    states,
+)
 from tests.worktree_state import same_but_ignored, state
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from git_ao import git as ao_git
 from git_ao import preserve, register, session, store
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 REPOS = 10
 PER_REPO = 20

@@ -1,13 +1,13 @@
 """Registration, kill, forget and the errors every bad input gets (issue 2, items 3, 7, 9)."""
 
 import json
-import re
 import os
+import re
 import sqlite3
 
 import pytest
 
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 
 def test_add_validates_through_git(repo, tmp_path, worktrees):
