@@ -31,7 +31,7 @@ def _start_together(argvs, cwd):
 
     def go(i):
         barrier.wait()
-        results[i] = subprocess.run(argvs[i], cwd=cwd, capture_output=True, text=True)
+        results[i] = subprocess.run(argvs[i], cwd=cwd, capture_output=True, text=True, check=False)
 
     threads = [threading.Thread(target=go, args=(i,)) for i in range(len(argvs))]
     for t in threads:

@@ -105,7 +105,7 @@ def test_prune_that_deletes_a_checkpoint_ref_updates_the_listing(repo, worktrees
     assert "in the worktree" in res.stdout and ref_of(repo, "cp") is None
     shown = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
     assert shown["preserve_ref"] is None and shown["preserved_commit"] is None
-    assert re.search(r"^preserve_ref: +-$", ao("ao", "show", "cp", cwd=repo).stdout, re.M)
+    assert re.search(r"^preserve_ref: +-$", ao("ao", "show", "cp", cwd=repo).stdout, re.MULTILINE)
 
 
 def test_a_half_written_worktree_registration_is_named_with_its_fix(repo, worktrees):

@@ -119,7 +119,7 @@ def test_prune_waits_for_the_session_lock(repo, worktrees):
         time.sleep(1.0)
         assert proc.poll() is None
         assert store.get("held") is not None
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert store.get("held") is None
 

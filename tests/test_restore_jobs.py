@@ -180,7 +180,7 @@ def test_sigterm_during_a_parallel_restore(repo, make_repo, worktrees, tmp_path)
     res = ao("ao-restore", "-j", "2", cwd=repo, rc=143,
              env={"GIT_AO_CRASH_AT": "restore:after-worktree-add", "GIT_AO_CRASH_SIGNAL": "TERM"})
     # Plain output: one `action<TAB>status<TAB>id<TAB>message` record per session.
-    results = [dict(zip(("action", "status", "id", "message"), ln.split("\t", 3)))
+    results = [dict(zip(("action", "status", "id", "message"), ln.split("\t", 3), strict=True))
                for ln in res.stdout.splitlines()]
     assert len(results) == len(sessions), res.stdout
     started = [r for r in results if not r["message"].startswith("not started")]
