@@ -14,6 +14,9 @@ import pytest
 
 from git_ao import __version__, completion
 
+# One worker builds the installed venv and runs every test that uses it.
+pytestmark = pytest.mark.xdist_group("packaging-venv")
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
 
