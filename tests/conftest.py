@@ -1,6 +1,7 @@
 """Fixtures: an isolated HOME and data dir per test, real git repositories from
 pytest-git, linked worktrees registered as sessions. The helpers the tests call
-(git, ao, dirty, ...) are in tests/support.py."""
+(git, ao, dirty, ...) are in tests/support.py; tests/README.md says which file
+tests what."""
 
 from __future__ import annotations
 

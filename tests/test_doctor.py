@@ -1,4 +1,5 @@
-"""git ao doctor reports whether man pages and completions are where man and the shells look."""
+"""git ao doctor: whether man pages and completions are where man and the shells look,
+and the linked worktrees no session holds or a session lost track of."""
 
 import json
 import shutil
