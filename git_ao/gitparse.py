@@ -244,7 +244,7 @@ def check_ref_format(ref: object) -> bool:
     process (every command validates each session id it is given): at least
     one '/'; no empty component, none starting with '.' or ending with '.lock';
     no '..', '@{', '\\', control characters, space, '~', '^', ':', '?', '*',
-    '['; not ending with '/' or '.'; not '@'. tests/test_scale_git.py holds
+    '['; not ending with '/' or '.'; not '@'. tests/test_git_shortcuts.py holds
     this against git itself.
     """
     if not isinstance(ref, str) or "/" not in ref or ref == "@":

@@ -95,6 +95,17 @@ def _report(log_path, exc) -> None:
         _on_failure(f"cannot write the log {log_path}: {why}; decisions are not being logged")
 
 
+def close() -> None:
+    """Close the log file. A process that outlives its data dir (the tests run
+    commands in-process, one data dir each) calls this so no file stays open."""
+    global _path
+    with _lock:
+        for old in list(_logger.handlers):
+            _logger.removeHandler(old)
+            old.close()
+        _path = None
+
+
 def path(data_dir) -> str:
     """The log file's path for this data dir."""
     return os.path.join(data_dir, "logs", LOG_NAME)

@@ -1,23 +1,25 @@
 """Fixtures: an isolated HOME and data dir per test, real git repositories from
-pytest-git, and helpers that run the real commands as a user would."""
+pytest-git, linked worktrees registered as sessions. The helpers the tests call
+(git, ao, dirty, ...) are in tests/support.py; tests/README.md says which file
+tests what."""
 
 from __future__ import annotations
 
 import gc
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from pytest_git import GitRepo
 
+# The helpers live in tests/support.py; these names stay importable from here for
+# test files written before it existed.
+from tests.support import BIN, ROOT, ao, commit_on, dirty, git, init_repo  # noqa: F401
 from tests.worktree_state import state  # noqa: F401 - re-exported for tests
 
 pytest_plugins = ["tests.machine_guard"]
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / "bin"
 _SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
           "GIT_CEILING_DIRECTORIES", "GIT_AO_CRASH_AT", "GIT_AO_DEBUG", "NO_COLOR")
 
@@ -51,55 +53,12 @@ def ao_env(tmp_path, monkeypatch):
     gc.collect()
 
 
-def git(*args, cwd, check=True, env=None, input=None) -> str:
-    """Run real git; return stdout as str. Raises CalledProcessError when check fails."""
-    full = dict(os.environ, **(env or {}))
-    res = subprocess.run(["git", *map(str, args)], cwd=cwd, capture_output=True, env=full,
-                         input=input)
-    if check and res.returncode != 0:
-        raise subprocess.CalledProcessError(res.returncode, res.args, res.stdout, res.stderr)
-    return res.stdout.decode("utf-8", "surrogateescape")
 
 
-def ao(*args, cwd=None, rc=0, env=None) -> subprocess.CompletedProcess:
-    """Run `git <args>` (e.g. ao("ao-preserve", "--all")) as a user would, through git's
-    dispatch to bin/. Asserts the exit status when rc is not None."""
-    full = dict(os.environ, **(env or {}))
-    res = subprocess.run(["git", *map(str, args)], cwd=cwd or os.getcwd(), capture_output=True,
-                         text=True, env=full)
-    if rc is not None:
-        assert res.returncode == rc, (
-            f"git {' '.join(map(str, args))}: rc={res.returncode}\n"
-            f"stdout: {res.stdout}\nstderr: {res.stderr}")
-    return res
 
 
-def commit_on(repo: Path, branch: str, files: dict, message="moved on"):
-    """Move `branch` of `repo` forward by one commit writing `files` ({relative path:
-    text}), in a worktree of its own that is removed afterwards, so no other
-    worktree (the main one included) is touched."""
-    tmp = repo.parent / f"commit-on-{branch}"
-    git("worktree", "add", "-q", tmp, branch, cwd=repo)
-    for rel, text in files.items():
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / rel).write_text(text)
-    git("add", "--", *files, cwd=tmp)
-    git("commit", "-q", "-m", message, cwd=tmp)
-    git("worktree", "remove", tmp, cwd=repo)
 
 
-def init_repo(path: Path) -> Path:
-    """Give the repository at `path` a first commit of a few files and a .gitignore."""
-    (path / "README.md").write_text("hello\n")
-    (path / "src").mkdir(exist_ok=True)
-    (path / "src" / "app.py").write_text("print('hi')\n")
-    (path / "src" / "util.py").write_text("x = 1\n")
-    (path / "run.sh").write_text("#!/bin/sh\necho run\n")
-    (path / "data.bin").write_bytes(bytes(range(256)))
-    (path / ".gitignore").write_text("*.log\nbuild/\n")
-    git("add", "-A", cwd=path)
-    git("commit", "-q", "-m", "initial", cwd=path)
-    return path
 
 
 @pytest.fixture
@@ -145,21 +104,3 @@ def worktrees(tmp_path):
         return path
 
     return _add
-
-
-def dirty(wt: Path):
-    """Make a representative mix of uncommitted work in worktree `wt`."""
-    (wt / "README.md").write_text("hello\nstaged line\n")
-    git("add", "README.md", cwd=wt)
-    (wt / "README.md").write_text("hello\nstaged line\nunstaged line\n")
-    (wt / "src" / "app.py").write_text("print('changed')\n")
-    git("rm", "-q", "src/util.py", cwd=wt)
-    (wt / "data.bin").unlink()
-    (wt / "new dir" / "deep").mkdir(parents=True)
-    (wt / "new dir" / "deep" / "naïve file.txt").write_text("untracked ünïcode\n")
-    (wt / "bin.dat").write_bytes(b"\x00\x01\xff" * 100)
-    os.symlink("README.md", wt / "link-to-readme")
-    os.chmod(wt / "run.sh", 0o755)
-    (wt / "debug.log").write_text("ignored\n")
-    (wt / "build").mkdir()
-    (wt / "build" / "out.o").write_bytes(b"obj")

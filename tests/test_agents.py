@@ -14,8 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from git_ao import agents
-from git_ao import settings
+from git_ao import agents, settings
 from tests import writers
 
 # A child that ignores SIGTERM (and dies on anything else), once it says so.

@@ -37,7 +37,7 @@ def test_zsh_eval_lists_the_commands_under_git_tab(sessions, tmp_path):  # noqa:
         out = tmp_path / "zsh.out"
         out.unlink(missing_ok=True)
         subprocess.run(["zsh", "-f", "-c", ZSH_EVAL, "drv", str(script), str(out), line],
-                       cwd=sessions, capture_output=True, timeout=120)
+                       cwd=sessions, capture_output=True, timeout=120, check=False)
         return sorted(set(out.read_text().split())) if out.exists() else []
 
     assert z("git ao-pr") == ["ao-preserve", "ao-prune"]
@@ -48,14 +48,13 @@ def test_zsh_eval_lists_the_commands_under_git_tab(sessions, tmp_path):  # noqa:
 def test_zsh_and_fish_describe_session_ids_with_state_and_branch(sessions):  # noqa: F811
     res = subprocess.run(["zsh", "-f", "-c", ZSH_DESCRIBED, "drv", str(FILES / "zsh"),
                           "_git-ao", "ao", "show", ""], cwd=sessions, capture_output=True,
-                         text=True)
+                         text=True, check=False)
     assert res.returncode == 0, res.stderr
     assert {"alpha:live, alpha", "gamma:pending, gamma"} <= set(res.stdout.splitlines())
     if shutil.which("fish"):
-        res = subprocess.run(["fish", "--no-config", "-c",
-                              f"source {FILES / 'fish' / 'git-ao.fish'}; "
-                              "complete -C 'git ao show '"],
-                             cwd=sessions, capture_output=True, text=True)
+        script = f"source {FILES / 'fish' / 'git-ao.fish'}; complete -C 'git ao show '"
+        res = subprocess.run(["fish", "--no-config", "-c", script],
+                             cwd=sessions, capture_output=True, text=True, check=False)
         assert "gamma\tpending, gamma" in res.stdout.splitlines(), res.stdout
 
 
@@ -65,9 +64,8 @@ def test_a_path_to_register_never_offers_dot_git(sessions):  # noqa: F811
         got = _words(_bash("git ao add ", sessions))
         assert "sub/" in got and ".git/" not in got, got
     if shutil.which("fish"):
-        res = subprocess.run(["fish", "--no-config", "-c",
-                              f"source {FILES / 'fish' / 'git-ao.fish'}; "
-                              "complete -C 'git ao add '"],
-                             cwd=sessions, capture_output=True, text=True)
+        script = f"source {FILES / 'fish' / 'git-ao.fish'}; complete -C 'git ao add '"
+        res = subprocess.run(["fish", "--no-config", "-c", script],
+                             cwd=sessions, capture_output=True, text=True, check=False)
         got = _words(res.stdout)
         assert "sub/" in got and ".git/" not in got, res.stdout

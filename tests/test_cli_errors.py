@@ -67,4 +67,4 @@ def test_one_time_format_everywhere(repo, worktrees):
     (rec,) = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
     assert stamp.match(rec["saved_at"]) and stamp.match(rec["created_at"])
     show = ao("ao", "show", "s1", cwd=repo).stdout
-    assert re.search(r"^saved_at: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", show, re.M)
+    assert re.search(r"^saved_at: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", show, re.MULTILINE)

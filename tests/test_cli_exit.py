@@ -3,7 +3,13 @@
 import json
 import os
 
-from tests.conftest import ao, commit_on, git
+from tests.support import ao as run_ao
+from tests.support import commit_on, git
+
+
+def ao(*args, **kw):
+    # Exit statuses as git's dispatch reports them: every command here is a process.
+    return run_ao(*args, process=True, **kw)
 
 
 def _one_line(stderr, prefix):

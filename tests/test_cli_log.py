@@ -3,7 +3,7 @@
 import json
 import os
 
-from tests.conftest import ao, dirty
+from tests.support import ao, dirty
 
 
 def test_log_shows_recent_decisions_and_never_the_prompt(repo, worktrees, ao_env):

@@ -117,7 +117,7 @@ def test_short_usage_is_gits_and_matches_the_page(repo, page):
     for p in cmd.params:
         if isinstance(p, click.Option) and "--help" not in p.opts:
             assert re.search(rf"^    {re.escape(', '.join(sorted(p.opts, key=len)))}\b",
-                             res.stdout, re.M), (p.opts, res.stdout)
+                             res.stdout, re.MULTILINE), (p.opts, res.stdout)
     text = _plain((MAN / page).read_text())
     assert re.search(r"Print a short usage on standard output, as git's own commands do\s+"
                      r"\(usage:, then one line per option\), and exit with status 129", text)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from git_ao import completion
-from tests.conftest import ao
+from tests.support import ao
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ROOT / "completions"
@@ -69,7 +69,7 @@ def _words(text):
 def _bash(line, cwd, script=FILES / "bash" / "git-ao"):
     res = subprocess.run(["bash", "--norc", "--noprofile", "-c", BASH_DRIVER, "drv",
                           str(script), line], cwd=cwd, capture_output=True, text=True,
-                         env=dict(os.environ, GIT_COMPLETION=GIT_BASH))
+                         env=dict(os.environ, GIT_COMPLETION=GIT_BASH), check=False)
     assert res.returncode == 0, res.stderr
     return res.stdout
 
@@ -106,7 +106,7 @@ def test_bash_inside_gits_completion(sessions, tmp_path):
 def test_zsh_functions(sessions):
     def z(fn, *words):
         res = subprocess.run(["zsh", "-f", "-c", ZSH_DRIVER, "drv", str(FILES / "zsh"), fn,
-                              *words], cwd=sessions, capture_output=True, text=True)
+                              *words], cwd=sessions, capture_output=True, text=True, check=False)
         assert res.returncode == 0, res.stderr
         return _words(res.stdout)
 
@@ -127,7 +127,7 @@ def test_zsh_through_gits_own_completion(sessions, tmp_path):
         out = tmp_path / "zsh.out"
         out.unlink(missing_ok=True)
         subprocess.run(["zsh", "-f", "-c", ZSH_REAL, "drv", str(FILES / "zsh"), str(out), line],
-                       cwd=sessions, capture_output=True, timeout=120)
+                       cwd=sessions, capture_output=True, timeout=120, check=False)
         return sorted(set(out.read_text().split())) if out.exists() else []
 
     assert z("git ao-restore ") == ["gamma"]
@@ -141,7 +141,7 @@ def test_fish_with_the_fallback(sessions):
     def f(line):
         res = subprocess.run(["fish", "--no-config", "-c",
                               f"source {FILES / 'fish' / 'git-ao.fish'}; complete -C '{line}'"],
-                             cwd=sessions, capture_output=True, text=True)
+                             cwd=sessions, capture_output=True, text=True, check=False)
         assert res.returncode == 0, res.stderr
         return res.stdout
 
@@ -158,10 +158,10 @@ def test_completing_ids_imports_only_the_light_modules_and_runs_no_git(sessions)
                COMP_CWORD="1", _GIT_AO_RESTORE_COMPLETE="bash_complete",
                GIT_TRACE=str(sessions / "trace"))
     res = subprocess.run([shutil.which("git-ao-restore")], cwd=sessions, capture_output=True,
-                         text=True, env=env)
+                         text=True, env=env, check=False)
     assert res.stdout.split() == ["plain,gamma"]
     heavy = re.findall(r"\|\s+((?:rich|sh|json|git_ao\.(?:git|session|store|output|restore|records))(?:\.\w+)*)\s*$",
-                       res.stderr, re.M)
+                       res.stderr, re.MULTILINE)
     assert heavy == []
     assert not (sessions / "trace").exists()
     # and nothing was restored by asking

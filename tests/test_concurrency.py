@@ -8,13 +8,19 @@ preserve finds a session the first one saved already preserved."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import threading
 
-from tests.conftest import BIN, ao
-from tests.test_crash import (assert_all_preserved, assert_all_restored, assert_work_safe,
-                              integrity_ok, make_sessions)
+from tests.support import (
+    BIN,
+    ao,
+    assert_all_preserved,
+    assert_all_restored,
+    assert_work_safe,
+    integrity_ok,
+    json_results,
+    make_sessions,
+)
 from tests.worktree_state import state
 
 
@@ -25,7 +31,7 @@ def _start_together(argvs, cwd):
 
     def go(i):
         barrier.wait()
-        results[i] = subprocess.run(argvs[i], cwd=cwd, capture_output=True, text=True)
+        results[i] = subprocess.run(argvs[i], cwd=cwd, capture_output=True, text=True, check=False)
 
     threads = [threading.Thread(target=go, args=(i,)) for i in range(len(argvs))]
     for t in threads:
@@ -36,7 +42,7 @@ def _start_together(argvs, cwd):
 
 
 def _outcomes(res):
-    return {(r["id"], r["action"], r["status"]) for r in json.loads(res.stdout)["results"]}
+    return {(r["id"], r["action"], r["status"]) for r in json_results(res)}
 
 
 def test_two_preserves_and_a_restore_at_once(repo, make_repo, worktrees, tmp_path):

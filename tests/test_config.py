@@ -5,7 +5,7 @@ import os
 import stat
 import tomllib
 
-from tests.conftest import ao
+from tests.support import ao
 
 
 def test_set_get_unset_list_round_trip(repo, ao_env):

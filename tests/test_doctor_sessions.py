@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 
 def _checks(repo, rc):

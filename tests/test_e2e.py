@@ -3,7 +3,7 @@ byte for byte (issue 2, the end-to-end acceptance)."""
 
 import json
 
-from tests.conftest import ao, dirty, git
+from tests.support import ao, dirty, git
 from tests.worktree_state import same_but_ignored, state
 
 

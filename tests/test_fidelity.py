@@ -6,7 +6,7 @@ import json
 import os
 import stat
 
-from tests.conftest import ao, commit_on, git
+from tests.support import ao, commit_on, git
 
 
 def test_racily_clean_edit_is_captured(repo, worktrees):

@@ -14,12 +14,11 @@ import subprocess
 import sys
 import tomllib
 import venv
-from pathlib import Path
 
 import pytest
 
 from git_ao import git as gitmod
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def _pyproject() -> dict:
@@ -55,7 +54,7 @@ def floor_venv(tmp_path_factory):
     pins = [f"{name}=={version}" for name, version in floors().items()]
     for args in (pins, ["--no-deps", str(ROOT)]):
         res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q", *args],
-                             capture_output=True, text=True, env=env)
+                             capture_output=True, text=True, env=env, check=False)
         if res.returncode != 0:
             pytest.fail(f"pip install {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
     return root
@@ -63,7 +62,8 @@ def floor_venv(tmp_path_factory):
 
 def _run(venv_dir, *args, cwd, rc):
     env = dict(os.environ, PATH=f"{venv_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin")
-    res = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    res = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                         check=False)
     assert res.returncode == rc, f"git {' '.join(args)}: {res.returncode}\n{res.stderr}"
     return res
 

@@ -17,9 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ao, dirty, git, init_repo
-from tests.test_crash import (assert_all_restored, assert_work_safe, db_path, make_sessions,
-                              states)
+from tests.support import (
+    ao,
+    assert_all_restored,
+    assert_work_safe,
+    db_path,
+    dirty,
+    git,
+    init_repo,
+    make_sessions,
+    states,
+)
 from tests.worktree_state import same_but_ignored, state
 
 NOBODY = 65534
@@ -35,13 +43,13 @@ def tmpfs(path: Path, size="2m"):
     """A small tmpfs at `path` (skips the test when mounting is not allowed)."""
     path.mkdir(parents=True, exist_ok=True)
     res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
-                          str(path)], capture_output=True)
+                          str(path)], capture_output=True, check=False)
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
     try:
         yield path
     finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
 
 
 def _fill(path: Path):

@@ -4,16 +4,13 @@ import hashlib
 import json
 import sqlite3
 
-from tests.conftest import ao, git
-from tests.test_import_schema import _session, daemon_db
+from tests.daemon_schema import daemon_db, daemon_session
+from tests.support import ao, git, sessions_by_id
 
 
 def _digest(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
-
-def _sessions(repo):
-    return {s["id"]: s for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
 
 
 def test_import_registers_live_sessions_read_only(repo, worktrees, ao_env):
@@ -23,19 +20,19 @@ def test_import_registers_live_sessions_read_only(repo, worktrees, ao_env):
     data = ao_env / "aodata"
     data.mkdir(mode=0o700)
     db = daemon_db(data / "ao.db", 103, projects=[("ao", str(repo))], sessions=[
-        _session("ao-1", "ao", w1, harness="claude-code", agent_session_id="cc-1",
-                 prompt="SECRET-PROMPT fix the parser"),
-        _session("ao-2", "ao", o1, kind="orchestrator", harness="codex"),
-        _session("ao-3", "ao", gone, is_terminated=True),
-        _session("ao-4", "ao", ao_env / "nowhere"),
+        daemon_session("ao-1", "ao", w1, harness="claude-code", agent_session_id="cc-1",
+                        prompt="SECRET-PROMPT fix the parser"),
+        daemon_session("ao-2", "ao", o1, kind="orchestrator", harness="codex"),
+        daemon_session("ao-3", "ao", gone, is_terminated=True),
+        daemon_session("ao-4", "ao", ao_env / "nowhere"),
     ])
     before = _digest(db)
     ao("ao", "import", "-n", cwd=repo, rc=1)
-    assert _sessions(repo) == {}
+    assert sessions_by_id(repo) == {}
     res = ao("ao", "import", cwd=repo, rc=1)  # 'ao-4' is refused, the others go on
     lines = {ln.split("\t")[2]: ln.split("\t")[1] for ln in res.stdout.splitlines()}
     assert lines == {"ao-4": "refused", "ao-2": "ok", "ao-1": "ok"}
-    got = _sessions(repo)
+    got = sessions_by_id(repo)
     assert set(got) == {"ao-1", "ao-2"}
     assert (got["ao-1"]["kind"], got["ao-1"]["harness"], got["ao-1"]["agent_session_id"],
             got["ao-1"]["branch"], got["ao-1"]["workspace_path"]) == (
@@ -68,7 +65,7 @@ def test_a_new_refusal_fails_again_and_a_fixed_row_is_forgotten(repo, worktrees,
     w = worktrees(repo, "ao-1", register=False)
     spawning = tmp_path / "later"
     db = daemon_db(tmp_path / "ao.db", 103, projects=[("ao", str(repo))],
-                   sessions=[_session("ao-1", "ao", w, workspace_path="")])
+                   sessions=[daemon_session("ao-1", "ao", w, workspace_path="")])
     res = ao("ao", "import", "--from", db, cwd=repo, rc=1)
     assert "refused\tao-1\tworkspace path (none) does not exist" in res.stdout
     ao("ao", "import", "--from", db, cwd=repo)  # said once
@@ -85,7 +82,7 @@ def test_a_new_refusal_fails_again_and_a_fixed_row_is_forgotten(repo, worktrees,
     conn.commit()
     conn.close()
     ao("ao", "import", "--from", db, cwd=repo)
-    assert set(_sessions(repo)) == {"ao-1"}
+    assert set(sessions_by_id(repo)) == {"ao-1"}
     conn = sqlite3.connect(tmp_path / "aodata" / "git-ao.db")
     assert conn.execute("SELECT COUNT(*) FROM import_notes").fetchone()[0] == 0
     conn.close()
@@ -94,11 +91,11 @@ def test_a_new_refusal_fails_again_and_a_fixed_row_is_forgotten(repo, worktrees,
 def test_from_path_and_a_read_only_file(repo, worktrees, tmp_path):
     w = worktrees(repo, "mini-1", register=False)
     db = daemon_db(tmp_path / "elsewhere.db", 2, projects=[("mini", str(repo))],
-                   sessions=[_session("mini-1", "mini", w)])
+                   sessions=[daemon_session("mini-1", "mini", w)])
     db.chmod(0o400)  # a read-only file is fine: nothing is written
     before = _digest(db)
     ao("ao", "import", "--from", str(db), cwd=repo)
-    got = _sessions(repo)["mini-1"]
+    got = sessions_by_id(repo)["mini-1"]
     assert (got["kind"], got["harness"], got["branch"]) == ("worker", "", "mini-1")
     assert _digest(db) == before
 

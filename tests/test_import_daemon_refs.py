@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 
 def _daemon_save(wt, sid):

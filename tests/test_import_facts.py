@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sqlite3
 import sys
 
-from tests.conftest import ao, git
-from tests.test_import_schema import _session, daemon_db
-from tests.test_relaunch import PROBE, _q
+from tests.daemon_schema import daemon_db, daemon_session
+from tests.support import PROBE, ao, git
 
 
 def test_a_version_2_database_gains_the_daemon_facts(repo, worktrees):
@@ -43,14 +43,14 @@ def test_a_version_2_database_gains_the_daemon_facts(repo, worktrees):
 def test_chat_resume_facts_reach_the_relaunch(repo, worktrees, tmp_path):
     wt = worktrees(repo, "ao-5", register=False)
     db = daemon_db(tmp_path / "ao.db", 103, projects=[("ao", str(repo))], sessions=[
-        _session("ao-5", "ao", wt, harness="codex", session_mode="chat",
-                 provider_conversation_id="thread-42")])
+        daemon_session("ao-5", "ao", wt, harness="codex", session_mode="chat",
+                        provider_conversation_id="thread-42")])
     ao("ao", "import", "--from", db, cwd=repo)
     shown = json.loads(ao("ao", "show", "ao-5", "--json", cwd=repo).stdout)["session"]
     assert (shown["session_mode"], shown["provider_conversation_id"]) == ("chat", "thread-42")
     ao("ao-preserve", "ao-5", cwd=repo)
     argv = [sys.executable, "-c", PROBE, "{provider_conversation_id}", "{session_mode}"]
-    ao("ao", "config", "set", "relaunch.command", " ".join(_q(a) for a in argv), cwd=repo)
+    ao("ao", "config", "set", "relaunch.command", " ".join(shlex.quote(a) for a in argv), cwd=repo)
     out = tmp_path / "probe.json"
     ao("ao-restore", cwd=repo, env={"PROBE_OUT": str(out)})
     seen = json.loads(out.read_text())
@@ -65,8 +65,8 @@ def test_long_daemon_ids(repo, worktrees, tmp_path, ao_env):
     wt = worktrees(repo, "long", register=False)
     too_long = f"{'q' * 199}-2"
     db = daemon_db(tmp_path / "ao.db", 103, projects=[(project, str(repo)), ("q" * 199, "/x")],
-                   sessions=[_session(long_id, project, wt, branch="long"),
-                             _session(too_long, "q" * 199, tmp_path)])
+                   sessions=[daemon_session(long_id, project, wt, branch="long"),
+                             daemon_session(too_long, "q" * 199, tmp_path)])
     res = ao("ao", "import", "--json", "--from", db, cwd=repo, rc=1)
     out = {r["id"]: r for r in json.loads(res.stdout)["results"]}
     assert out[long_id]["status"] == "ok"

@@ -14,8 +14,8 @@ import pytest
 
 from git_ao import daemon_db as ddb
 from git_ao.errors import Fatal
-from tests.conftest import ao
-from tests.test_import_schema import _session, daemon_db
+from tests.daemon_schema import daemon_db, daemon_session
+from tests.support import ao
 
 NOBODY = 65534
 
@@ -38,7 +38,7 @@ def test_the_daemon_directory_is_left_as_it_was(wal, running, repo, worktrees, t
     daemon_dir = tmp_path / "daemon"
     daemon_dir.mkdir()
     db = daemon_db(daemon_dir / "ao.db", 103, wal=wal, projects=[("ao", str(repo))],
-                   sessions=[_session("ao-1", "ao", w1)])
+                   sessions=[daemon_session("ao-1", "ao", w1)])
     live = None
     if running:
         # The daemon at work: a connection held open that has written since the last
@@ -101,7 +101,7 @@ def test_another_users_database_and_an_unsearchable_directory(tmp_path):
     try:
         os.chmod(top, 0o755)
         db = daemon_db(os.path.join(top, "ao.db"), 103, projects=[("ao", "/srv/x")],
-                       sessions=[_session("ao-1", "ao", "/srv/x/wt")])
+                       sessions=[daemon_session("ao-1", "ao", "/srv/x/wt")])
         os.chmod(db, 0o644)
         before = _snapshot(top)
         status, value = _as_nobody(lambda: [s.id for s in ddb.read(db).sessions])

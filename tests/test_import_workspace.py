@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import ao, dirty, git
-from tests.test_import_schema import _session, daemon_db
-
-
-def _list(repo):
-    return {s["id"]: s for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
+from tests.daemon_schema import daemon_db, daemon_session
+from tests.support import ao, dirty, git, sessions_by_id
 
 
 def test_workspace_session_is_imported_preserved_and_restored_whole(repo, make_repo, tmp_path):
@@ -24,7 +20,7 @@ def test_workspace_session_is_imported_preserved_and_restored_whole(repo, make_r
         dirty(children[name])
     (root / "NOTES.md").write_text("root work\n")
     db = daemon_db(tmp_path / "ao.db", 103, projects=[("ws", str(root.parent), "workspace")],
-                   sessions=[_session("ws-1", "ws", root, harness="codex")],
+                   sessions=[daemon_session("ws-1", "ws", root, harness="codex")],
                    repos=[{"project_id": "ws", "name": n, "relative_path": n}
                           for n in children],
                    worktrees=[{"session_id": "ws-1", "repo_name": n, "branch": "ws-1",
@@ -34,7 +30,7 @@ def test_workspace_session_is_imported_preserved_and_restored_whole(repo, make_r
     res = ao("ao", "import", "--json", "--from", db, cwd=repo)
     assert {r["id"]: r["status"] for r in json.loads(res.stdout)["results"]} == {
         "ws-1": "ok", "ws-1.api": "ok", "ws-1.web": "ok"}
-    got = _list(repo)
+    got = sessions_by_id(repo)
     assert {k: (v["group"], v["harness"], v["workspace_path"]) for k, v in got.items()} == {
         "ws-1": ("ws-1", "codex", str(root)),
         "ws-1.api": ("ws-1", "codex", str(children["api"])),
@@ -49,7 +45,7 @@ def test_workspace_session_is_imported_preserved_and_restored_whole(repo, make_r
     for p in children.values():
         assert (p / "README.md").read_text() == "hello\nstaged line\nunstaged line\n"
         assert not (p / "data.bin").exists()
-    assert {v["state"] for v in _list(repo).values()} == {"live"}
+    assert {v["state"] for v in sessions_by_id(repo).values()} == {"live"}
 
 
 def test_workspace_root_that_is_not_a_worktree(repo, make_repo, tmp_path):
@@ -58,11 +54,11 @@ def test_workspace_root_that_is_not_a_worktree(repo, make_repo, tmp_path):
     root.mkdir(parents=True)
     git("worktree", "add", "-q", "-b", "ws-2", root / "api", cwd=api)
     db = daemon_db(tmp_path / "ao.db", 9, projects=[("ws", str(root.parent), "workspace")],
-                   sessions=[_session("ws-2", "ws", root)],
+                   sessions=[daemon_session("ws-2", "ws", root)],
                    worktrees=[{"session_id": "ws-2", "repo_name": "api", "branch": "ws-2",
                                "worktree_path": str(root / "api")}])
     res = ao("ao", "import", "--json", "--from", db, cwd=repo)
     out = {r["id"]: r for r in json.loads(res.stdout)["results"]}
     assert (out["ws-2"]["status"], out["ws-2.api"]["status"]) == ("nothing", "ok")
     assert "is not a linked worktree" in out["ws-2"]["message"]
-    assert _list(repo)["ws-2.api"]["group"] == "ws-2"
+    assert sessions_by_id(repo)["ws-2.api"]["group"] == "ws-2"

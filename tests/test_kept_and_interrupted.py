@@ -7,15 +7,9 @@ import json
 import os
 import re
 
-from tests.trash_helpers import SLOW_PATH_POINTS, checkout_path_only
-from tests.conftest import ao, commit_on, dirty, git
+from tests.support import REF, ao, commit_on, dirty, git, ref_of
+from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, state
-
-REF = "refs/ao/preserved/{}"
-
-
-def _ref(repo, sid):
-    return git("rev-parse", "-q", "--verify", REF.format(sid), cwd=repo, check=False).strip()
 
 
 def _blocked_restore(repo, worktrees):
@@ -31,20 +25,20 @@ def _blocked_restore(repo, worktrees):
 
 def test_preserve_never_replaces_work_a_restore_could_not_put_back(repo, worktrees):
     wt = _blocked_restore(repo, worktrees)
-    kept = _ref(repo, "wt")
+    kept = ref_of(repo, "wt")
     assert kept and (wt / "notes.txt").read_text() == "THEIRS\n"
     (wt / "other.txt").write_text("the agent went on\n")
     for args in (["--all"], ["wt", "--keep-worktree"]):
         res = ao("ao-preserve", *args, cwd=repo, rc=1)
         assert "still holds work the last restore could not put back" in res.stdout
-        assert f"git update-ref -d {REF.format('wt')} {kept}" in res.stdout
-    assert _ref(repo, "wt") == kept
+        assert f"git update-ref -d {REF}wt {kept}" in res.stdout
+    assert ref_of(repo, "wt") == kept
     assert (wt / "other.txt").read_text() == "the agent went on\n"
     assert "wt\tworker\t-\tattention" in ao("ao", "list", cwd=repo).stdout
     # Once the user has what they need and drops the ref, shutdown saves as usual.
-    git("update-ref", "-d", REF.format("wt"), kept, cwd=repo)
+    git("update-ref", "-d", REF + "wt", kept, cwd=repo)
     ao("ao-preserve", "--all", cwd=repo)
-    assert not wt.exists() and _ref(repo, "wt") not in ("", kept)
+    assert not wt.exists() and ref_of(repo, "wt") not in (None, kept)
 
 
 def test_kept_work_committed_on_the_branch_no_longer_blocks(repo, worktrees):
@@ -87,7 +81,7 @@ def test_a_restore_killed_in_the_apply_is_started_again(repo, worktrees, tmp_pat
     assert sorted(r["unsaved_files"]) == ["big.bin", "src/app.py"]
     assert os.path.exists(os.path.join(r["set_aside_unfinished"], "big.bin"))
     assert_restored(before, state(wt))
-    assert _ref(repo, "k") == ""
+    assert ref_of(repo, "k") is None
     with open(os.path.join(os.environ["AO_DATA_DIR"], "logs", "git-ao.log")) as fh:
         assert "interrupted-restore-set-aside" in fh.read()
 
@@ -104,7 +98,7 @@ def test_an_interrupted_restore_with_a_stranger_file_is_left_alone(repo, worktre
     (wt / "stranger.txt").write_text("not from the save\n")
     ao("ao-restore", cwd=repo, rc=3)
     assert (wt / "stranger.txt").read_text() == "not from the save\n"
-    assert _ref(repo, "s")
+    assert ref_of(repo, "s")
 
 
 def test_prune_that_deletes_a_checkpoint_ref_updates_the_listing(repo, worktrees):
@@ -112,12 +106,12 @@ def test_prune_that_deletes_a_checkpoint_ref_updates_the_listing(repo, worktrees
     (wt / "f.txt").write_text("x\n")
     ao("ao-preserve", "--keep-worktree", "cp", cwd=repo)
     shown = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
-    assert shown["preserve_ref"] == REF.format("cp")
+    assert shown["preserve_ref"] == REF + "cp"
     res = ao("ao-prune", cwd=repo)
-    assert "in the worktree" in res.stdout and _ref(repo, "cp") == ""
+    assert "in the worktree" in res.stdout and ref_of(repo, "cp") is None
     shown = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
     assert shown["preserve_ref"] is None and shown["preserved_commit"] is None
-    assert re.search(r"^preserve_ref: +-$", ao("ao", "show", "cp", cwd=repo).stdout, re.M)
+    assert re.search(r"^preserve_ref: +-$", ao("ao", "show", "cp", cwd=repo).stdout, re.MULTILINE)
 
 
 def test_a_half_written_worktree_registration_is_named_with_its_fix(repo, worktrees):

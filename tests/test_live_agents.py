@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import writers
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 ROUNDS = 2
 
@@ -84,12 +84,12 @@ def _rounds(repo, tmp_path, request, kind, where, policy):
         w = writers.start(kind, wt, log, elsewhere=tmp_path)
         try:
             w.wait_writes(5)
-            pres = ao("ao-preserve", "--all", "--json", cwd=repo, rc=None)
+            pres = ao("ao-preserve", "--all", "--json", cwd=repo, rc=None, process=True)
             assert pres.returncode in (0, 3), pres.stdout + pres.stderr
             w.stop()
         finally:
             w.kill()
-        rest = ao("ao-restore", "--json", cwd=repo, rc=None)
+        rest = ao("ao-restore", "--json", cwd=repo, rc=None, process=True)
         assert rest.returncode in (0, 3), rest.stdout + rest.stderr
         assert wt.is_dir(), rest.stdout
         problems = writers.check_writes(log, wt, _reported(pres, rest))

@@ -7,7 +7,7 @@ import pty
 import re
 import subprocess
 
-from tests.conftest import ao, dirty
+from tests.support import ao, dirty
 
 ANSI = re.compile(r"\x1b\[")
 COLOUR = re.compile(r"\x1b\[[0-9;]*?(?:\b3[0-9]|\b9[0-7])[;m]")
@@ -31,7 +31,7 @@ def test_quiet_prints_nothing_and_verbose_traces_git(repo, worktrees):
     res = ao("ao-preserve", "q", "-q", cwd=repo)
     assert res.stdout == "" and res.stderr == ""
     res = ao("ao-restore", "q", "-v", cwd=repo)
-    assert re.search(r"^trace: git .*worktree add", res.stderr, re.M)
+    assert re.search(r"^trace: git .*worktree add", res.stderr, re.MULTILINE)
 
 
 def _json(*args, cwd, rc=0):
@@ -114,4 +114,4 @@ def test_show_writes_booleans_as_git_does(repo, worktrees):
     worktrees(repo, "b")
     ao("ao-preserve", "b", "--keep-worktree", cwd=repo)
     out = ao("ao", "show", "b", cwd=repo).stdout
-    assert re.search(r"^detached: +false$", out, re.M) and "False" not in out
+    assert re.search(r"^detached: +false$", out, re.MULTILINE) and "False" not in out

@@ -14,6 +14,9 @@ import pytest
 
 from git_ao import __version__, completion
 
+# One worker builds the installed venv and runs every test that uses it.
+pytestmark = pytest.mark.xdist_group("packaging-venv")
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
 
@@ -28,7 +31,7 @@ def installed(tmp_path_factory):
     env = dict(os.environ, HOME=str(base), PIP_CACHE_DIR=str(base / "pip-cache"))
     res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q",
                           "--disable-pip-version-check", str(ROOT)],
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True, env=env, check=False)
     if res.returncode != 0:
         pytest.fail(f"pip install . failed:\n{res.stdout}\n{res.stderr}")
     return root
@@ -54,13 +57,13 @@ def test_man_pages_and_completions_land_under_share(installed):
 def test_commands_work_through_git(installed, repo):
     env = _env(installed)
     res = subprocess.run(["git", "ao", "--version"], cwd=repo, env=env, capture_output=True,
-                         text=True)
+                         text=True, check=False)
     assert res.stdout == f"git-ao version {__version__}\n"
     res = subprocess.run(["git", "ao", "list", "--json"], cwd=repo, env=env,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert res.returncode == 0 and '"sessions": []' in res.stdout
     res = subprocess.run(["git", "ao", "doctor"], cwd=repo, env=env, capture_output=True,
-                         text=True)
+                         text=True, check=False)
     assert f"ok  man pages: {installed}/share/man/man1/git-ao-preserve.1" in res.stdout
 
 
@@ -68,11 +71,11 @@ def test_commands_work_through_git(installed, repo):
 def test_git_help_opens_the_installed_man_page(installed, repo):
     env = _env(installed, MANPAGER="cat", MANWIDTH="80", PAGER="cat")
     res = subprocess.run(["git", "ao-preserve", "--help"], cwd=repo, env=env,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
     assert "GIT-AO-PRESERVE(1)" in res.stdout and "keep" in res.stdout
     res = subprocess.run(["git", "help", "ao-restore"], cwd=repo, env=env,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert res.returncode == 0 and "GIT-AO-RESTORE(1)" in res.stdout
 
 
@@ -93,7 +96,7 @@ def test_bash_completion_lazy_loads_from_the_venv(installed, repo, worktrees):
     env = _env(installed, XDG_DATA_DIRS=f"{installed / 'share'}:/usr/share")
     res = subprocess.run(["bash", "--norc", "--noprofile", "-c", LAZY, "drv",
                           "git ao-preserve "], cwd=repo, env=env, capture_output=True,
-                         text=True)
+                         text=True, check=False)
     assert res.stdout.split() == ["lazy"], res.stderr
 
 
@@ -104,7 +107,7 @@ def test_pipx_install(tmp_path, repo):
     env["PATH"] = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
     subprocess.run(["pipx", "install", str(ROOT)], env=env, check=True, capture_output=True)
     res = subprocess.run(["git", "ao", "--version"], cwd=repo, env=env, capture_output=True,
-                         text=True)
+                         text=True, check=False)
     assert res.stdout == f"git-ao version {__version__}\n"
     share = tmp_path / "pipx" / "venvs" / "git-ao" / "share"
     assert (share / "bash-completion" / "completions" / "git-ao-restore").is_file()
@@ -114,5 +117,5 @@ def test_pipx_install(tmp_path, repo):
         env["MANPATH"] = f"{share / 'man'}:"
     if shutil.which("man"):
         res = subprocess.run(["git", "ao-preserve", "--help"], cwd=repo, capture_output=True,
-                             text=True, env=dict(env, MANPAGER="cat", PAGER="cat"))
+                             text=True, env=dict(env, MANPAGER="cat", PAGER="cat"), check=False)
         assert "GIT-AO-PRESERVE(1)" in res.stdout, res.stderr

@@ -8,7 +8,8 @@ in-process (real git, real repositories) to keep 200 examples quick; the
 subprocess path is covered by the other tests.
 
 Profiles: "ci" (the default: derandomized, 200 examples) and "dev"
-(HYPOTHESIS_PROFILE=dev: 2000 random examples). Every shrunk failure is kept
+(HYPOTHESIS_PROFILE=dev: 2000 random examples), split evenly over four test
+functions so parallel workers share them. Every shrunk failure is kept
 below as an explicit @example.
 """
 
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 from git_ao import preserve, register, restore, session, snapshot
 from git_ao.store import Store
-from tests.conftest import git, init_repo
+from tests.support import git, init_repo
 from tests.worktree_state import assert_restored, state
 
 settings.register_profile(
@@ -289,8 +290,14 @@ def bench(tmp_path):
     assert b.counts["exact"] > b.counts["refused"]
 
 
+# The profile's examples in four shards, so two workers share them; each shard is
+# its own test function, so its derandomized examples differ from the others'.
+SHARDS = 4
+SHARD = settings(PROFILE, max_examples=max(PROFILE.max_examples // SHARDS, 1))
+
+
 @pytest.mark.slow
-@settings(PROFILE)
+@SHARD
 @given(STATES)
 # Shrunk failures, kept as regressions (see docs/DESIGN.md, "Bugs the property test found"):
 # a tracked file replaced by a directory: restore saw a false clash.
@@ -303,7 +310,31 @@ def bench(tmp_path):
 @example((False, [("file_to_dir", 0), ("delete", 0, False)]))
 # new .gitattributes under autocrlf: files were checked out before it came back.
 @example((False, [("eol", "autocrlf=true"), ("eol", "attr-lf")]))
-def test_round_trip_or_refusal(bench, case):
+def test_round_trip_or_refusal_1(bench, case):
+    detached, ops = case
+    bench.run(detached, ops)
+
+
+@pytest.mark.slow
+@SHARD
+@given(STATES)
+def test_round_trip_or_refusal_2(bench, case):
+    detached, ops = case
+    bench.run(detached, ops)
+
+
+@pytest.mark.slow
+@SHARD
+@given(STATES)
+def test_round_trip_or_refusal_3(bench, case):
+    detached, ops = case
+    bench.run(detached, ops)
+
+
+@pytest.mark.slow
+@SHARD
+@given(STATES)
+def test_round_trip_or_refusal_4(bench, case):
     detached, ops = case
     bench.run(detached, ops)
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 
 def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees):
@@ -119,7 +119,7 @@ def test_prune_waits_for_the_session_lock(repo, worktrees):
         time.sleep(1.0)
         assert proc.poll() is None
         assert store.get("held") is not None
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert store.get("held") is None
 

@@ -2,23 +2,15 @@
 worktree with the facts in AO_* variables, never through a shell string."""
 
 import json
+import shlex
 import sys
 
-from tests.conftest import ao, git
-
-PROBE = ("import json, os, sys; json.dump({'cwd': os.getcwd(), 'argv': sys.argv[1:], "
-         "'env': {k: v for k, v in os.environ.items() if k.startswith('AO_')}}, "
-         "open(os.environ['PROBE_OUT'], 'w'))")
+from tests.support import PROBE, ao, git
 
 
 def _configure(repo, key, *extra):
     argv = [sys.executable, "-c", PROBE, *extra]
-    ao("ao", "config", "set", key, " ".join(_q(a) for a in argv), cwd=repo)
-
-
-def _q(arg):
-    import shlex
-    return shlex.quote(arg)
+    ao("ao", "config", "set", key, " ".join(shlex.quote(a) for a in argv), cwd=repo)
 
 
 def test_relaunch_gets_facts_as_data_in_the_worktree(repo, worktrees, tmp_path):

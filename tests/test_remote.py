@@ -114,7 +114,7 @@ def listed(cwd, env=None) -> dict:
 def bounded(*args, cwd, env=None) -> subprocess.CompletedProcess:
     """ao(), with a generous bound so a hang fails the test instead of stalling it."""
     return subprocess.run(["git", *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})), timeout=COMMAND_WAIT)
+                          env=dict(os.environ, **(env or {})), timeout=COMMAND_WAIT, check=False)
 
 
 def test_push_at_preserve_then_restore_on_another_machine(repo, worktrees, machines):

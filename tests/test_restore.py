@@ -3,13 +3,8 @@
 import json
 import os
 
-from tests.conftest import ao, commit_on, dirty, git
+from tests.support import ao, commit_on, dirty, git, states
 from tests.worktree_state import same_but_ignored, state
-
-
-def _pending(repo):
-    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
-    return {s["id"]: s["state"] for s in listed}
 
 
 def test_moved_branch_without_conflict_applies_cleanly(repo, worktrees):
@@ -33,7 +28,7 @@ def test_conflict_leaves_markers_keeps_ref_exit_3(repo, worktrees):
     text = (wt / "README.md").read_text()
     assert "<<<<<<<" in text and "mine" in text and "theirs" in text
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/conf", cwd=repo).strip()
-    assert _pending(repo)["conf"] == "live"
+    assert states(repo)["conf"] == "live"
 
 
 def test_stray_directory_is_refused_and_untouched(repo, worktrees):
@@ -51,7 +46,7 @@ def test_stray_directory_is_refused_and_untouched(repo, worktrees):
     assert (wt / "someone-elses").read_text() == "keep me"
     assert sorted(p.name for p in wt.iterdir()) == ["someone-elses"]
     assert (ok / "g").read_text() == "y"
-    assert _pending(repo) == {"stray": "pending", "fine": "live"}
+    assert states(repo) == {"stray": "pending", "fine": "live"}
     (wt / "someone-elses").unlink()
     wt.rmdir()
     ao("ao-restore", cwd=repo)
@@ -65,7 +60,7 @@ def test_branch_checked_out_elsewhere_refused_until_freed(repo, worktrees):
     git("checkout", "-q", "busy", cwd=repo)
     res = ao("ao-restore", cwd=repo, rc=1)
     assert str(repo) in res.stdout and "busy" in res.stdout
-    assert _pending(repo)["busy"] == "pending"
+    assert states(repo)["busy"] == "pending"
     git("checkout", "-q", "main", cwd=repo)
     ao("ao-restore", cwd=repo)
     assert (wt / "f").read_text() == "x"
@@ -92,7 +87,7 @@ def test_locked_worktree_is_captured_and_kept(repo, worktrees):
     assert "locked" in res.stdout
     assert (wt / "f").read_text() == "x"
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/locked", cwd=repo).strip()
-    assert _pending(repo)["locked"] == "live"
+    assert states(repo)["locked"] == "live"
 
 
 def test_keep_worktree_is_a_checkpoint(repo, worktrees):
@@ -100,7 +95,7 @@ def test_keep_worktree_is_a_checkpoint(repo, worktrees):
     (wt / "f").write_text("x")
     ao("ao-preserve", "--keep-worktree", "ckpt", cwd=repo)
     assert (wt / "f").exists()
-    assert _pending(repo)["ckpt"] == "live"
+    assert states(repo)["ckpt"] == "live"
     assert "nothing to restore" in ao("ao-restore", cwd=repo).stderr
 
 
@@ -110,7 +105,7 @@ def test_crash_after_save_before_removal_is_recognised(repo, worktrees):
     before = state(wt)
     ao("ao-preserve", "crash", cwd=repo, rc=None, env={"GIT_AO_CRASH_AT": "preserve:after-db"})
     assert wt.exists()
-    assert _pending(repo)["crash"] == "pending"
+    assert states(repo)["crash"] == "pending"
     res = ao("ao-restore", cwd=repo)
     assert "already held" in res.stdout
     assert same_but_ignored(before, state(wt))
@@ -123,7 +118,7 @@ def test_preserve_without_id_registers_current_worktree(repo, tmp_path):
     (wt / "f").write_text("x")
     ao("ao-preserve", cwd=wt)
     assert not wt.exists()
-    assert _pending(repo) == {"wt-unregistered": "pending"}
+    assert states(repo) == {"wt-unregistered": "pending"}
     ao("ao-restore", cwd=repo)
     assert (wt / "f").read_text() == "x"
 

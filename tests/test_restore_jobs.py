@@ -5,14 +5,25 @@ in flight finish and leaves the rest pending."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
-from tests.conftest import ao, commit_on, dirty, git, init_repo
-from tests.test_crash import (add_work, assert_all_restored, assert_work_safe, integrity_ok,
-                              make_sessions, ref_of, states)
+from tests.support import (
+    add_work,
+    ao,
+    assert_all_restored,
+    assert_work_safe,
+    commit_on,
+    dirty,
+    git,
+    init_repo,
+    integrity_ok,
+    json_results,
+    make_sessions,
+    ref_of,
+    states,
+)
 from tests.worktree_state import assert_restored, state
 
 
@@ -26,9 +37,6 @@ def _add_session(repo, base, sid, mix, env=None, branch=None):
     ao("ao", "add", wt, "--id", sid, cwd=repo, env=env)
     return wt
 
-
-def _results(res):
-    return json.loads(res.stdout)["results"]
 
 
 def test_twelve_sessions_over_three_repositories_with_four_jobs(repo, make_repo, tmp_path):
@@ -45,7 +53,7 @@ def test_twelve_sessions_over_three_repositories_with_four_jobs(repo, make_repo,
     pending = states(repo)
     assert set(pending.values()) == {"pending"}
     res = ao("ao-restore", "-j", "4", "--json", cwd=repo)
-    results = _results(res)
+    results = json_results(res)
     # Outcomes stay in input order (the database's order), whatever finished first.
     assert [r["id"] for r in results] == list(pending)
     assert {r["status"] for r in results} == {"ok"}, results
@@ -71,7 +79,7 @@ def test_two_sessions_wanting_one_branch_one_wins(repo, worktrees, tmp_path):
     ao("ao-preserve", "bb", cwd=repo)
     assert states(repo) == {"a": "pending", "bb": "pending"}
     res = ao("ao-restore", "-j", "2", "--json", cwd=repo, rc=1)
-    results = {r["id"]: r for r in _results(res)}
+    results = {r["id"]: r for r in json_results(res)}
     won = [sid for sid, r in results.items() if r["status"] == "ok"]
     assert len(won) == 1, results
     winner, loser = won[0], ({"a", "bb"} - set(won)).pop()
@@ -106,7 +114,7 @@ def test_two_processes_wanting_one_branch_one_wins(repo, worktrees, tmp_path):
     ends = {}
     for p in procs:
         out, _ = p.communicate(timeout=120)
-        (r,) = _results(subprocess.CompletedProcess(p.args, p.returncode, out))
+        (r,) = json_results(subprocess.CompletedProcess(p.args, p.returncode, out))
         ends[r["id"]] = (p.returncode, r["status"])
     assert sorted(ends.values()) == [(0, "ok"), (1, "refused")], ends
     branches = [ln for ln in git("worktree", "list", "--porcelain", cwd=repo).splitlines()
@@ -140,7 +148,7 @@ def _mixed_scenario(root, env):
 
 def _normalised(res, root):
     out = []
-    for r in _results(res):
+    for r in json_results(res):
         msg = re.sub(r"\b[0-9a-f]{7,40}\b", "<oid>", r["message"].replace(str(root), "<root>"))
         out.append((r["id"], r["action"], r["status"], msg))
     return out
@@ -172,7 +180,7 @@ def test_sigterm_during_a_parallel_restore(repo, make_repo, worktrees, tmp_path)
     res = ao("ao-restore", "-j", "2", cwd=repo, rc=143,
              env={"GIT_AO_CRASH_AT": "restore:after-worktree-add", "GIT_AO_CRASH_SIGNAL": "TERM"})
     # Plain output: one `action<TAB>status<TAB>id<TAB>message` record per session.
-    results = [dict(zip(("action", "status", "id", "message"), ln.split("\t", 3)))
+    results = [dict(zip(("action", "status", "id", "message"), ln.split("\t", 3), strict=True))
                for ln in res.stdout.splitlines()]
     assert len(results) == len(sessions), res.stdout
     started = [r for r in results if not r["message"].startswith("not started")]

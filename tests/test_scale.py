@@ -10,7 +10,7 @@ import pytest
 
 from git_ao import git as ao_git
 from git_ao import preserve, register, session, store
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 REPOS = 10
 PER_REPO = 20
@@ -52,7 +52,7 @@ def test_200_sessions_in_10_repositories(make_repo, tmp_path):
 
     res = ao("ao-preserve", "--all", "-q", cwd=repos[0])
     assert res.stdout == ""
-    for n, (repo, wt) in sessions.items():
+    for _, wt in sessions.values():
         assert not wt.exists(), wt
     for repo in repos:
         refs = git("for-each-ref", "--format=%(refname)", "refs/ao/preserved", cwd=repo).split()
@@ -64,7 +64,7 @@ def test_200_sessions_in_10_repositories(make_repo, tmp_path):
     assert all(s.pending for s in store.Store().sessions())
 
     ao("ao-restore", "-q", cwd=repos[0])
-    for n, (repo, wt) in sessions.items():
+    for n, (_, wt) in sessions.items():
         _expect(wt, n)
     for repo in repos:
         assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""

@@ -1,13 +1,13 @@
 """Registration, kill, forget and the errors every bad input gets (issue 2, items 3, 7, 9)."""
 
 import json
-import re
 import os
+import re
 import sqlite3
 
 import pytest
 
-from tests.conftest import ao, git
+from tests.support import ao, git
 
 
 def test_add_validates_through_git(repo, tmp_path, worktrees):
@@ -128,7 +128,7 @@ def test_show_lists_preserved_changes(repo, worktrees):
     ao("ao-preserve", "sh", cwd=repo)
     out = ao("ao", "show", "sh", cwd=repo).stdout
     assert "README.md" in out and "brand-new" in out and "pending" in out
-    assert re.search(rf"^workspace_path:\s+{re.escape(str(wt))}$", out, re.M)
+    assert re.search(rf"^workspace_path:\s+{re.escape(str(wt))}$", out, re.MULTILINE)
 
 
 def test_dry_run_in_an_unregistered_worktree_says_what_the_real_run_does(repo, tmp_path):

@@ -21,9 +21,14 @@ import signal
 import subprocess
 import time
 
-from tests.conftest import BIN, ao
-from tests.test_crash import (assert_all_restored, assert_work_safe, integrity_ok,
-                              make_sessions)
+from tests.support import (
+    BIN,
+    ao,
+    assert_all_restored,
+    assert_work_safe,
+    integrity_ok,
+    make_sessions,
+)
 from tests.worktree_state import state
 
 SEED = 20261129

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from git_ao import nested, walk
-from tests.conftest import git
+from tests.support import git
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
 

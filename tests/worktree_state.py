@@ -87,8 +87,8 @@ def state(path) -> dict:
 def differences(before: dict, after: dict, *, skip=("ignored",)) -> list:
     """Human-readable lines naming what differs (keys in `skip` are not compared)."""
     out = []
-    for key in before:
-        if key in skip or before[key] == after.get(key):
+    for key, value in before.items():
+        if key in skip or value == after.get(key):
             continue
         if key == "files":
             a, b = before["files"], after["files"]
@@ -96,7 +96,7 @@ def differences(before: dict, after: dict, *, skip=("ignored",)) -> list:
                 if a.get(p) != b.get(p):
                     out.append(f"file {p!r}: {str(a.get(p))[:80]} -> {str(b.get(p))[:80]}")
         else:
-            out.append(f"{key}: {str(before[key])[:300]} -> {str(after.get(key))[:300]}")
+            out.append(f"{key}: {str(value)[:300]} -> {str(after.get(key))[:300]}")
     return out
 
 

@@ -6,19 +6,21 @@ process itself at a named point (GIT_AO_CRASH_SIGNAL), so the moment is exact.""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from tests.conftest import ao
-from tests.test_crash import (assert_all_preserved, assert_all_restored, assert_work_safe,
-                              integrity_ok, make_sessions, ref_of, states)
+from tests.support import (
+    ao,
+    assert_all_preserved,
+    assert_all_restored,
+    assert_work_safe,
+    integrity_ok,
+    log_text,
+    make_sessions,
+    ref_of,
+    states,
+)
 from tests.worktree_state import state
-
-
-def _log():
-    with open(os.path.join(os.environ["AO_DATA_DIR"], "logs", "git-ao.log")) as fh:
-        return fh.read()
 
 
 @pytest.mark.parametrize("sig,rc", [("TERM", 143), ("INT", 130)])
@@ -38,7 +40,7 @@ def test_signal_lets_the_session_in_flight_finish(sig, rc, repo, worktrees, tmp_
         assert sessions[sid][1].is_dir()
     assert f"interrupted by SIG{sig}" in res.stderr
     assert "preserve: 2 ok, 3 refused" in res.stderr
-    assert f"interrupted signal=SIG{sig} not_started=3" in _log()
+    assert f"interrupted signal=SIG{sig} not_started=3" in log_text()
     assert_work_safe(sessions, before, tmp_path)
     integrity_ok()
     ao("ao-preserve", "--all", cwd=repo)

@@ -6,7 +6,7 @@ import pytest
 
 from git_ao import git
 from git_ao.errors import Usage
-from tests.conftest import ao
+from tests.support import ao
 
 
 def test_git_killed_by_a_signal_is_a_failed_command_not_a_crash(repo):

@@ -1,7 +1,6 @@
 """contrib/: the systemd user unit and the launchd agent run what they promise."""
 
 import configparser
-import json
 import os
 import plistlib
 import re
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from git_ao.settings import DEFAULT_AGENT_TIMEOUT
-from tests.conftest import ao, commit_on
+from tests.support import ao, commit_on, states
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "contrib" / "git-ao.service"
@@ -57,10 +56,6 @@ def _seconds(text):
     return sum(float(n) * units[u] for n, u in parts)
 
 
-def _states(repo):
-    return {s["id"]: s["state"]
-            for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
-
 
 def test_systemd_unit_restores_on_start_and_preserves_all_on_stop(repo, worktrees):
     unit = _unit()
@@ -72,9 +67,9 @@ def test_systemd_unit_restores_on_start_and_preserves_all_on_stop(repo, worktree
     wt = worktrees(repo, "svc")
     (wt / "f.txt").write_text("work\n")
     subprocess.run(stop, cwd="/", check=True)
-    assert _states(repo) == {"svc": "pending"} and not wt.exists()
+    assert states(repo) == {"svc": "pending"} and not wt.exists()
     subprocess.run(_exec(svc["ExecStart"])[1], cwd="/", check=True)
-    assert _states(repo) == {"svc": "live"} and (wt / "f.txt").read_text() == "work\n"
+    assert states(repo) == {"svc": "live"} and (wt / "f.txt").read_text() == "work\n"
 
 
 def test_a_restore_needing_attention_still_lets_the_shutdown_preserve_run(repo, worktrees):
@@ -88,14 +83,14 @@ def test_a_restore_needing_attention_still_lets_the_shutdown_preserve_run(repo, 
     commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")
     # the boot: ExecStart as systemd runs it, from /
     rc = subprocess.run(_exec(svc["ExecStart"])[1], cwd="/", check=False).returncode
-    assert rc == 3 and _states(repo) == {"conf": "live", "fine": "live"}
+    assert rc == 3 and states(repo) == {"conf": "live", "fine": "live"}
     for status in (rc, 1, 128):
         assert _active_after_start(svc, status), f"a restore exiting {status} skips ExecStop"
     (fine / "f.txt").write_text("more work\n")
     # the shutdown: ExecStop preserves what it can; the session with conflict
     # markers stays as it is (its ref is kept), the other one is saved
     subprocess.run(_exec(svc["ExecStop"])[1], cwd="/", check=False)
-    assert _states(repo)["fine"] == "pending" and not fine.exists()
+    assert states(repo)["fine"] == "pending" and not fine.exists()
     assert "<<<<<<<" in (conf / "README.md").read_text()
     ao("ao-restore", "fine", cwd=repo)
     assert (fine / "f.txt").read_text() == "more work\n"
@@ -197,8 +192,8 @@ def test_launchd_agent_preserves_on_sigterm_after_a_restore_needing_attention(
     ao("ao-preserve", "--all", cwd=repo)
     commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")  # the restore exits 3
     assert _run_launchd_agent(plist, lambda: (fine / "f.txt").exists()
-                              and _states(repo) == {"conf": "live", "fine": "live"}) == 0
-    assert _states(repo)["fine"] == "pending" and not fine.exists()
+                              and states(repo) == {"conf": "live", "fine": "live"}) == 0
+    assert states(repo)["fine"] == "pending" and not fine.exists()
 
 
 def test_launchd_agent_restores_at_load_and_preserves_on_sigterm(repo, worktrees):
@@ -212,7 +207,7 @@ def test_launchd_agent_restores_at_load_and_preserves_on_sigterm(repo, worktrees
     proc = subprocess.Popen(plist["ProgramArguments"], cwd="/")
     try:
         for _ in range(600):  # wait for the restore to finish (a state, not a time)
-            if _states(repo) == {"mac": "live"}:
+            if states(repo) == {"mac": "live"}:
                 break
             time.sleep(0.1)
         assert (wt / "g.txt").read_text() == "work\n"
@@ -222,4 +217,4 @@ def test_launchd_agent_restores_at_load_and_preserves_on_sigterm(repo, worktrees
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert _states(repo) == {"mac": "pending"} and not wt.exists()
+    assert states(repo) == {"mac": "pending"} and not wt.exists()

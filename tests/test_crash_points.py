@@ -2,152 +2,31 @@
 then (a) every byte of every session's work is in its live worktree or in its ref,
 (b) the database passes `PRAGMA integrity_check`, (c) running the same command
 again reaches the fully done state, the work neither lost nor applied twice.
-
-The helpers here are shared by the soak, concurrency and recovery tests."""
+"""
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from git_ao import crashpoint
+from tests.support import (
+    KILLED,
+    REF,
+    ao,
+    assert_all_preserved,
+    assert_all_restored,
+    assert_work_safe,
+    crash_env,
+    git,
+    integrity_ok,
+    make_sessions,
+    ref_of,
+)
 from tests.trash_helpers import SLOW_PATH_POINTS, checkout_path_only
-from tests.conftest import ao, dirty, git
 from tests.worktree_state import same_but_ignored, state
-
-REF = "refs/ao/preserved/"
-KILLED = 128 + signal.SIGKILL  # what git reports for a dashed command killed by SIGKILL
-
-
-# ---------------------------------------------------------------- shared helpers
-
-
-def make_sessions(repo, worktrees, n, *, other=None, detached=True, kinds=None):
-    """n registered sessions s00, s01, ... with varied work; returns {id: (repo, path)}.
-
-    The mix, in turn: the full dirty() fixture (staged, unstaged, deleted,
-    untracked, symlink, mode change, ignored), untracked only, staged only,
-    clean, and (detached=True) a detached HEAD with a change. kinds: the list of
-    mix numbers to use instead. Sessions alternate between `repo` and `other`."""
-    out = {}
-    for i in range(n):
-        r = other if other is not None and i % 2 else repo
-        sid = f"s{i:02d}"
-        wt = worktrees(r, sid, register=False)
-        kind = kinds[i] if kinds else i % 5
-        if kind < 4:
-            add_work(wt, kind, str(i))
-        elif detached:
-            git("checkout", "-q", "--detach", cwd=wt)
-            (wt / "src" / "app.py").write_text(f"print({i})\n")
-        ao("ao", "add", wt, "--id", sid, cwd=r)
-        out[sid] = (Path(r), wt)
-    return out
-
-
-def add_work(wt, kind, tag):
-    """Work of one kind in worktree `wt`: 0 the full dirty() fixture, 1 an untracked
-    file only, 2 a staged change only, 3 none (clean). `tag` makes it distinct."""
-    if kind == 0:
-        dirty(wt)
-    elif kind == 1:
-        (wt / f"notes-{tag}.txt").write_text(f"untracked {tag}\n" * 50)
-    elif kind == 2:
-        (wt / "README.md").write_text(f"hello\nstaged {tag}\n")
-        git("add", "README.md", cwd=wt)
-
-
-def db_path() -> Path:
-    return Path(os.environ["AO_DATA_DIR"]) / "git-ao.db"
-
-
-def integrity_ok():
-    """(b): PRAGMA integrity_check of the database is 'ok'."""
-    conn = sqlite3.connect(db_path())
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    finally:
-        conn.close()
-
-
-def ref_of(repo, sid):
-    out = git("rev-parse", "-q", "--verify", REF + sid, cwd=repo, check=False).strip()
-    return out or None
-
-
-def _comparable(st):
-    return {k: v for k, v in st.items() if k not in ("ignored", "branch")}
-
-
-def work_in_ref(repo, sid, before, scratch) -> bool:
-    """Does refs/ao/preserved/<sid> hold exactly `before` (HEAD, index, files)?
-    Checked by `git stash apply --index` of the ref into a scratch worktree."""
-    ref = ref_of(repo, sid)
-    if ref is None:
-        return False
-    head = git("rev-parse", f"{ref}^1", cwd=repo).strip()
-    git("worktree", "add", "-q", "--detach", scratch, head, cwd=repo)
-    try:
-        git("stash", "apply", "--index", ref, cwd=scratch)
-        return _comparable(state(scratch)) == _comparable(before)
-    finally:
-        git("worktree", "remove", "--force", scratch, cwd=repo)
-
-
-def assert_work_safe(sessions, before, tmp):
-    """(a): every session's work is in its live worktree or in its ref. A clean
-    session with no ref is safe when its branch (or, detached, nothing) still holds HEAD."""
-    for sid, (repo, wt) in sessions.items():
-        b = before[sid]
-        if wt.is_dir():
-            try:
-                if same_but_ignored(b, state(wt)):
-                    continue
-            except Exception:  # noqa: BLE001 - a half-made worktree is judged by its ref
-                pass
-        if work_in_ref(repo, sid, b, tmp / f"scratch-{sid}"):
-            continue
-        clean = not b["status"]
-        if clean and b["branch"]:
-            tip = git("rev-parse", "-q", "--verify", b["branch"].decode(), cwd=repo,
-                      check=False).strip()
-            if tip == b["head"].decode():
-                continue
-        raise AssertionError(f"work of session {sid} is neither in {wt} nor in {REF}{sid}")
-
-
-def states(repo) -> dict:
-    listed = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)
-    return {s["id"]: s["state"] for s in listed["sessions"]}
-
-
-def assert_all_restored(sessions, before, repo):
-    """The fully restored state: every session live, its worktree exactly as before
-    (so nothing was applied twice), no preserve ref left."""
-    assert set(states(repo).values()) == {"live"}, states(repo)
-    for sid, (r, wt) in sessions.items():
-        assert same_but_ignored(before[sid], state(wt)), sid
-        assert ref_of(r, sid) is None, sid
-
-
-def assert_all_preserved(sessions, repo):
-    """The fully preserved state: every session pending, its directory gone, its
-    registration gone, a ref for each one that had work."""
-    assert set(states(repo).values()) == {"pending"}, states(repo)
-    for sid, (r, wt) in sessions.items():
-        assert not wt.exists(), sid
-        listing = git("worktree", "list", "--porcelain", cwd=r)
-        assert f"worktree {wt}\n" not in listing, sid
-
-
-def crash_env(point):
-    return {"GIT_AO_CRASH_AT": point}
-
 
 # ---------------------------------------------------------------- the matrix
 

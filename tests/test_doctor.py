@@ -1,10 +1,11 @@
-"""git ao doctor reports whether man pages and completions are where man and the shells look."""
+"""git ao doctor: whether man pages and completions are where man and the shells look,
+and the linked worktrees no session holds or a session lost track of."""
 
 import json
 import shutil
 from pathlib import Path
 
-from tests.conftest import ao
+from tests.support import ao
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +46,7 @@ def test_missing_completions_are_notes_not_problems(repo, tmp_path):
 def test_doctor_notes_linked_worktrees_no_session_holds(repo, worktrees, tmp_path):
     """A worktree of a known repository that was never registered is what a shutdown
     would leave unsaved: doctor names it (a note, not a failure)."""
-    from tests.conftest import git
+    from tests.support import git
     worktrees(repo, "held")
     loose = tmp_path / "loose"
     git("worktree", "add", "-q", "-b", "loose", str(loose), cwd=repo)
@@ -60,7 +61,7 @@ def test_doctor_notes_linked_worktrees_no_session_holds(repo, worktrees, tmp_pat
 
 
 def test_doctor_names_a_registered_worktree_that_was_moved(repo, worktrees, tmp_path):
-    from tests.conftest import git
+    from tests.support import git
     wt = worktrees(repo, "mv")
     moved = tmp_path / "elsewhere"
     git("worktree", "move", str(wt), str(moved), cwd=repo)
