@@ -5,6 +5,7 @@ import os
 import stat
 import tomllib
 
+from tests.trash_helpers import checkout_path_only
 from tests.conftest import ao
 
 
@@ -81,6 +82,7 @@ def test_config_defaults_feed_the_commands(repo, worktrees):
     wt = worktrees(repo, "cfg")
     (wt / "f.txt").write_text("x\n")
     ao("ao-preserve", "cfg", cwd=repo)
+    checkout_path_only()  # so the entry outlives the restore
     trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
     ao("ao-restore", cwd=repo)
     ao("ao", "config", "set", "prune.expire", "never", cwd=repo)
