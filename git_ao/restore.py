@@ -474,7 +474,10 @@ def _unlock_interrupted_add(ctx: Context, s: Session, path: str) -> None:
     """Unlock the registration of `path` that this session's killed restore left:
     git locks a new worktree ("initializing") until its `git worktree add` is done,
     and git's prune keeps locked registrations, so the next add would fail."""
-    git.worktree_unlock(s.common_dir, path)
+    try:
+        git.worktree_unlock(s.common_dir, path)
+    except AoError:
+        return  # not locked (any more): nothing to do
     ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
 
 

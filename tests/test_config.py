@@ -6,6 +6,7 @@ import stat
 import tomllib
 
 from tests.support import ao
+from tests.trash_helpers import checkout_path_only
 
 
 def test_set_get_unset_list_round_trip(repo, ao_env):
@@ -81,6 +82,7 @@ def test_config_defaults_feed_the_commands(repo, worktrees):
     wt = worktrees(repo, "cfg")
     (wt / "f.txt").write_text("x\n")
     ao("ao-preserve", "cfg", cwd=repo)
+    checkout_path_only()  # so the entry outlives the restore
     trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
     ao("ao-restore", cwd=repo)
     ao("ao", "config", "set", "prune.expire", "never", cwd=repo)

@@ -140,5 +140,5 @@ def test_half_applied_worktree_is_set_aside_and_restored_again(repo, three, tmp_
     kept = sorted((n for n in os.listdir(trash) if n.startswith("s00.")),
                   key=lambda n: int(n.split(".")[1]))
     assert len(kept) == 2
-    with open(os.path.join(trash, kept[-1], "src", "app.py"), "rb") as fh:
+    with open(os.path.join(trash, kept[-1], "worktree", "src", "app.py"), "rb") as fh:
         assert fh.read() == half
