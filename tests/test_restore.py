@@ -32,7 +32,7 @@ def test_conflict_leaves_markers_keeps_ref_exit_3(repo, worktrees):
     text = (wt / "README.md").read_text()
     assert "<<<<<<<" in text and "mine" in text and "theirs" in text
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/conf", cwd=repo).strip()
-    assert _pending(repo)["conf"] == "live"
+    assert _pending(repo)["conf"] == "attention"
 
 
 def test_stray_directory_is_refused_and_untouched(repo, worktrees):
@@ -156,5 +156,5 @@ def test_ref_kept_after_a_conflict_stays_listed(repo, worktrees):
     commit_on(repo, "kept", {"README.md": "theirs\n"}, "theirs")
     ao("ao-restore", cwd=repo, rc=3)
     rec = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
-    assert rec["state"] == "live"
+    assert rec["state"] == "attention"
     assert rec["preserve_ref"] == "refs/ao/preserved/kept" and rec["preserved_commit"]
