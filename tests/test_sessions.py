@@ -99,7 +99,7 @@ def test_data_dir_and_database_modes(repo, worktrees):
 
 
 def test_newer_schema_is_refused_never_rewritten(repo):
-    ao("ao", "list", cwd=repo)
+    ao("ao-prune", cwd=repo)  # creates the database (list creates nothing)
     db = os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db")
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA user_version = 999")
