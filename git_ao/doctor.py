@@ -155,6 +155,14 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
                 os.path.realpath(e.path) == os.path.realpath(path) for e in entries):
             out.append(Check("session", False, f"{s.id}: pending, but {path} exists and is "
                              "not its worktree: restore refuses it until it is moved away"))
+    for s in sessions:
+        if s.live and not s.pending \
+                and not os.path.lexists(os.path.join(s.worktree_path, ".git")):
+            ref = s.save.preserve_ref if s.save and s.save.holds_ref else ""
+            saved = f"; its last checkpoint is in {ref}" if ref else ""
+            out.append(Check("session", False, f"{s.id}: live, but its worktree "
+                             f"{s.worktree_path} is gone or empty{saved}; git ao-preserve "
+                             f"{s.id} records it so git ao-restore brings it back"))
     live = [s for s in sessions if s.live or s.pending]
     for outer in live:
         base = os.path.realpath(outer.worktree_path).rstrip("/") + "/"

@@ -151,6 +151,11 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             ctx.log("preserve", s.id, "refused-damaged", workspace=path)
             raise Refused(f"record of '{s.id}' names the main worktree {path}: the record is "
                           "damaged; nothing is removed")
+        if _emptied(path):
+            # An empty directory where the worktree was (a tmpfs mounted again after a
+            # reboot, a `rm -rf` of its contents): as good as gone.
+            _refuse_missing_with_state(s, entry)
+            return _record_missing(ctx, s, entry)
         if not os.path.lexists(path):
             moved = _moved_to(entries, s, path)
             if moved:
@@ -163,11 +168,6 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             raise Refused(f"'{path}' is not a worktree of {s.common_dir}; nothing is removed")
         _refuse_over_kept_work(ctx, s, path)
         v = worktree.verify(s.common_dir, path, entries)
-        if not keep_worktree and walk.is_mount_point(path):
-            # A mounted directory cannot be moved away whole; saving it and leaving
-            # it would make every later run repeat a half-done removal.
-            raise Refused(f"'{path}' is itself a mount point; it is never taken away, so "
-                          "nothing is saved (use --keep-worktree for a checkpoint)")
         st = snapshot.inspect(path, v.git_dir)
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
@@ -331,6 +331,14 @@ def _moved_to(entries: list[git.WorktreeEntry], s: Session, path: str) -> str | 
                 and os.path.isdir(e.path):
             return e.path
     return None
+
+
+def _emptied(path: str) -> bool:
+    """Is `path` an existing directory with nothing in it (not even its `.git`)?"""
+    try:
+        return os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path)
+    except OSError:
+        return False
 
 
 def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> None:

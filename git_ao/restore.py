@@ -98,6 +98,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
         why_not = ""
         with ctx.repo_lock(s.common_dir):
             if not ctx.dry_run:
+                _clear_empty(path)
                 stray = _set_aside_stray(ctx, s, save, path)
                 _clear_killed_add(ctx, s, save, path)
                 placed = _resume_reinstate(ctx, s, save, path)
@@ -232,6 +233,27 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
     return Outcome(s.id, "restore", Status.OK, msg, data), kept, ""
 
 
+def _clear_empty(path: str) -> None:
+    """An empty directory at the restore path (a mount point made again after a
+    reboot, a parent left behind) holds nothing to lose: remove it unless it is a
+    mount point, so the worktree can come back there. `git worktree add` accepts
+    an empty mount point as it is."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path) \
+                and not walk.is_mount_point(path):
+            os.rmdir(path)
+    except OSError:
+        pass
+
+
+def _taken_away_at(ctx: Context, session_id: str, saved_at: int) -> int:
+    """When the session's worktree was last moved into the trash (ns; the newest
+    entry's creation), or `saved_at` when no entry says."""
+    newest = [e.created_ns for e in trash.entries(ctx.store.dir)
+              if e.session_id == session_id and not e.stray]
+    return min(saved_at, max(newest)) if newest else saved_at
+
+
 def _set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.Entry | None:
     """A directory at `path` that is not a worktree and holds only files written
     after the save (every file's mtime later than saved_at, no `.git`, nothing
@@ -252,9 +274,12 @@ def _set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.E
         return None
     if w.blockers or w.nested or walk.is_mount_point(path):
         return None
-    if not w.entries and own <= save.saved_at:
+    # Written after the directory was taken away: the move into the trash (its
+    # entry's creation) comes before a save recorded again for late writes.
+    since = _taken_away_at(ctx, s.id, save.saved_at)
+    if not w.entries and own <= since:
         return None
-    if any(e.mtime_ns <= save.saved_at for e in w.entries.values()):
+    if any(e.mtime_ns <= since for e in w.entries.values()):
         return None
     files = sorted(w.entries)
     try:
@@ -384,7 +409,8 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
         _unlock_interrupted_add(ctx, s, path)
         entries = git.worktree_list(s.common_dir)
         entry = worktree.find(entries, path)
-    if entry is not None and entry.prunable and not os.path.lexists(path):
+    if entry is not None and entry.prunable and (
+            not os.path.lexists(path) or (os.path.isdir(path) and not os.listdir(path))):
         if not ctx.dry_run:
             git.worktree_prune(s.common_dir)
         entries = git.worktree_list(s.common_dir) if not ctx.dry_run else \
@@ -395,7 +421,9 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
             if e.branch == f"refs/heads/{want_branch}" and not worktree.same_path(e.path, path):
                 raise Refused(f"branch '{want_branch}' is checked out in {e.path}; "
                               "free it and run git ao-restore again (still pending)")
-    reused = os.path.lexists(path)
+    # An empty directory (an empty mount point kept by _clear_empty): git worktree
+    # add fills it.
+    reused = os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path))
     if reused:
         try:
             _check_reusable(s, save, entry, path, want_branch)

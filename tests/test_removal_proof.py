@@ -184,7 +184,9 @@ def test_a_mount_inside_an_ignored_dir_is_never_taken_away(repo, worktrees, tmp_
 
 
 @ROOT_ONLY
-def test_a_worktree_that_is_a_mount_point_is_refused_up_front(repo, tmp_path):
+def test_a_worktree_that_is_a_mount_point_is_saved_as_a_checkpoint_and_kept(repo, tmp_path):
+    """A mounted directory cannot be moved away whole: its work is saved in the ref
+    (a checkpoint, the session stays live), the directory is left as it is."""
     wt = tmp_path / "sandbox"
     wt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt)], check=True)
@@ -195,8 +197,9 @@ def test_a_worktree_that_is_a_mount_point_is_refused_up_front(repo, tmp_path):
         res = ao("ao-preserve", "sandbox", cwd=repo, rc=1)
         assert "mount point" in res.stdout + res.stderr
         assert states(repo)["sandbox"] == "live"
-        assert git("for-each-ref", "refs/ao/preserved/", cwd=repo) == ""
-        # and again: nothing half-saved to repeat
+        ref = git("rev-parse", "refs/ao/preserved/sandbox", cwd=repo).strip()
+        assert "work.txt" in git("show", "--name-only", "--format=", f"{ref}^3", cwd=repo)
+        # and again: the same checkpoint, nothing half-removed
         ao("ao-preserve", "sandbox", cwd=repo, rc=1)
         assert (wt / "work.txt").read_text() == "work\n"
     finally:
@@ -355,3 +358,30 @@ def test_a_removed_file_recreated_as_ignored_is_kept_in_the_trash(repo, worktree
     ao("ao-preserve", "rmignore", cwd=repo)
     kept = list((Path(os.environ["AO_DATA_DIR"]) / "trash").rglob("util.py"))
     assert [p.read_text() for p in kept] == ["x = 2  # now ignored\n"]
+
+
+@ROOT_ONLY
+def test_a_mounted_worktree_wiped_by_a_reboot_comes_back_from_its_checkpoint(repo, tmp_path):
+    """A tmpfs worktree is kept at shutdown with its work in a checkpoint; after a
+    reboot the mount is empty: doctor says so, the next preserve records it as
+    gone, and restore brings the work back into the empty mount point."""
+    wt = tmp_path / "sandbox"
+    wt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt)], check=True)
+    try:
+        git("worktree", "add", "-q", "-b", "sandbox", wt, cwd=repo)
+        ao("ao", "add", wt, "--id", "sandbox", cwd=repo)
+        (wt / "work.txt").write_text("work\n")
+        ao("ao-preserve", "--all", cwd=repo, rc=1)
+        subprocess.run(["umount", str(wt)], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt)], check=True)
+        res = ao("ao", "doctor", cwd=repo, rc=1)
+        assert "sandbox: live, but its worktree" in res.stdout
+        ao("ao-preserve", "--all", cwd=repo)
+        assert states(repo)["sandbox"] == "pending"
+        ao("ao-restore", cwd=repo)
+        assert (wt / "work.txt").read_text() == "work\n"
+        assert states(repo)["sandbox"] == "live"
+    finally:
+        git("worktree", "remove", "--force", wt, cwd=repo, check=False)
+        subprocess.run(["umount", "-l", str(wt)], check=False)
