@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from typing import Any
 
 from . import git
@@ -37,7 +39,8 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     top = os.path.realpath(dirs.toplevel)
     if "\n" in top:
         raise Usage("worktree paths with a newline are not supported")
-    sid = session_id if session_id is not None else os.path.basename(dirs.git_dir.rstrip("/"))
+    sid = session_id if session_id is not None else \
+        id_from_name(os.path.basename(dirs.git_dir.rstrip("/")))
     try:
         validate_id(sid)
     except Usage as exc:
@@ -60,6 +63,19 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
         ctx.store.insert(s)
         ctx.log("register", sid, "registered", kind=kind, harness=harness, workspace=top)
     return s
+
+
+def id_from_name(name: str) -> str:
+    """A valid session id made from a worktree's name: accents dropped, every run of
+    other characters one '-', no leading '-' or '.', no '..' or '.lock' (git's ref
+    rules), at most MAX_ID bytes; 'worktree' when nothing is left. An agent's quit
+    handler runs `git ao-preserve` with no id, so the default must always work."""
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    sid = re.sub(r"[^A-Za-z0-9._-]+", "-", plain)
+    sid = re.sub(r"\.{2,}", ".", sid).lstrip("-.")[:MAX_ID].rstrip(".")
+    while sid.endswith(".lock"):
+        sid = sid.removesuffix(".lock").rstrip(".")
+    return sid or "worktree"
 
 
 def repo_name(common_dir: str) -> str:

@@ -101,3 +101,15 @@ def test_a_failed_move_into_the_trash_says_the_session_is_pending(repo, worktree
     if rec["state"] == "pending":
         assert "pending" in rec["message"]
     assert wt.exists()
+
+
+def test_a_worktree_name_that_is_no_valid_id_still_gets_a_default_one(repo, tmp_path):
+    """An agent's quit handler runs git ao-preserve with no id from inside its
+    worktree, whatever the worktree is called."""
+    for name, want in (("ünï©ødé", "unide"), ("-dash", "dash")):
+        wt = tmp_path / name
+        git("worktree", "add", "-q", "-b", f"b{want}", "--", wt, cwd=repo)
+        (wt / "work.txt").write_text("work\n")
+        ao("ao-preserve", cwd=wt)
+        listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+        assert want in {s["id"] for s in listed}
