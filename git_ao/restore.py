@@ -49,10 +49,19 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
     SIGINT) no new session starts, the ones in flight run to their end and the
     rest stay pending. Returns one Outcome per session, in input order.
     """
+    outer = _pending_outside(ctx, sessions)
+
     def one(s: Session) -> Outcome:
         if stop is not None and stop.is_set():
             return Outcome(s.id, "restore", Status.REFUSED,
                            NOT_STARTED + "; the session stays pending")
+        if s.id in outer:
+            # Coming back first would make the outer session's path a plain
+            # directory that its own restore then refuses.
+            return Outcome(s.id, "restore", Status.REFUSED,
+                           f"it lies inside pending session '{outer[s.id]}', which comes "
+                           f"back first: git ao-restore {outer[s.id]} {s.id} (still pending)",
+                           facts(s))
         out = guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
         log_failure(ctx, out)
         crashpoint.hit("restore:between-sessions")
@@ -60,6 +69,21 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
 
     return session_groups.in_waves(sessions, lambda part: run_each(part, one, jobs, progress),
                                    inner_first=False)
+
+
+def _pending_outside(ctx: Context, sessions: Sequence[Session]) -> dict[str, str]:
+    """{id: outer id} of the sessions of the batch whose worktree lies inside the
+    worktree of a pending session that is not in the batch."""
+    ids = {s.id for s in sessions}
+    pending = [(os.path.realpath(x.worktree_path).rstrip("/") + "/", x.id)
+               for x in ctx.store.sessions() if x.pending and x.id not in ids]
+    out = {}
+    for s in sessions:
+        mine = os.path.realpath(s.worktree_path)
+        for base, oid in pending:
+            if mine.startswith(base):
+                out[s.id] = oid
+    return out
 
 
 def restore_one(ctx: Context, session_id: str) -> Outcome:

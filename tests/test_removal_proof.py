@@ -385,3 +385,18 @@ def test_a_mounted_worktree_wiped_by_a_reboot_comes_back_from_its_checkpoint(rep
     finally:
         git("worktree", "remove", "--force", wt, cwd=repo, check=False)
         subprocess.run(["umount", "-l", str(wt)], check=False)
+
+
+def test_an_inner_session_alone_waits_for_its_pending_outer_one(repo, worktrees):
+    outer = worktrees(repo, "outer")
+    (outer / ".gitignore").write_text("*.log\nbuild/\n.claude/\n")
+    inner = outer / ".claude" / "worktrees" / "inner"
+    git("worktree", "add", "-q", "-b", "inner", inner, cwd=repo)
+    ao("ao", "add", inner, "--id", "inner", cwd=repo)
+    (inner / "inner.txt").write_text("inner work\n")
+    ao("ao-preserve", "--all", cwd=repo)
+    res = ao("ao-restore", "inner", cwd=repo, rc=1)
+    assert "inside pending session 'outer'" in res.stdout
+    assert states(repo) == {"outer": "pending", "inner": "pending"}
+    ao("ao-restore", cwd=repo)
+    assert (inner / "inner.txt").read_text() == "inner work\n"
