@@ -55,7 +55,10 @@ _COMMANDS = {"ao": "git_ao.cli.ao", "ao-preserve": "git_ao.cli.preserve",
 # effect at start-up or in the interpreter itself, so it needs a process.
 _IN_PROCESS_ENV = frozenset({"AO_DATA_DIR", "PROBE_OUT", "XDG_DATA_HOME", "XDG_DATA_DIRS",
                              "MANPATH"})
-_PROCESS_ONLY = ("GIT_AO_CRASH_AT", "GIT_AO_CRASH_SIGNAL", "GIT_AO_DEBUG")
+# GIT_AO_TEST_PROCESSES: a test's own switch, for tests that remount or fill the
+# file system under the data dir (an open database in this process would hold it).
+_PROCESS_ONLY = ("GIT_AO_CRASH_AT", "GIT_AO_CRASH_SIGNAL", "GIT_AO_DEBUG",
+                 "GIT_AO_TEST_PROCESSES")
 
 
 def ao(*args, cwd=None, rc=0, env=None, process=False) -> subprocess.CompletedProcess:

@@ -34,6 +34,15 @@ NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
 
 
+
+@pytest.fixture(autouse=True)
+def _real_processes(monkeypatch):
+    """Every command runs as its own process here: these tests remount and fill the
+    file system under the data dir, which a database left open in the test process
+    would keep busy."""
+    monkeypatch.setenv("GIT_AO_TEST_PROCESSES", "1")
+
+
 def _mode(p):
     return stat.S_IMODE(os.lstat(p).st_mode)
 
