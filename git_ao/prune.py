@@ -198,6 +198,10 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             why = "its session is pending (restore brings it back)"
         elif entry.stray:
             why = "a directory restore set aside; it may hold an agent's latest writes"
+        elif entry.meta.get("environment_kept") and entry.holds_worktree:
+            kept = [str(p) for p in entry.meta["environment_kept"]]
+            why = ("ignored files restore could not put back, such as "
+                   f"{kept[0]}; take what you need, then remove it by hand")
         else:
             why = unsaved_in(ctx, entry)
         if why:

@@ -381,9 +381,14 @@ def _bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) ->
         outcome.data["environment"] = moved
         outcome.message += f"; {len(moved)} ignored path(s) brought back from the trash"
     if kept:
+        # Something was in their way (the branch now tracks .env, say): the user
+        # decides, so the restore needs attention and prune keeps the entry.
         outcome.data["environment_kept"] = kept
-        outcome.message += (f"; {len(kept)} ignored path(s) kept in {entry.worktree}: "
+        outcome.message += (f"; {len(kept)} ignored path(s) could not be put back and are "
+                            f"kept in {entry.worktree}: "
                             + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
+        if outcome.status == Status.OK:
+            outcome.status = Status.ATTENTION
 
 
 def _clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:

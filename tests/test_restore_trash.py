@@ -188,3 +188,27 @@ def test_show_lists_what_the_trash_keeps(repo, worktrees, tmp_path):
     assert t["kind"] == "preserved" and t["size"] > 0
     assert t["ignored"] == ["a.log", "build/"] and t["ignored_count"] == 2
     assert "2 ignored: a.log build/" in ao("ao", "show", "sh", cwd=repo).stdout
+
+
+def test_an_ignored_file_that_cannot_be_put_back_needs_attention_and_is_kept(repo, worktrees):
+    """The branch moved on and now tracks .env: the session's own .env cannot go
+    back over it, so restore says so (exit 3) and prune keeps the only copy."""
+    wt = worktrees(repo, "env")
+    (wt / ".gitignore").write_text("*.log\nbuild/\n.env\n")
+    git("add", ".gitignore", cwd=wt)
+    git("commit", "-qm", "ignore .env", cwd=wt)
+    (wt / ".env").write_text("SECRET=mine\n")
+    ao("ao-preserve", "env", cwd=repo)
+    tmp = repo.parent / "moving-env"
+    git("worktree", "add", "-q", tmp, "env", cwd=repo)
+    (tmp / ".env").write_text("SECRET=template\n")
+    git("add", "-f", ".env", cwd=tmp)
+    git("commit", "-qm", "template", cwd=tmp)
+    git("worktree", "remove", tmp, cwd=repo)
+    res = ao("ao-restore", cwd=repo, rc=3)
+    assert "could not be put back" in res.stdout
+    assert (wt / ".env").read_text() == "SECRET=template\n"
+    res = ao("ao-prune", cwd=repo)
+    assert "ignored files restore could not put back, such as .env" in res.stdout
+    kept = [p for p in (Path(os.environ["AO_DATA_DIR"]) / "trash").rglob(".env")]
+    assert [p.read_text() for p in kept] == ["SECRET=mine\n"]
