@@ -1,4 +1,4 @@
-"""The preserve commit is shaped like a stash (SPEC 3) and git's own tools read it."""
+"""The preserve commit is shaped like a stash and git's own tools read it."""
 
 import os
 import subprocess

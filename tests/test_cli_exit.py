@@ -1,4 +1,4 @@
-"""Exit statuses exactly as SPEC 8, errors on one line, a traceback only with GIT_AO_DEBUG."""
+"""Exit statuses exactly as git's conventions, errors on one line, a traceback only with GIT_AO_DEBUG."""
 
 import json
 import os

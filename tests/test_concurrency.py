@@ -1,4 +1,4 @@
-"""Concurrency (issue 4, SPEC 9): two `git ao-preserve --all` and one `git ao-restore`
+"""Concurrency: two `git ao-preserve --all` and one `git ao-restore`
 started at the same moment over 10 sessions. No work is lost, none is applied
 twice, no database error, and each session is handled once per saving.
 

@@ -1,4 +1,4 @@
-"""The crash matrix (issue 4): SIGKILL at every named point of preserve and restore,
+"""The crash matrix: SIGKILL at every named point of preserve and restore,
 then (a) every byte of every session's work is in its live worktree or in its ref,
 (b) the database passes `PRAGMA integrity_check`, (c) running the same command
 again reaches the fully done state, the work neither lost nor applied twice.

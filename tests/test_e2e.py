@@ -1,5 +1,5 @@
 """Shutdown and boot, end to end: several sessions in two repositories come back
-byte for byte (issue 2, the end-to-end acceptance)."""
+byte for byte (the end-to-end acceptance)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Fidelity details of capture and restore that need a precise setup (issue 3)."""
+"""Fidelity details of capture and restore that need a precise setup."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The catalogue of hard worktree states (issue 3): each has a defined outcome,
+"""The catalogue of hard worktree states: each has a defined outcome,
 written in docs/DESIGN.md (Fidelity, catalogue of hard states), and a test here. Real git, real repositories,
 the real commands."""
 

@@ -1,4 +1,4 @@
-"""Hostile environment (issue 4): a data dir or database owned by another user is
+"""Hostile environment: a data dir or database owned by another user is
 refused; loose modes are tightened; modes stay 0700/0600 under umask 000; a
 read-only data dir makes preserve refuse before any removal; a full disk while
 writing the ref or the row aborts that session with its worktree intact.

@@ -1,9 +1,10 @@
 """Packaging: `pip install .` into a fresh venv gives working commands, the man pages
 (opened by `git ao-preserve --help` through git) and the completion files under share/.
 
-One venv per test session (pip fetches the build backend and the dependencies, so
+One venv for the whole run (pip fetches the build backend and the dependencies, so
 this needs the package index or pip's cache)."""
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -14,26 +15,35 @@ import pytest
 
 from git_ao import __version__, completion
 
-# One worker builds the installed venv and runs every test that uses it.
-pytestmark = pytest.mark.xdist_group("packaging-venv")
-
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
 
 
 @pytest.fixture(scope="session")
-def installed(tmp_path_factory):
-    """A venv with the checkout pip-installed (not editable); yields its directory."""
-    base = tmp_path_factory.mktemp("pkg")
+def installed(tmp_path_factory, worker_id):
+    """A venv with the checkout pip-installed (not editable); yields its directory.
+
+    Each xdist worker has a session of its own: the venv is built once, in the
+    directory the workers share, under a lock; a worker that comes later reuses it."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    base = shared / "pkg-installed"
     root = base / "venv"
-    venv.EnvBuilder(with_pip=True).create(root)
-    # pip's cache and config stay in the test's own directory, not the real home.
-    env = dict(os.environ, HOME=str(base), PIP_CACHE_DIR=str(base / "pip-cache"))
-    res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q",
-                          "--disable-pip-version-check", str(ROOT)],
-                         capture_output=True, text=True, env=env, check=False)
-    if res.returncode != 0:
-        pytest.fail(f"pip install . failed:\n{res.stdout}\n{res.stderr}")
+    with open(shared / "pkg-installed.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (base / "built").exists():
+            shutil.rmtree(base, ignore_errors=True)
+            base.mkdir()
+            venv.EnvBuilder(with_pip=True).create(root)
+            # pip's cache and config stay in the test's own directory, not the real home.
+            env = dict(os.environ, HOME=str(base), PIP_CACHE_DIR=str(base / "pip-cache"))
+            res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q",
+                                  "--disable-pip-version-check", str(ROOT)],
+                                 capture_output=True, text=True, env=env, check=False)
+            if res.returncode != 0:
+                pytest.fail(f"pip install . failed:\n{res.stdout}\n{res.stderr}")
+            (base / "built").touch()
     return root
 
 

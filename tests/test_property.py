@@ -1,4 +1,4 @@
-"""Property: any worktree state built from the operations of issue 3 survives
+"""Property: any worktree state built from the operations below survives
 preserve then restore exactly, or preserve refuses and leaves it untouched.
 
 Each example builds a state in a fresh linked worktree of one repository made

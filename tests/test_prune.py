@@ -1,4 +1,4 @@
-"""Prune (SPEC 6, first version): cleans without ever losing work."""
+"""Prune: cleans without ever losing work."""
 
 import json
 import os

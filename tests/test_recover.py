@@ -1,4 +1,4 @@
-"""Database loss and damage (issue 4): deleted, truncated, garbage. No command deletes
+"""Database loss and damage: deleted, truncated, garbage. No command deletes
 anything, each says what is wrong, `git ao doctor` reports it, and `git ao doctor
 --recover` rebuilds the pending sessions from the preserve refs' trailers, after
 which `git ao-restore` brings them back."""

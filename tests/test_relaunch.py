@@ -1,4 +1,4 @@
-"""Relaunch (SPEC 8): a configured command per harness or global, run in the restored
+"""Relaunch: a configured command per harness or global, run in the restored
 worktree with the facts in AO_* variables, never through a shell string."""
 
 import json

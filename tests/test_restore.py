@@ -1,4 +1,4 @@
-"""Restore (SPEC 5): the recorded path, the recorded branch, the work applied back."""
+"""Restore: the recorded path, the recorded branch, the work applied back."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 """Scale: 200 sessions across 10 repositories are preserved and restored, every one
-correctly (issue 6). Nothing here is timed; bench/run.py reports the times."""
+correctly. Nothing here is timed; bench/run.py reports the times."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Registration, kill, forget and the errors every bad input gets (issue 2, items 3, 7, 9)."""
+"""Registration, kill, forget and the errors every bad input gets."""
 
 import json
 import os

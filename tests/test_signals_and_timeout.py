@@ -1,4 +1,4 @@
-"""Signals and --timeout during `git ao-preserve --all` (issue 4): the sessions in
+"""Signals and --timeout during `git ao-preserve --all`: the sessions in
 flight reach a safe point, no new one starts, the summary is printed and logged,
 and the exit status is 143 (SIGTERM) or 130 (SIGINT). The signal is sent by the
 process itself at a named point (GIT_AO_CRASH_SIGNAL), so the moment is exact."""

@@ -1,4 +1,4 @@
-"""Random-kill soak (issue 4): `git ao-preserve --all` and `git ao-restore` over 8
+"""Random-kill soak: `git ao-preserve --all` and `git ao-restore` over 8
 sessions in two repositories, SIGKILLed at random moments many times in a row.
 After every kill the work of every session is in its live worktree or in its
 ref, and the database is sound; at the end, plain runs converge to every session
