@@ -139,11 +139,14 @@ def test_dry_run_in_an_unregistered_worktree_says_what_the_real_run_does(repo, t
     assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
 
 
-def test_worktree_name_that_is_no_id_hints_at_dash_dash_id(repo, tmp_path):
+def test_worktree_name_that_is_no_id_gives_a_plain_one(repo, tmp_path):
     wt = tmp_path / "ünïcødé"
     git("worktree", "add", "-q", "-b", "sp", wt, cwd=repo)
-    res = ao("ao", "add", wt, cwd=repo, rc=129)
-    assert "--id" in res.stderr
+    res = ao("ao", "add", wt, cwd=repo)
+    assert res.stdout.startswith("add\tok\tunicde\t")
+    # a bad id given by hand is still refused, saying how to choose one
+    res = ao("ao", "add", wt, "--id", "-bad", cwd=repo, rc=129)
+    assert "invalid session id" in res.stderr
 
 
 def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
