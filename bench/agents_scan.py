@@ -32,9 +32,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-import psutil  # noqa: E402
+import psutil
 
-from git_ao import agents  # noqa: E402
+from git_ao import agents
 
 
 def proc_readlinks() -> int:

@@ -34,8 +34,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-import corpus  # noqa: E402
-from corpus import git  # noqa: E402
+import corpus
+from corpus import git
 
 WORK = os.path.join(corpus.CACHE, "work")
 RESULTS = os.path.join(HERE, "results")

@@ -11,7 +11,7 @@ trailer. A commit git-ao did not write is never replaced: it is moved to
 
 from __future__ import annotations
 
-from . import git
+from . import git, gitquery
 
 DAEMON_PREFIX = "refs/ao/daemon/"
 DAEMON_SUBJECT = "ao preserved "
@@ -22,7 +22,7 @@ def written_by_git_ao(cwd, oid) -> bool:
 
     Runs `git log -1 --format=%(trailers:key=Ao-Session,valueonly)`; raises GitError
     when `oid` is not a commit of the repository at `cwd`."""
-    return bool(git.trailer(cwd, oid, "Ao-Session"))
+    return bool(gitquery.trailer(cwd, oid, "Ao-Session"))
 
 
 def is_daemon_commit(cwd, oid) -> bool:

@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 
-from . import git, pathmap, remote, restore, worktree
+from . import git, gitremote, pathmap, remote, restore, worktree
 from .errors import AoError
 from .outcome import Outcome, Status
 from .records import Session
@@ -44,7 +44,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
     """
     remote.check_remote(remote_name)
     repo = os.path.realpath(git.repo_dirs(here).common_dir)
-    listed = git.ls_remote(repo, remote_name, REF_PREFIX + "*", timeout=timeout)
+    listed = gitremote.ls_remote(repo, remote_name, REF_PREFIX + "*", timeout=timeout)
     refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed}
     out: list[Outcome] = []
     for sid in ids:

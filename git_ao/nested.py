@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from . import git
+from . import git, gitquery
 from .walk import Blocker
 
 
@@ -52,7 +52,7 @@ def unsafe_reason(path: str) -> str | None:
     """Why the repository whose worktree is `path` holds something that exists
     nowhere else, or None when it is clean and all its commits are on a remote.
     Runs `git status` and `git rev-list` inside it."""
-    st = git.status_porcelain(path)
+    st = gitquery.status_porcelain(path)
     if st.status != 0:
         return f"git cannot read it ({st.errtext.strip().splitlines()[-1:] or ['?']})"
     if st.out:

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-from . import git, session_groups, trash
+from . import git, gitquery, session_groups, trash
 from .errors import AoError
 from .records import Session
 
@@ -84,7 +84,7 @@ def trash_kept(s: Session, data_dir: str) -> list[dict[str, Any]]:
         common = str(e.meta.get("common_dir") or s.common_dir)
         if e.holds_worktree and not e.legacy and os.path.isdir(common):
             try:
-                ignored = git.ignored_in(common, e.worktree, os.path.join(e.admin, "index"))
+                ignored = gitquery.ignored_in(common, e.worktree, os.path.join(e.admin, "index"))
             except AoError:
                 ignored = []
         top = sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in ignored})

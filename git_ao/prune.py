@@ -8,7 +8,7 @@ import os
 import shutil
 from collections.abc import Iterable
 
-from . import git, snapshot, trash, walk
+from . import git, gitquery, snapshot, trash, walk
 from .outcome import Outcome, Status
 from .records import Session
 from .session import REF_PREFIX, Context, facts, preserve_ref, work_present_elsewhere
@@ -274,17 +274,17 @@ def unsaved_in(ctx: Context, entry: trash.Entry) -> str:
     if head:
         trees.append(f"{head}^{{tree}}")
     for tree in trees:
-        for p, oid in git.ls_tree_blobs(common, tree).items():
+        for p, oid in gitquery.ls_tree_blobs(common, tree).items():
             known.setdefault(p, set()).add(oid)
     index = os.path.join(entry.admin, "index")
     rest = sorted(w.entries)
-    ign = git.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
+    ign = gitquery.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
     rest = [p for p in rest if p not in ign]
     missing = [p for p in rest if p not in known]
     if missing:
         return f"{len(missing)} file(s) in no saved tree and not ignored, such as {missing[0]}"
     files = [p for p in rest if w.entries[p].kind == "file"]
-    for p, oid in zip(files, git.hash_paths_in(common, entry.worktree, files), strict=True):
+    for p, oid in zip(files, gitquery.hash_paths_in(common, entry.worktree, files), strict=True):
         if oid not in known[p]:
             return f"{p} differs from every saved copy"
     return ""

@@ -25,7 +25,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from . import git, snapshot, trash
+from . import git, gitquery, snapshot, trash
 from .errors import AoError
 from .records import Save
 
@@ -89,7 +89,7 @@ def usable(data_dir: str, save: Save) -> tuple[trash.Entry | None, str]:
     commit = entry.meta.get("commit")
     mine = commit == save.preserved_commit or entry.created_ns >= save.saved_at or (
         bool(commit) and bool(save.preserve_ref)
-        and commit in git.reflog_commits(save.common_dir, save.preserve_ref))
+        and commit in gitquery.reflog_commits(save.common_dir, save.preserve_ref))
     if not mine:
         return None, "the trash copy is older than the save"
     if entry.meta.get("path") not in (None, save.worktree_path):
@@ -266,8 +266,8 @@ def prove(path: str, save: Save) -> Proof:
         return Proof(False, f"on {cap.branch or 'a detached HEAD'}, not the saved branch")
     if cap.index_tree != i_tree:
         return Proof(False, "the index is not the saved one")
-    late = set(git.changed_between(path, w_tree, cap.worktree_tree))
-    late.update(git.changed_between(path, u_tree, cap.untracked_tree))
+    late = set(gitquery.changed_between(path, w_tree, cap.worktree_tree))
+    late.update(gitquery.changed_between(path, u_tree, cap.untracked_tree))
     return Proof(True, "", sorted(late))
 
 

@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import git
+from . import git, gitremote
 from .errors import AoError, Usage
 from .outcome import Outcome, Status
 from .records import now_ns
@@ -174,7 +174,7 @@ def _has_remote(repo: str, remote: str) -> bool:
     """Is `remote` usable from `repo`: a configured remote, or a URL or path?"""
     if "/" in remote or ":" in remote:
         return True
-    return git.remote_url(repo, remote) is not None
+    return gitremote.remote_url(repo, remote) is not None
 
 
 def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
@@ -265,7 +265,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
     ready = []
     out = []
     # A commit gone from the repository would fail the whole push, not its ref.
-    gone = git.missing_objects(repo, [r.want for r in group if r.want])
+    gone = gitremote.missing_objects(repo, [r.want for r in group if r.want])
     for r in group:
         if r.want in gone:
             out.append(_outcome(r, Status.ATTENTION, f"not pushed to {remote}: commit "
@@ -284,7 +284,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
     res: git.Completed | None = None
     lines: list[git.gitparse.PushedRef] = []
     try:
-        res, lines = git.push_refs(repo, remote, specs, leases, timeout=timeout)
+        res, lines = gitremote.push_refs(repo, remote, specs, leases, timeout=timeout)
     except AoError as exc:
         why = str(exc)
     by_dst = {ln.dst: ln for ln in lines}
@@ -329,7 +329,7 @@ def _rejected(ctx: Context, r: PushRow, remote: str, repo: str, summary: str,
     is done, not refused."""
     if not r.want:
         try:
-            now = dict(git.ls_remote(repo, remote, r.ref, timeout=timeout)).get(r.ref)
+            now = dict(gitremote.ls_remote(repo, remote, r.ref, timeout=timeout)).get(r.ref)
         except AoError:
             now = r.have
         if now is None:
@@ -378,7 +378,7 @@ def repositories_with(store: Store, remote: str, here: str | None) -> list[str]:
 def fetch_incoming(repo: str, remote: str, ids: Sequence[str], *, timeout: float) -> None:
     """Fetch the remote's preserve refs of `ids` to refs/ao/incoming/<id> (forced:
     they only mirror the remote). Raises GitError."""
-    git.fetch_refs(repo, remote, [f"+{REF_PREFIX}{i}:{INCOMING_PREFIX}{i}" for i in ids],
+    gitremote.fetch_refs(repo, remote, [f"+{REF_PREFIX}{i}:{INCOMING_PREFIX}{i}" for i in ids],
                    timeout=timeout)
 
 
@@ -405,7 +405,7 @@ def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
     from .recover import Orphan, rebuild
     out: list[Outcome] = []
     for repo in repos:
-        listed = git.ls_remote(repo, remote, REF_PREFIX + "*", timeout=timeout)
+        listed = gitremote.ls_remote(repo, remote, REF_PREFIX + "*", timeout=timeout)
         refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed
                 if _valid_id(ref[len(REF_PREFIX):])}
         doomed: dict[str, tuple[str, str]] = {}
@@ -478,7 +478,7 @@ def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple
                         {"repo": repo, "remote": remote, "commit": oid})
                 for sid, (oid, why) in sorted(doomed.items())]
     ids = sorted(doomed)
-    res, lines = git.push_refs(repo, remote, [f":{REF_PREFIX}{i}" for i in ids],
+    res, lines = gitremote.push_refs(repo, remote, [f":{REF_PREFIX}{i}" for i in ids],
                                [(REF_PREFIX + i, doomed[i][0]) for i in ids], timeout=timeout)
     by_dst = {ln.dst: ln for ln in lines}
     for sid in ids:

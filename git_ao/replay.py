@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import git, gitindex
+from . import git, gitindex, gitquery
 from .errors import git_message
 
 
@@ -217,7 +217,7 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
         # Only a submodule checked out (its .git present): in an empty directory
         # git would find the superproject and move its HEAD instead.
         if os.path.lexists(os.path.join(full, ".git")) and git.rev_parse(full, "HEAD") != oid \
-                and not git.checkout_detached(full, oid):
+                and not gitquery.checkout_detached(full, oid):
             problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
     for name, oid in wc.get("worktree_refs", {}).items():
         git.update_ref(path, name, oid, message="git-ao restore per-worktree ref")

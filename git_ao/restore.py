@@ -17,6 +17,7 @@ from . import (
     crashpoint,
     git,
     gitindex,
+    gitquery,
     reinstate,
     replay,
     session_groups,
@@ -353,7 +354,7 @@ def _bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) ->
     if entry is None:
         return
     try:
-        found = git.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
+        found = gitquery.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
     except AoError as exc:
         ctx.log("restore", s.id, "environment-not-read", error=str(exc))
         return
@@ -502,7 +503,7 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     if commit:
         trees += [t for t in snapshot.saved_trees(s.common_dir, commit)[1:] if t]
     for tree in trees:
-        for p, oid in git.ls_tree_blobs(s.common_dir, tree).items():
+        for p, oid in gitquery.ls_tree_blobs(s.common_dir, tree).items():
             known.setdefault(p, set()).add(oid)
     if any(p not in known for p in st.untracked):
         return False
@@ -511,7 +512,7 @@ def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     present = [p for p in [e.path for e in st.changed] + list(st.untracked)
                if os.path.isfile(os.path.join(path, p))
                and not os.path.islink(os.path.join(path, p))]
-    foreign = [p for p, oid in zip(present, git.hash_paths(path, present), strict=True)
+    foreign = [p for p, oid in zip(present, gitquery.hash_paths(path, present), strict=True)
                if oid not in known.get(p, set())] if present else []
     v = worktree.verify(s.common_dir, path, entries)
     if v.entry.locked is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from . import git, nested, walk
+from . import git, gitquery, nested, walk
 from .walk import Blocker, Walk
 
 
@@ -33,9 +33,9 @@ def captured_blobs(cwd: str, head: str, worktree_tree: str | None,
     worktree tree (HEAD's when nothing was written) and the untracked tree."""
     tree = worktree_tree or git.trees_of(cwd, [head])[0]
     assert tree is not None
-    out = git.ls_tree_blobs(cwd, tree)
+    out = gitquery.ls_tree_blobs(cwd, tree)
     if untracked_tree:
-        out.update(git.ls_tree_blobs(cwd, untracked_tree))
+        out.update(gitquery.ls_tree_blobs(cwd, untracked_tree))
     return out
 
 
@@ -47,7 +47,7 @@ def blockers(path: str, w: Walk, captured: dict[str, str], ignored: list[str], *
     private_config: the save's per-worktree config JSON (its `submodules` are
     judged by the capture). sessions: {real path: id} of known sessions."""
     found = walk.unaccounted(w, set(captured), ignored,
-                             lambda paths: git.check_ignore(path, paths))
+                             lambda paths: gitquery.check_ignore(path, paths))
     subs = set(json.loads(private_config).get("submodules", [])) if private_config else set()
     found += nested.judge(path, w.nested, sessions=sessions, submodules=subs)
     return sorted(found, key=lambda b: b.path)
@@ -65,20 +65,20 @@ def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
     racy = [p for p in walk.racy_paths(before, captured)
             if p not in changed and (e := after.entries.get(p)) is not None and e.kind == "file"]
     if racy:
-        for p, oid in zip(racy, git.hash_paths(moved, racy), strict=True):
+        for p, oid in zip(racy, gitquery.hash_paths(moved, racy), strict=True):
             if oid != captured.get(p):
                 changed.add(p)
     relevant = [p for p in changed if not before.under_nested(p) and not after.under_nested(p)
                 and not walk.under(p, ignored)]
     unknown = [p for p in relevant if p not in captured]
-    ign = git.check_ignore(moved, unknown) if unknown else set()
+    ign = gitquery.check_ignore(moved, unknown) if unknown else set()
     return sorted(p for p in relevant if p not in ign), after
 
 
 def objects_missing(cwd: str, commit: str, head: str) -> bool:
     """Does any object the commit `commit` needs beyond `head` fail to exist
     (`git rev-list --objects`, which fails on a missing object)?"""
-    return not git.objects_complete(cwd, commit, head)
+    return not gitquery.objects_complete(cwd, commit, head)
 
 
 @dataclass
@@ -102,7 +102,7 @@ def admin_only(path: str) -> AdminOnly:
             found.refs[ref] = oid
     # --all from inside a worktree counts the refs and every worktree's HEAD, but
     # not reflogs: what it does not reach dies with this worktree's reflog.
-    found.reflog = git.unreachable_from_all(path, sorted(set(git.reflog_commits(path, "HEAD"))))
+    found.reflog = gitquery.unreachable_from_all(path, sorted(set(gitquery.reflog_commits(path, "HEAD"))))
     return found
 
 
@@ -110,7 +110,7 @@ def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
     """Point `ref` at a commit whose parents are every commit of `found`, so they
     stay reachable after the admin dir is gone. Returns the commit id."""
     parents = sorted(set(found.refs.values()) | set(found.reflog))
-    empty = git.empty_tree(path)
+    empty = gitquery.empty_tree(path)
     lines = [f"{name} {oid}" for name, oid in sorted(found.refs.items())]
     lines += [f"reflog {oid}" for oid in found.reflog]
     commit = git.commit_tree(path, empty, parents,
@@ -125,7 +125,7 @@ def fetch_refspecs_covering(cwd: str, prefix: str = "refs/ao/") -> list[str]:
     (a mirror clone's `+refs/*:refs/*`): `git fetch --prune` would delete the
     preserve refs there."""
     out = []
-    for key, value in git.fetch_refspecs(cwd):
+    for key, value in gitquery.fetch_refspecs(cwd):
         dst = value.lstrip("+").partition(":")[2]
         if not dst:
             continue

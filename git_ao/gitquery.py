@@ -1,0 +1,161 @@
+"""Named git queries for proving a removal and reading a trash entry: ignore
+rules, blob ids, reachability, trailers. The processes start in git.py
+(`git.call`); this module only names what they ask.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from . import git
+
+
+def check_ignore(cwd: str, paths: Sequence[str]) -> set[str]:
+    """Those of `paths` (str, relative to the worktree at `cwd`) that the repository
+    ignores (`git check-ignore -z --stdin`; a path under an ignored directory
+    counts as ignored). Raises GitError when git fails for another reason."""
+    if not paths:
+        return set()
+    res = git.call(["check-ignore", "-z", "--stdin"], cwd, input=git.join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(git.split_z(res.out))
+
+
+def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
+    """{path: object id} of every non-tree entry of `tree`, recursively
+    (`git ls-tree -r -z`); gitlinks map to their commit."""
+    out = {}
+    for rec in git.run(["ls-tree", "-r", "-z", tree], cwd).split(b"\0"):
+        if rec:
+            meta, _, path = rec.partition(b"\t")
+            out[os.fsdecode(path)] = meta.split()[2].decode()
+    return out
+
+
+def hash_paths(cwd: str, paths: Sequence[str]) -> list[str]:
+    """The blob id git would store for each of `paths` (relative to the worktree
+    at `cwd`), with the repository's clean filters and end-of-line rules
+    (`git hash-object --stdin-paths`); nothing is written."""
+    # --stdin-paths reads lines and has no -z: a name holding a newline is hashed
+    # on its own.
+    plain = [p for p in paths if "\n" not in p]
+    ids = dict(zip(plain, git.run(["hash-object", "--stdin-paths"], cwd,
+                              input=b"".join(os.fsencode(p) + b"\n" for p in plain)
+                              ).decode().split(), strict=True)) if plain else {}
+    for p in paths:
+        if p not in ids:
+            ids[p] = git.line(["hash-object", "--", p], cwd)
+    return [ids[p] for p in paths]
+
+
+def checkout_detached(cwd: str, commit: str) -> bool:
+    """`git checkout -q --detach <commit>` in the repository at `cwd`; True on success."""
+    return git.call(["checkout", "-q", "--detach", commit], cwd).status == 0
+
+
+def status_porcelain(cwd: str) -> git.Completed:
+    """`git status --porcelain=v2 -z --untracked-files=all --ignore-submodules=none`
+    of another repository (a nested one): the git.Completed, whatever its status."""
+    return git.call(["status", "--porcelain=v2", "-z", "--untracked-files=all",
+                 "--ignore-submodules=none"], cwd)
+
+
+def unreachable_from_all(cwd: str, commits: Sequence[str]) -> list[str]:
+    """Those of `commits` that no ref and no worktree's HEAD reaches
+    (`git rev-list --no-walk <commits> --not --all`, from inside a worktree)."""
+    if not commits:
+        return []
+    res = git.call(["rev-list", "--no-walk", *commits, "--not", "--all"], cwd)
+    return res.text.split() if res.status == 0 else []
+
+
+def empty_tree(cwd: str) -> str:
+    """The id of the empty tree, written to the object store (`git hash-object -w`)."""
+    return git.line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b"")
+
+
+def objects_complete(cwd: str, commit: str, known: str) -> bool:
+    """Does every object `commit` needs, beyond what `known` reaches, exist?
+    (`git rev-list --objects <commit> --not <known>` fails on a missing one.)"""
+    return git.call(["rev-list", "--objects", commit, "--not", known], cwd).status == 0
+
+
+def fetch_refspecs(cwd: str) -> list[tuple[str, str]]:
+    """[(key, refspec)] of every `remote.<name>.fetch` setting."""
+    res = git.call(["config", "-z", "--get-regexp", r"^remote\..*\.fetch$"], cwd)
+    if res.status != 0:
+        return []
+    out = []
+    for rec in res.out.split(b"\0"):
+        if rec:
+            key, _, value = rec.decode("utf-8", "replace").partition("\n")
+            out.append((key, value))
+    return out
+
+
+def trailer(cwd: str, commit: str, key: str) -> str:
+    """The value of trailer `key` in `commit`'s message ('' when absent)
+    (`git log -1 --format=%(trailers:key=<key>,valueonly)`). Raises GitError when
+    `commit` is not a commit."""
+    return git.line(["log", "-1", f"--format=%(trailers:key={key},valueonly)", commit], cwd)
+
+
+
+
+def changed_between(cwd: str, a: str | None, b: str | None) -> list[str]:
+    """Paths whose entry differs between trees (or commits) `a` and `b`, recursively
+    (`git diff-tree -r -z --name-only --no-renames`). Either may be None: every path
+    of the other counts then."""
+    if a is None:
+        return [] if b is None else git.ls_tree_paths(cwd, b)
+    if b is None:
+        return git.ls_tree_paths(cwd, a)
+    return git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b], cwd))
+
+
+def reflog_commits(cwd: str, ref: str) -> list[str]:
+    """Every commit the reflog of `ref` names, newest first (`git log -g --format=%H`);
+    [] when the ref or its reflog is gone."""
+    res = git.call(["log", "-g", "--format=%H", ref, "--"], cwd)
+    return res.text.split() if res.status == 0 else []
+
+
+def ignored_in(common_dir: str, work_tree: str, index_file: str) -> list[str]:
+    """The ignored paths present in the directory `work_tree` (a worktree taken away,
+    whose `.git` may point at an admin dir that is gone), judged with the index file
+    `index_file` (its copy) and the repository at `common_dir`:
+    `git ls-files -z --others --ignored --exclude-standard --directory`. A wholly
+    ignored directory is listed once, ending in '/'. Raises GitError."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    return git.split_z(git.run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                        "--directory"], work_tree, env=env))
+
+
+def check_ignore_in(common_dir: str, work_tree: str, index_file: str,
+                    paths: Sequence[str]) -> set[str]:
+    """`check_ignore` for a worktree taken away (see `ignored_in`): those of `paths`
+    the repository ignores there. Raises GitError when git fails otherwise."""
+    if not paths:
+        return set()
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    res = git.call(["check-ignore", "-z", "--stdin"], work_tree, env=env, input=git.join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(git.split_z(res.out))
+
+
+def hash_paths_in(common_dir: str, work_tree: str, paths: Sequence[str]) -> list[str]:
+    """`hash_paths` for a worktree taken away (see `ignored_in`): the blob id git
+    would store for each of `paths`, relative to `work_tree`, judged with the
+    repository at `common_dir` (its attributes and filters). Raises GitError."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree}
+    plain = [p for p in paths if "\n" not in p]
+    ids = dict(zip(plain, git.run(["hash-object", "--stdin-paths"], work_tree, env=env,
+                              input=b"".join(os.fsencode(p) + b"\n" for p in plain)
+                              ).decode().split(), strict=True)) if plain else {}
+    for p in paths:
+        if p not in ids:
+            ids[p] = git.line(["hash-object", "--", p], work_tree, env=env)
+    return [ids[p] for p in paths]
