@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .outcome import Outcome, Status
+
+if TYPE_CHECKING:
+    from .output import Printer
+    from .session import Context
+    from .settings import Settings
 
 # Environment variable -> the placeholder that may appear in an argument.
 FACTS = {
@@ -102,3 +111,36 @@ def run(argv, session, restore_status, *, timeout, stdout=None) -> Result:
     if rc != 0:
         return Result(False, "exited", rc, f"relaunch command {argv[0]!r} exited with {rc}")
     return Result(True, "exited", 0, f"relaunched with {argv[0]!r}")
+
+
+def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_launch: bool,
+                 stop: threading.Event, printer: Printer) -> list[Outcome]:
+    """The last step of restore, for every session that came back: run the configured
+    relaunch command in its worktree, or print how to resume its agent. Once `stop`
+    is set by a signal no command starts, as with --no-launch (the machine is going
+    down again). Returns the relaunch Outcomes, each already printed (a failed one
+    exits 1; the restore before it stands)."""
+    from .settings import DEFAULT_RELAUNCH_TIMEOUT
+    extra = []
+    for o in list(outcomes):
+        if o.action != "restore" or o.status not in (Status.OK, Status.ATTENTION):
+            continue
+        s = ctx.store.get(o.session_id)
+        if s is None or not s.live:
+            continue
+        argv = None if no_launch or stop.is_set() else settings.relaunch_argv(s.harness)
+        if argv is None:
+            if s.agent_session_id:
+                printer.hint(f"resume {s.id}: {s.harness or 'agent'} session "
+                             f"{s.agent_session_id} in {s.worktree_path}")
+            continue
+        res = run(argv, s, o.status,
+                           timeout=settings.get("relaunch.timeout", DEFAULT_RELAUNCH_TIMEOUT))
+        status = Status.OK if res.ok else Status.FAILED
+        ctx.log("relaunch", s.id, status, detail=res.message, command=argv[0],
+                returncode=res.returncode, state=res.status)
+        r = Outcome(s.id, "relaunch", status, res.message,
+                    {"argv0": argv[0], "returncode": res.returncode, "state": res.status})
+        printer.outcome(r)
+        extra.append(r)
+    return extra

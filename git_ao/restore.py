@@ -11,19 +11,17 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from . import (
     crashpoint,
     git,
     gitindex,
-    gitquery,
     reinstate,
     replay,
+    restore_path,
     session_groups,
     snapshot,
     trash,
-    walk,
     worktree,
 )
 from .batch import NOT_STARTED, guarded, log_failure, run_each
@@ -32,10 +30,6 @@ from .outcome import Outcome, Status
 from .records import Save, Session
 from .session import Context, facts, lookup
 from .store import Store
-
-if TYPE_CHECKING:
-    from .output import Printer
-    from .settings import Settings
 
 
 def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
@@ -123,9 +117,9 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
         why_not = ""
         with ctx.repo_lock(s.common_dir):
             if not ctx.dry_run:
-                _clear_empty(path)
-                stray = _set_aside_stray(ctx, s, save, path)
-                _clear_killed_add(ctx, s, save, path)
+                restore_path.clear_empty(path)
+                stray = restore_path.set_aside_stray(ctx, s, save, path)
+                restore_path.clear_killed_add(ctx, s, save, path)
                 placed = _resume_reinstate(ctx, s, save, path)
                 if placed is None and not os.path.lexists(path):
                     placed, why_not = _try_trash(ctx, s, save, path, want_branch)
@@ -147,12 +141,12 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                 crashpoint.hit("restore:after-worktree-add")
             outcome = _apply_saved(ctx, s, save, path, reused)
             if os.path.isdir(path):
-                _bring_environment(ctx, s, path, outcome)
+                restore_path.bring_environment(ctx, s, path, outcome)
             if why_not and why_not != "no trash copy":
                 outcome.message += f" (not from the trash: {why_not})"
                 outcome.data["trash_skipped"] = why_not
         if stray is not None:
-            _report_stray(outcome, stray, path)
+            restore_path.report_stray(outcome, stray, path)
         for kept_entry in notes:
             files = [str(f) for f in kept_entry.meta.get("files", [])]
             outcome.data["set_aside_unfinished"] = kept_entry.worktree
@@ -258,174 +252,6 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
     return Outcome(s.id, "restore", Status.OK, msg, data), kept, ""
 
 
-def _clear_empty(path: str) -> None:
-    """An empty directory at the restore path (a mount point made again after a
-    reboot, a parent left behind) holds nothing to lose: remove it unless it is a
-    mount point, so the worktree can come back there. `git worktree add` accepts
-    an empty mount point as it is."""
-    try:
-        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path) \
-                and not walk.is_mount_point(path):
-            os.rmdir(path)
-    except OSError:
-        pass
-
-
-def _taken_away_at(ctx: Context, session_id: str, saved_at: int) -> int:
-    """When the session's worktree was last moved into the trash (ns; the newest
-    entry's creation), or `saved_at` when no entry says."""
-    newest = [e.created_ns for e in trash.entries(ctx.store.dir)
-              if e.session_id == session_id and not e.stray]
-    return min(saved_at, max(newest)) if newest else saved_at
-
-
-def _set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.Entry | None:
-    """A directory at `path` that is not a worktree and holds only files written
-    after the save (every file's mtime later than saved_at, no `.git`, nothing
-    the walk could not read, no mount) was re-created by an agent still running
-    (a `mkdir -p` by absolute path): move it into a stray entry of the session's
-    trash root, so the session can come back. Anything else is left untouched
-    (`_check_reusable` refuses it). Returns the stray Entry, or None."""
-    if not os.path.isdir(path) or os.path.islink(path):
-        return None
-    if os.path.lexists(os.path.join(path, ".git")):
-        return None
-    if worktree.find(git.worktree_list(s.common_dir), path) is not None:
-        return None
-    try:
-        w = walk.walk(path)
-        own = os.lstat(path).st_mtime_ns
-    except OSError:
-        return None
-    if w.blockers or w.nested or walk.is_mount_point(path):
-        return None
-    # Written after the directory was taken away: the move into the trash (its
-    # entry's creation) comes before a save recorded again for late writes.
-    since = _taken_away_at(ctx, s.id, save.saved_at)
-    if not w.entries and own <= since:
-        return None
-    if any(e.mtime_ns <= since for e in w.entries.values()):
-        return None
-    files = sorted(w.entries)
-    try:
-        entry = trash.set_aside(ctx.store.dir, s.id, path, s.common_dir,
-                                {"files": files[:1000], "count": len(files)})
-    except OSError as exc:
-        ctx.log("restore", s.id, "stray-not-moved", workspace=path, error=exc.strerror)
-        return None
-    ctx.log("restore", s.id, "stray-set-aside", workspace=path, trash=entry.path,
-            count=len(files))
-    return entry
-
-
-def _report_stray(outcome: Outcome, stray: trash.Entry, path: str) -> None:
-    """Name the set-aside directory and its files in the outcome (exit 3), and the
-    files newer there than in the restored worktree (an agent's latest writes,
-    kept only in the stray entry)."""
-    files = [str(f) for f in stray.meta.get("files", [])]
-    newer = []
-    for rel in files:
-        try:
-            mine = os.lstat(os.path.join(stray.worktree, rel)).st_mtime_ns
-            there = os.lstat(os.path.join(path, rel)).st_mtime_ns
-        except OSError:
-            continue
-        if mine > there:
-            newer.append(rel)
-    listed = ", ".join(files[:5]) + (" ..." if len(files) > 5 else "")
-    outcome.data["set_aside"] = stray.worktree
-    outcome.data["set_aside_files"] = files
-    outcome.message += (f"; a directory written at {path} after the save (by an agent still "
-                        f"running?) was set aside in {stray.worktree}: {listed}")
-    if newer:
-        outcome.data["stray_newer"] = newer
-        outcome.message += f"; newer there than here: {', '.join(newer[:5])}"
-    if outcome.status == Status.OK:
-        outcome.status = Status.ATTENTION
-
-
-def _bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> None:
-    """After a checkout-and-apply restore: move the ignored files of the session's
-    trash copy (.env, node_modules/, .venv/) into the new worktree wherever nothing
-    is in their way; what could not be placed stays in the entry and is listed.
-    The ignored paths are what git says of the trash copy, judged with its saved
-    index (`git.ignored_in`)."""
-    entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
-    if entry is None:
-        return
-    try:
-        found = gitquery.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
-    except AoError as exc:
-        ctx.log("restore", s.id, "environment-not-read", error=str(exc))
-        return
-    moved, kept = [], []
-    real = os.path.realpath(path)
-    for rel in found:
-        name = rel.rstrip("/")
-        src, dst = os.path.join(entry.worktree, name), os.path.join(path, name)
-        parent = os.path.dirname(dst)
-        if os.path.lexists(dst) or not os.path.realpath(parent).startswith(real) or (
-                os.path.lexists(parent) and (os.path.islink(parent)
-                                             or not os.path.isdir(parent))):
-            kept.append(rel)
-            continue
-        try:
-            os.makedirs(parent, exist_ok=True)
-            os.rename(src, dst)
-        except OSError:
-            kept.append(rel)
-            continue
-        moved.append(rel)
-    trash.mark(entry, restored=True, environment_kept=kept)
-    ctx.log("restore", s.id, "environment", moved=len(moved), kept=len(kept), trash=entry.path)
-    if moved:
-        outcome.data["environment"] = moved
-        outcome.message += f"; {len(moved)} ignored path(s) brought back from the trash"
-    if kept:
-        # Something was in their way (the branch now tracks .env, say): the user
-        # decides, so the restore needs attention and prune keeps the entry.
-        outcome.data["environment_kept"] = kept
-        outcome.message += (f"; {len(kept)} ignored path(s) could not be put back and are "
-                            f"kept in {entry.worktree}: "
-                            + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
-        if outcome.status == Status.OK:
-            outcome.status = Status.ATTENTION
-
-
-def _clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
-    """What a `git worktree add` of this session's killed restore left, cleared so the
-    rerun converges: a directory holding only the `.git` file git wrote first (and
-    perhaps an all-zero HEAD) is deregistered (`git worktree unlock`, the file and
-    the empty directory removed, `git worktree prune`); a `refs/heads/<branch>.lock`
-    it left, made after the restore started, is removed. Only a restore that
-    started and never finished (`Save.restore_interrupted`) does this."""
-    if not save.restore_interrupted:
-        return
-    if save.branch and not save.detached:
-        lock = os.path.join(s.common_dir, "refs", "heads", *save.branch.split("/")) + ".lock"
-        try:
-            made = os.lstat(lock).st_mtime_ns
-        except OSError:
-            made = None
-        if made is not None and save.restore_started_at is not None \
-                and made >= save.restore_started_at - 2_000_000_000:
-            os.unlink(lock)
-            ctx.log("restore", s.id, "stale-branch-lock-removed", lock=lock)
-    admin = reinstate.only_git_file(path) if os.path.isdir(path) else None
-    base = os.path.realpath(os.path.join(s.common_dir, "worktrees"))
-    if admin is None or not os.path.realpath(admin).startswith(base + os.sep):
-        return
-    if os.path.exists(os.path.join(admin, "locked")):
-        try:
-            git.worktree_unlock(s.common_dir, path)
-        except AoError:
-            pass  # git cannot read it (an all-zero HEAD): prune below still may
-    os.unlink(os.path.join(path, ".git"))
-    os.rmdir(path)
-    git.worktree_prune(s.common_dir)
-    ctx.log("restore", s.id, "killed-add-cleared", workspace=path, admin=admin)
-
-
 def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
                     want_branch: str | None, notes: list[trash.Entry] | None = None) -> bool:
     """Step 1 of restore, under the repository's lock: prune a stale registration of
@@ -436,7 +262,7 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
     entry = worktree.find(entries, path)
     if entry is not None and entry.locked is not None and not entry.is_main \
             and not os.path.lexists(path) and save.restore_interrupted and not ctx.dry_run:
-        _unlock_interrupted_add(ctx, s, path)
+        restore_path.unlock_interrupted_add(ctx, s, path)
         entries = git.worktree_list(s.common_dir)
         entry = worktree.find(entries, path)
     if entry is not None and entry.prunable and (
@@ -467,76 +293,14 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
                 and entry.locked is not None:
             # git's "initializing" lock of this session's killed add: kept, every
             # later preserve would keep the worktree as locked.
-            _unlock_interrupted_add(ctx, s, path)
+            restore_path.unlock_interrupted_add(ctx, s, path)
         if save.restore_interrupted and not ctx.dry_run \
-                and _set_aside_unfinished(ctx, s, save, path, entries, notes):
+                and restore_path.set_aside_unfinished(ctx, s, save, path, entries, notes):
             reused = False
     if not reused and not ctx.dry_run:
         ctx.store.mark_restore_started(s.id)
         _add_worktree(s.common_dir, path, save, want_branch)
     return reused
-
-
-def _set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
-                          entries: list[git.WorktreeEntry],
-                          notes: list[trash.Entry] | None = None) -> bool:
-    """The worktree at `path` is what an interrupted restore of this save left (the
-    row says a restore started and never finished, so no agent has worked there).
-    When it does not already hold the saved work, and every untracked path in it is
-    one the saved commit or its HEAD has, move it into a stray trash entry (which
-    prune keeps) and deregister it, so the restore starts again. Files whose
-    content no saved tree holds (an edit made there before the rerun) are listed
-    in the entry and, through `notes`, in the outcome. Returns True when it was
-    set aside."""
-    commit = save.preserved_commit
-    dirs = git.repo_dirs(path)
-    if commit and snapshot.holds(path, dirs.git_dir, commit):
-        return False  # the apply finished: _apply_saved recognises it
-    st = git.status(path, ignored=False)
-    # A killed git leaves its index.lock behind; in a session no one has had back
-    # yet, no other git can be holding it, and the apply would fail on it.
-    stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
-    if st.clean and not stale_lock:
-        return False  # killed before the apply: the apply goes on in this worktree
-    known: dict[str, set[str]] = {}
-    trees = [f"{save.head}^{{tree}}"] if save.head else []
-    if commit:
-        trees += [t for t in snapshot.saved_trees(s.common_dir, commit)[1:] if t]
-    for tree in trees:
-        for p, oid in gitquery.ls_tree_blobs(s.common_dir, tree).items():
-            known.setdefault(p, set()).add(oid)
-    if any(p not in known for p in st.untracked):
-        return False
-    # Content no saved tree holds (a file a killed apply half wrote, or an edit
-    # made in the half-restored worktree): kept in the entry, and said.
-    present = [p for p in [e.path for e in st.changed] + list(st.untracked)
-               if os.path.isfile(os.path.join(path, p))
-               and not os.path.islink(os.path.join(path, p))]
-    foreign = [p for p, oid in zip(present, gitquery.hash_paths(path, present), strict=True)
-               if oid not in known.get(p, set())] if present else []
-    v = worktree.verify(s.common_dir, path, entries)
-    if v.entry.locked is not None:
-        _unlock_interrupted_add(ctx, s, path)
-    entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
-                          {"commit": None, "stray": True, "interrupted_restore": True,
-                           "files": foreign})
-    git.worktree_prune(s.common_dir)
-    ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
-            trash=entry.worktree, unsaved=len(foreign) or None)
-    if notes is not None and foreign:
-        notes.append(entry)
-    return True
-
-
-def _unlock_interrupted_add(ctx: Context, s: Session, path: str) -> None:
-    """Unlock the registration of `path` that this session's killed restore left:
-    git locks a new worktree ("initializing") until its `git worktree add` is done,
-    and git's prune keeps locked registrations, so the next add would fail."""
-    try:
-        git.worktree_unlock(s.common_dir, path)
-    except AoError:
-        return  # not locked (any more): nothing to do
-    ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
 
 
 def _check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, path: str,
@@ -647,40 +411,6 @@ def _drop_ref(cwd: str, ref: str, commit: str) -> None:
     """Delete the preserve ref, only while it still points at `commit`."""
     if ref:
         git.drop_ref_if_at(cwd, ref, commit)
-
-
-def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_launch: bool,
-                 stop: threading.Event, printer: Printer) -> list[Outcome]:
-    """The last step of restore, for every session that came back: run the configured
-    relaunch command in its worktree, or print how to resume its agent. Once `stop`
-    is set by a signal no command starts, as with --no-launch (the machine is going
-    down again). Returns the relaunch Outcomes, each already printed (a failed one
-    exits 1; the restore before it stands)."""
-    from . import relaunch
-    from .settings import DEFAULT_RELAUNCH_TIMEOUT
-    extra = []
-    for o in list(outcomes):
-        if o.action != "restore" or o.status not in (Status.OK, Status.ATTENTION):
-            continue
-        s = ctx.store.get(o.session_id)
-        if s is None or not s.live:
-            continue
-        argv = None if no_launch or stop.is_set() else settings.relaunch_argv(s.harness)
-        if argv is None:
-            if s.agent_session_id:
-                printer.hint(f"resume {s.id}: {s.harness or 'agent'} session "
-                             f"{s.agent_session_id} in {s.worktree_path}")
-            continue
-        res = relaunch.run(argv, s, o.status,
-                           timeout=settings.get("relaunch.timeout", DEFAULT_RELAUNCH_TIMEOUT))
-        status = Status.OK if res.ok else Status.FAILED
-        ctx.log("relaunch", s.id, status, detail=res.message, command=argv[0],
-                returncode=res.returncode, state=res.status)
-        r = Outcome(s.id, "relaunch", status, res.message,
-                    {"argv0": argv[0], "returncode": res.returncode, "state": res.status})
-        printer.outcome(r)
-        extra.append(r)
-    return extra
 
 
 def empty_database_hint(store: Store) -> str | None:

@@ -64,7 +64,7 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
                  map_path: tuple[str, ...], jobs: int, no_launch: bool) -> int:
     """`git ao-restore --from REMOTE`: fetch, adopt, restore, relaunch, then push the
     remote deletes. Returns the exit status."""
-    from .. import from_remote, restore
+    from .. import from_remote, relaunch
     if not name:
         usage("--map-path needs --from REMOTE")
     assert name is not None
@@ -79,7 +79,7 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
                                                 timeout=timeout, jobs=jobs, progress=advance,
                                                 stop=signals.event)
         if not app.dry_run:
-            outcomes += restore.relaunch_all(app.ctx, app.settings, outcomes, no_launch,
+            outcomes += relaunch.relaunch_all(app.ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer)
             if not signals.event.is_set():
                 outcomes += retry_pushes(app)

@@ -33,7 +33,7 @@ def command(app, ids, no_launch, jobs, from_, map_path):
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
     worktree (or print how to resume the agent)."""
-    from .. import restore  # lazily: completion must not import git and sh
+    from .. import relaunch, restore  # lazily: completion must not import git and sh
     check_ids(ids)
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     if from_ or map_path:
@@ -57,7 +57,7 @@ def command(app, ids, no_launch, jobs, from_, map_path):
                                                  progress=with_state(app, advance),
                                                  stop=signals.event)
         if not app.dry_run:
-            outcomes += restore.relaunch_all(ctx, app.settings, outcomes, no_launch,
+            outcomes += relaunch.relaunch_all(ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer)
             outcomes += remote_opts.retry_pushes(app, outcomes)
     status = finish(app, "restore", outcomes)
