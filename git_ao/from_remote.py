@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 
-from . import git, gitremote, pathmap, remote, restore, worktree
+from . import git, gitremote, pathmap, remote, remote_refs, restore, worktree
 from .errors import AoError
 from .outcome import Outcome, Status
 from .records import Session
@@ -75,7 +75,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
         return out + restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop)
     adopted: dict[str, str] = {}
     if fetch:
-        remote.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
+        remote_refs.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
         try:
             for sid in fetch:
                 got = _adopt(ctx, repo, remote_name, sid, maps)
@@ -85,7 +85,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                     known.append(got)
                     adopted[sid] = refs[sid]
         finally:
-            remote.drop_incoming(repo, fetch)
+            remote_refs.drop_incoming(repo, fetch)
     if progress is not None:
         for o in out:  # the restore workflow reports its own through `progress`
             progress(o)

@@ -92,7 +92,7 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
 def prune_remote(app: Any, name: str | None) -> list[Any]:
     """`git ao-prune [--remote REMOTE]`: the pending pushes first, then (with a
     remote) the remote namespace; returns the Outcomes (the caller prints them)."""
-    from .. import remote
+    from .. import remote, remote_refs
     from ..errors import AoError
     from ..outcome import Outcome, Status
     ctx = app.ctx
@@ -101,11 +101,11 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
         out += remote.push_pending(ctx, timeout=_push_timeout(app))
     if name:
         remote.check_remote(name)
-        repos = remote.repositories_with(ctx.store, name, os.getcwd())
+        repos = remote_refs.repositories_with(ctx.store, name, os.getcwd())
         if not repos:
             usage(f"no repository here or of any session has a remote '{name}'")
         try:
-            out += remote.prune_remote(ctx, name, repos,
+            out += remote_refs.prune_remote(ctx, name, repos,
                                        timeout=max(_push_timeout(app), MIN_FETCH_TIMEOUT))
         except AoError as exc:
             out.append(Outcome("-", "prune-remote", Status.FAILED,
