@@ -42,6 +42,13 @@ def _lose(how):
         db.write_bytes(b"this is not a database\n" * 400)
 
 
+
+@pytest.fixture(autouse=True)
+def _real_processes(monkeypatch):
+    """Every command runs as its own process here: a database connection SQLite keeps
+    for this process would read the damaged file through its old state."""
+    monkeypatch.setenv("GIT_AO_TEST_PROCESSES", "1")
+
 @pytest.fixture
 def mixed(repo, make_repo, worktrees):
     """Six sessions over two repositories: four pending (saved by preserve), two live."""
@@ -49,7 +56,7 @@ def mixed(repo, make_repo, worktrees):
     sessions = make_sessions(repo, worktrees, 6, other=other)
     before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
     ao("ao-preserve", "s00", "s01", "s02", "s04", cwd=repo)
-    ao("ao", "list", cwd=repo)  # a clean close: the WAL is checkpointed into the file
+    ao("ao", "list", cwd=repo)
     return sessions, before, other
 
 

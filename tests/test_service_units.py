@@ -83,7 +83,7 @@ def test_a_restore_needing_attention_still_lets_the_shutdown_preserve_run(repo, 
     commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")
     # the boot: ExecStart as systemd runs it, from /
     rc = subprocess.run(_exec(svc["ExecStart"])[1], cwd="/", check=False).returncode
-    assert rc == 3 and states(repo) == {"conf": "live", "fine": "live"}
+    assert rc == 3 and states(repo) == {"conf": "attention", "fine": "live"}
     for status in (rc, 1, 128):
         assert _active_after_start(svc, status), f"a restore exiting {status} skips ExecStop"
     (fine / "f.txt").write_text("more work\n")
@@ -192,7 +192,7 @@ def test_launchd_agent_preserves_on_sigterm_after_a_restore_needing_attention(
     ao("ao-preserve", "--all", cwd=repo)
     commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")  # the restore exits 3
     assert _run_launchd_agent(plist, lambda: (fine / "f.txt").exists()
-                              and states(repo) == {"conf": "live", "fine": "live"}) == 0
+                              and states(repo) == {"conf": "attention", "fine": "live"}) == 0
     assert states(repo)["fine"] == "pending" and not fine.exists()
 
 
