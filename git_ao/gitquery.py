@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from . import git
+from . import git, gitparse
+from .errors import Usage
+from .gitparse import IndexFlags
 
 
 def check_ignore(cwd: str, paths: Sequence[str]) -> set[str]:
@@ -159,3 +161,79 @@ def hash_paths_in(common_dir: str, work_tree: str, paths: Sequence[str]) -> list
         if p not in ids:
             ids[p] = git.line(["hash-object", "--", p], work_tree, env=env)
     return [ids[p] for p in paths]
+
+
+def expiry_date(value: str) -> int | None:
+    """Parse a date exactly as git parses expiry dates (`git config
+    --type=expiry-date`: 2.weeks.ago, yesterday, 2024-01-01, now, never).
+
+    Returns epoch seconds (0 for 'never'), or None for 'now' and 'all' (everything
+    has expired). Raises Usage for what git cannot parse."""
+    res = git.call(["-c", f"ao.expire={value}", "config", "--type=expiry-date", "ao.expire"], "/")
+    text = res.text.strip()
+    if res.status != 0 or not text.isdigit():
+        raise Usage(f"malformed expiration date '{value}'")
+    n = int(text)
+    return None if n >= 2**63 else n
+
+
+def changed_paths(cwd: str, old: str, new: str, *, deleted_only: bool = False) -> list[str]:
+    """The paths that differ between two trees or commits (`git diff-tree -r -z
+    --name-only --no-renames`, no worktree scan); deleted_only: only those `new` lacks."""
+    args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames"]
+    args += ["--diff-filter=D"] if deleted_only else []
+    return git.split_z(git.run([*args, old, new], cwd))
+
+
+def diff_stat(common_dir: str, commit: str) -> str:
+    """What `git stash show --stat --include-untracked <commit>` prints.
+
+    stash insists on a work tree although `show` reads none, so the common dir
+    stands in for one: this works for bare repositories too."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": common_dir}
+    return git.run(["stash", "show", "--stat", "--include-untracked", commit], common_dir,
+               env=env).decode("utf-8", "replace")
+
+
+def stash_apply(cwd: str, commit: str, *, index: bool, sparse_off: bool = False) -> git.Completed:
+    """`git stash apply [--index] <commit>` in worktree `cwd`; the git.Completed, whatever its
+    status. sparse_off: with the sparse-checkout patterns switched off for this one
+    command (`-c core.sparseCheckout=false`)."""
+    args = (["-c", "core.sparseCheckout=false"] if sparse_off else []) + ["stash", "apply"]
+    return git.call(args + (["--index"] if index else []) + [commit], cwd)
+
+
+def unmerged_paths(cwd: str) -> list[str]:
+    """Paths with unmerged index entries (`git diff --name-only --diff-filter=U -z`)."""
+    return sorted(set(git.split_z(git.run(["diff", "--name-only", "--diff-filter=U", "-z"], cwd))))
+
+
+def branch_exists(cwd: str, branch: str) -> bool:
+    """Does refs/heads/<branch> exist?"""
+    return git.call(["show-ref", "--verify", "-q", f"refs/heads/{branch}"], cwd).status == 0
+
+
+def index_flags(cwd: str, *, index_file: str | None = None) -> IndexFlags:
+    """Read the index flags with one `git ls-files -v -z` (no worktree scan).
+
+    Returns IndexFlags. Raises GitError."""
+    return gitparse.index_flags(git.run(["ls-files", "-v", "-z"], cwd, env=git.index_env(index_file)))
+
+
+def config_map(cwd: str) -> dict[str, str]:
+    """Every effective git config value (`git config -z --list`) as {lower-case key: last value}."""
+    return gitparse.config_map(git.run(["config", "-z", "--list"], cwd))
+
+
+def has_unpushed_work(cwd: str) -> bool:
+    """Does the repository at `cwd` have a commit on no remote-tracking ref (HEAD, a
+    branch or a tag), or a stash? Unknown (git fails) counts as yes."""
+    res = git.call(["rev-list", "-n", "1", "HEAD", "--branches", "--tags", "--not", "--remotes"],
+               cwd)
+    return res.status != 0 or bool(res.text.strip()) or bool(git.rev_parse(cwd, "refs/stash"))
+
+
+def submodule_update_init(cwd: str, paths: Sequence[str]) -> git.Completed:
+    """`git submodule update --init -- <paths>` (literal paths); the git.Completed, whatever
+    its status."""
+    return git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *paths], cwd)

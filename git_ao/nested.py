@@ -60,7 +60,7 @@ def unsafe_reason(path: str) -> str | None:
     head = git.rev_parse(path, "HEAD")
     if head is None:
         return None  # no commit at all, and nothing untracked: nothing to lose
-    if git.has_unpushed_work(path):
+    if gitquery.has_unpushed_work(path):
         return "it has commits or a stash that no remote-tracking ref holds"
     return None
 

@@ -59,7 +59,7 @@ def show_stat(s: Session) -> str:
         return ""
     if not git.object_exists(s.common_dir, save.preserved_commit):
         return ""
-    return git.diff_stat(s.common_dir, save.preserved_commit)
+    return gitquery.diff_stat(s.common_dir, save.preserved_commit)
 
 
 def saved_commit_gone(s: Session) -> bool:

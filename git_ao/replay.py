@@ -34,7 +34,7 @@ def saved_paths(cwd: str, commit: str) -> list[str]:
     parents = git.commit_parents(cwd, commit)
     out: set[str] = set()
     for rev in (commit, parents[1]):
-        out.update(git.changed_paths(cwd, parents[0], rev))
+        out.update(gitquery.changed_paths(cwd, parents[0], rev))
     if len(parents) > 2:
         out.update(git.ls_tree_paths(cwd, parents[2]))
     return sorted(out)
@@ -79,7 +79,7 @@ def _materialise(path: str, commit: str) -> None:
     outside the patterns would otherwise land in the index only, never on disk.
     (git itself clears the bit of a file present in a sparse checkout.)"""
     wanted = set(saved_paths(path, commit))
-    skipped = [p for p in git.index_flags(path).skip_worktree if p in wanted]
+    skipped = [p for p in gitquery.index_flags(path).skip_worktree if p in wanted]
     if skipped:
         gitindex.set_index_flag(path, skipped, "--no-skip-worktree")
         gitindex.checkout_paths(path, skipped)
@@ -97,7 +97,7 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
     """
     parents = git.commit_parents(path, commit)
     if len(parents) > 2:
-        removed = set(git.changed_paths(path, parents[0], commit, deleted_only=True))
+        removed = set(gitquery.changed_paths(path, parents[0], commit, deleted_only=True))
         clash = [p for p in git.ls_tree_paths(path, parents[2])
                  if _blocked_by(path, p, removed)]
         if clash:
@@ -107,15 +107,15 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
         _materialise(path, commit)
     # In a sparse checkout the patterns are off for the apply, so the merge does not take
     # the saved files outside them away again (`_materialise` made them ordinary files).
-    res = git.stash_apply(path, commit, index=True, sparse_off=sparse)
+    res = gitquery.stash_apply(path, commit, index=True, sparse_off=sparse)
     if res.status == 0:
         return Applied("clean")
-    if git.unmerged_paths(path):
-        unmerged = git.unmerged_paths(path)
+    if gitquery.unmerged_paths(path):
+        unmerged = gitquery.unmerged_paths(path)
         return Applied("conflict", res.errtext.strip(), unmerged,
                        [p for p in saved_paths(path, commit) if p not in set(unmerged)])
-    res = git.stash_apply(path, commit, index=False, sparse_off=sparse)
-    unmerged = git.unmerged_paths(path)
+    res = gitquery.stash_apply(path, commit, index=False, sparse_off=sparse)
+    unmerged = gitquery.unmerged_paths(path)
     if unmerged:
         return Applied("conflict", "conflicts left in the worktree", unmerged,
                        [p for p in saved_paths(path, commit) if p not in set(unmerged)])
@@ -137,7 +137,7 @@ def recheckout(path: str, git_dir: str, commit: str) -> None:
     parents = git.commit_parents(path, commit)
     i_tree, w_tree = git.trees_of(path, [parents[1], commit])
     assert i_tree and w_tree
-    unstaged = set(git.changed_paths(path, i_tree, w_tree))
+    unstaged = set(gitquery.changed_paths(path, i_tree, w_tree))
     tracked = [p for p in git.ls_tree_paths(path, commit)
                if os.path.lexists(os.path.join(path, p))]
     same = [p for p in tracked if p not in unstaged]
@@ -206,7 +206,7 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
             pass
     subs = wc.get("submodules", [])
     if subs:
-        res = git.submodule_update_init(path, subs)
+        res = gitquery.submodule_update_init(path, subs)
         if res.status != 0:
             problems.append("submodules not re-initialised: "
                             f"{git_message(res.errtext, res.status)}")

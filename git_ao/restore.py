@@ -16,6 +16,7 @@ from . import (
     crashpoint,
     git,
     gitindex,
+    gitquery,
     reinstate,
     replay,
     restore_path,
@@ -326,7 +327,7 @@ def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> 
     first = replay.needs_config_first(wc)
     if not want_branch:
         git.worktree_add(repo, path, commit=save.head, detach=True, checkout=not first)
-    elif git.branch_exists(repo, want_branch):
+    elif gitquery.branch_exists(repo, want_branch):
         git.worktree_add(repo, path, branch=want_branch, checkout=not first)
     elif save.head:
         git.worktree_add(repo, path, new_branch=want_branch, commit=save.head,

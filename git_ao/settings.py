@@ -108,9 +108,9 @@ def _path_maps(v):
 
 def _git_date(v):
     """A date git parses as an expiry date (runs `git config --type=expiry-date`)."""
-    from . import git
+    from . import gitquery  # here: completion imports this module and never runs git
     try:
-        git.expiry_date(v)
+        gitquery.expiry_date(v)
     except Usage:
         raise ValueError("expected a date git understands, such as 2.weeks.ago, "
                          "yesterday, 2024-01-01, now or never") from None

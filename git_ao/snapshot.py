@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import git, gitindex
+from . import git, gitindex, gitquery
 from .errors import AoError
 from .gitindex import TEMP_INDEX_PREFIX, TempIndex
 
@@ -287,7 +287,7 @@ def _check_submodules(path: str, git_dir: str, st: git.Status) -> list[str]:
             if os.path.exists(os.path.join(path, rel, ".git"))]
     for rel in subs:
         full = os.path.join(path, rel)
-        if git.has_unpushed_work(full):
+        if gitquery.has_unpushed_work(full):
             raise CannotCapture(f"submodule '{full}' has commits or stashes on no remote; "
                                 "push them first")
     return subs
@@ -311,7 +311,7 @@ def _check_witness(path: str, cap: Capture, unstaged: list[str]) -> None:
     if not unstaged:
         return
     assert cap.index_tree and cap.worktree_tree
-    differ = set(git.changed_paths(path, cap.index_tree, cap.worktree_tree))
+    differ = set(gitquery.changed_paths(path, cap.index_tree, cap.worktree_tree))
     missed = [p for p in unstaged if p not in differ]
     if missed:
         raise CannotCapture(f"'{os.path.join(path, missed[0])}' changed but could not be "
@@ -336,8 +336,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
-    flags = git.index_flags(path)
-    conf = git.config_map(path)
+    flags = gitquery.index_flags(path)
+    conf = gitquery.config_map(path)
     hidden = sorted(set(flags.assume_unchanged) | {
         p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
     cap = Capture(head=head, branch=st.branch,

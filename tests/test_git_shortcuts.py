@@ -11,7 +11,7 @@ import subprocess
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from git_ao import git
+from git_ao import git, gitquery
 
 # Characters that matter to git's ref rules, plus ordinary ones.
 _ALPHABET = st.sampled_from(list("ab09_-./@{}~^:?*[\\ \t\x7f\x01lockLOCKé") + [".lock", "@{"])
@@ -92,7 +92,7 @@ def test_index_flags_matches_a_plain_reading(repo):
     git_(repo, "update-index", "--assume-unchanged", "many/f9", "new\nline")
     out = subprocess.run(["git", "ls-files", "-v", "-z"], cwd=repo, capture_output=True,
                          check=True).stdout
-    flags = git.index_flags(str(repo))
+    flags = gitquery.index_flags(str(repo))
     assert (flags.assume_unchanged, flags.skip_worktree, flags.attributes) == \
         _flags_reference(out)
     assert "many/f9" in flags.skip_worktree and "many/f9" in flags.assume_unchanged

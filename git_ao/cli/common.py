@@ -235,12 +235,12 @@ class App:
 def _colour(when, tty) -> bool:
     """--color, else git's color.ao and color.ui (`git -c` included), else the
     environment (output.colour_wanted)."""
+    from .. import gitquery
     from ..output import colour_wanted
     config = None
     if when is None:
-        from .. import git
         try:
-            config = git.config_map(os.getcwd())
+            config = gitquery.config_map(os.getcwd())
         except AoError:
             config = None  # no readable config: the environment decides
     return colour_wanted(when, tty, config)

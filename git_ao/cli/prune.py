@@ -35,7 +35,7 @@ def command(app, ids, expire, force, remote):
         usage("naming sessions needs --force (it deletes their preserve refs)")
     if force and not ids:
         usage("--force needs the session ids it applies to")
-    from ..git import expiry_date
+    from ..gitquery import expiry_date
     if expire is not None:
         expire_before = expiry_date(expire)
     else:
@@ -55,7 +55,7 @@ def _configured_expiry(app):
     """The prune.expire setting parsed as git does; a value git cannot parse (set
     by hand in the file) is warned about and ignored, like any bad value there."""
     from ..errors import Usage
-    from ..git import expiry_date
+    from ..gitquery import expiry_date
     value = app.settings.get("prune.expire")
     if not value:
         return None
