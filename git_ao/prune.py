@@ -210,6 +210,14 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             continue
         if not ctx.dry_run:
             _remove_entry(entry)
+            if os.path.lexists(entry.path):
+                # Part of it could not be deleted (a file of another user, a read-only
+                # file system): say so, and what is left stays for the next prune.
+                ctx.log("prune", sid, "trash-not-deleted", path=entry.path)
+                out.append(Outcome(sid, "prune-trash", Status.FAILED,
+                                   f"could not delete all of {entry.path}; what is left "
+                                   "stays there", data))
+                continue
         ctx.log("prune", sid, "trash-deleted", path=entry.path, size=size)
         out.append(Outcome(sid, "prune-trash", Status.OK,
                            f"{'would delete' if ctx.dry_run else 'deleted'} {entry.path} "

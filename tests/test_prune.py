@@ -141,3 +141,29 @@ def test_prune_keeps_trash_of_pending_sessions_and_stops_on_unknown_ids(repo, wo
     ao("ao-restore", cwd=repo)
     ao("ao-prune", cwd=repo)
     assert os.listdir(trash) == []
+
+
+def test_a_trash_entry_that_cannot_be_deleted_is_not_reported_deleted(repo, worktrees):
+    """An entry prune cannot remove (here: made immutable) is reported as failed,
+    never as deleted."""
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or not shutil.which("chattr"):
+        import pytest
+        pytest.skip("needs root and chattr")
+    wt = worktrees(repo, "stuck")
+    ao("ao", "kill", "stuck", cwd=repo)
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    [entry] = os.listdir(trash)
+    target = os.path.join(trash, entry, "worktree", "README.md")
+    if subprocess.run(["chattr", "+i", target], check=False, capture_output=True).returncode:
+        import pytest
+        pytest.skip("this file system has no immutable flag")
+    try:
+        res = ao("ao-prune", cwd=repo, rc=1)
+        assert "could not delete all of" in res.stdout and "deleted" not in res.stdout.split(
+            "could not delete")[0].split("\t")[-1]
+    finally:
+        subprocess.run(["chattr", "-i", target], check=False)
+    assert not wt.exists()
