@@ -348,7 +348,7 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
     as gone would let restore prune the only copy of that index."""
     if entry is None or not entry.head:
         return
-    admin = _admin_dir_of(s.common_dir, entry.path)
+    admin = worktree.admin_dir_of(s.common_dir, entry.path)
     if admin is None:
         return
     index = os.path.join(admin, "index")
@@ -365,26 +365,6 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
         raise Refused(f"'{s.worktree_path}' is gone, but its registration ({admin}) still "
                       f"holds {what}: if the directory was moved, move it back; nothing is "
                       "recorded")
-
-
-def _admin_dir_of(common_dir: str, path: str) -> str | None:
-    """The admin dir under `<common dir>/worktrees/` whose gitdir file names `path`."""
-    base = os.path.join(common_dir, "worktrees")
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return None
-    want = os.path.join(os.path.realpath(path), ".git")
-    for name in names:
-        try:
-            with open(os.path.join(base, name, "gitdir"), encoding="utf-8",
-                      errors="surrogateescape") as fh:
-                named = fh.read().strip()
-        except OSError:
-            continue
-        if os.path.normpath(named) == want or named == os.path.join(path, ".git"):
-            return os.path.join(base, name)
-    return None
 
 
 def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -> Outcome:

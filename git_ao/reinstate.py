@@ -25,7 +25,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from . import git, gitquery, snapshot, trash
+from . import git, gitquery, snapshot, trash, worktree
 from .errors import AoError
 from .records import Save
 
@@ -210,23 +210,11 @@ def repair_link(common_dir: str, path: str) -> bool:
     named = _admin_of_link(link, path)
     if named is None or os.path.isdir(named):
         return False
-    base = os.path.join(common_dir, "worktrees")
-    want = os.path.join(os.path.realpath(path), ".git")
-    try:
-        names = os.listdir(base)
-    except OSError:
+    admin = worktree.admin_dir_of(common_dir, path)
+    if admin is None:
         return False
-    for name in names:
-        try:
-            with open(os.path.join(base, name, "gitdir"), encoding="utf-8",
-                      errors="surrogateescape") as fh:
-                gitdir = fh.read().strip()
-        except OSError:
-            continue
-        if gitdir in (want, os.path.join(path, ".git")):
-            _write_link(path, os.path.join(base, name))
-            return True
-    return False
+    _write_link(path, admin)
+    return True
 
 
 def reinstating(data_dir: str, session_id: str, path: str) -> trash.Entry | None:

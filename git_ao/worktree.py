@@ -101,3 +101,25 @@ def take_away(v: Verified, trash_dir: str, label: str,
     if prune:
         git.worktree_prune(v.common_dir)
     return target
+
+
+def admin_dir_of(common_dir: str, path: str) -> str | None:
+    """The admin dir under `<common dir>/worktrees/` whose `gitdir` file names
+    `path` (its `.git`), or None: the registration of a worktree whose directory
+    may be gone or moved."""
+    base = os.path.join(common_dir, "worktrees")
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    want = (os.path.join(os.path.realpath(path), ".git"), os.path.join(path, ".git"))
+    for name in names:
+        try:
+            with open(os.path.join(base, name, "gitdir"), encoding="utf-8",
+                      errors="surrogateescape") as fh:
+                named = fh.read().strip()
+        except OSError:
+            continue
+        if named in want or os.path.normpath(named) in want:
+            return os.path.join(base, name)
+    return None
