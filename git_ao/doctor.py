@@ -156,7 +156,10 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
             out.append(Check("session", False, f"{s.id}: pending, but {path} exists and is "
                              "not its worktree: restore refuses it until it is moved away"))
     for s in sessions:
-        if s.live and not s.pending \
+        moved = s.branch is not None and any(
+            e.branch == f"refs/heads/{s.branch}" and os.path.isdir(e.path)
+            and os.path.realpath(e.path) != os.path.realpath(s.worktree_path) for e in entries)
+        if s.live and not s.pending and not moved \
                 and not os.path.lexists(os.path.join(s.worktree_path, ".git")):
             ref = s.save.preserve_ref if s.save and s.save.holds_ref else ""
             saved = f"; its last checkpoint is in {ref}" if ref else ""
