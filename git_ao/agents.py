@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 
 import psutil
 
-from .relaunch import FACTS
+from .relaunch import expand
 
 Policy = Literal["stop", "refuse", "report"]
 POLICIES: tuple[Policy, ...] = ("stop", "refuse", "report")
@@ -282,20 +282,9 @@ class StopReport:
         return self.policy == "refuse" and bool(self.still_running)
 
 
-def _expand(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    # relaunch's placeholders ({session_id}, {worktree}, ...) for the facts the
-    # caller gave; plain text replacement, a value never leaves its argument.
-    out = []
-    for arg in argv:
-        for var, name in FACTS.items():
-            if var in env:
-                arg = arg.replace("{" + name + "}", env[var])
-        out.append(arg)
-    return out
-
-
 def _run_command(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> CommandResult:
-    args = _expand(argv, env)
+    # relaunch's placeholders ({session_id}, {worktree}, ...) for the facts given.
+    args = expand(argv, env)
     cwd = env.get("AO_WORKTREE")
     try:
         proc = subprocess.Popen(args, cwd=cwd if cwd and os.path.isdir(cwd) else None,

@@ -76,7 +76,8 @@ def expand(argv, env) -> list[str]:
     out = []
     for arg in argv:
         for var, name in FACTS.items():
-            arg = arg.replace("{" + name + "}", env[var])
+            if var in env:  # a fact the caller did not give stays as written
+                arg = arg.replace("{" + name + "}", env[var])
         out.append(arg)
     return out
 
