@@ -7,7 +7,8 @@ signal handling of `git ao-preserve --all` can be tested at an exact moment.
 Both variables are read once at import; unset, `hit` is a no-op.
 
 The points, in the order a run passes them:
-    preserve:after-capture, preserve:after-ref, preserve:after-db,
+    capture:after-status (inside every capture, between `git status` and the
+    index updates that read the files), preserve:after-capture, preserve:after-ref, preserve:after-db,
     preserve:after-rename (between the move to the trash and `git worktree prune`),
     preserve:after-remove, preserve:between-sessions;
     restore:after-worktree-add, restore:during-apply (the worktree is added, the
@@ -20,7 +21,7 @@ import signal
 import threading
 
 POINTS = (
-    "preserve:after-capture", "preserve:after-ref", "preserve:after-db",
+    "capture:after-status", "preserve:after-capture", "preserve:after-ref", "preserve:after-db",
     "preserve:after-rename", "preserve:after-remove", "preserve:between-sessions",
     "restore:after-worktree-add", "restore:during-apply", "restore:after-apply",
     "restore:before-ref-delete", "restore:after-ref-delete", "restore:after-db",

@@ -228,8 +228,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if late and late[-1] == removal.UNSETTLED:
             data["still_changing"] = late[:-1]
             return Outcome(s.id, "preserve", Status.ATTENTION,
-                           f"{summary}; worktree removed, but it was still being written to "
-                           f"after {removal.ROUNDS} captures ({', '.join(late[:5])}); its latest "
+                           f"{summary}; worktree removed, but what was written after the "
+                           f"capture is not all in the ref ({', '.join(late[:5])}); its latest "
                            f"state is in {taken.worktree}, which restore brings back", data)
         if late:
             data["captured_late"] = late

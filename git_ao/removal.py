@@ -62,7 +62,10 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
     for _ in range(ROUNDS):
         changed, after = witness.changed_after_move(before, moved, captured, cap.ignored)
         if not changed:
-            return late
+            # A late path the last capture does not hold (a name or file type git
+            # cannot store) is not saved: it stays in the trash copy, and is named.
+            uncaptured = [p for p in late if p in after.entries and p not in captured]
+            return late + [UNSETTLED] if uncaptured else late
         late = sorted(set(late) | set(changed))
         try:
             again = snapshot.capture(moved, v.git_dir, meta)

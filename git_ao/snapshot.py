@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import git, gitindex, gitquery
-from .errors import AoError
+from . import crashpoint, git, gitindex, gitquery
+from .errors import AoError, GitError
 from .gitindex import TEMP_INDEX_PREFIX, TempIndex
 
 VERIFY_PREFIX = "git-ao-verify."
@@ -318,6 +318,16 @@ def _check_witness(path: str, cap: Capture, unstaged: list[str]) -> None:
                             "captured; commit it or fix it first")
 
 
+# What git prints when a file changed between `git status` and the index update
+# that reads it (truncated mid-read, replaced by a directory, removed): the
+# capture is taken again from a fresh status.
+_CHANGED_WHILE_READ = ("short read while indexing", "read error while indexing",
+                       "unable to index file", "Unable to process path",
+                       "failed to insert into database", "lstat(",
+                       "unable to read symlink", "add files inside instead")
+TRIES = 5
+
+
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             st: git.Status | None = None) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
@@ -325,7 +335,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     meta: the trailers for W's message. write=False computes the trees only
     (used to recognise a worktree that already holds a save) and writes no commit.
     st: a git.Status from `inspect`, to avoid reading the worktree twice.
-    Returns a Capture. Raises CannotCapture, GitError. Temporary index files are
+    Returns a Capture. Raises CannotCapture (also when a file kept changing
+    under git's reads TRIES times in a row), GitError. Temporary index files are
     removed on every path out.
 
     Index flags that make git overlook a file (assume-unchanged, skip-worktree on
@@ -333,6 +344,21 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     are captured too (`git ls-files -v`, `git update-index --no-...`). When
     content conversion or lossy modes may apply, `verify` proves the result.
     """
+    for attempt in range(1, TRIES + 1):
+        try:
+            return _capture_once(path, git_dir, meta, write, st)
+        except GitError as exc:
+            if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
+                raise
+            if attempt == TRIES:
+                raise CannotCapture(f"'{path}' kept changing while it was read ({TRIES} "
+                                    f"captures): {exc}") from exc
+            st = None  # read the worktree again
+    raise AssertionError("unreachable")
+
+
+def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
+                  st: git.Status | None) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -364,6 +390,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             return cap
         # A detached HEAD would become unreachable once the worktree is gone:
         # write a commit with no changes so the ref keeps it alive.
+    crashpoint.hit("capture:after-status")
     with gitindex.TempIndex(path, git_dir) as tmp_i, \
             gitindex.TempIndex(path, git_dir) as tmp_u:
         real_index = os.path.join(git_dir, "index")

@@ -250,8 +250,11 @@ def unaccounted(w: Walk, captured: set[str], ignored: Iterable[str],
     --ignored=matching` listed (a directory once, ending in '/'). check_ignored:
     asks git about the rest (`git check-ignore`); it returns the ignored subset.
     Ignored files go to the trash with the directory, so they are accounted for;
-    so are the insides of nested repositories, which the caller judges apart.
-    Returns the blockers of the walk itself followed by one per unaccounted path.
+    so are the insides of nested repositories, which the caller judges apart. An
+    entry that is no longer there as walked (removed or replaced while the capture
+    was taken) holds nothing to lose here: the check after the move sees whatever
+    took its place. Returns the blockers of the walk itself followed by one per
+    unaccounted path.
     """
     prefixes = sorted(set(ignored))
     rest = []
@@ -267,10 +270,21 @@ def unaccounted(w: Walk, captured: set[str], ignored: Iterable[str],
     ign = check_ignored(sorted(rest))
     lower = {p.lower() for p in captured}
     for rel in sorted(rest):
-        if rel in ign:
+        if rel in ign or _replaced(w.root, rel, w.entries[rel]):
             continue
         found.append(Blocker(rel, _why_missing(rel, w.entries[rel], lower)))
     return found
+
+
+def _replaced(root: str, rel: str, e: Entry) -> bool:
+    """Is the walked entry `e` gone from `root`/`rel`, or another file now?"""
+    try:
+        now = Entry.of(os.lstat(os.path.join(root, rel)))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False  # past PATH_MAX, unreadable: it stays a blocker
+    return (now.kind, now.ino) != (e.kind, e.ino)
 
 
 def changed_since(before: Walk, after: Walk) -> list[str]:

@@ -12,11 +12,14 @@ round. No step waits on a clock: the writer is only asked to have written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests import writers
@@ -99,3 +102,71 @@ def _rounds(repo, tmp_path, request, kind, where, policy):
         again = ao("ao-restore", "--json", cwd=repo, rc=None)
         assert again.returncode == 0, again.stdout + again.stderr
         ao("ao", "kill", name, cwd=repo, rc=None)
+
+
+@contextlib.contextmanager
+def _paused_at(point: str, argv: list[str], cwd: Path):
+    """Run `git <argv>` until it stops itself (SIGSTOP) at the crash point `point`,
+    yield while it is stopped, then continue it. The finished process is in
+    result[0] (out, err, returncode)."""
+    env = dict(os.environ, GIT_AO_CRASH_AT=point, GIT_AO_CRASH_SIGNAL="STOP")
+    proc = subprocess.Popen(["git", *argv], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    result: list = []
+    try:
+        stopped = None
+        while stopped is None:  # wait for it to have stopped itself
+            family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(True)]
+            stopped = next((p for p in family if p.status() == psutil.STATUS_STOPPED), None)
+            time.sleep(0.01)
+        yield result
+        stopped.resume()
+        out, err = proc.communicate(timeout=120)
+        result.append((out, err, proc.returncode))
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize("change", ["to-directory", "truncated", "removed"])
+def test_a_file_changed_between_status_and_the_index_update_is_captured_again(
+        repo, worktrees, change):
+    """An agent changes a file after `git status` listed it and before git reads it
+    for the index: the capture is taken again from a fresh status, never failed or
+    saved half."""
+    wt = worktrees(repo, "racing")
+    (wt / "a.txt").write_text("first\n" * 4096)
+    with _paused_at("capture:after-status", ["ao-preserve", "racing"], repo) as result:
+        if change == "to-directory":
+            (wt / "a.txt").unlink()
+            (wt / "a.txt").mkdir()
+            (wt / "a.txt" / "inner.txt").write_text("inner\n")
+        elif change == "truncated":
+            (wt / "a.txt").write_text("second\n")
+        else:
+            (wt / "a.txt").unlink()
+    out, err, rc = result[0]
+    assert rc == 0, out + err
+    ao("ao-restore", "racing", cwd=repo)
+    if change == "to-directory":
+        assert (wt / "a.txt" / "inner.txt").read_text() == "inner\n"
+    elif change == "truncated":
+        assert (wt / "a.txt").read_text() == "second\n"
+    else:
+        assert not (wt / "a.txt").exists()
+
+
+def test_a_file_git_cannot_store_written_after_the_capture_is_named(repo, worktrees):
+    """A FIFO made after the capture, before the move: the capture taken again from
+    the moved copy cannot hold it, so preserve says the worktree did not settle
+    (never that it was saved) and the trash entry that holds it is kept."""
+    wt = worktrees(repo, "fifo-late")
+    (wt / "a.txt").write_text("work\n")
+    with _paused_at("preserve:after-capture", ["ao-preserve", "fifo-late", "--json"],
+                    repo) as result:
+        os.mkfifo(wt / "pipe")
+    out, err, rc = result[0]
+    assert rc == 3, out + err
+    outcome = json.loads(out)["results"][0]
+    assert outcome["status"] == "attention" and outcome["still_changing"] == ["pipe"], out
+    pruned = ao("ao-prune", "--json", cwd=repo, rc=None)
+    assert os.path.exists(outcome["trash"]), pruned.stdout
