@@ -377,20 +377,6 @@ def commit_parents(cwd: str, commit: str) -> list[str]:
     return line(["rev-list", "--parents", "-n", "1", commit], cwd).split()[1:]
 
 
-def commit_message(cwd: str, commit: str) -> str:
-    """The raw message of `commit` (`git log -1 --format=%B`)."""
-    return run(["log", "-1", "--format=%B", commit], cwd).decode("utf-8", "surrogateescape")
-
-
-def commit_time_and_message(cwd: str, commit: str) -> tuple[int | None, str]:
-    """The committer time (epoch seconds, None when unreadable) and raw message of
-    `commit`, in one `git log`."""
-    text = run(["log", "-1", "--format=%ct%n%B", commit], cwd).decode("utf-8",
-                                                                       "surrogateescape")
-    stamp, _, message = text.partition("\n")
-    return (int(stamp) if stamp.isdigit() else None), message
-
-
 def trees_of(cwd: str, commits: Iterable[str]) -> list[str | None]:
     """The tree id of each commit, in one `git rev-parse c^{tree} ...`."""
     return rev_parse_many(cwd, [f"{c}^{{tree}}" for c in commits])
@@ -400,22 +386,6 @@ def for_each_ref(cwd: str, prefix: str) -> list[tuple[str, str]]:
     """`git for-each-ref --format=%(objectname) %(refname) <prefix>`: list of (ref, oid)."""
     out = run(["for-each-ref", "--format=%(objectname) %(refname)", prefix], cwd)
     return gitparse.ref_oids(out.decode("utf-8", "surrogateescape"))
-
-
-def is_reachable_from_refs(cwd: str, commit: str) -> bool:
-    """Is `commit` contained in any branch, tag or remote-tracking ref, or a preserve ref?"""
-    out = run(["for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)",
-               "refs/heads", "refs/tags", "refs/remotes", "refs/ao"], cwd)
-    return bool(out.strip())
-
-
-def is_ancestor(cwd: str, ancestor: str, descendant: str) -> bool:
-    """Is commit `ancestor` reachable from `descendant` (`git merge-base --is-ancestor`,
-    status 0 yes, 1 no)? Raises GitError on any other status (an unknown commit)."""
-    res = call(["merge-base", "--is-ancestor", ancestor, descendant], cwd)
-    if res.status not in (0, 1):
-        res.check()
-    return res.status == 0
 
 
 def ls_tree_paths(cwd: str, tree: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""Named git queries for proving a removal and reading a trash entry: ignore
-rules, blob ids, reachability, trailers. The processes start in git.py
+"""Named git queries that read and change nothing: ignore rules, blob ids,
+reachability, commit messages, index flags. The processes start in git.py
 (`git.call`); this module only names what they ask.
 """
 
@@ -237,3 +237,33 @@ def submodule_update_init(cwd: str, paths: Sequence[str]) -> git.Completed:
     """`git submodule update --init -- <paths>` (literal paths); the git.Completed, whatever
     its status."""
     return git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *paths], cwd)
+
+
+def commit_message(cwd: str, commit: str) -> str:
+    """The raw message of `commit` (`git log -1 --format=%B`)."""
+    return git.run(["log", "-1", "--format=%B", commit], cwd).decode("utf-8", "surrogateescape")
+
+
+def commit_time_and_message(cwd: str, commit: str) -> tuple[int | None, str]:
+    """The committer time (epoch seconds, None when unreadable) and raw message of
+    `commit`, in one `git log`."""
+    text = git.run(["log", "-1", "--format=%ct%n%B", commit], cwd).decode(
+        "utf-8", "surrogateescape")
+    stamp, _, message = text.partition("\n")
+    return (int(stamp) if stamp.isdigit() else None), message
+
+
+def is_reachable_from_refs(cwd: str, commit: str) -> bool:
+    """Is `commit` contained in any branch, tag or remote-tracking ref, or a preserve ref?"""
+    out = git.run(["for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)",
+                   "refs/heads", "refs/tags", "refs/remotes", "refs/ao"], cwd)
+    return bool(out.strip())
+
+
+def is_ancestor(cwd: str, ancestor: str, descendant: str) -> bool:
+    """Is commit `ancestor` reachable from `descendant` (`git merge-base --is-ancestor`,
+    status 0 yes, 1 no)? Raises GitError on any other status (an unknown commit)."""
+    res = git.call(["merge-base", "--is-ancestor", ancestor, descendant], cwd)
+    if res.status not in (0, 1):
+        res.check()
+    return res.status == 0

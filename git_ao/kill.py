@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from . import git, snapshot, trash, walk, witness, worktree
+from . import git, gitquery, snapshot, trash, walk, witness, worktree
 from .errors import Refused
 from .outcome import Outcome, Status
 from .session import Context, facts, lookup
@@ -28,7 +28,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                 raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
                               f"{len(st.untracked)} untracked); commit it or preserve it")
             assert st.head is not None  # inspect refuses an unborn branch
-            if st.branch is None and not git.is_reachable_from_refs(path, st.head):
+            if st.branch is None and not gitquery.is_reachable_from_refs(path, st.head):
                 raise Refused(f"'{path}' is detached at {st.head[:12]}, which no ref holds; "
                               "create a branch first")
             # Clean is not empty: ignored files (.env, build output) and anything git

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from . import git, snapshot, worktree
+from . import git, gitquery, snapshot, worktree
 from .errors import AoError, Usage
 from .outcome import Outcome, Status
 from .records import Save, Session
@@ -89,7 +89,7 @@ def rebuild(store, orphan: Orphan) -> tuple[Session, Save]:
     commit or its trailers do not match the ref (`git log -1 --format=%ct%n%B`).
     """
     sid = orphan.ref[len(REF_PREFIX):]
-    stamp, body = git.commit_time_and_message(orphan.repo, orphan.oid)
+    stamp, body = gitquery.commit_time_and_message(orphan.repo, orphan.oid)
     t = snapshot.parse_trailers(body)
     missing = [k for k in snapshot.TRAILERS if k not in t]
     if missing:

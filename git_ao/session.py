@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from . import git, locks, log, snapshot
+from . import git, gitquery, locks, log, snapshot
 from .errors import AoError, Refused, Usage
 from .records import Session
 from .store import Store
@@ -89,7 +89,7 @@ def work_present_elsewhere(s: Session, oid: str) -> str:
             branch = f"refs/heads/{s.branch}"
             tip, head_tree = git.trees_of(s.common_dir, [branch, head])
             if tip == w_tree and (i_tree == w_tree or (
-                    i_tree == head_tree and git.is_ancestor(s.common_dir, head, branch))):
+                    i_tree == head_tree and gitquery.is_ancestor(s.common_dir, head, branch))):
                 return f"committed on {s.branch}"
         if s.live and os.path.isdir(s.worktree_path):
             dirs = git.repo_dirs(s.worktree_path)
