@@ -267,3 +267,9 @@ def is_ancestor(cwd: str, ancestor: str, descendant: str) -> bool:
     if res.status not in (0, 1):
         res.check()
     return res.status == 0
+
+
+def blob_bytes(cwd: str, oid: str) -> bytes:
+    """The content of blob `oid` as stored (`git cat-file blob`, no filters).
+    Raises GitError when it is missing or not a blob."""
+    return git.run(["cat-file", "blob", oid], cwd)

@@ -19,8 +19,10 @@ from .errors import git_message
 @dataclass
 class Applied:
     """What `apply` did. outcome: 'clean', 'unstaged' (applied, index part not restored),
-    'conflict' (markers left) or 'blocked' (nothing applied). paths: what could not be
-    placed (clashes or conflicts); placed: the saved paths that were written."""
+    'conflict' (markers left), 'blocked' (nothing applied: saved untracked files
+    would overwrite paths) or 'failed' (git failed, maybe part way: a full disk).
+    paths: what could not be placed (clashes or conflicts); placed: the saved paths
+    that were written."""
 
     outcome: str
     detail: str = ""
@@ -122,7 +124,7 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
     if res.status == 0:
         return Applied("unstaged", "the index part conflicted; changes applied unstaged",
                        [], saved_paths(path, commit))
-    return Applied("blocked", git_message(res.errtext, res.status) if res.errtext.strip()
+    return Applied("failed", git_message(res.errtext, res.status) if res.errtext.strip()
                    else "git stash apply failed")
 
 

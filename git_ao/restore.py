@@ -26,7 +26,7 @@ from . import (
     worktree,
 )
 from .batch import NOT_STARTED, guarded, log_failure, run_each
-from .errors import AoError, Refused
+from .errors import AoError, Failed, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session
 from .session import Context, facts, lookup
@@ -393,6 +393,14 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         moved = f" (its branch moved since the save: HEAD was {save.head[:12]}, now " \
             f"{head[:12]})" if save.head and head and head != save.head else ""
         return Outcome(s.id, "restore", Status.OK, f"restored at {path}{moved}", data)
+    if applied.outcome == "failed" and not reused \
+            and not git.status(path, ignored=False).clean:
+        # Cut short part way (a full disk): the worktree holds some of the work and
+        # maybe a half-written file. The session stays pending; the next restore
+        # sets this worktree aside as an unfinished one and starts again.
+        raise Failed(f"the apply stopped part way ({applied.detail}); the session stays "
+                     f"pending and the next git ao-restore sets {path} aside and starts "
+                     "again (the work is in the ref and the trash)")
     data["paths"] = applied.paths
     data["placed"] = applied.placed
     listed = ", ".join(applied.paths[:5]) + (" ..." if len(applied.paths) > 5 else "")

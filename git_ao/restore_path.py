@@ -145,7 +145,12 @@ def bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> 
             kept.append(rel)
             continue
         moved.append(rel)
-    trash.mark(entry, restored=True, environment_kept=kept)
+    try:
+        trash.mark(entry, restored=True, environment_kept=kept)
+    except OSError as exc:
+        # The restore itself stands; only the note in the entry is missing, so
+        # prune judges the entry by its contents.
+        ctx.log("restore", s.id, "trash-not-marked", trash=entry.path, error=exc.strerror)
     ctx.log("restore", s.id, "environment", moved=len(moved), kept=len(kept), trash=entry.path)
     if moved:
         outcome.data["environment"] = moved
@@ -225,13 +230,16 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
             known.setdefault(p, set()).add(oid)
     if any(p not in known for p in st.untracked):
         return False
-    # Content no saved tree holds (a file a killed apply half wrote, or an edit
-    # made in the half-restored worktree): kept in the entry, and said.
+    # Content no saved tree holds, other than the beginning of a saved file (which
+    # the interrupted checkout or apply wrote): an edit made in the half-restored
+    # worktree, kept in the entry and said.
     present = [p for p in [e.path for e in st.changed] + list(st.untracked)
                if os.path.isfile(os.path.join(path, p))
                and not os.path.islink(os.path.join(path, p))]
     foreign = [p for p, oid in zip(present, gitquery.hash_paths(path, present), strict=True)
-               if oid not in known.get(p, set())] if present else []
+               if oid not in known.get(p, set())
+               and not _partly_written(s.common_dir, os.path.join(path, p), known.get(p, set()))
+               ] if present else []
     v = worktree.verify(s.common_dir, path, entries)
     if v.entry.locked is not None:
         unlock_interrupted_add(ctx, s, path)
@@ -244,6 +252,16 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     if notes is not None and foreign:
         notes.append(entry)
     return True
+
+
+def _partly_written(common_dir: str, file: str, oids: set[str]) -> bool:
+    """Is `file` a strict beginning of one of the blobs `oids` (what a checkout or
+    apply cut short by a full disk or a kill leaves), not an edit? Compared as
+    stored: a file written through a smudge filter is never taken for one."""
+    with open(file, "rb") as fh:
+        head = fh.read()
+    return any(len(blob) > len(head) and blob.startswith(head)
+               for blob in (gitquery.blob_bytes(common_dir, o) for o in sorted(oids)))
 
 
 def unlock_interrupted_add(ctx: Context, s: Session, path: str) -> None:

@@ -35,6 +35,7 @@ one whose ignored files a fallback restore moved out says "restored": true.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -192,14 +193,20 @@ def copy_admin(entry: Entry, admin_dir: str) -> None:
 
 def mark(entry: Entry, **fields: object) -> None:
     """Add `fields` to the entry's entry.json (written to a temporary file, fsynced,
-    then renamed over it, so a crash leaves the old or the new one)."""
+    then renamed over it, so a crash leaves the old or the new one). Raises OSError
+    (a full disk), the old entry.json left in place."""
     entry.meta.update(fields)
     tmp = os.path.join(entry.path, META + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(entry.meta, fh, sort_keys=True)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.rename(tmp, os.path.join(entry.path, META))
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(entry.meta, fh, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.rename(tmp, os.path.join(entry.path, META))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,

@@ -199,3 +199,41 @@ def test_full_disk_while_writing_the_ref(tmp_path, worktrees):
         assert_work_safe({"full": (repo, wt)}, {"full": before}, tmp_path)
         ao("ao-restore", cwd=repo)
         assert same_but_ignored(before, state(wt))
+
+
+@pytest.mark.parametrize("room", [0, 60_000, 150_000, 400_000])
+def test_full_disk_during_the_checkout_and_apply_restore(tmp_path, room):
+    """The worktree's file system fills up while restore checks out and applies:
+    the outcome says what state the session is in, the ref and the trash copy are
+    kept, and once there is room again the rerun brings back all of it."""
+    from tests.trash_helpers import checkout_path_only
+    with tmpfs(tmp_path / "repofs", size="4m") as mnt:
+        repo = mnt / "repo"
+        repo.mkdir()
+        git("init", "-q", "-b", "main", repo, cwd=mnt)
+        init_repo(repo)
+        wt = mnt / "wt"
+        git("worktree", "add", "-q", "-b", "full", wt, cwd=repo)
+        ao("ao", "add", wt, "--id", "full", cwd=repo)
+        dirty(wt)
+        (wt / "big.txt").write_bytes(os.urandom(300_000))
+        (wt / "README.md").write_text("changed\n" * 30_000)
+        before = state(wt)
+        ao("ao-preserve", "full", cwd=repo)
+        checkout_path_only()
+        _fill(mnt)
+        if room:
+            with open(mnt / "filler", "r+b") as fh:
+                fh.truncate(os.path.getsize(mnt / "filler") - room)
+        res = ao("ao-restore", cwd=repo, rc=1)
+        assert "nothing applied" not in res.stdout, res.stdout
+        assert "the session is pending" in res.stdout or "stays pending" in res.stdout
+        assert "internal error" not in res.stderr, res.stderr
+        assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/full", cwd=repo,
+                   check=False).strip(), res.stdout
+        assert states(repo)["full"] == "pending", res.stdout
+        (mnt / "filler").unlink()
+        again = ao("ao-restore", cwd=repo, rc=None)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert same_but_ignored(before, state(wt)), again.stdout
+        assert states(repo)["full"] == "live"
