@@ -229,7 +229,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             data["still_changing"] = late[:-1]
             return Outcome(s.id, "preserve", Status.ATTENTION,
                            f"{summary}; worktree removed, but what was written after the "
-                           f"capture is not all in the ref ({', '.join(late[:5])}); its latest "
+                           f"capture is not all in the ref ({', '.join(late[:5]) or 'unchecked'}); its latest "
                            f"state is in {taken.worktree}, which restore brings back", data)
         if late:
             data["captured_late"] = late

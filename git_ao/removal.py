@@ -60,7 +60,13 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
     late: list[str] = []
     moved = entry.worktree
     for _ in range(ROUNDS):
-        changed, after = witness.changed_after_move(before, moved, captured, cap.ignored)
+        try:
+            changed, after = witness.changed_after_move(before, moved, captured, cap.ignored)
+        except AoError as exc:
+            # git could not hash a file an agent was rewriting: the copy is not
+            # proven settled, so it is reported, and it stays in the trash.
+            ctx.log("preserve", s.id, "late-check-failed", trash=moved, error=str(exc))
+            return sorted(set(late)) + [UNSETTLED]
         if not changed:
             # A late path the last capture does not hold (a name or file type git
             # cannot store) is not saved: it stays in the trash copy, and is named.
