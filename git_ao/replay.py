@@ -7,12 +7,11 @@ The commit's shape is described in snapshot.py, which builds it.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import git, gitindex, gitquery
+from . import git, gitindex, gitquery, private
 from .errors import git_message
 
 
@@ -162,50 +161,13 @@ def recheckout(path: str, git_dir: str, commit: str) -> None:
             tmp.checkout_paths(paths)
 
 
-def load_config(text: str | None) -> dict[str, Any]:
-    """The private config JSON of a save as a dict ({} when there is none)."""
-    return json.loads(text) if text else {}
-
-
-def needs_config_first(wc: dict[str, Any]) -> bool:
-    """Must the worktree's private config be in place before its files are checked out?"""
-    return "sparse_checkout" in wc or "config_worktree" in wc
-
-
-def put_config(git_dir: str, wc: dict[str, Any]) -> None:
-    """Write back the sparse-checkout patterns and config.worktree recorded in `wc`
-    into the (new) worktree's private git dir, before its checkout."""
-    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
-                      ("config_worktree", "config.worktree")):
-        if key in wc:
-            full = os.path.join(git_dir, name)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "wb") as fh:
-                fh.write(wc[key].encode("utf-8", "surrogateescape"))
-
-
 def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
     """After the apply: give back the index flags recorded in `wc` (intent-to-add,
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
     away again when `fresh`, it was only just checked out) and re-initialise
     submodules (`git submodule update --init`). Returns the problems met, as lines."""
-    problems = []
-    # `git stash apply --index` stages a file that W has and I lacks: take it out
-    # of the index again and mark it intent-to-add, as it was.
-    ita = [p for p in wc.get("intent_to_add", []) if os.path.lexists(os.path.join(path, p))]
-    gitindex.set_index_flag(path, ita, "--force-remove")
-    gitindex.add_intent_to_add(path, ita)
-    for rel, mode in wc.get("modes", {}).items():
-        full = os.path.join(path, rel)
-        if os.path.isfile(full) and not os.path.islink(full):
-            os.chmod(full, int(mode, 8))
-    gitindex.set_index_flag(path, wc.get("assume_unchanged", []), "--assume-unchanged")
-    gitindex.set_index_flag(path, wc.get("skip_worktree", []), "--skip-worktree")
-    for rel in wc.get("skip_worktree_absent", []) if fresh else []:
-        try:
-            os.unlink(os.path.join(path, rel))
-        except FileNotFoundError:
-            pass
+    problems: list[str] = []
+    private.put_flags(path, wc, fresh=fresh)
     subs = wc.get("submodules", [])
     if subs:
         res = gitquery.submodule_update_init(path, subs)

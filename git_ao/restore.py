@@ -17,6 +17,7 @@ from . import (
     git,
     gitindex,
     gitquery,
+    private,
     reinstate,
     replay,
     restore_path,
@@ -323,8 +324,8 @@ def _check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, pat
 def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> None:
     """`git worktree add` at the recorded path; when the save recorded private config
     (sparse-checkout patterns, config.worktree) it is put in place before checkout."""
-    wc = replay.load_config(save.private_config)
-    first = replay.needs_config_first(wc)
+    wc = private.load(save.private_config)
+    first = private.needs_config_first(wc)
     if not want_branch:
         git.worktree_add(repo, path, commit=save.head, detach=True, checkout=not first)
     elif gitquery.branch_exists(repo, want_branch):
@@ -335,7 +336,7 @@ def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> 
     else:
         raise Refused(f"branch '{want_branch}' is gone and no commit was saved to re-create it")
     if first:
-        replay.put_config(git.repo_dirs(path).git_dir, wc)
+        private.put_config(git.repo_dirs(path).git_dir, wc)
         gitindex.checkout_head(path)
 
 
@@ -343,7 +344,7 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     """Step 2 of restore: apply, then delete the ref only after a clean apply."""
     data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit)
     commit = save.preserved_commit
-    wc = replay.load_config(save.private_config)
+    wc = private.load(save.private_config)
     if not commit:
         problems = [] if reused else replay.put_flags(path, wc)
         if problems:

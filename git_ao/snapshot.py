@@ -29,9 +29,8 @@ import shutil
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from . import crashpoint, git, gitindex, gitquery
+from . import crashpoint, git, gitindex, gitquery, private
 from .errors import AoError, GitError
 from .gitindex import TEMP_INDEX_PREFIX, TempIndex
 
@@ -211,66 +210,6 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _worktree_config(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
-                     st: git.Status, hidden: list[str]) -> dict[str, Any]:
-    """What lives only in the worktree's private admin dir and shapes it."""
-    wc: dict[str, Any] = {}
-    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
-                      ("config_worktree", "config.worktree")):
-        try:
-            with open(os.path.join(git_dir, name), "rb") as fh:
-                wc[key] = fh.read().decode("utf-8", "surrogateescape")
-        except FileNotFoundError:
-            pass
-    sparse = conf.get("core.sparsecheckout") == "true"
-    if flags.assume_unchanged:
-        wc["assume_unchanged"] = flags.assume_unchanged
-    if flags.skip_worktree and not sparse:
-        wc["skip_worktree"] = flags.skip_worktree
-        absent = [p for p in flags.skip_worktree if p not in hidden]
-        if absent:
-            wc["skip_worktree_absent"] = absent
-    ita = [e.path for e in st.changed if e.kind == "1" and e.xy == ".A"]
-    if ita:
-        wc["intent_to_add"] = ita
-    modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
-    if modes:
-        wc["modes"] = modes
-    return wc
-
-
-def _umask() -> int:
-    # Read, not set: os.umask() would change it for every thread of an -j run.
-    try:
-        with open("/proc/self/status") as fh:
-            for ln in fh:
-                if ln.startswith("Umask:"):
-                    return int(ln.split()[1], 8)
-    except OSError:
-        pass
-    return 0o022
-
-
-def _private_modes(path: str, rels: list[str]) -> dict[str, str]:
-    """{path: "0600"} for saved files whose permission bits git would not give back:
-    git records only 644 or 755, so a private key saved at 0600 would return
-    world-readable. Only the changed and untracked files are looked at."""
-    mask = _umask()
-    out = {}
-    for rel in rels:
-        try:
-            st = os.lstat(os.path.join(path, rel))
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        perm = stat.S_IMODE(st.st_mode)
-        default = (0o777 if perm & 0o100 else 0o666) & ~mask
-        if perm != default:
-            out[rel] = f"{perm:04o}"
-    return out
-
-
 def _check_submodules(path: str, git_dir: str, st: git.Status) -> list[str]:
     """Initialised submodules that may go with the worktree: each must have no
     uncommitted change and no commit that is not on one of its remotes (it is
@@ -370,7 +309,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   changed=[e.path for e in st.changed], untracked=list(st.untracked),
                   ignored=list(st.ignored), hidden=hidden)
     subs = _check_submodules(path, git_dir, st)
-    wc = _worktree_config(path, git_dir, conf, flags, st, hidden)
+    wc = private.collect(path, git_dir, conf, flags, st, hidden)
     if subs:
         wc["submodules"] = subs
         wc["submodule_heads"] = submodule_heads(path, subs)
