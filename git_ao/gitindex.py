@@ -115,6 +115,13 @@ class TempIndex:
             git.run(["update-index", "--add", "--remove", "-z", "--stdin"], self.cwd,
                     env=self._env, input=git.join_z(paths))
 
+    def intent_to_add(self, tree: str) -> list[str]:
+        """The intent-to-add entries of this index: `git diff-index --cached
+        --ita-visible-in-index` against `tree`, the tree `write_tree` made of this
+        index (which leaves those entries out, so they are all that differs)."""
+        return git.split_z(git.run(["diff-index", "--cached", "--ita-visible-in-index",
+                                    "--name-only", "-z", tree], self.cwd, env=self._env))
+
     def set_flag(self, paths: Sequence[str], flag: str) -> None:
         """`git update-index <flag>` for `paths` in this index (see set_index_flag)."""
         set_index_flag(self.cwd, paths, flag, index_file=self.path)

@@ -103,15 +103,22 @@ def half_added_worktree(common_dir: str) -> str | None:
     return None
 
 
+# The empty blob's id, SHA-1 and SHA-256: what an intent-to-add entry records.
+EMPTY_BLOBS = frozenset({"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+                         "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813"})
+
+
 @dataclass
 class StatusEntry:
-    """One changed path from `git status --porcelain=v2`: kind is '1', '2' or 'u'."""
+    """One changed path from `git status --porcelain=v2`: kind is '1', '2' or 'u';
+    index_oid: the object the index holds ('1' and '2' records)."""
 
     kind: str
     xy: str
     sub: str
     path: str
     orig_path: str | None = None
+    index_oid: str = ""
 
 
 @dataclass
@@ -153,13 +160,13 @@ def status(out: bytes) -> Status:
         elif tag == b"1":
             parts = rec.split(b" ", 8)
             st.changed.append(StatusEntry("1", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[8])))
+                                          os.fsdecode(parts[8]), index_oid=parts[7].decode()))
         elif tag == b"2":
             parts = rec.split(b" ", 9)
             orig = os.fsdecode(fields[i]) if i < len(fields) else None
             i += 1
             st.changed.append(StatusEntry("2", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[9]), orig))
+                                          os.fsdecode(parts[9]), orig, parts[7].decode()))
         elif tag == b"u":
             parts = rec.split(b" ", 10)
             st.changed.append(StatusEntry("u", parts[1].decode(), parts[2].decode(),

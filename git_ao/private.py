@@ -13,7 +13,8 @@ import os
 import stat
 from typing import Any
 
-from . import git, gitindex
+from . import git, gitindex, gitparse
+from .gitindex import TempIndex
 
 
 def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
@@ -37,13 +38,22 @@ def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags
         absent = [p for p in flags.skip_worktree if p not in hidden]
         if absent:
             wc["skip_worktree_absent"] = absent
-    ita = [e.path for e in st.changed if e.kind == "1" and e.xy == ".A"]
-    if ita:
-        wc["intent_to_add"] = ita
     modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
     if modes:
         wc["modes"] = modes
     return wc
+
+
+def intent_to_add(st: git.Status, index: TempIndex, index_tree: str) -> list[str]:
+    """The intent-to-add entries of `index` (a copy of the real one) whose tree is
+    `index_tree`. `git status` shows each as added in the worktree (".A", "DA"
+    over a staged deletion) or, its file gone, as an empty blob deleted (".D",
+    like a committed empty file): only then is the index asked (one `git
+    diff-index`)."""
+    if not any(e.kind == "1" and (e.xy[1] == "A" or (
+            e.xy[1] == "D" and e.index_oid in gitparse.EMPTY_BLOBS)) for e in st.changed):
+        return []
+    return index.intent_to_add(index_tree)
 
 
 def _umask() -> int:
@@ -100,16 +110,16 @@ def put_config(git_dir: str, wc: dict[str, Any]) -> None:
                 fh.write(wc[key].encode("utf-8", "surrogateescape"))
 
 
-def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> None:
+def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
     """After the apply: give back the index flags recorded in `wc` (intent-to-add,
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
     away again when `fresh`, it was only just checked out) and the permission bits.
-    Raises GitError."""
+    Returns the problems met, as lines. Raises GitError."""
     # `git stash apply --index` stages a file that W has and I lacks: take it out
     # of the index again and mark it intent-to-add, as it was.
-    ita = [p for p in wc.get("intent_to_add", []) if os.path.lexists(os.path.join(path, p))]
+    ita = wc.get("intent_to_add", [])
     gitindex.set_index_flag(path, ita, "--force-remove")
-    gitindex.add_intent_to_add(path, ita)
+    problems = _intent_to_add(path, ita)
     for rel, mode in wc.get("modes", {}).items():
         full = os.path.join(path, rel)
         if os.path.isfile(full) and not os.path.islink(full):
@@ -121,3 +131,43 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> None:
             os.unlink(os.path.join(path, rel))
         except FileNotFoundError:
             pass
+    return problems
+
+
+def _intent_to_add(path: str, paths: list[str]) -> list[str]:
+    """`git add -N` for `paths`. `git add` needs a file: for an entry whose file was
+    gone, an empty one is written for the add and taken away again, with the
+    directories made for it. Returns the paths it could not mark (a parent that is
+    a file or a symlink now), as problem lines."""
+    made: list[str] = []
+    problems = []
+    marked = []
+    for rel in paths:
+        full = os.path.join(path, rel)
+        if os.path.lexists(full):
+            marked.append(rel)
+            continue
+        parent = os.path.dirname(full)
+        missing = []
+        while not os.path.lexists(parent):
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        if os.path.islink(parent) or not os.path.isdir(parent):
+            problems.append(f"'{rel}' not marked intent-to-add again: a parent is not a "
+                            "directory")
+            continue
+        for d in reversed(missing):
+            os.mkdir(d)
+            made.append(d)
+        with open(full, "xb"):
+            made.append(full)
+        marked.append(rel)
+    try:
+        gitindex.add_intent_to_add(path, marked)
+    finally:
+        for p in reversed(made):
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.rmdir(p)
+            else:
+                os.unlink(p)
+    return problems

@@ -166,8 +166,7 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
     away again when `fresh`, it was only just checked out) and re-initialise
     submodules (`git submodule update --init`). Returns the problems met, as lines."""
-    problems: list[str] = []
-    private.put_flags(path, wc, fresh=fresh)
+    problems = private.put_flags(path, wc, fresh=fresh)
     subs = wc.get("submodules", [])
     if subs:
         res = gitquery.submodule_update_init(path, subs)

@@ -336,6 +336,10 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         if os.path.exists(real_index):
             tmp_i.copy_from(real_index)
         cap.index_tree = tmp_i.write_tree()
+        ita = private.intent_to_add(st, tmp_i, cap.index_tree)
+        if ita:
+            wc["intent_to_add"] = ita
+            cap.private_config = json.dumps(wc, sort_keys=True)
         if hidden:
             tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
             tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
@@ -347,7 +351,9 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             if not reason:
                 # With conversion on, git may call a file modified whose bytes
                 # clean to the same blob; `verify` below is the proof there.
-                _check_witness(path, cap, unstaged)
+                # An intent-to-add entry whose file is gone is in neither tree: the
+                # private config holds it.
+                _check_witness(path, cap, [p for p in unstaged if p not in set(ita)])
         else:
             cap.worktree_tree = cap.index_tree
         if cap.untracked:

@@ -110,3 +110,34 @@ def assert_restored(before: dict, after: dict):
     brings them back from the trash, whole or moved into the new worktree)."""
     diff = differences(before, after, skip=())
     assert not diff, "worktree did not come back exactly:\n" + "\n".join(diff)
+
+
+def _admin_dir(path: str) -> str:
+    return os.path.join(path, _git(path, "rev-parse", "--git-dir").strip().decode())
+
+
+def exact_state(path) -> dict:
+    """`state(path)` and what it leaves out: the permission bits of every regular file
+    (ignored ones too), the sparse-checkout patterns and the worktree's sparse
+    settings. What the slow restore path must give back beyond the contents."""
+    path = str(path)
+    out = state(path)
+    modes = {}
+    for rel in _z(_git(path, "ls-files", "-z", "--cached", "--others")):
+        full = os.path.join(path.encode(), rel)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            modes[rel] = oct(stat.S_IMODE(st.st_mode))
+    out["modes"] = modes
+    try:
+        with open(os.path.join(_admin_dir(path), "info", "sparse-checkout"), "rb") as fh:
+            out["sparse_patterns"] = fh.read()
+    except FileNotFoundError:
+        out["sparse_patterns"] = None
+    out["sparse_config"] = [
+        _run(path, "config", key, check=False).stdout.strip()
+        for key in ("core.sparseCheckout", "core.sparseCheckoutCone", "index.sparse")]
+    return out
