@@ -33,10 +33,12 @@ def set_index_flag(cwd: str, paths: Sequence[str], flag: str, *,
 
 
 def add_intent_to_add(cwd: str, paths: Sequence[str]) -> None:
-    """`git add -N` for literal `paths` (read as NUL-separated pathspecs from stdin)."""
+    """`git add -N --sparse` for literal `paths` (read as NUL-separated pathspecs from
+    stdin). --sparse: in a sparse checkout `git add` refuses a path outside the
+    patterns without it, although such an entry is what was saved."""
     if not paths:
         return
-    git.run(["--literal-pathspecs", "add", "-N", "--pathspec-from-file=-",
+    git.run(["--literal-pathspecs", "add", "-N", "--sparse", "--pathspec-from-file=-",
              "--pathspec-file-nul"], cwd, input=git.join_z(paths))
 
 

@@ -31,6 +31,75 @@ def _round_trip(repo, wt, sid, how):
     return res
 
 
+# ---------------------------------------------------------------- sparse checkouts
+
+
+def _t1092_repo(repo):
+    """The branches of t1092's setup that its reset tests use, on top of `repo`'s
+    first commit: base, update-folder1, update-folder2, update-deep, rename-base
+    and rename-out-to-out. The main worktree is left on main."""
+    files = {"a": "a\n", "e": "after deep\n", "deep/a": "a\n", "deep/deeper1/a": "a\n",
+             "deep/deeper1/deepest/a": "a\n", "deep/deeper2/a": "a\n", "folder1/a": "a\n",
+             "folder1/0/1": "", "folder2/a": "a\n", "folder2/0/1": "\n", "x/a": "a\n"}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "t1092 layout", cwd=repo)
+    git("branch", "base", cwd=repo)
+    for d in ("folder1", "folder2", "deep"):
+        git("checkout", "-q", "-b", f"update-{d}", "base", cwd=repo)
+        (repo / d / "a").write_text(f"updated {d}\n")
+        git("commit", "-qam", f"update {d}", cwd=repo)
+    git("checkout", "-q", "-b", "rename-base", "base", cwd=repo)
+    text = "matching\nlines\nhelp\ninexact\nrenames\n"
+    for d in ("folder1", "folder2", "deep/deeper1"):
+        (repo / d / "larger-content").write_text(text)
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "add interesting rename content", cwd=repo)
+    git("checkout", "-q", "-b", "rename-out-to-out", "rename-base", cwd=repo)
+    git("mv", "folder1/a", "folder2/b", cwd=repo)
+    git("mv", "folder1/larger-content", "folder2/edited-content", cwd=repo)
+    with open(repo / "folder2" / "edited-content", "a") as fh:
+        fh.write("\n")
+    with open(repo / "deep" / "deeper1" / "a", "a") as fh:
+        fh.write("stuff\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "rename folder1/... to folder2/...", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+
+
+SPARSE = {"cone": ["--cone", "deep"], "non-cone": ["--no-cone", "/*", "!/*/", "/deep/"],
+          "sparse-index": ["--cone", "--sparse-index", "deep"]}
+
+
+def _sparse_worktree(repo, worktrees, name, mode, start="base"):
+    _t1092_repo(repo)
+    wt = worktrees(repo, name, branch=name)
+    git("reset", "-q", "--hard", start, cwd=wt)
+    git("sparse-checkout", "init", *SPARSE[mode][:1 + (mode == "sparse-index")], cwd=wt)
+    git("sparse-checkout", "set", *SPARSE[mode], cwd=wt)
+    assert not (wt / "folder1").exists()
+    return wt
+
+
+def _skip_worktree(wt):
+    return {ln[2:] for ln in git("ls-files", "-v", cwd=wt).splitlines() if ln.startswith("S ")}
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_intent_to_add_outside_the_cone(repo, worktrees, how):
+    # t1092 'intent-to-add with --sparse outside sparse-checkout'. (Its other recipe,
+    # `git sparse-checkout set` over an intent-to-add entry, aborts in git 2.39
+    # and leaves the same state.)
+    wt = _sparse_worktree(repo, worktrees, "itac", "cone")
+    for rel in ("folder1/newita", "newdir/newita"):
+        (wt / rel).parent.mkdir()
+        (wt / rel).write_text("text\n")
+        git("add", "--sparse", "--intent-to-add", rel, cwd=wt)
+    _round_trip(repo, wt, "itac", how)
+
+
 # ---------------------------------------------------------------- intent-to-add
 
 
