@@ -187,6 +187,12 @@ class IndexFlags:
     assume_unchanged: list[str] = field(default_factory=list)
     skip_worktree: list[str] = field(default_factory=list)
     attributes: list[str] = field(default_factory=list)
+    raw: bytes = field(default=b"", repr=False, compare=False)  # the output, for `paths`
+
+    def paths(self) -> list[str]:
+        """Every path of the index, in its order. A Python loop over every entry:
+        only for the few callers that need them all."""
+        return [os.fsdecode(rec[2:]) for rec in self.raw.split(b"\0") if len(rec) > 2]
 
 
 # Records of `git ls-files -v -z` ("<tag> <path>\0") whose tag is not plain "H",
@@ -197,7 +203,7 @@ _ATTRIBUTES = re.compile(rb"(?:^|\0)(. (?:[^\0]*/)?\.gitattributes)(?=\0|$)")
 
 def index_flags(out: bytes) -> IndexFlags:
     """Parse `git ls-files -v -z` into IndexFlags."""
-    flags = IndexFlags()
+    flags = IndexFlags(raw=out)
     # Nearly every record is "H <path>" with nothing to report: the regular
     # expressions pick out the few others in C, so a 20,000-file index costs no
     # Python loop over every file. Sorted by position to keep git's order.

@@ -13,7 +13,7 @@ import os
 import stat
 from typing import Any
 
-from . import git, gitindex, gitparse
+from . import git, gitindex, gitparse, gitquery
 from .gitindex import TempIndex
 
 
@@ -30,18 +30,82 @@ def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags
                 wc[key] = fh.read().decode("utf-8", "surrogateescape")
         except FileNotFoundError:
             pass
-    sparse = conf.get("core.sparsecheckout") == "true"
+    # Every flag is recorded, and restore sets exactly these (clearing the others).
+    # In a sparse checkout too: the patterns decide only what a fresh checkout
+    # gives, and a `git reset --soft` or a pathspec reset keeps skip-worktree on
+    # entries they no longer describe. "exact_flags" tells such a save from one
+    # written before sparse checkouts' flags were recorded.
+    if conf.get("core.sparsecheckout") == "true":
+        wc["exact_flags"] = True
+    paths: list[str] = []
+    if len(flags.skip_worktree) >= COMPACT_FROM or len(flags.assume_unchanged) >= COMPACT_FROM:
+        paths = flags.paths()
     if flags.assume_unchanged:
-        wc["assume_unchanged"] = flags.assume_unchanged
-    if flags.skip_worktree and not sparse:
-        wc["skip_worktree"] = flags.skip_worktree
-        absent = [p for p in flags.skip_worktree if p not in hidden]
+        wc["assume_unchanged"] = compact(flags.assume_unchanged, paths)
+    if flags.skip_worktree:
+        wc["skip_worktree"] = compact(flags.skip_worktree, paths)
+        shown = set(hidden)
+        absent = [p for p in flags.skip_worktree if p not in shown]
         if absent:
-            wc["skip_worktree_absent"] = absent
+            wc["skip_worktree_absent"] = compact(absent, paths)
     modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
     if modes:
         wc["modes"] = modes
     return wc
+
+
+# A flag list this long is written compactly: a directory whose every entry
+# carries the flag stands for them all (`compact`). Below it, the paths as they are.
+COMPACT_FROM = 64
+
+
+def compact(flagged: list[str], paths: list[str]) -> list[str]:
+    """`flagged` (index paths, in index order) with every directory whose entries in
+    `paths` (the whole index) all carry the flag written once as "<dir>/", "/" for
+    the whole index. A sparse checkout's skip-worktree entries, or every entry
+    under `core.ignoreStat`, take a few lines instead of one per file. Returns
+    `flagged` itself when it is shorter than COMPACT_FROM (paths may then be [])."""
+    if len(flagged) < COMPACT_FROM:
+        return list(flagged)
+    marked = set(flagged)
+    total: dict[str, int] = {}
+    hits: dict[str, int] = {}
+    for p in paths:
+        hit = p in marked
+        for d in _parents(p):
+            total[d] = total.get(d, 0) + 1
+            if hit:
+                hits[d] = hits.get(d, 0) + 1
+    full = {d for d, n in hits.items() if n == total[d]}
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in flagged:
+        tops = [d for d in _parents(p) if d in full]
+        item = tops[-1] + "/" if tops else p
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def expand(items: list[str], paths: list[str]) -> set[str]:
+    """The paths of `paths` (the index now) that `compact`'s `items` name."""
+    dirs = {i[:-1] for i in items if i.endswith("/")}
+    out = {i for i in items if not i.endswith("/")}
+    if dirs:
+        out.update(p for p in paths if any(d in dirs for d in _parents(p)))
+    return out
+
+
+def _parents(path: str) -> list[str]:
+    """The directories above `path`, innermost first, "" (the top) last."""
+    out = []
+    while True:
+        cut = path.rfind("/")
+        path = path[:cut] if cut >= 0 else ""
+        out.append(path)
+        if cut < 0:
+            return out
 
 
 def intent_to_add(st: git.Status, index: TempIndex, index_tree: str) -> list[str]:
@@ -120,18 +184,61 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
     ita = wc.get("intent_to_add", [])
     gitindex.set_index_flag(path, ita, "--force-remove")
     problems = _intent_to_add(path, ita)
+    _put_index_flags(path, wc, fresh)
+    # Last: the files the flags wrote take their modes too.
     for rel, mode in wc.get("modes", {}).items():
         full = os.path.join(path, rel)
         if os.path.isfile(full) and not os.path.islink(full):
             os.chmod(full, int(mode, 8))
-    gitindex.set_index_flag(path, wc.get("assume_unchanged", []), "--assume-unchanged")
-    gitindex.set_index_flag(path, wc.get("skip_worktree", []), "--skip-worktree")
-    for rel in wc.get("skip_worktree_absent", []) if fresh else []:
-        try:
-            os.unlink(os.path.join(path, rel))
-        except FileNotFoundError:
-            pass
     return problems
+
+
+def _put_index_flags(path: str, wc: dict[str, Any], fresh: bool) -> None:
+    """Make the assume-unchanged and skip-worktree flags those `wc` records: set the
+    missing ones and clear the others (but for a sparse checkout saved before its
+    flags were recorded: then only set). A file whose entry loses skip-worktree, or keeps it but was present, is
+    written from the index where it is missing (a sparse checkout left it out); one
+    whose entry gains it and was absent is taken away when `fresh`, with the
+    directories it leaves empty. Raises GitError."""
+    now = gitquery.index_flags(path)
+    recorded = [wc.get(k, []) for k in ("skip_worktree", "skip_worktree_absent",
+                                        "assume_unchanged")]
+    paths = now.paths() if any(i.endswith("/") for items in recorded for i in items) else []
+    want_skip, absent, want_au = (expand(items, paths) for items in recorded)
+    exact = bool(wc.get("exact_flags")) or "sparse_checkout" not in wc
+    skip = set(now.skip_worktree)
+    unskip = sorted(skip - want_skip) if exact else []
+    shown = [p for p in now.skip_worktree if p in want_skip and p not in absent
+             and not os.path.lexists(os.path.join(path, p))]
+    gitindex.set_index_flag(path, unskip + shown, "--no-skip-worktree")
+    missing = [p for p in unskip if not os.path.lexists(os.path.join(path, p))] + shown
+    if missing:
+        gitindex.checkout_paths(path, missing)
+    # A path no longer in the index (its branch moved on) cannot take a flag.
+    index = set(paths or now.paths()) if want_skip or want_au else set()
+    added = sorted(p for p in want_skip - skip if p in index) + shown
+    gitindex.set_index_flag(path, added, "--skip-worktree")
+    for rel in added if fresh else []:
+        if rel in absent:
+            _remove_file(path, rel)
+    au = set(now.assume_unchanged)
+    gitindex.set_index_flag(path, sorted(p for p in want_au - au if p in index),
+                            "--assume-unchanged")
+    if exact:
+        gitindex.set_index_flag(path, sorted(au - want_au), "--no-assume-unchanged")
+
+
+def _remove_file(path: str, rel: str) -> None:
+    """Unlink `rel` under `path`, then the directories above it it leaves empty."""
+    try:
+        os.unlink(os.path.join(path, rel))
+    except FileNotFoundError:
+        return
+    for d in _parents(rel)[:-1]:
+        try:
+            os.rmdir(os.path.join(path, d))
+        except OSError:
+            return
 
 
 def _intent_to_add(path: str, paths: list[str]) -> list[str]:

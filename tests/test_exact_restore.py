@@ -6,11 +6,14 @@ path, forced by `checkout_path_only`). The states are git's own test recipes
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 
 import pytest
 
-from tests.support import ao, git, ref_of
+from git_ao import private
+from tests.support import ao, db_path, git, ref_of
 from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, exact_state
 
@@ -85,6 +88,110 @@ def _sparse_worktree(repo, worktrees, name, mode, start="base"):
 
 def _skip_worktree(wt):
     return {ln[2:] for ln in git("ls-files", "-v", cwd=wt).splitlines() if ln.startswith("S ")}
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("mode", sorted(SPARSE))
+def test_reset_soft_keeps_moved_paths_outside_the_cone(repo, worktrees, mode, how):
+    # t1092 'status with diff in unexpanded sparse directory'
+    wt = _sparse_worktree(repo, worktrees, "soft", mode, start="rename-base")
+    git("reset", "--soft", "rename-out-to-out", cwd=wt)
+    assert {"folder1/a", "folder1/larger-content"} <= _skip_worktree(wt)
+    _round_trip(repo, wt, "soft", how)
+    assert not (wt / "folder1").exists()
+
+
+RESETS = {
+    "pathspec-dir": [["update-folder1", "--", "folder1"]],
+    "pathspec-file": [["update-folder2", "--", "folder2/a"]],
+    "wildcard": [["update-folder1", "--", "*/a"], ["update-folder2", "--", "folder*"]],
+    "mixed": [["update-folder1"]],
+}
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("reset", sorted(RESETS))
+@pytest.mark.parametrize("mode", ["cone", "non-cone"])
+def test_reset_with_pathspec_outside_the_cone(repo, worktrees, mode, reset, how):
+    # t1092 'reset with pathspecs outside sparse definition', 'reset with wildcard
+    # pathspec', 'checkout and reset (mixed)': the index moves, skip-worktree stays.
+    wt = _sparse_worktree(repo, worktrees, "rps", mode)
+    for args in RESETS[reset]:
+        git("reset", "-q", *args, cwd=wt)
+    _round_trip(repo, wt, "rps", how)
+
+
+def _update_index_states(wt):
+    """t1092's update-index tests outside the sparse definition, as named states."""
+    folder1_a = git("rev-parse", "update-folder1:folder1/a", cwd=wt).strip()
+    return {
+        # 'update-index modify outside sparse definition': a skip-worktree file
+        # present and edited, then the flag cleared by hand on another one
+        "present-edited": [["!write", "folder1/a", "a\ntext\n"]],
+        "flag-cleared": [["!write", "folder1/a", "a\n"],
+                         ["update-index", "--no-skip-worktree", "folder1/a"]],
+        # 'update-index --add outside sparse definition'
+        "added": [["!write", "folder1/b", "text\n"], ["update-index", "--add", "folder1/b"]],
+        # 'update-index --remove outside sparse definition'
+        "removed": [["update-index", "--remove", "folder1/a"]],
+        # 'update-index --again file outside sparse definition'
+        "again": [["reset", "-q", "--soft", "update-folder1"],
+                  ["update-index", "--no-skip-worktree", "--again"]],
+        # 'update-index --cacheinfo', before and after the flag is set by hand
+        "cacheinfo": [["update-index", "--add", "--cacheinfo",
+                       f"100644,{folder1_a},folder1/x"]],
+        "cacheinfo-flagged": [["update-index", "--add", "--cacheinfo",
+                               f"100644,{folder1_a},folder1/x"], ["update-index", "--skip-worktree", "folder1/x"]],
+        # a flag the patterns would not give, on a file inside them
+        "in-cone-flagged": [["update-index", "--skip-worktree", "deep/a"], ["!rm", "deep/a"]],
+    }
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("name", ["present-edited", "flag-cleared", "added", "removed", "again",
+                                  "cacheinfo", "cacheinfo-flagged", "in-cone-flagged"])
+def test_update_index_outside_the_cone(repo, worktrees, name, how):
+    wt = _sparse_worktree(repo, worktrees, "upi", "cone")
+    for args in _update_index_states(wt)[name]:
+        if args[0] == "!write":
+            (wt / args[1]).parent.mkdir(exist_ok=True)
+            (wt / args[1]).write_text(args[2])
+        elif args[0] == "!rm":
+            os.unlink(wt / args[1])
+        else:
+            git(*args, cwd=wt)
+    _round_trip(repo, wt, "upi", how)
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_many_flags_are_written_compactly(repo, worktrees, how):
+    # Enough skip-worktree entries that the save names directories, not files.
+    for i in range(100):
+        (repo / "folder3" / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (repo / "folder3" / f"d{i % 3}" / f"f{i}").write_text(f"{i}\n")
+    wt = _sparse_worktree(repo, worktrees, "many", "cone", start="rename-base")
+    git("reset", "--soft", "rename-out-to-out", cwd=wt)
+    git("update-index", "--no-skip-worktree", "folder3/d1/f1", cwd=wt)
+    git("checkout-index", "folder3/d1/f1", cwd=wt)
+    before = exact_state(wt)
+    ao("ao-preserve", "many", cwd=repo)
+    with sqlite3.connect(db_path()) as db:
+        saved = json.loads(db.execute("SELECT worktree_config FROM session_worktrees").fetchone()[0])
+    assert "folder3/d0/" in saved["skip_worktree"] and "folder3/d1/f4" in saved["skip_worktree"]
+    if how == "checkout":
+        checkout_path_only()
+    ao("ao-restore", "many", cwd=repo)
+    assert_restored(before, exact_state(wt))
+
+
+def test_compact_and_expand_name_the_same_paths():
+    paths = ["a", "b/c", "b/d", "b/e/f", "b/e/g", "b-x", "c/d/e"] + [f"m/{i}" for i in range(70)]
+    for flagged in (paths, ["b/c", "b/d", "b/e/f", "b/e/g"] + [f"m/{i}" for i in range(70)],
+                    ["b/c", "b/e/f", "b/e/g"] + [f"m/{i}" for i in range(1, 70)] + ["c/d/e"]):
+        items = private.compact(flagged, paths)
+        assert private.expand(items, paths) == set(flagged)
+    assert private.compact(paths, paths) == ["/"]
+    assert private.compact(paths[1:5] + paths[7:], paths) == ["b/", "m/"]
 
 
 @pytest.mark.parametrize("how", PATHS)
