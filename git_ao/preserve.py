@@ -180,7 +180,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # after the move compares with, so a write that lands after it is seen.
         before = None if keep_worktree else walk.walk(path)
         meta = snapshot.Meta(s.id, s.kind, s.harness, path)
-        cap = snapshot.capture(path, v.git_dir, meta, st=st)
+        cap = snapshot.capture(path, v.git_dir, meta, st=st, walked=before)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
         ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""

@@ -13,15 +13,18 @@ import os
 import stat
 from typing import Any
 
-from . import git, gitindex, gitparse, gitquery
+from . import git, gitindex, gitparse, gitquery, walk
 from .gitindex import TempIndex
 
 
 def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
-            st: git.Status, hidden: list[str]) -> dict[str, Any]:
+            st: git.Status, hidden: list[str], walked: walk.Walk | None = None
+            ) -> dict[str, Any]:
     """What lives only in the worktree's private admin dir and shapes it, as the
     private config's keys. conf: `gitquery.config_map`; flags: its index flags;
-    st: its status; hidden: the paths index flags hide from status."""
+    st: its status; hidden: the paths index flags hide from status; walked: the
+    walk of the worktree, whose stat data gives every file's permission bits
+    (without it only the changed and untracked files are looked at)."""
     wc: dict[str, Any] = {}
     for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
                       ("config_worktree", "config.worktree")):
@@ -48,7 +51,8 @@ def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags
         absent = [p for p in flags.skip_worktree if p not in shown]
         if absent:
             wc["skip_worktree_absent"] = compact(absent, paths)
-    modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
+    modes = _walked_modes(walked, st.ignored) if walked is not None else \
+        _private_modes(path, [e.path for e in st.changed] + st.untracked)
     if modes:
         wc["modes"] = modes
     return wc
@@ -133,9 +137,9 @@ def _umask() -> int:
 
 
 def _private_modes(path: str, rels: list[str]) -> dict[str, str]:
-    """{path: "0600"} for saved files whose permission bits git would not give back:
-    git records only 644 or 755, so a private key saved at 0600 would return
-    world-readable. Only the changed and untracked files are looked at."""
+    """{path: "0600"} for the files `rels` whose permission bits git would not give
+    back: git records only 644 or 755, so a private key saved at 0600 would return
+    world-readable, and a checkout makes files under the umask."""
     mask = _umask()
     out = {}
     for rel in rels:
@@ -143,13 +147,29 @@ def _private_modes(path: str, rels: list[str]) -> dict[str, str]:
             st = os.lstat(os.path.join(path, rel))
         except OSError:
             continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        perm = stat.S_IMODE(st.st_mode)
-        default = (0o777 if perm & 0o100 else 0o666) & ~mask
-        if perm != default:
+        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != _default(st.st_mode, mask):
+            out[rel] = f"{stat.S_IMODE(st.st_mode):04o}"
+    return out
+
+
+def _walked_modes(walked: walk.Walk, ignored: list[str]) -> dict[str, str]:
+    """`_private_modes` of every file the walk saw, tracked and unchanged ones too
+    (a committed file made 0600 is no change to git), from the walk's stat data.
+    Ignored files and those of nested repositories are left out: they come back,
+    if at all, by a rename that keeps their modes."""
+    mask = _umask()
+    out = {}
+    for rel, e in walked.entries.items():
+        perm = stat.S_IMODE(e.mode)
+        if e.kind == "file" and perm != _default(e.mode, mask) \
+                and not walked.under_nested(rel) and not walk.under(rel, ignored):
             out[rel] = f"{perm:04o}"
     return out
+
+
+def _default(mode: int, mask: int) -> int:
+    """The permission bits a checkout gives a file of `mode` under the umask `mask`."""
+    return (0o777 if mode & 0o100 else 0o666) & ~mask
 
 
 def load(text: str | None) -> dict[str, Any]:

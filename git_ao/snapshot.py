@@ -30,7 +30,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from . import crashpoint, git, gitindex, gitquery, private
+from . import crashpoint, git, gitindex, gitquery, private, walk
 from .errors import AoError, GitError
 from .gitindex import TEMP_INDEX_PREFIX, TempIndex
 
@@ -268,12 +268,14 @@ TRIES = 5
 
 
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
-            st: git.Status | None = None) -> Capture:
+            st: git.Status | None = None, walked: walk.Walk | None = None) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
     (used to recognise a worktree that already holds a save) and writes no commit.
     st: a git.Status from `inspect`, to avoid reading the worktree twice.
+    walked: the walk of the worktree, whose stat data gives every file's
+    permission bits to the private config (`private.collect`).
     Returns a Capture. Raises CannotCapture (also when a file kept changing
     under git's reads TRIES times in a row), GitError. Temporary index files are
     removed on every path out.
@@ -285,7 +287,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     """
     for attempt in range(1, TRIES + 1):
         try:
-            return _capture_once(path, git_dir, meta, write, st)
+            return _capture_once(path, git_dir, meta, write, st, walked)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -297,7 +299,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
 
 
 def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
-                  st: git.Status | None) -> Capture:
+                  st: git.Status | None, walked: walk.Walk | None) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -309,7 +311,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   changed=[e.path for e in st.changed], untracked=list(st.untracked),
                   ignored=list(st.ignored), hidden=hidden)
     subs = _check_submodules(path, git_dir, st)
-    wc = private.collect(path, git_dir, conf, flags, st, hidden)
+    wc = private.collect(path, git_dir, conf, flags, st, hidden, walked)
     if subs:
         wc["submodules"] = subs
         wc["submodule_heads"] = submodule_heads(path, subs)

@@ -28,7 +28,7 @@ def _round_trip(repo, wt, sid, how):
     if how == "checkout":
         checkout_path_only()
     res = ao("ao-restore", sid, cwd=repo)
-    assert ("from the trash" in res.stdout) == (how == "trash"), res.stdout
+    assert (f"{wt} from the trash" in res.stdout) == (how == "trash"), res.stdout
     assert_restored(before, exact_state(wt))
     assert ref_of(repo, sid) is None
     return res
@@ -245,3 +245,26 @@ def test_intent_to_add_whose_file_is_gone(repo, worktrees, how):
     git("add", "-N", "README.md", cwd=wt)
     os.unlink(wt / "README.md")
     _round_trip(repo, wt, "itagone", how)
+
+
+# ---------------------------------------------------------------- permission bits
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_permission_bits_of_unchanged_files(repo, worktrees, how):
+    wt = worktrees(repo, "perm")
+    os.chmod(wt / "README.md", 0o600)  # committed, unmodified
+    os.chmod(wt / "run.sh", 0o700)  # its executable bit is what git records
+    os.chmod(wt / "src" / "util.py", 0o444)
+    (wt / "tool.sh").write_text("#!/bin/sh\n")
+    os.chmod(wt / "tool.sh", 0o755)
+    git("add", "tool.sh", cwd=wt)
+    git("commit", "-qm", "an executable", cwd=wt)
+    os.chmod(wt / "tool.sh", 0o744)  # still executable to git: no change it records
+    (wt / "src" / "app.py").write_text("edited and private\n")
+    os.chmod(wt / "src" / "app.py", 0o600)
+    (wt / "notes.txt").write_text("untracked, group-writable\n")
+    os.chmod(wt / "notes.txt", 0o664)
+    (wt / "debug.log").write_text("ignored\n")
+    os.chmod(wt / "debug.log", 0o640)
+    _round_trip(repo, wt, "perm", how)
