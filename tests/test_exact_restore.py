@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from git_ao import private
-from tests.support import ao, db_path, git, ref_of
+from tests.support import ao, commit_on, db_path, git, ref_of
 from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, exact_state
 
@@ -268,3 +268,60 @@ def test_permission_bits_of_unchanged_files(repo, worktrees, how):
     (wt / "debug.log").write_text("ignored\n")
     os.chmod(wt / "debug.log", 0o640)
     _round_trip(repo, wt, "perm", how)
+
+
+# ---------------------------------------------------------------- flags git sets itself
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_ignore_stat_sets_no_flag_that_was_not_there(repo, worktrees, when, how):
+    # core.ignoreStat marks what git writes assume-unchanged: set before the worktree
+    # was added, every entry has the flag; set after, only those written since.
+    if when == "before":
+        git("config", "core.ignoreStat", "true", cwd=repo)
+    wt = worktrees(repo, "istat")
+    git("config", "core.ignoreStat", "true", cwd=repo)
+    (wt / "README.md").write_text("edited\n")
+    git("add", "README.md", cwd=wt)
+    git("update-index", "--no-assume-unchanged", "src/util.py", cwd=wt)
+    (wt / "src" / "util.py").write_text("edited, unstaged\n")
+    (wt / "src" / "app.py").write_text("edited behind the flag\n")
+    (wt / "new.txt").write_text("untracked\n")
+    flagged = {ln[2:] for ln in git("ls-files", "-v", cwd=wt).splitlines() if ln[0].islower()}
+    assert "README.md" in flagged and "src/util.py" not in flagged
+    assert ("src/app.py" in flagged) == (when == "before")
+    _round_trip(repo, wt, "istat", how)
+
+
+def test_ignore_stat_on_every_entry_is_saved_compactly(repo, worktrees):
+    git("config", "core.ignoreStat", "true", cwd=repo)
+    for i in range(80):
+        (repo / "many" / f"f{i}").parent.mkdir(exist_ok=True)
+        (repo / "many" / f"f{i}").write_text(f"{i}\n")
+    git("add", "many", cwd=repo)
+    git("commit", "-qm", "many files", cwd=repo)
+    wt = worktrees(repo, "istatmany")
+    git("update-index", "--no-assume-unchanged", "src/util.py", cwd=wt)
+    (wt / "src" / "util.py").write_text("edited\n")
+    before = exact_state(wt)
+    ao("ao-preserve", "istatmany", cwd=repo)
+    with sqlite3.connect(db_path()) as db:
+        saved = json.loads(db.execute("SELECT worktree_config FROM session_worktrees").fetchone()[0])
+    assert saved["assume_unchanged"] == [".gitignore", "README.md", "data.bin", "many/", "run.sh",
+                                         "src/app.py"]
+    checkout_path_only()
+    ao("ao-restore", "istatmany", cwd=repo)
+    assert_restored(before, exact_state(wt))
+
+
+def test_ignore_stat_flags_nothing_a_conflicted_restore_writes(repo, worktrees):
+    # No flags are put back after a conflict: git-ao's own git must set none.
+    wt = worktrees(repo, "istatcfl")
+    (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", "istatcfl", cwd=repo)
+    commit_on(repo, "istatcfl", {"README.md": "theirs\n"})
+    git("config", "core.ignoreStat", "true", cwd=repo)
+    checkout_path_only()
+    ao("ao-restore", "istatcfl", cwd=repo, rc=3)
+    assert [ln for ln in git("ls-files", "-v", cwd=wt).splitlines() if ln[0].islower()] == []
