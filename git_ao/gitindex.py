@@ -42,6 +42,12 @@ def add_intent_to_add(cwd: str, paths: Sequence[str]) -> None:
              "--pathspec-file-nul"], cwd, input=git.join_z(paths))
 
 
+def drop_fsmonitor(cwd: str) -> None:
+    """`git update-index --no-fsmonitor`: the index loses its fsmonitor extension and
+    with it every entry's fsmonitor-valid bit, so git looks at each file once."""
+    git.run(["update-index", "--no-fsmonitor"], cwd)
+
+
 def checkout_head(cwd: str) -> None:
     """`git read-tree -m -u HEAD` in a worktree added with --no-checkout: fills the index
     and the files from HEAD, honouring its sparse-checkout patterns."""

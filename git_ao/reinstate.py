@@ -25,7 +25,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from . import git, gitquery, snapshot, trash, worktree
+from . import git, gitindex, gitquery, snapshot, trash, worktree
 from .errors import AoError
 from .records import Save
 
@@ -273,6 +273,23 @@ def undo(common_dir: str, placed: Placed) -> None:
     entry.meta.pop("reinstating", None)
     entry.meta.pop("admin", None)
     trash.mark(entry, proof_failed=True)
+
+
+def forget_fsmonitor(placed: Placed) -> bool:
+    """Drop the fsmonitor extension of the index put back, when it has one (its
+    signature `FSMN` is in the file: a path holding those letters costs one needless
+    rewrite). Its bits vouch for files since the monitor's last answer, and no
+    monitor watched the directory while it was in the trash; the checkout path's
+    index, written with the fsmonitor off, has none either. Returns True when it
+    rewrote the index. Raises GitError."""
+    try:
+        with open(os.path.join(placed.admin, "index"), "rb") as fh:
+            if b"FSMN" not in fh.read():
+                return False
+    except FileNotFoundError:
+        return False
+    gitindex.drop_fsmonitor(placed.path)
+    return True
 
 
 def finish(placed: Placed) -> None:

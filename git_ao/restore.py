@@ -250,6 +250,11 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
         crashpoint.hit("restore:after-ref-delete")
         msg = f"restored at {path} from the trash"
         kept = False
+    try:
+        reinstate.forget_fsmonitor(placed)
+    except AoError as exc:
+        # A stale fsmonitor answer costs nothing of the work, which is all back.
+        ctx.log("restore", s.id, "fsmonitor-kept", error=str(exc))
     reinstate.finish(placed)
     return Outcome(s.id, "restore", Status.OK, msg, data), kept, ""
 

@@ -325,3 +325,22 @@ def test_ignore_stat_flags_nothing_a_conflicted_restore_writes(repo, worktrees):
     checkout_path_only()
     ao("ao-restore", "istatcfl", cwd=repo, rc=3)
     assert [ln for ln in git("ls-files", "-v", cwd=wt).splitlines() if ln[0].islower()] == []
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_no_entry_comes_back_fsmonitor_valid(repo, worktrees, tmp_path, how):
+    # The fsmonitor-valid bits vouch for files since the monitor's last answer; no
+    # monitor watched the directory while it was away, so none comes back and git
+    # looks at every file once. A monitor that answers "nothing changed" shows it.
+    hook = tmp_path / "quiet-fsmonitor"
+    hook.write_text("#!/bin/sh\nprintf '%s\\0' \"${2:-0}\"\n")
+    hook.chmod(0o755)
+    git("config", "core.fsmonitor", str(hook), cwd=repo)
+    wt = worktrees(repo, "fsmv")
+    (wt / "README.md").write_text("edited\n")
+    git("status", cwd=wt)
+    (wt / "src" / "app.py").write_text("edited behind the monitor's back\n")
+    assert "src/app.py" not in git("status", "--porcelain", cwd=wt)
+    _round_trip(repo, wt, "fsmv", how)
+    assert not [ln for ln in git("ls-files", "-f", cwd=wt).splitlines() if ln[0].islower()]
+    assert " M src/app.py" in git("status", "--porcelain", cwd=wt).splitlines()
