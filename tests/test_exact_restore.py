@@ -109,6 +109,38 @@ RESETS = {
 }
 
 
+# Other commands that move index entries outside the patterns and keep (or drop)
+# their skip-worktree flag.
+MOVES = {
+    "reset-keep": [["reset", "-q", "--keep", "update-folder1"]],
+    "reset-merge": [["!write", "a", "edited\n"], ["reset", "-q", "--merge", "update-folder2"]],
+    "restore-staged": [["restore", "--staged", "--source", "update-folder1", "--",
+                        "folder1/a"]],
+    "read-tree": [["read-tree", "update-folder2"]],
+    "rm-cached": [["rm", "-q", "--cached", "--sparse", "folder1/a"]],
+    "checkout-pathspec": [["checkout", "update-folder2", "--", "folder2/a"]],
+}
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("move", sorted(MOVES))
+def test_index_moved_outside_the_cone(repo, worktrees, move, how):
+    wt = _sparse_worktree(repo, worktrees, "mv", "cone")
+    _run_steps(wt, MOVES[move])
+    _round_trip(repo, wt, "mv", how)
+
+
+def _run_steps(wt, steps):
+    for args in steps:
+        if args[0] == "!write":
+            (wt / args[1]).parent.mkdir(exist_ok=True)
+            (wt / args[1]).write_text(args[2])
+        elif args[0] == "!rm":
+            os.unlink(wt / args[1])
+        else:
+            git(*args, cwd=wt)
+
+
 @pytest.mark.parametrize("how", PATHS)
 @pytest.mark.parametrize("reset", sorted(RESETS))
 @pytest.mark.parametrize("mode", ["cone", "non-cone"])
@@ -150,16 +182,10 @@ def _update_index_states(wt):
 @pytest.mark.parametrize("how", PATHS)
 @pytest.mark.parametrize("name", ["present-edited", "flag-cleared", "added", "removed", "again",
                                   "cacheinfo", "cacheinfo-flagged", "in-cone-flagged"])
-def test_update_index_outside_the_cone(repo, worktrees, name, how):
-    wt = _sparse_worktree(repo, worktrees, "upi", "cone")
-    for args in _update_index_states(wt)[name]:
-        if args[0] == "!write":
-            (wt / args[1]).parent.mkdir(exist_ok=True)
-            (wt / args[1]).write_text(args[2])
-        elif args[0] == "!rm":
-            os.unlink(wt / args[1])
-        else:
-            git(*args, cwd=wt)
+@pytest.mark.parametrize("mode", ["cone", "non-cone"])
+def test_update_index_outside_the_cone(repo, worktrees, mode, name, how):
+    wt = _sparse_worktree(repo, worktrees, "upi", mode)
+    _run_steps(wt, _update_index_states(wt)[name])
     _round_trip(repo, wt, "upi", how)
 
 
