@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections import Counter
 from typing import Any
 
 from . import git, gitindex, gitparse, gitquery, walk
@@ -51,8 +52,12 @@ def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags
         absent = [p for p in flags.skip_worktree if p not in shown]
         if absent:
             wc["skip_worktree_absent"] = compact(absent, paths)
-    modes = _walked_modes(walked, st.ignored) if walked is not None else \
-        _private_modes(path, [e.path for e in st.changed] + st.untracked)
+    if walked is not None:
+        wc["mode_base"], modes, dir_modes = _walked_modes(walked, st.ignored)
+        if dir_modes:
+            wc["dir_modes"] = dir_modes
+    else:
+        modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
     if modes:
         wc["modes"] = modes
     return wc
@@ -152,19 +157,36 @@ def _private_modes(path: str, rels: list[str]) -> dict[str, str]:
     return out
 
 
-def _walked_modes(walked: walk.Walk, ignored: list[str]) -> dict[str, str]:
-    """`_private_modes` of every file the walk saw, tracked and unchanged ones too
-    (a committed file made 0600 is no change to git), from the walk's stat data.
-    Ignored files and those of nested repositories are left out: they come back,
-    if at all, by a rename that keeps their modes."""
+def _walked_modes(walked: walk.Walk, ignored: list[str]
+                  ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The permission bits of every file and directory the walk saw, from its stat
+    data: (base, files, dirs). base: the bits most plain files, executables and
+    directories have ({"file": "0644", "exec": "0755", "dir": "0755"}); files and
+    dirs: {path: "0600"} for those with other bits, tracked and unchanged ones too
+    (a committed file made 0600 is no change to git). With the base a restore
+    under another umask gives back the bits the files had. Ignored paths and those
+    of nested repositories are left out: they come back, if at all, by a rename
+    that keeps their bits."""
+    kinds: dict[str, Counter[int]] = {"file": Counter(), "exec": Counter(), "dir": Counter()}
+    for e in walked.entries.values():
+        if e.kind == "file":
+            kinds["exec" if e.mode & 0o100 else "file"][stat.S_IMODE(e.mode)] += 1
+    for mode in walked.dirs.values():
+        kinds["dir"][stat.S_IMODE(mode)] += 1
     mask = _umask()
-    out = {}
+    base = {k: c.most_common(1)[0][0] if c else _default(0o100 * (k != "file"), mask)
+            for k, c in kinds.items()}
+    files, dirs = {}, {}
     for rel, e in walked.entries.items():
         perm = stat.S_IMODE(e.mode)
-        if e.kind == "file" and perm != _default(e.mode, mask) \
+        if e.kind == "file" and perm != base["exec" if e.mode & 0o100 else "file"] \
                 and not walked.under_nested(rel) and not walk.under(rel, ignored):
-            out[rel] = f"{perm:04o}"
-    return out
+            files[rel] = f"{perm:04o}"
+    for rel, mode in walked.dirs.items():
+        if stat.S_IMODE(mode) != base["dir"] and rel not in walked.nested \
+                and not walked.under_nested(rel) and not walk.under(rel, ignored):
+            dirs[rel] = f"{stat.S_IMODE(mode):04o}"
+    return {k: f"{v:04o}" for k, v in base.items()}, files, dirs
 
 
 def _default(mode: int, mask: int) -> int:
@@ -197,20 +219,59 @@ def put_config(git_dir: str, wc: dict[str, Any]) -> None:
 def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
     """After the apply: give back the index flags recorded in `wc` (intent-to-add,
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
-    away again when `fresh`, it was only just checked out) and the permission bits.
-    Returns the problems met, as lines. Raises GitError."""
+    away again when `fresh`, it was only just checked out). Returns the problems
+    met, as lines. Raises GitError."""
     # `git stash apply --index` stages a file that W has and I lacks: take it out
     # of the index again and mark it intent-to-add, as it was.
     ita = wc.get("intent_to_add", [])
     gitindex.set_index_flag(path, ita, "--force-remove")
     problems = _intent_to_add(path, ita)
     _put_index_flags(path, wc, fresh)
-    # Last: the files the flags wrote take their modes too.
-    for rel, mode in wc.get("modes", {}).items():
-        full = os.path.join(path, rel)
-        if os.path.isfile(full) and not os.path.islink(full):
-            os.chmod(full, int(mode, 8))
     return problems
+
+
+def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+    """Give back the permission bits `wc` records, after the apply. When the save
+    has a base (`_walked_modes`) other than what this process's umask gives and
+    the worktree is `fresh` (every file in it was just written under that umask),
+    every file and directory takes its recorded bits or the base's; else only the
+    recorded ones are set. `.git` and submodules' checkouts are left alone.
+    Returns the paths whose bits could not be set."""
+    files, dirs = dict(wc.get("modes", {})), dict(wc.get("dir_modes", {}))
+    base = wc.get("mode_base")
+    walked = []
+    if base and fresh and base != _base(_umask()):
+        for root, dnames, fnames in os.walk(path):
+            dnames[:] = [d for d in dnames if d != ".git"
+                         and not os.path.lexists(os.path.join(root, d, ".git"))]
+            rel = os.path.relpath(root, path)
+            walked += [r if rel == "." else f"{rel}/{r}" for r in fnames + dnames if r != ".git"]
+    failed = []
+    # Deepest first: a directory's own bits come after what it holds.
+    for rel in sorted(set(walked) | set(files) | set(dirs), key=lambda r: -r.count("/")):
+        full = os.path.join(path, rel)
+        try:
+            st = os.lstat(full)
+            if stat.S_ISREG(st.st_mode):
+                want = files.get(rel) or (base or {}).get(
+                    "exec" if st.st_mode & 0o100 else "file")
+            elif stat.S_ISDIR(st.st_mode):
+                want = dirs.get(rel) or (base or {}).get("dir")
+            else:
+                continue
+            if want and stat.S_IMODE(st.st_mode) != int(want, 8):
+                os.chmod(full, int(want, 8))
+        except FileNotFoundError:
+            continue
+        except OSError:
+            failed.append(rel)
+    return failed
+
+
+def _base(mask: int) -> dict[str, str]:
+    """The base a checkout under the umask `mask` gives (see `_walked_modes`)."""
+    return {"file": f"{_default(0, mask):04o}", "exec": f"{_default(0o100, mask):04o}",
+            "dir": f"{_default(0o100, mask):04o}"}
 
 
 def _put_index_flags(path: str, wc: dict[str, Any], fresh: bool) -> None:

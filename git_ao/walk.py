@@ -71,6 +71,7 @@ class Walk:
     root: str
     started_ns: int
     entries: dict[str, Entry] = field(default_factory=dict)
+    dirs: dict[str, int] = field(default_factory=dict)  # st_mode of each directory below root
     nested: list[str] = field(default_factory=list)
     blockers: list[Blocker] = field(default_factory=list)
 
@@ -192,6 +193,7 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                 w.blockers.append(Blocker(path, f"cannot open the directory ({exc.strerror}), "
                                                 "so what it holds is unknown"))
                 continue
+            w.dirs[path] = st.st_mode
             stack.append((sub, path, _list(w, sub, path)))
     finally:
         for fd, _rel, _pending in stack:

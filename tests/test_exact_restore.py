@@ -370,3 +370,37 @@ def test_no_entry_comes_back_fsmonitor_valid(repo, worktrees, tmp_path, how):
     _round_trip(repo, wt, "fsmv", how)
     assert not [ln for ln in git("ls-files", "-f", cwd=wt).splitlines() if ln[0].islower()]
     assert " M src/app.py" in git("status", "--porcelain", cwd=wt).splitlines()
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_permission_bits_of_directories(repo, worktrees, how):
+    wt = worktrees(repo, "dperm")
+    os.chmod(wt / "src", 0o700)  # tracked files only, none changed
+    (wt / "keys" / "deep").mkdir(parents=True)
+    (wt / "keys" / "deep" / "id").write_text("secret\n")
+    os.chmod(wt / "keys", 0o750)
+    os.chmod(wt / "keys" / "deep", 0o711)
+    _round_trip(repo, wt, "dperm", how)
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("masks", [(0o002, 0o022), (0o022, 0o077)])
+def test_restored_under_another_umask(repo, worktrees, masks, how):
+    # A shell's umask at the shutdown, a service's at the boot: the files come
+    # back with the bits they had, not the ones the restore's umask gives.
+    old = os.umask(masks[0])
+    try:
+        wt = worktrees(repo, "umask")
+        (wt / "README.md").write_text("edited\n")
+        (wt / "new dir").mkdir()
+        (wt / "new dir" / "new.txt").write_text("untracked\n")
+        (wt / "run.sh").chmod(0o777 & ~masks[0])
+        before = exact_state(wt)
+        ao("ao-preserve", "umask", cwd=repo)
+        if how == "checkout":
+            checkout_path_only()
+        os.umask(masks[1])
+        ao("ao-restore", "umask", cwd=repo)
+    finally:
+        os.umask(old)
+    assert_restored(before, exact_state(wt))

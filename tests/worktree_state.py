@@ -118,11 +118,11 @@ def _admin_dir(path: str) -> str:
 
 def exact_state(path) -> dict:
     """`state(path)` and what it leaves out: the permission bits of every regular file
-    (ignored ones too), the sparse-checkout patterns and the worktree's sparse
-    settings. What the slow restore path must give back beyond the contents."""
+    (ignored ones too) and of the directories holding them, the sparse-checkout
+    patterns and the worktree's sparse settings. What the slow restore path must give back beyond the contents."""
     path = str(path)
     out = state(path)
-    modes = {}
+    modes, dirs = {}, set()
     for rel in _z(_git(path, "ls-files", "-z", "--cached", "--others")):
         full = os.path.join(path.encode(), rel)
         try:
@@ -131,7 +131,11 @@ def exact_state(path) -> dict:
             continue
         if stat.S_ISREG(st.st_mode):
             modes[rel] = oct(stat.S_IMODE(st.st_mode))
+            parts = rel.split(b"/")
+            dirs.update(b"/".join(parts[:i]) for i in range(1, len(parts)))
     out["modes"] = modes
+    out["dir_modes"] = {d: oct(stat.S_IMODE(os.lstat(os.path.join(path.encode(), d)).st_mode))
+                        for d in sorted(dirs)}
     try:
         with open(os.path.join(_admin_dir(path), "info", "sparse-checkout"), "rb") as fh:
             out["sparse_patterns"] = fh.read()
