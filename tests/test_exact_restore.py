@@ -404,3 +404,15 @@ def test_restored_under_another_umask(repo, worktrees, masks, how):
     finally:
         os.umask(old)
     assert_restored(before, exact_state(wt))
+
+
+def test_permission_bits_after_a_conflicted_apply(repo, worktrees):
+    wt = worktrees(repo, "cflmode")
+    (wt / "README.md").write_text("mine\n")
+    (wt / "id_key").write_text("secret\n")
+    os.chmod(wt / "id_key", 0o600)
+    ao("ao-preserve", "cflmode", cwd=repo)
+    commit_on(repo, "cflmode", {"README.md": "theirs\n"})
+    ao("ao-restore", "cflmode", cwd=repo, rc=3)
+    assert "<<<<<<<" in (wt / "README.md").read_text()
+    assert oct(os.stat(wt / "id_key").st_mode & 0o777) == oct(0o600)
