@@ -11,9 +11,10 @@ and the ref moved on with compare-and-swap, a bounded number of times
 
 from __future__ import annotations
 
+import json
 import os
 
-from . import crashpoint, git, snapshot, trash, walk, witness, worktree
+from . import crashpoint, git, private, snapshot, trash, walk, witness, worktree
 from .batch import RepoCache
 from .errors import AoError, Failed
 from .outcome import Outcome, Status
@@ -74,7 +75,7 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             return late + [UNSETTLED] if uncaptured else late
         late = sorted(set(late) | set(changed))
         try:
-            again = snapshot.capture(moved, v.git_dir, meta)
+            again = snapshot.capture(moved, v.git_dir, meta, walked=after)
         except AoError as exc:
             ctx.log("preserve", s.id, "late-capture-failed", trash=moved, error=str(exc))
             return late + [UNSETTLED]
@@ -83,13 +84,24 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             git.update_ref(moved, ref, again.commit, save.preserved_commit or None,
                            message=f"git-ao preserve {s.id} (written after the capture)")
             save = Save(s.id, s.common_dir, save.worktree_path, again.branch, again.head,
-                        again.detached, ref, again.commit, save.private_config, now_ns())
+                        again.detached, ref, again.commit,
+                        _late_config(save.private_config, again.private_config), now_ns())
             ctx.store.record_save(save, terminate=True)
             ctx.log("preserve", s.id, "captured-late", commit=again.commit, paths=len(changed))
         before, cap = after, again
         captured = witness.captured_blobs(moved, again.head, again.worktree_tree,
                                           again.untracked_tree)
     return late + [UNSETTLED]
+
+
+def _late_config(first: str | None, again: str | None) -> str | None:
+    """The private config of a capture taken again from the moved copy (flags and
+    bits written late are in it), with what only the first capture could read: the
+    per-worktree refs found in the admin dir before the move (`worktree_refs`)."""
+    old, new = private.load(first), private.load(again)
+    if "worktree_refs" in old:
+        new["worktree_refs"] = old["worktree_refs"]
+    return json.dumps(new, sort_keys=True) if new else None
 
 
 def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | None:

@@ -416,3 +416,24 @@ def test_permission_bits_after_a_conflicted_apply(repo, worktrees):
     ao("ao-restore", "cflmode", cwd=repo, rc=3)
     assert "<<<<<<<" in (wt / "README.md").read_text()
     assert oct(os.stat(wt / "id_key").st_mode & 0o777) == oct(0o600)
+
+
+def test_private_state_written_after_the_capture_is_saved(repo, worktrees):
+    # An agent writes between the capture and the move: the capture taken again
+    # from the moved copy brings its private state (bits, intent-to-add) along.
+    from tests.test_live_agents import _paused_at
+
+    wt = worktrees(repo, "lateprv")
+    (wt / "a.txt").write_text("work\n")
+    with _paused_at("preserve:after-capture", ["ao-preserve", "lateprv"], repo) as result:
+        (wt / "late.key").write_text("secret\n")
+        os.chmod(wt / "late.key", 0o600)
+        os.chmod(wt / "README.md", 0o640)
+        (wt / "late-ita.txt").write_text("meant to be added\n")
+        git("add", "-N", "late-ita.txt", cwd=wt)
+        before = exact_state(wt)
+    out, err, rc = result[0]
+    assert rc == 0 and "written after the first capture" in out, out + err
+    checkout_path_only()
+    ao("ao-restore", "lateprv", cwd=repo)
+    assert_restored(before, exact_state(wt))

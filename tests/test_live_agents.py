@@ -117,7 +117,7 @@ def _paused_at(point: str, argv: list[str], cwd: Path):
         stopped = None
         while stopped is None:  # wait for it to have stopped itself
             family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(True)]
-            stopped = next((p for p in family if p.status() == psutil.STATUS_STOPPED), None)
+            stopped = next((p for p in family if _status(p) == psutil.STATUS_STOPPED), None)
             time.sleep(0.01)
         yield result
         stopped.resume()
@@ -125,6 +125,14 @@ def _paused_at(point: str, argv: list[str], cwd: Path):
         result.append((out, err, proc.returncode))
     finally:
         proc.kill()
+
+
+def _status(p: psutil.Process) -> str | None:
+    """The process's status, None once it is gone (a git child that just ended)."""
+    try:
+        return p.status()
+    except psutil.NoSuchProcess:
+        return None
 
 
 @pytest.mark.parametrize("change", ["to-directory", "truncated", "removed"])
