@@ -56,6 +56,11 @@ def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags
         wc["mode_base"], modes, dir_modes = _walked_modes(walked, st.ignored)
         if dir_modes:
             wc["dir_modes"] = dir_modes
+        # git keeps no directory: an empty one comes back only from this list.
+        empty = [d for d in walked.empty if not walked.under_nested(d)
+                 and not walk.under(d, st.ignored)]
+        if empty:
+            wc["empty_dirs"] = empty
     else:
         modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
     if modes:
@@ -231,7 +236,8 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
 
 
 def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
-    """Give back the permission bits `wc` records, after the apply. When the save
+    """Give back the empty directories (when `fresh`) and the permission bits `wc`
+    records, after the apply. When the save
     has a base (`_walked_modes`) other than what this process's umask gives and
     the worktree is `fresh` (every file in it was just written under that umask),
     every file and directory takes its recorded bits or the base's; else only the
@@ -239,6 +245,11 @@ def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
     Returns the paths whose bits could not be set."""
     files, dirs = dict(wc.get("modes", {})), dict(wc.get("dir_modes", {}))
     base = wc.get("mode_base")
+    for rel in wc.get("empty_dirs", []) if fresh else []:
+        try:
+            os.makedirs(os.path.join(path, rel), exist_ok=True)
+        except OSError:
+            pass  # a file stands in its way now: the work there wins
     walked = []
     if base and fresh and base != _base(_umask()):
         for root, dnames, fnames in os.walk(path):

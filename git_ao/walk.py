@@ -72,6 +72,7 @@ class Walk:
     started_ns: int
     entries: dict[str, Entry] = field(default_factory=dict)
     dirs: dict[str, int] = field(default_factory=dict)  # st_mode of each directory below root
+    empty: list[str] = field(default_factory=list)  # the directories holding nothing
     nested: list[str] = field(default_factory=list)
     blockers: list[Blocker] = field(default_factory=list)
 
@@ -194,7 +195,10 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                                                 "so what it holds is unknown"))
                 continue
             w.dirs[path] = st.st_mode
-            stack.append((sub, path, _list(w, sub, path)))
+            listed = _list(w, sub, path)
+            if not listed:
+                w.empty.append(path)
+            stack.append((sub, path, listed))
     finally:
         for fd, _rel, _pending in stack:
             if fd != top_fd:

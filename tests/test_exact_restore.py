@@ -437,3 +437,15 @@ def test_private_state_written_after_the_capture_is_saved(repo, worktrees):
     checkout_path_only()
     ao("ao-restore", "lateprv", cwd=repo)
     assert_restored(before, exact_state(wt))
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("dirty", [False, True])
+def test_empty_directories_come_back(repo, worktrees, dirty, how):
+    wt = worktrees(repo, "empty")
+    (wt / "out" / "a" / "b").mkdir(parents=True)
+    (wt / "spool").mkdir(mode=0o700)
+    (wt / "build" / "cache").mkdir(parents=True)  # ignored: comes back from the trash
+    if dirty:
+        (wt / "README.md").write_text("edited\n")
+    _round_trip(repo, wt, "empty", how)

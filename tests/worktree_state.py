@@ -118,8 +118,8 @@ def _admin_dir(path: str) -> str:
 
 def exact_state(path) -> dict:
     """`state(path)` and what it leaves out: the permission bits of every regular file
-    (ignored ones too) and of the directories holding them, the sparse-checkout
-    patterns and the worktree's sparse settings. What the slow restore path must give back beyond the contents."""
+    (ignored ones too) and of the directories holding them, every directory (empty
+    ones too), the sparse-checkout patterns and the worktree's sparse settings. What the slow restore path must give back beyond the contents."""
     path = str(path)
     out = state(path)
     modes, dirs = {}, set()
@@ -136,6 +136,10 @@ def exact_state(path) -> dict:
     out["modes"] = modes
     out["dir_modes"] = {d: oct(stat.S_IMODE(os.lstat(os.path.join(path.encode(), d)).st_mode))
                         for d in sorted(dirs)}
+    out["directories"] = sorted(
+        os.path.relpath(os.path.join(root, d), path)
+        for root, dnames, _ in os.walk(path) for d in dnames
+        if d != ".git" and not root.startswith(os.path.join(path, ".git")))
     try:
         with open(os.path.join(_admin_dir(path), "info", "sparse-checkout"), "rb") as fh:
             out["sparse_patterns"] = fh.read()
