@@ -373,6 +373,23 @@ def test_no_entry_comes_back_fsmonitor_valid(repo, worktrees, tmp_path, how):
 
 
 @pytest.mark.parametrize("how", PATHS)
+def test_executable_bit_changes(repo, worktrees, how):
+    wt = worktrees(repo, "xbit")
+    (wt / "tool.sh").write_text("#!/bin/sh\n")
+    os.chmod(wt / "tool.sh", 0o755)
+    git("add", "tool.sh", cwd=wt)
+    git("commit", "-qm", "an executable", cwd=wt)
+    git("update-index", "--chmod=+x", "README.md", cwd=wt)  # staged only: still 0644
+    os.chmod(wt / "run.sh", 0o755)  # unstaged
+    os.chmod(wt / "tool.sh", 0o644)  # unstaged, the other way
+    git("update-index", "--chmod=-x", "tool.sh", cwd=wt)
+    os.chmod(wt / "src" / "util.py", 0o755)
+    git("add", "src/util.py", cwd=wt)
+    os.chmod(wt / "src" / "util.py", 0o644)  # staged +x, then -x on disk
+    _round_trip(repo, wt, "xbit", how)
+
+
+@pytest.mark.parametrize("how", PATHS)
 def test_permission_bits_of_directories(repo, worktrees, how):
     wt = worktrees(repo, "dperm")
     os.chmod(wt / "src", 0o700)  # tracked files only, none changed
