@@ -137,6 +137,10 @@ def _run_steps(wt, steps):
             (wt / args[1]).write_text(args[2])
         elif args[0] == "!rm":
             os.unlink(wt / args[1])
+        elif args[0] == "!mv":
+            os.rename(wt / args[1], wt / args[2])
+        elif args[0] == "!ln":
+            os.symlink(args[1], wt / args[2])
         else:
             git(*args, cwd=wt)
 
@@ -271,6 +275,42 @@ def test_intent_to_add_whose_file_is_gone(repo, worktrees, how):
     git("add", "-N", "README.md", cwd=wt)
     os.unlink(wt / "README.md")
     _round_trip(repo, wt, "itagone", how)
+
+
+# ---------------------------------------------------------------- t3903's states
+
+
+STASH_STATES = {
+    # 'stash handles skip-worktree entries nicely'
+    "skip-worktree-staged": [["!write", "README.md", "changed\n"], ["add", "README.md"],
+                             ["update-index", "--skip-worktree", "README.md"],
+                             ["!rm", "README.md"]],
+    # 'stash rm then recreate'
+    "rm-then-recreate": [["rm", "-q", "README.md"], ["!write", "README.md", "bar7\n"]],
+    # 'stash rm and ignore', '... (stage .gitignore)'
+    "rm-and-ignore": [["rm", "-q", "README.md"], ["!write", ".gitignore", "README.md\n"]],
+    "rm-and-ignore-staged": [["rm", "-q", "README.md"], ["!write", ".gitignore", "README.md\n"],
+                             ["add", ".gitignore"]],
+    # 'stash is not confused by partial renames'
+    "partial-rename": [["!mv", "README.md", "renamed"], ["add", "renamed"]],
+    # 'stash file to symlink', '(stage rm)', '(full stage)'
+    "file-to-symlink": [["!rm", "README.md"], ["!ln", "data.bin", "README.md"]],
+    "file-to-symlink-stage-rm": [["rm", "-q", "README.md"], ["!ln", "data.bin", "README.md"]],
+    "file-to-symlink-full": [["rm", "-q", "README.md"], ["!ln", "data.bin", "README.md"],
+                             ["add", "README.md"]],
+    # 'git stash succeeds despite directory/file change'
+    "directory-to-file": [["rm", "-q", "-r", "src"], ["!write", "src", "now a file\n"]],
+    # 'stash --keep-index with file deleted in index does not resurrect it on disk'
+    "deleted-in-index": [["rm", "-q", "--cached", "README.md"], ["!rm", "README.md"]],
+}
+
+
+@pytest.mark.parametrize("how", PATHS)
+@pytest.mark.parametrize("name", sorted(STASH_STATES))
+def test_stash_states(repo, worktrees, name, how):
+    wt = worktrees(repo, "st")
+    _run_steps(wt, STASH_STATES[name])
+    _round_trip(repo, wt, "st", how)
 
 
 # ---------------------------------------------------------------- permission bits
