@@ -55,6 +55,9 @@ def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags
             wc["skip_worktree_absent"] = compact(absent, paths)
     if walked is not None:
         wc["mode_base"], modes, dir_modes = _walked_modes(walked, st.ignored)
+        top = stat.S_IMODE(os.lstat(path).st_mode)
+        if top != int(wc["mode_base"]["dir"], 8):
+            dir_modes["."] = f"{top:04o}"  # the worktree's own directory
         if dir_modes:
             wc["dir_modes"] = dir_modes
         # git keeps no directory: an empty one comes back only from this list.
@@ -253,6 +256,7 @@ def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
             pass  # a file stands in its way now: the work there wins
     written = []
     if base and fresh and base != _base(_umask()):
+        written.append(".")
         for root, dnames, fnames in os.walk(path):
             dnames[:] = [d for d in dnames if d != ".git"
                          and not os.path.lexists(os.path.join(root, d, ".git"))]

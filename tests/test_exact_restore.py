@@ -432,6 +432,7 @@ def test_executable_bit_changes(repo, worktrees, how):
 @pytest.mark.parametrize("how", PATHS)
 def test_permission_bits_of_directories(repo, worktrees, how):
     wt = worktrees(repo, "dperm")
+    os.chmod(wt, 0o750)
     os.chmod(wt / "src", 0o700)  # tracked files only, none changed
     (wt / "keys" / "deep").mkdir(parents=True)
     (wt / "keys" / "deep" / "id").write_text("secret\n")
