@@ -1,9 +1,10 @@
 """What a worktree keeps outside its commits: sparse-checkout patterns,
 `config.worktree`, index flags (intent-to-add, assume-unchanged,
-skip-worktree) and permission bits git does not record. `collect` reads them
-into the save's private config (a JSON object, records.Save.private_config);
-`put_config` writes the admin files back before the checkout and `put_flags`
-the flags and modes after the apply (replay.py).
+skip-worktree), permission bits git does not record and empty directories.
+`collect` reads them into the save's private config (a JSON object,
+records.Save.private_config); on the checkout path of a restore `put_config`
+writes the admin files back before the checkout, `put_flags` the flags after
+the apply (replay.py) and `put_modes` the directories and bits last.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags
             wc["skip_worktree_absent"] = compact(absent, paths)
     if walked is not None:
         wc["mode_base"], modes, dir_modes = _walked_modes(walked, st.ignored)
+        top = stat.S_IMODE(os.lstat(path).st_mode)
+        if top != int(wc["mode_base"]["dir"], 8):
+            dir_modes["."] = f"{top:04o}"  # the worktree's own directory
         if dir_modes:
             wc["dir_modes"] = dir_modes
         # git keeps no directory: an empty one comes back only from this list.
@@ -237,12 +241,12 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
 
 def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
     """Give back the empty directories (when `fresh`) and the permission bits `wc`
-    records, after the apply. When the save
-    has a base (`_walked_modes`) other than what this process's umask gives and
-    the worktree is `fresh` (every file in it was just written under that umask),
-    every file and directory takes its recorded bits or the base's; else only the
-    recorded ones are set. `.git` and submodules' checkouts are left alone.
-    Returns the paths whose bits could not be set."""
+    records, after the apply. When the save has a base (`_walked_modes`) other
+    than what this process's umask gives and the worktree is `fresh` (every file
+    in it was just written under that umask), every file and directory takes its
+    recorded bits or the base's; else only the recorded ones are set. `.git` and
+    submodules' checkouts are left alone. Returns the paths whose bits could not
+    be set."""
     files, dirs = dict(wc.get("modes", {})), dict(wc.get("dir_modes", {}))
     base = wc.get("mode_base")
     for rel in wc.get("empty_dirs", []) if fresh else []:
@@ -250,16 +254,17 @@ def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
             os.makedirs(os.path.join(path, rel), exist_ok=True)
         except OSError:
             pass  # a file stands in its way now: the work there wins
-    walked = []
+    written = []
     if base and fresh and base != _base(_umask()):
+        written.append(".")
         for root, dnames, fnames in os.walk(path):
             dnames[:] = [d for d in dnames if d != ".git"
                          and not os.path.lexists(os.path.join(root, d, ".git"))]
             rel = os.path.relpath(root, path)
-            walked += [r if rel == "." else f"{rel}/{r}" for r in fnames + dnames if r != ".git"]
+            written += [r if rel == "." else f"{rel}/{r}" for r in fnames + dnames if r != ".git"]
     failed = []
     # Deepest first: a directory's own bits come after what it holds.
-    for rel in sorted(set(walked) | set(files) | set(dirs), key=lambda r: -r.count("/")):
+    for rel in sorted(set(written) | set(files) | set(dirs), key=lambda r: -r.count("/")):
         full = os.path.join(path, rel)
         try:
             st = os.lstat(full)
@@ -287,14 +292,16 @@ def _base(mask: int) -> dict[str, str]:
 
 def _put_index_flags(path: str, wc: dict[str, Any], fresh: bool) -> None:
     """Make the assume-unchanged and skip-worktree flags those `wc` records: set the
-    missing ones and clear the others (but for a sparse checkout saved before its
-    flags were recorded: then only set). A file whose entry loses skip-worktree, or keeps it but was present, is
-    written from the index where it is missing (a sparse checkout left it out); one
-    whose entry gains it and was absent is taken away when `fresh`, with the
-    directories it leaves empty. Raises GitError."""
-    now = gitquery.index_flags(path)
+    missing ones and clear the others (only set them for a sparse checkout saved
+    before its flags were recorded). A file whose entry loses skip-worktree, or
+    keeps it but was present, is written from the index where it is missing (a
+    sparse checkout left it out); one whose entry gains it and was absent is taken
+    away when `fresh`, with the directories it leaves empty. Raises GitError."""
     recorded = [wc.get(k, []) for k in ("skip_worktree", "skip_worktree_absent",
                                         "assume_unchanged")]
+    if fresh and not any(recorded) and "sparse_checkout" not in wc:
+        return  # a fresh checkout without patterns has no flag (core.ignoreStat is off)
+    now = gitquery.index_flags(path)
     paths = now.paths() if any(i.endswith("/") for items in recorded for i in items) else []
     want_skip, absent, want_au = (expand(items, paths) for items in recorded)
     exact = bool(wc.get("exact_flags")) or "sparse_checkout" not in wc

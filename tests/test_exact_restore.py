@@ -432,6 +432,7 @@ def test_executable_bit_changes(repo, worktrees, how):
 @pytest.mark.parametrize("how", PATHS)
 def test_permission_bits_of_directories(repo, worktrees, how):
     wt = worktrees(repo, "dperm")
+    os.chmod(wt, 0o750)
     os.chmod(wt / "src", 0o700)  # tracked files only, none changed
     (wt / "keys" / "deep").mkdir(parents=True)
     (wt / "keys" / "deep" / "id").write_text("secret\n")
@@ -506,3 +507,20 @@ def test_empty_directories_come_back(repo, worktrees, dirty, how):
     if dirty:
         (wt / "README.md").write_text("edited\n")
     _round_trip(repo, wt, "empty", how)
+
+
+def test_a_sparse_save_from_before_the_flags_were_recorded(repo, worktrees):
+    # Saves written before sparse checkouts' skip-worktree flags were recorded
+    # carry none: restore leaves the flags the patterns give, clearing nothing.
+    wt = _sparse_worktree(repo, worktrees, "legacy", "cone")
+    (wt / "deep" / "a").write_text("edited\n")
+    before = exact_state(wt)
+    ao("ao-preserve", "legacy", cwd=repo)
+    with sqlite3.connect(db_path()) as db:
+        saved = json.loads(db.execute("SELECT worktree_config FROM session_worktrees").fetchone()[0])
+        for key in ("exact_flags", "skip_worktree", "skip_worktree_absent", "mode_base"):
+            saved.pop(key, None)
+        db.execute("UPDATE session_worktrees SET worktree_config = ?", (json.dumps(saved),))
+    checkout_path_only()
+    ao("ao-restore", "legacy", cwd=repo)
+    assert_restored(before, exact_state(wt))

@@ -122,7 +122,7 @@ def exact_state(path) -> dict:
     ones too), the sparse-checkout patterns and the worktree's sparse settings. What the slow restore path must give back beyond the contents."""
     path = str(path)
     out = state(path)
-    modes, dirs = {}, set()
+    modes, dirs = {}, {b"."}
     for rel in _z(_git(path, "ls-files", "-z", "--cached", "--others")):
         full = os.path.join(path.encode(), rel)
         try:
