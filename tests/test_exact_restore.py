@@ -147,7 +147,7 @@ def _run_steps(wt, steps):
 
 @pytest.mark.parametrize("how", PATHS)
 @pytest.mark.parametrize("reset", sorted(RESETS))
-@pytest.mark.parametrize("mode", ["cone", "non-cone"])
+@pytest.mark.parametrize("mode", sorted(SPARSE))
 def test_reset_with_pathspec_outside_the_cone(repo, worktrees, mode, reset, how):
     # t1092 'reset with pathspecs outside sparse definition', 'reset with wildcard
     # pathspec', 'checkout and reset (mixed)': the index moves, skip-worktree stays.
