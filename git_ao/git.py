@@ -48,9 +48,8 @@ _REPO_ENV = (
 # invisible to capture, which must see every change. An fsmonitor hook is also user code.
 # core.trustctime and core.checkStat at their defaults: with ctime ignored, a
 # same-size rewrite that keeps the mtime looks unchanged to git's stat cache.
-# core.ignoreStat off: under it git marks every entry it writes assume-unchanged,
-# so a restore would hide later edits of files that had no such flag; restore
-# sets exactly the flags the save recorded.
+# core.ignoreStat off: git would mark every entry a restore writes assume-unchanged
+# (restore sets exactly the flags the save recorded).
 _GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
                 "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
                 "-c", "core.trustctime=true", "-c", "core.checkStat=default",

@@ -42,6 +42,15 @@ def add_intent_to_add(cwd: str, paths: Sequence[str]) -> None:
              "--pathspec-file-nul"], cwd, input=git.join_z(paths))
 
 
+def collapse_sparse(cwd: str) -> None:
+    """Write a sparse index again whole: read expanded (`-c index.sparse=false`) and
+    written out, then read and written as a sparse index, so each directory outside
+    the patterns is one entry again. `git update-index --[no-]skip-worktree` opens
+    the directories it touches and git leaves them open."""
+    git.run(["-c", "index.sparse=false", "update-index", "--force-write-index"], cwd)
+    git.run(["update-index", "--force-write-index"], cwd)
+
+
 def drop_fsmonitor(cwd: str) -> None:
     """`git update-index --no-fsmonitor`: the index loses its fsmonitor extension and
     with it every entry's fsmonitor-valid bit, so git looks at each file once."""

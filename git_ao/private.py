@@ -320,11 +320,24 @@ def _put_index_flags(path: str, wc: dict[str, Any], fresh: bool) -> None:
     for rel in added if fresh else []:
         if rel in absent:
             _remove_file(path, rel)
+    # After the removals: git clears skip-worktree of a file it finds present.
+    if (unskip or added) and _sparse_index(path):
+        gitindex.collapse_sparse(path)
     au = set(now.assume_unchanged)
     gitindex.set_index_flag(path, sorted(p for p in want_au - au if p in index),
                             "--assume-unchanged")
     if exact:
         gitindex.set_index_flag(path, sorted(au - want_au), "--no-assume-unchanged")
+
+
+def _sparse_index(path: str) -> bool:
+    """Is the worktree's index a sparse index (its `sdir` extension's signature is in
+    the file; a path holding those letters costs one needless rewrite)?"""
+    try:
+        with open(os.path.join(git.repo_dirs(path).git_dir, "index"), "rb") as fh:
+            return b"sdir" in fh.read()
+    except FileNotFoundError:
+        return False
 
 
 def _remove_file(path: str, rel: str) -> None:

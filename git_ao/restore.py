@@ -144,7 +144,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
             outcome = _apply_saved(ctx, s, save, path, reused)
             if os.path.isdir(path):
                 # Before the ignored files come in: they keep their own bits.
-                _put_modes(outcome, path, save, reused)
+                restore_path.put_modes(outcome, path, save, reused)
                 restore_path.bring_environment(ctx, s, path, outcome)
             if why_not and why_not != "no trash copy":
                 outcome.message += f" (not from the trash: {why_not})"
@@ -422,17 +422,6 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         msg = f"nothing applied: {applied.detail}" + (f": {listed}" if listed else "") + \
               f"; work kept in {ref}"
     return Outcome(s.id, "restore", Status.ATTENTION, msg, data)
-
-
-def _put_modes(outcome: Outcome, path: str, save: Save, reused: bool) -> None:
-    """The permission bits of the save (`private.put_modes`), after any apply: a
-    private key comes back 0600 even when another path conflicted."""
-    failed = private.put_modes(path, private.load(save.private_config), fresh=not reused)
-    if failed:
-        outcome.data["modes_not_set"] = failed
-        outcome.message += f"; the permission bits of {', '.join(failed[:5])} could not be set"
-        if outcome.status == Status.OK:
-            outcome.status = Status.ATTENTION
 
 
 def _drop_ref(cwd: str, ref: str, commit: str) -> None:

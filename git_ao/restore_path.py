@@ -15,6 +15,7 @@ import os
 from . import (
     git,
     gitquery,
+    private,
     reinstate,
     snapshot,
     trash,
@@ -111,6 +112,19 @@ def report_stray(outcome: Outcome, stray: trash.Entry, path: str) -> None:
         outcome.message += f"; newer there than here: {', '.join(newer[:5])}"
     if outcome.status == Status.OK:
         outcome.status = Status.ATTENTION
+
+
+def put_modes(outcome: Outcome, path: str, save: Save, reused: bool) -> None:
+    """After a checkout-and-apply restore, any apply (a private key comes back 0600
+    even when another path conflicted): the save's empty directories and
+    permission bits (`private.put_modes`); the paths whose bits could not be set
+    are named and make the restore need attention."""
+    failed = private.put_modes(path, private.load(save.private_config), fresh=not reused)
+    if failed:
+        outcome.data["modes_not_set"] = failed
+        outcome.message += f"; the permission bits of {', '.join(failed[:5])} could not be set"
+        if outcome.status == Status.OK:
+            outcome.status = Status.ATTENTION
 
 
 def bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> None:

@@ -147,7 +147,7 @@ def _run_steps(wt, steps):
 
 @pytest.mark.parametrize("how", PATHS)
 @pytest.mark.parametrize("reset", sorted(RESETS))
-@pytest.mark.parametrize("mode", ["cone", "non-cone"])
+@pytest.mark.parametrize("mode", sorted(SPARSE))
 def test_reset_with_pathspec_outside_the_cone(repo, worktrees, mode, reset, how):
     # t1092 'reset with pathspecs outside sparse definition', 'reset with wildcard
     # pathspec', 'checkout and reset (mixed)': the index moves, skip-worktree stays.
@@ -186,9 +186,9 @@ def _update_index_states(wt):
 @pytest.mark.parametrize("how", PATHS)
 @pytest.mark.parametrize("name", ["present-edited", "flag-cleared", "added", "removed", "again",
                                   "cacheinfo", "cacheinfo-flagged", "in-cone-flagged"])
-@pytest.mark.parametrize("mode", ["cone", "non-cone"])
-def test_update_index_outside_the_cone(repo, worktrees, mode, name, how):
-    wt = _sparse_worktree(repo, worktrees, "upi", mode)
+def test_update_index_outside_the_cone(repo, worktrees, name, how):
+    # Cone mode only: the reset tests above run in both modes and sparse-index.
+    wt = _sparse_worktree(repo, worktrees, "upi", "cone")
     _run_steps(wt, _update_index_states(wt)[name])
     _round_trip(repo, wt, "upi", how)
 

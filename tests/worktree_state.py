@@ -119,7 +119,8 @@ def _admin_dir(path: str) -> str:
 def exact_state(path) -> dict:
     """`state(path)` and what it leaves out: the permission bits of every regular file
     (ignored ones too) and of the directories holding them, every directory (empty
-    ones too), the sparse-checkout patterns and the worktree's sparse settings. What the slow restore path must give back beyond the contents."""
+    ones too), the sparse-checkout patterns, the entries of a sparse index as it
+    holds them and the worktree's sparse settings. What the slow restore path must give back beyond the contents."""
     path = str(path)
     out = state(path)
     modes, dirs = {}, {b"."}
@@ -145,6 +146,8 @@ def exact_state(path) -> dict:
             out["sparse_patterns"] = fh.read()
     except FileNotFoundError:
         out["sparse_patterns"] = None
+    # A sparse index holds a directory outside the patterns as one entry.
+    out["sparse_index"] = sorted(_z(_git(path, "ls-files", "--sparse", "-s", "-z")))
     out["sparse_config"] = [
         _run(path, "config", key, check=False).stdout.strip()
         for key in ("core.sparseCheckout", "core.sparseCheckoutCone", "index.sparse")]
