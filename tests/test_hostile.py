@@ -175,16 +175,23 @@ def test_full_disk_at_open_refuses_everything(repo, worktrees, tmp_path, monkeyp
         assert not [n for n in os.listdir(mnt / "aodata") if ".damaged." in n]
 
 
+def _dirty_session_on(mnt: Path) -> tuple[Path, Path]:
+    """A repository and a registered, dirty session "full" inside the file system at
+    `mnt` (its objects and its worktree both on it)."""
+    repo = mnt / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", repo, cwd=mnt)
+    init_repo(repo)
+    wt = mnt / "wt"
+    git("worktree", "add", "-q", "-b", "full", wt, cwd=repo)
+    ao("ao", "add", wt, "--id", "full", cwd=repo)
+    dirty(wt)
+    return repo, wt
+
+
 def test_full_disk_while_writing_the_ref(tmp_path, worktrees):
     with tmpfs(tmp_path / "repofs", size="2m") as mnt:
-        repo = mnt / "repo"
-        repo.mkdir()
-        git("init", "-q", "-b", "main", repo, cwd=mnt)
-        init_repo(repo)
-        wt = mnt / "wt"
-        git("worktree", "add", "-q", "-b", "full", wt, cwd=repo)
-        ao("ao", "add", wt, "--id", "full", cwd=repo)
-        dirty(wt)
+        repo, wt = _dirty_session_on(mnt)
         (wt / "big.txt").write_bytes(os.urandom(200_000))  # new objects must be written
         before = state(wt)
         _fill(mnt)
@@ -208,14 +215,7 @@ def test_full_disk_during_the_checkout_and_apply_restore(tmp_path, room):
     kept, and once there is room again the rerun brings back all of it."""
     from tests.trash_helpers import checkout_path_only
     with tmpfs(tmp_path / "repofs", size="4m") as mnt:
-        repo = mnt / "repo"
-        repo.mkdir()
-        git("init", "-q", "-b", "main", repo, cwd=mnt)
-        init_repo(repo)
-        wt = mnt / "wt"
-        git("worktree", "add", "-q", "-b", "full", wt, cwd=repo)
-        ao("ao", "add", wt, "--id", "full", cwd=repo)
-        dirty(wt)
+        repo, wt = _dirty_session_on(mnt)
         (wt / "big.txt").write_bytes(os.urandom(300_000))
         (wt / "README.md").write_text("changed\n" * 30_000)
         before = state(wt)
