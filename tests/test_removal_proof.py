@@ -191,10 +191,9 @@ def test_a_mount_inside_an_ignored_dir_is_never_taken_away(repo, worktrees, tmp_
         subprocess.run(["umount", str(wt / "build" / "data")], check=True)
 
 
-@ROOT_ONLY
-def test_a_worktree_that_is_a_mount_point_is_saved_as_a_checkpoint_and_kept(repo, tmp_path):
-    """A mounted directory cannot be moved away whole: its work is saved in the ref
-    (a checkpoint, the session stays live), the directory is left as it is."""
+def _mounted_session(repo, tmp_path) -> Path:
+    """A session `sandbox` whose worktree is itself a tmpfs mount point, with one new
+    file. The caller unmounts it."""
     wt = tmp_path / "sandbox"
     wt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt)], check=True)
@@ -202,6 +201,18 @@ def test_a_worktree_that_is_a_mount_point_is_saved_as_a_checkpoint_and_kept(repo
         git("worktree", "add", "-q", "-b", "sandbox", wt, cwd=repo)
         ao("ao", "add", wt, "--id", "sandbox", cwd=repo)
         (wt / "work.txt").write_text("work\n")
+    except BaseException:
+        subprocess.run(["umount", str(wt)], check=False)
+        raise
+    return wt
+
+
+@ROOT_ONLY
+def test_a_worktree_that_is_a_mount_point_is_saved_as_a_checkpoint_and_kept(repo, tmp_path):
+    """A mounted directory cannot be moved away whole: its work is saved in the ref
+    (a checkpoint, the session stays live), the directory is left as it is."""
+    wt = _mounted_session(repo, tmp_path)
+    try:
         res = ao("ao-preserve", "sandbox", cwd=repo, rc=1)
         assert "mount point" in res.stdout + res.stderr
         assert states(repo)["sandbox"] == "live"
@@ -364,13 +375,8 @@ def test_a_mounted_worktree_wiped_by_a_reboot_comes_back_from_its_checkpoint(rep
     """A tmpfs worktree is kept at shutdown with its work in a checkpoint; after a
     reboot the mount is empty: doctor says so, the next preserve records it as
     gone, and restore brings the work back into the empty mount point."""
-    wt = tmp_path / "sandbox"
-    wt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt)], check=True)
+    wt = _mounted_session(repo, tmp_path)
     try:
-        git("worktree", "add", "-q", "-b", "sandbox", wt, cwd=repo)
-        ao("ao", "add", wt, "--id", "sandbox", cwd=repo)
-        (wt / "work.txt").write_text("work\n")
         ao("ao-preserve", "--all", cwd=repo, rc=1)
         subprocess.run(["umount", str(wt)], check=True)
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(wt)], check=True)

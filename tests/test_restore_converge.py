@@ -180,14 +180,21 @@ def test_an_edit_in_a_half_restored_worktree_is_named_and_kept(repo, worktrees):
     assert os.path.isdir(kept)
 
 
-def test_a_submodule_whose_remote_is_gone_does_not_hold_the_work(repo, make_repo, worktrees):
+def _session_with_a_submodule(repo, make_repo, worktrees, name):
+    """A submodule `lib` committed in `repo`, and a session `name` whose worktree has
+    it initialised and an edit in the superproject. Returns (submodule repo, worktree)."""
     sub = make_repo()
     git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib",
         cwd=repo)
     git("commit", "-qm", "add submodule", cwd=repo)
-    wt = worktrees(repo, "sm")
+    wt = worktrees(repo, name)
     git("-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q", cwd=wt)
     (wt / "README.md").write_text("super edit\n")
+    return sub, wt
+
+
+def test_a_submodule_whose_remote_is_gone_does_not_hold_the_work(repo, make_repo, worktrees):
+    sub, wt = _session_with_a_submodule(repo, make_repo, worktrees, "sm")
     ao("ao-preserve", "sm", cwd=repo)
     checkout_path_only()
     gone = sub.parent / (sub.name + "-away")
@@ -206,13 +213,7 @@ def test_a_submodule_whose_remote_is_gone_does_not_hold_the_work(repo, make_repo
 
 
 def test_a_submodule_comes_back_whole_from_the_trash(repo, make_repo, worktrees):
-    sub = make_repo()
-    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib",
-        cwd=repo)
-    git("commit", "-qm", "add submodule", cwd=repo)
-    wt = worktrees(repo, "smt")
-    git("-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q", cwd=wt)
-    (wt / "README.md").write_text("super edit\n")
+    _, wt = _session_with_a_submodule(repo, make_repo, worktrees, "smt")
     before = state(wt)
     ao("ao-preserve", "smt", cwd=repo)
     ao("ao-restore", cwd=repo)
