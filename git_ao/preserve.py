@@ -218,19 +218,26 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         taken = removal.take_away(ctx, s, v, cap.commit, cache)
         data["trash"] = taken.worktree
         late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
+        final = git.rev_parse(s.common_dir, ref) if late and ref else None
+        if final and final != cap.commit:
+            # The capture after the move moved the ref on: name what it holds now.
+            data["preserved_commit"] = final
+            summary = _summary(cap, final) + (f"; {warn}" if warn else "")
         if cache.batch:
             cache.defer_prune(s.common_dir)
         else:
             git.worktree_prune(s.common_dir)
         crashpoint.hit("preserve:after-remove")
         ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
-                commit=save.preserved_commit, trash=taken.worktree, late=len(late) or None)
+                commit=final or save.preserved_commit, trash=taken.worktree,
+                late=len(late) or None)
         if late and late[-1] == removal.UNSETTLED:
-            data["still_changing"] = late[:-1]
+            data["still_changing"] = changing = late[:-1]
             return Outcome(s.id, "preserve", Status.ATTENTION,
                            f"{summary}; worktree removed, but what was written after the "
-                           f"capture is not all in the ref ({', '.join(late[:5]) or 'unchecked'}); its latest "
-                           f"state is in {taken.worktree}, which restore brings back", data)
+                           f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
+                           f"its latest state is in {taken.worktree}, which restore brings back",
+                           data)
         if late:
             data["captured_late"] = late
             summary += f"; {len(late)} path(s) written after the first capture saved too"
@@ -391,12 +398,13 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
                    "recorded so restore re-adds it", facts(s))
 
 
-def _summary(cap: snapshot.Capture) -> str:
+def _summary(cap: snapshot.Capture, commit: str | None = None) -> str:
+    """What was saved; `commit` names the ref's commit when a later capture moved it."""
     ignored = f"; {len(cap.ignored)} ignored path(s) not saved" if cap.ignored else ""
     if not cap.commit:
         return "clean, nothing to save" + ignored
     return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked saved in "
-            f"{preserve_ref_short(cap.commit)}{ignored}")
+            f"{preserve_ref_short(commit or cap.commit)}{ignored}")
 
 
 def preserve_ref_short(commit: str | None) -> str:

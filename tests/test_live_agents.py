@@ -176,5 +176,24 @@ def test_a_file_git_cannot_store_written_after_the_capture_is_named(repo, worktr
     assert rc == 3, out + err
     outcome = json.loads(out)["results"][0]
     assert outcome["status"] == "attention" and outcome["still_changing"] == ["pipe"], out
+    assert "(pipe)" in outcome["message"] and "\0" not in outcome["message"], out
     pruned = ao("ao-prune", "--json", cwd=repo, rc=None)
     assert os.path.exists(outcome["trash"]), pruned.stdout
+
+
+def test_a_write_captured_after_the_move_is_named_by_the_commit_the_ref_holds(
+        repo, worktrees):
+    """A file written after the first capture is captured again from the moved copy:
+    the outcome names the commit the ref holds at the end, not the first one."""
+    wt = worktrees(repo, "late-id")
+    (wt / "a.txt").write_text("first\n")
+    with _paused_at("preserve:after-capture", ["ao-preserve", "late-id", "--json"],
+                    repo) as result:
+        (wt / "late.txt").write_text("late\n")
+    out, err, rc = result[0]
+    assert rc == 0, out + err
+    outcome = json.loads(out)["results"][0]
+    held = git("rev-parse", "refs/ao/preserved/late-id", cwd=repo).strip()
+    assert outcome["captured_late"] == ["late.txt"], out
+    assert outcome["preserved_commit"] == held, out
+    assert f"saved in {held[:12]}" in outcome["message"], out
