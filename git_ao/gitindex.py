@@ -76,6 +76,21 @@ def tree_of(cwd: str, index_file: str) -> str:
     return git.line(["write-tree"], cwd, env=git.index_env(index_file))
 
 
+def checksum(index_file: str, oid_hex_len: int) -> str | None:
+    """The trailing checksum of an index file (its last 20 or 32 bytes: `oid_hex_len`
+    is 40 for SHA-1, 64 for SHA-256), as hex; git writes it over every byte before
+    it, so two files with the same one hold the same entries, flags and stat data.
+    None when the file is missing or written without one (`index.skipHash`)."""
+    size = oid_hex_len // 2
+    try:
+        with open(index_file, "rb") as fh:
+            fh.seek(-size, os.SEEK_END)
+            tail = fh.read(size)
+    except OSError:
+        return None
+    return tail.hex() if len(tail) == size and any(tail) else None
+
+
 def gitlinks(cwd: str) -> list[str]:
     """The paths of the submodule entries in the index (`git ls-files -s -z`)."""
     return gitparse.gitlinks(git.run(["ls-files", "-s", "-z"], cwd))

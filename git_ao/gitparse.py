@@ -111,7 +111,8 @@ EMPTY_BLOBS = frozenset({"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
 @dataclass
 class StatusEntry:
     """One changed path from `git status --porcelain=v2`: kind is '1', '2' or 'u';
-    index_oid: the object the index holds ('1' and '2' records)."""
+    index_oid: the object the index holds ('1' and '2' records); worktree_mode:
+    the file's mode as git sees it in the worktree ("000000" when it is gone)."""
 
     kind: str
     xy: str
@@ -119,6 +120,7 @@ class StatusEntry:
     path: str
     orig_path: str | None = None
     index_oid: str = ""
+    worktree_mode: str = ""
 
 
 @dataclass
@@ -160,22 +162,59 @@ def status(out: bytes) -> Status:
         elif tag == b"1":
             parts = rec.split(b" ", 8)
             st.changed.append(StatusEntry("1", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[8]), index_oid=parts[7].decode()))
+                                          os.fsdecode(parts[8]), index_oid=parts[7].decode(),
+                                          worktree_mode=parts[5].decode()))
         elif tag == b"2":
             parts = rec.split(b" ", 9)
             orig = os.fsdecode(fields[i]) if i < len(fields) else None
             i += 1
             st.changed.append(StatusEntry("2", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[9]), orig, parts[7].decode()))
+                                          os.fsdecode(parts[9]), orig, parts[7].decode(),
+                                          parts[5].decode()))
         elif tag == b"u":
             parts = rec.split(b" ", 10)
             st.changed.append(StatusEntry("u", parts[1].decode(), parts[2].decode(),
-                                          os.fsdecode(parts[10])))
+                                          os.fsdecode(parts[10]), worktree_mode=parts[6].decode()))
         elif tag == b"?":
             st.untracked.append(os.fsdecode(rec[2:]))
         elif tag == b"!":
             st.ignored.append(os.fsdecode(rec[2:]))
     return st
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of a raw tree diff (`git diff-tree -r -z --no-renames`): the mode and
+    object on the new side ("000000" and the null id when it was deleted)."""
+
+    path: str
+    mode: str
+    oid: str
+
+    @property
+    def deleted(self) -> bool:
+        return self.mode == "000000"
+
+
+def tree_diffs(out: bytes) -> dict[str, dict[str, Change]]:
+    """Parse `git diff-tree --stdin -r -z --no-renames` output: {the id each diff is
+    headed by (the new side of its line): {path: Change}}. A line whose diff is
+    empty prints no header, so it is absent."""
+    diffs: dict[str, dict[str, Change]] = {}
+    current: dict[str, Change] = {}
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        rec = fields[i]
+        i += 1
+        if rec.startswith(b":"):
+            words = rec[1:].split()
+            path = os.fsdecode(fields[i])
+            i += 1
+            current[path] = Change(path, words[1].decode(), words[3].decode())
+        elif rec.strip():
+            current = diffs.setdefault(rec.split()[0].decode(), {})
+    return diffs
 
 
 @dataclass

@@ -273,3 +273,29 @@ def blob_bytes(cwd: str, oid: str) -> bytes:
     """The content of blob `oid` as stored (`git cat-file blob`, no filters).
     Raises GitError when it is missing or not a blob."""
     return git.run(["cat-file", "blob", oid], cwd)
+
+
+def commit_object(cwd: str, commit: str) -> tuple[str, list[str]]:
+    """(tree id, parent ids) read from the commit object itself (`git cat-file
+    commit`). Raises GitError when the object is missing or not a commit."""
+    tree, parents = "", []
+    for ln in git.run(["cat-file", "commit", commit], cwd).split(b"\n"):
+        if not ln:
+            break  # the headers end at the first empty line
+        key, _, value = ln.partition(b" ")
+        if key == b"tree":
+            tree = value.decode()
+        elif key == b"parent":
+            parents.append(value.decode())
+    return tree, parents
+
+
+def tree_diffs(cwd: str, lines: Sequence[Sequence[str]]) -> dict[str, dict[str, gitparse.Change]]:
+    """Raw recursive diffs of several commits in one `git diff-tree --stdin -r -z
+    --no-renames --root`: each line is [new, old] (old's tree against new's) or
+    [new] alone for a root commit (every entry of it counts as added).
+    Returns {new: {path: Change}}; a commit whose diff is empty is absent.
+    Raises GitError."""
+    data = "".join(" ".join(ln) + "\n" for ln in lines).encode()
+    return gitparse.tree_diffs(git.run(["diff-tree", "--stdin", "-r", "-z", "--no-renames",
+                                        "--root"], cwd, input=data))

@@ -7,12 +7,10 @@ restore does not check anything out: it registers the worktree again with
 proving it holds only the `.git` file git just wrote), renames the entry's
 `worktree/` back into place, points its `.git` file at the new admin dir, and
 copies the saved admin files there (the index first, so git's stat cache stays
-valid and nothing is hashed again). Then the result is proven (`prove`): a
-capture that writes nothing must give the saved HEAD and index tree, and the
-saved worktree and untracked trees but for writes that landed after the last
-capture (reported, never dropped). When the proof fails, `undo` moves the
-directory back into its entry and deregisters it: the caller falls back to the
-checkout-and-apply path and the entry is kept.
+valid and nothing is hashed again). Then the result is proven (proof.py), with
+writes that landed after the last capture reported, never dropped. When the
+proof fails, `undo` moves the directory back into its entry and deregisters
+it: the caller falls back to the checkout-and-apply path and the entry is kept.
 
 Crash safety: entry.json says "reinstating" (with the new admin dir) before the
 directory moves, so a rerun after a kill finds the directory by its entry and
@@ -23,9 +21,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from . import git, gitindex, gitquery, snapshot, trash, worktree
+from . import git, gitindex, gitquery, trash, worktree
 from .errors import AoError
 from .records import Save
 
@@ -48,16 +46,6 @@ class Placed:
     path: str
     admin: str
     old_link: bytes = b""
-
-
-@dataclass
-class Proof:
-    """What `prove` found: ok, why not (`why`), and the paths that differ from the
-    saved trees because they were written after the last capture (`late`)."""
-
-    ok: bool
-    why: str = ""
-    late: list[str] = field(default_factory=list)
 
 
 def _nearest_dev(path: str) -> int | None:
@@ -226,37 +214,15 @@ def reinstating(data_dir: str, session_id: str, path: str) -> trash.Entry | None
     return None
 
 
-def prove(path: str, save: Save) -> Proof:
-    """Prove the worktree at `path` holds the saved work: a capture that writes
-    nothing (`snapshot.capture(write=False)`) must give the saved HEAD, branch and
-    index tree; paths where its worktree or untracked tree differ from the saved
-    ones were written after the last capture (the directory is the one taken
-    away, so its files are the latest) and are returned in `late`."""
-    try:
-        dirs = git.repo_dirs(path)
-        cap = snapshot.capture(path, dirs.git_dir, None, write=False)
-    except AoError as exc:
-        return Proof(False, f"the worktree cannot be read back ({exc})")
-    commit = save.preserved_commit
-    if commit:
-        if not git.object_exists(path, commit):
-            return Proof(False, f"preserved commit {commit} is missing")
-        head, i_tree, w_tree, u_tree = snapshot.saved_trees(path, commit)
-    else:
-        if save.head is None:
-            return Proof(False, "the save recorded no HEAD")
-        head = save.head
-        i_tree = w_tree = git.trees_of(path, [save.head])[0]
-        u_tree = None
-    if cap.head != head:
-        return Proof(False, f"HEAD is {cap.head[:12]}, the save's is {str(head)[:12]}")
-    if (cap.branch or None) != (None if save.detached else save.branch):
-        return Proof(False, f"on {cap.branch or 'a detached HEAD'}, not the saved branch")
-    if cap.index_tree != i_tree:
-        return Proof(False, "the index is not the saved one")
-    late = set(gitquery.changed_between(path, w_tree, cap.worktree_tree))
-    late.update(gitquery.changed_between(path, u_tree, cap.untracked_tree))
-    return Proof(True, "", sorted(late))
+def index_checksum(entry: trash.Entry, save: Save) -> str | None:
+    """The checksum of the index `save`'s trees were made from, when the entry
+    recorded it for this very commit (a capture taken again from the moved copy
+    leaves the entry's older one, which then proves nothing)."""
+    meta = entry.meta
+    if not save.preserved_commit or meta.get("commit") != save.preserved_commit:
+        return None
+    value = meta.get("index")
+    return value if isinstance(value, str) else None
 
 
 def undo(common_dir: str, placed: Placed) -> None:

@@ -29,6 +29,7 @@ from . import (
 from .batch import NOT_STARTED, guarded, log_failure, run_each
 from .errors import AoError, Failed, Refused
 from .outcome import Outcome, Status
+from .proof import holds, prove
 from .records import Save, Session
 from .session import Context, facts, lookup
 from .store import Store
@@ -222,7 +223,7 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
     else move it back into its entry (the caller falls back).
     Returns (Outcome or None, whether the ref stays, why the trash was not used)."""
     path = placed.path
-    proof = reinstate.prove(path, save)
+    proof = prove(path, save, placed.admin, reinstate.index_checksum(placed.entry, save))
     data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit,
                  from_trash=True)
     if not proof.ok:
@@ -380,7 +381,7 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
             replay.recheckout(path, dirs.git_dir, commit)
         problems = replay.put_flags(path, wc, fresh=not reused)
         head = git.rev_parse(path, "HEAD")
-        proven = head == save.head and snapshot.holds(path, dirs.git_dir, commit)
+        proven = head == save.head and holds(path, dirs.git_dir, save)
         if not problems and head == save.head and not proven:
             # The proof: the worktree must now capture to exactly the saved trees.
             problems.append("the worktree does not hold exactly the saved work")

@@ -83,6 +83,9 @@ class Capture:
     hidden: list = field(default_factory=list)  # paths index flags hide from git status
     hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
     private_config: str | None = None  # JSON for Save.private_config
+    # The checksum of the index the trees were made from (gitindex.checksum): an
+    # index with the same one holds exactly this index tree and these flags.
+    index_checksum: str | None = None
 
     @property
     def detached(self) -> bool:
@@ -337,6 +340,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         real_index = os.path.join(git_dir, "index")
         if os.path.exists(real_index):
             tmp_i.copy_from(real_index)
+            cap.index_checksum = gitindex.checksum(tmp_i.path, len(head))
         cap.index_tree = tmp_i.write_tree()
         ita = private.intent_to_add(st, tmp_i, cap.index_tree)
         if ita:

@@ -1,0 +1,181 @@
+"""Proving that a directory put back from the trash holds exactly the saved work.
+
+Two proofs, the first one tried first (`prove`):
+
+- `settled`, cheap: the index put back is byte for byte the one the trees were
+  made from (same checksum, recorded in the trash entry at preserve), so the index
+  tree and the flags are the saved ones; one `git status` then names every
+  tracked file that differs from that index and every untracked file, and those
+  must be exactly the paths where the saved worktree tree differs from the index
+  tree, and the saved untracked tree, each hashing to the saved blob with the
+  saved mode. Files git does not list did not change since the index recorded
+  them (git's stat cache, with its racy-clean check). It only ever says "proven"
+  or "cannot tell", never "different".
+- `full`: a capture that writes nothing (`snapshot.capture(write=False)`); paths
+  where its trees differ from the saved ones were written after the last capture
+  and are returned as late writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+
+from . import git, gitindex, gitquery, private, snapshot
+from .errors import AoError
+from .records import Save
+
+# Keys of a save's private config that leave `settled` nothing to say: index flags
+# that hide files from git status, submodules, sparse checkouts, and files that
+# must be written again. Only these may be present.
+_PLAIN_KEYS = frozenset({"config_worktree", "mode_base", "modes", "dir_modes", "empty_dirs"})
+
+
+@dataclass
+class Proof:
+    """What a proof found: ok, why not (`why`), and the paths that differ from the
+    saved trees because they were written after the last capture (`late`)."""
+
+    ok: bool
+    why: str = ""
+    late: list[str] = field(default_factory=list)
+
+
+def prove(path: str, save: Save, admin: str, index_checksum: str | None) -> Proof:
+    """Prove the worktree at `path` (admin dir `admin`) holds the saved work:
+    `settled` when the entry recorded the index checksum, else (or when it cannot
+    tell) `full`."""
+    if index_checksum and settled(path, save, admin, index_checksum):
+        return Proof(True)
+    return full(path, save)
+
+
+def holds(path: str, git_dir: str, save: Save) -> bool:
+    """Does the worktree at `path` (admin dir `git_dir`) hold exactly the save? The
+    check after an apply: `settled` with the index's tree written (its stat cache
+    is fresh), else `snapshot.holds`."""
+    assert save.preserved_commit
+    return settled(path, save, git_dir, None) or \
+        snapshot.holds(path, git_dir, save.preserved_commit)
+
+
+def _file_mode(st: os.stat_result) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    if stat.S_ISREG(st.st_mode):
+        return "100755" if st.st_mode & 0o100 else "100644"
+    return None
+
+
+def _link_blob(path: str, oid_hex_len: int) -> str:
+    """The blob id git stores for the symbolic link at `path`: its target's bytes."""
+    target = os.readlink(os.fsencode(path))
+    h = hashlib.sha1() if oid_hex_len == 40 else hashlib.sha256()
+    h.update(b"blob %d\0" % len(target) + target)
+    return h.hexdigest()
+
+
+def settled(path: str, save: Save, admin: str, index_checksum: str | None) -> bool:
+    """The cheap proof (module docstring): True when the worktree at `path` (admin
+    dir `admin`) provably holds exactly the save, False when it cannot tell. The
+    index is proven by `index_checksum`, or with None by writing its tree (from a
+    copy). Four or five git processes (status, cat-file, diff-tree, hash-object);
+    no file git lists as unchanged is read."""
+    commit = save.preserved_commit
+    if not commit or not save.head or set(private.load(save.private_config)) - _PLAIN_KEYS:
+        return False
+    index = os.path.join(admin, "index")
+    if index_checksum is not None and gitindex.checksum(index, len(commit)) != index_checksum:
+        return False
+    try:
+        st = git.status(path, ignored=False)
+        _tree, parents = gitquery.commit_object(path, commit)
+        if len(parents) not in (2, 3) or parents[0] != save.head:
+            return False
+        if index_checksum is None and _index_tree(path, admin, index) != \
+                gitquery.commit_object(path, parents[1])[0]:
+            return False
+        lines = [[commit, parents[1]]] + ([[parents[2]]] if len(parents) == 3 else [])
+        diffs = gitquery.tree_diffs(path, lines)
+    except AoError:
+        return False
+    if st.head != save.head or st.branch != (None if save.detached else save.branch):
+        return False
+    worktree_side = diffs.get(commit, {})
+    untracked = diffs.get(parents[2], {}) if len(parents) == 3 else {}
+    if any(e.kind != "1" for e in st.changed):
+        return False
+    changed = {e.path: e for e in st.changed if e.xy[1] != "."}
+    if changed.keys() != worktree_side.keys() or set(st.untracked) != untracked.keys():
+        return False
+    want: dict[str, str] = {}
+    for p, e in changed.items():
+        c = worktree_side[p]
+        if c.deleted:
+            if e.xy[1] != "D":
+                return False
+        elif e.worktree_mode != c.mode or c.mode == "160000":
+            return False
+        else:
+            want[p] = c.oid
+    for p, c in untracked.items():
+        try:
+            mode = _file_mode(os.lstat(os.path.join(path, p)))
+        except OSError:
+            return False
+        if mode != c.mode:
+            return False
+        want[p] = c.oid
+    links = [p for p in want if os.path.islink(os.path.join(path, p))]
+    files = [p for p in want if p not in set(links)]
+    try:
+        got = dict(zip(files, gitquery.hash_paths(path, files), strict=True)) if files else {}
+        got.update((p, _link_blob(os.path.join(path, p), len(commit))) for p in links)
+    except (AoError, OSError):
+        return False
+    return got == want
+
+
+def _index_tree(path: str, admin: str, index: str) -> str | None:
+    """The tree of the index file `index`, written from a copy (the real index and
+    its stat data stay as git wrote them); None when there is no index."""
+    if not os.path.isfile(index):
+        return None
+    with gitindex.TempIndex(path, admin) as tmp:
+        tmp.copy_from(index)
+        return tmp.write_tree()
+
+
+def full(path: str, save: Save) -> Proof:
+    """The full proof: a capture that writes nothing (`snapshot.capture(write=False)`)
+    must give the saved HEAD, branch and index tree; paths where its worktree or
+    untracked tree differ from the saved ones were written after the last capture
+    (the directory is the one taken away, so its files are the latest) and are
+    returned in `late`."""
+    try:
+        dirs = git.repo_dirs(path)
+        cap = snapshot.capture(path, dirs.git_dir, None, write=False)
+    except AoError as exc:
+        return Proof(False, f"the worktree cannot be read back ({exc})")
+    commit = save.preserved_commit
+    if commit:
+        if not git.object_exists(path, commit):
+            return Proof(False, f"preserved commit {commit} is missing")
+        head, i_tree, w_tree, u_tree = snapshot.saved_trees(path, commit)
+    else:
+        if save.head is None:
+            return Proof(False, "the save recorded no HEAD")
+        head = save.head
+        i_tree = w_tree = git.trees_of(path, [save.head])[0]
+        u_tree = None
+    if cap.head != head:
+        return Proof(False, f"HEAD is {cap.head[:12]}, the save's is {str(head)[:12]}")
+    if (cap.branch or None) != (None if save.detached else save.branch):
+        return Proof(False, f"on {cap.branch or 'a detached HEAD'}, not the saved branch")
+    if cap.index_tree != i_tree:
+        return Proof(False, "the index is not the saved one")
+    late = set(gitquery.changed_between(path, w_tree, cap.worktree_tree))
+    late.update(gitquery.changed_between(path, u_tree, cap.untracked_tree))
+    return Proof(True, "", sorted(late))

@@ -1,0 +1,142 @@
+"""The proof of a directory put back from the trash: the cheap proof (one git
+status against the index preserve captured) decides the quiet case without
+hashing the worktree again, and every change made to the trash copy after the
+capture, in the files or in the index, is still found and reported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from git_ao import trash
+from tests.conftest import ao, git
+from tests.worktree_state import differences, state
+
+# The git commands only the full proof runs (a capture into a temporary index).
+_FULL_PROOF = ("add -u", "write-tree", "ls-files -v")
+
+
+def _session(repo: Path, worktrees, name: str) -> Path:
+    """A session with every kind of work: staged, unstaged, deleted, a new mode, a
+    symbolic link, untracked and ignored files."""
+    wt = worktrees(repo, name)
+    (wt / "src" / "app.py").write_text("print('staged')\n")
+    git("add", "src/app.py", cwd=wt)
+    (wt / "src" / "app.py").write_text("print('staged, then edited')\n")
+    (wt / "README.md").write_text("readme, edited\n")
+    os.chmod(wt / "README.md", 0o755)
+    os.symlink("src/app.py", wt / "link")
+    (wt / "notes.txt").write_text("untracked\n")
+    (wt / "app.log").write_text("ignored\n")
+    return wt
+
+
+def _restore(repo: Path) -> tuple[dict, str]:
+    """The one restore result (id, status, message and data keys) and the -v trace."""
+    res = ao("ao-restore", "-v", "--json", cwd=repo)
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["action"] == "restore"]
+    return r, res.stderr
+
+
+def _entry(tmp_path: Path, sid: str) -> trash.Entry:
+    [e] = [e for e in trash.entries(str(tmp_path / "aodata")) if e.session_id == sid]
+    return e
+
+
+def test_quiet_copy_is_proven_without_a_capture(repo, worktrees, tmp_path):
+    wt = _session(repo, worktrees, "quiet")
+    before = state(wt)
+    ao("ao-preserve", "quiet", cwd=repo)
+    r, trace = _restore(repo)
+    assert r["status"] == "ok" and r.get("from_trash"), r
+    assert "late_writes" not in r
+    assert not [c for c in _FULL_PROOF if c in trace], trace
+    assert differences(before, state(wt), skip=()) == []
+    assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+
+
+# Each change an agent could make to the trash copy after the capture, and the
+# paths the restore must report as written late.
+_LATE = {
+    "tracked file rewritten": (lambda w, e: Path(w, "src", "util.py").write_text("later\n"),
+                               ["src/util.py"]),
+    "changed file rewritten, same size": (
+        lambda w, e: Path(w, "README.md").write_text("README, EDITED\n"), ["README.md"]),
+    "unstaged change undone": (
+        lambda w, e: Path(w, "src", "app.py").write_text("print('staged')\n"), ["src/app.py"]),
+    "untracked file added": (lambda w, e: Path(w, "more.txt").write_text("x\n"), ["more.txt"]),
+    "untracked file removed": (lambda w, e: os.unlink(Path(w, "notes.txt")), ["notes.txt"]),
+    "tracked file removed": (lambda w, e: os.unlink(Path(w, "src", "util.py")), ["src/util.py"]),
+    "mode changed": (lambda w, e: os.chmod(Path(w, "README.md"), 0o644), ["README.md"]),
+    "link retargeted": (lambda w, e: (os.unlink(Path(w, "link")),
+                                      os.symlink("README.md", Path(w, "link"))), ["link"]),
+    "file became a directory": (
+        lambda w, e: (os.unlink(Path(w, "notes.txt")), os.mkdir(Path(w, "notes.txt")),
+                      Path(w, "notes.txt", "in").write_text("x\n")), ["notes.txt", "notes.txt/in"]),
+}
+
+
+@pytest.mark.parametrize("change", sorted(_LATE))
+def test_every_late_change_to_the_files_is_reported(repo, worktrees, tmp_path, change):
+    wt = _session(repo, worktrees, "late")
+    ao("ao-preserve", "late", cwd=repo)
+    commit = git("rev-parse", "refs/ao/preserved/late", cwd=repo).strip()
+    entry = _entry(tmp_path, "late")
+    do, late = _LATE[change]
+    do(entry.worktree, entry)
+    r, _ = _restore(repo)
+    assert r["status"] == "ok" and r.get("from_trash"), r
+    assert r.get("late_writes") == late, r
+    # the last capture stays in the ref; the directory keeps the late state
+    assert git("rev-parse", "refs/ao/preserved/late", cwd=repo).strip() == commit
+    assert wt.is_dir()
+
+
+def test_a_touched_file_with_the_same_bytes_is_not_a_late_write(repo, worktrees, tmp_path):
+    wt = _session(repo, worktrees, "touch")
+    ao("ao-preserve", "touch", cwd=repo)
+    entry = _entry(tmp_path, "touch")
+    for rel in ("src/util.py", "README.md", "notes.txt"):
+        p = Path(entry.worktree, rel)
+        p.write_bytes(p.read_bytes())
+    (Path(entry.worktree) / "later.log").write_text("ignored files are not work\n")
+    r, _ = _restore(repo)
+    assert r["status"] == "ok" and "late_writes" not in r, r
+    assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+    assert (wt / "later.log").exists()
+
+
+def test_a_flag_set_late_in_the_saved_index_does_not_hide_a_write(repo, worktrees, tmp_path):
+    """assume-unchanged set on the trash copy's index after the capture, then the file
+    edited: git status would not see the edit, so the cheap proof must not vouch."""
+    wt = _session(repo, worktrees, "flag")
+    ao("ao-preserve", "flag", cwd=repo)
+    entry = _entry(tmp_path, "flag")
+    env = dict(os.environ, GIT_INDEX_FILE=os.path.join(entry.admin, "index"))
+    subprocess.run(["git", "update-index", "--assume-unchanged", "src/util.py"], cwd=repo,
+                   env=env, check=True)
+    Path(entry.worktree, "src", "util.py").write_text("hidden edit\n")
+    r, _ = _restore(repo)
+    assert r.get("late_writes") == ["src/util.py"], r
+    assert (wt / "src/util.py").read_text() == "hidden edit\n"
+    assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/flag", cwd=repo, check=False)
+
+
+def test_an_index_staged_late_is_not_taken_for_the_saved_one(repo, worktrees, tmp_path):
+    """The trash copy's index changed after the capture (a file staged): the index tree
+    is no longer the saved one, so the directory is not kept as the save."""
+    wt = _session(repo, worktrees, "stage")
+    ao("ao-preserve", "stage", cwd=repo)
+    entry = _entry(tmp_path, "stage")
+    env = dict(os.environ, GIT_INDEX_FILE=os.path.join(entry.admin, "index"),
+               GIT_WORK_TREE=entry.worktree)
+    subprocess.run(["git", "add", "notes.txt"], cwd=repo, env=env, check=True)
+    r, _ = _restore(repo)
+    # the full proof finds an index that is not the saved one: the checkout path
+    # restores the save, and the trash copy is kept
+    assert r.get("trash_skipped", "").startswith("the index is not the saved one"), r
+    assert (wt / "notes.txt").read_text() == "untracked\n"
