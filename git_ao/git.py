@@ -1,7 +1,7 @@
 """The one place that runs git.
 
 Every git process git-ao starts goes through `call` here: arguments are a
-list handed to the `sh` package (never a shell string), stdout is read as
+list handed to `subprocess` (never a shell string), stdout is read as
 bytes so path names survive whatever encoding they have, and the `-v` trace
 hook sees each command before it runs. Callers ask for named operations
 (`worktree_list`, `changed_paths`, a `TempIndex`'s `write_tree`...), never for
@@ -14,6 +14,8 @@ must never run the user's hooks (post-checkout, reference-transaction, ...).
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,8 +56,6 @@ _GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=fal
                 "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
                 "-c", "core.trustctime=true", "-c", "core.checkStat=default",
                 "-c", "core.ignoreStat=false")
-# Every status is returned to the caller, which decides (Completed.check).
-_OK_CODES = list(range(256))
 # The preserve commits are a tool's artefacts, like a stash: a fixed identity
 # means preserve never fails on a machine where user.name is not configured.
 IDENTITY = {
@@ -63,23 +63,7 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "git-ao", "GIT_COMMITTER_EMAIL": "git-ao@localhost",
 }
 
-_git: Any = None  # the sh.Command, made on first use (see _command)
 _trace: Callable[[list[str], str], object] | None = None
-
-
-def _command() -> Any:
-    """The `sh.Command("git")`, imported and resolved on first use.
-
-    `sh` imports asyncio and more (about 25 ms): `git ao-preserve -h` and shell
-    completion never start git, so they never pay for it."""
-    global _git
-    if _git is None:
-        import sh
-        try:
-            _git = sh.Command("git")
-        except sh.CommandNotFound as exc:  # pragma: no cover - git missing entirely
-            raise Fatal("git is not installed or not on PATH") from exc
-    return _git
 
 
 def set_trace(callback: Callable[[list[str], str], object] | None) -> None:
@@ -138,21 +122,29 @@ def call(args: Sequence[object], cwd: str, *, env: dict[str, str] | None = None,
     full_env = _base_env(inherit_repo_env)
     if env:
         full_env.update(env)
-    command = _command()
-    import sh  # already loaded by _command
     try:
-        proc = command(*_GLOBAL_OPTS, *argv, _cwd=cwd, _env=full_env, _in=input,
-                       _ok_code=_OK_CODES, _return_cmd=True, _tty_out=False, _tty_in=False)
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise GitError(argv, 128, f"cannot change to '{cwd}': {exc.strerror}") from exc
-    except sh.SignalException as exc:
-        # git itself was killed (systemd's stop signals the whole control group):
-        # that is this command's failure, reported like any other, not a crash.
-        return Completed(argv, 128 + abs(exc.exit_code), exc.stdout or b"", exc.stderr or b"")
-    except sh.ForkException as exc:
-        raise GitError(argv, 128, f"cannot start git in '{cwd}': "
-                       f"{str(exc).strip().splitlines()[-1]}") from exc
-    return Completed(argv, proc.exit_code, proc.stdout or b"", proc.stderr or b"")
+        proc = subprocess.run(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL,
+                              capture_output=True, check=False)
+    except OSError as exc:
+        raise _start_error(argv, cwd, exc) from exc
+    return Completed(argv, _status(proc.returncode), proc.stdout, proc.stderr)
+
+
+def _status(returncode: int) -> int:
+    # git killed by a signal (systemd's stop signals the whole control group) is
+    # reported as a shell would, 128 + the signal: this command's failure, not a crash.
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _start_error(argv: list[str], cwd: str, exc: OSError) -> Exception:
+    """The error for a git process that could not be started: Fatal when git itself
+    is missing, else GitError (status 128) naming the directory."""
+    if isinstance(exc, FileNotFoundError) and exc.filename != cwd:
+        return Fatal("git is not installed or not on PATH")
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return GitError(argv, 128, f"cannot change to '{cwd}': {exc.strerror}")
+    return GitError(argv, 128, f"cannot start git in '{cwd}': {exc.strerror or exc}")
 
 
 def run(args: Sequence[object], cwd: str, **kw: Any) -> bytes:
@@ -422,30 +414,20 @@ def call_bounded(args: Sequence[object], cwd: str, timeout: float) -> Completed:
         _trace(argv, cwd)
     env = _base_env(False)
     env.update(_NO_PROMPT)
-    command = _command()
-    import sh  # already loaded by _command
     try:
-        proc = command(*_GLOBAL_OPTS, *argv, _cwd=cwd, _env=env, _ok_code=_OK_CODES,
-                       _bg=True, _bg_exc=False, _new_group=True, _tty_out=False,
-                       _tty_in=False, _in=b"")
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise GitError(argv, 128, f"cannot change to '{cwd}': {exc.strerror}") from exc
-    except sh.ForkException as exc:
-        raise GitError(argv, 128, f"cannot start git in '{cwd}': "
-                       f"{str(exc).strip().splitlines()[-1]}") from exc
+        # A process group of its own, so the kill reaches ssh or a helper git started.
+        proc = subprocess.Popen(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, process_group=0)
+    except OSError as exc:
+        raise _start_error(argv, cwd, exc) from exc
     try:
-        proc.wait(timeout=timeout)
-    except sh.TimeoutException:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
         try:
-            proc.process.kill_group()
+            os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            pass  # it ended between the check and the kill
-        try:
-            proc.wait()
-        except sh.ErrorReturnCode:
-            pass
-        return Completed(argv, TIMED_OUT, proc.stdout or b"",
-                         (proc.stderr or b"") + f"\ntimed out after {timeout:g} s".encode())
-    except sh.SignalException as exc:
-        return Completed(argv, 128 + abs(exc.exit_code), exc.stdout or b"", exc.stderr or b"")
-    return Completed(argv, proc.exit_code, proc.stdout or b"", proc.stderr or b"")
+            pass  # it ended between the timeout and the kill
+        out, err = proc.communicate()
+        return Completed(argv, TIMED_OUT, out, err + f"\ntimed out after {timeout:g} s".encode())
+    return Completed(argv, _status(proc.returncode), out, err)

@@ -93,12 +93,13 @@ def test_json_mode_gets_a_document_on_errors_too(repo):
 
 
 def test_a_missing_dependency_is_named_not_an_internal_error(repo, tmp_path):
-    """A python3 without `sh` (bin/ run from a checkout before installing): the
+    """A python3 without `psutil` (bin/ run from a checkout before installing): the
     message names the package and the interpreter."""
-    fake = tmp_path / "nosh"
+    fake = tmp_path / "nopsutil"
     fake.mkdir()
-    (fake / "sh.py").write_text("raise ModuleNotFoundError(\"No module named 'sh'\", name='sh')\n")
+    (fake / "psutil.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'psutil'\", name='psutil')\n")
     res = ao("ao-preserve", "--all", "-n", cwd=repo, rc=128,
              env={"PYTHONPATH": str(fake)})
-    _one_line(res.stderr, "fatal: git-ao needs the Python package 'sh'")
+    _one_line(res.stderr, "fatal: git-ao needs the Python package 'psutil'")
     assert "internal error" not in res.stderr
