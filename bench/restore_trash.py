@@ -8,7 +8,9 @@ ignored tree of `--ignored` files (node_modules/). Each round, in one process:
 
 - plain: `git worktree add` of the branch (then removed by git);
 - plain+apply: `git worktree add` + `git stash apply --index <preserve commit>`;
-- trash: `git ao-restore` putting the preserved directory back whole;
+- trash: `git ao-restore` putting the preserved directory back whole, as a
+  command and again in this process (its main() called here: no interpreter
+  start-up or imports);
 - fallback: `git ao-restore` with the trash copy marked unusable (checkout, apply,
   the ignored files moved in).
 
@@ -42,6 +44,24 @@ def timed(fn) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
+
+
+def in_process(module: str, *args: str, cwd: str) -> int:
+    """Run a git-ao command's main() here, as its bin/ script would, minus the
+    interpreter's start-up and imports; returns its exit status."""
+    import importlib
+    main = importlib.import_module(module).main
+    saved = sys.argv, os.getcwd()
+    os.chdir(cwd)
+    sys.argv = [module, *args]
+    try:
+        main()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    finally:
+        sys.argv = saved[0]
+        os.chdir(saved[1])
+    return 0
 
 
 def build(base: str, files: int, ignored: int) -> str:
@@ -105,7 +125,8 @@ def main() -> int:
         sh("git", "ao", "add", wt, "--id", "s", cwd=repo)
         dirty(wt, a.ignored)
         rows: dict[str, list[float]] = {k: [] for k in ("plain", "plain+apply", "trash",
-                                                        "fallback")}
+                                                        "trash-in", "fallback")}
+        import git_ao.cli.restore  # noqa: F401 - imported once, as a long-lived process would
         for _ in range(a.runs):
             sh("git", "ao-preserve", "s", cwd=repo)
             commit = sh("git", "rev-parse", "refs/ao/preserved/s", cwd=repo).strip()
@@ -118,6 +139,9 @@ def main() -> int:
                 sh("git", "stash", "apply", "--index", commit, cwd=p))))
             sh("git", "worktree", "remove", "--force", p, cwd=repo)
             rows["trash"].append(timed(lambda: sh("git", "ao-restore", cwd=repo)))
+            sh("git", "ao-preserve", "s", cwd=repo)
+            rows["trash-in"].append(timed(lambda: in_process("git_ao.cli.restore", "-q",
+                                                             cwd=repo)))
             sh("git", "ao-preserve", "s", cwd=repo)
             mark_unusable(data)
             rows["fallback"].append(timed(lambda: sh("git", "ao-restore", cwd=repo)))
@@ -152,6 +176,8 @@ def main() -> int:
         print(f"{'git worktree add + stash apply':<34}{med['plain+apply']:>10.3f}")
         print(f"{'git ao-restore, from the trash':<34}{med['trash']:>10.3f}"
               f"{med['trash'] / med['plain']:>10.2f}  <= 0.1x worktree add")
+        print(f"{'  the same, in this process':<34}{med['trash-in']:>10.3f}"
+              f"{med['trash-in'] / med['plain']:>10.2f}  <= 0.1x worktree add")
         print(f"{'git ao-restore, fallback':<34}{med['fallback']:>10.3f}"
               f"{med['fallback'] / med['plain+apply']:>10.2f}  <= 1.1x add + apply")
         print(f"{'restore of %d sessions (trash)' % a.sessions:<34}{many:>10.3f}"

@@ -53,12 +53,12 @@ def ao_env(tmp_path, monkeypatch):
     gc.collect()
 
 
-
-
-
-
-
-
+def pytest_collection_finish(session):
+    """Freeze what is alive once the tests are collected (pytest, hypothesis, the
+    modules under test): the collections after every test and every in-process
+    command then look only at what the tests made, not at some 100,000 objects
+    that live as long as the worker."""
+    gc.freeze()
 
 
 @pytest.fixture

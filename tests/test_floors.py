@@ -13,12 +13,11 @@ import re
 import subprocess
 import sys
 import tomllib
-import venv
 
 import pytest
 
 from git_ao import git as gitmod
-from tests.support import ROOT
+from tests.support import ROOT, pip_in, venv_with
 
 
 def _pyproject() -> dict:
@@ -48,15 +47,12 @@ def floor_venv(tmp_path_factory):
     """A venv holding git-ao and exactly the floor version of each dependency."""
     base = tmp_path_factory.mktemp("floors")
     root = base / "venv"
-    venv.EnvBuilder(with_pip=True).create(root)
-    env = dict(os.environ, HOME=str(base), PIP_CACHE_DIR=str(base / "pip-cache"),
-               PIP_DISABLE_PIP_VERSION_CHECK="1")
     pins = [f"{name}=={version}" for name, version in floors().items()]
-    for args in (pins, ["--no-deps", str(ROOT)]):
-        res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q", *args],
-                             capture_output=True, text=True, env=env, check=False)
-        if res.returncode != 0:
-            pytest.fail(f"pip install {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
+    res = venv_with(root, *pins, home=base)
+    if res.returncode == 0:
+        res = pip_in(root, "install", "-q", "--no-deps", str(ROOT), home=base)
+    if res.returncode != 0:
+        pytest.fail(f"pip install failed:\n{res.stdout}\n{res.stderr}")
     return root
 
 
@@ -69,8 +65,7 @@ def _run(venv_dir, *args, cwd, rc):
 
 
 def test_the_floor_versions_run_every_kind_of_command(floor_venv, repo, worktrees):
-    freeze = subprocess.run([floor_venv / "bin" / "python", "-m", "pip", "freeze"],
-                            capture_output=True, text=True, check=True).stdout.lower()
+    freeze = pip_in(floor_venv, "freeze", home=floor_venv.parent).stdout.lower()
     for name, version in floors().items():
         assert f"{name.lower()}=={version}" in freeze.replace("_", "-")
     res = _run(floor_venv, "ao", cwd=repo, rc=129)

@@ -8,14 +8,12 @@ import fcntl
 import os
 import shutil
 import subprocess
-import venv
-from pathlib import Path
 
 import pytest
 
 from git_ao import __version__, completion
+from tests.support import ROOT, venv_with
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
 
 
@@ -35,12 +33,7 @@ def installed(tmp_path_factory, worker_id):
         if not (base / "built").exists():
             shutil.rmtree(base, ignore_errors=True)
             base.mkdir()
-            venv.EnvBuilder(with_pip=True).create(root)
-            # pip's cache and config stay in the test's own directory, not the real home.
-            env = dict(os.environ, HOME=str(base), PIP_CACHE_DIR=str(base / "pip-cache"))
-            res = subprocess.run([root / "bin" / "python", "-m", "pip", "install", "-q",
-                                  "--disable-pip-version-check", str(ROOT)],
-                                 capture_output=True, text=True, env=env, check=False)
+            res = venv_with(root, str(ROOT), home=base)
             if res.returncode != 0:
                 pytest.fail(f"pip install . failed:\n{res.stdout}\n{res.stderr}")
             (base / "built").touch()
