@@ -38,13 +38,13 @@ def daemon_ref(session_id) -> str:
     return DAEMON_PREFIX + session_id
 
 
-def set_aside_foreign(ctx, cwd, ref, session_id) -> str | None:
-    """Before git-ao writes `ref`: when it holds a commit git-ao did not write (the
-    daemon's), move that commit to refs/ao/daemon/<id> (refs/ao/daemon/<id>.<oid>
-    when that name holds another commit), so it stays reachable and `git ao show`
-    names it. Returns the new ref, or None when there was nothing to move. Raises
-    GitError when git cannot write or delete the refs (then git-ao writes nothing)."""
-    oid = git.rev_parse(cwd, ref)
+def set_aside_foreign(ctx, cwd, ref, oid, session_id) -> str | None:
+    """Before git-ao writes `ref`, which holds `oid` (None: no such ref): when that
+    is a commit git-ao did not write (the daemon's), move it to
+    refs/ao/daemon/<id> (refs/ao/daemon/<id>.<oid> when that name holds another
+    commit), so it stays reachable and `git ao show` names it. Returns the new
+    ref, or None when there was nothing to move. Raises GitError when git cannot
+    write or delete the refs (then git-ao writes nothing)."""
     if oid is None or written_by_git_ao(cwd, oid):
         return None
     target = daemon_ref(session_id)

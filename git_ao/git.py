@@ -377,9 +377,9 @@ def trees_of(cwd: str, commits: Iterable[str]) -> list[str | None]:
     return rev_parse_many(cwd, [f"{c}^{{tree}}" for c in commits])
 
 
-def for_each_ref(cwd: str, prefix: str) -> list[tuple[str, str]]:
-    """`git for-each-ref --format=%(objectname) %(refname) <prefix>`: list of (ref, oid)."""
-    out = run(["for-each-ref", "--format=%(objectname) %(refname)", prefix], cwd)
+def for_each_ref(cwd: str, *prefixes: str) -> list[tuple[str, str]]:
+    """`git for-each-ref --format=%(objectname) %(refname) <prefix>...`: list of (ref, oid)."""
+    out = run(["for-each-ref", "--format=%(objectname) %(refname)", *prefixes], cwd)
     return gitparse.ref_oids(out.decode("utf-8", "surrogateescape"))
 
 

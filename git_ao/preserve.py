@@ -268,8 +268,9 @@ def _write_ref(ctx: Context, s: Session, path: str, cap: snapshot.Capture, git_d
     `git gc --prune=now` running between the objects' writing and the ref's could
     have pruned them. The capture is written again (once) when they are gone."""
     ref = preserve_ref(s.id)
-    daemon_refs.set_aside_foreign(ctx, path, ref, s.id)  # never replace another's save
     older = git.rev_parse(path, ref)
+    if daemon_refs.set_aside_foreign(ctx, path, ref, older, s.id):  # never replace another's save
+        older = None
     if older and older != cap.commit:
         # The reflog keeps it while the ref lives; the log keeps its id for good.
         ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)

@@ -97,9 +97,8 @@ def admin_only(path: str) -> AdminOnly:
     """Read the per-worktree refs (`refs/worktree/*`, `refs/bisect/*`, seen from
     inside the worktree) and the HEAD reflog commits that nothing else reaches."""
     found = AdminOnly()
-    for prefix in ("refs/worktree/", "refs/bisect/"):
-        for ref, oid in git.for_each_ref(path, prefix):
-            found.refs[ref] = oid
+    for ref, oid in git.for_each_ref(path, "refs/worktree/", "refs/bisect/"):
+        found.refs[ref] = oid
     # --all from inside a worktree counts the refs and every worktree's HEAD, but
     # not reflogs: what it does not reach dies with this worktree's reflog.
     found.reflog = gitquery.unreachable_from_all(path, sorted(set(gitquery.reflog_commits(path, "HEAD"))))
