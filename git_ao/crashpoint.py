@@ -13,7 +13,9 @@ The points, in the order a run passes them:
     preserve:after-remove, preserve:between-sessions;
     restore:after-worktree-add, restore:during-apply (the worktree is added, the
     apply has not run), restore:after-apply, restore:before-ref-delete,
-    restore:after-ref-delete, restore:after-db, restore:between-sessions.
+    restore:after-ref-delete, restore:after-db, restore:between-sessions;
+    from the trash: restore:link-written (the worktree's new `.git` file is
+    written beside it, not yet renamed over it), restore:after-reinstate.
 """
 
 import os
@@ -25,7 +27,7 @@ POINTS = (
     "preserve:after-rename", "preserve:after-remove", "preserve:between-sessions",
     "restore:after-worktree-add", "restore:during-apply", "restore:after-apply",
     "restore:before-ref-delete", "restore:after-ref-delete", "restore:after-db",
-    "restore:between-sessions", "restore:after-reinstate",
+    "restore:between-sessions", "restore:after-reinstate", "restore:link-written",
 )
 
 _CRASH_AT = os.environ.get("GIT_AO_CRASH_AT") or None

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 
-from . import git, gitindex, gitquery, trash, worktree
+from . import crashpoint, git, gitindex, gitquery, trash, worktree
 from .errors import AoError
 from .records import Save
 
@@ -122,14 +123,44 @@ def only_git_file(path: str) -> str | None:
         return None
 
 
+# The `.git` file is written beside itself, then renamed over it; a kill between
+# the two leaves this file, which drop_link_tmp takes away on the rerun.
+LINK_TMP = ".git.ao-tmp"
+
+
+def _link_line(admin: str) -> bytes:
+    return b"gitdir: " + os.fsencode(admin) + b"\n"
+
+
 def _write_link(path: str, admin: str) -> None:
     """Point the worktree's `.git` file at `admin` (temporary file, then rename)."""
-    tmp = os.path.join(path, ".git.ao-tmp")
+    tmp = os.path.join(path, LINK_TMP)
     with open(tmp, "wb") as fh:
-        fh.write(b"gitdir: " + os.fsencode(admin) + b"\n")
+        fh.write(_link_line(admin))
         fh.flush()
         os.fsync(fh.fileno())
+    crashpoint.hit("restore:link-written")
     os.rename(tmp, os.path.join(path, ".git"))
+
+
+def drop_link_tmp(path: str, admin: str) -> bool:
+    """Remove the LINK_TMP file a killed `_write_link` left at the top of the
+    worktree `path`, only when it is a regular file holding a start of the line
+    that names `admin` (all of it, part of it, or nothing): git-ao's own file,
+    never the work. Returns True when it was removed."""
+    tmp = os.path.join(path, LINK_TMP)
+    try:
+        st = os.lstat(tmp)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > len(_link_line(admin)):
+            return False
+        with open(tmp, "rb") as fh:
+            data = fh.read()
+        if not _link_line(admin).startswith(data):
+            return False
+        os.unlink(tmp)
+    except OSError:
+        return False
+    return True
 
 
 def copy_admin(saved: str, admin: str) -> None:

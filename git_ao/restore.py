@@ -213,6 +213,8 @@ def _resume_reinstate(ctx: Context, s: Session, save: Save,
         return None
     reinstate.repair_link(s.common_dir, path)
     admin = str(entry.meta.get("admin") or "")
+    if admin:
+        reinstate.drop_link_tmp(path, admin)
     ctx.log("restore", s.id, "reinstate-resumed", trash=entry.path, workspace=path)
     return reinstate.Placed(entry, path, admin)
 
