@@ -11,6 +11,8 @@ from __future__ import annotations
 import subprocess
 import threading
 
+import pytest
+
 from tests.support import (
     BIN,
     ao,
@@ -45,6 +47,7 @@ def _outcomes(res):
     return {(r["id"], r["action"], r["status"]) for r in json_results(res)}
 
 
+@pytest.mark.slow
 def test_two_preserves_and_a_restore_at_once(repo, make_repo, worktrees, tmp_path):
     other = make_repo()
     sessions = make_sessions(repo, worktrees, 10, other=other)

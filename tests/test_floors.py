@@ -64,6 +64,7 @@ def _run(venv_dir, *args, cwd, rc):
     return res
 
 
+@pytest.mark.slow
 def test_the_floor_versions_run_every_kind_of_command(floor_venv, repo, worktrees):
     freeze = pip_in(floor_venv, "freeze", home=floor_venv.parent).stdout.lower()
     for name, version in floors().items():

@@ -47,6 +47,7 @@ def _env(venv_dir, **extra):
     return env
 
 
+@pytest.mark.slow
 def test_man_pages_and_completions_land_under_share(installed):
     share = installed / "share"
     for page in PAGES:
@@ -103,6 +104,7 @@ def test_bash_completion_lazy_loads_from_the_venv(installed, repo, worktrees):
     assert res.stdout.split() == ["lazy"], res.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("pipx"), reason="pipx not installed")
 def test_pipx_install(tmp_path, repo):
     env = _env(tmp_path, PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),

@@ -67,6 +67,7 @@ def _fingerprint(sessions):
     return refs, dirs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["deleted", "emptied", "truncated", "garbage"])
 def test_lost_database_deletes_nothing_and_recovers(how, repo, mixed, tmp_path):
     sessions, before, other = mixed

@@ -21,6 +21,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from tests.support import (
     BIN,
     ao,
@@ -64,6 +66,7 @@ def _run_and_kill(argv, cwd, delay) -> bool:
     return killed
 
 
+@pytest.mark.slow
 def test_random_kills_lose_nothing(repo, make_repo, worktrees, tmp_path):
     other = make_repo()
     sessions = make_sessions(repo, worktrees, 8, other=other)
