@@ -53,13 +53,6 @@ def ao_env(tmp_path, monkeypatch):
     gc.collect()
 
 
-def pytest_collection_modifyitems(items):
-    """The tests marked slow run first: xdist hands out the first tests one per
-    worker in turn, so the long ones run side by side instead of one of them
-    starting last and holding up the end of the run."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 def pytest_collection_finish(session):
     """Freeze what is alive once the tests are collected (pytest, hypothesis, the
     modules under test): the collections after every test and every in-process
