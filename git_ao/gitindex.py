@@ -7,6 +7,7 @@ argument list, or points git at another index file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -89,6 +90,23 @@ def checksum(index_file: str, oid_hex_len: int) -> str | None:
     except OSError:
         return None
     return tail.hex() if len(tail) == size and any(tail) else None
+
+
+def verified_checksum(index_file: str, oid_hex_len: int) -> str | None:
+    """`checksum`, but only when it is the true hash of every byte before it (git
+    does not check it when it reads an index, so an edited file can keep an old
+    one). None when the file is missing, has no checksum, or it does not match."""
+    size = oid_hex_len // 2
+    try:
+        with open(index_file, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    body, tail = data[:-size], data[-size:]
+    if len(tail) != size or not any(tail):
+        return None
+    h = hashlib.sha1(body) if size == 20 else hashlib.sha256(body)
+    return tail.hex() if h.digest() == tail else None
 
 
 def gitlinks(cwd: str) -> list[str]:

@@ -23,6 +23,23 @@ def join_z(paths: Iterable[str]) -> bytes:
     return b"".join(os.fsencode(p) + b"\0" for p in paths)
 
 
+def quote_c(path: str) -> bytes:
+    """`path` as a C-style quoted line, the form git unquotes where it reads one
+    path per line (`--stdin-paths`): every byte outside printable ASCII as an
+    octal escape, so a name holding a newline, ending in a carriage return or
+    starting with a double quote reaches git as it is."""
+    out = bytearray(b'"')
+    for byte in os.fsencode(path):
+        if byte in (0x22, 0x5C):
+            out += b"\\" + bytes([byte])
+        elif 0x20 <= byte < 0x7F:
+            out.append(byte)
+        else:
+            out += b"\\%03o" % byte
+    out += b'"'
+    return bytes(out)
+
+
 def version(text: str) -> tuple[int, ...]:
     """The version numbers of `git --version` output, e.g. (2, 39, 5)."""
     nums = []

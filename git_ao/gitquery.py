@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 
 from . import git, gitparse
-from .errors import Usage
+from .errors import GitError, Usage
 from .gitparse import IndexFlags
 
 
@@ -36,20 +36,21 @@ def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
     return out
 
 
-def hash_paths(cwd: str, paths: Sequence[str]) -> list[str]:
+def hash_paths(cwd: str, paths: Sequence[str], env: dict[str, str] | None = None) -> list[str]:
     """The blob id git would store for each of `paths` (relative to the worktree
     at `cwd`), with the repository's clean filters and end-of-line rules
-    (`git hash-object --stdin-paths`); nothing is written."""
-    # --stdin-paths reads lines and has no -z: a name holding a newline is hashed
-    # on its own.
-    plain = [p for p in paths if "\n" not in p]
-    ids = dict(zip(plain, git.run(["hash-object", "--stdin-paths"], cwd,
-                              input=b"".join(os.fsencode(p) + b"\n" for p in plain)
-                              ).decode().split(), strict=True)) if plain else {}
-    for p in paths:
-        if p not in ids:
-            ids[p] = git.line(["hash-object", "--", p], cwd)
-    return [ids[p] for p in paths]
+    (`git hash-object --stdin-paths`); nothing is written. Every path goes in
+    C-quoted: git unquotes a line that starts with a double quote and drops a
+    trailing carriage return, so a plain line can name another file."""
+    if not paths:
+        return []
+    out = git.run(["hash-object", "--stdin-paths"], cwd, env=env,
+                  input=b"".join(gitparse.quote_c(p) + b"\n" for p in paths))
+    ids = out.decode().split()
+    if len(ids) != len(paths):
+        raise GitError(["hash-object", "--stdin-paths"], 0,
+                       f"{len(ids)} blob ids for {len(paths)} paths")
+    return ids
 
 
 def checkout_detached(cwd: str, commit: str) -> bool:
@@ -152,15 +153,7 @@ def hash_paths_in(common_dir: str, work_tree: str, paths: Sequence[str]) -> list
     """`hash_paths` for a worktree taken away (see `ignored_in`): the blob id git
     would store for each of `paths`, relative to `work_tree`, judged with the
     repository at `common_dir` (its attributes and filters). Raises GitError."""
-    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree}
-    plain = [p for p in paths if "\n" not in p]
-    ids = dict(zip(plain, git.run(["hash-object", "--stdin-paths"], work_tree, env=env,
-                              input=b"".join(os.fsencode(p) + b"\n" for p in plain)
-                              ).decode().split(), strict=True)) if plain else {}
-    for p in paths:
-        if p not in ids:
-            ids[p] = git.line(["hash-object", "--", p], work_tree, env=env)
-    return [ids[p] for p in paths]
+    return hash_paths(work_tree, paths, env={"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree})
 
 
 def expiry_date(value: str) -> int | None:
@@ -275,19 +268,18 @@ def blob_bytes(cwd: str, oid: str) -> bytes:
     return git.run(["cat-file", "blob", oid], cwd)
 
 
-def commit_object(cwd: str, commit: str) -> tuple[str, list[str]]:
-    """(tree id, parent ids) read from the commit object itself (`git cat-file
-    commit`). Raises GitError when the object is missing or not a commit."""
+def commit_object(cwd: str, commit: str) -> tuple[str, list[str], str]:
+    """(tree id, parent ids, message) read from the commit object itself (`git
+    cat-file commit`). Raises GitError when the object is missing or not a commit."""
     tree, parents = "", []
-    for ln in git.run(["cat-file", "commit", commit], cwd).split(b"\n"):
-        if not ln:
-            break  # the headers end at the first empty line
+    headers, _, message = git.run(["cat-file", "commit", commit], cwd).partition(b"\n\n")
+    for ln in headers.split(b"\n"):
         key, _, value = ln.partition(b" ")
         if key == b"tree":
             tree = value.decode()
         elif key == b"parent":
             parents.append(value.decode())
-    return tree, parents
+    return tree, parents, message.decode("utf-8", "replace")
 
 
 def tree_diffs(cwd: str, lines: Sequence[Sequence[str]]) -> dict[str, dict[str, gitparse.Change]]:

@@ -239,6 +239,17 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
     return problems
 
 
+def put_assume_unchanged(path: str, wc: dict[str, Any]) -> None:
+    """Make the assume-unchanged flags of the worktree at `path` those `wc` records,
+    setting and clearing nothing else. Raises GitError."""
+    now = gitquery.index_flags(path)
+    items = wc.get("assume_unchanged", [])
+    want = expand(items, now.paths() if any(i.endswith("/") for i in items) else [])
+    au = set(now.assume_unchanged)
+    gitindex.set_index_flag(path, sorted(want - au), "--assume-unchanged")
+    gitindex.set_index_flag(path, sorted(au - want), "--no-assume-unchanged")
+
+
 def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
     """Give back the empty directories (when `fresh`) and the permission bits `wc`
     records, after the apply. When the save has a base (`_walked_modes`) other

@@ -3,7 +3,8 @@
 Two proofs, the first one tried first (`prove`):
 
 - `settled`, cheap: the index put back is byte for byte the one the trees were
-  made from (same checksum, recorded in the trash entry at preserve), so the index
+  made from (its checksum, true for its bytes, is the one the preserve commit
+  records in its Ao-Index trailer), so the index
   tree and the flags are the saved ones; one `git status` then names every
   tracked file that differs from that index and every untracked file, and those
   must be exactly the paths where the saved worktree tree differs from the index
@@ -35,19 +36,21 @@ _PLAIN_KEYS = frozenset({"config_worktree", "mode_base", "modes", "dir_modes", "
 
 @dataclass
 class Proof:
-    """What a proof found: ok, why not (`why`), and the paths that differ from the
-    saved trees because they were written after the last capture (`late`)."""
+    """What a proof found: ok, why not (`why`), the paths that differ from the
+    saved trees because they were written after the last capture (`late`), and
+    whether the assume-unchanged flags differ from the saved ones."""
 
     ok: bool
     why: str = ""
     late: list[str] = field(default_factory=list)
+    # The assume-unchanged flags differ from the saved ones (set or cleared late).
+    flags_changed: bool = False
 
 
-def prove(path: str, save: Save, admin: str, index_checksum: str | None) -> Proof:
+def prove(path: str, save: Save, admin: str) -> Proof:
     """Prove the worktree at `path` (admin dir `admin`) holds the saved work:
-    `settled` when the entry recorded the index checksum, else (or when it cannot
-    tell) `full`."""
-    if index_checksum and settled(path, save, admin, index_checksum):
+    `settled`, and `full` when it cannot tell."""
+    if settled(path, save, admin, index_from_commit=True):
         return Proof(True)
     return full(path, save)
 
@@ -57,7 +60,7 @@ def holds(path: str, git_dir: str, save: Save) -> bool:
     check after an apply: `settled` with the index's tree written (its stat cache
     is fresh), else `snapshot.holds`."""
     assert save.preserved_commit
-    return settled(path, save, git_dir, None) or \
+    return settled(path, save, git_dir, index_from_commit=False) or \
         snapshot.holds(path, git_dir, save.preserved_commit)
 
 
@@ -77,26 +80,27 @@ def _link_blob(path: str, oid_hex_len: int) -> str:
     return h.hexdigest()
 
 
-def settled(path: str, save: Save, admin: str, index_checksum: str | None) -> bool:
+def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bool:
     """The cheap proof (module docstring): True when the worktree at `path` (admin
     dir `admin`) provably holds exactly the save, False when it cannot tell. The
-    index is proven by `index_checksum`, or with None by writing its tree (from a
-    copy). Four or five git processes (status, cat-file, diff-tree, hash-object);
-    no file git lists as unchanged is read."""
+    index is proven by the checksum the commit records (`index_from_commit`), else
+    by writing its tree (from a copy). Four or five git processes (cat-file,
+    status, diff-tree, hash-object); no file git lists as unchanged is read."""
     commit = save.preserved_commit
     if not commit or not save.head or set(private.load(save.private_config)) - _PLAIN_KEYS:
         return False
     index = os.path.join(admin, "index")
-    if index_checksum is not None and gitindex.checksum(index, len(commit)) != index_checksum:
-        return False
     try:
-        st = git.status(path, ignored=False)
-        _tree, parents = gitquery.commit_object(path, commit)
+        _tree, parents, message = gitquery.commit_object(path, commit)
         if len(parents) not in (2, 3) or parents[0] != save.head:
             return False
-        if index_checksum is None and _index_tree(path, admin, index) != \
-                gitquery.commit_object(path, parents[1])[0]:
+        if index_from_commit:
+            recorded = snapshot.parse_index_trailer(message)
+            if not recorded or gitindex.verified_checksum(index, len(commit)) != recorded:
+                return False
+        elif _index_tree(path, admin, index) != gitquery.commit_object(path, parents[1])[0]:
             return False
+        st = git.status(path, ignored=False)
         lines = [[commit, parents[1]]] + ([[parents[2]]] if len(parents) == 3 else [])
         diffs = gitquery.tree_diffs(path, lines)
     except AoError:
@@ -148,6 +152,16 @@ def _index_tree(path: str, admin: str, index: str) -> str | None:
         return tmp.write_tree()
 
 
+_SKIP_KEYS = ("skip_worktree", "skip_worktree_absent")
+_FLAG_KEYS = ("assume_unchanged", *_SKIP_KEYS)
+
+
+def _flags(private_config: str | None) -> dict[str, object]:
+    """The index flags a save's private config records (see snapshot.capture)."""
+    conf = private.load(private_config)
+    return {k: conf.get(k) for k in _FLAG_KEYS}
+
+
 def full(path: str, save: Save) -> Proof:
     """The full proof: a capture that writes nothing (`snapshot.capture(write=False)`)
     must give the saved HEAD, branch and index tree; paths where its worktree or
@@ -176,6 +190,12 @@ def full(path: str, save: Save) -> Proof:
         return Proof(False, f"on {cap.branch or 'a detached HEAD'}, not the saved branch")
     if cap.index_tree != i_tree:
         return Proof(False, "the index is not the saved one")
+    saved, now = _flags(save.private_config), _flags(cap.private_config)
+    if commit and [saved[k] for k in _SKIP_KEYS] != [now[k] for k in _SKIP_KEYS]:
+        return Proof(False, "the skip-worktree flags are not the saved ones")
     late = set(gitquery.changed_between(path, w_tree, cap.worktree_tree))
     late.update(gitquery.changed_between(path, u_tree, cap.untracked_tree))
-    return Proof(True, "", sorted(late))
+    # An assume-unchanged flag set after the capture would hide a file's changes
+    # from git status from then on: the caller puts the saved flags back.
+    return Proof(True, "", sorted(late),
+                 bool(commit) and saved["assume_unchanged"] != now["assume_unchanged"])

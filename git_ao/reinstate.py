@@ -20,6 +20,8 @@ finishes (`repair_link` points its `.git` file at its admin dir again).
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import shutil
 import stat
 from dataclasses import dataclass
@@ -123,9 +125,12 @@ def only_git_file(path: str) -> str | None:
         return None
 
 
-# The `.git` file is written beside itself, then renamed over it; a kill between
-# the two leaves this file, which drop_link_tmp takes away on the rerun.
-LINK_TMP = ".git.ao-tmp"
+# The `.git` file is written beside itself under a name of its own, then renamed
+# over it; a kill between the two leaves that file, which drop_link_tmp takes
+# away on the rerun. The name is new each time and opened exclusively, never
+# following a link: a file or link the agent left under any name is not touched.
+LINK_TMP_PREFIX = ".git.ao-tmp-"
+_LINK_TMP = re.compile(re.escape(LINK_TMP_PREFIX) + "[0-9a-f]{16}")
 
 
 def _link_line(admin: str) -> bytes:
@@ -133,34 +138,44 @@ def _link_line(admin: str) -> bytes:
 
 
 def _write_link(path: str, admin: str) -> None:
-    """Point the worktree's `.git` file at `admin` (temporary file, then rename)."""
-    tmp = os.path.join(path, LINK_TMP)
-    with open(tmp, "wb") as fh:
-        fh.write(_link_line(admin))
-        fh.flush()
-        os.fsync(fh.fileno())
+    """Point the worktree's `.git` file at `admin` (a new file, then rename)."""
+    tmp = os.path.join(path, LINK_TMP_PREFIX + secrets.token_hex(8))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as fh:
+            fh.write(_link_line(admin))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     crashpoint.hit("restore:link-written")
     os.rename(tmp, os.path.join(path, ".git"))
 
 
-def drop_link_tmp(path: str, admin: str) -> bool:
-    """Remove the LINK_TMP file a killed `_write_link` left at the top of the
-    worktree `path`, only when it is a regular file holding a start of the line
-    that names `admin` (all of it, part of it, or nothing): git-ao's own file,
-    never the work. Returns True when it was removed."""
-    tmp = os.path.join(path, LINK_TMP)
+def drop_link_tmp(path: str, admin: str) -> list[str]:
+    """Remove the files a killed `_write_link` left at the top of the worktree
+    `path`: named LINK_TMP_PREFIX and 16 hex digits, regular files holding a
+    start of the line that names `admin` (all of it, part of it, or nothing).
+    Returns the names removed."""
+    removed = []
+    line = _link_line(admin)
     try:
-        st = os.lstat(tmp)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > len(_link_line(admin)):
-            return False
-        with open(tmp, "rb") as fh:
-            data = fh.read()
-        if not _link_line(admin).startswith(data):
-            return False
-        os.unlink(tmp)
+        names = [n for n in os.listdir(path) if _LINK_TMP.fullmatch(n)]
     except OSError:
-        return False
-    return True
+        return []
+    for name in names:
+        tmp = os.path.join(path, name)
+        try:
+            st = os.lstat(tmp)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > len(line):
+                continue
+            with open(tmp, "rb") as fh:
+                if not line.startswith(fh.read()):
+                    continue
+            os.unlink(tmp)
+            removed.append(name)
+        except OSError:
+            continue
+    return removed
 
 
 def copy_admin(saved: str, admin: str) -> None:
@@ -243,17 +258,6 @@ def reinstating(data_dir: str, session_id: str, path: str) -> trash.Entry | None
         if e.meta.get("reinstating") == path and not e.holds_worktree:
             return e
     return None
-
-
-def index_checksum(entry: trash.Entry, save: Save) -> str | None:
-    """The checksum of the index `save`'s trees were made from, when the entry
-    recorded it for this very commit (a capture taken again from the moved copy
-    leaves the entry's older one, which then proves nothing)."""
-    meta = entry.meta
-    if not save.preserved_commit or meta.get("commit") != save.preserved_commit:
-        return None
-    value = meta.get("index")
-    return value if isinstance(value, str) else None
 
 
 def undo(common_dir: str, placed: Placed) -> None:

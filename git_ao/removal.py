@@ -32,16 +32,15 @@ def where(path: str, b: walk.Blocker) -> str:
 
 
 def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,
-              cache: RepoCache, index: str | None = None) -> trash.Entry:
+              cache: RepoCache) -> trash.Entry:
     """Move the verified worktree into a trash entry on its own file system (the
-    registration is pruned by the caller). The entry records the save's commit and
-    the checksum of the index it was made from (`index`), which let restore prove
-    the directory without capturing it again. Raises AoError saying exactly what
+    registration is pruned by the caller). The entry records the save's commit.
+    Raises AoError saying exactly what
     state the session is in when the move fails: the save is recorded, so it is
     pending and its directory is still in place."""
     try:
         entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
-                              {"commit": commit, "index": index})
+                              {"commit": commit})
     except OSError as exc:
         ctx.log("preserve", s.id, "move-failed", workspace=v.path, error=exc.strerror)
         raise Failed(f"saved and recorded (pending), but '{v.path}' could not be moved to the "

@@ -225,7 +225,7 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
     else move it back into its entry (the caller falls back).
     Returns (Outcome or None, whether the ref stays, why the trash was not used)."""
     path = placed.path
-    proof = prove(path, save, placed.admin, reinstate.index_checksum(placed.entry, save))
+    proof = prove(path, save, placed.admin)
     data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit,
                  from_trash=True)
     if not proof.ok:
@@ -240,13 +240,21 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
                             f"{save.preserve_ref}", data), True, proof.why)
         return None, None, f"{proof.why}; the trash copy is kept"
     ref = save.preserve_ref
+    if proof.flags_changed:
+        try:
+            private.put_assume_unchanged(path, private.load(save.private_config))
+        except AoError as exc:
+            ctx.log("restore", s.id, "flags-kept", error=str(exc))
+        data["flags_put_back"] = True
     if proof.late:
         # The directory's files are the latest state, so they stay; the last capture
         # stays in the ref, which nothing else holds (see docs/restore-trash.md).
         data["late_writes"] = proof.late
         listed = ", ".join(proof.late[:5]) + (" ..." if len(proof.late) > 5 else "")
         msg = (f"restored at {path} from the trash, with {len(proof.late)} path(s) written "
-               f"after the last capture ({listed}); the last capture stays in {ref}")
+               f"after the last capture ({listed}); " +
+               (f"the last capture stays in {ref}" if ref else
+                "the save was clean, so the worktree holds their only copy"))
         kept = bool(ref) and git.rev_parse(path, ref) is not None
     else:
         crashpoint.hit("restore:before-ref-delete")

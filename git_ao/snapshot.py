@@ -390,6 +390,9 @@ TRAILERS = ("Ao-Session", "Ao-Kind", "Ao-Harness", "Ao-Branch", "Ao-Workspace", 
             "Ao-Detached")
 
 
+INDEX_TRAILER = "Ao-Index"
+
+
 def message(meta: Meta, cap: Capture) -> str:
     """W's commit message: a stash-like subject and trailers that describe the session,
     so `git ao doctor --recover` can rebuild a lost database from refs."""
@@ -397,6 +400,10 @@ def message(meta: Meta, cap: Capture) -> str:
     values = (meta.session_id, meta.kind, meta.harness or "-", cap.branch or "-",
               meta.workspace_path, cap.head, "true" if cap.detached else "false")
     body = "\n".join(f"{k}: {v}" for k, v in zip(TRAILERS, values, strict=True))
+    if cap.index_checksum:
+        # The checksum of the index the trees were made from: a restore from the
+        # trash proves the index it puts back is that very file (proof.settled).
+        body += f"\n{INDEX_TRAILER}: {cap.index_checksum}"
     return f"WIP on {label}: {cap.head[:7]} git-ao preserve of {meta.session_id}\n\n{body}\n"
 
 
@@ -408,6 +415,15 @@ def parse_trailers(text: str) -> dict:
         if sep and key in TRAILERS:
             out[key] = value
     return out
+
+
+def parse_index_trailer(text: str) -> str | None:
+    """The Ao-Index trailer of a preserve commit message (see `message`), or None."""
+    for ln in text.splitlines():
+        key, sep, value = ln.partition(": ")
+        if sep and key == INDEX_TRAILER:
+            return value.strip() or None
+    return None
 
 
 def saved_trees(cwd: str, commit: str) -> tuple[str, str | None, str | None, str | None]:

@@ -121,8 +121,9 @@ def test_a_flag_set_late_in_the_saved_index_does_not_hide_a_write(repo, worktree
                    env=env, check=True)
     Path(entry.worktree, "src", "util.py").write_text("hidden edit\n")
     r, _ = _restore(repo)
-    assert r.get("late_writes") == ["src/util.py"], r
+    assert r.get("late_writes") == ["src/util.py"] and r.get("flags_put_back"), r
     assert (wt / "src/util.py").read_text() == "hidden edit\n"
+    assert git("ls-files", "-v", "src/util.py", cwd=wt) == "H src/util.py\n"
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/flag", cwd=repo, check=False)
 
 
@@ -140,3 +141,78 @@ def test_an_index_staged_late_is_not_taken_for_the_saved_one(repo, worktrees, tm
     # restores the save, and the trash copy is kept
     assert r.get("trash_skipped", "").startswith("the index is not the saved one"), r
     assert (wt / "notes.txt").read_text() == "untracked\n"
+
+
+def test_names_git_unquotes_are_hashed_as_they_are(repo, worktrees, tmp_path):
+    """git's --stdin-paths unquotes a line that starts with a double quote and drops a
+    trailing carriage return: a late write to such a file must not be judged by
+    the file that the unquoted name points to."""
+    wt = _session(repo, worktrees, "names")
+    (wt / '"app.log"').write_text("ignored\n")  # the same bytes as the ignored app.log
+    (wt / "cr\r").write_text("carriage\n")
+    (wt / "cr").write_text("carriage\n")
+    ao("ao-preserve", "names", cwd=repo)
+    entry = _entry(tmp_path, "names")
+    Path(entry.worktree, '"app.log"').write_text("written late\n")
+    Path(entry.worktree, "cr\r").write_text("late too\n")
+    r, _ = _restore(repo)
+    assert r["status"] == "ok" and r.get("late_writes") == ['"app.log"', "cr\r"], r
+    assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/names", cwd=repo, check=False)
+
+
+def test_a_file_or_link_named_like_the_link_being_written_is_left_alone(repo, worktrees,
+                                                                       tmp_path):
+    """Restore writes the worktree's new .git file beside it before renaming it into
+    place: an agent's file or symbolic link under the name git-ao once used is work,
+    and a link must never lead that write outside the worktree."""
+    wt = _session(repo, worktrees, "tmpname")
+    outside = tmp_path / "thesis.txt"
+    outside.write_text("my thesis\n")
+    (wt / ".git.ao-tmp").write_text("an agent's file\n")
+    os.symlink(outside, wt / ".git.ao-tmp-0123456789abcdef")
+    before = state(wt)
+    ao("ao-preserve", "tmpname", cwd=repo)
+    r, _ = _restore(repo)
+    assert r["status"] == "ok" and "late_writes" not in r, r
+    assert outside.read_text() == "my thesis\n"
+    assert differences(before, state(wt), skip=()) == []
+    assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+
+
+def test_an_index_edited_under_its_old_checksum_is_not_taken_for_the_saved_one(
+        repo, worktrees, tmp_path):
+    """git does not check an index's checksum when it reads it: a trash copy whose
+    index was changed and then given back its old trailer must not pass as the
+    saved index."""
+    wt = _session(repo, worktrees, "trailer")
+    ao("ao-preserve", "trailer", cwd=repo)
+    assert git("cat-file", "-p", "refs/ao/preserved/trailer", cwd=repo).count("Ao-Index: ") == 1
+    entry = _entry(tmp_path, "trailer")
+    index = Path(entry.admin, "index")
+    trailer = index.read_bytes()[-20:]
+    Path(entry.worktree, "notes.txt").write_text("UNTRACKED\n")  # same size
+    env = dict(os.environ, GIT_INDEX_FILE=str(index), GIT_WORK_TREE=entry.worktree)
+    subprocess.run(["git", "add", "notes.txt"], cwd=repo, env=env, check=True)
+    data = index.read_bytes()
+    index.write_bytes(data[:-20] + trailer)
+    r, _ = _restore(repo)
+    assert r.get("trash_skipped", "").startswith("the index is not the saved one"), r
+    assert (wt / "notes.txt").read_text() == "untracked\n"
+
+
+def test_a_flag_set_late_on_a_changed_file_is_put_back_as_saved(repo, worktrees, tmp_path):
+    """assume-unchanged set on the trash copy's index after the capture, on a file with
+    an unstaged change: git status would hide that change from then on, so the
+    restore puts the saved flags back."""
+    wt = _session(repo, worktrees, "hide")
+    ao("ao-preserve", "hide", cwd=repo)
+    entry = _entry(tmp_path, "hide")
+    env = dict(os.environ, GIT_INDEX_FILE=os.path.join(entry.admin, "index"))
+    subprocess.run(["git", "update-index", "--assume-unchanged", "README.md"], cwd=repo,
+                   env=env, check=True)
+    r, _ = _restore(repo)
+    assert r["status"] == "ok" and r.get("from_trash") and r.get("flags_put_back"), r
+    assert "late_writes" not in r, r
+    assert git("ls-files", "-v", "README.md", cwd=wt) == "H README.md\n"
+    assert (wt / "README.md").read_text() == "readme, edited\n"
+    assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
