@@ -103,14 +103,18 @@ def _cmdline(proc: psutil.Process) -> tuple[str, ...]:
 
 
 def _self_and_ancestors() -> tuple[int, set[int]]:
-    me = psutil.Process()
-    try:
-        parents = {p.pid for p in me.parents()}
-    except _ERRORS:
-        # An ancestor that exits mid-walk ends the chain early; the ones found
-        # so far are still protected, and the next scan sees the rest.
-        parents = set()
-    return me.pid, parents
+    """(this process's pid, its ancestors' pids), walked by parent pid up to pid 1.
+    An ancestor that cannot be read ends the walk, and the ones found so far stay
+    protected (psutil's `parents()` raises instead, which left none)."""
+    parents: set[int] = set()
+    pid = os.getppid()
+    while pid > 0 and pid not in parents:
+        parents.add(pid)
+        try:
+            pid = psutil.Process(pid).ppid()
+        except _ERRORS:
+            break
+    return os.getpid(), parents
 
 
 def scan(paths: Iterable[str]) -> Scan:

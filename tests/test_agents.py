@@ -275,3 +275,20 @@ def test_check_writes_names_lost_writes_unless_reported(tmp_path):
     assert len(problems) == 1 and "appended lines missing" in problems[0]
     shutil.rmtree(wt)
     assert len(writers.check_writes(log, wt, set())) == 3  # three files, all missing
+
+
+def test_an_ancestor_that_cannot_be_read_keeps_the_ones_found_protected(monkeypatch):
+    """The walk up the parent pids stops at an ancestor it cannot read; the ones
+    below it are still this process's ancestors (never agents to stop)."""
+    parent = os.getppid()
+    real = psutil.Process
+
+    class Unreadable(real):  # type: ignore[misc, valid-type]
+        def ppid(self):
+            if self.pid == parent:
+                raise psutil.NoSuchProcess(self.pid)
+            return super().ppid()
+
+    monkeypatch.setattr(psutil, "Process", Unreadable)
+    me, parents = agents._self_and_ancestors()
+    assert me == os.getpid() and parents == {parent}

@@ -216,3 +216,15 @@ def test_a_flag_set_late_on_a_changed_file_is_put_back_as_saved(repo, worktrees,
     assert git("ls-files", "-v", "README.md", cwd=wt) == "H README.md\n"
     assert (wt / "README.md").read_text() == "readme, edited\n"
     assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+
+
+def test_a_late_write_after_a_clean_save_is_named_as_the_only_copy(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "clean")
+    ao("ao-preserve", "clean", cwd=repo)
+    entry = _entry(tmp_path, "clean")
+    Path(entry.worktree, "late.txt").write_text("written after the save\n")
+    r, _ = _restore(repo)
+    assert r["status"] == "ok" and r.get("late_writes") == ["late.txt"], r
+    assert r["message"].endswith("(late.txt); the save was clean, so the worktree holds "
+                                 "their only copy"), r
+    assert (wt / "late.txt").read_text() == "written after the save\n"
