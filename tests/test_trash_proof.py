@@ -110,15 +110,21 @@ def test_a_touched_file_with_the_same_bytes_is_not_a_late_write(repo, worktrees,
     assert (wt / "later.log").exists()
 
 
+def _assume_unchanged_late(repo: Path, tmp_path: Path, sid: str, rel: str) -> trash.Entry:
+    """Set assume-unchanged on `rel` in the index of `sid`'s trash copy; returns the entry."""
+    entry = _entry(tmp_path, sid)
+    env = dict(os.environ, GIT_INDEX_FILE=os.path.join(entry.admin, "index"))
+    subprocess.run(["git", "update-index", "--assume-unchanged", rel], cwd=repo, env=env,
+                   check=True)
+    return entry
+
+
 def test_a_flag_set_late_in_the_saved_index_does_not_hide_a_write(repo, worktrees, tmp_path):
     """assume-unchanged set on the trash copy's index after the capture, then the file
     edited: git status would not see the edit, so the cheap proof must not vouch."""
     wt = _session(repo, worktrees, "flag")
     ao("ao-preserve", "flag", cwd=repo)
-    entry = _entry(tmp_path, "flag")
-    env = dict(os.environ, GIT_INDEX_FILE=os.path.join(entry.admin, "index"))
-    subprocess.run(["git", "update-index", "--assume-unchanged", "src/util.py"], cwd=repo,
-                   env=env, check=True)
+    entry = _assume_unchanged_late(repo, tmp_path, "flag", "src/util.py")
     Path(entry.worktree, "src", "util.py").write_text("hidden edit\n")
     r, _ = _restore(repo)
     assert r.get("late_writes") == ["src/util.py"] and r.get("flags_put_back"), r
@@ -206,10 +212,7 @@ def test_a_flag_set_late_on_a_changed_file_is_put_back_as_saved(repo, worktrees,
     restore puts the saved flags back."""
     wt = _session(repo, worktrees, "hide")
     ao("ao-preserve", "hide", cwd=repo)
-    entry = _entry(tmp_path, "hide")
-    env = dict(os.environ, GIT_INDEX_FILE=os.path.join(entry.admin, "index"))
-    subprocess.run(["git", "update-index", "--assume-unchanged", "README.md"], cwd=repo,
-                   env=env, check=True)
+    _assume_unchanged_late(repo, tmp_path, "hide", "README.md")
     r, _ = _restore(repo)
     assert r["status"] == "ok" and r.get("from_trash") and r.get("flags_put_back"), r
     assert "late_writes" not in r, r
