@@ -428,6 +428,15 @@ def call_bounded(args: Sequence[object], cwd: str, timeout: float) -> Completed:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass  # it ended between the timeout and the kill
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            # A helper that left the group (an ssh master) still holds the pipes:
+            # git itself is gone, so stop reading.
+            out, err = b"", b""
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
         return Completed(argv, TIMED_OUT, out, err + f"\ntimed out after {timeout:g} s".encode())
     return Completed(argv, _status(proc.returncode), out, err)
