@@ -79,23 +79,11 @@ def tree_of(cwd: str, index_file: str) -> str:
 
 def checksum(index_file: str, oid_hex_len: int) -> str | None:
     """The trailing checksum of an index file (its last 20 or 32 bytes: `oid_hex_len`
-    is 40 for SHA-1, 64 for SHA-256), as hex; git writes it over every byte before
-    it, so two files with the same one hold the same entries, flags and stat data.
-    None when the file is missing or written without one (`index.skipHash`)."""
-    size = oid_hex_len // 2
-    try:
-        with open(index_file, "rb") as fh:
-            fh.seek(-size, os.SEEK_END)
-            tail = fh.read(size)
-    except OSError:
-        return None
-    return tail.hex() if len(tail) == size and any(tail) else None
-
-
-def verified_checksum(index_file: str, oid_hex_len: int) -> str | None:
-    """`checksum`, but only when it is the true hash of every byte before it (git
-    does not check it when it reads an index, so an edited file can keep an old
-    one). None when the file is missing, has no checksum, or it does not match."""
+    is 40 for SHA-1, 64 for SHA-256), as hex, when it is the true hash of every
+    byte before it: two files with the same one hold the same entries, flags and
+    stat data. git does not check it when it reads an index, so an edited file
+    can keep an old one. None when the file is missing, written without one
+    (`index.skipHash`), or it does not match."""
     size = oid_hex_len // 2
     try:
         with open(index_file, "rb") as fh:

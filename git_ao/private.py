@@ -245,9 +245,18 @@ def put_assume_unchanged(path: str, wc: dict[str, Any]) -> None:
     now = gitquery.index_flags(path)
     items = wc.get("assume_unchanged", [])
     want = expand(items, now.paths() if any(i.endswith("/") for i in items) else [])
+    _set_assume_unchanged(path, now, want, set(now.paths()), exact=True)
+
+
+def _set_assume_unchanged(path: str, now: git.IndexFlags, want: set[str], index: set[str],
+                          *, exact: bool) -> None:
+    """Set assume-unchanged on the paths of `want` that are in `index` and lack it;
+    when `exact`, clear it from the paths outside `want`. Raises GitError."""
     au = set(now.assume_unchanged)
-    gitindex.set_index_flag(path, sorted(want - au), "--assume-unchanged")
-    gitindex.set_index_flag(path, sorted(au - want), "--no-assume-unchanged")
+    gitindex.set_index_flag(path, sorted(p for p in want - au if p in index),
+                            "--assume-unchanged")
+    if exact:
+        gitindex.set_index_flag(path, sorted(au - want), "--no-assume-unchanged")
 
 
 def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
@@ -334,11 +343,7 @@ def _put_index_flags(path: str, wc: dict[str, Any], fresh: bool) -> None:
     # After the removals: git clears skip-worktree of a file it finds present.
     if (unskip or added) and _sparse_index(path):
         gitindex.collapse_sparse(path)
-    au = set(now.assume_unchanged)
-    gitindex.set_index_flag(path, sorted(p for p in want_au - au if p in index),
-                            "--assume-unchanged")
-    if exact:
-        gitindex.set_index_flag(path, sorted(au - want_au), "--no-assume-unchanged")
+    _set_assume_unchanged(path, now, want_au, index, exact=exact)
 
 
 def _sparse_index(path: str) -> bool:

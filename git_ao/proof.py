@@ -95,8 +95,8 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bo
         if len(parents) not in (2, 3) or parents[0] != save.head:
             return False
         if index_from_commit:
-            recorded = snapshot.parse_index_trailer(message)
-            if not recorded or gitindex.verified_checksum(index, len(commit)) != recorded:
+            recorded = snapshot.parse_trailers(message).get(snapshot.INDEX_TRAILER)
+            if not recorded or gitindex.checksum(index, len(commit)) != recorded:
                 return False
         elif _index_tree(path, admin, index) != gitquery.commit_object(path, parents[1])[0]:
             return False

@@ -412,18 +412,9 @@ def parse_trailers(text: str) -> dict:
     out = {}
     for ln in text.splitlines():
         key, sep, value = ln.partition(": ")
-        if sep and key in TRAILERS:
+        if sep and (key in TRAILERS or key == INDEX_TRAILER):
             out[key] = value
     return out
-
-
-def parse_index_trailer(text: str) -> str | None:
-    """The Ao-Index trailer of a preserve commit message (see `message`), or None."""
-    for ln in text.splitlines():
-        key, sep, value = ln.partition(": ")
-        if sep and key == INDEX_TRAILER:
-            return value.strip() or None
-    return None
 
 
 def saved_trees(cwd: str, commit: str) -> tuple[str, str | None, str | None, str | None]:
