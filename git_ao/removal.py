@@ -32,12 +32,11 @@ def where(path: str, b: walk.Blocker) -> str:
 
 
 def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,
-              cache: RepoCache) -> trash.Entry:
+               cache: RepoCache) -> trash.Entry:
     """Move the verified worktree into a trash entry on its own file system (the
-    registration is pruned by the caller). The entry records the save's commit.
-    Raises AoError saying exactly what
-    state the session is in when the move fails: the save is recorded, so it is
-    pending and its directory is still in place."""
+    registration is pruned by the caller). Raises AoError saying exactly what state
+    the session is in when the move fails: the save is recorded, so it is pending
+    and its directory is still in place."""
     try:
         entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
                               {"commit": commit})
