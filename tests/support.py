@@ -14,15 +14,18 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import importlib
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.worktree_state import same_but_ignored, state
@@ -145,6 +148,37 @@ def _in_process(args: list[str], cwd: str, env: dict) -> subprocess.CompletedPro
 
 
 # ---------------------------------------------------------------- venvs
+
+
+def built_once(base_temp: Path, name: str, build: Callable[[Path], object]) -> Path:
+    """The directory `base_temp/name`, filled by `build(directory)` once per test run.
+
+    base_temp: the directory every xdist worker of this run shares (the parent of
+    a worker's base temp). The first worker to get here builds under a file lock;
+    the others wait for it and reuse what it built."""
+    base = base_temp / name
+    with open(base_temp / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (base / ".built").exists():
+            shutil.rmtree(base, ignore_errors=True)
+            base.mkdir()
+            build(base)
+            (base / ".built").touch()
+    return base
+
+
+def build_wheel(out: Path) -> Path:
+    """Build git-ao's wheel from the checkout into `out`; returns its path.
+
+    Without build isolation: hatchling comes from the test extras, so no build
+    environment is fetched from the package index."""
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                          "--no-build-isolation", "-w", str(out), str(ROOT)],
+                         capture_output=True, text=True, check=False)
+    wheels = sorted(out.glob("git_ao-*.whl"))
+    if res.returncode != 0 or len(wheels) != 1:
+        raise AssertionError(f"pip wheel failed:\n{res.stdout}\n{res.stderr}")
+    return wheels[0]
 
 
 def venv_with(root: Path, *pip_args: str, home: Path) -> subprocess.CompletedProcess:

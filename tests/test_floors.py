@@ -43,14 +43,14 @@ def test_readme_states_the_floors():
 
 
 @pytest.fixture(scope="session")
-def floor_venv(tmp_path_factory):
+def floor_venv(tmp_path_factory, wheel):
     """A venv holding git-ao and exactly the floor version of each dependency."""
     base = tmp_path_factory.mktemp("floors")
     root = base / "venv"
     pins = [f"{name}=={version}" for name, version in floors().items()]
     res = venv_with(root, *pins, home=base)
     if res.returncode == 0:
-        res = pip_in(root, "install", "-q", "--no-deps", str(ROOT), home=base)
+        res = pip_in(root, "install", "-q", "--no-deps", str(wheel), home=base)
     if res.returncode != 0:
         pytest.fail(f"pip install failed:\n{res.stdout}\n{res.stderr}")
     return root

@@ -1,10 +1,10 @@
-"""Packaging: `pip install .` into a fresh venv gives working commands, the man pages
-(opened by `git ao-preserve --help` through git) and the completion files under share/.
+"""Packaging: git-ao's wheel pip-installed into a fresh venv gives working commands,
+the man pages (opened by `git ao-preserve --help` through git) and the completion
+files under share/; pipx installs it the same way.
 
-One venv for the whole run (pip fetches the build backend and the dependencies, so
-this needs the package index or pip's cache)."""
+One wheel and one venv for the whole run (pip fetches the dependencies, so this
+needs the package index or pip's cache)."""
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -12,32 +12,21 @@ import subprocess
 import pytest
 
 from git_ao import __version__, completion
-from tests.support import ROOT, venv_with
+from tests.support import ROOT, built_once, venv_with
 
 PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
 
 
 @pytest.fixture(scope="session")
-def installed(tmp_path_factory, worker_id):
-    """A venv with the checkout pip-installed (not editable); yields its directory.
+def installed(shared_temp, wheel):
+    """A venv with git-ao's wheel pip-installed (not editable); returns its directory.
 
-    Each xdist worker has a session of its own: the venv is built once, in the
-    directory the workers share, under a lock; a worker that comes later reuses it."""
-    shared = tmp_path_factory.getbasetemp()
-    if worker_id != "master":
-        shared = shared.parent
-    base = shared / "pkg-installed"
-    root = base / "venv"
-    with open(shared / "pkg-installed.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (base / "built").exists():
-            shutil.rmtree(base, ignore_errors=True)
-            base.mkdir()
-            res = venv_with(root, str(ROOT), home=base)
-            if res.returncode != 0:
-                pytest.fail(f"pip install . failed:\n{res.stdout}\n{res.stderr}")
-            (base / "built").touch()
-    return root
+    Built once per run, shared by the xdist workers (`built_once`)."""
+    def build(base):
+        res = venv_with(base / "venv", str(wheel), home=base)
+        if res.returncode != 0:
+            pytest.fail(f"pip install failed:\n{res.stdout}\n{res.stderr}")
+    return built_once(shared_temp, "pkg-installed", build) / "venv"
 
 
 def _env(venv_dir, **extra):
@@ -106,11 +95,11 @@ def test_bash_completion_lazy_loads_from_the_venv(installed, repo, worktrees):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("pipx"), reason="pipx not installed")
-def test_pipx_install(tmp_path, repo):
+def test_pipx_install(tmp_path, repo, wheel):
     env = _env(tmp_path, PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
                PIPX_MAN_DIR=str(tmp_path / "share" / "man"))
     env["PATH"] = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
-    subprocess.run(["pipx", "install", str(ROOT)], env=env, check=True, capture_output=True)
+    subprocess.run(["pipx", "install", str(wheel)], env=env, check=True, capture_output=True)
     res = subprocess.run(["git", "ao", "--version"], cwd=repo, env=env, capture_output=True,
                          text=True, check=False)
     assert res.stdout == f"git-ao version {__version__}\n"
