@@ -5,6 +5,7 @@ tests what."""
 
 from __future__ import annotations
 
+import compileall
 import gc
 import os
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from pytest_git import GitRepo
+
+from tests import support
 
 # The helpers live in tests/support.py; these names stay importable from here for
 # test files written before it existed.
@@ -33,7 +36,10 @@ def ao_env(tmp_path, monkeypatch):
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Test\n\temail = test@example.com\n"
         "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n"
-        "[advice]\n\tdetachedHead = false\n")
+        "[advice]\n\tdetachedHead = false\n"
+        # No `git maintenance run --auto` after each commit and checkout the
+        # tests make: a process each, and no part of what is tested.
+        "[maintenance]\n\tauto = false\n")
     for name in _SCRUB:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
@@ -53,12 +59,33 @@ def ao_env(tmp_path, monkeypatch):
     gc.collect()
 
 
+def pytest_configure(config):
+    """Compile git_ao's bytecode once, before any worker starts. The commands the
+    tests run as processes would otherwise each compile every module from source
+    where PYTHONDONTWRITEBYTECODE is set (about 0.1 s of CPU per command)."""
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(ROOT / "git_ao", quiet=1)
+
+
 def pytest_collection_finish(session):
     """Freeze what is alive once the tests are collected (pytest, hypothesis, the
     modules under test): the collections after every test and every in-process
     command then look only at what the tests made, not at some 100,000 objects
     that live as long as the worker."""
     gc.freeze()
+
+
+@pytest.fixture(scope="session")
+def shared_temp(tmp_path_factory, worker_id) -> Path:
+    """A directory every xdist worker of this run shares (see `built_once`)."""
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
+@pytest.fixture(scope="session")
+def wheel(shared_temp) -> Path:
+    """git-ao's wheel, built once per run for the packaging, pipx and floor tests."""
+    return next(support.built_once(shared_temp, "wheel", support.build_wheel).glob("git_ao-*.whl"))
 
 
 @pytest.fixture

@@ -56,17 +56,43 @@ def _file(full: bytes):
     return ("other", stat.S_IFMT(st.st_mode))
 
 
+def _admin_dir(path: str) -> str:
+    """The worktree's admin dir: its `.git` directory, or where its `.git` file points."""
+    dotgit = os.path.join(path, ".git")
+    if os.path.isdir(dotgit):
+        return dotgit
+    if os.path.isfile(dotgit):
+        with open(dotgit, encoding="utf-8") as fh:
+            line = fh.read().strip()
+        if line.startswith("gitdir: "):
+            return os.path.normpath(os.path.join(path, line[len("gitdir: "):]))
+    return os.path.join(path, _git(path, "rev-parse", "--git-dir").strip().decode())
+
+
+def _branch(path: str):
+    """What `git symbolic-ref -q HEAD` prints (the full branch ref), None when detached."""
+    try:
+        with open(os.path.join(_admin_dir(path), "HEAD"), "rb") as fh:
+            head = fh.read().strip()
+    except FileNotFoundError:
+        return None
+    return head[len(b"ref: "):] if head.startswith(b"ref: ") else None
+
+
 def state(path) -> dict:
     """The comparable state of the worktree at `path` (see module docstring)."""
     path = str(path)
-    res = _run(path, "rev-parse", "-q", "--verify", "HEAD", check=False)
-    head = res.stdout.strip() or None  # None on an unborn branch
-    res = _run(path, "symbolic-ref", "-q", "HEAD", check=False)
-    branch = res.stdout.strip() if res.returncode == 0 else None
+    records = _z(_git(path, "status", "--porcelain=v2", "-z", "--branch",
+                      "--untracked-files=all"))
+    oid = next(r for r in records if r.startswith(b"# branch.oid "))[len(b"# branch.oid "):]
+    head = None if oid == b"(initial)" else oid  # None on an unborn branch
+    branch = _branch(path)
     tree = _run(path, "write-tree", check=False)
-    index = sorted(_z(_git(path, "ls-files", "-s", "-z")))
-    flags = sorted(r for r in _z(_git(path, "ls-files", "-v", "-z")) if not r.startswith(b"H "))
-    status = sorted(_z(_git(path, "status", "--porcelain=v2", "-z", "--untracked-files=all")))
+    # `ls-files -s -v`: each entry with the tag `ls-files -v` gives it
+    tagged = _z(_git(path, "ls-files", "-s", "-v", "-z"))
+    index = sorted(r[2:] for r in tagged)
+    flags = sorted(r[:2] + r.split(b"\t", 1)[1] for r in tagged if not r.startswith(b"H "))
+    status = sorted(r for r in records if not r.startswith(b"# "))
     files = {}
     for rel in _z(_git(path, "ls-files", "-z", "--cached", "--others", "--exclude-standard")):
         full = os.path.join(path.encode(), rel)
@@ -112,8 +138,6 @@ def assert_restored(before: dict, after: dict):
     assert not diff, "worktree did not come back exactly:\n" + "\n".join(diff)
 
 
-def _admin_dir(path: str) -> str:
-    return os.path.join(path, _git(path, "rev-parse", "--git-dir").strip().decode())
 
 
 def exact_state(path) -> dict:
@@ -148,7 +172,9 @@ def exact_state(path) -> dict:
         out["sparse_patterns"] = None
     # A sparse index holds a directory outside the patterns as one entry.
     out["sparse_index"] = sorted(_z(_git(path, "ls-files", "--sparse", "-s", "-z")))
-    out["sparse_config"] = [
-        _run(path, "config", key, check=False).stdout.strip()
-        for key in ("core.sparseCheckout", "core.sparseCheckoutCone", "index.sparse")]
+    config = dict(e.split(b"\n", 1) for e in _z(_git(path, "config", "-z", "--list"))
+                  if b"\n" in e)
+    out["sparse_config"] = [config.get(key, b"")
+                            for key in (b"core.sparsecheckout", b"core.sparsecheckoutcone",
+                                        b"index.sparse")]
     return out
