@@ -3,11 +3,14 @@ be written or read said once, numbers that are not numbers refused, one time
 format everywhere."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from tests.conftest import ao
+from tests.conftest import BIN, ao
 
 LOCKED = ("fatal: Unable to create '/r/.git/worktrees/w/index.lock': File exists.\n\n"
           "Another git process seems to be running in this repository, e.g.\n"
@@ -68,3 +71,29 @@ def test_one_time_format_everywhere(repo, worktrees):
     assert stamp.match(rec["saved_at"]) and stamp.match(rec["created_at"])
     show = ao("ao", "show", "s1", cwd=repo).stdout
     assert re.search(r"^saved_at: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", show, re.MULTILINE)
+
+
+def _old_git(tmp_path):
+    bindir = tmp_path / "old-git"
+    bindir.mkdir()
+    (bindir / "git").write_text("#!/bin/sh\necho 'git version 2.30.1'\n")
+    (bindir / "git").chmod(0o755)
+    return bindir
+
+
+def test_a_git_older_than_the_floor_is_named_and_nothing_runs(tmp_path, repo):
+    env = dict(os.environ, PATH=f"{_old_git(tmp_path)}:{os.environ['PATH']}")
+    res = subprocess.run([sys.executable, str(BIN / "git-ao"), "list"], cwd=repo, env=env,
+                         capture_output=True, text=True, check=False)
+    assert (res.returncode, res.stdout) == (128, "")
+    assert res.stderr == "fatal: git 2.36 or newer is needed; this is git 2.30.1\n"
+
+
+def test_the_version_is_asked_again_of_another_git(tmp_path, repo, monkeypatch):
+    from git_ao import git
+    from git_ao.errors import Fatal
+    monkeypatch.chdir(repo)
+    git.check_version()  # the real git, remembered
+    monkeypatch.setenv("PATH", f"{_old_git(tmp_path)}:{os.environ['PATH']}")
+    with pytest.raises(Fatal, match="this is git 2.30.1"):
+        git.check_version()
