@@ -118,6 +118,19 @@ def changed_between(cwd: str, a: str | None, b: str | None) -> list[str]:
     return git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b], cwd))
 
 
+def index_matches_tree(cwd: str, tree: str) -> bool:
+    """Does the index of the worktree at `cwd` name exactly the entries of `tree`, as
+    the tree `git write-tree` would write from it? Intent-to-add entries count as
+    absent (write-tree leaves them out); an unmerged entry is a difference.
+    (`git diff-index --cached --quiet --ita-invisible-in-index`: reads the index,
+    writes nothing.) Raises GitError when git cannot compare them."""
+    res = git.call(["diff-index", "--cached", "--quiet", "--ita-invisible-in-index", tree, "--"],
+                   cwd)
+    if res.status not in (0, 1):
+        res.check()
+    return res.status == 0
+
+
 def reflog_commits(cwd: str, ref: str) -> list[str]:
     """Every commit the reflog of `ref` names, newest first (`git log -g --format=%H`);
     [] when the ref or its reflog is gone."""

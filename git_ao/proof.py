@@ -57,8 +57,8 @@ def prove(path: str, save: Save, admin: str) -> Proof:
 
 def holds(path: str, git_dir: str, save: Save) -> bool:
     """Does the worktree at `path` (admin dir `git_dir`) hold exactly the save? The
-    check after an apply: `settled` with the index's tree written (its stat cache
-    is fresh), else `snapshot.holds`."""
+    check after an apply: `settled` with the index compared to the saved index
+    tree (its stat cache is fresh), else `snapshot.holds`."""
     assert save.preserved_commit
     return settled(path, save, git_dir, index_from_commit=False) or \
         snapshot.holds(path, git_dir, save.preserved_commit)
@@ -84,8 +84,9 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bo
     """The cheap proof (module docstring): True when the worktree at `path` (admin
     dir `admin`) provably holds exactly the save, False when it cannot tell. The
     index is proven by the checksum the commit records (`index_from_commit`), else
-    by writing its tree (from a copy). Four or five git processes (cat-file,
-    status, diff-tree, hash-object); no file git lists as unchanged is read."""
+    by comparing it to the saved index tree (`gitquery.index_matches_tree`). Four or
+    five git processes (cat-file, diff-index, status, diff-tree, hash-object); no
+    file git lists as unchanged is read."""
     commit = save.preserved_commit
     if not commit or not save.head or set(private.load(save.private_config)) - _PLAIN_KEYS:
         return False
@@ -98,7 +99,8 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bo
             recorded = snapshot.parse_trailers(message).get(snapshot.INDEX_TRAILER)
             if not recorded or gitindex.checksum(index, len(commit)) != recorded:
                 return False
-        elif _index_tree(path, admin, index) != gitquery.commit_object(path, parents[1])[0]:
+        elif not os.path.isfile(index) or not gitquery.index_matches_tree(
+                path, gitquery.commit_object(path, parents[1])[0]):
             return False
         st = git.status(path, ignored=False)
         lines = [[commit, parents[1]]] + ([[parents[2]]] if len(parents) == 3 else [])
@@ -140,16 +142,6 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bo
     except (AoError, OSError):
         return False
     return got == want
-
-
-def _index_tree(path: str, admin: str, index: str) -> str | None:
-    """The tree of the index file `index`, written from a copy (the real index and
-    its stat data stay as git wrote them); None when there is no index."""
-    if not os.path.isfile(index):
-        return None
-    with gitindex.TempIndex(path, admin) as tmp:
-        tmp.copy_from(index)
-        return tmp.write_tree()
 
 
 _SKIP_KEYS = ("skip_worktree", "skip_worktree_absent")
