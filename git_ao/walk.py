@@ -169,6 +169,10 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
             path = f"{rel}/{e.name}" if rel else e.name
             try:
                 st = e.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                # Removed since the listing (an editor's swap file): nothing there to
+                # lose. One written again later is newer than `started_ns`.
+                continue
             except OSError as exc:
                 w.blockers.append(Blocker(path, f"cannot stat: {exc.strerror}"))
                 continue
@@ -190,6 +194,8 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                 continue
             try:
                 sub = os.open(e.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                continue  # removed since it was listed, as above
             except OSError as exc:
                 w.blockers.append(Blocker(path, f"cannot open the directory ({exc.strerror}), "
                                                 "so what it holds is unknown"))

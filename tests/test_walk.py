@@ -44,6 +44,28 @@ def test_walk_lists_files_links_specials_and_nested(d):
     assert w.blockers == []
 
 
+def test_what_is_removed_between_the_listing_and_its_stat_is_no_blocker(d, monkeypatch):
+    # An editor's swap file, or a directory, deleted while the walk runs: nothing
+    # there is lost by taking the directory away, so it must not stop a preserve.
+    (d / "kept.txt").write_text("x")
+    (d / ".kept.txt.swp").write_text("swap")
+    (d / "gone").mkdir()
+    (d / "gone" / "f").write_text("y")
+    listed = walk._list
+
+    def list_then_remove(w, fd, rel):
+        found = listed(w, fd, rel)
+        if rel == "":
+            os.unlink(d / ".kept.txt.swp")
+            (d / "gone" / "f").unlink()
+            (d / "gone").rmdir()
+        return found
+
+    monkeypatch.setattr(walk, "_list", list_then_remove)
+    w = _walk(d)
+    assert (sorted(w.entries), w.blockers, sorted(w.dirs)) == (["kept.txt"], [], [])
+
+
 def test_a_path_longer_than_path_max_is_walked_and_named(d):
     fd = os.open(d, os.O_RDONLY)
     depth = 0
