@@ -2,10 +2,10 @@
 
 state(path) returns a dict of:
 - head: the HEAD commit id; branch: the full branch ref, or None when detached;
-- index_tree: the tree `git write-tree` makes of the index (None while unmerged);
 - index: every index entry (`git ls-files -s`), and flags: the entries whose
-  flags hide them (`git ls-files -v`: assume-unchanged, skip-worktree) and the
-  intent-to-add ones;
+  flags hide them (`git ls-files -v`: assume-unchanged, skip-worktree); with the
+  intent-to-add marks of the status records they fix the tree `git write-tree`
+  would make of the index, so that tree is not written;
 - status: the records of `git status --porcelain=v2 -z --untracked-files=all`;
 - files: bytes and executable bit of every non-ignored regular file, the target of
   every non-ignored symlink (tracked and untracked alike);
@@ -87,7 +87,6 @@ def state(path) -> dict:
     oid = next(r for r in records if r.startswith(b"# branch.oid "))[len(b"# branch.oid "):]
     head = None if oid == b"(initial)" else oid  # None on an unborn branch
     branch = _branch(path)
-    tree = _run(path, "write-tree", check=False)
     # `ls-files -s -v`: each entry with the tag `ls-files -v` gives it
     tagged = _z(_git(path, "ls-files", "-s", "-v", "-z"))
     index = sorted(r[2:] for r in tagged)
@@ -104,9 +103,7 @@ def state(path) -> dict:
             files[rel] = found
     ignored = sorted(_z(_git(path, "ls-files", "-z", "--others", "--ignored",
                              "--exclude-standard", "--directory")))
-    return {"head": head, "branch": branch,
-            "index_tree": tree.stdout.strip() if tree.returncode == 0 else None,
-            "index": index, "flags": flags, "status": status, "files": files,
+    return {"head": head, "branch": branch, "index": index, "flags": flags, "status": status, "files": files,
             "ignored": ignored}
 
 
