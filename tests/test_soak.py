@@ -6,8 +6,8 @@ back exactly as it was.
 
 Bounded by counts, not by time: a fixed seed, SOAK_KILLS kills in at most
 SOAK_RUNS runs. The kill delays are drawn as fractions of how long a run takes
-on this machine now (measured first), so a loaded machine kills as often as an
-idle one.
+on this machine now (measured first, then following the runs that finish), so a
+loaded machine kills as often as an idle one, also when the load changes.
 The process killed is git-ao itself (the Python process, as a crash point
 would); the git commands it started are left to finish, as they would after a
 crash of their parent, before the next run starts.
@@ -50,20 +50,22 @@ def _wait_group_gone(pgid, limit=30.0):
     raise AssertionError(f"process group {pgid} still alive")
 
 
-def _run_and_kill(argv, cwd, delay) -> bool:
+def _run_and_kill(argv, cwd, delay) -> float | None:
     """Start argv (a bin/ script, so the pid is git-ao's own), SIGKILL it after `delay`
-    seconds unless it finished. Returns True when it was killed."""
+    seconds unless it finished. Returns None when it was killed, else how long
+    it ran (seconds)."""
+    start = time.monotonic()
     p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
     try:
         p.wait(timeout=delay)
-        killed = False
+        took: float | None = time.monotonic() - start
     except subprocess.TimeoutExpired:
         p.send_signal(signal.SIGKILL)
         p.wait()
-        killed = True
+        took = None
     _wait_group_gone(p.pid)
-    return killed
+    return took
 
 
 @pytest.mark.slow
@@ -85,10 +87,15 @@ def test_random_kills_lose_nothing(repo, make_repo, worktrees, tmp_path):
         # Start-up is a large part of a run; aim past it most of the time.
         delay = rng.uniform(0.2, 2.5) * run_time
         runs += 1
-        if _run_and_kill(argv, repo, delay):
+        took = _run_and_kill(argv, repo, delay)
+        if took is None:
             kills += 1
             assert_work_safe(sessions, before, tmp_path)
             integrity_ok()
+        else:
+            # The load changes while the test runs: aim by the runs that finished
+            # lately, not by the first measurement alone.
+            run_time = (run_time + took) / 2
     print(f"soak: {kills} kills in {runs} runs, {time.monotonic() - start:.1f}s")
     assert kills >= 8, f"only {kills} kills in {runs} runs"
     # Convergence: restore what is pending, finish any interrupted preserve, restore again.
