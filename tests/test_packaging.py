@@ -8,6 +8,8 @@ needs the package index or pip's cache)."""
 import os
 import shutil
 import subprocess
+import sys
+import venv
 
 import pytest
 
@@ -99,6 +101,10 @@ def test_pipx_install(tmp_path, repo, wheel):
     env = _env(tmp_path, PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
                PIPX_MAN_DIR=str(tmp_path / "share" / "man"))
     env["PATH"] = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
+    # A pipx that has run before: its shared libraries (pip) are there and fresh,
+    # so it does not fetch and reinstall pip, setuptools and wheel first.
+    env["PIPX_DEFAULT_PYTHON"] = sys.executable
+    venv.EnvBuilder(with_pip=True).create(tmp_path / "pipx" / "shared")
     subprocess.run(["pipx", "install", str(wheel)], env=env, check=True, capture_output=True)
     res = subprocess.run(["git", "ao", "--version"], cwd=repo, env=env, capture_output=True,
                          text=True, check=False)
