@@ -1,6 +1,6 @@
-"""Packaging: git-ao's wheel pip-installed into a fresh venv gives working commands,
-the man pages (opened by `git ao-preserve --help` through git) and the completion
-files under share/; pipx installs it the same way.
+"""Packaging: git-ao's wheel installed into a fresh venv (by pipx, where there is
+one, else by pip) gives working commands, the man pages (opened by `git
+ao-preserve --help` through git) and the completion files under share/.
 
 One wheel and one venv for the whole run (pip fetches the dependencies, so this
 needs the package index or pip's cache)."""
@@ -21,14 +21,33 @@ PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")
 
 @pytest.fixture(scope="session")
 def installed(shared_temp, wheel):
-    """A venv with git-ao's wheel pip-installed (not editable); returns its directory.
+    """git-ao's wheel installed, not editable, with its dependencies from the package
+    index; returns the venv's directory.
 
-    Built once per run, shared by the xdist workers (`built_once`)."""
+    With pipx where there is one, as the README installs it: that venv then serves
+    the pipx test too. Else a venv pip installs into. Built once per run, shared
+    by the xdist workers (`built_once`)."""
     def build(base):
-        res = venv_with(base / "venv", str(wheel), home=base)
+        if shutil.which("pipx"):
+            # A pipx that has run before: its shared libraries (pip) are there and
+            # fresh, so it does not fetch and reinstall pip, setuptools and wheel.
+            venv.EnvBuilder(with_pip=True).create(base / "pipx" / "shared")
+            res = subprocess.run(["pipx", "install", str(wheel)], env=_pipx_env(base),
+                                 capture_output=True, text=True, check=False)
+        else:
+            res = venv_with(base / "venv", str(wheel), home=base)
         if res.returncode != 0:
-            pytest.fail(f"pip install failed:\n{res.stdout}\n{res.stderr}")
-    return built_once(shared_temp, "pkg-installed", build) / "venv"
+            pytest.fail(f"install failed:\n{res.stdout}\n{res.stderr}")
+    base = built_once(shared_temp, "pkg-installed", build)
+    return base / "pipx" / "venvs" / "git-ao" if (base / "pipx").is_dir() else base / "venv"
+
+
+def _pipx_env(base):
+    env = _env(base, PIPX_HOME=str(base / "pipx"), PIPX_BIN_DIR=str(base / "bin"),
+               PIPX_MAN_DIR=str(base / "share" / "man"), PIPX_DEFAULT_PYTHON=sys.executable,
+               HOME=str(base), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env["PATH"] = f"{base / 'bin'}:{os.environ['PATH']}"
+    return env
 
 
 def _env(venv_dir, **extra):
@@ -95,23 +114,18 @@ def test_bash_completion_lazy_loads_from_the_venv(installed, repo, worktrees):
     assert res.stdout.split() == ["lazy"], res.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("pipx"), reason="pipx not installed")
-def test_pipx_install(tmp_path, repo, wheel):
-    env = _env(tmp_path, PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
-               PIPX_MAN_DIR=str(tmp_path / "share" / "man"))
-    env["PATH"] = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
-    # A pipx that has run before: its shared libraries (pip) are there and fresh,
-    # so it does not fetch and reinstall pip, setuptools and wheel first.
-    env["PIPX_DEFAULT_PYTHON"] = sys.executable
-    venv.EnvBuilder(with_pip=True).create(tmp_path / "pipx" / "shared")
-    subprocess.run(["pipx", "install", str(wheel)], env=env, check=True, capture_output=True)
+def test_pipx_install(installed, repo):
+    base = installed.parents[2]
+    env = _pipx_env(base)
     res = subprocess.run(["git", "ao", "--version"], cwd=repo, env=env, capture_output=True,
                          text=True, check=False)
     assert res.stdout == f"git-ao version {__version__}\n"
-    share = tmp_path / "pipx" / "venvs" / "git-ao" / "share"
+    assert os.path.realpath(shutil.which("git-ao", path=env["PATH"]) or "") == \
+        str(installed / "bin" / "git-ao")
+    share = installed / "share"
     assert (share / "bash-completion" / "completions" / "git-ao-restore").is_file()
-    if not (tmp_path / "share" / "man" / "man1" / "git-ao-preserve.1").exists():
+    if not (base / "share" / "man" / "man1" / "git-ao-preserve.1").exists():
         # pipx before pypa/pipx#1047 (Debian 12's 1.1.0) links no man pages: the
         # README's MANPATH line covers it.
         env["MANPATH"] = f"{share / 'man'}:"
