@@ -65,6 +65,16 @@ def unsafe_reason(path: str) -> str | None:
     return None
 
 
+def linked_worktree_of(full: str) -> str | None:
+    """The common git dir of the repository whose linked worktree the directory
+    `full` is (its `.git` file names an admin dir under `worktrees/`), else None."""
+    dotgit = os.path.join(full, ".git")
+    if not os.path.isfile(dotgit):
+        return None
+    target = _gitfile_target(dotgit)
+    return _common_dir_of(target) if target else None
+
+
 def judge(root: str, nested: Iterable[str], *, sessions: dict[str, str],
           submodules: set[str]) -> list[Blocker]:
     """The blockers among the nested repositories and worktrees `nested` (paths
@@ -78,20 +88,17 @@ def judge(root: str, nested: Iterable[str], *, sessions: dict[str, str],
         if rel in submodules:
             continue
         full = os.path.join(root, rel)
-        dotgit = os.path.join(full, ".git")
         real = os.path.realpath(full)
         if real in sessions:
             out.append(Blocker(rel, f"session '{sessions[real]}' lives here and is still "
                                     "there; it is preserved first, or it blocks this one"))
             continue
-        if os.path.isfile(dotgit):
-            target = _gitfile_target(dotgit)
-            common = _common_dir_of(target) if target else None
-            if common:
-                out.append(Blocker(rel, f"a linked worktree of {common} that no session holds; "
-                                        "it would break if this directory went away "
-                                        "(git worktree remove it, or git ao add it)"))
-                continue
+        common = linked_worktree_of(full)
+        if common:
+            out.append(Blocker(rel, f"a linked worktree of {common} that no session holds; "
+                                    "it would break if this directory went away "
+                                    "(git worktree remove it, or git ao add it)"))
+            continue
         why = unsafe_reason(full)
         if why:
             out.append(Blocker(rel, f"a nested repository: {why}"))

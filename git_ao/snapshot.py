@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from . import crashpoint, git, gitindex, gitquery, private, walk
 from .errors import AoError, GitError
 from .gitindex import TEMP_INDEX_PREFIX, TempIndex
+from .nested import linked_worktree_of
 
 VERIFY_PREFIX = "git-ao-verify."
 # Every scratch name starts with one of these, then "<pid>.": `git ao-prune`
@@ -112,7 +113,12 @@ def inspect(path: str, git_dir: str) -> git.Status:
         raise CannotCapture(f"'{path}' has unmerged paths ({st.unmerged[0]}); resolve them first")
     nested = [p for p in st.untracked if p.endswith("/")]
     if nested:
-        raise CannotCapture(f"'{os.path.join(path, nested[0])}' is an untracked nested repository;"
+        full = os.path.join(path, nested[0])
+        common = linked_worktree_of(full.rstrip("/"))
+        if common:
+            raise CannotCapture(f"'{full}' is a linked worktree of {common} that no session "
+                                "holds; git worktree remove it, or git ao add it")
+        raise CannotCapture(f"'{full}' is an untracked nested repository;"
                             " its files cannot be captured")
     return st
 

@@ -53,6 +53,16 @@ def test_a_nested_linked_worktree_that_is_no_session_keeps_the_outer_one(repo, w
     assert (inner / "work.txt").read_text() == "the sub-agent's work\n"
 
 
+def test_a_nested_linked_worktree_git_shows_as_untracked_is_named_as_one(repo, worktrees):
+    outer = worktrees(repo, "outer")
+    inner = outer / "sub"
+    git("worktree", "add", "-q", "-b", "sub", inner, cwd=repo)
+    (inner / "work.txt").write_text("the sub-agent's work\n")
+    res = _kept(repo, outer, "outer", "linked worktree of", "no session holds")
+    assert "nested repository" not in res.stdout + res.stderr
+    assert (inner / "work.txt").read_text() == "the sub-agent's work\n"
+
+
 def test_nested_sessions_go_inner_first_and_come_back_outer_first(repo, worktrees):
     outer = worktrees(repo, "outer")
     (outer / ".gitignore").write_text("*.log\nbuild/\n.claude/\n")
