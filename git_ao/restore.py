@@ -24,6 +24,7 @@ from . import (
     session_groups,
     snapshot,
     trash,
+    walk,
     worktree,
 )
 from .batch import NOT_STARTED, guarded, log_failure, run_each
@@ -327,7 +328,8 @@ def _check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, pat
                     want_branch: str | None) -> None:
     """Raise Refused unless the worktree at `path` is this session's, on its branch."""
     if entry is None:
-        raise Refused(f"'{path}' exists and is not a worktree of this repository; "
+        what = "is a mount point and" if walk.is_mount_point(path) else "exists and is"
+        raise Refused(f"'{path}' {what} not a worktree of this repository; "
                       "nothing there is touched (still pending)")
     if entry.is_main:
         raise Refused(f"'{path}' is the main worktree; the record is damaged (still pending)")

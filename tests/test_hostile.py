@@ -237,3 +237,18 @@ def test_full_disk_during_the_checkout_and_apply_restore(tmp_path, room):
         assert again.returncode == 0, again.stdout + again.stderr
         assert same_but_ignored(before, state(wt)), again.stdout
         assert states(repo)["full"] == "live"
+
+
+def test_a_mount_at_a_pending_sessions_path_is_named_and_left_alone(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "mounted")
+    (wt / "work.txt").write_text("saved\n")
+    ao("ao-preserve", "mounted", cwd=repo)
+    with tmpfs(wt) as mnt:
+        (mnt / "theirs.txt").write_text("not git-ao's\n")
+        res = ao("ao-restore", "mounted", cwd=repo, rc=1)
+        assert f"'{wt}' is a mount point and not a worktree of this repository; nothing " \
+            "there is touched (still pending)" in res.stdout, res.stdout
+        assert os.listdir(mnt) == ["theirs.txt"]
+        assert states(repo)["mounted"] == "pending"
+    ao("ao-restore", "mounted", cwd=repo)
+    assert (wt / "work.txt").read_text() == "saved\n"
