@@ -127,6 +127,23 @@ def put_modes(outcome: Outcome, path: str, save: Save, reused: bool) -> None:
             outcome.status = Status.ATTENTION
 
 
+def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
+    """No trash copy is left (a tmpfs cleared by a reboot, a trash deleted by
+    hand): when the save recorded ignored paths, say they did not come back."""
+    commit = s.save.preserved_commit if s.save else None
+    if not commit:
+        return
+    try:
+        message = gitquery.commit_object(path, commit)[2]
+    except AoError:
+        return
+    count = snapshot.parse_trailers(message).get(snapshot.IGNORED_TRAILER, "")
+    if count.isdigit() and int(count):
+        outcome.data["environment_lost"] = int(count)
+        outcome.message += (f"; its {count} ignored path(s) (.env, node_modules/ and the like) "
+                            "were in the trash, which is gone: they did not come back")
+
+
 def bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> None:
     """After a checkout-and-apply restore: move the ignored files of the session's
     trash copy (.env, node_modules/, .venv/) into the new worktree wherever nothing
@@ -135,6 +152,7 @@ def bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> 
     index (`git.ignored_in`)."""
     entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
     if entry is None:
+        _say_environment_gone(s, path, outcome)
         return
     try:
         found = gitquery.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))

@@ -397,6 +397,9 @@ TRAILERS = ("Ao-Session", "Ao-Kind", "Ao-Harness", "Ao-Branch", "Ao-Workspace", 
 
 
 INDEX_TRAILER = "Ao-Index"
+# How many ignored paths the worktree held (git status --ignored=matching): a
+# restore that finds no trash copy says they are gone.
+IGNORED_TRAILER = "Ao-Ignored"
 
 
 def message(meta: Meta, cap: Capture) -> str:
@@ -410,6 +413,8 @@ def message(meta: Meta, cap: Capture) -> str:
         # The checksum of the index the trees were made from: a restore from the
         # trash proves the index it puts back is that very file (proof.settled).
         body += f"\n{INDEX_TRAILER}: {cap.index_checksum}"
+    if cap.ignored:
+        body += f"\n{IGNORED_TRAILER}: {len(cap.ignored)}"
     return f"WIP on {label}: {cap.head[:7]} git-ao preserve of {meta.session_id}\n\n{body}\n"
 
 
@@ -418,7 +423,7 @@ def parse_trailers(text: str) -> dict:
     out = {}
     for ln in text.splitlines():
         key, sep, value = ln.partition(": ")
-        if sep and (key in TRAILERS or key == INDEX_TRAILER):
+        if sep and (key in TRAILERS or key in (INDEX_TRAILER, IGNORED_TRAILER)):
             out[key] = value
     return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from git_ao import trash
@@ -213,3 +214,34 @@ def test_an_ignored_file_that_cannot_be_put_back_needs_attention_and_is_kept(rep
     assert "ignored files restore could not put back, such as .env" in res.stdout
     kept = [p for p in (Path(os.environ["AO_DATA_DIR"]) / "trash").rglob(".env")]
     assert [p.read_text() for p in kept] == ["SECRET=mine\n"]
+
+
+def test_ignored_paths_lost_with_the_trash_are_named(repo, worktrees):
+    # A worktree on a tmpfs keeps its trash there: a reboot clears both. The work
+    # comes back from the ref; the ignored environment cannot, and restore says so.
+    wt = worktrees(repo, "gone")
+    (wt / "work.txt").write_text("saved\n")
+    (wt / "debug.log").write_text("ignored\n")
+    (wt / "build").mkdir()
+    (wt / "build" / "out.o").write_text("ignored too\n")
+    ao("ao-preserve", "gone", cwd=repo)
+    for e in trash.entries(os.environ["AO_DATA_DIR"]):
+        shutil.rmtree(e.path)
+    res = ao("ao-restore", "gone", "--json", cwd=repo)
+    [result] = json.loads(res.stdout)["results"]
+    assert result["status"] == "ok" and result["environment_lost"] == 2
+    assert result["message"].endswith("; its 2 ignored path(s) (.env, node_modules/ and the "
+                                      "like) were in the trash, which is gone: they did not "
+                                      "come back")
+    assert (wt / "work.txt").read_text() == "saved\n" and not (wt / "debug.log").exists()
+
+
+def test_a_save_without_ignored_paths_says_nothing_of_them(repo, worktrees):
+    wt = worktrees(repo, "bare")
+    (wt / "work.txt").write_text("saved\n")
+    ao("ao-preserve", "bare", cwd=repo)
+    for e in trash.entries(os.environ["AO_DATA_DIR"]):
+        shutil.rmtree(e.path)
+    [result] = json.loads(ao("ao-restore", "bare", "--json", cwd=repo).stdout)["results"]
+    assert result["status"] == "ok" and "environment_lost" not in result
+    assert "ignored path" not in result["message"]
