@@ -25,6 +25,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -221,7 +222,10 @@ def commit_on(repo: Path, branch: str, files: dict, message="moved on"):
     """Move `branch` of `repo` forward by one commit writing `files` ({relative path:
     text}), in a worktree of its own that is removed afterwards, so no other
     worktree (the main one included) is touched."""
-    tmp = repo.parent / f"commit-on-{branch}"
+    # A directory of its own: two tests moving a branch of the same name at once
+    # must not meet in one path.
+    base = Path(tempfile.mkdtemp(prefix="tmp-commit-on-"))
+    tmp = base / branch.replace("/", "-")
     git("worktree", "add", "-q", tmp, branch, cwd=repo)
     for rel, text in files.items():
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -229,6 +233,7 @@ def commit_on(repo: Path, branch: str, files: dict, message="moved on"):
     git("add", "--", *files, cwd=tmp)
     git("commit", "-q", "-m", message, cwd=tmp)
     git("worktree", "remove", tmp, cwd=repo)
+    base.rmdir()
 
 
 def dirty(wt: Path):

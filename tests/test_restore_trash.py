@@ -192,7 +192,8 @@ def test_show_lists_what_the_trash_keeps(repo, worktrees, tmp_path):
     assert "2 ignored: a.log build/" in ao("ao", "show", "sh", cwd=repo).stdout
 
 
-def test_an_ignored_file_that_cannot_be_put_back_needs_attention_and_is_kept(repo, worktrees):
+def test_an_ignored_file_that_cannot_be_put_back_needs_attention_and_is_kept(repo, worktrees,
+                                                                           tmp_path):
     """The branch moved on and now tracks .env: the session's own .env cannot go
     back over it, so restore says so (exit 3) and prune keeps the only copy."""
     wt = worktrees(repo, "env")
@@ -201,7 +202,7 @@ def test_an_ignored_file_that_cannot_be_put_back_needs_attention_and_is_kept(rep
     git("commit", "-qm", "ignore .env", cwd=wt)
     (wt / ".env").write_text("SECRET=mine\n")
     ao("ao-preserve", "env", cwd=repo)
-    tmp = repo.parent / "moving-env"
+    tmp = tmp_path / "moving-env"
     git("worktree", "add", "-q", tmp, "env", cwd=repo)
     (tmp / ".env").write_text("SECRET=template\n")
     git("add", "-f", ".env", cwd=tmp)
