@@ -215,7 +215,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, "preserve", Status.REFUSED,
                            f"{summary}; worktree kept: {'; '.join(keep)}", data)
         assert before is not None
-        taken = removal.take_away(ctx, s, v, cap.commit, cache)
+        taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
         data["trash"] = taken.worktree
         late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
         final = git.rev_parse(s.common_dir, ref) if late and ref else None

@@ -32,14 +32,16 @@ def where(path: str, b: walk.Blocker) -> str:
 
 
 def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,
-               cache: RepoCache) -> trash.Entry:
+               walked_ns: int | None) -> trash.Entry:
     """Move the verified worktree into a trash entry on its own file system (the
-    registration is pruned by the caller). Raises AoError saying exactly what state
-    the session is in when the move fails: the save is recorded, so it is pending
-    and its directory is still in place."""
+    registration is pruned by the caller). walked_ns: when the walk before the
+    capture started (ns, the clock file times use), None when unknown; the entry
+    keeps it, so a restore can tell files written after it. Raises AoError saying exactly what
+    state the session is in when the move fails: the save is recorded, so it is
+    pending and its directory is still in place."""
     try:
         entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
-                              {"commit": commit})
+                              {"commit": commit, "walked_ns": walked_ns})
     except OSError as exc:
         ctx.log("preserve", s.id, "move-failed", workspace=v.path, error=exc.strerror)
         raise Failed(f"saved and recorded (pending), but '{v.path}' could not be moved to the "
@@ -130,7 +132,7 @@ def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | 
     if ctx.dry_run:
         return Outcome(s.id, "preserve", Status.OK, "would finish the interrupted removal",
                        facts(s))
-    entry = take_away(ctx, s, v, save.preserved_commit, cache)
+    entry = take_away(ctx, s, v, save.preserved_commit, None)
     if cache.batch:
         cache.defer_prune(s.common_dir)
     else:

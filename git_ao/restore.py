@@ -147,7 +147,8 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
             if os.path.isdir(path):
                 # Before the ignored files come in: they keep their own bits.
                 restore_path.put_modes(outcome, path, save, reused)
-                restore_path.bring_environment(ctx, s, path, outcome)
+                entry = restore_path.bring_environment(ctx, s, path, outcome)
+                restore_path.report_unsaved_in_trash(ctx, entry, outcome)
             if why_not and why_not != "no trash copy":
                 outcome.message += f" (not from the trash: {why_not})"
                 outcome.data["trash_skipped"] = why_not

@@ -24,6 +24,7 @@ from . import (
 )
 from .errors import AoError
 from .outcome import Outcome, Status
+from .prune import unsaved_in
 from .records import Save, Session
 from .session import Context
 
@@ -144,21 +145,51 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
                             "were in the trash, which is gone: they did not come back")
 
 
-def bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> None:
+def report_unsaved_in_trash(ctx: Context, entry: trash.Entry | None, outcome: Outcome) -> None:
+    """After a checkout-and-apply restore (the trash copy could not be put back
+    whole): when the copy holds files that no save has (written after the last
+    capture by an agent that kept running), they did not come back. Name them and
+    the copy, and make the outcome need attention; prune keeps the entry.
+
+    Only files changed since the walk before the capture (`walked_ns` in the
+    entry; ctime cannot be set back) are worth the check (`prune.unsaved_in`,
+    which reads the saved trees and hashes the copy's files). entry: the one
+    `bring_environment` moved the ignored files out of."""
+    if entry is None or not entry.holds_worktree:
+        return
+    since = entry.meta.get("walked_ns")
+    if isinstance(since, int):
+        copy = walk.walk(entry.worktree)
+        if not copy.blockers and not any(max(e.mtime_ns, e.ctime_ns) >= since - walk.RACY_NS
+                                         for e in copy.entries.values()):
+            return
+    why = unsaved_in(ctx, entry)
+    if not why:
+        return
+    outcome.data["trash_holds_unsaved"] = entry.worktree
+    outcome.message += (f"; the trash copy {entry.worktree} holds what no save has ({why}): "
+                        "written after the last capture, it did not come back, and prune "
+                        "keeps it")
+    if outcome.status == Status.OK:
+        outcome.status = Status.ATTENTION
+
+
+def bring_environment(ctx: Context, s: Session, path: str,
+                      outcome: Outcome) -> trash.Entry | None:
     """After a checkout-and-apply restore: move the ignored files of the session's
     trash copy (.env, node_modules/, .venv/) into the new worktree wherever nothing
     is in their way; what could not be placed stays in the entry and is listed.
     The ignored paths are what git says of the trash copy, judged with its saved
-    index (`git.ignored_in`)."""
+    index (`git.ignored_in`). Returns the entry, None when there is none."""
     entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
     if entry is None:
         _say_environment_gone(s, path, outcome)
-        return
+        return None
     try:
         found = gitquery.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
     except AoError as exc:
         ctx.log("restore", s.id, "environment-not-read", error=str(exc))
-        return
+        return entry
     moved, kept = [], []
     real = os.path.realpath(path)
     for rel in found:
@@ -196,6 +227,7 @@ def bring_environment(ctx: Context, s: Session, path: str, outcome: Outcome) -> 
                             + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
         if outcome.status == Status.OK:
             outcome.status = Status.ATTENTION
+    return entry
 
 
 def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:

@@ -122,6 +122,35 @@ def test_moved_branch_falls_back_and_brings_the_ignored_files(repo, worktrees, t
     assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
 
 
+def test_writes_left_in_the_trash_by_a_fallback_are_named_and_kept(repo, worktrees, tmp_path):
+    # An agent that ignored SIGTERM went on writing into the trash copy after the
+    # preserve; then the branch moved, so the copy cannot come back whole.
+    wt = worktrees(repo, "late")
+    (wt / "stub.txt").write_text("1\n2\n")
+    ao("ao-preserve", "late", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "late")
+    with open(Path(entry.worktree, "stub.txt"), "a") as fh:
+        fh.write("3\n")
+    (Path(entry.worktree) / "after.txt").write_text("new\n")
+    commit_on(repo, "late", {"other.txt": "upstream\n"}, "upstream")
+    [out] = _restore_json(repo, rc=3)
+    assert out["status"] == "attention" and out["data"]["trash_holds_unsaved"] == entry.worktree
+    assert f"; the trash copy {entry.worktree} holds what no save has (" in out["message"]
+    assert "written after the last capture, it did not come back" in out["message"]
+    assert (wt / "stub.txt").read_text() == "1\n2\n"
+    res = ao("ao-prune", cwd=repo)
+    assert Path(entry.worktree, "stub.txt").read_text() == "1\n2\n3\n", res.stdout
+
+
+def test_a_fallback_with_nothing_late_in_the_trash_says_ok(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "calm")
+    (wt / "stub.txt").write_text("1\n2\n")
+    ao("ao-preserve", "calm", cwd=repo)
+    commit_on(repo, "calm", {"other.txt": "upstream\n"}, "upstream")
+    [out] = _restore_json(repo)
+    assert out["status"] == "ok" and "trash_holds_unsaved" not in out["data"]
+
+
 def test_failed_proof_moves_the_directory_back_and_falls_back(repo, worktrees, tmp_path):
     wt = worktrees(repo, "pf")
     (wt / "src" / "app.py").write_text("print('mine')\n")
