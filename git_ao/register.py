@@ -23,9 +23,9 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
 
     With no `session_id` the id is the worktree's name, or, when a session of that
     name exists, `<repo>-<name>` (see free_id). Returns the Session (not stored
-    on a dry run). Raises Fatal (not a
-    repository), Usage (bad id or kind, a bare repository, a main worktree,
-    a path git cannot name in a trailer) or Refused (id or worktree taken).
+    on a dry run). Raises Fatal (not a repository), Usage (bad id or kind, a bare
+    repository, a main worktree, a path with a newline or not in UTF-8) or Refused
+    (id or worktree taken).
     """
     if kind not in KINDS:
         raise Usage(f"invalid kind '{kind}': use worker or orchestrator")
@@ -39,6 +39,13 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     top = os.path.realpath(dirs.toplevel)
     if "\n" in top:
         raise Usage("worktree paths with a newline are not supported")
+    for what, name in (("worktree", top), ("repository", dirs.common_dir)):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+            raise Usage(f"{what} path '{shown}' is not valid UTF-8, which git-ao records "
+                        "paths as; rename the directory") from None
     sid = session_id if session_id is not None else \
         id_from_name(os.path.basename(dirs.git_dir.rstrip("/")))
     try:

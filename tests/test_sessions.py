@@ -28,6 +28,16 @@ def test_add_validates_through_git(repo, tmp_path, worktrees):
     assert res.stdout == ""
 
 
+def test_a_worktree_path_that_is_not_utf8_is_refused_in_one_line(repo, tmp_path):
+    wt = os.fsdecode(bytes(tmp_path) + b"/wt odd \xffname")
+    git("worktree", "add", "-q", "-b", "odd", wt, cwd=repo)
+    res = ao("ao", "add", wt, "--id", "odd", cwd=repo, rc=129)
+    shown = f"{tmp_path}/wt odd \\xffname"
+    assert res.stderr == (f"error: worktree path '{shown}' is not valid UTF-8, which git-ao "
+                          "records paths as; rename the directory\n")
+    assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
+
+
 @pytest.mark.parametrize("bad", ["-x", ".hidden", "a b", "x" * 201, "a..b", "a.lock", "a/b", ""])
 def test_invalid_session_ids_are_rejected(repo, tmp_path, bad):
     wt = tmp_path / "wtbad"
