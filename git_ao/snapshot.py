@@ -116,8 +116,10 @@ def inspect(path: str, git_dir: str) -> git.Status:
         full = os.path.join(path, nested[0])
         common = linked_worktree_of(full.rstrip("/"))
         if common:
-            raise CannotCapture(f"'{full}' is a linked worktree of {common} that no session "
-                                "holds; git worktree remove it, or git ao add it")
+            raise CannotCapture(f"'{full}' is a linked worktree of {common} nested in this "
+                                "one: preserve it first if it is a session (git ao-preserve "
+                                "--all takes inner ones first), else git worktree remove it "
+                                "or git ao add it")
         raise CannotCapture(f"'{full}' is an untracked nested repository;"
                             " its files cannot be captured")
     return st

@@ -58,9 +58,15 @@ def test_a_nested_linked_worktree_git_shows_as_untracked_is_named_as_one(repo, w
     inner = outer / "sub"
     git("worktree", "add", "-q", "-b", "sub", inner, cwd=repo)
     (inner / "work.txt").write_text("the sub-agent's work\n")
-    res = _kept(repo, outer, "outer", "linked worktree of", "no session holds")
+    res = _kept(repo, outer, "outer", "linked worktree of", "nested in this one: preserve it "
+                "first if it is a session", "git worktree remove it or git ao add it")
     assert "nested repository" not in res.stdout + res.stderr
     assert (inner / "work.txt").read_text() == "the sub-agent's work\n"
+    # Registered, it is preserved first by --all, and the outer one follows.
+    ao("ao", "add", inner, "--id", "sub", cwd=repo)
+    _kept(repo, outer, "outer", "preserve it first if it is a session")
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not outer.exists()
 
 
 def test_nested_sessions_go_inner_first_and_come_back_outer_first(repo, worktrees):
