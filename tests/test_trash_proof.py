@@ -35,9 +35,9 @@ def _session(repo: Path, worktrees, name: str) -> Path:
     return wt
 
 
-def _restore(repo: Path) -> tuple[dict, str]:
+def _restore(repo: Path, rc: int = 0) -> tuple[dict, str]:
     """The one restore result (id, status, message and data keys) and the -v trace."""
-    res = ao("ao-restore", "-v", "--json", cwd=repo)
+    res = ao("ao-restore", "-v", "--json", cwd=repo, rc=rc)
     [r] = [r for r in json.loads(res.stdout)["results"] if r["action"] == "restore"]
     return r, res.stderr
 
@@ -201,9 +201,14 @@ def test_an_index_edited_under_its_old_checksum_is_not_taken_for_the_saved_one(
     subprocess.run(["git", "add", "notes.txt"], cwd=repo, env=env, check=True)
     data = index.read_bytes()
     index.write_bytes(data[:-20] + trailer)
-    r, _ = _restore(repo)
+    # The fallback applies the save; the write made in the trash copy after the
+    # capture stays there, and the restore says so.
+    r, _ = _restore(repo, rc=3)
     assert r.get("trash_skipped", "").startswith("the index is not the saved one"), r
     assert (wt / "notes.txt").read_text() == "untracked\n"
+    assert r["trash_holds_unsaved"] == entry.worktree
+    assert "(notes.txt differs from every saved copy)" in r["message"]
+    assert Path(entry.worktree, "notes.txt").read_text() == "UNTRACKED\n"
 
 
 def test_a_flag_set_late_on_a_changed_file_is_put_back_as_saved(repo, worktrees, tmp_path):
