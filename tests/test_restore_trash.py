@@ -207,12 +207,22 @@ def test_prune_keeps_pending_and_unsaved_entries_and_reports_sizes(repo, worktre
     assert os.path.exists(ea.path)
 
 
-def test_show_lists_what_the_trash_keeps(repo, worktrees, tmp_path):
-    wt = worktrees(repo, "sh")
-    (wt / "f.txt").write_text("a\n")
+def _with_ignored_paths(wt: Path) -> None:
+    """An ignored file and an ignored directory (the repository ignores *.log, build/)."""
     (wt / "a.log").write_text("x\n")
     (wt / "build").mkdir()
     (wt / "build" / "o").write_text("o\n")
+
+
+def _lose_the_trash() -> None:
+    for e in trash.entries(os.environ["AO_DATA_DIR"]):
+        shutil.rmtree(e.path)
+
+
+def test_show_lists_what_the_trash_keeps(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "sh")
+    (wt / "f.txt").write_text("a\n")
+    _with_ignored_paths(wt)
     ao("ao-preserve", "sh", cwd=repo)
     rec = json.loads(ao("ao", "show", "sh", "--json", cwd=repo).stdout)["session"]
     [t] = rec["trash"]
@@ -251,27 +261,23 @@ def test_ignored_paths_lost_with_the_trash_are_named(repo, worktrees):
     # comes back from the ref; the ignored environment cannot, and restore says so.
     wt = worktrees(repo, "gone")
     (wt / "work.txt").write_text("saved\n")
-    (wt / "debug.log").write_text("ignored\n")
-    (wt / "build").mkdir()
-    (wt / "build" / "out.o").write_text("ignored too\n")
+    _with_ignored_paths(wt)
     ao("ao-preserve", "gone", cwd=repo)
-    for e in trash.entries(os.environ["AO_DATA_DIR"]):
-        shutil.rmtree(e.path)
+    _lose_the_trash()
     res = ao("ao-restore", "gone", "--json", cwd=repo)
     [result] = json.loads(res.stdout)["results"]
     assert result["status"] == "ok" and result["environment_lost"] == 2
     assert result["message"].endswith("; its 2 ignored path(s) (.env, node_modules/ and the "
                                       "like) were in the trash, which is gone: they did not "
                                       "come back")
-    assert (wt / "work.txt").read_text() == "saved\n" and not (wt / "debug.log").exists()
+    assert (wt / "work.txt").read_text() == "saved\n" and not (wt / "a.log").exists()
 
 
 def test_a_save_without_ignored_paths_says_nothing_of_them(repo, worktrees):
     wt = worktrees(repo, "bare")
     (wt / "work.txt").write_text("saved\n")
     ao("ao-preserve", "bare", cwd=repo)
-    for e in trash.entries(os.environ["AO_DATA_DIR"]):
-        shutil.rmtree(e.path)
+    _lose_the_trash()
     [result] = json.loads(ao("ao-restore", "bare", "--json", cwd=repo).stdout)["results"]
     assert result["status"] == "ok" and "environment_lost" not in result
     assert "ignored path" not in result["message"]
