@@ -36,9 +36,9 @@ def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None
     """Move the verified worktree into a trash entry on its own file system (the
     registration is pruned by the caller). walked_ns: when the walk before the
     capture started (ns, the clock file times use), None when unknown; the entry
-    keeps it, so a restore can tell files written after it. Raises AoError saying exactly what
-    state the session is in when the move fails: the save is recorded, so it is
-    pending and its directory is still in place."""
+    keeps it, so a restore can tell files written after it. Raises AoError saying
+    exactly what state the session is in when the move fails: the save is
+    recorded, so it is pending and its directory is still in place."""
     try:
         entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
                               {"commit": commit, "walked_ns": walked_ns})

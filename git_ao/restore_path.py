@@ -129,8 +129,9 @@ def put_modes(outcome: Outcome, path: str, save: Save, reused: bool) -> None:
 
 
 def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
-    """No trash copy is left (a tmpfs cleared by a reboot, a trash deleted by
-    hand): when the save recorded ignored paths, say they did not come back."""
+    """No trash copy is left (a tmpfs cleared by a reboot, a worktree or a trash
+    deleted by hand): when the save recorded ignored paths, say they did not
+    come back."""
     commit = s.save.preserved_commit if s.save else None
     if not commit:
         return
@@ -141,8 +142,9 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
     count = snapshot.parse_trailers(message).get(snapshot.IGNORED_TRAILER, "")
     if count.isdigit() and int(count):
         outcome.data["environment_lost"] = int(count)
-        outcome.message += (f"; its {count} ignored path(s) (.env, node_modules/ and the like) "
-                            "were in the trash, which is gone: they did not come back")
+        outcome.message += (f"; the {count} ignored path(s) it held at the save (.env, "
+                            "node_modules/ and the like) have no trash copy left: they did "
+                            "not come back")
 
 
 def report_unsaved_in_trash(ctx: Context, entry: trash.Entry | None, outcome: Outcome) -> None:
