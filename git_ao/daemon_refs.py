@@ -30,7 +30,7 @@ def is_daemon_commit(cwd, oid) -> bool:
     no Ao-Session trailer)? Raises GitError when it is not a commit."""
     if written_by_git_ao(cwd, oid):
         return False
-    return gitquery.commit_message(cwd, oid).startswith(DAEMON_SUBJECT)
+    return gitquery.commit_object(cwd, oid)[2].startswith(DAEMON_SUBJECT)
 
 
 def daemon_ref(session_id) -> str:

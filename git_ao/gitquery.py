@@ -105,8 +105,6 @@ def trailer(cwd: str, commit: str, key: str) -> str:
     return git.line(["log", "-1", f"--format=%(trailers:key={key},valueonly)", commit], cwd)
 
 
-
-
 def changed_between(cwd: str, a: str | None, b: str | None) -> list[str]:
     """Paths whose entry differs between trees (or commits) `a` and `b`, recursively
     (`git diff-tree -r -z --name-only --no-renames`). Either may be None: every path
@@ -243,11 +241,6 @@ def submodule_update_init(cwd: str, paths: Sequence[str]) -> git.Completed:
     """`git submodule update --init -- <paths>` (literal paths); the git.Completed, whatever
     its status."""
     return git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *paths], cwd)
-
-
-def commit_message(cwd: str, commit: str) -> str:
-    """The raw message of `commit` (`git log -1 --format=%B`)."""
-    return git.run(["log", "-1", "--format=%B", commit], cwd).decode("utf-8", "surrogateescape")
 
 
 def commit_time_and_message(cwd: str, commit: str) -> tuple[int | None, str]:

@@ -8,7 +8,7 @@ import os
 import shutil
 from collections.abc import Iterable
 
-from . import git, gitquery, snapshot, trash, walk
+from . import git, snapshot, trash, walk, witness
 from .outcome import Outcome, Status
 from .records import Session
 from .session import REF_PREFIX, Context, facts, preserve_ref, work_present_elsewhere
@@ -185,7 +185,7 @@ def _prune_trash(ctx: Context, expire_before: float | None,
     (`trash.entries`), with their size. Kept, and said: the entries of sessions in
     `pending` (restore puts them back), stray entries (a directory restore set
     aside), and any entry holding a file that is neither ignored nor in a saved
-    tree, or a mount point (`unsaved_in`)."""
+    tree, or a mount point (`witness.unsaved_in`)."""
     out = []
     for entry in trash.entries(ctx.store.dir):
         sid = entry.session_id
@@ -203,7 +203,8 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             why = ("ignored files restore could not put back, such as "
                    f"{kept[0]}; take what you need, then remove it by hand")
         else:
-            why = unsaved_in(ctx, entry)
+            s = ctx.store.get(sid)
+            why = witness.unsaved_in(entry, s.save.preserved_commit if s and s.save else None)
         if why:
             out.append(Outcome(sid, "prune-trash", Status.NOTHING,
                                f"kept {entry.path} ({_size(size)}): {why}", data))
@@ -238,72 +239,10 @@ def _size(n: int) -> str:
 
 
 def _remove_entry(entry: trash.Entry) -> None:
-    """Delete a trash entry that `unsaved_in` cleared: it holds no mount point (the
+    """Delete a trash entry that `witness.unsaved_in` cleared: it holds no mount point (the
     walk saw none), and rmtree does not follow symlinks."""
     if os.path.isdir(entry.path) and not os.path.islink(entry.path) \
             and not walk.is_mount_point(entry.path):
         shutil.rmtree(entry.path, ignore_errors=True)
     elif os.path.lexists(entry.path) and not os.path.isdir(entry.path):
         os.unlink(entry.path)
-
-
-def unsaved_in(ctx: Context, entry: trash.Entry) -> str:
-    """Why the trash entry must be kept, or '' when everything in its directory is
-    ignored by the repository or, byte for byte, in a saved tree (the entry's
-    commit, the session's save, or the HEAD of its admin copy). Walks the entry
-    (`walk.walk`: no symlink followed, no mount crossed; a mount point or an
-    unreadable directory keeps it) and asks git with `--git-dir=<common dir>
-    --work-tree=<the copy>` and the admin copy's index, since the copy's own
-    `.git` file names an admin dir that is gone."""
-    if walk.is_mount_point(entry.path):
-        return "it is a mount point"
-    if entry.legacy:
-        return ""  # written before entries recorded their repository: as before
-    if not entry.holds_worktree:
-        return ""
-    common = str(entry.meta.get("common_dir") or "")
-    if not common or not os.path.isdir(common):
-        return "its repository is gone, so what it holds cannot be checked"
-    w = walk.walk(entry.worktree)
-    if w.blockers:
-        return f"{w.blockers[0]}"
-    if w.nested:
-        return f"it holds a nested repository: {w.nested[0]}"
-    known: dict[str, set[str]] = {}
-    s = ctx.store.get(entry.session_id)
-    commits = [c for c in (entry.meta.get("commit"),
-                           s.save.preserved_commit if s and s.save else None) if c]
-    trees = []
-    for c in commits:
-        if git.object_exists(common, c):
-            h, i_tree, w_tree, u_tree = snapshot.saved_trees(common, c)
-            trees += [t for t in (f"{h}^{{tree}}", i_tree, w_tree, u_tree) if t]
-    head = _admin_head(common, entry.admin)
-    if head:
-        trees.append(f"{head}^{{tree}}")
-    for tree in trees:
-        for p, oid in gitquery.ls_tree_blobs(common, tree).items():
-            known.setdefault(p, set()).add(oid)
-    index = os.path.join(entry.admin, "index")
-    rest = sorted(w.entries)
-    ign = gitquery.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
-    rest = [p for p in rest if p not in ign]
-    missing = [p for p in rest if p not in known]
-    if missing:
-        return f"{len(missing)} file(s) in no saved tree and not ignored, such as {missing[0]}"
-    files = [p for p in rest if w.entries[p].kind == "file"]
-    for p, oid in zip(files, gitquery.hash_paths_in(common, entry.worktree, files), strict=True):
-        if oid not in known[p]:
-            return f"{p} differs from every saved copy"
-    return ""
-
-
-def _admin_head(common: str, admin: str) -> str | None:
-    """The commit the admin copy's HEAD names, when it still exists."""
-    try:
-        with open(os.path.join(admin, "HEAD"), encoding="utf-8") as fh:
-            text = fh.read().strip()
-    except OSError:
-        return None
-    rev = text.removeprefix("ref: ")
-    return git.rev_parse(common, rev)

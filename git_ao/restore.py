@@ -148,7 +148,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                 # Before the ignored files come in: they keep their own bits.
                 restore_path.put_modes(outcome, path, save, reused)
                 entry = restore_path.bring_environment(ctx, s, path, outcome)
-                restore_path.report_unsaved_in_trash(ctx, entry, outcome)
+                restore_path.report_unsaved_in_trash(save, entry, outcome)
             if why_not and why_not != "no trash copy":
                 outcome.message += f" (not from the trash: {why_not})"
                 outcome.data["trash_skipped"] = why_not

@@ -20,11 +20,11 @@ from . import (
     snapshot,
     trash,
     walk,
+    witness,
     worktree,
 )
 from .errors import AoError
 from .outcome import Outcome, Status
-from .prune import unsaved_in
 from .records import Save, Session
 from .session import Context
 
@@ -136,10 +136,9 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
     if not commit:
         return
     try:
-        message = gitquery.commit_object(path, commit)[2]
+        count = gitquery.trailer(path, commit, snapshot.IGNORED_TRAILER)
     except AoError:
         return
-    count = snapshot.parse_trailers(message).get(snapshot.IGNORED_TRAILER, "")
     if count.isdigit() and int(count):
         outcome.data["environment_lost"] = int(count)
         outcome.message += (f"; the {count} ignored path(s) it held at the save (.env, "
@@ -147,14 +146,14 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
                             "not come back")
 
 
-def report_unsaved_in_trash(ctx: Context, entry: trash.Entry | None, outcome: Outcome) -> None:
+def report_unsaved_in_trash(save: Save, entry: trash.Entry | None, outcome: Outcome) -> None:
     """After a checkout-and-apply restore (the trash copy could not be put back
     whole): when the copy holds files that no save has (written after the last
     capture by an agent that kept running), they did not come back. Name them and
     the copy, and make the outcome need attention; prune keeps the entry.
 
     Only files changed since the walk before the capture (`walked_ns` in the
-    entry; ctime cannot be set back) are worth the check (`prune.unsaved_in`,
+    entry; ctime cannot be set back) are worth the check (`witness.unsaved_in`,
     which reads the saved trees and hashes the copy's files). entry: the one
     `bring_environment` moved the ignored files out of."""
     if entry is None or not entry.holds_worktree:
@@ -162,10 +161,10 @@ def report_unsaved_in_trash(ctx: Context, entry: trash.Entry | None, outcome: Ou
     since = entry.meta.get("walked_ns")
     if isinstance(since, int):
         copy = walk.walk(entry.worktree)
-        if not copy.blockers and not any(max(e.mtime_ns, e.ctime_ns) >= since - walk.RACY_NS
+        if not copy.blockers and not any(e.touched_since(since)
                                          for e in copy.entries.values()):
             return
-    why = unsaved_in(ctx, entry)
+    why = witness.unsaved_in(entry, save.preserved_commit)
     if not why:
         return
     outcome.data["trash_holds_unsaved"] = entry.worktree

@@ -50,6 +50,11 @@ class Entry(NamedTuple):
         kind = "file" if stat.S_ISREG(mode) else "link" if stat.S_ISLNK(mode) else "other"
         return cls(kind, mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
+    def touched_since(self, ns: int) -> bool:
+        """Were its times set at `ns` (the clock file times use) or after, or within
+        RACY_NS before it? ctime cannot be set back, so False means unchanged since."""
+        return max(self.mtime_ns, self.ctime_ns) >= ns - RACY_NS
+
 
 @dataclass(frozen=True)
 class Blocker:
@@ -83,8 +88,7 @@ class Walk:
     def racy(self, rel: str) -> bool:
         """Were this entry's times set so close to the walk that a later write in the
         same clock tick could have left them unchanged?"""
-        e = self.entries[rel]
-        return max(e.mtime_ns, e.ctime_ns) >= self.started_ns - RACY_NS
+        return self.entries[rel].touched_since(self.started_ns)
 
 
 def mount_points() -> set[str]:

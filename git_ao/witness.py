@@ -15,15 +15,18 @@ Three proofs, each against the directory itself rather than git's view of it:
   the ref cannot leave a ref that restore cannot read.
 
 Plus what only the worktree's admin dir keeps alive (`admin_only`): its
-per-worktree refs and the commits only its HEAD reflog reaches.
+per-worktree refs and the commits only its HEAD reflog reaches; and, for a
+trash entry, what it holds that no save has (`unsaved_in`: prune keeps such an
+entry, a fallback restore names it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
-from . import git, gitquery, nested, walk
+from . import git, gitquery, nested, snapshot, trash, walk
 from .walk import Blocker, Walk
 
 
@@ -135,3 +138,64 @@ def fetch_refspecs_covering(cwd: str, prefix: str = "refs/ao/") -> list[str]:
         if covered:
             out.append(f"{key} = {value}")
     return out
+
+
+def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
+    """Why the trash entry must be kept, or '' when everything in its directory is
+    ignored by the repository or, byte for byte, in a saved tree (the entry's
+    commit, the session's save `saved_commit`, or the HEAD of its admin copy).
+    Walks the entry
+    (`walk.walk`: no symlink followed, no mount crossed; a mount point or an
+    unreadable directory keeps it) and asks git with `--git-dir=<common dir>
+    --work-tree=<the copy>` and the admin copy's index, since the copy's own
+    `.git` file names an admin dir that is gone."""
+    if walk.is_mount_point(entry.path):
+        return "it is a mount point"
+    if entry.legacy:
+        return ""  # written before entries recorded their repository: as before
+    if not entry.holds_worktree:
+        return ""
+    common = str(entry.meta.get("common_dir") or "")
+    if not common or not os.path.isdir(common):
+        return "its repository is gone, so what it holds cannot be checked"
+    w = walk.walk(entry.worktree)
+    if w.blockers:
+        return f"{w.blockers[0]}"
+    if w.nested:
+        return f"it holds a nested repository: {w.nested[0]}"
+    known: dict[str, set[str]] = {}
+    commits = [c for c in (entry.meta.get("commit"), saved_commit) if c]
+    trees = []
+    for c in commits:
+        if git.object_exists(common, c):
+            h, i_tree, w_tree, u_tree = snapshot.saved_trees(common, c)
+            trees += [t for t in (f"{h}^{{tree}}", i_tree, w_tree, u_tree) if t]
+    head = _admin_head(common, entry.admin)
+    if head:
+        trees.append(f"{head}^{{tree}}")
+    for tree in trees:
+        for p, oid in gitquery.ls_tree_blobs(common, tree).items():
+            known.setdefault(p, set()).add(oid)
+    index = os.path.join(entry.admin, "index")
+    rest = sorted(w.entries)
+    ign = gitquery.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
+    rest = [p for p in rest if p not in ign]
+    missing = [p for p in rest if p not in known]
+    if missing:
+        return f"{len(missing)} file(s) in no saved tree and not ignored, such as {missing[0]}"
+    files = [p for p in rest if w.entries[p].kind == "file"]
+    for p, oid in zip(files, gitquery.hash_paths_in(common, entry.worktree, files), strict=True):
+        if oid not in known[p]:
+            return f"{p} differs from every saved copy"
+    return ""
+
+
+def _admin_head(common: str, admin: str) -> str | None:
+    """The commit the admin copy's HEAD names, when it still exists."""
+    try:
+        with open(os.path.join(admin, "HEAD"), encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    rev = text.removeprefix("ref: ")
+    return git.rev_parse(common, rev)
