@@ -141,9 +141,9 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
         return
     if count.isdigit() and int(count):
         outcome.data["environment_lost"] = int(count)
-        outcome.message += (f"; the {count} ignored path(s) it held at the save (.env, "
-                            "node_modules/ and the like) have no trash copy left: they did "
-                            "not come back")
+        # The save records how many, not which: name none rather than guess.
+        outcome.message += (f"; the {count} ignored path(s) it held at the save have no "
+                            "trash copy left: they did not come back")
 
 
 def report_unsaved_in_trash(save: Save, entry: trash.Entry | None, outcome: Outcome) -> None:

@@ -267,9 +267,8 @@ def test_ignored_paths_lost_with_the_trash_are_named(repo, worktrees):
     res = ao("ao-restore", "gone", "--json", cwd=repo)
     [result] = json.loads(res.stdout)["results"]
     assert result["status"] == "ok" and result["environment_lost"] == 2
-    assert result["message"].endswith("; the 2 ignored path(s) it held at the save (.env, "
-                                      "node_modules/ and the like) have no trash copy left: "
-                                      "they did not come back")
+    assert result["message"].endswith("; the 2 ignored path(s) it held at the save have no "
+                                      "trash copy left: they did not come back")
     assert (wt / "work.txt").read_text() == "saved\n" and not (wt / "a.log").exists()
 
 
