@@ -28,11 +28,19 @@ def check_ignore(cwd: str, paths: Sequence[str]) -> set[str]:
 def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
     """{path: object id} of every non-tree entry of `tree`, recursively
     (`git ls-tree -r -z`); gitlinks map to their commit."""
+    return {p: oid for p, (_, oid) in ls_tree_entries(cwd, tree).items()}
+
+
+def ls_tree_entries(cwd: str, tree: str) -> dict[str, tuple[str, str]]:
+    """{path: (mode, object id)} of every non-tree entry of `tree`, recursively
+    (`git ls-tree -r -z`); the mode as git writes it ('100644', '100755',
+    '120000', '160000'). Raises GitError."""
     out = {}
     for rec in git.run(["ls-tree", "-r", "-z", tree], cwd).split(b"\0"):
         if rec:
             meta, _, path = rec.partition(b"\t")
-            out[os.fsdecode(path)] = meta.split()[2].decode()
+            mode, _, oid = meta.decode().split()
+            out[os.fsdecode(path)] = (mode, oid)
     return out
 
 
@@ -142,7 +150,7 @@ def ignored_in(common_dir: str, work_tree: str, index_file: str) -> list[str]:
     `index_file` (its copy) and the repository at `common_dir`:
     `git ls-files -z --others --ignored --exclude-standard --directory`. A wholly
     ignored directory is listed once, ending in '/'. Raises GitError."""
-    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    env = _taken_away_env(common_dir, work_tree, index_file)
     return git.split_z(git.run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
                         "--directory"], work_tree, env=env))
 
@@ -153,7 +161,7 @@ def check_ignore_in(common_dir: str, work_tree: str, index_file: str,
     the repository ignores there. Raises GitError when git fails otherwise."""
     if not paths:
         return set()
-    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree, "GIT_INDEX_FILE": index_file}
+    env = _taken_away_env(common_dir, work_tree, index_file)
     res = git.call(["check-ignore", "-z", "--stdin"], work_tree, env=env, input=git.join_z(paths))
     if res.status not in (0, 1):
         res.check()
@@ -164,7 +172,25 @@ def hash_paths_in(common_dir: str, work_tree: str, paths: Sequence[str]) -> list
     """`hash_paths` for a worktree taken away (see `ignored_in`): the blob id git
     would store for each of `paths`, relative to `work_tree`, judged with the
     repository at `common_dir` (its attributes and filters). Raises GitError."""
-    return hash_paths(work_tree, paths, env={"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree})
+    return hash_paths(work_tree, paths, env=_taken_away_env(common_dir, work_tree))
+
+
+def _taken_away_env(common_dir: str, work_tree: str, index_file: str | None = None
+                    ) -> dict[str, str]:
+    """The environment that points git at a worktree taken away: its repository,
+    the directory itself and, when given, the admin copy's index."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree}
+    if index_file:
+        env["GIT_INDEX_FILE"] = index_file
+    return env
+
+
+def skip_worktree_in(common_dir: str, work_tree: str, index_file: str) -> set[str]:
+    """The skip-worktree paths of the index file `index_file` of a worktree taken
+    away (see `ignored_in`): one `git ls-files -v -z`. Raises GitError."""
+    env = _taken_away_env(common_dir, work_tree, index_file)
+    return set(gitparse.index_flags(git.run(["ls-files", "-v", "-z"], work_tree, env=env))
+               .skip_worktree)
 
 
 def expiry_date(value: str) -> int | None:

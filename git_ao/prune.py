@@ -184,8 +184,9 @@ def _prune_trash(ctx: Context, expire_before: float | None,
     """Delete the trash entries older than `expire_before`, under every trash root
     (`trash.entries`), with their size. Kept, and said: the entries of sessions in
     `pending` (restore puts them back), stray entries (a directory restore set
-    aside), and any entry holding a file that is neither ignored nor in a saved
-    tree, or a mount point (`witness.unsaved_in`)."""
+    aside), entries a restore found changed after the last capture, and any
+    entry holding a file that is neither ignored nor in a saved tree, or a mount
+    point (`witness.unsaved_in`)."""
     out = []
     for entry in trash.entries(ctx.store.dir):
         sid = entry.session_id
@@ -202,6 +203,10 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             kept = [str(p) for p in entry.meta["environment_kept"]]
             why = ("ignored files restore could not put back, such as "
                    f"{kept[0]}; take what you need, then remove it by hand")
+        elif entry.meta.get("unlike_save") and entry.holds_worktree:
+            changed = sorted(entry.meta["unlike_save"])
+            why = ("restore found it changed after the last capture, such as "
+                   f"{changed[0]}; take what you need, then remove it by hand")
         else:
             s = ctx.store.get(sid)
             why = witness.unsaved_in(entry, s.save.preserved_commit if s and s.save else None)

@@ -147,8 +147,10 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
             if os.path.isdir(path):
                 # Before the ignored files come in: they keep their own bits.
                 restore_path.put_modes(outcome, path, save, reused)
-                entry = restore_path.bring_environment(ctx, s, path, outcome)
-                restore_path.report_unsaved_in_trash(save, entry, outcome)
+                entry = restore_path.trash_copy(ctx, s, path, outcome)
+                if entry is not None:
+                    restore_path.report_unlike_save(ctx, s, save, entry, outcome)
+                    restore_path.bring_environment(ctx, s, entry, path, outcome)
             if why_not and why_not != "no trash copy":
                 outcome.message += f" (not from the trash: {why_not})"
                 outcome.data["trash_skipped"] = why_not

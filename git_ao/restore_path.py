@@ -146,51 +146,58 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
                             "trash copy left: they did not come back")
 
 
-def report_unsaved_in_trash(save: Save, entry: trash.Entry | None, outcome: Outcome) -> None:
-    """After a checkout-and-apply restore (the trash copy could not be put back
-    whole): when the copy holds files that no save has (written after the last
-    capture by an agent that kept running), they did not come back. Name them and
-    the copy, and make the outcome need attention; prune keeps the entry.
+def trash_copy(ctx: Context, s: Session, path: str, outcome: Outcome) -> trash.Entry | None:
+    """After a checkout-and-apply restore: the session's trash entry whose copy the
+    rest of the restore reads (`trash.latest_for`, environment=True), or None,
+    said in the outcome when the save recorded ignored paths that are now gone."""
+    entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
+    if entry is None:
+        _say_environment_gone(s, path, outcome)
+    return entry
 
-    Only files changed since the walk before the capture (`walked_ns` in the
-    entry; ctime cannot be set back) are worth the check (`witness.unsaved_in`,
-    which reads the saved trees and hashes the copy's files). entry: the one
-    `bring_environment` moved the ignored files out of."""
-    if entry is None or not entry.holds_worktree:
+
+def report_unlike_save(ctx: Context, s: Session, save: Save, entry: trash.Entry,
+                       outcome: Outcome) -> None:
+    """After a checkout-and-apply restore (the trash copy could not be put back
+    whole), before its ignored files move out: when the copy differs from the
+    save that came back (`witness.unlike_save`: a file written, deleted or given
+    another mode after the last capture by an agent that kept running), that
+    change did not come back. Mark the entry first (prune keeps it), then name
+    the copy and the paths, and make the outcome need attention."""
+    if not entry.holds_worktree:
         return
-    since = entry.meta.get("walked_ns")
-    if isinstance(since, int):
-        copy = walk.walk(entry.worktree)
-        if not copy.blockers and not any(e.touched_since(since)
-                                         for e in copy.entries.values()):
-            return
-    why = witness.unsaved_in(entry, save.preserved_commit)
-    if not why:
+    try:
+        changes = witness.unlike_save(entry, save.head, save.preserved_commit)
+    except (AoError, OSError) as exc:
+        changes = {".": f"cannot be compared with the save: {exc}"}
+    if not changes:
         return
+    try:
+        trash.mark(entry, unlike_save=changes)
+    except OSError as exc:
+        ctx.log("restore", s.id, "trash-not-marked", trash=entry.path, error=exc.strerror)
+    listed = ", ".join(f"{p} {how}" for p, how in list(changes.items())[:5])
+    more = f" and {len(changes) - 5} more" if len(changes) > 5 else ""
     outcome.data["trash_holds_unsaved"] = entry.worktree
-    outcome.message += (f"; the trash copy {entry.worktree} holds what no save has ({why}): "
-                        "written after the last capture, it did not come back, and prune "
-                        "keeps it")
+    outcome.data["trash_changes"] = changes
+    outcome.message += (f"; the trash copy {entry.worktree} changed after the last capture "
+                        f"({listed}{more}): that did not come back, and prune keeps the copy")
     if outcome.status == Status.OK:
         outcome.status = Status.ATTENTION
 
 
-def bring_environment(ctx: Context, s: Session, path: str,
-                      outcome: Outcome) -> trash.Entry | None:
+def bring_environment(ctx: Context, s: Session, entry: trash.Entry, path: str,
+                      outcome: Outcome) -> None:
     """After a checkout-and-apply restore: move the ignored files of the session's
-    trash copy (.env, node_modules/, .venv/) into the new worktree wherever nothing
-    is in their way; what could not be placed stays in the entry and is listed.
-    The ignored paths are what git says of the trash copy, judged with its saved
-    index (`git.ignored_in`). Returns the entry, None when there is none."""
-    entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
-    if entry is None:
-        _say_environment_gone(s, path, outcome)
-        return None
+    trash copy `entry` (.env, node_modules/, .venv/) into the new worktree wherever
+    nothing is in their way; what could not be placed stays in the entry and is
+    listed. The ignored paths are what git says of the trash copy, judged with its
+    saved index (`git.ignored_in`)."""
     try:
         found = gitquery.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
     except AoError as exc:
         ctx.log("restore", s.id, "environment-not-read", error=str(exc))
-        return entry
+        return
     moved, kept = [], []
     real = os.path.realpath(path)
     for rel in found:
@@ -228,7 +235,6 @@ def bring_environment(ctx: Context, s: Session, path: str,
                             + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
         if outcome.status == Status.OK:
             outcome.status = Status.ATTENTION
-    return entry
 
 
 def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:

@@ -17,13 +17,15 @@ Three proofs, each against the directory itself rather than git's view of it:
 Plus what only the worktree's admin dir keeps alive (`admin_only`): its
 per-worktree refs and the commits only its HEAD reflog reaches; and, for a
 trash entry, what it holds that no save has (`unsaved_in`: prune keeps such an
-entry, a fallback restore names it).
+entry) and, after a fallback restore, every way it differs from the save that
+came back (`unlike_save`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 
 from . import git, gitquery, nested, snapshot, trash, walk
@@ -199,3 +201,81 @@ def _admin_head(common: str, admin: str) -> str | None:
         return None
     rev = text.removeprefix("ref: ")
     return git.rev_parse(common, rev)
+
+
+_KIND = {"100644": "file", "100755": "file", "120000": "link", "160000": "gitlink"}
+
+
+def unlike_save(entry: trash.Entry, head: str | None, commit: str | None) -> dict[str, str]:
+    """{path: how it differs} for every path of the trash copy that is not what the
+    save holds: 'deleted', 'new', 'changed' (content), 'mode changed',
+    'type changed', or why the walk could not read it. The save is the commit
+    `commit` (its worktree and untracked trees), or the commit `head` when
+    nothing was written ({} when neither is known). Paths the repository ignores are not compared.
+
+    Exact where it matters and cheap where it can be: the path sets and the modes
+    are compared whole (a deletion touches no file), the content only of files
+    touched since the walk before the capture (`walked_ns` in the entry; ctime
+    cannot be set back), or of every file when the entry does not say. A path
+    outside the sparse cone (skip-worktree in the admin copy's index) may be
+    absent; a gitlink must be a directory; a nested repository no save has is
+    'new'. Raises GitError (the repository unreadable) and OSError."""
+    common = str(entry.meta.get("common_dir") or "")
+    copy = entry.worktree
+    if not common or not (commit or head):
+        return {}
+    w = walk.walk(copy)
+    out = {b.path: b.reason for b in w.blockers}
+    if commit:
+        _, _, w_tree, u_tree = snapshot.saved_trees(common, commit)
+    else:
+        w_tree, u_tree = f"{head}^{{tree}}", None
+    saved = gitquery.ls_tree_entries(common, w_tree or f"{head}^{{tree}}")
+    if u_tree:
+        saved.update(gitquery.ls_tree_entries(common, u_tree))
+    present = {p: e for p, e in w.entries.items() if not w.under_nested(p)}
+    index = os.path.join(entry.admin, "index")
+    gone = [p for p, (mode, _) in saved.items()
+            if (not os.path.isdir(os.path.join(copy, p)) if mode == "160000"
+                else p not in present)]
+    if gone and os.path.exists(index):
+        sparse = gitquery.skip_worktree_in(common, copy, index)
+        gone = [p for p in gone if p not in sparse]
+    out.update((p, "deleted") for p in gone)
+    gitlinks = {p for p, (mode, _) in saved.items() if mode == "160000"}
+    out.update((p, "new") for p in w.nested if p not in gitlinks)
+    extra = [p for p in present if p not in saved]
+    ignored = gitquery.check_ignore_in(common, copy, index, extra) if extra else set()
+    out.update((p, "new") for p in extra if p not in ignored)
+    since = entry.meta.get("walked_ns")
+    conf: dict[str, str] | None = None
+    files = []
+    for p, e in present.items():
+        if p not in saved:
+            continue
+        mode, oid = saved[p]
+        kind = _KIND.get(mode, "other")
+        if kind != e.kind or (kind == "file" and bool(e.mode & stat.S_IXUSR) != (mode == "100755")):
+            # core.symlinks=false checks a symlink out as a file, core.fileMode=false
+            # keeps the index's bits: then git itself sees no change.
+            conf = gitquery.config_map(common) if conf is None else conf
+            off = {k for k in ("core.symlinks", "core.filemode")
+                   if conf.get(k, "true") in ("false", "0", "no", "off")}
+            if kind != e.kind and not (kind == "link" and "core.symlinks" in off):
+                out[p] = "type changed"
+                continue
+            if kind == e.kind and "core.filemode" not in off:
+                out[p] = "mode changed"
+                continue
+        if isinstance(since, int) and not e.touched_since(since):
+            continue
+        if e.kind == "link" and kind == "link":
+            target = os.fsencode(os.readlink(os.path.join(copy, p)))
+            if target != gitquery.blob_bytes(common, oid):
+                out[p] = "changed"
+        elif e.kind == "file":
+            files.append(p)
+    for p, got in zip(files, gitquery.hash_paths_in(common, copy, files), strict=True):
+        if got != saved[p][1]:
+            out[p] = "changed"
+    return dict(sorted(out.items()))

@@ -9,6 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from git_ao import trash
 from tests.conftest import ao, commit_on, git
 from tests.worktree_state import differences, state
@@ -135,11 +137,56 @@ def test_writes_left_in_the_trash_by_a_fallback_are_named_and_kept(repo, worktre
     commit_on(repo, "late", {"other.txt": "upstream\n"}, "upstream")
     [out] = _restore_json(repo, rc=3)
     assert out["status"] == "attention" and out["data"]["trash_holds_unsaved"] == entry.worktree
-    assert f"; the trash copy {entry.worktree} holds what no save has (" in out["message"]
-    assert "written after the last capture, it did not come back" in out["message"]
+    assert out["data"]["trash_changes"] == {"after.txt": "new", "stub.txt": "changed"}
+    assert (f"; the trash copy {entry.worktree} changed after the last capture (after.txt new, "
+            "stub.txt changed): that did not come back, and prune keeps the copy") in out["message"]
     assert (wt / "stub.txt").read_text() == "1\n2\n"
     res = ao("ao-prune", cwd=repo)
     assert Path(entry.worktree, "stub.txt").read_text() == "1\n2\n3\n", res.stdout
+
+
+def _late(copy: Path, change: str) -> str:
+    """Make `change` in the trash copy `copy` after the capture, as an agent still
+    running would; return the path it touched."""
+    if change == "deleted tracked":
+        (copy / "README.md").unlink()
+        return "README.md"
+    if change == "deleted untracked":
+        (copy / "notes.txt").unlink()
+        return "notes.txt"
+    if change == "edit undone":
+        (copy / "src" / "app.py").write_text("print('hi')\n")  # HEAD's content again
+        return "src/app.py"
+    if change == "made executable":
+        os.chmod(copy / "stub.txt", 0o755)
+        return "stub.txt"
+    if change == "file made a symlink":
+        (copy / "stub.txt").unlink()
+        os.symlink("README.md", copy / "stub.txt")
+        return "stub.txt"
+    raise AssertionError(change)
+
+
+@pytest.mark.parametrize("change", ["deleted tracked", "deleted untracked", "edit undone",
+                                    "made executable", "file made a symlink"])
+def test_every_late_change_in_the_trash_is_named_after_a_fallback(
+        repo, worktrees, tmp_path, change):
+    # Not only new content: a deletion, an edit taken back to what HEAD holds, a
+    # new mode are the agent's latest state as much, and did not come back either.
+    wt = worktrees(repo, "late")
+    (wt / "stub.txt").write_text("1\n2\n")
+    (wt / "notes.txt").write_text("mine\n")
+    (wt / "src" / "app.py").write_text("print('mine')\n")
+    ao("ao-preserve", "late", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "late")
+    touched = _late(Path(entry.worktree), change)
+    commit_on(repo, "late", {"other.txt": "upstream\n"}, "upstream")
+    [out] = _restore_json(repo, rc=3)
+    assert out["data"]["trash_holds_unsaved"] == entry.worktree
+    assert touched in out["message"], out["message"]
+    assert (wt / "stub.txt").read_text() == "1\n2\n"  # the save came back
+    res = ao("ao-prune", "--json", cwd=repo)
+    assert os.path.isdir(entry.worktree), res.stdout
 
 
 def test_a_fallback_with_nothing_late_in_the_trash_says_ok(repo, worktrees, tmp_path):
@@ -149,6 +196,41 @@ def test_a_fallback_with_nothing_late_in_the_trash_says_ok(repo, worktrees, tmp_
     commit_on(repo, "calm", {"other.txt": "upstream\n"}, "upstream")
     [out] = _restore_json(repo)
     assert out["status"] == "ok" and "trash_holds_unsaved" not in out["data"]
+
+
+def test_a_fallback_of_a_sparse_worktree_with_intent_to_add_says_ok(repo, worktrees, tmp_path):
+    # Paths outside the sparse cone are in the saved trees but not on disk, and an
+    # intent-to-add entry is in the index only: neither is a late change.
+    os.makedirs(repo / "far")
+    (repo / "far" / "away.txt").write_text("far\n")
+    git("add", "far", cwd=repo)
+    git("commit", "-qm", "far", cwd=repo)
+    wt = worktrees(repo, "sparse")
+    git("sparse-checkout", "set", "--no-cone", "/*", "!/far/", cwd=wt)
+    assert not (wt / "far" / "away.txt").exists()
+    (wt / "ita.txt").write_text("intent\n")
+    git("add", "-N", "ita.txt", cwd=wt)
+    (wt / "stub.txt").write_text("1\n")
+    os.chmod(wt / "stub.txt", 0o755)
+    ao("ao-preserve", "sparse", cwd=repo)
+    commit_on(repo, "sparse", {"other.txt": "upstream\n"}, "upstream")
+    [out] = _restore_json(repo)
+    assert out["status"] == "ok" and "trash_holds_unsaved" not in out["data"], out
+
+
+def test_a_fallback_of_a_worktree_with_a_submodule_says_ok(repo, make_repo, worktrees, tmp_path):
+    sub = make_repo()
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib",
+        cwd=repo)
+    git("commit", "-qm", "add submodule", cwd=repo)
+    wt = worktrees(repo, "sm")
+    git("-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q", cwd=wt)
+    (wt / "README.md").write_text("super edit\n")
+    ao("ao-preserve", "sm", cwd=repo)
+    commit_on(repo, "sm", {"other.txt": "upstream\n"}, "upstream")
+    out = ao("ao-restore", "--json", cwd=repo, rc=None)
+    [r] = [r for r in json.loads(out.stdout)["results"] if r["action"] == "restore"]
+    assert "trash_holds_unsaved" not in r, r["message"]
 
 
 def test_failed_proof_moves_the_directory_back_and_falls_back(repo, worktrees, tmp_path):

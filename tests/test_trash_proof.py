@@ -207,7 +207,7 @@ def test_an_index_edited_under_its_old_checksum_is_not_taken_for_the_saved_one(
     assert r.get("trash_skipped", "").startswith("the index is not the saved one"), r
     assert (wt / "notes.txt").read_text() == "untracked\n"
     assert r["trash_holds_unsaved"] == entry.worktree
-    assert "(notes.txt differs from every saved copy)" in r["message"]
+    assert "changed after the last capture (notes.txt changed)" in r["message"]
     assert Path(entry.worktree, "notes.txt").read_text() == "UNTRACKED\n"
 
 
