@@ -7,6 +7,8 @@ One repository of `--files` tracked files (a few edited, a few untracked) with a
 ignored tree of `--ignored` files (node_modules/). Each round, in one process:
 
 - plain: `git worktree add` of the branch (then removed by git);
+- plain, parallel: the same with git's parallel checkout (`checkout.workers=8`,
+  what git-ao's own checkouts use), so the gain it brings shows apart;
 - plain+apply: `git worktree add` + `git stash apply --index <preserve commit>`;
 - trash: `git ao-restore` putting the preserved directory back whole, as a
   command and again in this process (its main() called here: no interpreter
@@ -127,8 +129,8 @@ def main() -> int:
         sh("git", "worktree", "add", "-q", "-b", "s", wt, cwd=repo)
         sh("git", "ao", "add", wt, "--id", "s", cwd=repo)
         dirty(wt, a.ignored)
-        rows: dict[str, list[float]] = {k: [] for k in ("plain", "plain+apply", "trash",
-                                                        "trash-in", "fallback")}
+        rows: dict[str, list[float]] = {k: [] for k in ("plain", "parallel", "plain+apply",
+                                                        "trash", "trash-in", "fallback")}
         import git_ao.cli.restore  # noqa: F401 - imported once, as a long-lived process would
         for _ in range(a.runs):
             sh("git", "ao-preserve", "s", cwd=repo)
@@ -136,6 +138,9 @@ def main() -> int:
             p = os.path.join(base, "plain")
             rows["plain"].append(timed(lambda: sh("git", "worktree", "add", "-q", p, "s",
                                                   cwd=repo)))
+            sh("git", "worktree", "remove", "--force", p, cwd=repo)
+            rows["parallel"].append(timed(lambda: sh("git", "-c", "checkout.workers=8",
+                                                     "worktree", "add", "-q", p, "s", cwd=repo)))
             sh("git", "worktree", "remove", "--force", p, cwd=repo)
             rows["plain+apply"].append(timed(lambda: (
                 sh("git", "worktree", "add", "-q", p, "s", cwd=repo),
@@ -176,6 +181,8 @@ def main() -> int:
               f"cores={os.cpu_count()}")
         print(f"{'row':<34}{'median s':>10}{'ratio':>10}  target")
         print(f"{'git worktree add':<34}{med['plain']:>10.3f}")
+        print(f"{'  the same, checkout.workers=8':<34}{med['parallel']:>10.3f}"
+              f"{med['parallel'] / med['plain']:>10.2f}")
         print(f"{'git worktree add + stash apply':<34}{med['plain+apply']:>10.3f}")
         print(f"{'git ao-restore, from the trash':<34}{med['trash']:>10.3f}"
               f"{med['trash'] / med['plain']:>10.2f}  <= 0.1x worktree add")

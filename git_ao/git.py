@@ -253,6 +253,22 @@ def worktree_list(common_dir: str) -> list[WorktreeEntry]:
     return gitparse.worktree_list(res.out)
 
 
+# Writing a whole tree of files is bound by the file system's latency per file
+# far more than by the CPU (a 2-core VM wrote 20,000 files in about 10 s one at a
+# time, in 1.5 s with 8 workers): a checkout keeps several files in flight with
+# git's parallel checkout. A repository that sets checkout.workers keeps its own.
+CHECKOUT_WORKERS = 8
+
+
+def parallel_checkout(cwd: str) -> list[str]:
+    """The options that give a command run in `cwd` git's parallel checkout
+    (`-c checkout.workers=8`; git writes in parallel only from 100 files on,
+    `checkout.thresholdForParallelism`), none when its config sets the number."""
+    if call(["config", "--get", "checkout.workers"], cwd).status == 0:
+        return []
+    return ["-c", f"checkout.workers={CHECKOUT_WORKERS}"]
+
+
 def worktree_add(common_dir: str, path: str, *, branch: str | None = None,
                  commit: str | None = None, new_branch: str | None = None, detach: bool = False,
                  checkout: bool = True) -> None:
@@ -262,8 +278,8 @@ def worktree_add(common_dir: str, path: str, *, branch: str | None = None,
     checkout=False adds `--no-checkout`: the worktree is registered with an empty
     index and no files, so its private config (sparse-checkout patterns,
     config.worktree) can be put in place first; `checkout_head` then fills it."""
-    args: list[str | None] = ["worktree", "add"]
-    args += [] if checkout else ["--no-checkout"]
+    args: list[str | None] = [*parallel_checkout(common_dir), "worktree", "add"] if checkout \
+        else ["worktree", "add", "--no-checkout"]
     if new_branch:
         args += ["-b", new_branch, path, commit]
     elif detach:

@@ -61,7 +61,7 @@ def drop_fsmonitor(cwd: str) -> None:
 def checkout_head(cwd: str) -> None:
     """`git read-tree -m -u HEAD` in a worktree added with --no-checkout: fills the index
     and the files from HEAD, honouring its sparse-checkout patterns."""
-    git.run(["read-tree", "-m", "-u", "HEAD"], cwd)
+    git.run([*git.parallel_checkout(cwd), "read-tree", "-m", "-u", "HEAD"], cwd)
 
 
 def checkout_paths(cwd: str, paths: Sequence[str], *, refresh: bool = False) -> None:

@@ -94,7 +94,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
     directory preserve took away is put back whole (`reinstate`), proven, and
     kept only when the proof holds; otherwise `git worktree add` and the saved
     commit applied (`_apply_saved`), then the ignored files of the trash copy
-    moved in (`_bring_environment`). A directory an agent re-created at the
+    moved in (`restore_path.bring_environment`). A directory an agent re-created at the
     path after the save is set aside first (`_set_aside_stray`).
 
     The repository's lock (`locks.repo_lock`) makes the check that the branch
@@ -145,12 +145,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                 crashpoint.hit("restore:after-worktree-add")
             outcome = _apply_saved(ctx, s, save, path, reused)
             if os.path.isdir(path):
-                # Before the ignored files come in: they keep their own bits.
-                restore_path.put_modes(outcome, path, save, reused)
-                entry = restore_path.trash_copy(ctx, s, path, outcome)
-                if entry is not None:
-                    restore_path.report_unlike_save(ctx, s, save, entry, outcome)
-                    restore_path.bring_environment(ctx, s, entry, path, outcome)
+                restore_path.after_apply(ctx, s, save, path, reused, outcome)
             if why_not and why_not != "no trash copy":
                 outcome.message += f" (not from the trash: {why_not})"
                 outcome.data["trash_skipped"] = why_not

@@ -146,6 +146,22 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
                             "trash copy left: they did not come back")
 
 
+def after_apply(ctx: Context, s: Session, save: Save, path: str, reused: bool,
+                outcome: Outcome) -> None:
+    """What follows a checkout-and-apply restore into `path`, in this order: the
+    save's modes (before the ignored files come in: they keep their own bits);
+    then, from the session's trash copy, the comparison with the save (marked in
+    the entry before anything moves out of it) and the ignored files."""
+    put_modes(outcome, path, save, reused)
+    entry = trash_copy(ctx, s, path, outcome)
+    if entry is None:
+        return
+    ignored = ignored_in_copy(ctx, s, entry)
+    report_unlike_save(ctx, s, save, entry, ignored, outcome)
+    if ignored is not None:
+        bring_environment(ctx, s, entry, ignored, path, outcome)
+
+
 def trash_copy(ctx: Context, s: Session, path: str, outcome: Outcome) -> trash.Entry | None:
     """After a checkout-and-apply restore: the session's trash entry whose copy the
     rest of the restore reads (`trash.latest_for`, environment=True), or None,
@@ -156,18 +172,33 @@ def trash_copy(ctx: Context, s: Session, path: str, outcome: Outcome) -> trash.E
     return entry
 
 
+def ignored_in_copy(ctx: Context, s: Session, entry: trash.Entry) -> list[str] | None:
+    """The ignored paths of the trash copy `entry` (`gitquery.ignored_in`, judged
+    with the admin copy's index, since the copy's own `.git` names an admin dir
+    that is gone; a wholly ignored directory once, ending in '/'), or None when
+    git cannot read them (logged)."""
+    try:
+        return gitquery.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
+    except AoError as exc:
+        ctx.log("restore", s.id, "environment-not-read", error=str(exc))
+        return None
+
+
 def report_unlike_save(ctx: Context, s: Session, save: Save, entry: trash.Entry,
-                       outcome: Outcome) -> None:
+                       ignored: list[str] | None, outcome: Outcome) -> None:
     """After a checkout-and-apply restore (the trash copy could not be put back
     whole), before its ignored files move out: when the copy differs from the
     save that came back (`witness.unlike_save`: a file written, deleted or given
     another mode after the last capture by an agent that kept running), that
     change did not come back. Mark the entry first (prune keeps it), then name
-    the copy and the paths, and make the outcome need attention."""
+    the copy and the paths, and make the outcome need attention. ignored:
+    `ignored_in_copy`; None makes the copy one that cannot be compared."""
     if not entry.holds_worktree:
         return
     try:
-        changes = witness.unlike_save(entry, save.head, save.preserved_commit)
+        if ignored is None:
+            raise AoError("git cannot list its ignored files")
+        changes = witness.unlike_save(entry, save.head, save.preserved_commit, ignored)
     except (AoError, OSError) as exc:
         changes = {".": f"cannot be compared with the save: {exc}"}
     if not changes:
@@ -186,18 +217,12 @@ def report_unlike_save(ctx: Context, s: Session, save: Save, entry: trash.Entry,
         outcome.status = Status.ATTENTION
 
 
-def bring_environment(ctx: Context, s: Session, entry: trash.Entry, path: str,
-                      outcome: Outcome) -> None:
-    """After a checkout-and-apply restore: move the ignored files of the session's
-    trash copy `entry` (.env, node_modules/, .venv/) into the new worktree wherever
-    nothing is in their way; what could not be placed stays in the entry and is
-    listed. The ignored paths are what git says of the trash copy, judged with its
-    saved index (`git.ignored_in`)."""
-    try:
-        found = gitquery.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
-    except AoError as exc:
-        ctx.log("restore", s.id, "environment-not-read", error=str(exc))
-        return
+def bring_environment(ctx: Context, s: Session, entry: trash.Entry, found: list[str],
+                      path: str, outcome: Outcome) -> None:
+    """After a checkout-and-apply restore: move the ignored paths `found` of the
+    session's trash copy `entry` (.env, node_modules/, .venv/; `ignored_in_copy`)
+    into the new worktree wherever nothing is in their way; what could not be
+    placed stays in the entry and is listed."""
     moved, kept = [], []
     real = os.path.realpath(path)
     for rel in found:

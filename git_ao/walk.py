@@ -128,8 +128,11 @@ def is_mount_point(path: str, mounts: set[str] | None = None) -> bool:
     return real in (mounts if mounts is not None else mount_points())
 
 
-def walk(root: str, *, mounts: set[str] | None = None) -> Walk:
+def walk(root: str, *, mounts: set[str] | None = None,
+         skip: frozenset[str] = frozenset()) -> Walk:
     """Walk the directory `root` without following symlinks or crossing mounts.
+    A directory in `skip` (relative, no trailing '/') is listed in `dirs` but not
+    entered (a wholly ignored node_modules/ a caller does not judge).
 
     Returns a Walk; never raises for what it finds inside (an unreadable
     directory, a mount point, a path too long for git are blockers). Raises
@@ -148,14 +151,14 @@ def walk(root: str, *, mounts: set[str] | None = None) -> Walk:
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         dev = os.fstat(fd).st_dev
-        _walk_from(w, fd, "", dev, real, inner_mounts)
+        _walk_from(w, fd, "", dev, real, inner_mounts, skip)
     finally:
         os.close(fd)
     return w
 
 
 def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
-               inner_mounts: set[str]) -> None:
+               inner_mounts: set[str], skip: frozenset[str]) -> None:
     # Depth first with an explicit stack of open directories, so a deep tree costs
     # one descriptor per level and no Python recursion.
     root_len = len(os.fsencode(real_root)) + 1
@@ -195,6 +198,9 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
             if st.st_dev != dev or os.path.join(real_root, path) in inner_mounts:
                 w.blockers.append(Blocker(path, "a mount point; nothing is taken away across "
                                                 "a mount"))
+                continue
+            if path in skip:
+                w.dirs[path] = st.st_mode
                 continue
             try:
                 sub = os.open(e.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from . import git, gitquery, nested, snapshot, trash, walk
@@ -206,12 +207,15 @@ def _admin_head(common: str, admin: str) -> str | None:
 _KIND = {"100644": "file", "100755": "file", "120000": "link", "160000": "gitlink"}
 
 
-def unlike_save(entry: trash.Entry, head: str | None, commit: str | None) -> dict[str, str]:
+def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
+                ignored: Sequence[str]) -> dict[str, str]:
     """{path: how it differs} for every path of the trash copy that is not what the
     save holds: 'deleted', 'new', 'changed' (content), 'mode changed',
     'type changed', or why the walk could not read it. The save is the commit
     `commit` (its worktree and untracked trees), or the commit `head` when
-    nothing was written ({} when neither is known). Paths the repository ignores are not compared.
+    nothing was written ({} when neither is known). Paths the repository ignores
+    (`ignored`: `gitquery.ignored_in` of the copy, a wholly ignored directory
+    ending in '/') are not compared.
 
     Exact where it matters and cheap where it can be: the path sets and the modes
     are compared whole (a deletion touches no file), the content only of files
@@ -224,7 +228,7 @@ def unlike_save(entry: trash.Entry, head: str | None, commit: str | None) -> dic
     copy = entry.worktree
     if not common or not (commit or head):
         return {}
-    w = walk.walk(copy)
+    w = walk.walk(copy, skip=frozenset(p.rstrip("/") for p in ignored if p.endswith("/")))
     out = {b.path: b.reason for b in w.blockers}
     if commit:
         _, _, w_tree, u_tree = snapshot.saved_trees(common, commit)
@@ -243,10 +247,14 @@ def unlike_save(entry: trash.Entry, head: str | None, commit: str | None) -> dic
         gone = [p for p in gone if p not in sparse]
     out.update((p, "deleted") for p in gone)
     gitlinks = {p for p, (mode, _) in saved.items() if mode == "160000"}
-    out.update((p, "new") for p in w.nested if p not in gitlinks)
-    extra = [p for p in present if p not in saved]
-    ignored = gitquery.check_ignore_in(common, copy, index, extra) if extra else set()
-    out.update((p, "new") for p in extra if p not in ignored)
+    ign = set(ignored)
+
+    def is_ignored(p: str) -> bool:
+        parts = p.split("/")
+        return p in ign or any("/".join(parts[:i]) + "/" in ign for i in range(1, len(parts) + 1))
+
+    out.update((p, "new") for p in w.nested if p not in gitlinks and not is_ignored(p))
+    out.update((p, "new") for p in present if p not in saved and not is_ignored(p))
     since = entry.meta.get("walked_ns")
     conf: dict[str, str] | None = None
     files = []
