@@ -96,9 +96,12 @@ def _report(log_path, exc) -> None:
 
 
 def close() -> None:
-    """Close the log file. A process that outlives its data dir (the tests run
-    commands in-process, one data dir each) calls this so no file stays open."""
-    global _path
+    """Close the log file and forget the failure callback. A process that outlives
+    its data dir (the tests run commands in-process, one data dir each) calls this
+    so no file stays open and nothing holds the command's objects (its database
+    connection among them) alive."""
+    global _path, _on_failure
+    _on_failure = None
     with _lock:
         for old in list(_logger.handlers):
             _logger.removeHandler(old)

@@ -5,8 +5,10 @@ which `git ao-restore` brings them back."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import sqlite3
 import subprocess
 
 import pytest
@@ -43,20 +45,17 @@ def _lose(how):
 
 
 
-@pytest.fixture(autouse=True)
-def _real_processes(monkeypatch):
-    """Every command runs as its own process here: a database connection SQLite keeps
-    for this process would read the damaged file through its old state."""
-    monkeypatch.setenv("GIT_AO_TEST_PROCESSES", "1")
-
 @pytest.fixture
-def mixed(repo, make_repo, worktrees):
-    """Six sessions over two repositories: four pending (saved by preserve), two live."""
+def mixed(repo, make_repo, worktrees, monkeypatch):
+    """Six sessions over two repositories: four pending (saved by preserve), two live.
+    Every command after this runs as its own process, as at a boot after the
+    damage."""
     other = make_repo()
     sessions = make_sessions(repo, worktrees, 6, other=other)
     before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
     ao("ao-preserve", "s00", "s01", "s02", "s04", cwd=repo)
     ao("ao", "list", cwd=repo)
+    monkeypatch.setenv("GIT_AO_TEST_PROCESSES", "1")
     return sessions, before, other
 
 
@@ -174,3 +173,13 @@ def test_foreign_ref_is_reported_not_recovered(repo, worktrees):
     assert ref_of(repo, "stranger")
     assert subprocess.run(["git", "rev-parse", "-q", "--verify", REF + "stranger"],
                           cwd=repo, capture_output=True, check=False).returncode == 0
+
+
+def test_an_in_process_command_leaves_no_database_open(repo, worktrees):
+    """The tests run most commands in this process: one that left its database
+    connection alive (held through the log's failure callback) made a later
+    command here read a damaged file through the old connection's state."""
+    make_sessions(repo, worktrees, 1)
+    ao("ao", "list", cwd=repo)
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, sqlite3.Connection)]
