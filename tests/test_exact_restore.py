@@ -6,14 +6,19 @@ path, forced by `checkout_path_only`). The states are git's own test recipes
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from git_ao import private
-from tests.support import ao, commit_on, db_path, git, ref_of
+from tests.support import ao, commit_on, db_path, git, init_repo, ref_of
 from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, exact_state
 
@@ -37,10 +42,35 @@ def _round_trip(repo, wt, sid, how):
 # ---------------------------------------------------------------- sparse checkouts
 
 
-def _t1092_repo(repo):
-    """The branches of t1092's setup that its reset tests use, on top of `repo`'s
-    first commit: base, update-folder1, update-folder2, update-deep, rename-base
-    and rename-out-to-out. The main worktree is left on main."""
+def _t1092_repo(repo, *, fresh=False):
+    """Make `repo` a copy of `_t1092_template` (its git dir copied, then `git reset
+    --hard`): t1092's history, built once per process. fresh=True builds it in
+    `repo` instead, over the files written there first."""
+    if fresh:
+        _t1092_layout(repo)
+        return
+    shutil.rmtree(repo / ".git")
+    shutil.copytree(_t1092_template(), repo / ".git", symlinks=True)
+    git("reset", "-q", "--hard", cwd=repo)
+
+
+@functools.cache
+def _t1092_template() -> Path:
+    """The git dir of a repository holding the branches of t1092's setup that its
+    reset tests use, on top of `init_repo`'s first commit: base, update-folder1,
+    update-folder2, update-deep, rename-base and rename-out-to-out, HEAD on main.
+    Built once per process (a dozen git commands), removed when it exits."""
+    base = Path(tempfile.mkdtemp(prefix="ao-t1092-"))
+    atexit.register(shutil.rmtree, base, True)
+    repo = base / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    init_repo(repo)
+    _t1092_layout(repo)
+    return repo / ".git"
+
+
+def _t1092_layout(repo):
     files = {"a": "a\n", "e": "after deep\n", "deep/a": "a\n", "deep/deeper1/a": "a\n",
              "deep/deeper1/deepest/a": "a\n", "deep/deeper2/a": "a\n", "folder1/a": "a\n",
              "folder1/0/1": "", "folder2/a": "a\n", "folder2/0/1": "\n", "x/a": "a\n"}
@@ -76,8 +106,8 @@ SPARSE = {"cone": ["--cone", "deep"], "non-cone": ["--no-cone", "/*", "!/*/", "/
           "sparse-index": ["--cone", "--sparse-index", "deep"]}
 
 
-def _sparse_worktree(repo, worktrees, name, mode, start="base"):
-    _t1092_repo(repo)
+def _sparse_worktree(repo, worktrees, name, mode, start="base", fresh=False):
+    _t1092_repo(repo, fresh=fresh)
     wt = worktrees(repo, name, branch=name)
     git("reset", "-q", "--hard", start, cwd=wt)
     git("sparse-checkout", "init", *SPARSE[mode][:1 + (mode == "sparse-index")], cwd=wt)
@@ -199,7 +229,7 @@ def test_many_flags_are_written_compactly(repo, worktrees, how):
     for i in range(100):
         (repo / "folder3" / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
         (repo / "folder3" / f"d{i % 3}" / f"f{i}").write_text(f"{i}\n")
-    wt = _sparse_worktree(repo, worktrees, "many", "cone", start="rename-base")
+    wt = _sparse_worktree(repo, worktrees, "many", "cone", start="rename-base", fresh=True)
     git("reset", "--soft", "rename-out-to-out", cwd=wt)
     git("update-index", "--no-skip-worktree", "folder3/d1/f1", cwd=wt)
     git("checkout-index", "folder3/d1/f1", cwd=wt)
