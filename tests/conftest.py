@@ -10,6 +10,7 @@ import gc
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,12 +101,24 @@ def wheel(shared_temp) -> Path:
     return next(support.built_once(shared_temp, "wheel", support.build_wheel).glob("git_ao-*.whl"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _workspaces(tmp_path_factory) -> None:
+    """pytest-git makes each repository in a workspace under $WORKSPACE (else at
+    the top of /tmp). Under this run's basetemp, the repositories are kept, not
+    deleted one by one at teardown (a few hundred directories each); pytest
+    removes old basetemps as it does the tests' tmp_path."""
+    ws = tmp_path_factory.getbasetemp() / "workspaces"
+    ws.mkdir(exist_ok=True)
+    os.environ["WORKSPACE"] = str(ws)
+
+
 @pytest.fixture
-def repo(git_repo) -> Path:
+def repo(git_repo) -> Iterator[Path]:
     """A main repository (pytest-git) with a first commit on 'main'."""
     path = Path(git_repo.workspace)
     git("symbolic-ref", "HEAD", "refs/heads/main", cwd=path)
-    return init_repo(path)
+    yield init_repo(path)
+    git_repo.delete = False  # see _workspaces
 
 
 @pytest.fixture
@@ -122,7 +135,7 @@ def make_repo():
 
     yield _make
     for r in made:
-        r.teardown()
+        r.delete = False  # see _workspaces
 
 
 @pytest.fixture
