@@ -57,8 +57,10 @@ def ao_env(tmp_path, monkeypatch):
     yield tmp_path
     # A file or database left open by in-process code is reported by the garbage
     # collector whenever it next runs, often in another test; collecting here pins
-    # the report to the test that leaked it.
+    # the report to the test that leaked it. What survives lives on (caches,
+    # pytest's reports): frozen, later collections pass it over.
     gc.collect()
+    gc.freeze()
 
 
 def pytest_configure(config):
@@ -82,9 +84,12 @@ def pytest_configure(config):
 
 def pytest_collection_finish(session):
     """Freeze what is alive once the tests are collected (pytest, hypothesis, the
-    modules under test): the collections after every test and every in-process
-    command then look only at what the tests made, not at some 100,000 objects
-    that live as long as the worker."""
+    modules under test, the commands the tests run in process): the collections
+    after every test and every in-process command then look only at what the
+    tests made, not at some 100,000 objects that live as long as the worker."""
+    for module in (*support.COMMAND_MODULES, "git_ao.output"):
+        importlib.import_module(module)
+    gc.collect()
     gc.freeze()
 
 

@@ -53,6 +53,7 @@ def git(*args, cwd, check=True, env=None, input=None) -> str:
 # The dashed commands git dispatches to bin/, by the module whose main() they run.
 _COMMANDS = {"ao": "git_ao.cli.ao", "ao-preserve": "git_ao.cli.preserve",
              "ao-restore": "git_ao.cli.restore", "ao-prune": "git_ao.cli.prune"}
+COMMAND_MODULES = tuple(_COMMANDS.values())
 # Variables an in-process run can apply faithfully: git-ao reads them while a
 # command runs (or only the processes it starts read them). Anything else (a
 # crash point, GIT_AO_DEBUG, PATH, PYTHONPATH, the locale, colours) takes
