@@ -129,8 +129,9 @@ def scan(paths: Iterable[str]) -> Scan:
     (and any process started by anyone) are agents like the rest: call this
     before git-ao starts processes of its own inside the worktrees.
 
-    Cost: one pass over the process table reading name, cwd and exe
-    (psutil.process_iter), and open_files() only for processes whose cwd and
+    Cost: one pass over the process table reading cwd and exe
+    (psutil.process_iter), the name and command line only of the processes
+    found tied, and open_files() only for processes whose cwd and
     exe were readable and that have an executable (not kernel threads, not
     zombies, not other users' processes when not root: the kernel denies their
     fds exactly as it denies their cwd). Processes that exit or deny access
@@ -145,7 +146,9 @@ def scan(paths: Iterable[str]) -> Scan:
     if not given:
         return Scan(agents, ancestors)
     me, parents = _self_and_ancestors()
-    for proc in psutil.process_iter(["pid", "name", "cwd", "exe"]):
+    # The name is read only for the processes found tied: reading it for every
+    # process of the machine cost as much as the rest of the pass.
+    for proc in psutil.process_iter(["pid", "cwd", "exe"]):
         info = proc.info
         pid = info["pid"]
         if pid == me:
@@ -174,10 +177,11 @@ def scan(paths: Iterable[str]) -> Scan:
         try:
             create_time = proc.create_time()
             cmdline = _cmdline(proc)
+            name = proc.name()
         except _ERRORS:
             continue  # exited between the reads: nothing left to stop
         for p, t in ties.items():
-            agent = Agent(pid, info["name"] or "", cmdline, tuple(t), create_time)
+            agent = Agent(pid, name or "", cmdline, tuple(t), create_time)
             (ancestors if pid in parents else agents)[p].append(agent)
     for lists in (agents, ancestors):
         for found in lists.values():
