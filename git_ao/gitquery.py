@@ -31,6 +31,11 @@ def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
     return {p: oid for p, (_, oid) in ls_tree_entries(cwd, tree).items()}
 
 
+def ls_tree_paths(cwd: str, tree: str) -> list[str]:
+    """Every file path in `tree`, recursively (`git ls-tree -r -z --name-only`)."""
+    return git.split_z(git.run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))
+
+
 def ls_tree_entries(cwd: str, tree: str) -> dict[str, tuple[str, str]]:
     """{path: (mode, object id)} of every non-tree entry of `tree`, recursively
     (`git ls-tree -r -z`); the mode as git writes it ('100644', '100755',
@@ -118,9 +123,9 @@ def changed_between(cwd: str, a: str | None, b: str | None) -> list[str]:
     (`git diff-tree -r -z --name-only --no-renames`). Either may be None: every path
     of the other counts then."""
     if a is None:
-        return [] if b is None else git.ls_tree_paths(cwd, b)
+        return [] if b is None else ls_tree_paths(cwd, b)
     if b is None:
-        return git.ls_tree_paths(cwd, a)
+        return ls_tree_paths(cwd, a)
     return git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b], cwd))
 
 

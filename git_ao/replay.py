@@ -37,7 +37,7 @@ def saved_paths(cwd: str, commit: str) -> list[str]:
     for rev in (commit, parents[1]):
         out.update(gitquery.changed_paths(cwd, parents[0], rev))
     if len(parents) > 2:
-        out.update(git.ls_tree_paths(cwd, parents[2]))
+        out.update(gitquery.ls_tree_paths(cwd, parents[2]))
     return sorted(out)
 
 
@@ -99,7 +99,7 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
     parents = git.commit_parents(path, commit)
     if len(parents) > 2:
         removed = set(gitquery.changed_paths(path, parents[0], commit, deleted_only=True))
-        clash = [p for p in git.ls_tree_paths(path, parents[2])
+        clash = [p for p in gitquery.ls_tree_paths(path, parents[2])
                  if _blocked_by(path, p, removed)]
         if clash:
             return Applied("blocked", "saved untracked files would overwrite existing paths",
@@ -139,7 +139,7 @@ def recheckout(path: str, git_dir: str, commit: str) -> None:
     i_tree, w_tree = git.trees_of(path, [parents[1], commit])
     assert i_tree and w_tree
     unstaged = set(gitquery.changed_paths(path, i_tree, w_tree))
-    tracked = [p for p in git.ls_tree_paths(path, commit)
+    tracked = [p for p in gitquery.ls_tree_paths(path, commit)
                if os.path.lexists(os.path.join(path, p))]
     same = [p for p in tracked if p not in unstaged]
     for p in same:
@@ -152,7 +152,7 @@ def recheckout(path: str, git_dir: str, commit: str) -> None:
         if rev is None:
             continue
         if paths is None:
-            paths = [p for p in git.ls_tree_paths(path, rev)
+            paths = [p for p in gitquery.ls_tree_paths(path, rev)
                      if os.path.lexists(os.path.join(path, p))]
         if not paths:
             continue
