@@ -321,6 +321,11 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     trees = [f"{save.head}^{{tree}}"] if save.head else []
     if commit:
         trees += [t for t in snapshot.saved_trees(s.common_dir, commit)[1:] if t]
+    # A branch that moved on since the save: the killed `git worktree add` was
+    # writing its commit's files, which no saved tree may hold.
+    checked_out = git.trees_of(path, ["HEAD"])[0]
+    if checked_out:
+        trees.append(checked_out)
     for tree in trees:
         for p, oid in gitquery.ls_tree_blobs(s.common_dir, tree).items():
             known.setdefault(p, set()).add(oid)

@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from git_ao import trash
-from tests.conftest import ao, dirty, git
+from tests.conftest import ao, commit_on, dirty, git
 from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, state
 
@@ -178,6 +178,27 @@ def test_an_edit_in_a_half_restored_worktree_is_named_and_kept(repo, worktrees):
     assert_restored(before, state(wt))
     ao("ao-prune", cwd=repo)
     assert os.path.isdir(kept)
+
+
+def test_a_checkout_of_a_moved_branch_killed_midway_converges(repo, worktrees):
+    wt = worktrees(repo, "mb")
+    dirty(wt)
+    ao("ao-preserve", "mb", cwd=repo)
+    commit_on(repo, "mb", {"aa.txt": "upstream\n"}, "upstream")
+    # What a `git worktree add` killed during its checkout leaves: the registration
+    # on the branch, some of the branch's files written (one the save never had,
+    # from the commit the branch moved on to), no index yet, its lock.
+    git("worktree", "add", "-q", "--no-checkout", wt, "mb", cwd=repo)
+    (wt / "aa.txt").write_text("upstream\n")
+    (wt / "README.md").write_text("hello\n")
+    (repo / ".git" / "worktrees" / "mb" / "index.lock").write_text("")
+    _started("mb")
+    res = ao("ao-restore", cwd=repo)
+    assert "mb" in res.stdout
+    assert (wt / "aa.txt").read_text() == "upstream\n"
+    assert (wt / "README.md").read_text() == "hello\nstaged line\nunstaged line\n"
+    assert _states(repo) == {"mb": "live"}
+    assert git("for-each-ref", "refs/ao/preserved/", cwd=repo) == ""
 
 
 def _session_with_a_submodule(repo, make_repo, worktrees, name):
