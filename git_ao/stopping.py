@@ -12,7 +12,7 @@ worktrees, since git-ao's own children would otherwise count as agents.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,10 +70,14 @@ class Seen:
 
 
 def settle_agents(sessions: Sequence[Session], settings: agents.Settings, *, shutdown: bool,
-                  dry_run: bool) -> dict[str, Seen]:
+                  dry_run: bool,
+                  before_stop: Callable[[Sequence[Session]], object] | None = None
+                  ) -> dict[str, Seen]:
     """Scan once for every live session's worktree, then apply each session's policy
-    (stops side by side; none on a dry run). Returns {session id: Seen} for the
-    sessions where something was found."""
+    (stops side by side; none on a dry run). before_stop(sessions) runs first with
+    the sessions whose agents are about to be stopped (a stop handler may throw
+    their work away). Returns {session id: Seen} for the sessions where something
+    was found."""
     paths = {s.id: s.worktree_path for s in sessions
              if s.live and os.path.isdir(s.worktree_path)}
     if not paths:
@@ -93,6 +97,8 @@ def settle_agents(sessions: Sequence[Session], settings: agents.Settings, *, shu
                and seen[s.id].policy == "stop"]
     if dry_run or not to_stop:
         return seen
+    if before_stop is not None:
+        before_stop(to_stop)
     timeout = settings.get("preserve.agentTimeout")
     budget = float(timeout) if isinstance(timeout, (int, float)) else agents.DEFAULT_TIMEOUT
 

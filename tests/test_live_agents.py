@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -197,3 +198,45 @@ def test_a_write_captured_after_the_move_is_named_by_the_commit_the_ref_holds(
     assert outcome["captured_late"] == ["late.txt"], out
     assert outcome["preserved_commit"] == held, out
     assert f"saved in {held[:12]}" in outcome["message"], out
+
+
+# An agent whose stop handler throws its work away, as a harness that cleans up
+# its temporary worktree on exit does: `reset` undoes the edits, `remove` takes
+# the worktree itself.
+_CLEANER = ("import signal, subprocess, sys, time\n"
+            "def stop(*_):\n"
+            "    if sys.argv[1] == 'reset':\n"
+            "        subprocess.run(['git', 'checkout', '-q', '--', '.'], check=True)\n"
+            "        subprocess.run(['git', 'clean', '-fdq'], check=True)\n"
+            "    else:\n"
+            "        subprocess.run(['git', 'worktree', 'remove', '--force', '.'], check=True)\n"
+            "    sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, stop)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(300)\n")
+
+
+@pytest.mark.parametrize("how", ["reset", "remove"])
+def test_an_agent_that_discards_its_work_when_stopped_loses_nothing(repo, tmp_path, how):
+    wt = _worktree(repo, tmp_path / "wt", "cleaner")
+    (wt / "README.md").write_text("the agent's edit\n")
+    (wt / "notes.txt").write_text("its notes\n")
+    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, how], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
+    finally:
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
+    kept = r["before_stop"]
+    assert "changed while its agents stopped" in r["message"], r["message"]
+    assert git("show", f"{kept}:README.md", cwd=repo) == "the agent's edit\n"
+    assert git("show", f"{kept}^3:notes.txt", cwd=repo) == "its notes\n"
+    ao("ao-restore", cwd=repo, rc=None)
+    ao("ao-prune", cwd=repo, rc=None)
+    # kept until the user drops it
+    assert kept in git("rev-list", "--parents", "-n", "1", "refs/ao/kept/cleaner", cwd=repo)
