@@ -55,7 +55,10 @@ def validate_id(session_id: object) -> None:
     '.' or '-', and refs/ao/preserved/<id> passes `git check-ref-format`."""
     if not isinstance(session_id, str) or not ID_RE.match(session_id) \
             or not git.check_ref_format(preserve_ref(session_id)):
-        raise Usage(f"invalid session id '{session_id}': use 1 to {MAX_ID} of A-Z a-z 0-9 "
+        shown = str(session_id)
+        if not shown.isprintable():  # one line, whatever was typed
+            shown = shown.encode("unicode_escape", "backslashreplace").decode("ascii")
+        raise Usage(f"invalid session id '{shown}': use 1 to {MAX_ID} of A-Z a-z 0-9 "
                     ". _ -, not starting with '.' or '-', forming a valid ref name")
 
 

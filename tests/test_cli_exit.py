@@ -55,6 +55,9 @@ def test_fatal_is_128_one_line_and_traceback_only_with_debug(repo, ao_env):
     assert res.returncode != 0 and "Traceback" in res.stderr
     res = ao("ao", "list", "-C", str(repo / "no-such-dir"), cwd=repo, rc=128)
     _one_line(res.stderr, "fatal: cannot change to")
+    # a file is no directory to change to, as for git -C: fatal (128), not usage
+    res = ao("ao", "list", "-C", str(repo / "README.md"), cwd=repo, rc=128)
+    assert res.stderr == f"fatal: cannot change to '{repo / 'README.md'}': Not a directory\n"
 
 
 def test_conflict_exits_3_and_worst_status_wins(repo, worktrees, tmp_path):

@@ -38,12 +38,15 @@ def test_a_worktree_path_that_is_not_utf8_is_refused_in_one_line(repo, tmp_path)
     assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
 
 
-@pytest.mark.parametrize("bad", ["-x", ".hidden", "a b", "x" * 201, "a..b", "a.lock", "a/b", ""])
-def test_invalid_session_ids_are_rejected(repo, tmp_path, bad):
+@pytest.mark.parametrize("bad, shown", [
+    *((b, b) for b in ["-x", ".hidden", "a b", "x" * 201, "a..b", "a.lock", "a/b", ""]),
+    # the error stays one line: control characters are shown escaped
+    ("bad\nid", "bad\\nid"), ("tab\tid", "tab\\tid")])
+def test_invalid_session_ids_are_rejected(repo, tmp_path, bad, shown):
     wt = tmp_path / "wtbad"
     git("worktree", "add", "-q", "-b", "bad", wt, cwd=repo)
     res = ao("ao", "add", wt, f"--id={bad}", cwd=repo, rc=129)
-    assert res.stderr == (f"error: invalid session id '{bad}': use 1 to 200 of A-Z a-z 0-9 . _ -, "
+    assert res.stderr == (f"error: invalid session id '{shown}': use 1 to 200 of A-Z a-z 0-9 . _ -, "
                           "not starting with '.' or '-', forming a valid ref name\n")
     assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
 

@@ -151,7 +151,7 @@ def options(*, changes=True, records=False):
                          help="Colour: always, never or auto (default: color.ao, color.ui, "
                          "NO_COLOR, else on a terminal)."),
             click.option("-C", "chdir", multiple=True, metavar="PATH",
-                         type=click.Path(file_okay=False),
+                         type=click.Path(),
                          help="Run as if started in PATH (like git -C)."),
         ]
         if records:
