@@ -33,7 +33,6 @@ from .outcome import Outcome, Status
 from .proof import holds, prove
 from .records import Save, Session
 from .session import Context, facts, lookup
-from .store import Store
 
 
 def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
@@ -439,13 +438,3 @@ def _drop_ref(cwd: str, ref: str, commit: str) -> None:
     """Delete the preserve ref, only while it still points at `commit`."""
     if ref:
         git.drop_ref_if_at(cwd, ref, commit)
-
-
-def empty_database_hint(store: Store) -> str | None:
-    """When nothing is pending because the database lost its records (it holds no
-    session, yet the repository the command runs in, or one the trash names,
-    holds preserve refs): the command that rebuilds them. None otherwise."""
-    if store.sessions():
-        return None
-    from .doctor import current_repo, lost_database
-    return lost_database(store.dir, current_repo())

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 from tests.support import ao, commit_on, dirty, git, states
 from tests.worktree_state import same_but_ignored, state
@@ -157,3 +158,20 @@ def test_ref_kept_after_a_conflict_stays_listed(repo, worktrees):
     rec = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
     assert rec["state"] == "attention"
     assert rec["preserve_ref"] == "refs/ao/preserved/kept" and rec["preserved_commit"]
+
+
+def test_nothing_pending_names_live_sessions_whose_worktree_is_gone(repo, worktrees):
+    # A worktree that is a mount point is kept live at shutdown; the reboot clears
+    # the tmpfs, and nothing is pending. The command that brings it back is named.
+    gone = worktrees(repo, "gone")
+    worktrees(repo, "here")
+    shutil.rmtree(gone)
+    gone.mkdir()  # an empty mount point made again at boot
+    res = ao("ao-restore", cwd=repo)
+    assert res.stderr == (
+        "nothing to restore: no pending sessions\n"
+        "hint: 1 live session(s) whose worktree is gone or empty (gone): git ao-preserve <id> "
+        "records that, then git ao-restore re-creates it with its last save, if any\n")
+    ao("ao-preserve", "gone", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (gone / "README.md").exists()

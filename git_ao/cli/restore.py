@@ -47,8 +47,8 @@ def command(app, ids, no_launch, jobs, from_, map_path):
     if not sessions:
         if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
-            hint = restore.empty_database_hint(app.store)
-            if hint:
+            from ..doctor import restore_hints
+            for hint in restore_hints(app.store):
                 click.echo(f"hint: {hint}", err=True)
         return finish(app, "restore", refused)
     with SignalStop() as signals:
