@@ -48,6 +48,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                                       {"commit": None, "killed": True})
             except OSError as exc:
                 raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc
+            trash.detach(entry)
             git.worktree_prune(s.common_dir)
             ctx.log("kill", s.id, "trash", trash=entry.worktree)
         elif ctx.dry_run:

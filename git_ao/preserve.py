@@ -28,6 +28,7 @@ from . import (
     session_groups,
     snapshot,
     stopping,
+    trash,
     walk,
     witness,
     worktree,
@@ -267,6 +268,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
         data["trash"] = taken.worktree
         late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
+        trash.detach(taken)
         final = git.rev_parse(s.common_dir, ref) if late and ref else None
         if final and final != cap.commit:
             # The capture after the move moved the ref on: name what it holds now.

@@ -133,6 +133,7 @@ def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | 
         return Outcome(s.id, "preserve", Status.OK, "would finish the interrupted removal",
                        facts(s))
     entry = take_away(ctx, s, v, save.preserved_commit, None)
+    trash.detach(entry)
     if cache.batch:
         cache.defer_prune(s.common_dir)
     else:

@@ -347,6 +347,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
                           {"commit": None, "stray": True, "interrupted_restore": True,
                            "files": foreign})
+    trash.detach(entry)
     git.worktree_prune(s.common_dir)
     ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
             trash=entry.worktree, unsaved=len(foreign) or None)

@@ -209,6 +209,27 @@ def mark(entry: Entry, **fields: object) -> None:
         raise
 
 
+def detach(entry: Entry) -> None:
+    """Point the `.git` file of the entry's worktree copy at a path that never
+    exists (`<entry>/admin-taken-away`), once nothing here needs git in it. The
+    admin dir it named is pruned, and a later `git worktree add` of the same
+    basename takes that name again: an agent still running in the copy would
+    then commit onto another worktree's branch. git now refuses there instead;
+    a restore writes the link anew. Written in place (no file beside it, which
+    could be an agent's): cut short, it names no admin dir either. Errors are
+    ignored (a copy without a `.git` file, a read-only entry)."""
+    link = os.path.join(entry.worktree, ".git")
+    if os.path.islink(link) or not os.path.isfile(link):
+        return
+    line = f"gitdir: {os.path.join(entry.path, 'admin-taken-away')}\n"
+    with contextlib.suppress(OSError):
+        fd = os.open(link, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        try:
+            os.write(fd, os.fsencode(line))
+        finally:
+            os.close(fd)
+
+
 def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
               meta: dict) -> Entry:
     """Move the directory `path` (not a worktree: the caller proved what it holds)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,25 @@ def test_a_save_without_ignored_paths_says_nothing_of_them(repo, worktrees):
     [result] = json.loads(ao("ao-restore", "bare", "--json", cwd=repo).stdout)["results"]
     assert result["status"] == "ok" and "environment_lost" not in result
     assert "ignored path" not in result["message"]
+
+
+def test_an_agent_left_in_the_trash_copy_cannot_reach_another_worktree(repo, worktrees,
+                                                                      tmp_path):
+    # The copy's .git named the admin dir git pruned; a new worktree of the same
+    # basename takes that name again, and git run in the copy (an agent still
+    # running there) would stage and commit onto the other worktree's branch.
+    wt = worktrees(repo, "s")
+    (wt / "f.txt").write_text("mine\n")
+    ao("ao-preserve", "s", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "s")
+    other = tmp_path / "elsewhere" / "s"
+    git("worktree", "add", "-q", "-b", "other", other, cwd=repo)
+    assert (repo / ".git" / "worktrees" / "s").is_dir()
+    res = subprocess.run(["git", "add", "-A"], cwd=entry.worktree, capture_output=True,
+                         text=True, check=False)
+    assert res.returncode == 128 and "not a git repository" in res.stderr, res.stderr
+    assert git("status", "--porcelain", cwd=other) == ""
+    res = ao("ao-restore", cwd=repo)
+    assert "from the trash" in res.stdout
+    assert (wt / "f.txt").read_text() == "mine\n"
+    assert git("status", "--porcelain", cwd=wt) == "?? f.txt\n"
