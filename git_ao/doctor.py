@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
-from . import git, trash
+from . import git, gitversion, trash
 from .errors import AoError
 from .outcome import Outcome, Status
 from .records import Session
@@ -77,7 +77,7 @@ def run_checks(app, repos=()) -> list[Check]:
     repos: more repositories (absolute common git dirs, from -C or a scanned
     directory) whose preserve refs are checked against the database, so refs
     that no record knows are noticed even when the database was lost."""
-    checks = [Check("git", True, ".".join(map(str, git.version())))]
+    checks = [Check("git", True, ".".join(map(str, gitversion.version())))]
     try:
         store = app.store
     except AoError as exc:

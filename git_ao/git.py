@@ -14,7 +14,6 @@ must never run the user's hooks (post-checkout, reference-transaction, ...).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
@@ -35,8 +34,6 @@ from .gitparse import (
 
 __all__ = ["IndexFlags", "Status", "StatusEntry", "WorktreeEntry", "check_ref_format", "join_z",
            "split_z"]
-
-MIN_VERSION = (2, 36)
 
 # Variables that point git at a particular repository. git-ao works on many
 # repositories at once, each named by its own directory, so they are dropped
@@ -156,38 +153,6 @@ def run(args: Sequence[object], cwd: str, **kw: Any) -> bytes:
 def line(args: Sequence[object], cwd: str, **kw: Any) -> str:
     """Run git and return its stdout as one stripped str line."""
     return run(args, cwd, **kw).decode("utf-8", "surrogateescape").strip()
-
-
-# ---------------------------------------------------------------- version
-
-
-def version(cwd: str = ".") -> tuple[int, ...]:
-    """Return git's version as a tuple of ints, e.g. (2, 39, 5) (`git --version`)."""
-    return gitparse.version(line(["--version"], cwd))
-
-
-_new_enough: set[tuple[str, int, int]] = set()
-
-
-def check_version() -> None:
-    """Raise Fatal when git is older than MIN_VERSION (checked once per command).
-
-    A process that runs many commands (a test worker) asks each git executable
-    once: it is known by its path on PATH, inode and mtime."""
-    exe = shutil.which("git")
-    try:
-        st = os.stat(exe) if exe else None
-    except OSError:
-        st = None
-    key = (exe, st.st_ino, st.st_mtime_ns) if exe and st else None
-    if key in _new_enough:
-        return
-    have = version(os.getcwd() if os.path.isdir(os.getcwd()) else "/")
-    if have < MIN_VERSION:
-        need = ".".join(map(str, MIN_VERSION))
-        raise Fatal(f"git {need} or newer is needed; this is git {'.'.join(map(str, have))}")
-    if key is not None:
-        _new_enough.add(key)
 
 
 # ---------------------------------------------------------------- repositories

@@ -1,7 +1,7 @@
 """The declared minimum versions are true.
 
 The floors live in one place each: the Python packages' in pyproject.toml
-(`name>=X`), Python's in `requires-python`, git's in `git_ao.git.MIN_VERSION`.
+(`name>=X`), Python's in `requires-python`, git's in `git_ao.gitversion.MIN_VERSION`.
 A venv with exactly the floor versions runs the commands (a usage error, the
 help, a save and a restore), and the README states the same floors.
 """
@@ -16,7 +16,7 @@ import tomllib
 
 import pytest
 
-from git_ao import git as gitmod
+from git_ao import gitversion
 from tests.support import ROOT, pip_in, venv_with
 
 
@@ -37,7 +37,7 @@ def floors() -> dict[str, str]:
 def test_readme_states_the_floors():
     readme = (ROOT / "README.md").read_text()
     py = _pyproject()["project"]["requires-python"].removeprefix(">=")
-    git_floor = ".".join(map(str, gitmod.MIN_VERSION))
+    git_floor = ".".join(map(str, gitversion.MIN_VERSION))
     assert f"Needs Python {py}+ and git {git_floor}+." in readme
     assert sys.version_info[:2] >= tuple(map(int, py.split(".")))
 

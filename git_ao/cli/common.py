@@ -180,7 +180,7 @@ class App:
                 os.chdir(d)
             except OSError as exc:
                 raise Fatal(f"cannot change to '{d}': {exc.strerror}") from exc
-        from .. import git
+        from .. import git, gitversion
         self.dry_run = dry_run
         from ..output import Printer  # lazily: json and rich are not needed for a TAB
         self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose, nul=nul)
@@ -189,7 +189,7 @@ class App:
         from .. import log
         # Said once per run: a shutdown that logs nothing must not do so silently.
         log.on_failure(lambda message: self.printer.error("warning", message))
-        git.check_version()
+        gitversion.check_version()
         if not json_mode:
             self.printer.colour = _colour(color, self.printer.tty)
         stray = [v for v in REPO_ENV if os.environ.get(v)]
