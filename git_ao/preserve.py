@@ -23,7 +23,6 @@ from . import (
     daemon_refs,
     git,
     gitindex,
-    gitquery,
     removal,
     session_groups,
     snapshot,
@@ -109,7 +108,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
             if agents_seen is not None:
                 _tell_agents(ctx, out, agents_seen)
             if s.id in before_stop:
-                _keep_before_stop(ctx, s, before_stop[s.id], out)
+                stopping.keep_before_stop(ctx, s, before_stop[s.id], out)
         log_failure(ctx, out)
         crashpoint.hit("preserve:between-sessions")
         return out
@@ -120,40 +119,6 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     finally:
         # Even when a session raised past guarded: what was moved away is deregistered.
         cache.flush_prunes(ctx)
-
-
-def _keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> None:
-    """The agents of `s` were stopped after a checkpoint `before` was captured (their
-    stop handler may throw the work away: a harness that cleans up its worktree).
-    When the final capture (`out`) holds other trees, keep `before` reachable under
-    refs/ao/kept/<id> and say so; when the final holds nothing, or lacks a path
-    `before` had, the outcome needs attention."""
-    final = out.data.get("preserved_commit")
-    if not isinstance(final, str) or not final:
-        final = None
-    trees = snapshot.saved_trees(s.common_dir, before)[1:]
-    if final and snapshot.saved_trees(s.common_dir, final)[1:] == trees:
-        return
-    ref = KEPT_PREFIX + s.id
-    found = witness.AdminOnly(refs={"before-stop": before})
-    older = git.rev_parse(s.common_dir, ref)
-    if older:
-        found.refs["kept"] = older
-    witness.keep_alive(s.common_dir, ref, found)
-    lost = final is None or bool(_saved_paths(s.common_dir, before)
-                                 - _saved_paths(s.common_dir, final))
-    ctx.log("preserve", s.id, "kept-before-stop", ref=ref, commit=before, lost=lost or None)
-    out.data["before_stop"] = before
-    out.message += (f"; the worktree changed while its agents stopped: its state before is "
-                    f"kept in {ref} (git stash show -p --include-untracked {before[:12]})")
-    if lost and out.status in (Status.OK, Status.NOTHING):
-        out.status = Status.ATTENTION
-
-
-def _saved_paths(common_dir: str, commit: str) -> set[str]:
-    """The paths of a preserve commit's worktree and untracked trees."""
-    _, _, w_tree, u_tree = snapshot.saved_trees(common_dir, commit)
-    return {p for t in (w_tree, u_tree) if t for p in gitquery.ls_tree_paths(common_dir, t)}
 
 
 def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:

@@ -7,6 +7,9 @@ harness's stop command and sends SIGTERM, for every session side by side so a
 shutdown waits `preserve.agentTimeout` once; "refuse" keeps that worktree;
 "report" only says so. The scan runs before any git process starts in the
 worktrees, since git-ao's own children would otherwise count as agents.
+Before a stop the worktree is captured as a checkpoint (a stop handler may
+throw the work away); `keep_before_stop` keeps it when the stop changed the
+worktree.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import agents
+from . import agents, git, gitquery, snapshot, witness
+from .outcome import Outcome, Status
 from .records import Session
 from .relaunch import facts as relaunch_facts
+from .session import KEPT_PREFIX, Context
 
 
 class NoSettings:
@@ -111,3 +116,37 @@ def settle_agents(sessions: Sequence[Session], settings: agents.Settings, *, shu
         for sid, report in pool.map(one, to_stop):
             seen[sid].report = report
     return seen
+
+
+def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> None:
+    """The agents of `s` were stopped after a checkpoint `before` was captured (their
+    stop handler may throw the work away: a harness that cleans up its worktree).
+    When the final capture (`out`) holds other trees, keep `before` reachable under
+    refs/ao/kept/<id> and say so; when the final holds nothing, or lacks a path
+    `before` had, the outcome needs attention."""
+    final = out.data.get("preserved_commit")
+    if not isinstance(final, str) or not final:
+        final = None
+    trees = snapshot.saved_trees(s.common_dir, before)[1:]
+    if final and snapshot.saved_trees(s.common_dir, final)[1:] == trees:
+        return
+    ref = KEPT_PREFIX + s.id
+    found = witness.AdminOnly(refs={"before-stop": before})
+    older = git.rev_parse(s.common_dir, ref)
+    if older:
+        found.refs["kept"] = older
+    witness.keep_alive(s.common_dir, ref, found)
+    lost = final is None or bool(_saved_paths(s.common_dir, before)
+                                 - _saved_paths(s.common_dir, final))
+    ctx.log("preserve", s.id, "kept-before-stop", ref=ref, commit=before, lost=lost or None)
+    out.data["before_stop"] = before
+    out.message += (f"; the worktree changed while its agents stopped: its state before is "
+                    f"kept in {ref} (git stash show -p --include-untracked {before[:12]})")
+    if lost and out.status in (Status.OK, Status.NOTHING):
+        out.status = Status.ATTENTION
+
+
+def _saved_paths(common_dir: str, commit: str) -> set[str]:
+    """The paths of a preserve commit's worktree and untracked trees."""
+    _, _, w_tree, u_tree = snapshot.saved_trees(common_dir, commit)
+    return {p for t in (w_tree, u_tree) if t for p in gitquery.ls_tree_paths(common_dir, t)}
