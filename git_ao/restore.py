@@ -103,6 +103,14 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
     with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if not s.pending:
+            last = s.save
+            if s.live and last is not None and last.needs_attention and last.preserve_ref \
+                    and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
+                ref = last.preserve_ref
+                return Outcome(s.id, "restore", Status.ATTENTION,
+                               f"live, nothing pending; {ref} still holds work its last "
+                               "restore could not put back (git stash show -p "
+                               f"--include-untracked {ref})", facts(s))
             return Outcome(s.id, "restore", Status.NOTHING,
                            "live, nothing pending" if s.live else "terminated, nothing pending",
                            facts(s))
