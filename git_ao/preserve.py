@@ -420,7 +420,11 @@ def _summary(cap: snapshot.Capture, commit: str | None = None) -> str:
     ignored = f"; {len(cap.ignored)} ignored path(s) not saved" if cap.ignored else ""
     if not cap.commit:
         return "clean, nothing to save" + ignored
-    return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked saved in "
+    # git status does not show what assume-unchanged or skip-worktree hides; the
+    # capture saves it as it is on disk, so a count of the others alone misleads.
+    hidden = (f", {len(cap.hidden)} behind index flags (assume-unchanged, skip-worktree)"
+              if cap.hidden else "")
+    return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked{hidden} saved in "
             f"{preserve_ref_short(commit or cap.commit)}{ignored}")
 
 

@@ -100,3 +100,14 @@ def test_detached_clean_worktree_keeps_its_commit_alive(repo, worktrees):
     assert git("rev-parse", "HEAD", cwd=wt).strip() == head
     assert subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=wt,
                           check=False).returncode == 1
+
+
+def test_edits_behind_index_flags_are_counted_in_the_summary(repo, worktrees):
+    wt = worktrees(repo, "flags")
+    (wt / "README.md").write_text("edited behind the flag\n")
+    git("update-index", "--assume-unchanged", "README.md", cwd=wt)
+    res = ao("ao-preserve", "flags", cwd=repo)
+    commit = git("rev-parse", "--short=12", "refs/ao/preserved/flags", cwd=repo).strip()
+    assert res.stdout == (f"preserve\tok\tflags\t0 changed, 0 untracked, 1 behind index flags "
+                          f"(assume-unchanged, skip-worktree) saved in {commit}; worktree "
+                          "removed\n")
