@@ -232,13 +232,21 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         assert before is not None
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
         data["trash"] = taken.worktree
+        volatile = ""
+        kind = walk.fs_type(taken.path) if cap.ignored else None
+        if kind in ("tmpfs", "ramfs"):
+            # Only the trash copy holds them, and it shares the worktree's fate.
+            data["volatile_trash"] = kind
+            volatile = (f"; its {len(cap.ignored)} ignored path(s) are only in the trash "
+                        f"copy, on a {kind} that a reboot clears")
+            summary += volatile
         late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
         trash.detach(taken)
         final = git.rev_parse(s.common_dir, ref) if late and ref else None
         if final and final != cap.commit:
             # The capture after the move moved the ref on: name what it holds now.
             data["preserved_commit"] = final
-            summary = _summary(cap, final) + (f"; {warn}" if warn else "")
+            summary = _summary(cap, final) + (f"; {warn}" if warn else "") + volatile
         if cache.batch:
             cache.defer_prune(s.common_dir)
         else:

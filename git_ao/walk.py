@@ -95,12 +95,31 @@ def mount_points() -> set[str]:
     """Every mount point the kernel lists for this process (`/proc/self/mountinfo`),
     empty where there is no such file. A bind mount of a directory of the same file
     system keeps its `st_dev`, so only this table shows it."""
+    return {point for point, _ in _mounts()}
+
+
+def fs_type(path: str) -> str | None:
+    """The type of the file system `path` lies on ('tmpfs', 'ext4'...): the mount
+    with the longest mount point above its real path in `/proc/self/mountinfo`;
+    None where the table cannot be read."""
+    real = os.path.realpath(path)
+    best: tuple[int, str] | None = None
+    for point, kind in _mounts():
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and (
+                best is None or len(point) >= best[0]):
+            best = (len(point), kind)
+    return best[1] if best else None
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """(mount point, file system type) of each line of `/proc/self/mountinfo`, in
+    its order (a later mount over the same point comes later); [] without it."""
     try:
         with open("/proc/self/mountinfo", "rb") as fh:
             lines = fh.read().splitlines()
     except OSError:
-        return set()
-    out = set()
+        return []
+    out = []
     for ln in lines:
         parts = ln.split(b" ")
         if len(parts) > 4:
@@ -115,7 +134,10 @@ def mount_points() -> set[str]:
                 else:
                     decoded.append(raw[i])
                     i += 1
-            out.add(os.fsdecode(bytes(decoded)))
+            # The optional fields end at a lone "-"; the type follows it.
+            kind = parts[parts.index(b"-") + 1].decode(errors="replace") \
+                if b"-" in parts[5:] and parts.index(b"-") + 1 < len(parts) else ""
+            out.append((os.fsdecode(bytes(decoded)), kind))
     return out
 
 

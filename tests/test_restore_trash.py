@@ -385,3 +385,30 @@ def test_an_agent_left_in_the_trash_copy_cannot_reach_another_worktree(repo, wor
     assert "from the trash" in res.stdout
     assert (wt / "f.txt").read_text() == "mine\n"
     assert git("status", "--porcelain", cwd=wt) == "?? f.txt\n"
+
+
+def test_preserve_says_when_the_ignored_paths_stay_on_a_tmpfs(repo, tmp_path):
+    # The trash copy of a worktree on a tmpfs stays on that tmpfs (one rename):
+    # the ignored environment is then in nothing a reboot keeps, and preserve says so.
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "tmpfs"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
+    try:
+        wt = mnt / "vol"
+        git("worktree", "add", "-q", "-b", "vol", wt, cwd=repo)
+        ao("ao", "add", wt, "--id", "vol", cwd=repo)
+        (wt / "work.txt").write_text("saved\n")
+        (wt / "a.log").write_text("ignored\n")
+        res = ao("ao-preserve", "vol", "--json", cwd=repo)
+        [r] = json.loads(res.stdout)["results"]
+        assert r["volatile_trash"] == "tmpfs"
+        assert r["message"] == (f"0 changed, 1 untracked saved in {r['preserved_commit'][:12]}; "
+                                "1 ignored path(s) not saved; its 1 ignored path(s) are only in "
+                                "the trash copy, on a tmpfs that a reboot clears; worktree "
+                                "removed"), r["message"]
+        ao("ao-restore", cwd=repo)
+        assert (wt / "a.log").read_text() == "ignored\n"
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
