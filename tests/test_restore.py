@@ -158,6 +158,13 @@ def test_ref_kept_after_a_conflict_stays_listed(repo, worktrees):
     rec = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]
     assert rec["state"] == "attention"
     assert rec["preserve_ref"] == "refs/ao/preserved/kept" and rec["preserved_commit"]
+    # named, it says what still waits; the run at boot (nothing pending) stays quiet
+    res = ao("ao-restore", "kept", cwd=repo, rc=3)
+    ref = "refs/ao/preserved/kept"
+    assert res.stdout == (f"restore\tattention\tkept\tlive, nothing pending; {ref} still holds "
+                          "work its last restore could not put back (git stash show -p "
+                          f"--include-untracked {ref})\n")
+    ao("ao-restore", cwd=repo)
 
 
 def test_nothing_pending_names_live_sessions_whose_worktree_is_gone(repo, worktrees):
@@ -175,17 +182,3 @@ def test_nothing_pending_names_live_sessions_whose_worktree_is_gone(repo, worktr
     ao("ao-preserve", "gone", cwd=repo)
     ao("ao-restore", cwd=repo)
     assert (gone / "README.md").exists()
-
-
-def test_naming_a_session_whose_restore_conflicted_says_what_waits(repo, worktrees):
-    wt = worktrees(repo, "conf")
-    (wt / "README.md").write_text("mine\n")
-    ao("ao-preserve", "conf", cwd=repo)
-    commit_on(repo, "conf", {"README.md": "theirs\n"}, "theirs")
-    ao("ao-restore", cwd=repo, rc=3)
-    res = ao("ao-restore", "conf", cwd=repo, rc=3)
-    ref = "refs/ao/preserved/conf"
-    assert res.stdout == (f"restore\tattention\tconf\tlive, nothing pending; {ref} still holds "
-                          "work its last restore could not put back (git stash show -p "
-                          f"--include-untracked {ref})\n")
-    ao("ao-restore", cwd=repo)  # nothing pending: the run at boot stays quiet
