@@ -79,9 +79,11 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     before_stop: dict[str, str] = {}
 
     def checkpoint(targets: Sequence[Session]) -> None:
-        for s in targets:
-            out = guarded(functools.partial(preserve_one, ctx, s.id, True, cache), s.id,
-                          "preserve")
+        def one(s: Session) -> Outcome:
+            return guarded(functools.partial(preserve_one, ctx, s.id, True, cache), s.id,
+                           "preserve")
+
+        for s, out in zip(targets, run_each(targets, one, jobs, None), strict=True):
             commit = out.data.get("preserved_commit")
             if out.status == Status.OK and isinstance(commit, str) and commit:
                 before_stop[s.id] = commit

@@ -24,7 +24,7 @@ from . import agents, git, gitquery, snapshot, witness
 from .outcome import Outcome, Status
 from .records import Session
 from .relaunch import facts as relaunch_facts
-from .session import KEPT_PREFIX, Context
+from .session import BEFORE_STOP_PREFIX, Context
 
 
 class NoSettings:
@@ -122,7 +122,7 @@ def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> Non
     """The agents of `s` were stopped after a checkpoint `before` was captured (their
     stop handler may throw the work away: a harness that cleans up its worktree).
     When the final capture (`out`) holds other trees, keep `before` reachable under
-    refs/ao/kept/<id> and say so; when the final holds nothing, or lacks a path
+    refs/ao/before-stop/<id> (with what that ref held before) and say so; when the final holds nothing, or lacks a path
     `before` had, the outcome needs attention."""
     final = out.data.get("preserved_commit")
     if not isinstance(final, str) or not final:
@@ -130,11 +130,11 @@ def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> Non
     trees = snapshot.saved_trees(s.common_dir, before)[1:]
     if final and snapshot.saved_trees(s.common_dir, final)[1:] == trees:
         return
-    ref = KEPT_PREFIX + s.id
+    ref = BEFORE_STOP_PREFIX + s.id
     found = witness.AdminOnly(refs={"before-stop": before})
     older = git.rev_parse(s.common_dir, ref)
     if older:
-        found.refs["kept"] = older
+        found.refs["kept-before"] = older
     witness.keep_alive(s.common_dir, ref, found)
     lost = final is None or bool(_saved_paths(s.common_dir, before)
                                  - _saved_paths(s.common_dir, final))

@@ -239,4 +239,4 @@ def test_an_agent_that_discards_its_work_when_stopped_loses_nothing(repo, tmp_pa
     ao("ao-restore", cwd=repo, rc=None)
     ao("ao-prune", cwd=repo, rc=None)
     # kept until the user drops it
-    assert kept in git("rev-list", "--parents", "-n", "1", "refs/ao/kept/cleaner", cwd=repo)
+    assert kept in git("rev-list", "--parents", "-n", "1", "refs/ao/before-stop/cleaner", cwd=repo)
