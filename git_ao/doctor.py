@@ -339,30 +339,10 @@ def install_checks() -> list[Check]:
     return out
 
 
-def restore_hints(store: Store) -> list[str]:
-    """Why `git ao-restore` found nothing pending, when something may be missed."""
-    return [h for h in (_empty_database_hint(store), _gone_live_hint(store)) if h]
-
-
-def _empty_database_hint(store: Store) -> str | None:
+def empty_database_hint(store: Store) -> str | None:
     """When nothing is pending because the database lost its records (it holds no
     session, yet the repository the command runs in, or one the trash names,
     holds preserve refs): the command that rebuilds them. None otherwise."""
     if store.sessions():
         return None
     return lost_database(store.dir, current_repo())
-
-
-def _gone_live_hint(store: Store) -> str | None:
-    """When nothing is pending but a live session's worktree is gone or empty (a
-    worktree on a tmpfs, which preserve keeps rather than remove across a mount,
-    cleared by a reboot): what brings it back. None otherwise."""
-    gone = [s for s in store.sessions() if s.live and s.worktree_path and (
-        not os.path.lexists(s.worktree_path)
-        or (os.path.isdir(s.worktree_path) and not os.listdir(s.worktree_path)))]
-    if not gone:
-        return None
-    ids = " ".join(s.id for s in gone[:5]) + (" ..." if len(gone) > 5 else "")
-    return (f"{len(gone)} live session(s) whose worktree is gone or empty ({ids}): "
-            "git ao-preserve <id> records that, then git ao-restore re-creates it "
-            "with its last save, if any")

@@ -446,3 +446,20 @@ def _drop_ref(cwd: str, ref: str, commit: str) -> None:
     """Delete the preserve ref, only while it still points at `commit`."""
     if ref:
         git.drop_ref_if_at(cwd, ref, commit)
+
+
+def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
+    """An outcome that needs attention for each live session whose worktree is gone
+    or empty (a worktree on a tmpfs is a mount point, which preserve keeps rather
+    than remove, and a reboot clears it): nothing is pending, yet its work is not
+    where it was. Says what brings it back."""
+    out = []
+    for s in sessions:
+        path = s.worktree_path
+        if s.live and path and (not os.path.lexists(path) or (
+                os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path))):
+            out.append(Outcome(s.id, "restore", Status.ATTENTION,
+                               f"live, but its worktree {path} is gone or empty: git "
+                               f"ao-preserve {s.id} records that, then git ao-restore "
+                               "re-creates it with its last save", facts(s)))
+    return out

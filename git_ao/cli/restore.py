@@ -43,12 +43,17 @@ def command(app, ids, no_launch, jobs, from_, map_path):
     if ids:
         sessions, refused = named_sessions(app, ids, "restore")
     else:
-        sessions = [s for s in app.store.sessions() if s.pending]
+        known = app.store.sessions()
+        sessions = [s for s in known if s.pending]
+        for o in restore.gone_live(known):
+            app.printer.outcome(o)
+            refused.append(o)
     if not sessions:
         if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
-            from ..doctor import restore_hints
-            for hint in restore_hints(app.store):
+            from ..doctor import empty_database_hint
+            hint = empty_database_hint(app.store)
+            if hint:
                 click.echo(f"hint: {hint}", err=True)
         return finish(app, "restore", refused)
     with SignalStop() as signals:
