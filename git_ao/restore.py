@@ -24,7 +24,6 @@ from . import (
     session_groups,
     snapshot,
     trash,
-    walk,
     worktree,
 )
 from .batch import NOT_STARTED, guarded, log_failure, run_each
@@ -174,7 +173,8 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
                 and git.rev_parse(s.common_dir, save.preserve_ref) is not None
             ctx.store.mark_restored(s.id, ref_kept=kept)
         else:
-            ctx.store.mark_restored(s.id, ref_kept=kept, attention=False)
+            ctx.store.mark_restored(s.id, ref_kept=kept,
+                                    attention=bool(outcome.data.get("late_deleted")))
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
         return outcome
@@ -252,6 +252,7 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
         except AoError as exc:
             ctx.log("restore", s.id, "flags-kept", error=str(exc))
         data["flags_put_back"] = True
+    status = Status.OK
     if proof.late:
         # The directory's files are the latest state, so they stay; the last capture
         # stays in the ref, which nothing else holds (see docs/restore-trash.md).
@@ -262,6 +263,15 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
                (f"the last capture stays in {ref}" if ref else
                 "the save was clean, so the worktree holds their only copy"))
         kept = bool(ref) and git.rev_parse(path, ref) is not None
+        gone = [p for p in proof.late if not os.path.lexists(os.path.join(path, p))]
+        if gone and kept:
+            # Deleted after the capture (an agent's stop handler, say): only the ref
+            # still has them, so no later preserve replaces it unasked.
+            data["late_deleted"] = gone
+            status = Status.ATTENTION
+            msg += (f"; {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''} deleted "
+                    f"after it, so the ref stays until you drop it (git stash show -p "
+                    f"--include-untracked {ref}; git update-ref -d {ref})")
     else:
         crashpoint.hit("restore:before-ref-delete")
         if save.preserved_commit:
@@ -275,7 +285,7 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
         # A stale fsmonitor answer costs nothing of the work, which is all back.
         ctx.log("restore", s.id, "fsmonitor-kept", error=str(exc))
     reinstate.finish(placed)
-    return Outcome(s.id, "restore", Status.OK, msg, data), kept, ""
+    return Outcome(s.id, "restore", status, msg, data), kept, ""
 
 
 def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
@@ -308,7 +318,7 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
     reused = os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path))
     if reused:
         try:
-            _check_reusable(s, save, entry, path, want_branch)
+            restore_path.check_reusable(s, save, entry, path, want_branch)
         except Refused as exc:
             if save.restore_interrupted:
                 raise Refused(f"{exc}; a restore of this session was interrupted while adding "
@@ -327,23 +337,6 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
         ctx.store.mark_restore_started(s.id)
         _add_worktree(s.common_dir, path, save, want_branch)
     return reused
-
-
-def _check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, path: str,
-                    want_branch: str | None) -> None:
-    """Raise Refused unless the worktree at `path` is this session's, on its branch."""
-    if entry is None:
-        what = "is a mount point and" if walk.is_mount_point(path) else "exists and is"
-        raise Refused(f"'{path}' {what} not a worktree of this repository; "
-                      "nothing there is touched (still pending)")
-    if entry.is_main:
-        raise Refused(f"'{path}' is the main worktree; the record is damaged (still pending)")
-    on_branch = entry.branch == f"refs/heads/{want_branch}" if want_branch else \
-        (entry.detached and entry.head == save.head)
-    if not on_branch:
-        now = entry.branch or f"detached at {entry.head}"
-        raise Refused(f"'{path}' is a worktree on {now}, not this session's; "
-                      "nothing there is touched (still pending)")
 
 
 def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> None:
@@ -446,20 +439,3 @@ def _drop_ref(cwd: str, ref: str, commit: str) -> None:
     """Delete the preserve ref, only while it still points at `commit`."""
     if ref:
         git.drop_ref_if_at(cwd, ref, commit)
-
-
-def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
-    """An outcome that needs attention for each live session whose worktree is gone
-    or empty (a worktree on a tmpfs is a mount point, which preserve keeps rather
-    than remove, and a reboot clears it): nothing is pending, yet its work is not
-    where it was. Says what brings it back."""
-    out = []
-    for s in sessions:
-        path = s.worktree_path
-        if s.live and path and (not os.path.lexists(path) or (
-                os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path))):
-            out.append(Outcome(s.id, "restore", Status.ATTENTION,
-                               f"live, but its worktree {path} is gone or empty: git "
-                               f"ao-preserve {s.id} records that, then git ao-restore "
-                               "re-creates it with its last save", facts(s)))
-    return out

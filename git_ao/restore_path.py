@@ -11,6 +11,7 @@ its killed commands left.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from . import (
     git,
@@ -23,10 +24,10 @@ from . import (
     witness,
     worktree,
 )
-from .errors import AoError
+from .errors import AoError, Refused
 from .outcome import Outcome, Status
 from .records import Save, Session
-from .session import Context
+from .session import Context, facts
 
 
 def clear_empty(path: str) -> None:
@@ -56,7 +57,7 @@ def set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.En
     the walk could not read, no mount) was re-created by an agent still running
     (a `mkdir -p` by absolute path): move it into a stray entry of the session's
     trash root, so the session can come back. Anything else is left untouched
-    (`_check_reusable` refuses it). Returns the stray Entry, or None."""
+    (`check_reusable` refuses it). Returns the stray Entry, or None."""
     if not os.path.isdir(path) or os.path.islink(path):
         return None
     if os.path.lexists(os.path.join(path, ".git")):
@@ -375,3 +376,37 @@ def unlock_interrupted_add(ctx: Context, s: Session, path: str) -> None:
     except AoError:
         return  # not locked (any more): nothing to do
     ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
+
+
+def check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, path: str,
+                    want_branch: str | None) -> None:
+    """Raise Refused unless the worktree at `path` is this session's, on its branch."""
+    if entry is None:
+        what = "is a mount point and" if walk.is_mount_point(path) else "exists and is"
+        raise Refused(f"'{path}' {what} not a worktree of this repository; "
+                      "nothing there is touched (still pending)")
+    if entry.is_main:
+        raise Refused(f"'{path}' is the main worktree; the record is damaged (still pending)")
+    on_branch = entry.branch == f"refs/heads/{want_branch}" if want_branch else \
+        (entry.detached and entry.head == save.head)
+    if not on_branch:
+        now = entry.branch or f"detached at {entry.head}"
+        raise Refused(f"'{path}' is a worktree on {now}, not this session's; "
+                      "nothing there is touched (still pending)")
+
+
+def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
+    """An outcome that needs attention for each live session whose worktree is gone
+    or empty (a worktree on a tmpfs is a mount point, which preserve keeps rather
+    than remove, and a reboot clears it): nothing is pending, yet its work is not
+    where it was. Says what brings it back."""
+    out = []
+    for s in sessions:
+        path = s.worktree_path
+        if s.live and path and (not os.path.lexists(path) or (
+                os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path))):
+            out.append(Outcome(s.id, "restore", Status.ATTENTION,
+                               f"live, but its worktree {path} is gone or empty: git "
+                               f"ao-preserve {s.id} records that, then git ao-restore "
+                               "re-creates it with its last save", facts(s)))
+    return out

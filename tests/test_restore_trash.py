@@ -98,6 +98,32 @@ def test_late_writes_in_the_trash_come_back_and_are_reported(repo, worktrees, tm
     ao("ao-preserve", "late", cwd=repo)
 
 
+def test_a_late_deletion_in_the_trash_keeps_the_ref_until_it_is_dropped(repo, worktrees,
+                                                                        tmp_path):
+    # An agent's stop handler deleted a file of the trash copy after the capture:
+    # the directory (the latest state) comes back without it, and the ref, which
+    # alone still has it, is not replaced by the next preserve unasked.
+    wt = worktrees(repo, "del")
+    (wt / "notes.txt").write_text("precious\n")
+    ao("ao-preserve", "del", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "del")
+    commit = git("rev-parse", "refs/ao/preserved/del", cwd=repo).strip()
+    Path(entry.worktree, "notes.txt").unlink()
+    [o] = _restore_json(repo, rc=3)
+    assert o["data"]["late_deleted"] == ["notes.txt"]
+    assert o["message"].endswith("; notes.txt deleted after it, so the ref stays until you "
+                                 "drop it (git stash show -p --include-untracked "
+                                 "refs/ao/preserved/del; git update-ref -d "
+                                 "refs/ao/preserved/del)")
+    (wt / "more.txt").write_text("later work\n")
+    res = ao("ao-preserve", "del", cwd=repo, rc=1)
+    assert "still holds work the last restore could not put back" in res.stdout
+    assert git("rev-parse", "refs/ao/preserved/del", cwd=repo).strip() == commit
+    assert git("show", f"{commit}^3:notes.txt", cwd=repo) == "precious\n"
+    git("update-ref", "-d", "refs/ao/preserved/del", commit, cwd=repo)
+    ao("ao-preserve", "del", cwd=repo)
+
+
 def test_moved_branch_falls_back_and_brings_the_ignored_files(repo, worktrees, tmp_path):
     wt = worktrees(repo, "fb")
     (wt / "src" / "app.py").write_text("print('mine')\n")

@@ -33,7 +33,7 @@ def command(app, ids, no_launch, jobs, from_, map_path):
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
     worktree (or print how to resume the agent)."""
-    from .. import relaunch, restore  # lazily: completion must not import git and sh
+    from .. import relaunch, restore, restore_path  # lazily: completion must not import git and sh
     check_ids(ids)
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     if from_ or map_path:
@@ -45,7 +45,7 @@ def command(app, ids, no_launch, jobs, from_, map_path):
     else:
         known = app.store.sessions()
         sessions = [s for s in known if s.pending]
-        for o in restore.gone_live(known):
+        for o in restore_path.gone_live(known):
             app.printer.outcome(o)
             refused.append(o)
     if not sessions:
