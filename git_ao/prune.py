@@ -11,7 +11,14 @@ from collections.abc import Iterable
 from . import git, snapshot, trash, walk, witness
 from .outcome import Outcome, Status
 from .records import Session
-from .session import REF_PREFIX, Context, facts, preserve_ref, work_present_elsewhere
+from .session import (
+    BEFORE_STOP_PREFIX,
+    REF_PREFIX,
+    Context,
+    facts,
+    preserve_ref,
+    work_present_elsewhere,
+)
 
 
 def prune(ctx: Context, *, expire_before: float | None = None,
@@ -143,6 +150,12 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
                                    f"kept {ref} ({oid[:12]}): its work is neither on the branch "
                                    "nor in the worktree; see it with git stash show -p "
                                    f"--include-untracked {ref}", facts(s)))
+    for ref, oid in git.for_each_ref(repo, BEFORE_STOP_PREFIX):
+        # Only the user knows whether the state a stop handler changed is wanted.
+        out.append(Outcome(ref[len(BEFORE_STOP_PREFIX):], "prune-ref", Status.NOTHING,
+                           f"kept {ref} ({oid[:12]}): the worktree before its agents were "
+                           "stopped; see it with git stash show -p --include-untracked "
+                           f"{ref}, drop it with git update-ref -d {ref}", {"repo": repo}))
     return out
 
 

@@ -122,7 +122,8 @@ def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> Non
     """The agents of `s` were stopped after a checkpoint `before` was captured (their
     stop handler may throw the work away: a harness that cleans up its worktree).
     When the final capture (`out`) holds other trees, keep `before` reachable under
-    refs/ao/before-stop/<id> (with what that ref held before) and say so; when the final holds nothing, or lacks a path
+    refs/ao/before-stop/<id> (the checkpoint itself, or a commit keeping it and
+    what that ref held before alive) and say so; when the final holds nothing, or lacks a path
     `before` had, the outcome needs attention."""
     final = out.data.get("preserved_commit")
     if not isinstance(final, str) or not final:
@@ -131,11 +132,13 @@ def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> Non
     if final and snapshot.saved_trees(s.common_dir, final)[1:] == trees:
         return
     ref = BEFORE_STOP_PREFIX + s.id
-    found = witness.AdminOnly(refs={"before-stop": before})
     older = git.rev_parse(s.common_dir, ref)
     if older:
-        found.refs["kept-before"] = older
-    witness.keep_alive(s.common_dir, ref, found)
+        # One from an earlier shutdown is there: a commit keeps both alive.
+        witness.keep_alive(s.common_dir, ref, witness.AdminOnly(
+            refs={"before-stop": before, "kept-before": older}))
+    else:  # the checkpoint itself, readable with git stash show
+        git.update_ref(s.common_dir, ref, before, message="git-ao keep before stop")
     lost = final is None or bool(_saved_paths(s.common_dir, before)
                                  - _saved_paths(s.common_dir, final))
     ctx.log("preserve", s.id, "kept-before-stop", ref=ref, commit=before, lost=lost or None)

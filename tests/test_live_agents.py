@@ -237,6 +237,10 @@ def test_an_agent_that_discards_its_work_when_stopped_loses_nothing(repo, tmp_pa
     assert git("show", f"{kept}:README.md", cwd=repo) == "the agent's edit\n"
     assert git("show", f"{kept}^3:notes.txt", cwd=repo) == "its notes\n"
     ao("ao-restore", cwd=repo, rc=None)
-    ao("ao-prune", cwd=repo, rc=None)
-    # kept until the user drops it
-    assert kept in git("rev-list", "--parents", "-n", "1", "refs/ao/before-stop/cleaner", cwd=repo)
+    res = ao("ao-prune", cwd=repo, rc=None)
+    # kept, and said, until the user drops it
+    ref = "refs/ao/before-stop/cleaner"
+    assert git("rev-parse", ref, cwd=repo).strip() == kept
+    assert (f"prune-ref\tnothing\tcleaner\tkept {ref} ({kept[:12]}): the worktree before its "
+            "agents were stopped; see it with git stash show -p --include-untracked "
+            f"{ref}, drop it with git update-ref -d {ref}\n") in res.stdout
