@@ -92,6 +92,12 @@ def empty_tree(cwd: str) -> str:
     return git.line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b"")
 
 
+def hash_bytes(cwd: str, data: bytes) -> str:
+    """The blob id git gives `data` in the repository at `cwd` (its hash algorithm);
+    nothing is written (`git hash-object --stdin`)."""
+    return git.line(["hash-object", "--stdin"], cwd, input=data)
+
+
 def objects_complete(cwd: str, commit: str, known: str) -> bool:
     """Does every object `commit` needs, beyond what `known` reaches, exist?
     (`git rev-list --objects <commit> --not <known>` fails on a missing one.)"""

@@ -153,7 +153,7 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
             if os.path.isdir(path):
                 restore_path.after_apply(ctx, s, save, path, reused, outcome)
             if why_not and why_not != "no trash copy":
-                outcome.message += f" (not from the trash: {why_not})"
+                outcome.message += f" (checked out again, not put back whole from the trash: {why_not})"
                 outcome.data["trash_skipped"] = why_not
         if stray is not None:
             restore_path.report_stray(outcome, stray, path)

@@ -123,8 +123,8 @@ def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> Non
     stop handler may throw the work away: a harness that cleans up its worktree).
     When the final capture (`out`) holds other trees, keep `before` reachable under
     refs/ao/before-stop/<id> (the checkpoint itself, or a commit keeping it and
-    what that ref held before alive) and say so; when the final holds nothing, or lacks a path
-    `before` had, the outcome needs attention."""
+    what that ref held before alive) and say so; when the final holds nothing,
+    or lost what `before` had (`_lost`), the outcome needs attention."""
     final = out.data.get("preserved_commit")
     if not isinstance(final, str) or not final:
         final = None
@@ -139,8 +139,7 @@ def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> Non
             refs={"before-stop": before, "kept-before": older}))
     else:  # the checkpoint itself, readable with git stash show
         git.update_ref(s.common_dir, ref, before, message="git-ao keep before stop")
-    lost = final is None or bool(_saved_paths(s.common_dir, before)
-                                 - _saved_paths(s.common_dir, final))
+    lost = final is None or _lost(s.common_dir, before, final)
     ctx.log("preserve", s.id, "kept-before-stop", ref=ref, commit=before, lost=lost or None)
     out.data["before_stop"] = before
     out.message += (f"; the worktree changed while its agents stopped: its state before is "
@@ -149,7 +148,22 @@ def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> Non
         out.status = Status.ATTENTION
 
 
-def _saved_paths(common_dir: str, commit: str) -> set[str]:
-    """The paths of a preserve commit's worktree and untracked trees."""
+def _lost(common_dir: str, before: str, final: str) -> bool:
+    """Does the capture `final` lack a path `before` had, or hold empty a file that
+    was not (a stop handler's `: > file`)? Other changes may be an agent's last
+    writes, which the final capture rightly holds."""
+    was, now = _saved_blobs(common_dir, before), _saved_blobs(common_dir, final)
+    if set(was) - set(now):
+        return True
+    empty = gitquery.hash_bytes(common_dir, b"")
+    return any(now[p] == empty != oid for p, oid in was.items())
+
+
+def _saved_blobs(common_dir: str, commit: str) -> dict[str, str]:
+    """{path: object id} of a preserve commit's worktree and untracked trees."""
     _, _, w_tree, u_tree = snapshot.saved_trees(common_dir, commit)
-    return {p for t in (w_tree, u_tree) if t for p in gitquery.ls_tree_paths(common_dir, t)}
+    out: dict[str, str] = {}
+    for t in (w_tree, u_tree):
+        if t:
+            out.update(gitquery.ls_tree_blobs(common_dir, t))
+    return out

@@ -201,13 +201,16 @@ def test_a_write_captured_after_the_move_is_named_by_the_commit_the_ref_holds(
 
 
 # An agent whose stop handler throws its work away, as a harness that cleans up
-# its temporary worktree on exit does: `reset` undoes the edits, `remove` takes
-# the worktree itself.
+# its temporary worktree on exit does: `reset` undoes the edits, `empty`
+# truncates the files, `remove` takes the worktree itself.
 _CLEANER = ("import signal, subprocess, sys, time\n"
             "def stop(*_):\n"
             "    if sys.argv[1] == 'reset':\n"
             "        subprocess.run(['git', 'checkout', '-q', '--', '.'], check=True)\n"
             "        subprocess.run(['git', 'clean', '-fdq'], check=True)\n"
+            "    elif sys.argv[1] == 'empty':\n"
+            "        for name in ('README.md', 'notes.txt'):\n"
+            "            open(name, 'w').close()\n"
             "    else:\n"
             "        subprocess.run(['git', 'worktree', 'remove', '--force', '.'], check=True)\n"
             "    sys.exit(0)\n"
@@ -216,7 +219,7 @@ _CLEANER = ("import signal, subprocess, sys, time\n"
             "time.sleep(300)\n")
 
 
-@pytest.mark.parametrize("how", ["reset", "remove"])
+@pytest.mark.parametrize("how", ["reset", "empty", "remove"])
 def test_an_agent_that_discards_its_work_when_stopped_loses_nothing(repo, tmp_path, how):
     wt = _worktree(repo, tmp_path / "wt", "cleaner")
     (wt / "README.md").write_text("the agent's edit\n")
