@@ -263,7 +263,10 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: reinstate.P
                (f"the last capture stays in {ref}" if ref else
                 "the save was clean, so the worktree holds their only copy"))
         kept = bool(ref) and git.rev_parse(path, ref) is not None
-        gone = [p for p in proof.late if not os.path.lexists(os.path.join(path, p))]
+        # A late path that is no file now was one at the capture (deleted, or made
+        # a directory): its content is in the ref alone.
+        gone = [p for p in proof.late if not os.path.islink(os.path.join(path, p))
+                and not os.path.isfile(os.path.join(path, p))]
         if gone and kept:
             # Deleted after the capture (an agent's stop handler, say): only the ref
             # still has them, so no later preserve replaces it unasked.

@@ -88,9 +88,14 @@ def test_every_late_change_to_the_files_is_reported(repo, worktrees, tmp_path, c
     entry = _entry(tmp_path, "late")
     do, late = _LATE[change]
     do(entry.worktree, entry)
-    r, _ = _restore(repo)
-    assert r["status"] == "ok" and r.get("from_trash"), r
+    # A file no longer there (deleted, or a directory now) is in the ref alone:
+    # the restore needs attention and the ref waits to be dropped.
+    deleted = {"untracked file removed": ["notes.txt"], "tracked file removed": ["src/util.py"],
+               "file became a directory": ["notes.txt"]}.get(change)
+    r, _ = _restore(repo, rc=3 if deleted else 0)
+    assert r["status"] == ("attention" if deleted else "ok") and r.get("from_trash"), r
     assert r.get("late_writes") == late, r
+    assert r.get("late_deleted") == deleted, r
     # the last capture stays in the ref; the directory keeps the late state
     assert git("rev-parse", "refs/ao/preserved/late", cwd=repo).strip() == commit
     assert wt.is_dir()
