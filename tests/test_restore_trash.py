@@ -21,6 +21,17 @@ def _entries(data: Path, sid: str) -> list[trash.Entry]:
     return [e for e in trash.entries(str(data)) if e.session_id == sid]
 
 
+def _preserved(repo, worktrees, tmp_path, sid, files) -> tuple[Path, trash.Entry]:
+    """A session `sid` whose worktree holds `files` ({name: text}), preserved:
+    (its worktree path, its trash entry)."""
+    wt = worktrees(repo, sid)
+    for name, text in files.items():
+        (wt / name).write_text(text)
+    ao("ao-preserve", sid, cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", sid)
+    return wt, entry
+
+
 def _restore_json(repo, rc=0) -> list[dict]:
     """The restore results, each {id, action, status, message, data: {...}}."""
     res = ao("ao-restore", "--json", cwd=repo, rc=rc)
@@ -103,10 +114,7 @@ def test_a_late_deletion_in_the_trash_keeps_the_ref_until_it_is_dropped(repo, wo
     # An agent's stop handler deleted a file of the trash copy after the capture:
     # the directory (the latest state) comes back without it, and the ref, which
     # alone still has it, is not replaced by the next preserve unasked.
-    wt = worktrees(repo, "del")
-    (wt / "notes.txt").write_text("precious\n")
-    ao("ao-preserve", "del", cwd=repo)
-    [entry] = _entries(tmp_path / "aodata", "del")
+    wt, entry = _preserved(repo, worktrees, tmp_path, "del", {"notes.txt": "precious\n"})
     commit = git("rev-parse", "refs/ao/preserved/del", cwd=repo).strip()
     Path(entry.worktree, "notes.txt").unlink()
     [o] = _restore_json(repo, rc=3)
@@ -396,10 +404,7 @@ def test_an_agent_left_in_the_trash_copy_cannot_reach_another_worktree(repo, wor
     # The copy's .git named the admin dir git pruned; a new worktree of the same
     # basename takes that name again, and git run in the copy (an agent still
     # running there) would stage and commit onto the other worktree's branch.
-    wt = worktrees(repo, "s")
-    (wt / "f.txt").write_text("mine\n")
-    ao("ao-preserve", "s", cwd=repo)
-    [entry] = _entries(tmp_path / "aodata", "s")
+    wt, entry = _preserved(repo, worktrees, tmp_path, "s", {"f.txt": "mine\n"})
     other = tmp_path / "elsewhere" / "s"
     git("worktree", "add", "-q", "-b", "other", other, cwd=repo)
     assert (repo / ".git" / "worktrees" / "s").is_dir()
