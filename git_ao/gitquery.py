@@ -31,6 +31,16 @@ def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
     return {p: oid for p, (_, oid) in ls_tree_entries(cwd, tree).items()}
 
 
+def blobs_by_path(cwd: str, trees: Sequence[str]) -> dict[str, set[str]]:
+    """{path: the object ids it has in any of `trees`} (`ls_tree_blobs` of each): the
+    copies of each file some save holds. Raises GitError."""
+    known: dict[str, set[str]] = {}
+    for tree in trees:
+        for p, oid in ls_tree_blobs(cwd, tree).items():
+            known.setdefault(p, set()).add(oid)
+    return known
+
+
 def ls_tree_paths(cwd: str, tree: str) -> list[str]:
     """Every file path in `tree`, recursively (`git ls-tree -r -z --name-only`)."""
     return git.split_z(git.run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))

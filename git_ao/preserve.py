@@ -168,7 +168,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             ctx.log("preserve", s.id, "refused-damaged", workspace=path)
             raise Refused(f"record of '{s.id}' names the main worktree {path}: the record is "
                           "damaged; nothing is removed")
-        if _emptied(path):
+        if walk.is_empty_dir(path):
             # An empty directory where the worktree was (a tmpfs mounted again after a
             # reboot, a `rm -rf` of its contents): as good as gone.
             _refuse_missing_with_state(s, entry)
@@ -365,14 +365,6 @@ def _moved_to(entries: list[git.WorktreeEntry], s: Session, path: str) -> str | 
                 and os.path.isdir(e.path):
             return e.path
     return None
-
-
-def _emptied(path: str) -> bool:
-    """Is `path` an existing directory with nothing in it (not even its `.git`)?"""
-    try:
-        return os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path)
-    except OSError:
-        return False
 
 
 def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> None:

@@ -36,8 +36,7 @@ def clear_empty(path: str) -> None:
     mount point, so the worktree can come back there. `git worktree add` accepts
     an empty mount point as it is."""
     try:
-        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path) \
-                and not walk.is_mount_point(path):
+        if walk.is_empty_dir(path) and not walk.is_mount_point(path):
             os.rmdir(path)
     except OSError:
         pass
@@ -318,7 +317,6 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
     if st.clean and not stale_lock:
         return False  # killed before the apply: the apply goes on in this worktree
-    known: dict[str, set[str]] = {}
     trees = [f"{save.head}^{{tree}}"] if save.head else []
     if commit:
         trees += [t for t in snapshot.saved_trees(s.common_dir, commit)[1:] if t]
@@ -327,9 +325,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     checked_out = git.trees_of(path, ["HEAD"])[0]
     if checked_out:
         trees.append(checked_out)
-    for tree in trees:
-        for p, oid in gitquery.ls_tree_blobs(s.common_dir, tree).items():
-            known.setdefault(p, set()).add(oid)
+    known = gitquery.blobs_by_path(s.common_dir, trees)
     if any(p not in known for p in st.untracked):
         return False
     # Content no saved tree holds, other than the beginning of a saved file (which
@@ -403,8 +399,7 @@ def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
     out = []
     for s in sessions:
         path = s.worktree_path
-        if s.live and path and (not os.path.lexists(path) or (
-                os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path))):
+        if s.live and path and (not os.path.lexists(path) or walk.is_empty_dir(path)):
             out.append(Outcome(s.id, "restore", Status.ATTENTION,
                                f"live, but its worktree {path} is gone or empty: git "
                                f"ao-preserve {s.id} records that, then git ao-restore "

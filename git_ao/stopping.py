@@ -152,18 +152,9 @@ def _lost(common_dir: str, before: str, final: str) -> bool:
     """Does the capture `final` lack a path `before` had, or hold empty a file that
     was not (a stop handler's `: > file`)? Other changes may be an agent's last
     writes, which the final capture rightly holds."""
-    was, now = _saved_blobs(common_dir, before), _saved_blobs(common_dir, final)
+    was, now = (witness.captured_blobs(common_dir, h, w, u) for h, _, w, u in
+                (snapshot.saved_trees(common_dir, c) for c in (before, final)))
     if set(was) - set(now):
         return True
     empty = gitquery.hash_bytes(common_dir, b"")
     return any(now[p] == empty != oid for p, oid in was.items())
-
-
-def _saved_blobs(common_dir: str, commit: str) -> dict[str, str]:
-    """{path: object id} of a preserve commit's worktree and untracked trees."""
-    _, _, w_tree, u_tree = snapshot.saved_trees(common_dir, commit)
-    out: dict[str, str] = {}
-    for t in (w_tree, u_tree):
-        if t:
-            out.update(gitquery.ls_tree_blobs(common_dir, t))
-    return out

@@ -91,6 +91,15 @@ class Walk:
         return self.entries[rel].touched_since(self.started_ns)
 
 
+def is_empty_dir(path: str) -> bool:
+    """Is `path` a directory (not a symlink to one) with nothing in it, not even a
+    `.git`? False when it cannot be read."""
+    try:
+        return os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path)
+    except OSError:
+        return False
+
+
 def mount_points() -> set[str]:
     """Every mount point the kernel lists for this process (`/proc/self/mountinfo`),
     empty where there is no such file. A bind mount of a directory of the same file

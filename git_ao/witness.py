@@ -166,7 +166,6 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
         return f"{w.blockers[0]}"
     if w.nested:
         return f"it holds a nested repository: {w.nested[0]}"
-    known: dict[str, set[str]] = {}
     commits = [c for c in (entry.meta.get("commit"), saved_commit) if c]
     trees = []
     for c in commits:
@@ -176,9 +175,7 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
     head = _admin_head(common, entry.admin)
     if head:
         trees.append(f"{head}^{{tree}}")
-    for tree in trees:
-        for p, oid in gitquery.ls_tree_blobs(common, tree).items():
-            known.setdefault(p, set()).add(oid)
+    known = gitquery.blobs_by_path(common, trees)
     index = os.path.join(entry.admin, "index")
     rest = sorted(w.entries)
     ign = gitquery.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
