@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import psutil
 
-from git_ao import agents
+from git_ao.agents import processes
 
 
 def proc_readlinks() -> int:
@@ -78,8 +78,8 @@ def main() -> int:
             sleeps.append(subprocess.Popen(["sleep", "3600"], cwd=cwd,
                                            stdin=subprocess.DEVNULL))
         n_procs = len(psutil.pids())
-        found = sum(len(v) for v in agents.find_many(paths).values())
-        jobs = {"find_many": lambda: agents.find_many(paths), "psutil, no open files":
+        found = sum(len(v) for v in processes.find_many(paths).values())
+        jobs = {"find_many": lambda: processes.find_many(paths), "psutil, no open files":
                 psutil_plain, "ps -e": ps_listing}
         if os.path.isdir("/proc/self"):
             jobs["/proc readlinks"] = proc_readlinks

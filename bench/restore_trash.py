@@ -101,7 +101,7 @@ def dirty(wt: str, ignored: int) -> None:
 
 
 def mark_unusable(data: str) -> None:
-    from git_ao import trash
+    from git_ao.store import trash
     for e in trash.entries(data):
         if not e.legacy:
             trash.mark(e, proof_failed=True)

@@ -217,8 +217,9 @@ def count_processes(fn) -> int:
 
 
 def in_process_ctx():
-    from git_ao import session, store
-    return session.Context(store.Store())
+    from git_ao import context
+    from git_ao.store import database
+    return context.Context(database.Store())
 
 
 # ---------------------------------------------------------------- scenarios
@@ -245,7 +246,7 @@ def bench_preserve_dirty(repo, files, runs, out):
         ]
         for f in (pair if r % 2 == 0 else pair[::-1]):
             f()
-        from git_ao import preserve
+        from git_ao.preserve import workflow as preserve
         t0 = time.perf_counter()
         o = preserve.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pdi{r}")])
         inproc.append(time.perf_counter() - t0)
@@ -259,7 +260,7 @@ def bench_preserve_dirty(repo, files, runs, out):
 def bench_walk(repo, runs, out):
     """The removal witness alone: the walk of a 20,000-file worktree holding a
     3,000-file ignored tree, against git status --porcelain --ignored of it."""
-    from git_ao import walk
+    from git_ao.fs import walk
     a, _ = new_worktree(repo, "walk")
     make_ignored(a)
     settle([a])
@@ -286,7 +287,7 @@ def bench_preserve_clean(repo, runs, out):
         base.append(run(["git", "status", "--porcelain"], a)[0])
         ours.append(run(["git", "ao-preserve", f"pc{r}", "-q"], repo)[0])
         base.append(run(["git", "status", "--porcelain"], c)[0])
-        from git_ao import preserve
+        from git_ao.preserve import workflow as preserve
         t0 = time.perf_counter()
         o = preserve.preserve(in_process_ctx(), [in_process_ctx().store.get(f"pci{r}")])
         inproc.append(time.perf_counter() - t0)
@@ -353,7 +354,7 @@ def batch(repos, per_repo, modified=5, new=2, tag="b"):
             ids.append(os.path.basename(p))
     time.sleep(1.1)
     os.sync()
-    from git_ao.register import register as register_session
+    from git_ao.manage.register import register as register_session
     ctx = in_process_ctx()
     for p, sid in zip(paths, ids):
         register_session(ctx, p, session_id=sid)
@@ -426,8 +427,9 @@ def bench_startup(runs, out):
 
 def bench_process_counts(repo, files, out):
     """git processes git-ao starts for one session: preserve dirty, preserve clean, restore."""
-    from git_ao import preserve, restore
-    from git_ao.register import register as register_session
+    from git_ao.preserve import workflow as preserve
+    from git_ao.restore import workflow as restore
+    from git_ao.manage.register import register as register_session
     counts = {}
     a, _ = new_worktree(repo, "pn")
     make_dirty(a, files, 50, 10, staged=10)

@@ -9,11 +9,12 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from . import git, snapshot
-from .errors import AoError, Refused, Usage
-from .outcome import Outcome, Status
-from .records import Session
-from .session import Context
+from git_ao import git
+from git_ao.context import Context
+from git_ao.errors import AoError, Refused, Usage
+from git_ao.outcome import Outcome, Status
+from git_ao.save import capture
+from git_ao.store.records import Session
 
 # The start of the message of a session a signal kept from starting (the report of
 # an interrupted run counts them).
@@ -62,7 +63,7 @@ def guarded(fn: Callable[[], Outcome], session_id: str, action: str) -> Outcome:
     try:
         return fn()
     except AoError as exc:
-        status = Status.REFUSED if isinstance(exc, (Refused, Usage, snapshot.CannotCapture)) \
+        status = Status.REFUSED if isinstance(exc, (Refused, Usage, capture.CannotCapture)) \
             else Status.FAILED
         return Outcome(session_id, action, status, str(exc))
     except OSError as exc:

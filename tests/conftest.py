@@ -87,7 +87,7 @@ def pytest_collection_finish(session):
     modules under test, the commands the tests run in process): the collections
     after every test and every in-process command then look only at what the
     tests made, not at some 100,000 objects that live as long as the worker."""
-    for module in (*support.COMMAND_MODULES, "git_ao.output"):
+    for module in (*support.COMMAND_MODULES, "git_ao.cli.output"):
         importlib.import_module(module)
     gc.collect()
     gc.freeze()

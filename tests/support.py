@@ -111,8 +111,8 @@ def _in_process(args: list[str], cwd: str, env: dict) -> subprocess.CompletedPro
     trace, the log file, the database and the signal handlers are put back
     or closed afterwards."""
     from git_ao import git as ao_git
-    from git_ao import log as ao_log
     from git_ao.cli import common
+    from git_ao.store import log as ao_log
 
     main = importlib.import_module(_COMMANDS[args[0]]).main
     out, err = _stream("strict"), _stream("backslashreplace")

@@ -14,7 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from git_ao import agents, settings
+from git_ao.agents import processes
+from git_ao.store import settings
 from tests import writers
 
 # A child that ignores SIGTERM (and dies on anything else), once it says so.
@@ -83,7 +84,7 @@ def test_find_reports_exactly_the_tied_processes_with_their_ties(tmp_path, wt, p
     _until(lambda: psutil.Process(exe.pid).exe() == str(wt / "bin" / "sleep"),
            "the copied sleep is running")
 
-    found = {a.pid: a for a in agents.find(str(wt))}
+    found = {a.pid: a for a in processes.find(str(wt))}
     assert set(found) == {in_cwd.pid, holder.pid, exe.pid}
     assert unrelated.pid not in found
     assert found[in_cwd.pid].ties == ("cwd sub",)
@@ -93,21 +94,21 @@ def test_find_reports_exactly_the_tied_processes_with_their_ties(tmp_path, wt, p
     # the same scan through a symlink to the worktree, and for several paths at once
     link = tmp_path / "link"
     link.symlink_to(wt)
-    many = agents.find_many([str(link), str(elsewhere), str(tmp_path / "none")])
+    many = processes.find_many([str(link), str(elsewhere), str(tmp_path / "none")])
     assert {a.pid for a in many[str(link)]} == {in_cwd.pid, holder.pid, exe.pid}
     assert {a.pid for a in many[str(elsewhere)]} == {holder.pid, exe.pid, unrelated.pid}
     assert many[str(tmp_path / "none")] == []
     # a sibling whose name extends the worktree's is not inside it
     (tmp_path / "wt2").mkdir()
-    assert agents.find(str(tmp_path / "wt2")) == []
+    assert processes.find(str(tmp_path / "wt2")) == []
 
 
 def test_own_ancestors_are_never_agents_but_are_reported_apart(wt):
     # The shell sitting in the worktree is the scanning process's parent (the
     # `; true` keeps sh from exec'ing python in its place).
-    script = ("import json, os, sys; from git_ao import agents; "
-              "print(json.dumps([[a.pid for a in agents.find(sys.argv[1])], "
-              "[a.pid for a in agents.ancestors_inside(sys.argv[1])], os.getppid()]))")
+    script = ("import json, os, sys; from git_ao.agents import processes; "
+              "print(json.dumps([[a.pid for a in processes.find(sys.argv[1])], "
+              "[a.pid for a in processes.ancestors_inside(sys.argv[1])], os.getppid()]))")
     out = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" "$1"; true', script, wt],
                          cwd=wt, capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
@@ -118,7 +119,7 @@ def test_own_ancestors_are_never_agents_but_are_reported_apart(wt):
 def test_this_process_and_its_ancestors_are_skipped_everywhere(tmp_path, procs):
     child = procs(["sleep", "300"], cwd=tmp_path)
     mine = {os.getpid()} | {p.pid for p in psutil.Process().parents()}
-    scan = agents.scan(["/"])  # every process of the machine is inside "/"
+    scan = processes.scan(["/"])  # every process of the machine is inside "/"
     found = {a.pid for a in scan.agents["/"]}
     assert not mine & found and child.pid in found  # a child is an agent like any other
     assert {a.pid for a in scan.ancestors_inside["/"]} <= mine
@@ -127,9 +128,9 @@ def test_this_process_and_its_ancestors_are_skipped_everywhere(tmp_path, procs):
 def test_stop_terminates_the_obedient_and_reports_the_deaf_without_killing(wt, procs):
     obedient = procs(["sleep", "300"], cwd=wt)
     deaf = procs(DEAF, cwd=wt, ready=True)
-    found = agents.find(str(wt))
+    found = processes.find(str(wt))
     assert {a.pid for a in found} == {obedient.pid, deaf.pid}
-    report = agents.stop(found, "stop", timeout=1)
+    report = processes.stop(found, "stop", timeout=1)
     assert [a.pid for a in report.stopped] == [obedient.pid]
     assert [a.pid for a in report.still_running] == [deaf.pid]
     assert report.command is None and not report.refused
@@ -140,7 +141,7 @@ def test_stop_terminates_the_obedient_and_reports_the_deaf_without_killing(wt, p
 @pytest.mark.parametrize("policy", ["refuse", "report"])
 def test_refuse_and_report_touch_nothing(wt, procs, policy):
     p = procs(["sleep", "300"], cwd=wt)
-    report = agents.stop(agents.find(str(wt)), policy, timeout=1)
+    report = processes.stop(processes.find(str(wt)), policy, timeout=1)
     assert [a.pid for a in report.still_running] == [p.pid] and report.stopped == []
     assert report.refused == (policy == "refuse")
     assert p.poll() is None
@@ -156,7 +157,7 @@ def test_a_stop_command_runs_with_the_session_facts_first(tmp_path, wt, procs):
             f"os.kill({agent.pid}, signal.SIGINT)")
     cmd = [sys.executable, "-c", code, str(out), "{session_id}"]
     env = {"AO_SESSION_ID": "s1", "AO_WORKTREE": str(wt), "AO_HARNESS": "aider"}
-    report = agents.stop(agents.find(str(wt)), "stop", timeout=30, stop_command=cmd, env=env)
+    report = processes.stop(processes.find(str(wt)), "stop", timeout=30, stop_command=cmd, env=env)
     assert report.command is not None and report.command.returncode == 0
     assert [a.pid for a in report.stopped] == [agent.pid] and report.still_running == []
     facts = json.loads(out.read_text())
@@ -166,7 +167,7 @@ def test_a_stop_command_runs_with_the_session_facts_first(tmp_path, wt, procs):
 
 def test_a_stop_command_that_cannot_start_is_reported_and_sigterm_follows(wt, procs):
     agent = procs(["sleep", "300"], cwd=wt)
-    report = agents.stop(agents.find(str(wt)), "stop", timeout=5,
+    report = processes.stop(processes.find(str(wt)), "stop", timeout=5,
                          stop_command=[str(wt / "no-such-command")], env={})
     assert report.command is not None and report.command.status == "failed-to-start"
     assert [a.pid for a in report.stopped] == [agent.pid]
@@ -177,11 +178,11 @@ def test_stop_never_signals_an_ancestor_or_a_recycled_pid(wt, procs):
     parent = me.parents()[0]
     other = procs(["sleep", "300"], cwd=wt)
     created = psutil.Process(other.pid).create_time()
-    fake = [agents.Agent(parent.pid, parent.name(), (), ("cwd",), parent.create_time()),
-            agents.Agent(me.pid, me.name(), (), ("cwd",), me.create_time()),
+    fake = [processes.Agent(parent.pid, parent.name(), (), ("cwd",), parent.create_time()),
+            processes.Agent(me.pid, me.name(), (), ("cwd",), me.create_time()),
             # the pid of a process that exited long ago, now someone else's
-            agents.Agent(other.pid, "old", (), ("cwd",), created - 1000)]
-    report = agents.stop(fake, "stop", timeout=0)
+            processes.Agent(other.pid, "old", (), ("cwd",), created - 1000)]
+    report = processes.stop(fake, "stop", timeout=0)
     assert [a.pid for a in report.not_signalled] == [parent.pid, me.pid]
     assert [a.name for a in report.stopped] == ["old"]  # that process is not running
     assert parent.is_running() and other.poll() is None  # and we are still here
@@ -189,20 +190,20 @@ def test_stop_never_signals_an_ancestor_or_a_recycled_pid(wt, procs):
 
 def test_policy_defaults_and_overrides(tmp_path):
     cfg = settings.Settings(tmp_path)
-    assert agents.policy_for(cfg, "claude", shutdown=True) == "stop"
-    assert agents.policy_for(cfg, "claude", shutdown=False) == "refuse"
-    assert agents.policy_for(cfg, None, shutdown=False) == "refuse"
+    assert processes.policy_for(cfg, "claude", shutdown=True) == "stop"
+    assert processes.policy_for(cfg, "claude", shutdown=False) == "refuse"
+    assert processes.policy_for(cfg, None, shutdown=False) == "refuse"
     cfg.set("preserve.agents", "report")
     cfg.set("preserve.harness.claude.code.agents", "refuse")
     cfg.set("stop.command", "ao-stop --session {session_id}")
     cfg.set("stop.harness.aider", "aider-stop")
     cfg = settings.Settings(tmp_path)  # read back from the file
     assert cfg.warnings == []
-    assert agents.policy_for(cfg, "claude.code", shutdown=True) == "refuse"
-    assert agents.policy_for(cfg, "aider", shutdown=True) == "report"
-    assert agents.policy_for(cfg, "", shutdown=False) == "report"
-    assert agents.stop_command_for(cfg, "aider") == ["aider-stop"]
-    assert agents.stop_command_for(cfg, "claude") == ["ao-stop", "--session", "{session_id}"]
+    assert processes.policy_for(cfg, "claude.code", shutdown=True) == "refuse"
+    assert processes.policy_for(cfg, "aider", shutdown=True) == "report"
+    assert processes.policy_for(cfg, "", shutdown=False) == "report"
+    assert processes.stop_command_for(cfg, "aider") == ["aider-stop"]
+    assert processes.stop_command_for(cfg, "claude") == ["ao-stop", "--session", "{session_id}"]
     assert cfg.get("preserve.agentTimeout", settings.DEFAULT_AGENT_TIMEOUT) == 10
     with pytest.raises(Exception, match="expected one of stop, refuse, report"):
         cfg.set("preserve.agents", "kill")
@@ -237,12 +238,12 @@ def test_writers_are_agents_and_stop_gets_their_last_writes_in(tmp_path, wt):
     try:
         for w in ws:
             w.wait_writes(3)
-        found = {a.pid: a.ties for a in agents.find(str(wt))}
+        found = {a.pid: a.ties for a in processes.find(str(wt))}
         assert "cwd" in found[ws[0].pid]
         assert "open file transcript.log" in found[ws[2].pid]
         # the abspath and editor writers are tied only between two opens, if at all
         assert set(found) <= {w.pid for w in ws}
-        report = agents.stop([agents.Agent(w.pid, w.kind, (), ()) for w in ws], "stop",
+        report = processes.stop([processes.Agent(w.pid, w.kind, (), ()) for w in ws], "stop",
                              timeout=30)
         assert report.still_running == [] and len(report.stopped) == 4
     finally:
@@ -290,5 +291,5 @@ def test_an_ancestor_that_cannot_be_read_keeps_the_ones_found_protected(monkeypa
             return super().ppid()
 
     monkeypatch.setattr(psutil, "Process", Unreadable)
-    me, parents = agents._self_and_ancestors()
+    me, parents = processes._self_and_ancestors()
     assert me == os.getpid() and parents == {parent}

@@ -90,10 +90,10 @@ def test_a_git_older_than_the_floor_is_named_and_nothing_runs(tmp_path, repo):
 
 
 def test_the_version_is_asked_again_of_another_git(tmp_path, repo, monkeypatch):
-    from git_ao import gitversion
     from git_ao.errors import Fatal
+    from git_ao.git import version
     monkeypatch.chdir(repo)
-    gitversion.check_version()  # the real git, remembered
+    version.check_version()  # the real git, remembered
     monkeypatch.setenv("PATH", f"{_old_git(tmp_path)}:{os.environ['PATH']}")
     with pytest.raises(Fatal, match="this is git 2.30.1"):
-        gitversion.check_version()
+        version.check_version()

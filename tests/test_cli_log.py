@@ -58,7 +58,7 @@ def test_switching_data_dir_in_one_process_closes_the_previous_log(tmp_path):
     """One process serving several data dirs (the property test does) must close
     the log file it no longer writes, not leave it to the garbage collector, which
     reports it as an unclosed file in whatever test runs next."""
-    from git_ao import log
+    from git_ao.store import log
     first, second = tmp_path / "first", tmp_path / "second"
     log.event(str(first), "preserve", "a", "saved")
     log.event(str(second), "preserve", "b", "saved")

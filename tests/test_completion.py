@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from git_ao import completion
+from git_ao.cli import completion
 from tests.support import ao
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +160,7 @@ def test_completing_ids_imports_only_the_light_modules_and_runs_no_git(sessions)
     res = subprocess.run([shutil.which("git-ao-restore")], cwd=sessions, capture_output=True,
                          text=True, env=env, check=False)
     assert res.stdout.split() == ["plain,gamma"]
-    heavy = re.findall(r"\|\s+((?:rich|json|git_ao\.(?:git|session|store|output|restore|records))(?:\.\w+)*)\s*$",
+    heavy = re.findall(r"\|\s+((?:rich|json|git_ao\.(?:git|context|store\.(?:database|records)|cli\.output|restore))(?:\.\w+)*)\s*$",
                        res.stderr, re.MULTILINE)
     assert heavy == []
     assert not (sessions / "trace").exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from git_ao import private
+from git_ao.save import local_state
 from tests.support import ao, commit_on, db_path, git, init_repo, ref_of
 from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, exact_state
@@ -248,10 +248,10 @@ def test_compact_and_expand_name_the_same_paths():
     paths = ["a", "b/c", "b/d", "b/e/f", "b/e/g", "b-x", "c/d/e"] + [f"m/{i}" for i in range(70)]
     for flagged in (paths, ["b/c", "b/d", "b/e/f", "b/e/g"] + [f"m/{i}" for i in range(70)],
                     ["b/c", "b/e/f", "b/e/g"] + [f"m/{i}" for i in range(1, 70)] + ["c/d/e"]):
-        items = private.compact(flagged, paths)
-        assert private.expand(items, paths) == set(flagged)
-    assert private.compact(paths, paths) == ["/"]
-    assert private.compact(paths[1:5] + paths[7:], paths) == ["b/", "m/"]
+        items = local_state.compact(flagged, paths)
+        assert local_state.expand(items, paths) == set(flagged)
+    assert local_state.compact(paths, paths) == ["/"]
+    assert local_state.compact(paths[1:5] + paths[7:], paths) == ["b/", "m/"]
 
 
 @pytest.mark.parametrize("how", PATHS)

@@ -1,7 +1,7 @@
 """The declared minimum versions are true.
 
 The floors live in one place each: the Python packages' in pyproject.toml
-(`name>=X`), Python's in `requires-python`, git's in `git_ao.gitversion.MIN_VERSION`.
+(`name>=X`), Python's in `requires-python`, git's in `git_ao.version.MIN_VERSION`.
 A venv with exactly the floor versions runs the commands (a usage error, the
 help, a save and a restore), and the README states the same floors.
 """
@@ -16,7 +16,7 @@ import tomllib
 
 import pytest
 
-from git_ao import gitversion
+from git_ao.git import version
 from tests.support import ROOT, pip_in, venv_with
 
 
@@ -37,7 +37,7 @@ def floors() -> dict[str, str]:
 def test_readme_states_the_floors():
     readme = (ROOT / "README.md").read_text()
     py = _pyproject()["project"]["requires-python"].removeprefix(">=")
-    git_floor = ".".join(map(str, gitversion.MIN_VERSION))
+    git_floor = ".".join(map(str, version.MIN_VERSION))
     assert f"Needs Python {py}+ and git {git_floor}+." in readme
     assert sys.version_info[:2] >= tuple(map(int, py.split(".")))
 
@@ -47,7 +47,7 @@ def floor_venv(tmp_path_factory, wheel):
     """A venv holding git-ao and exactly the floor version of each dependency."""
     base = tmp_path_factory.mktemp("floors")
     root = base / "venv"
-    pins = [f"{name}=={version}" for name, version in floors().items()]
+    pins = [f"{name}=={floor}" for name, floor in floors().items()]
     res = venv_with(root, *pins, home=base)
     if res.returncode == 0:
         res = pip_in(root, "install", "-q", "--no-deps", str(wheel), home=base)
@@ -67,8 +67,8 @@ def _run(venv_dir, *args, cwd, rc):
 @pytest.mark.slow
 def test_the_floor_versions_run_every_kind_of_command(floor_venv, repo, worktrees):
     freeze = pip_in(floor_venv, "freeze", home=floor_venv.parent).stdout.lower()
-    for name, version in floors().items():
-        assert f"{name.lower()}=={version}" in freeze.replace("_", "-")
+    for name, floor in floors().items():
+        assert f"{name.lower()}=={floor}" in freeze.replace("_", "-")
     res = _run(floor_venv, "ao", cwd=repo, rc=129)
     assert res.stderr.startswith("usage: git ao ") and res.stdout == ""
     res = _run(floor_venv, "ao", "--bogus", cwd=repo, rc=129)

@@ -1,4 +1,4 @@
-"""git.py: how git's failures reach the rest of git-ao."""
+"""git_ao/git/process.py: how git's failures reach the rest of git-ao."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""The process-saving shortcuts of git_ao/git.py agree with git itself.
+"""The process-saving shortcuts of git_ao/git/process.py agree with git itself.
 
 Each shortcut replaces a git process that used to run once per session (see
 docs/PERFORMANCE.md); these tests hold the replacement to git's own answer.
@@ -11,7 +11,8 @@ import subprocess
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from git_ao import git, gitquery
+from git_ao import git
+from git_ao.git import query
 
 # Characters that matter to git's ref rules, plus ordinary ones.
 _ALPHABET = st.sampled_from(list("ab09_-./@{}~^:?*[\\ \t\x7f\x01lockLOCKé") + [".lock", "@{"])
@@ -92,7 +93,7 @@ def test_index_flags_matches_a_plain_reading(repo):
     git_(repo, "update-index", "--assume-unchanged", "many/f9", "new\nline")
     out = subprocess.run(["git", "ls-files", "-v", "-z"], cwd=repo, capture_output=True,
                          check=True).stdout
-    flags = gitquery.index_flags(str(repo))
+    flags = query.index_flags(str(repo))
     assert (flags.assume_unchanged, flags.skip_worktree, flags.attributes) == \
         _flags_reference(out)
     assert "many/f9" in flags.skip_worktree and "many/f9" in flags.assume_unchanged

@@ -14,7 +14,7 @@ from tests.support import PROBE, ao, git
 
 
 def test_a_version_2_database_gains_the_daemon_facts(repo, worktrees):
-    from git_ao import store as store_mod
+    from git_ao.store import database as store_mod
     wt = worktrees(repo, "old")
     (wt / "new.txt").write_text("saved under schema 2\n")
     ao("ao-preserve", "old", cwd=repo)

@@ -12,8 +12,8 @@ import tempfile
 
 import pytest
 
-from git_ao import daemon_db as ddb
 from git_ao.errors import Fatal
+from git_ao.importers import daemon_db as ddb
 from tests.daemon_schema import daemon_db, daemon_session
 from tests.support import ao
 

@@ -13,7 +13,8 @@ import venv
 
 import pytest
 
-from git_ao import __version__, completion
+from git_ao import __version__
+from git_ao.cli import completion
 from tests.support import ROOT, built_once, venv_with
 
 PAGES = ("git-ao.1", "git-ao-preserve.1", "git-ao-restore.1", "git-ao-prune.1")

@@ -22,8 +22,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from git_ao import preserve, register, restore, session, snapshot
-from git_ao.store import Store
+from git_ao import context
+from git_ao.manage import register
+from git_ao.preserve import workflow as preserve
+from git_ao.restore import workflow as restore
+from git_ao.save import capture
+from git_ao.store.database import Store
 from tests.support import git, init_repo
 from tests.worktree_state import assert_restored, state
 
@@ -219,7 +223,7 @@ class Bench:
         self.common = os.path.join(self.repo, ".git")
         self.home = tmp_path / "home"
         self.store = Store()
-        self.ctx = session.Context(self.store)
+        self.ctx = context.Context(self.store)
         self.n = 0
         self.counts = {"exact": 0, "refused": 0}
 
@@ -269,7 +273,7 @@ class Bench:
         before = state(wt)
         try:
             out = preserve.preserve_one(self.ctx, sid)
-        except snapshot.CannotCapture as exc:
+        except capture.CannotCapture as exc:
             # Refused: allowed only where content conversion can lose bytes, and
             # then the worktree is untouched and nothing is recorded as saved.
             assert conversion, f"refused without any conversion in play: {exc}"

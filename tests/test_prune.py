@@ -107,8 +107,8 @@ def test_prune_waits_for_the_session_lock(repo, worktrees):
     import subprocess
     import time
 
-    from git_ao.locks import session_lock
-    from git_ao.store import Store
+    from git_ao.store.database import Store
+    from git_ao.store.locks import session_lock
 
     worktrees(repo, "held")
     ao("ao", "kill", "held", cwd=repo)

@@ -280,7 +280,7 @@ def test_config_set_preserve_push_warns_about_untracked_files(repo):
 
 
 def test_schema_3_database_gains_the_push_table(repo, worktrees):
-    from git_ao import store as store_mod
+    from git_ao.store import database as store_mod
     wt = worktrees(repo, "old")
     (wt / "new.txt").write_text("saved under schema 3\n")
     ao("ao-preserve", "old", cwd=repo)

@@ -268,15 +268,15 @@ def test_per_worktree_refs_and_reflog_only_commits_survive_gc_and_come_back(repo
 def test_objects_pruned_between_capture_and_ref_are_written_again(repo, worktrees):
     """A `git gc --prune=now` running while preserve writes: simulated by pruning
     right after the capture, before the ref exists."""
-    from git_ao import preserve as preserve_mod
-    from git_ao import snapshot
-    from git_ao.session import Context
-    from git_ao.store import Store
+    from git_ao.context import Context
+    from git_ao.preserve import workflow as preserve_mod
+    from git_ao.save import capture
+    from git_ao.store.database import Store
 
     wt = worktrees(repo, "gc")
     (wt / "new.txt").write_text("work written during a gc\n")
     before = state(wt)
-    real = snapshot.capture
+    real = capture.capture
     calls = []
 
     def capture_then_gc(*args, **kw):
@@ -286,11 +286,11 @@ def test_objects_pruned_between_capture_and_ref_are_written_again(repo, worktree
         calls.append(cap.commit)
         return cap
 
-    snapshot.capture = capture_then_gc
+    capture.capture = capture_then_gc
     try:
         out = preserve_mod.preserve_one(Context(Store()), "gc")
     finally:
-        snapshot.capture = real
+        capture.capture = real
     assert out.status == "ok", out.message
     assert len(calls) >= 2
     ao("ao-restore", cwd=repo)

@@ -11,7 +11,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from git_ao import trash
+from git_ao.store import trash
 from tests.conftest import ao, commit_on, dirty, git
 from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, state
@@ -88,7 +88,7 @@ def test_a_clock_fast_at_shutdown_does_not_keep_the_session_pending(repo, worktr
 
 
 def test_a_version_3_database_gains_the_pending_state(repo, worktrees):
-    from git_ao import store as store_mod
+    from git_ao.store import database as store_mod
     for sid in ("p3", "l3", "c3"):
         (worktrees(repo, sid) / "f.txt").write_text(sid)
     ao("ao-preserve", "p3", "l3", cwd=repo)

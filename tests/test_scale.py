@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from git_ao import context
 from git_ao import git as ao_git
-from git_ao import preserve, register, session, store
+from git_ao.manage import register
+from git_ao.preserve import workflow as preserve
+from git_ao.store import database
 from tests.support import ao, git
 
 REPOS = 6
@@ -39,7 +42,7 @@ def _expect(wt: Path, n: int):
 @pytest.mark.slow
 def test_60_sessions_in_6_repositories(make_repo, tmp_path):
     repos = [make_repo() for _ in range(REPOS)]
-    ctx = session.Context(store.Store())
+    ctx = context.Context(database.Store())
     sessions = {}
     for r, repo in enumerate(repos):
         for k in range(PER_REPO):
@@ -62,21 +65,21 @@ def test_60_sessions_in_6_repositories(make_repo, tmp_path):
         assert "prunable" not in git("worktree", "list", "--porcelain", cwd=repo)
         listed = git("worktree", "list", "--porcelain", cwd=repo)
         assert listed.count("worktree ") == 1, listed
-    assert all(s.pending for s in store.Store().sessions())
+    assert all(s.pending for s in database.Store().sessions())
 
     ao("ao-restore", "-q", cwd=repos[0])
     for n, (_, wt) in sessions.items():
         _expect(wt, n)
     for repo in repos:
         assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
-    assert all(s.live and not s.pending for s in store.Store().sessions())
+    assert all(s.live and not s.pending for s in database.Store().sessions())
 
 
 def test_batch_prunes_once_per_repository(make_repo, tmp_path):
     """A preserve run deregisters removed worktrees with one `git worktree prune` per
     repository, not one per session, and leaves nothing prunable behind."""
     repos = [make_repo() for _ in range(2)]
-    ctx = session.Context(store.Store())
+    ctx = context.Context(database.Store())
     ids = []
     for r, repo in enumerate(repos):
         for k in range(3):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from git_ao.settings import DEFAULT_AGENT_TIMEOUT
+from git_ao.store.settings import DEFAULT_AGENT_TIMEOUT
 from tests.support import ao, commit_on, states
 
 ROOT = Path(__file__).resolve().parent.parent

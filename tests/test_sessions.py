@@ -170,7 +170,7 @@ def test_worktree_name_that_is_no_id_gives_a_plain_one(repo, tmp_path):
 def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
     """Schema 1 (the first release) gains the restore-tracking columns; a pending
     save written under it reads back unchanged and restores as before."""
-    from git_ao import store as store_mod
+    from git_ao.store import database as store_mod
     wt = worktrees(repo, "old")
     (wt / "new.txt").write_text("saved under schema 1\n")
     ao("ao-preserve", "old", cwd=repo)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from git_ao import trash
+from git_ao.store import trash
 from tests.conftest import ao, git
 from tests.worktree_state import differences, state
 

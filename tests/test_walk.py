@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from git_ao import nested, walk
+from git_ao.fs import nested, walk
 from tests.support import git
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from git_ao import trash
+from git_ao.store import trash
 
 # Crash points only the checkout-and-apply path passes.
 SLOW_PATH_POINTS = ("restore:after-worktree-add", "restore:during-apply",

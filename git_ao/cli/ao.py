@@ -5,9 +5,8 @@ import os
 
 import click
 
-from .. import __version__
-from ..vocab import KINDS
-from .common import (
+from git_ao import __version__
+from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     Group,
     check_ids,
@@ -18,6 +17,8 @@ from .common import (
     short_help_option,
     usage,
 )
+from git_ao.outcome import Outcome
+from git_ao.store.states import KINDS
 
 
 @click.group("ao", cls=Group, context_settings=CONTEXT_SETTINGS)
@@ -30,7 +31,7 @@ def group():
     The lifecycle commands are git ao-preserve, git ao-restore and git ao-prune."""
 
 
-STATES = ("live", "attention", "pending", "terminated")  # present.STATES, without importing git
+STATES = ("live", "attention", "pending", "terminated")  # listing.STATES, without importing git
 
 
 @group.command("list", context_settings=CONTEXT_SETTINGS)
@@ -45,7 +46,7 @@ STATES = ("live", "attention", "pending", "terminated")  # present.STATES, witho
 def list_(app, states, repo_path, all_):
     """List the sessions of this repository (of every one with --all, or outside a
     repository): id, kind, harness, state, branch, workspace path, preserved work."""
-    from ..present import list_json
+    from git_ao.manage.listing import list_json
     if all_ and repo_path:
         usage("give --repo or --all, not both")
     sessions = app.store.sessions()
@@ -63,8 +64,8 @@ def list_(app, states, repo_path, all_):
 def _repo_of(path):
     """The repository (its common git dir, as sessions record it) at `path`; with no
     path, the one the command runs in, or None outside any (then every session)."""
-    from .. import git
-    from ..errors import Fatal
+    from git_ao import git
+    from git_ao.errors import Fatal
     try:
         dirs = git.repo_dirs(path or os.getcwd())
     except Fatal:
@@ -80,9 +81,9 @@ def _repo_of(path):
 def show(app, session_id):
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
-    from ..daemon_refs import kept_refs
-    from ..present import list_json, saved_commit_gone, show_stat, trash_kept
-    from ..session import lookup
+    from git_ao.context import lookup
+    from git_ao.manage.listing import list_json, saved_commit_gone, show_stat, trash_kept
+    from git_ao.save.daemon_refs import kept_refs
     s = lookup(app.ctx, session_id)
     rec = list_json(s)
     # Commits of the daemon's that a preserve moved aside rather than replace.
@@ -119,7 +120,7 @@ def show(app, session_id):
 @options(records=True)
 def add(app, path, session_id, kind, harness, agent_session_id, prompt):
     """Register an existing linked worktree (default: the current one) as a live session."""
-    from ..register import add
+    from git_ao.manage.register import add
     o = add(app.ctx, path or os.getcwd(), session_id=session_id, kind=kind, harness=harness,
             agent_session_id=agent_session_id, prompt=prompt)
     app.printer.outcome(o)
@@ -133,8 +134,8 @@ def add(app, path, session_id, kind, harness, agent_session_id, prompt):
 def kill(app, ids):
     """End sessions: remove each worktree only when it is clean, and mark the session
     terminated with nothing pending (restore never brings it back)."""
-    from ..batch import guarded
-    from ..kill import kill as kill_one
+    from git_ao.batch import guarded
+    from git_ao.manage.kill import kill as kill_one
     check_ids(ids)
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
@@ -153,8 +154,8 @@ def kill(app, ids):
 @options(records=True)
 def forget(app, ids, force):
     """Drop session records; refuses while work is pending unless --force."""
-    from ..batch import guarded
-    from ..kill import forget as forget_one
+    from git_ao.batch import guarded
+    from git_ao.manage.kill import forget as forget_one
     check_ids(ids)
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
@@ -174,10 +175,23 @@ def forget(app, ids, force):
 def doctor(app, scan, recover):
     """Check git, the data dir, the database and the known repositories (and those
     named with -C or found under DIR...)."""
-    from .. import doctor as doc
+    from git_ao.manage import doctor as doc
     chdirs = click.get_current_context().params.get("chdir") or ()
     named = [p for p in chdirs if os.path.isabs(p)] + ([os.getcwd()] if chdirs else [])
-    checks, outcomes = doc.diagnose(app, named, scan, recover)
+    from git_ao.manage.recover import repositories
+    repos, problems = repositories(named, scan)
+    outcomes: list[Outcome] = []
+    if recover:
+        from git_ao.store.database import Store
+        notes, outcomes = doc.recover(lambda: app.use_store(Store(recover=True)), repos,
+                                      named_any=bool(named or scan))
+        if not app.printer.json_mode:
+            for note in notes:
+                click.echo(note, err=True)
+            for o in outcomes:
+                app.printer.outcome(o)
+    checks = doc.run_checks(lambda: app.store, repos)
+    checks += [doc.Check("repository", False, p) for p in problems]
     if app.printer.json_mode:
         app.printer.emit_json("doctor", checks=[c._asdict() for c in checks],
                               recovered=[{"id": o.session_id, "status": o.status,
@@ -205,7 +219,7 @@ def _config_value(value):
 @options(changes=False)
 def config_get(app, key):
     """Print the value of KEY; exit 1 when it is not set."""
-    from ..settings import key_spec
+    from git_ao.store.settings import key_spec
     if key_spec(key) is None:
         usage(f"unknown key '{key}' (see 'git ao config list --all')")
     value = app.settings.get(key)
@@ -224,11 +238,11 @@ def config_set(app, key, value):
     """Set KEY to VALUE, checked against the key's type (a bad value is refused)."""
     cfg = app.settings
     if app.dry_run:
-        from ..settings import check_value
+        from git_ao.store.settings import check_value
         check_value(key, value)
     else:
         cfg.set(key, value)
-        from ..remote import setting_notice  # lazily: it imports git
+        from git_ao.remote.pushes import setting_notice  # lazily: it imports git
         if setting_notice(key):
             app.printer.error("warning", setting_notice(key))
     if app.printer.json_mode:
@@ -255,7 +269,7 @@ def config_unset(app, key):
 @options(changes=False)
 def config_list(app, all_):
     """Print every key that is set, as key=value lines."""
-    from ..settings import KEYS
+    from git_ao.store.settings import KEYS
     values = dict(app.settings.values)
     if app.printer.json_mode:
         doc = {"values": values, "path": app.settings.path}
@@ -273,7 +287,7 @@ def config_list(app, all_):
 
 
 def _complete_keys(incomplete):
-    from ..settings import KEYS
+    from git_ao.store.settings import KEYS
     return [k for k in KEYS if k.startswith(incomplete) and "<" not in k]
 
 
@@ -286,8 +300,8 @@ def _complete_keys(incomplete):
 def log_(app, count, session_id):
     """Show the most recent entries of logs/git-ao.log (every preserve, restore,
     relaunch and prune decision), oldest first."""
-    from .. import logview
-    from ..store import data_dir
+    from git_ao.cli import logview
+    from git_ao.store.database import data_dir
     entries = logview.tail(data_dir(), count, session_id=session_id)
     if app.printer.json_mode:
         app.printer.emit_json("log", entries=entries)
@@ -302,7 +316,7 @@ def log_(app, count, session_id):
 @options(changes=False)
 def completion(app, shell):
     """Print the completion script for SHELL (bash, zsh or fish), to source or install."""
-    from ..completion import script
+    from git_ao.cli.completion import script
     text = script(shell)
     if app.printer.json_mode:
         app.printer.emit_json("completion", shell=shell, script=text)
@@ -319,9 +333,9 @@ def import_(app, db_path):
     """Register the live sessions recorded in the ao daemon's ao.db (read-only, of a
     known schema version): kind, harness, branch, workspace path, agent session id,
     prompt, chat resume facts, and each repository worktree of a workspace session."""
-    from .. import importer
-    path = db_path or importer.default_path(app.store.dir)
-    outcomes, _ = importer.run(app.ctx, path)
+    from git_ao.importers import daemon
+    path = db_path or daemon.default_path(app.store.dir)
+    outcomes, _ = daemon.run(app.ctx, path)
     for o in outcomes:
         app.printer.outcome(o)
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:

@@ -11,7 +11,7 @@ import click
 
 # Only light imports here: shell completion runs these modules on every TAB, so
 # git (and with it sh), the workflows and rich are imported where they are used.
-from ..errors import EXIT_USAGE, AoError, Fatal, Usage
+from git_ao.errors import EXIT_USAGE, AoError, Fatal, Usage
 
 # git's variables naming a repository: git-ao never follows them (a session is
 # the worktree the user stands in), and says so when they are set.
@@ -67,7 +67,7 @@ def complete_ids(state):
     def _complete(ctx, param, incomplete):
         from click.shell_completion import CompletionItem
 
-        from ..datadir import completion_rows
+        from git_ao.store.datadir import completion_rows
         taken = set(ctx.params.get(param.name) or ())
         # zsh and fish show the help beside each id: its state and branch.
         return [CompletionItem(i, help=about) for i, about in completion_rows(state)
@@ -180,16 +180,17 @@ class App:
                 os.chdir(d)
             except OSError as exc:
                 raise Fatal(f"cannot change to '{d}': {exc.strerror}") from exc
-        from .. import git, gitversion
+        from git_ao import git
+        from git_ao.git import version
         self.dry_run = dry_run
-        from ..output import Printer  # lazily: json and rich are not needed for a TAB
+        from git_ao.cli.output import Printer  # lazily: json and rich are not needed for a TAB
         self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose, nul=nul)
         if verbose:
             git.set_trace(self.printer.trace)
-        from .. import log
+        from git_ao.store import log
         # Said once per run: a shutdown that logs nothing must not do so silently.
         log.on_failure(lambda message: self.printer.error("warning", message))
-        gitversion.check_version()
+        version.check_version()
         if not json_mode:
             self.printer.colour = _colour(color, self.printer.tty)
         stray = [v for v in REPO_ENV if os.environ.get(v)]
@@ -203,7 +204,7 @@ class App:
     def store(self):
         """The Store, opened on first use (Fatal when the database is unreadable)."""
         if self._store is None:
-            from ..store import Store
+            from git_ao.store.database import Store
             # A command that changes nothing creates no data dir and no database.
             self._store = Store(read_only=self.read_only)
         return self._store
@@ -216,7 +217,7 @@ class App:
     @property
     def ctx(self):
         """The workflows' Context for this run."""
-        from ..session import Context
+        from git_ao.context import Context
         return Context(self.store, dry_run=self.dry_run)
 
     @property
@@ -224,8 +225,8 @@ class App:
         """git-ao.toml of the data dir, read on first use; its warnings (unknown keys,
         bad values) go to stderr once."""
         if self._settings is None:
-            from ..settings import Settings
-            from ..store import data_dir
+            from git_ao.store.database import data_dir
+            from git_ao.store.settings import Settings
             self._settings = Settings(data_dir())
             for w in self._settings.warnings:
                 self.printer.error("warning", w)
@@ -235,12 +236,12 @@ class App:
 def _colour(when, tty) -> bool:
     """--color, else git's color.ao and color.ui (`git -c` included), else the
     environment (output.colour_wanted)."""
-    from .. import gitquery
-    from ..output import colour_wanted
+    from git_ao.cli.output import colour_wanted
+    from git_ao.git import query
     config = None
     if when is None:
         try:
-            config = gitquery.config_map(os.getcwd())
+            config = query.config_map(os.getcwd())
         except AoError:
             config = None  # no readable config: the environment decides
     return colour_wanted(when, tty, config)
@@ -269,7 +270,7 @@ def _json_error(command_path, status, error):
 def run(command, prog_name):
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
-    from ..datadir import pin_data_dir
+    from git_ao.store.datadir import pin_data_dir
     pin_data_dir()
     try:
         # The completion variable follows the executable (git-ao-preserve ->
@@ -326,7 +327,7 @@ def run(command, prog_name):
 
 def check_ids(ids):
     """Validate every session id before anything changes (Usage on the first bad one)."""
-    from ..session import validate_id
+    from git_ao.context import validate_id
     for sid in ids:
         validate_id(sid)
 
@@ -335,9 +336,9 @@ def named_sessions(app, ids, action):
     """The sessions named on the command line, each id looked up on its own, as git
     reports each bad argument: returns (sessions, outcomes), one `refused` Outcome
     per unknown id (printed here) so the known ones go on. A repeated id counts once."""
-    from ..errors import Refused
-    from ..outcome import Outcome, Status
-    from ..session import lookup
+    from git_ao.context import lookup
+    from git_ao.errors import Refused
+    from git_ao.outcome import Outcome, Status
     sessions, refused = [], []
     for sid in dict.fromkeys(ids):
         try:
@@ -365,7 +366,7 @@ def add_state(app, o) -> None:
     know the save is recorded and restore brings the session back."""
     if "state" in o.data or o.session_id in ("", "-"):
         return
-    from ..present import state
+    from git_ao.manage.listing import state
     try:
         s = app.store.get(o.session_id)
         o.data["state"] = state(s) if s is not None else None
@@ -379,7 +380,7 @@ def add_state(app, o) -> None:
 
 def finish(app, command, outcomes):
     """Print the summary (or the JSON document) and return the worst exit status."""
-    from ..outcome import exit_status
+    from git_ao.outcome import exit_status
     for o in outcomes:
         add_state(app, o)
     status = exit_status(outcomes)
@@ -428,14 +429,14 @@ class SignalStop:
             return None
         import signal
 
-        from ..batch import NOT_STARTED
+        from git_ao.batch import NOT_STARTED
         name = signal.Signals(self.caught[0]).name
         left = sum(1 for o in outcomes if o.message.startswith(NOT_STARTED))
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1
         if not app.dry_run:
-            from .. import log  # lazy: logging.handlers costs -h and completion ~5 ms
+            from git_ao.store import log  # lazy: logging.handlers costs -h and completion ~5 ms
             log.event(app.store.dir, command, None, "interrupted", signal=name,
                       not_started=left, **counts)
         if not app.printer.quiet and not app.printer.json_mode:

@@ -4,8 +4,8 @@ import os
 
 import click
 
-from . import remote_opts
-from .common import (
+from git_ao.cli import remote_opts
+from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     Seconds,
     SignalStop,
@@ -42,9 +42,9 @@ def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
     if ids and all_:
         usage("give session ids or --all, not both")
     # lazily: completion must not import git and sh
-    from .. import preserve
-    from ..batch import guarded
-    from ..register import current_session
+    from git_ao.batch import guarded
+    from git_ao.manage.register import current_session
+    from git_ao.preserve import workflow as preserve
     check_ids(ids)
     push = remote_opts.check_preserve(app, push, push_branch)
     ctx = app.ctx

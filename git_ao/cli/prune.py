@@ -2,16 +2,8 @@
 
 import click
 
-from . import remote_opts
-from .common import (
-    CONTEXT_SETTINGS,
-    check_ids,
-    complete_ids,
-    finish,
-    options,
-    run,
-    usage,
-)
+from git_ao.cli import remote_opts
+from git_ao.cli.common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
 
 
 @click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
@@ -29,13 +21,13 @@ def command(app, ids, expire, force, remote):
     and of terminated sessions with nothing pending, stale worktree registrations,
     leftover temporary index files, the trash. A preserve ref goes only when its work
     is provably elsewhere, or when named with --force."""
-    from .. import prune  # lazily: completion must not import git and sh
+    from git_ao.manage import prune  # lazily: completion must not import git and sh
     check_ids(ids)
     if ids and not force:
         usage("naming sessions needs --force (it deletes their preserve refs)")
     if force and not ids:
         usage("--force needs the session ids it applies to")
-    from ..gitquery import expiry_date
+    from git_ao.git.query import expiry_date
     if expire is not None:
         expire_before = expiry_date(expire)
     else:
@@ -54,8 +46,8 @@ def command(app, ids, expire, force, remote):
 def _configured_expiry(app):
     """The prune.expire setting parsed as git does; a value git cannot parse (set
     by hand in the file) is warned about and ignored, like any bad value there."""
-    from ..errors import Usage
-    from ..gitquery import expiry_date
+    from git_ao.errors import Usage
+    from git_ao.git.query import expiry_date
     value = app.settings.get("prune.expire")
     if not value:
         return None

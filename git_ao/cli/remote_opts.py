@@ -1,6 +1,6 @@
 """The remote side of the commands: `git ao-preserve --push`, `git ao-restore
 --from --map-path`, `git ao-prune --remote`, and the retry of pending pushes
-that every one of them runs (git_ao/remote.py, git_ao/from_remote.py)."""
+that every one of them runs (git_ao/remote/pushes.py, git_ao/remote/restore_from.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .common import SignalStop, finish, usage
+from git_ao.cli.common import SignalStop, finish, usage
 
 # restore --from and prune --remote fetch history, interactively: their bound is
 # longer than a shutdown's push.
@@ -19,14 +19,14 @@ MIN_FETCH_TIMEOUT = 300
 
 
 def _push_timeout(app: Any) -> float:
-    from ..settings import DEFAULT_PUSH_TIMEOUT
+    from git_ao.store.settings import DEFAULT_PUSH_TIMEOUT
     return float(app.settings.get("preserve.pushTimeout", DEFAULT_PUSH_TIMEOUT))
 
 
 def check_preserve(app: Any, push: str | None, push_branch: bool) -> str | None:
     """The remote `git ao-preserve` pushes to (--push, else preserve.push), checked
     before anything runs; None when pushing is off. Raises Usage."""
-    from ..remote import check_remote
+    from git_ao.remote.pushes import check_remote
     name = push or app.settings.get("preserve.push")
     if push_branch and not name:
         usage("--push-branch needs --push REMOTE (or the preserve.push setting)")
@@ -38,11 +38,11 @@ def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch:
     """Queue the saves for `name` and push everything pending, one bounded `git
     push` per repository; print and return the push Outcomes. Nothing is pushed
     once a signal asked to stop (the rows stay pending)."""
-    from .. import remote
+    from git_ao.remote import pushes
     ctx = app.ctx
-    extra = remote.queue_saves(ctx, outcomes, name, push_branch=push_branch) if name else []
+    extra = pushes.queue_saves(ctx, outcomes, name, push_branch=push_branch) if name else []
     if not stop.is_set():
-        extra += remote.push_pending(ctx, timeout=_push_timeout(app))
+        extra += pushes.push_pending(ctx, timeout=_push_timeout(app))
     for o in extra:
         app.printer.outcome(o)
     return extra
@@ -51,10 +51,10 @@ def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch:
 def retry_pushes(app: Any, outcomes: Sequence[Any] = ()) -> list[Any]:
     """After a restore or a prune: record the remote deletes of sessions restored in
     full, then push whatever is pending; print and return the Outcomes."""
-    from .. import remote
+    from git_ao.remote import pushes
     ctx = app.ctx
-    remote.queue_restored(ctx, outcomes)
-    extra = remote.push_pending(ctx, timeout=_push_timeout(app))
+    pushes.queue_restored(ctx, outcomes)
+    extra = pushes.push_pending(ctx, timeout=_push_timeout(app))
     for o in extra:
         app.printer.outcome(o)
     return extra
@@ -64,23 +64,25 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
                  map_path: tuple[str, ...], jobs: int, no_launch: bool) -> int:
     """`git ao-restore --from REMOTE`: fetch, adopt, restore, relaunch, then push the
     remote deletes. Returns the exit status."""
-    from .. import from_remote, relaunch
+    from git_ao.agents import relaunch
+    from git_ao.remote import restore_from
     if not name:
         usage("--map-path needs --from REMOTE")
     assert name is not None
     try:
-        maps = from_remote.maps_from(map_path, app.settings.get("restore.mapPath"))
+        maps = restore_from.maps_from(map_path, app.settings.get("restore.mapPath"))
     except ValueError as exc:
         usage(f"--map-path: {exc}")
     timeout = max(_push_timeout(app), MIN_FETCH_TIMEOUT)
     with SignalStop() as signals:
         with app.printer.progress(max(len(ids), 1), "restoring") as advance:
-            outcomes = from_remote.restore_from(app.ctx, os.getcwd(), name, ids, maps,
+            outcomes = restore_from.restore_from(app.ctx, os.getcwd(), name, ids, maps,
                                                 timeout=timeout, jobs=jobs, progress=advance,
                                                 stop=signals.event)
         if not app.dry_run:
             outcomes += relaunch.relaunch_all(app.ctx, app.settings, outcomes, no_launch,
-                                             signals.event, app.printer)
+                                             signals.event, app.printer.outcome,
+                                             app.printer.hint)
             if not signals.event.is_set():
                 outcomes += retry_pushes(app)
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:
@@ -92,20 +94,20 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
 def prune_remote(app: Any, name: str | None) -> list[Any]:
     """`git ao-prune [--remote REMOTE]`: the pending pushes first, then (with a
     remote) the remote namespace; returns the Outcomes (the caller prints them)."""
-    from .. import remote, remote_refs
-    from ..errors import AoError
-    from ..outcome import Outcome, Status
+    from git_ao.errors import AoError
+    from git_ao.outcome import Outcome, Status
+    from git_ao.remote import namespace, pushes
     ctx = app.ctx
     out: list[Any] = []
     if not app.dry_run:
-        out += remote.push_pending(ctx, timeout=_push_timeout(app))
+        out += pushes.push_pending(ctx, timeout=_push_timeout(app))
     if name:
-        remote.check_remote(name)
-        repos = remote_refs.repositories_with(ctx.store, name, os.getcwd())
+        pushes.check_remote(name)
+        repos = namespace.repositories_with(ctx.store, name, os.getcwd())
         if not repos:
             usage(f"no repository here or of any session has a remote '{name}'")
         try:
-            out += remote_refs.prune_remote(ctx, name, repos,
+            out += namespace.prune_remote(ctx, name, repos,
                                        timeout=max(_push_timeout(app), MIN_FETCH_TIMEOUT))
         except AoError as exc:
             out.append(Outcome("-", "prune-remote", Status.FAILED,

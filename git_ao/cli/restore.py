@@ -4,8 +4,8 @@ import os
 
 import click
 
-from . import remote_opts
-from .common import (
+from git_ao.cli import remote_opts
+from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     SignalStop,
     check_ids,
@@ -33,7 +33,9 @@ def command(app, ids, no_launch, jobs, from_, map_path):
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
     worktree (or print how to resume the agent)."""
-    from .. import relaunch, restore, restore_path  # lazily: completion must not import git and sh
+    from git_ao.agents import relaunch
+    from git_ao.restore import target
+    from git_ao.restore import workflow as restore  # lazily: completion must not import git and sh
     check_ids(ids)
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     if from_ or map_path:
@@ -45,13 +47,13 @@ def command(app, ids, no_launch, jobs, from_, map_path):
     else:
         known = app.store.sessions()
         sessions = [s for s in known if s.pending]
-        for o in restore_path.gone_live(known):
+        for o in target.gone_live(known):
             app.printer.outcome(o)
             refused.append(o)
     if not sessions:
         if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
-            from ..doctor import empty_database_hint
+            from git_ao.manage.doctor import empty_database_hint
             hint = empty_database_hint(app.store)
             if hint:
                 click.echo(f"hint: {hint}", err=True)
@@ -63,7 +65,8 @@ def command(app, ids, no_launch, jobs, from_, map_path):
                                                  stop=signals.event)
         if not app.dry_run:
             outcomes += relaunch.relaunch_all(ctx, app.settings, outcomes, no_launch,
-                                             signals.event, app.printer)
+                                             signals.event, app.printer.outcome,
+                                             app.printer.hint)
             outcomes += remote_opts.retry_pushes(app, outcomes)
     status = finish(app, "restore", outcomes)
     return signals.interrupted(app, "restore", outcomes, "still pending") or status

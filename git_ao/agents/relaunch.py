@@ -1,0 +1,149 @@
+"""Relaunch, the last step of restore: the one non-git process git-ao starts.
+
+The command comes from `git-ao.toml` (`relaunch.harness.<name>`, else
+`relaunch.command`) as an argument list, never a shell string. It runs in the
+restored worktree with the session's facts in AO_* environment variables, and
+`{name}` placeholders in its arguments are replaced by the same facts, each
+argument as one piece of data. A relaunch that fails is reported and logged;
+it never undoes the restore that came before it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from git_ao.outcome import Outcome, Status
+
+if TYPE_CHECKING:
+    from git_ao.context import Context
+    from git_ao.store.settings import Settings
+
+# Environment variable -> the placeholder that may appear in an argument.
+FACTS = {
+    "AO_SESSION_ID": "session_id",
+    "AO_WORKTREE": "worktree",
+    "AO_BRANCH": "branch",
+    "AO_KIND": "kind",
+    "AO_HARNESS": "harness",
+    "AO_AGENT_SESSION_ID": "agent_session_id",
+    "AO_RESTORE_STATUS": "restore_status",
+    # From the ao daemon (git ao import): a chat-mode session resumes by its
+    # provider conversation, not by AO_AGENT_SESSION_ID.
+    "AO_SESSION_MODE": "session_mode",
+    "AO_PROVIDER_CONVERSATION_ID": "provider_conversation_id",
+    "AO_SESSION_GROUP": "session_group",
+}
+
+
+@dataclass
+class Result:
+    """What one relaunch did. ok: bool; status: 'exited', 'running' (still going
+    when the wait ended, left running) or 'failed-to-start'; returncode: int or None;
+    message: one line for people and the log."""
+
+    ok: bool
+    status: str
+    returncode: int | None
+    message: str
+
+
+def facts(session, restore_status) -> dict:
+    """The AO_* variables for a restored session (values are str, '' when unknown)."""
+    return {
+        "AO_SESSION_ID": session.id,
+        "AO_WORKTREE": session.worktree_path,
+        "AO_BRANCH": session.branch or "",
+        "AO_KIND": session.kind,
+        "AO_HARNESS": session.harness or "",
+        "AO_AGENT_SESSION_ID": session.agent_session_id or "",
+        "AO_RESTORE_STATUS": restore_status,
+        "AO_SESSION_MODE": getattr(session, "session_mode", None) or "",
+        "AO_PROVIDER_CONVERSATION_ID": getattr(session, "provider_conversation_id", None) or "",
+        "AO_SESSION_GROUP": getattr(session, "group_id", None) or "",
+    }
+
+
+def expand(argv, env) -> list[str]:
+    """Replace `{session_id}`, `{worktree}`, ... (FACTS' names) inside each argument.
+
+    Plain text replacement of known names only: a value never becomes more than
+    the one argument it lands in, and nothing is evaluated."""
+    out = []
+    for arg in argv:
+        for var, name in FACTS.items():
+            if var in env:  # a fact the caller did not give stays as written
+                arg = arg.replace("{" + name + "}", env[var])
+        out.append(arg)
+    return out
+
+
+def run(argv, session, restore_status, *, timeout, stdout=None) -> Result:
+    """Run the relaunch command for one restored session and wait up to `timeout`
+    seconds for it to exit.
+
+    argv: list[str] from the config. session: store.Session (restored).
+    restore_status: 'ok' or 'attention'. stdout: where the command's output goes
+    (a file object or descriptor; default: git-ao's stderr, so --json output stays clean).
+    A command still running after the wait is left running in its own session
+    (a launcher such as `tmux new-session -d` returns at once). Never raises for
+    a command that fails: returns a Result."""
+    env = facts(session, restore_status)
+    full_env = dict(os.environ, **env)
+    argv = expand(argv, env)
+    try:
+        proc = subprocess.Popen(argv, cwd=session.worktree_path, env=full_env,
+                                stdin=subprocess.DEVNULL,
+                                stdout=stdout if stdout is not None else 2,
+                                start_new_session=True)
+    except OSError as exc:
+        return Result(False, "failed-to-start", None,
+                      f"relaunch command {argv[0]!r} could not start: {exc.strerror or exc}")
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Result(True, "running", None,
+                      f"relaunch command {argv[0]!r} still running after {timeout:g}s "
+                      f"(pid {proc.pid}), left running")
+    if rc != 0:
+        return Result(False, "exited", rc, f"relaunch command {argv[0]!r} exited with {rc}")
+    return Result(True, "exited", 0, f"relaunched with {argv[0]!r}")
+
+
+def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_launch: bool,
+                 stop: threading.Event, report: Callable[[Outcome], None],
+                 hint: Callable[[str], None]) -> list[Outcome]:
+    """The last step of restore, for every session that came back: run the configured
+    relaunch command in its worktree, or print how to resume its agent. Once `stop`
+    is set by a signal no command starts, as with --no-launch (the machine is going
+    down again). Returns the relaunch Outcomes, each already passed to `report`
+    (a failed one exits 1; the restore before it stands); how to resume an agent
+    by hand goes to `hint`."""
+    from git_ao.store.settings import DEFAULT_RELAUNCH_TIMEOUT
+    extra = []
+    for o in list(outcomes):
+        if o.action != "restore" or o.status not in (Status.OK, Status.ATTENTION):
+            continue
+        s = ctx.store.get(o.session_id)
+        if s is None or not s.live:
+            continue
+        argv = None if no_launch or stop.is_set() else settings.relaunch_argv(s.harness)
+        if argv is None:
+            if s.agent_session_id:
+                hint(f"resume {s.id}: {s.harness or 'agent'} session "
+                             f"{s.agent_session_id} in {s.worktree_path}")
+            continue
+        res = run(argv, s, o.status,
+                           timeout=settings.get("relaunch.timeout", DEFAULT_RELAUNCH_TIMEOUT))
+        status = Status.OK if res.ok else Status.FAILED
+        ctx.log("relaunch", s.id, status, detail=res.message, command=argv[0],
+                returncode=res.returncode, state=res.status)
+        r = Outcome(s.id, "relaunch", status, res.message,
+                    {"argv0": argv[0], "returncode": res.returncode, "state": res.status})
+        report(r)
+        extra.append(r)
+    return extra

@@ -1,0 +1,261 @@
+"""How results reach a person or a program.
+
+On a terminal: rich tables, colour and a progress bar for batches. Otherwise:
+plain, stable one-line records, tab-separated, no colour:
+
+    <action>\t<status>\t<session-id>\t<message>
+
+A field holding a tab, a newline, a double quote, a backslash or another
+control character is written C-style quoted, as git quotes such paths
+(core.quotePath). With -z every field is followed by a NUL instead and nothing
+is quoted (git's -z). With --json: one JSON document on stdout,
+`{"schema": 1, "command": ..., ...}`. Errors, warnings and the summary go to
+stderr.
+
+Colour: --color=WHEN, else git's color.ao, else color.ui (so `git -c
+color.ui=never ao list` works), else NO_COLOR (no colour, no bold, no dim), else
+CLICOLOR_FORCE or FORCE_COLOR, else only on a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from git_ao.outcome import Status
+
+JSON_SCHEMA = 1
+
+_STYLE = {Status.OK: "green", Status.NOTHING: "dim", Status.ATTENTION: "yellow",
+          Status.REFUSED: "red", Status.FAILED: "red"}
+
+
+_SGR = {"green": "32", "dim": "2", "yellow": "33", "red": "31"}
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+              "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+COLOR_WHEN = ("always", "never", "auto")
+
+
+def quote_field(text: str) -> str:
+    """`text` as it goes into a plain record: unchanged, or C-style quoted (as git
+    quotes paths) when it holds a control character, a double quote or a backslash."""
+    if not any(c in _C_ESCAPES or ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        return text
+    out = []
+    for c in text:
+        if c in _C_ESCAPES:
+            out.append(_C_ESCAPES[c])
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\{ord(c):03o}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
+def colour_wanted(when: str | None, tty: bool, config: dict[str, str] | None) -> bool:
+    """Whether to colour: `when` (--color) wins, then color.ao, then color.ui from
+    git's `config` (lower-case keys), then NO_COLOR, then CLICOLOR_FORCE or
+    FORCE_COLOR, else `tty`."""
+    import os
+    config = config or {}
+    for value in (when, config.get("color.ao"), config.get("color.ui")):
+        if value is None:
+            continue
+        value = value.lower()
+        if value == "always":
+            return True
+        if value in ("never", "false", "no", "off", "0"):
+            return False
+        if value in ("auto", "true", "yes", "on", "1", ""):
+            return tty
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("CLICOLOR_FORCE", "0") != "0" or os.environ.get("FORCE_COLOR"):
+        return True
+    return tty
+
+
+class Printer:
+    """Renders outcomes and listings. json_mode: print one JSON document at the end;
+    quiet: print nothing but errors; verbose: show the git commands run; nul: -z
+    records; colour: whether to colour (see colour_wanted)."""
+
+    def __init__(self, *, json_mode=False, quiet=False, verbose=False, stream=None,
+                 nul=False, colour=None):
+        self.json_mode = json_mode
+        self.quiet = quiet
+        self.verbose = verbose
+        self.nul = nul
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() and not json_mode and not nul
+        self.colour = self.tty if colour is None else colour
+        self._console = None
+        self._err_console = None
+
+    def _make_console(self, stream, tty):
+        from rich.console import Console
+        # No colour means no style at all (color_system None drops bold and dim too).
+        return Console(file=stream, highlight=False, no_color=False,
+                       force_terminal=True if self.colour else tty,
+                       color_system=("auto" if tty else "standard") if self.colour else None)
+
+    @property
+    def console(self):
+        """The rich Console for standard output."""
+        if self._console is None:
+            self._console = self._make_console(self.stream, self.tty)
+        return self._console
+
+    @property
+    def err_console(self):
+        """The rich Console for standard error (the summary)."""
+        if self._err_console is None:
+            self._err_console = self._make_console(sys.stderr, sys.stderr.isatty())
+        return self._err_console
+
+    def _record(self, fields):
+        """One plain record: tab-separated and quoted, or NUL-terminated fields with -z."""
+        if self.nul:
+            self.stream.write("".join(f + "\0" for f in fields))
+        else:
+            self.stream.write("\t".join(map(quote_field, fields)) + "\n")
+
+    # ------------------------------------------------------------ messages
+
+    def error(self, prefix, message):
+        """One line on stderr: `error: ...` or `fatal: ...`."""
+        sys.stderr.write(f"{prefix}: {message}\n")
+        sys.stderr.flush()
+
+    def hint(self, message):
+        """One `hint:` line on stderr (not with -q or --json)."""
+        if not self.quiet and not self.json_mode:
+            sys.stderr.write(f"hint: {message}\n")
+
+    def trace(self, argv, cwd):
+        """The -v trace of one git command, on stderr like GIT_TRACE."""
+        from shlex import quote
+        sys.stderr.write(f"trace: git {' '.join(quote(a) for a in argv)}  (in {cwd})\n")
+
+    def emit_json(self, command, **payload):
+        """Print the one JSON document of the run."""
+        doc = {"schema": JSON_SCHEMA, "command": command}
+        doc.update(payload)
+        self.stream.write(json.dumps(doc, indent=2) + "\n")
+
+    # ------------------------------------------------------------ outcomes
+
+    def outcome(self, o):
+        """One session's result, as it happens (not in JSON mode)."""
+        if self.json_mode or (self.quiet and o.status in (Status.OK, Status.NOTHING)):
+            return
+        if self.tty:
+            style = _STYLE.get(o.status, "")
+            from rich.markup import escape
+            self.console.print(f"[{style}]{o.status:>9}[/] [bold]{escape(o.session_id)}[/] "
+                               f"{escape(o.message)}")
+        else:
+            status = str(o.status)
+            if self.colour and not self.nul and _STYLE.get(o.status):
+                status = f"\x1b[{_SGR[_STYLE[o.status]]}m{status}\x1b[m"
+                self.stream.write("\t".join([o.action, status, *map(
+                    quote_field, (o.session_id, o.message))]) + "\n")
+                return
+            self._record([o.action, str(o.status), o.session_id, o.message])
+
+    def outcomes_json(self, command, outcomes, exit_status, dry_run=False):
+        """The JSON document of a batch: every outcome with its facts."""
+        if not self.json_mode:
+            return
+        self.emit_json(command, dry_run=dry_run, exit_status=exit_status, results=[
+            {"id": o.session_id, "action": o.action, "status": o.status, "message": o.message,
+             **o.data} for o in outcomes])
+
+    def summary(self, outcomes, verb):
+        """The counts of a batch, one line on stderr (not with -q or --json)."""
+        if self.json_mode or self.quiet or not outcomes:
+            return
+        # Relaunch records follow the sessions they belong to; counted apart, so
+        # the sessions' counts add up to the number of sessions.
+        groups: dict[str, dict[str, int]] = {}
+        for o in outcomes:
+            counts = groups.setdefault("relaunch" if o.action == "relaunch" else verb, {})
+            counts[o.status] = counts.get(o.status, 0) + 1
+        line = "; ".join(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+                         for name, counts in groups.items())
+        # Standard error on a terminal too: standard output holds the records.
+        if sys.stderr.isatty():
+            from rich.markup import escape
+            self.err_console.print(f"[dim]{escape(line)}[/]")
+        else:
+            sys.stderr.write(line + "\n")
+
+    def progress(self, total, label):
+        """A context manager yielding `advance(outcome)`; a rich bar on a terminal for
+        batches of more than a few sessions, else printing each outcome."""
+        printer = self
+
+        class _Plain:
+            def __enter__(self):
+                return printer.outcome
+
+            def __exit__(self, *exc):
+                return False
+
+        if not self.tty or self.quiet or total < 4:
+            return _Plain()
+        from rich.progress import Progress
+
+        class _Bar:
+            def __enter__(self):
+                self.p = Progress(console=printer.console, transient=True)
+                self.p.__enter__()
+                self.task = self.p.add_task(label, total=total)
+
+                def advance(o):
+                    printer.outcome(o)
+                    self.p.advance(self.task)
+                return advance
+
+            def __exit__(self, *exc):
+                return self.p.__exit__(*exc)
+
+        return _Bar()
+
+    # ------------------------------------------------------------ listings
+
+    def sessions(self, records):
+        """`git ao list`: a table on a terminal, tab-separated records otherwise."""
+        if self.json_mode:
+            self.emit_json("list", sessions=records)
+            return
+        cols = ("id", "kind", "harness", "state", "branch", "workspace_path", "preserved")
+        rows = [(r["id"], r["kind"], r["harness"] or "-", r["state"], r["branch"] or "-",
+                 r["workspace_path"], _preserved(r)) for r in records]
+        if self.tty:
+            from rich.table import Table
+            table = Table(box=None, header_style="bold")
+            for c in cols:
+                table.add_column(c.replace("_", " "))
+            for row in rows:
+                table.add_row(*row)
+            self.console.print(table)
+        else:
+            for row in rows:
+                self._record(row)
+
+    def facts(self, pairs, stat_text=""):
+        """`git ao show`: `key: value` lines, then the stash-style stat of the saved work."""
+        width = max(len(k) for k, _ in pairs)
+        for k, v in pairs:
+            if isinstance(v, bool):
+                v = "true" if v else "false"  # as git config and the JSON write them
+            self.stream.write(f"{k + ':':<{width + 1}} {'-' if v in (None, '') else v}\n")
+        if stat_text:
+            self.stream.write("\n" + stat_text)
+
+
+def _preserved(r) -> str:
+    if r.get("preserve_ref") and r.get("preserved_commit"):
+        return f"{r['preserve_ref']} {r['preserved_commit'][:12]}"
+    return "-"

@@ -1,0 +1,109 @@
+"""What every workflow shares: the run's Context, session ids and their refs,
+looking a session up, and the facts each Outcome carries."""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from git_ao import git
+from git_ao.errors import AoError, Refused, Usage
+from git_ao.git import query
+from git_ao.save import capture
+from git_ao.store import locks, log
+from git_ao.store.database import Store
+from git_ao.store.records import Session
+
+REF_PREFIX = "refs/ao/preserved/"
+# Commits only a taken-away worktree's admin dir kept alive (per-worktree refs,
+# reflog entries), one commit per session with them as parents.
+KEPT_PREFIX = "refs/ao/kept/"
+# A checkpoint taken before a shutdown stopped the agents, kept when the stop
+# changed the worktree; nothing deletes these but the user.
+BEFORE_STOP_PREFIX = "refs/ao/before-stop/"
+# 200 bytes: the ao daemon's ids ("<project>-<n>") have no limit of their own, and
+# the longest file name built from an id (trash/<id>.<19-digit ns>) must fit NAME_MAX 255.
+MAX_ID = 200
+ID_RE = re.compile(rf"^[A-Za-z0-9_][A-Za-z0-9._-]{{0,{MAX_ID - 1}}}$")
+
+
+@dataclass
+class Context:
+    """What every workflow call needs: the store and the run's switches."""
+
+    store: Store
+    dry_run: bool = False
+
+    def lock(self, session_id: str) -> AbstractContextManager[None]:
+        """Hold the session's lock (see locks.session_lock)."""
+        return locks.session_lock(self.store.dir, session_id)
+
+    def repo_lock(self, common_dir: str) -> AbstractContextManager[None]:
+        """Hold the repository's lock (see locks.repo_lock)."""
+        return locks.repo_lock(self.store.dir, common_dir)
+
+    def log(self, action: str, session_id: str | None, decision: str, **fields: Any) -> None:
+        """Write one decision to the log (not on a dry run)."""
+        if not self.dry_run:
+            log.event(self.store.dir, action, session_id, decision, **fields)
+
+
+def preserve_ref(session_id: str) -> str:
+    """The preserve ref of a session: refs/ao/preserved/<id>."""
+    return REF_PREFIX + session_id
+
+
+def validate_id(session_id: object) -> None:
+    """Raise Usage unless `session_id` is 1 to MAX_ID of [A-Za-z0-9._-], not starting with
+    '.' or '-', and refs/ao/preserved/<id> passes `git check-ref-format`."""
+    if not isinstance(session_id, str) or not ID_RE.match(session_id) \
+            or not git.check_ref_format(preserve_ref(session_id)):
+        shown = str(session_id)
+        if not shown.isprintable():  # one line, whatever was typed
+            shown = shown.encode("unicode_escape", "backslashreplace").decode("ascii")
+        raise Usage(f"invalid session id '{shown}': use 1 to {MAX_ID} of A-Z a-z 0-9 "
+                    ". _ -, not starting with '.' or '-', forming a valid ref name")
+
+
+def lookup(ctx: Context, session_id: str) -> Session:
+    """The session with this id; raises Usage for a malformed id, Refused for an unknown one."""
+    validate_id(session_id)
+    s = ctx.store.get(session_id)
+    if s is None:
+        raise Refused(f"no session '{session_id}' (see 'git ao list')")
+    return s
+
+
+def facts(s: Session, **extra: Any) -> dict[str, Any]:
+    """The facts every Outcome about `s` carries (its JSON `data`), plus `extra`."""
+    d = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
+         "branch": s.branch, "repo": s.common_dir}
+    d.update(extra)
+    return d
+
+
+def work_present_elsewhere(s: Session, oid: str) -> str:
+    """Where the work of preserve commit `oid` provably is, besides the ref ('' if nowhere).
+
+    On the branch: no untracked files, the branch tip's tree is the saved
+    worktree tree, and the saved index holds nothing else (it is that tree, or
+    the saved HEAD's tree with that HEAD in the branch's history, as after a
+    checkpoint of unstaged edits that were committed later)."""
+    try:
+        head, i_tree, w_tree, u_tree = capture.saved_trees(s.common_dir, oid)
+        if u_tree is None and s.branch:
+            branch = f"refs/heads/{s.branch}"
+            tip, head_tree = git.trees_of(s.common_dir, [branch, head])
+            if tip == w_tree and (i_tree == w_tree or (
+                    i_tree == head_tree and query.is_ancestor(s.common_dir, head, branch))):
+                return f"committed on {s.branch}"
+        if s.live and os.path.isdir(s.worktree_path):
+            dirs = git.repo_dirs(s.worktree_path)
+            if capture.holds(s.worktree_path, dirs.git_dir, oid):
+                return f"in the worktree {s.worktree_path}"
+    except (AoError, IndexError):
+        return ""
+    return ""

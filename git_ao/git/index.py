@@ -1,0 +1,183 @@
+"""Named git operations on an index: flags of the real one, and a temporary one.
+
+The processes start in git_ao/git/process.py (`git.run`); this module only names what they do,
+so nothing else builds an `update-index`, `checkout-index` or `read-tree`
+argument list, or points git at another index file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Self
+
+from git_ao import git
+from git_ao.git import parse
+
+# Temporary index files are named <TEMP_INDEX_PREFIX><pid>.<random> in a git dir:
+# `git ao-prune` removes those whose process is gone.
+TEMP_INDEX_PREFIX = "git-ao-index."
+
+
+def set_index_flag(cwd: str, paths: Sequence[str], flag: str, *,
+                   index_file: str | None = None) -> None:
+    """`git update-index <flag> -z --stdin` for `paths`: flag is one of
+    --[no-]assume-unchanged, --[no-]skip-worktree (only the flag changes), or
+    --force-remove (the entry goes, the file stays). Raises GitError."""
+    if not paths:
+        return
+    git.run(["update-index", flag, "-z", "--stdin"], cwd, env=git.index_env(index_file),
+            input=git.join_z(paths))
+
+
+def add_intent_to_add(cwd: str, paths: Sequence[str]) -> None:
+    """`git add -N --sparse` for literal `paths` (read as NUL-separated pathspecs from
+    stdin). --sparse: in a sparse checkout `git add` refuses a path outside the
+    patterns without it, although such an entry is what was saved."""
+    if not paths:
+        return
+    git.run(["--literal-pathspecs", "add", "-N", "--sparse", "--pathspec-from-file=-",
+             "--pathspec-file-nul"], cwd, input=git.join_z(paths))
+
+
+def collapse_sparse(cwd: str) -> None:
+    """Write a sparse index again whole: read expanded (`-c index.sparse=false`) and
+    written out, then read and written as a sparse index, so each directory outside
+    the patterns is one entry again. `git update-index --[no-]skip-worktree` opens
+    the directories it touches and git leaves them open."""
+    git.run(["-c", "index.sparse=false", "update-index", "--force-write-index"], cwd)
+    git.run(["update-index", "--force-write-index"], cwd)
+
+
+def drop_fsmonitor(cwd: str) -> None:
+    """`git update-index --no-fsmonitor`: the index loses its fsmonitor extension and
+    with it every entry's fsmonitor-valid bit, so git looks at each file once."""
+    git.run(["update-index", "--no-fsmonitor"], cwd)
+
+
+def checkout_head(cwd: str) -> None:
+    """`git read-tree -m -u HEAD` in a worktree added with --no-checkout: fills the index
+    and the files from HEAD, honouring its sparse-checkout patterns."""
+    git.run([*git.parallel_checkout(cwd), "read-tree", "-m", "-u", "HEAD"], cwd)
+
+
+def checkout_paths(cwd: str, paths: Sequence[str], *, refresh: bool = False) -> None:
+    """Write `paths` from the real index over the worktree (`git checkout-index -f -z
+    --stdin`); refresh (-u) updates their stat data in the index too."""
+    git.run(["checkout-index", "-f", *(["-u"] if refresh else []), "-z", "--stdin"], cwd,
+            input=git.join_z(paths))
+
+
+def tree_of(cwd: str, index_file: str) -> str:
+    """`git write-tree` from another index file (a registration's, say); the tree id.
+    Raises GitError (an index with unmerged entries has no tree)."""
+    return git.line(["write-tree"], cwd, env=git.index_env(index_file))
+
+
+def checksum(index_file: str, oid_hex_len: int) -> str | None:
+    """The trailing checksum of an index file (its last 20 or 32 bytes: `oid_hex_len`
+    is 40 for SHA-1, 64 for SHA-256), as hex, when it is the true hash of every
+    byte before it: two files with the same one hold the same entries, flags and
+    stat data. git does not check it when it reads an index, so an edited file
+    can keep an old one. None when the file is missing, written without one
+    (`index.skipHash`), or it does not match."""
+    size = oid_hex_len // 2
+    try:
+        with open(index_file, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    body, tail = data[:-size], data[-size:]
+    if len(tail) != size or not any(tail):
+        return None
+    h = hashlib.sha1(body) if size == 20 else hashlib.sha256(body)
+    return tail.hex() if h.digest() == tail else None
+
+
+def gitlinks(cwd: str) -> list[str]:
+    """The paths of the submodule entries in the index (`git ls-files -s -z`)."""
+    return parse.gitlinks(git.run(["ls-files", "-s", "-z"], cwd))
+
+
+# ---------------------------------------------------------------- temporary index
+
+
+class TempIndex:
+    """A temporary index file that this handle owns, in a worktree's git dir.
+
+    `with TempIndex(cwd, git_dir) as idx:` names a fresh file
+    (<git_dir>/git-ao-index.<pid>.<random>) and deletes it (and its .lock) on every
+    way out. Its operations run git in worktree `cwd` pointed at it (git.index_env),
+    so the real index is never touched."""
+
+    def __init__(self, cwd: str, git_dir: str) -> None:
+        self.cwd = cwd
+        self.path = os.path.join(git_dir, f"{TEMP_INDEX_PREFIX}{os.getpid()}."
+                                          f"{secrets.token_hex(4)}")
+        self._env = git.index_env(self.path)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        for p in (self.path, self.path + ".lock"):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+    def copy_from(self, index_file: str) -> None:
+        """Start from a copy of `index_file`. A copy keeps git's stat cache (unchanged
+        files are not re-hashed) and the skip-worktree bits of a sparse checkout.
+        copy2 keeps the index's mtime too: git compares file times against it to spot
+        "racily clean" entries, and a fresh mtime would hide an edit made in the same
+        second as the last index write."""
+        shutil.copy2(index_file, self.path)
+
+    def read_tree(self, tree: str) -> None:
+        """`git read-tree <tree>` into this index."""
+        git.run(["read-tree", tree], self.cwd, env=self._env)
+
+    def write_tree(self) -> str:
+        """`git write-tree` from this index; the tree id."""
+        return git.line(["write-tree"], self.cwd, env=self._env)
+
+    def update(self, paths: Sequence[str]) -> None:
+        """`git update-index --add --remove -z --stdin`: each path is read again from the
+        worktree, updated when present, removed when gone."""
+        if paths:
+            git.run(["update-index", "--add", "--remove", "-z", "--stdin"], self.cwd,
+                    env=self._env, input=git.join_z(paths))
+
+    def intent_to_add(self, tree: str) -> list[str]:
+        """The intent-to-add entries of this index: `git diff-index --cached
+        --ita-visible-in-index` against `tree`, the tree `write_tree` made of this
+        index (which leaves those entries out, so they are all that differs)."""
+        return git.split_z(git.run(["diff-index", "--cached", "--ita-visible-in-index",
+                                    "--name-only", "-z", tree], self.cwd, env=self._env))
+
+    def set_flag(self, paths: Sequence[str], flag: str) -> None:
+        """`git update-index <flag>` for `paths` in this index (see set_index_flag)."""
+        set_index_flag(self.cwd, paths, flag, index_file=self.path)
+
+    def add_tracked(self) -> None:
+        """`git add -u --sparse`: every tracked path as it is in the worktree. --sparse:
+        without it `git add` leaves alone a file present outside the sparse-checkout
+        patterns, although git status reports its change."""
+        git.run(["add", "-u", "--sparse"], self.cwd, env=self._env)
+
+    def checkout_all(self, prefix: str) -> None:
+        """`git checkout-index -a -f --prefix=<prefix>`: every entry, written under
+        `prefix` with the same conversion a checkout applies."""
+        git.run(["checkout-index", "-a", "-f", f"--prefix={prefix}"], self.cwd, env=self._env)
+
+    def checkout_paths(self, paths: Sequence[str]) -> None:
+        """`git checkout-index -f -z --stdin`: write `paths` from this index over the
+        worktree."""
+        git.run(["checkout-index", "-f", "-z", "--stdin"], self.cwd, env=self._env,
+                input=git.join_z(paths))

@@ -1,0 +1,192 @@
+"""The one place that starts a git process.
+
+Every git process git-ao starts goes through `call` (or `call_bounded`, for
+network commands): arguments are a list handed to `subprocess` (never a shell
+string), stdout is read as bytes so path names survive whatever encoding they
+have, and the `-v` trace hook sees each command before it runs.
+
+Every git command runs with `core.hooksPath=/dev/null`: preserve and restore
+must never run the user's hooks (post-checkout, reference-transaction, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from git_ao.errors import Fatal, GitError
+
+# Variables that point git at a particular repository. git-ao works on many
+# repositories at once, each named by its own directory, so they are dropped
+# for every command except the one that resolves the user's current repository.
+_REPO_ENV = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+# core.fsmonitor and core.untrackedCache off: both let git skip looking at
+# files it believes unchanged, and a stale or lying answer would make a change
+# invisible to capture, which must see every change. An fsmonitor hook is also user code.
+# core.trustctime and core.checkStat at their defaults: with ctime ignored, a
+# same-size rewrite that keeps the mtime looks unchanged to git's stat cache.
+# core.ignoreStat off: git would mark every entry a restore writes assume-unchanged
+# (restore sets exactly the flags the save recorded).
+_GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+                "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+                "-c", "core.trustctime=true", "-c", "core.checkStat=default",
+                "-c", "core.ignoreStat=false")
+# The preserve commits are a tool's artefacts, like a stash: a fixed identity
+# means preserve never fails on a machine where user.name is not configured.
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "git-ao", "GIT_AUTHOR_EMAIL": "git-ao@localhost",
+    "GIT_COMMITTER_NAME": "git-ao", "GIT_COMMITTER_EMAIL": "git-ao@localhost",
+}
+
+_trace: Callable[[list[str], str], object] | None = None
+
+
+def set_trace(callback: Callable[[list[str], str], object] | None) -> None:
+    """Install `callback(argv: list[str], cwd: str)` to see every git command (for -v)."""
+    global _trace
+    _trace = callback
+
+
+def _base_env(inherit_repo_env: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    if not inherit_repo_env:
+        for name in _REPO_ENV:
+            env.pop(name, None)
+    # git status must not rewrite the real index as a side effect.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env.setdefault("LC_ALL", "C")
+    return env
+
+
+@dataclass
+class Completed:
+    """The outcome of one git process: exit status, stdout and stderr bytes."""
+
+    argv: list[str]
+    status: int
+    out: bytes
+    err: bytes
+
+    @property
+    def text(self) -> str:
+        return self.out.decode("utf-8", "replace")
+
+    @property
+    def errtext(self) -> str:
+        return self.err.decode("utf-8", "replace")
+
+    def check(self) -> Completed:
+        """Return self when the status is 0, else raise GitError."""
+        if self.status != 0:
+            raise GitError(self.argv, self.status, self.errtext)
+        return self
+
+
+def call(args: Sequence[object], cwd: str, *, env: dict[str, str] | None = None,
+         input: bytes | None = None, inherit_repo_env: bool = False) -> Completed:
+    """Run `git <args>` in directory `cwd` and return a Completed, whatever its status.
+
+    args: list of str. cwd: str path. env: extra variables (dict of str).
+    input: bytes for stdin or None. inherit_repo_env: keep GIT_DIR and friends
+    (only for resolving the user's own repository). Raises Fatal when the git
+    executable itself cannot be started.
+    """
+    argv = [str(a) for a in args]
+    if _trace is not None:
+        _trace(argv, cwd)
+    full_env = _base_env(inherit_repo_env)
+    if env:
+        full_env.update(env)
+    try:
+        proc = subprocess.run(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL,
+                              capture_output=True, check=False)
+    except OSError as exc:
+        raise _start_error(argv, cwd, exc) from exc
+    return Completed(argv, _status(proc.returncode), proc.stdout, proc.stderr)
+
+
+def _status(returncode: int) -> int:
+    # git killed by a signal (systemd's stop signals the whole control group) is
+    # reported as a shell would, 128 + the signal: this command's failure, not a crash.
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _start_error(argv: list[str], cwd: str, exc: OSError) -> Exception:
+    """The error for a git process that could not be started: Fatal when git itself
+    is missing, else GitError (status 128) naming the directory."""
+    if isinstance(exc, FileNotFoundError) and exc.filename != cwd:
+        return Fatal("git is not installed or not on PATH")
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return GitError(argv, 128, f"cannot change to '{cwd}': {exc.strerror}")
+    return GitError(argv, 128, f"cannot start git in '{cwd}': {exc.strerror or exc}")
+
+
+def run(args: Sequence[object], cwd: str, **kw: Any) -> bytes:
+    """Like `call`, but raise GitError on a non-zero status; return stdout bytes."""
+    return call(args, cwd, **kw).check().out
+
+
+def line(args: Sequence[object], cwd: str, **kw: Any) -> str:
+    """Run git and return its stdout as one stripped str line."""
+    return run(args, cwd, **kw).decode("utf-8", "surrogateescape").strip()
+
+
+# A git process stopped by `call_bounded`'s timeout reports this status (as
+# timeout(1) does), so callers tell "took too long" from git's own failures.
+TIMED_OUT = 124
+# Network commands must never wait for a password nobody is there to type
+# (a shutdown has no terminal): git and ssh fail at once instead.
+_NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
+              "GCM_INTERACTIVE": "never"}
+
+
+def call_bounded(args: Sequence[object], cwd: str, timeout: float) -> Completed:
+    """Run `git <args>` in `cwd` like `call`, but for at most `timeout` seconds.
+
+    git's own connect timeout can wait minutes on an unreachable host, and a
+    transport helper (ssh, a credential helper) can wait on a prompt, so the
+    bound is kept here: git runs in a process group of its own, and when the
+    time is up the whole group (git and the ssh or helper it started) is killed.
+    Returns a Completed whose status is TIMED_OUT then. Never prompts
+    (GIT_TERMINAL_PROMPT=0). Raises GitError when git cannot be started.
+    """
+    argv = [str(a) for a in args]
+    if _trace is not None:
+        _trace(argv, cwd)
+    env = _base_env(False)
+    env.update(_NO_PROMPT)
+    try:
+        # A process group of its own, so the kill reaches ssh or a helper git started.
+        proc = subprocess.Popen(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, process_group=0)
+    except OSError as exc:
+        raise _start_error(argv, cwd, exc) from exc
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # it ended between the timeout and the kill
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            # A helper that left the group (an ssh master) still holds the pipes:
+            # git itself is gone, so stop reading.
+            out, err = b"", b""
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
+        return Completed(argv, TIMED_OUT, out, err + f"\ntimed out after {timeout:g} s".encode())
+    return Completed(argv, _status(proc.returncode), out, err)

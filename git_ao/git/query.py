@@ -1,0 +1,347 @@
+"""Named git queries that read and change nothing: ignore rules, blob ids,
+reachability, commit messages, index flags. The processes start in git_ao/git/process.py
+(`git.call`); this module only names what they ask.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from git_ao import git
+from git_ao.errors import GitError, Usage
+from git_ao.git import parse
+from git_ao.git.parse import IndexFlags
+
+
+def check_ignore(cwd: str, paths: Sequence[str]) -> set[str]:
+    """Those of `paths` (str, relative to the worktree at `cwd`) that the repository
+    ignores (`git check-ignore -z --stdin`; a path under an ignored directory
+    counts as ignored). Raises GitError when git fails for another reason."""
+    if not paths:
+        return set()
+    res = git.call(["check-ignore", "-z", "--stdin"], cwd, input=git.join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(git.split_z(res.out))
+
+
+def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
+    """{path: object id} of every non-tree entry of `tree`, recursively
+    (`git ls-tree -r -z`); gitlinks map to their commit."""
+    return {p: oid for p, (_, oid) in ls_tree_entries(cwd, tree).items()}
+
+
+def blobs_by_path(cwd: str, trees: Sequence[str]) -> dict[str, set[str]]:
+    """{path: the object ids it has in any of `trees`} (`ls_tree_blobs` of each): the
+    copies of each file some save holds. Raises GitError."""
+    known: dict[str, set[str]] = {}
+    for tree in trees:
+        for p, oid in ls_tree_blobs(cwd, tree).items():
+            known.setdefault(p, set()).add(oid)
+    return known
+
+
+def ls_tree_paths(cwd: str, tree: str) -> list[str]:
+    """Every file path in `tree`, recursively (`git ls-tree -r -z --name-only`)."""
+    return git.split_z(git.run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))
+
+
+def ls_tree_entries(cwd: str, tree: str) -> dict[str, tuple[str, str]]:
+    """{path: (mode, object id)} of every non-tree entry of `tree`, recursively
+    (`git ls-tree -r -z`); the mode as git writes it ('100644', '100755',
+    '120000', '160000'). Raises GitError."""
+    out = {}
+    for rec in git.run(["ls-tree", "-r", "-z", tree], cwd).split(b"\0"):
+        if rec:
+            meta, _, path = rec.partition(b"\t")
+            mode, _, oid = meta.decode().split()
+            out[os.fsdecode(path)] = (mode, oid)
+    return out
+
+
+def hash_paths(cwd: str, paths: Sequence[str], env: dict[str, str] | None = None) -> list[str]:
+    """The blob id git would store for each of `paths` (relative to the worktree
+    at `cwd`), with the repository's clean filters and end-of-line rules
+    (`git hash-object --stdin-paths`); nothing is written. Every path goes in
+    C-quoted: git unquotes a line that starts with a double quote and drops a
+    trailing carriage return, so a plain line can name another file."""
+    if not paths:
+        return []
+    out = git.run(["hash-object", "--stdin-paths"], cwd, env=env,
+                  input=b"".join(parse.quote_c(p) + b"\n" for p in paths))
+    ids = out.decode().split()
+    if len(ids) != len(paths):
+        raise GitError(["hash-object", "--stdin-paths"], 0,
+                       f"{len(ids)} blob ids for {len(paths)} paths")
+    return ids
+
+
+def checkout_detached(cwd: str, commit: str) -> bool:
+    """`git checkout -q --detach <commit>` in the repository at `cwd`; True on success."""
+    return git.call(["checkout", "-q", "--detach", commit], cwd).status == 0
+
+
+def status_porcelain(cwd: str) -> git.Completed:
+    """`git status --porcelain=v2 -z --untracked-files=all --ignore-submodules=none`
+    of another repository (a nested one): the git.Completed, whatever its status."""
+    return git.call(["status", "--porcelain=v2", "-z", "--untracked-files=all",
+                 "--ignore-submodules=none"], cwd)
+
+
+def unreachable_from_all(cwd: str, commits: Sequence[str]) -> list[str]:
+    """Those of `commits` that no ref and no worktree's HEAD reaches
+    (`git rev-list --no-walk <commits> --not --all`, from inside a worktree)."""
+    if not commits:
+        return []
+    res = git.call(["rev-list", "--no-walk", *commits, "--not", "--all"], cwd)
+    return res.text.split() if res.status == 0 else []
+
+
+def empty_tree(cwd: str) -> str:
+    """The id of the empty tree, written to the object store (`git hash-object -w`)."""
+    return git.line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b"")
+
+
+def hash_bytes(cwd: str, data: bytes) -> str:
+    """The blob id git gives `data` in the repository at `cwd` (its hash algorithm);
+    nothing is written (`git hash-object --stdin`)."""
+    return git.line(["hash-object", "--stdin"], cwd, input=data)
+
+
+def objects_complete(cwd: str, commit: str, known: str) -> bool:
+    """Does every object `commit` needs, beyond what `known` reaches, exist?
+    (`git rev-list --objects <commit> --not <known>` fails on a missing one.)"""
+    return git.call(["rev-list", "--objects", commit, "--not", known], cwd).status == 0
+
+
+def fetch_refspecs(cwd: str) -> list[tuple[str, str]]:
+    """[(key, refspec)] of every `remote.<name>.fetch` setting."""
+    res = git.call(["config", "-z", "--get-regexp", r"^remote\..*\.fetch$"], cwd)
+    if res.status != 0:
+        return []
+    out = []
+    for rec in res.out.split(b"\0"):
+        if rec:
+            key, _, value = rec.decode("utf-8", "replace").partition("\n")
+            out.append((key, value))
+    return out
+
+
+def trailer(cwd: str, commit: str, key: str) -> str:
+    """The value of trailer `key` in `commit`'s message ('' when absent)
+    (`git log -1 --format=%(trailers:key=<key>,valueonly)`). Raises GitError when
+    `commit` is not a commit."""
+    return git.line(["log", "-1", f"--format=%(trailers:key={key},valueonly)", commit], cwd)
+
+
+def changed_between(cwd: str, a: str | None, b: str | None) -> list[str]:
+    """Paths whose entry differs between trees (or commits) `a` and `b`, recursively
+    (`git diff-tree -r -z --name-only --no-renames`). Either may be None: every path
+    of the other counts then."""
+    if a is None:
+        return [] if b is None else ls_tree_paths(cwd, b)
+    if b is None:
+        return ls_tree_paths(cwd, a)
+    return git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b], cwd))
+
+
+def index_matches_tree(cwd: str, tree: str) -> bool:
+    """Does the index of the worktree at `cwd` name exactly the entries of `tree`, as
+    the tree `git write-tree` would write from it? Intent-to-add entries count as
+    absent (write-tree leaves them out); an unmerged entry is a difference.
+    (`git diff-index --cached --quiet --ita-invisible-in-index`: reads the index,
+    writes nothing.) Raises GitError when git cannot compare them."""
+    res = git.call(["diff-index", "--cached", "--quiet", "--ita-invisible-in-index", tree, "--"],
+                   cwd)
+    if res.status not in (0, 1):
+        res.check()
+    return res.status == 0
+
+
+def reflog_commits(cwd: str, ref: str) -> list[str]:
+    """Every commit the reflog of `ref` names, newest first (`git log -g --format=%H`);
+    [] when the ref or its reflog is gone."""
+    res = git.call(["log", "-g", "--format=%H", ref, "--"], cwd)
+    return res.text.split() if res.status == 0 else []
+
+
+def ignored_in(common_dir: str, work_tree: str, index_file: str) -> list[str]:
+    """The ignored paths present in the directory `work_tree` (a worktree taken away,
+    whose `.git` may point at an admin dir that is gone), judged with the index file
+    `index_file` (its copy) and the repository at `common_dir`:
+    `git ls-files -z --others --ignored --exclude-standard --directory`. A wholly
+    ignored directory is listed once, ending in '/'. Raises GitError."""
+    env = _taken_away_env(common_dir, work_tree, index_file)
+    return git.split_z(git.run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                        "--directory"], work_tree, env=env))
+
+
+def check_ignore_in(common_dir: str, work_tree: str, index_file: str,
+                    paths: Sequence[str]) -> set[str]:
+    """`check_ignore` for a worktree taken away (see `ignored_in`): those of `paths`
+    the repository ignores there. Raises GitError when git fails otherwise."""
+    if not paths:
+        return set()
+    env = _taken_away_env(common_dir, work_tree, index_file)
+    res = git.call(["check-ignore", "-z", "--stdin"], work_tree, env=env, input=git.join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(git.split_z(res.out))
+
+
+def hash_paths_in(common_dir: str, work_tree: str, paths: Sequence[str]) -> list[str]:
+    """`hash_paths` for a worktree taken away (see `ignored_in`): the blob id git
+    would store for each of `paths`, relative to `work_tree`, judged with the
+    repository at `common_dir` (its attributes and filters). Raises GitError."""
+    return hash_paths(work_tree, paths, env=_taken_away_env(common_dir, work_tree))
+
+
+def _taken_away_env(common_dir: str, work_tree: str, index_file: str | None = None
+                    ) -> dict[str, str]:
+    """The environment that points git at a worktree taken away: its repository,
+    the directory itself and, when given, the admin copy's index."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree}
+    if index_file:
+        env["GIT_INDEX_FILE"] = index_file
+    return env
+
+
+def skip_worktree_in(common_dir: str, work_tree: str, index_file: str) -> set[str]:
+    """The skip-worktree paths of the index file `index_file` of a worktree taken
+    away (see `ignored_in`): one `git ls-files -v -z`. Raises GitError."""
+    env = _taken_away_env(common_dir, work_tree, index_file)
+    return set(parse.index_flags(git.run(["ls-files", "-v", "-z"], work_tree, env=env))
+               .skip_worktree)
+
+
+def expiry_date(value: str) -> int | None:
+    """Parse a date exactly as git parses expiry dates (`git config
+    --type=expiry-date`: 2.weeks.ago, yesterday, 2024-01-01, now, never).
+
+    Returns epoch seconds (0 for 'never'), or None for 'now' and 'all' (everything
+    has expired). Raises Usage for what git cannot parse."""
+    res = git.call(["-c", f"ao.expire={value}", "config", "--type=expiry-date", "ao.expire"], "/")
+    text = res.text.strip()
+    if res.status != 0 or not text.isdigit():
+        raise Usage(f"malformed expiration date '{value}'")
+    n = int(text)
+    return None if n >= 2**63 else n
+
+
+def changed_paths(cwd: str, old: str, new: str, *, deleted_only: bool = False) -> list[str]:
+    """The paths that differ between two trees or commits (`git diff-tree -r -z
+    --name-only --no-renames`, no worktree scan); deleted_only: only those `new` lacks."""
+    args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames"]
+    args += ["--diff-filter=D"] if deleted_only else []
+    return git.split_z(git.run([*args, old, new], cwd))
+
+
+def diff_stat(common_dir: str, commit: str) -> str:
+    """What `git stash show --stat --include-untracked <commit>` prints.
+
+    stash insists on a work tree although `show` reads none, so the common dir
+    stands in for one: this works for bare repositories too."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": common_dir}
+    return git.run(["stash", "show", "--stat", "--include-untracked", commit], common_dir,
+               env=env).decode("utf-8", "replace")
+
+
+def stash_apply(cwd: str, commit: str, *, index: bool, sparse_off: bool = False) -> git.Completed:
+    """`git stash apply [--index] <commit>` in worktree `cwd`; the git.Completed, whatever its
+    status. sparse_off: with the sparse-checkout patterns switched off for this one
+    command (`-c core.sparseCheckout=false`)."""
+    args = (["-c", "core.sparseCheckout=false"] if sparse_off else []) + ["stash", "apply"]
+    return git.call(args + (["--index"] if index else []) + [commit], cwd)
+
+
+def unmerged_paths(cwd: str) -> list[str]:
+    """Paths with unmerged index entries (`git diff --name-only --diff-filter=U -z`)."""
+    return sorted(set(git.split_z(git.run(["diff", "--name-only", "--diff-filter=U", "-z"], cwd))))
+
+
+def branch_exists(cwd: str, branch: str) -> bool:
+    """Does refs/heads/<branch> exist?"""
+    return git.call(["show-ref", "--verify", "-q", f"refs/heads/{branch}"], cwd).status == 0
+
+
+def index_flags(cwd: str, *, index_file: str | None = None) -> IndexFlags:
+    """Read the index flags with one `git ls-files -v -z` (no worktree scan).
+
+    Returns IndexFlags. Raises GitError."""
+    return parse.index_flags(git.run(["ls-files", "-v", "-z"], cwd, env=git.index_env(index_file)))
+
+
+def config_map(cwd: str) -> dict[str, str]:
+    """Every effective git config value (`git config -z --list`) as {lower-case key: last value}."""
+    return parse.config_map(git.run(["config", "-z", "--list"], cwd))
+
+
+def has_unpushed_work(cwd: str) -> bool:
+    """Does the repository at `cwd` have a commit on no remote-tracking ref (HEAD, a
+    branch or a tag), or a stash? Unknown (git fails) counts as yes."""
+    res = git.call(["rev-list", "-n", "1", "HEAD", "--branches", "--tags", "--not", "--remotes"],
+               cwd)
+    return res.status != 0 or bool(res.text.strip()) or bool(git.rev_parse(cwd, "refs/stash"))
+
+
+def submodule_update_init(cwd: str, paths: Sequence[str]) -> git.Completed:
+    """`git submodule update --init -- <paths>` (literal paths); the git.Completed, whatever
+    its status."""
+    return git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *paths], cwd)
+
+
+def commit_time_and_message(cwd: str, commit: str) -> tuple[int | None, str]:
+    """The committer time (epoch seconds, None when unreadable) and raw message of
+    `commit`, in one `git log`."""
+    text = git.run(["log", "-1", "--format=%ct%n%B", commit], cwd).decode(
+        "utf-8", "surrogateescape")
+    stamp, _, message = text.partition("\n")
+    return (int(stamp) if stamp.isdigit() else None), message
+
+
+def is_reachable_from_refs(cwd: str, commit: str) -> bool:
+    """Is `commit` contained in any branch, tag or remote-tracking ref, or a preserve ref?"""
+    out = git.run(["for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)",
+                   "refs/heads", "refs/tags", "refs/remotes", "refs/ao"], cwd)
+    return bool(out.strip())
+
+
+def is_ancestor(cwd: str, ancestor: str, descendant: str) -> bool:
+    """Is commit `ancestor` reachable from `descendant` (`git merge-base --is-ancestor`,
+    status 0 yes, 1 no)? Raises GitError on any other status (an unknown commit)."""
+    res = git.call(["merge-base", "--is-ancestor", ancestor, descendant], cwd)
+    if res.status not in (0, 1):
+        res.check()
+    return res.status == 0
+
+
+def blob_bytes(cwd: str, oid: str) -> bytes:
+    """The content of blob `oid` as stored (`git cat-file blob`, no filters).
+    Raises GitError when it is missing or not a blob."""
+    return git.run(["cat-file", "blob", oid], cwd)
+
+
+def commit_object(cwd: str, commit: str) -> tuple[str, list[str], str]:
+    """(tree id, parent ids, message) read from the commit object itself (`git
+    cat-file commit`). Raises GitError when the object is missing or not a commit."""
+    tree, parents = "", []
+    headers, _, message = git.run(["cat-file", "commit", commit], cwd).partition(b"\n\n")
+    for ln in headers.split(b"\n"):
+        key, _, value = ln.partition(b" ")
+        if key == b"tree":
+            tree = value.decode()
+        elif key == b"parent":
+            parents.append(value.decode())
+    return tree, parents, message.decode("utf-8", "replace")
+
+
+def tree_diffs(cwd: str, lines: Sequence[Sequence[str]]) -> dict[str, dict[str, parse.Change]]:
+    """Raw recursive diffs of several commits in one `git diff-tree --stdin -r -z
+    --no-renames --root`: each line is [new, old] (old's tree against new's) or
+    [new] alone for a root commit (every entry of it counts as added).
+    Returns {new: {path: Change}}; a commit whose diff is empty is absent.
+    Raises GitError."""
+    data = "".join(" ".join(ln) + "\n" for ln in lines).encode()
+    return parse.tree_diffs(git.run(["diff-tree", "--stdin", "-r", "-z", "--no-renames",
+                                        "--root"], cwd, input=data))

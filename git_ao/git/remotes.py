@@ -1,0 +1,68 @@
+"""Named git operations on remotes: list, fetch and push refs, each bounded in
+time (`git.call_bounded` starts the process and kills its whole group when the
+time is up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from git_ao import git
+from git_ao.git import parse
+
+
+def remote_url(cwd: str, remote: str) -> str | None:
+    """The URL of remote `remote` of the repository at `cwd` (`git config --get
+    remote.<name>.url`), None when no such remote is configured."""
+    res = git.call(["config", "--get", f"remote.{remote}.url"], cwd)
+    return res.text.strip() or None if res.status == 0 else None
+
+
+def ls_remote(cwd: str, remote: str, pattern: str, *, timeout: float) -> list[tuple[str, str]]:
+    """(ref, oid) of every ref of `remote` matching `pattern` (`git ls-remote --refs
+    <remote> <pattern>`, e.g. 'refs/ao/preserved/*'), within `timeout` seconds.
+
+    remote: a remote name, URL or path (never starting with '-'). Raises GitError
+    when git fails or times out (status git.TIMED_OUT)."""
+    res = git.call_bounded(["ls-remote", "--refs", remote, pattern], cwd, timeout).check()
+    return parse.ls_remote(res.text)
+
+
+def fetch_refs(cwd: str, remote: str, refspecs: Sequence[str], *, timeout: float) -> None:
+    """`git fetch --no-tags --no-write-fetch-head --recurse-submodules=no <remote>
+    <refspec>...` within `timeout` seconds: fetches exactly the named refs (and the
+    objects they need: a preserve commit brings its HEAD's history with it). Never
+    runs gc (`--no-auto-gc`): the objects are used at once. Raises GitError when git
+    fails or times out."""
+    if not refspecs:
+        return
+    git.call_bounded(["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                  "--recurse-submodules=no", "--quiet", remote, *refspecs], cwd,
+                 timeout).check()
+
+
+def push_refs(cwd: str, remote: str, refspecs: Sequence[str],
+              leases: Sequence[tuple[str, str]], *, timeout: float
+              ) -> tuple[git.Completed, list[parse.PushedRef]]:
+    """One `git push --porcelain --no-verify [--force-with-lease=<ref>:<expect>]...
+    <remote> <refspec>...` within `timeout` seconds.
+
+    leases: (remote ref, expected object id, or '' for "must not exist yet"): git
+    updates or deletes that ref only while the remote still holds exactly that, so
+    a concurrent update from another machine is rejected, never overwritten.
+    Refs are updated one by one (not --atomic): one rejected ref leaves the others
+    pushed. Returns the git.Completed (status git.TIMED_OUT when the time ran out; git
+    exits 1 when any ref was rejected) and the per-ref lines git printed."""
+    args = ["push", "--porcelain", "--no-verify", "--no-recurse-submodules"]
+    args += [f"--force-with-lease={ref}:{expect}" for ref, expect in leases]
+    res = git.call_bounded([*args, remote, *refspecs], cwd, timeout)
+    return res, parse.push_porcelain(res.text)
+
+
+def missing_objects(cwd: str, oids: Sequence[str]) -> set[str]:
+    """Those of `oids` the repository at `cwd` does not have, in one `git cat-file
+    --batch-check` (it prints '<oid> missing' for each absent one). Raises GitError."""
+    if not oids:
+        return set()
+    out = git.run(["cat-file", "--batch-check"], cwd, input="".join(f"{o}\n" for o in oids).encode())
+    return {ln.split()[0] for ln in out.decode().splitlines() if ln.endswith(" missing")}

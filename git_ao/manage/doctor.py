@@ -1,0 +1,341 @@
+"""Checks behind `git ao doctor`: git, the data dir, the database, the repositories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from git_ao import git
+from git_ao.context import REF_PREFIX
+from git_ao.errors import AoError
+from git_ao.git import version
+from git_ao.outcome import Outcome, Status
+from git_ao.store import trash
+from git_ao.store.records import Session
+
+if TYPE_CHECKING:
+    from git_ao.store.database import Store
+
+
+class Check(NamedTuple):
+    """One line of the doctor's report: ok is True, False (a problem) or None (a note)."""
+
+    name: str
+    ok: bool | None
+    detail: str
+
+
+def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any: bool
+            ) -> tuple[list[str], list[Outcome]]:
+    """`git ao doctor --recover`: rebuild the records of pending sessions from the
+    preserve refs of `repos` (named with -C or found under the scanned dirs:
+    `named_any`); a damaged database is moved aside first (`open_store()` opens it
+    that way). Returns (notes to show, the recovery Outcomes). Raises Usage when
+    the database is unusable and nothing was named to rebuild it from."""
+    from git_ao.errors import Fatal, Usage
+    from git_ao.manage import recover as rec
+    from git_ao.store import log
+    from git_ao.store.database import Store
+    if not named_any:
+        try:
+            Store()
+        except Fatal as exc:
+            # A new database built from no repository would hide the loss.
+            raise Usage("the database cannot be used and no repository was named to "
+                        "rebuild it from: git ao doctor --recover -C REPO (or DIR to "
+                        "scan)") from exc
+    store = open_store()
+    notes = []
+    if store.moved_aside:
+        log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
+        notes.append(f"moved the damaged database aside to {store.moved_aside}")
+    outcomes = rec.recover(store, repos)
+    for o in outcomes:
+        log.event(store.dir, "recover", o.session_id, o.status, detail=o.message)
+    return notes, outcomes
+
+
+def exit_status(checks: list[Check], outcomes: list[Outcome]) -> int:
+    """1 when a recovery failed or a check found a problem; a note (ok=None, say
+    completions not installed) is reported, not a failure."""
+    if any(o.status in (Status.REFUSED, Status.FAILED) for o in outcomes):
+        return 1
+    return 0 if all(c.ok is not False for c in checks) else 1
+
+
+def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> list[Check]:
+    """Run every check; never raises for a problem it can name.
+
+    repos: more repositories (absolute common git dirs, from -C or a scanned
+    directory) whose preserve refs are checked against the database, so refs
+    that no record knows are noticed even when the database was lost."""
+    checks = [Check("git", True, ".".join(map(str, version.version())))]
+    try:
+        store = open_store()
+    except AoError as exc:
+        checks.append(Check("database", False, str(exc)))
+        for repo in repos:
+            refs, daemons = split_daemon_refs(repo, [ref for ref, _ in
+                                                     git.for_each_ref(repo, REF_PREFIX)])
+            if daemons:
+                checks.append(daemon_refs_check(repo, daemons))
+            if refs:
+                checks.append(Check("repository", False, f"{repo}: preserve refs with no "
+                                    f"readable record: {', '.join(refs)}"))
+        return checks + install_checks()
+    checks.append(Check("data dir", True, store.dir))
+    if not store.sessions():
+        lost = lost_database(store.dir, [*repos, *current_repo()])
+        if lost:
+            checks.append(Check("database", False, lost))
+    checks.append(config_check(store.dir))
+    ok, detail = store.integrity_ok()
+    checks.append(Check("database", ok, f"{store.db_path}: integrity {detail}"))
+    sessions = store.sessions()
+    for repo in sorted({s.common_dir for s in sessions} | set(repos)):
+        if not os.path.isdir(repo):
+            checks.append(Check("repository", False, f"{repo} is gone (git ao-prune drops it)"))
+            continue
+        known = {s.id for s in sessions if s.common_dir == repo}
+        orphans, daemons = split_daemon_refs(repo, [
+            ref for ref, _ in git.for_each_ref(repo, REF_PREFIX)
+            if ref[len(REF_PREFIX):] not in known])
+        if daemons:
+            checks.append(daemon_refs_check(repo, daemons))
+        detail = f"{repo}: {len(known)} session(s)"
+        if orphans:
+            detail += (f", orphaned refs: {', '.join(orphans)} (git ao doctor --recover "
+                       f"-C {repo} rebuilds their records)")
+        checks.append(Check("repository", not orphans, detail))
+        entries = git.worktree_list(repo)
+        loose = unregistered_worktrees(repo, sessions, entries)
+        for path, s in moved_worktrees(repo, sessions, loose, entries):
+            loose.remove(path)
+            checks.append(Check("session", False, f"{s.id}: its worktree is at {path} now, "
+                                f"not {s.worktree_path} (git worktree move?); preserve "
+                                f"refuses it until it is back: git worktree move {path} "
+                                f"{s.worktree_path}"))
+        checks += session_checks(repo, [s for s in sessions if s.common_dir == repo],
+                                 entries, store.dir)
+        if loose:
+            # A note, not a problem: not every worktree is an agent's, but these are
+            # the ones a shutdown would leave unsaved.
+            checks.append(Check("unregistered", None, f"{repo}: linked worktrees no session "
+                                f"holds, not saved by git ao-preserve --all: {', '.join(loose)} "
+                                "(git ao add PATH registers one)"))
+    return checks + install_checks()
+
+
+def session_checks(repo: str, sessions: list[Session], entries: list[git.WorktreeEntry],
+                   data_dir: str) -> list[Check]:
+    """Problems of the pending sessions of `repo` a restore would meet (a preserve
+    ref that is gone, a restore path something else holds) and, as notes, the
+    sessions that live inside another session's worktree."""
+    out = []
+    for s in sessions:
+        save = s.save
+        if not s.pending or save is None:
+            continue
+        if save.preserve_ref and git.rev_parse(repo, save.preserve_ref) is None:
+            kept = trash.latest_for(data_dir, s.id)
+            where = (f"the trash still holds the directory: {kept.worktree}" if kept
+                     else "no trash copy is left")
+            out.append(Check("session", False, f"{s.id}: pending, but its ref "
+                             f"{save.preserve_ref} is gone (a git fetch --prune with a "
+                             f"refspec covering refs/ao/?); {where}"))
+        path = save.worktree_path
+        if os.path.lexists(path) and not any(
+                os.path.realpath(e.path) == os.path.realpath(path) for e in entries):
+            out.append(Check("session", False, f"{s.id}: pending, but {path} exists and is "
+                             "not its worktree: restore refuses it until it is moved away"))
+    for s in sessions:
+        moved = s.branch is not None and any(
+            e.branch == f"refs/heads/{s.branch}" and os.path.isdir(e.path)
+            and os.path.realpath(e.path) != os.path.realpath(s.worktree_path) for e in entries)
+        if s.live and not s.pending and not moved \
+                and not os.path.lexists(os.path.join(s.worktree_path, ".git")):
+            ref = s.save.preserve_ref if s.save and s.save.holds_ref else ""
+            saved = f"; its last checkpoint is in {ref}" if ref else ""
+            out.append(Check("session", False, f"{s.id}: live, but its worktree "
+                             f"{s.worktree_path} is gone or empty{saved}; git ao-preserve "
+                             f"{s.id} records it so git ao-restore brings it back"))
+    live = [s for s in sessions if s.live or s.pending]
+    for outer in live:
+        base = os.path.realpath(outer.worktree_path).rstrip("/") + "/"
+        for inner in live:
+            if inner is not outer and os.path.realpath(inner.worktree_path).startswith(base):
+                out.append(Check("nested", None, f"{inner.id} lives inside {outer.id}: "
+                                 "preserved inner first, restored outer first"))
+    return out
+
+
+def current_repo() -> list[str]:
+    """The common git dir of the repository the command runs in, if any."""
+    try:
+        return [os.path.realpath(git.repo_dirs(os.getcwd()).common_dir)]
+    except AoError:
+        return []
+
+
+def lost_database(data_dir: str, repos: list[str]) -> str | None:
+    """When the database holds no session but the trash or the named repositories
+    show that sessions were saved: what to run to rebuild the records."""
+    seen = {e.meta.get("common_dir") for e in trash.entries(data_dir)}
+    # Only git-ao's own refs count: the ao daemon's are reported apart.
+    holders = sorted(r for r in ({r for r in seen if isinstance(r, str)} | set(repos))
+                     if os.path.isdir(r) and split_daemon_refs(
+                         r, [ref for ref, _ in git.for_each_ref(r, REF_PREFIX)])[0])
+    if not holders:
+        return None
+    return ("the database holds no session, but preserve refs exist in "
+            f"{', '.join(holders)}: rebuild the records with git ao doctor --recover "
+            f"-C {holders[0]}")
+
+
+def split_daemon_refs(repo, refs) -> tuple[list, list]:
+    """(git-ao's or unknown refs, the ao daemon's own preserve refs) of `refs` in `repo`.
+
+    The daemon writes refs/ao/preserved/<id> too; its commits have no Ao-Session
+    trailer (daemon_refs.is_daemon_commit). Runs `git log -1` per ref."""
+    from git_ao.errors import GitError
+    from git_ao.save.daemon_refs import is_daemon_commit
+    ours: list[str] = []
+    daemons: list[str] = []
+    for ref in refs:
+        try:
+            daemon = is_daemon_commit(repo, ref)
+        except GitError:
+            daemon = False  # not a commit: reported with the others
+        (daemons if daemon else ours).append(ref)
+    return ours, daemons
+
+
+def daemon_refs_check(repo, refs) -> Check:
+    """A note (not a problem): preserve refs the ao daemon wrote, and what to do."""
+    from git_ao.save.daemon_refs import advice
+    return Check("daemon refs", None, f"{repo}: saved at shutdown by the ao daemon, not "
+                 f"git-ao: {', '.join(refs)}; {advice(refs[0])}")
+
+
+def moved_worktrees(repo, sessions, loose, entries) -> list[tuple]:
+    """(path, Session) for each unregistered worktree in `loose` that is on the branch
+    of a live session of `repo` whose recorded path is gone: a worktree moved with
+    `git worktree move` after it was registered. entries: `git.worktree_list(repo)`."""
+    gone = {f"refs/heads/{s.branch}": s for s in sessions
+            if s.common_dir == repo and s.live and s.branch
+            and not os.path.lexists(s.worktree_path)}
+    return [(e.path, gone[e.branch]) for e in entries if e.path in loose and e.branch in gone]
+
+
+def unregistered_worktrees(repo, sessions, entries) -> list[str]:
+    """Paths of the linked worktrees of `repo` (a common git dir) that no live or
+    pending session names; prunable registrations (their directory is gone) are
+    left out. entries: `git.worktree_list(repo)`."""
+    from git_ao.git.worktree import same_path
+    held = [s.worktree_path for s in sessions if s.common_dir == repo and (s.live or s.pending)]
+    return [e.path for e in entries
+            if not e.is_main and not e.prunable and not e.bare
+            and not any(same_path(e.path, h) for h in held)]
+
+
+def config_check(data_dir) -> Check:
+    """Is git-ao.toml readable, with only known keys and good values?"""
+    from git_ao.store.settings import Settings
+    cfg = Settings(data_dir)
+    if cfg.warnings:
+        return Check("config", False, "; ".join(cfg.warnings))
+    return Check("config", True, cfg.path if os.path.exists(cfg.path) else "none (defaults)")
+
+
+# ------------------------------------------------------------ man pages and completions
+# Where man-db and the shells look, reproduced from their documented rules (file
+# checks only: nothing above git_ao/git/process.py starts a process). Not found is a note
+# (ok=None), not a problem: the commands work without them.
+
+
+def _data_dirs() -> list[str]:
+    """XDG data dirs in order: $XDG_DATA_HOME (~/.local/share), then $XDG_DATA_DIRS."""
+    home = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    dirs = os.environ.get("XDG_DATA_DIRS") or "/usr/local/share:/usr/share"
+    return [home] + [d for d in dirs.split(":") if d]
+
+
+def man_dirs() -> list[str]:
+    """The directories man-db searches when git runs `man git-ao-preserve`: $MANPATH's
+    entries, and (for an empty entry or no MANPATH) for each $PATH element
+    <d>/../man, <d>/man, <d>/../share/man, <d>/share/man, then the system dirs."""
+    default = []
+    for d in os.environ.get("PATH", "").split(":"):
+        if d:
+            default += [os.path.join(d, "..", "man"), os.path.join(d, "man"),
+                        os.path.join(d, "..", "share", "man"), os.path.join(d, "share", "man")]
+    default += ["/usr/local/share/man", "/usr/share/man", "/usr/local/man"]
+    manpath = os.environ.get("MANPATH")
+    if manpath is None:
+        return default
+    out = []
+    for entry in manpath.split(":"):
+        out += default if entry == "" else [entry]
+    return out
+
+
+def _find(dirs, rel) -> str | None:
+    for d in dirs:
+        for suffix in ("", ".gz"):
+            p = os.path.join(d, rel + suffix)
+            if os.path.isfile(p):
+                return os.path.normpath(p)
+    return None
+
+
+def _shipped(rel) -> str | None:
+    """The copy this installation shipped under <prefix>/share, if any."""
+    import sys
+    p = os.path.join(sys.prefix, "share", rel)
+    return p if os.path.isfile(p) else None
+
+
+def install_checks() -> list[Check]:
+    """Whether man finds the pages and each shell finds the completions."""
+    out = []
+    page = _find(man_dirs(), "man1/git-ao-preserve.1")
+    if page:
+        out.append(Check("man pages", True, f"{page} (git ao-preserve --help opens it)"))
+    else:
+        out.append(Check("man pages", None, "man will not find git-ao-preserve.1: put the bin "
+                         "dir of this install on PATH, or add its share/man to MANPATH"))
+    looks = {
+        "bash": ([os.path.join(d, "bash-completion", "completions") for d in _data_dirs()]
+                 + ["/etc/bash_completion.d"], "bash-completion/completions/git-ao-preserve",
+                 "git-ao-preserve", 'eval "$(git ao completion bash)" in ~/.bashrc'),
+        "zsh": ([os.path.join(d, "zsh", x) for d in _data_dirs()
+                 for x in ("site-functions", "vendor-completions")],
+                "zsh/site-functions/_git-ao-preserve", "_git-ao-preserve",
+                "its directory on $fpath, or eval \"$(git ao completion zsh)\" after compinit"),
+        "fish": ([os.path.join(d, "fish", "vendor_completions.d") for d in _data_dirs()]
+                 + [os.path.expanduser("~/.config/fish/completions")],
+                 "fish/vendor_completions.d/git-ao.fish", "git-ao.fish",
+                 ("git ao completion fish | source in ~/.config/fish/config.fish "
+                  "(fish 3.6 needs this for git ao-preserve)")),
+    }
+    for shell, (dirs, shipped_rel, name, advice) in looks.items():
+        found = _find(dirs, name)
+        if found:
+            out.append(Check(f"{shell} completion", True, found))
+            continue
+        shipped = _shipped(shipped_rel)
+        where = f"shipped at {shipped} but " if shipped else ""
+        out.append(Check(f"{shell} completion", None,
+                         f"{where}not where {shell} loads it by itself; unless your "
+                         f"startup file already does it, use {advice}"))
+    return out
+
+
+def empty_database_hint(store: Store) -> str | None:
+    """When nothing is pending because the database lost its records (it holds no
+    session, yet the repository the command runs in, or one the trash names,
+    holds preserve refs): the command that rebuilds them. None otherwise."""
+    if store.sessions():
+        return None
+    return lost_database(store.dir, current_repo())

@@ -1,0 +1,80 @@
+"""End a live session (kill) or drop a session's record (forget)."""
+
+from __future__ import annotations
+
+import os
+
+from git_ao import git
+from git_ao.context import Context, facts, lookup
+from git_ao.errors import Refused
+from git_ao.fs import walk
+from git_ao.git import query, worktree
+from git_ao.outcome import Outcome, Status
+from git_ao.proof import witness
+from git_ao.save import capture
+from git_ao.store import trash
+
+
+def kill(ctx: Context, session_id: str) -> Outcome:
+    """End a live session: remove its worktree only when it is clean (`git worktree
+    remove`, never forced), and mark it terminated with nothing pending."""
+    with ctx.lock(session_id):
+        s = lookup(ctx, session_id)
+        if s.pending:
+            raise Refused(f"session '{s.id}' has preserved work pending; restore it, or "
+                          f"'git ao forget --force {s.id}'")
+        if not s.live:
+            return Outcome(s.id, "kill", Status.NOTHING, "already terminated", facts(s))
+        path = s.worktree_path
+        if os.path.lexists(path):
+            v = worktree.verify(s.common_dir, path)
+            st = capture.inspect(path, v.git_dir)
+            if not st.clean:
+                raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
+                              f"{len(st.untracked)} untracked); commit it or preserve it")
+            assert st.head is not None  # inspect refuses an unborn branch
+            if st.branch is None and not query.is_reachable_from_refs(path, st.head):
+                raise Refused(f"'{path}' is detached at {st.head[:12]}, which no ref holds; "
+                              "create a branch first")
+            # Clean is not empty: ignored files (.env, build output) and anything git
+            # does not show are proven and kept in the trash, as preserve keeps them.
+            w = walk.walk(path)
+            assert st.head is not None  # inspect refuses an unborn branch
+            captured = witness.captured_blobs(path, st.head, None, None)
+            blockers = witness.blockers(path, w, captured, st.ignored, private_config=None,
+                                        sessions={})
+            if blockers:
+                raise Refused(f"'{path}' holds what git does not show: "
+                              + "; ".join(str(b) for b in blockers[:5]))
+            if ctx.dry_run:
+                return Outcome(s.id, "kill", Status.OK, f"would remove {path}", facts(s))
+            try:
+                entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
+                                      {"commit": None, "killed": True})
+            except OSError as exc:
+                raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc
+            trash.detach(entry)
+            git.worktree_prune(s.common_dir)
+            ctx.log("kill", s.id, "trash", trash=entry.worktree)
+        elif ctx.dry_run:
+            return Outcome(s.id, "kill", Status.OK, "would mark terminated", facts(s))
+        ctx.store.mark_terminated(s.id)
+        ctx.log("kill", s.id, "killed", workspace=path)
+        return Outcome(s.id, "kill", Status.OK, f"terminated; {path} removed", facts(s))
+
+
+def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
+    """Drop a session's record. Refuses while work is pending unless `force`; the
+    preserve ref itself is left for `git ao-prune --force ID` or for recovery."""
+    with ctx.lock(session_id):
+        s = lookup(ctx, session_id)
+        if s.pending and not force:
+            raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
+                          "--force")
+        if ctx.dry_run:
+            return Outcome(s.id, "forget", Status.OK, "would drop the record", facts(s))
+        ctx.store.delete(s.id)
+        ctx.log("forget", s.id, "forgotten", forced=force or None)
+        kept = f"; {s.save.preserve_ref} kept" \
+            if s.save is not None and s.pending and s.save.preserve_ref else ""
+        return Outcome(s.id, "forget", Status.OK, f"record dropped{kept}", facts(s))

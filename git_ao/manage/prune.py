@@ -1,0 +1,270 @@
+"""Prune: clean what can be cleaned without losing work (records of vanished
+repositories and of finished sessions, stale registrations, scratch files,
+the trash, refs whose work is provably elsewhere)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+
+from git_ao import git
+from git_ao.context import (
+    BEFORE_STOP_PREFIX,
+    REF_PREFIX,
+    Context,
+    facts,
+    preserve_ref,
+    work_present_elsewhere,
+)
+from git_ao.fs import walk
+from git_ao.outcome import Outcome, Status
+from git_ao.proof import witness
+from git_ao.save import capture
+from git_ao.store import trash
+from git_ao.store.records import Session
+
+
+def prune(ctx: Context, *, expire_before: float | None = None,
+          force_ids: Iterable[str] = ()) -> list[Outcome]:
+    """Clean what can be cleaned without losing work.
+
+    expire_before: epoch seconds; trash entries older are deleted (None: all).
+    force_ids: sessions the user named with --force: their refs and records go, and
+    nothing else is done.
+    Returns one Outcome per thing done (or that would be done on a dry run).
+    """
+    named = list(dict.fromkeys(force_ids))
+    if named:
+        # A prune that names sessions acts on those sessions only: no general
+        # clean-up, so another session's ref, record or trash is never touched.
+        return [_prune_named(ctx, sid) for sid in named]
+    out = []
+    sessions = ctx.store.sessions()
+    repos = sorted({s.common_dir for s in sessions})
+    for listed in sessions:
+        # Decide under the session's lock, on a fresh read: a preserve or restore
+        # running at the same moment must not have its record or ref pulled away.
+        with ctx.lock(listed.id):
+            s = ctx.store.get(listed.id)
+            if s is None:
+                continue
+            if not os.path.isdir(s.common_dir):
+                out.append(_prune_record(ctx, s, f"repository {s.common_dir} is gone"))
+            elif not s.live and not s.pending:
+                out.append(_prune_record(ctx, s, "terminated, nothing pending"))
+    for repo in repos:
+        if os.path.isdir(repo):
+            out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.common_dir == repo})
+    pending = {s.id for s in ctx.store.sessions() if s.pending}
+    out += _prune_trash(ctx, expire_before, pending)
+    return out
+
+
+def _prune_named(ctx: Context, sid: str) -> Outcome:
+    """`--force ID`: that session's ref and record, under its lock; an unknown id is
+    refused on its own and the other named sessions go on."""
+    with ctx.lock(sid):
+        s = ctx.store.get(sid)
+        if s is None:
+            return Outcome(sid, "prune-ref", Status.REFUSED,
+                           f"no session '{sid}' (see 'git ao list'); nothing pruned for it")
+        return _prune_forced(ctx, s)
+
+
+def _prune_record(ctx: Context, s: Session, why: str) -> Outcome:
+    if not ctx.dry_run:
+        ctx.store.delete(s.id)
+    ctx.log("prune", s.id, "record-dropped", why=why)
+    return Outcome(s.id, "prune-record", Status.OK, f"{'would drop' if ctx.dry_run else 'dropped'} "
+                   f"record ({why})", facts(s))
+
+
+def _prune_forced(ctx: Context, s: Session) -> Outcome:
+    ref = preserve_ref(s.id)
+    oid = git.rev_parse(s.common_dir, ref) if os.path.isdir(s.common_dir) else None
+    if not ctx.dry_run:
+        if oid:
+            git.delete_ref(s.common_dir, ref, oid)
+        ctx.store.delete(s.id)
+    ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid)
+    verb = "would delete" if ctx.dry_run else "deleted"
+    what = f"{ref} (was {oid})" if oid else "no ref"
+    gone, kept = [], []
+    for entry in trash.of_session(ctx.store.dir, s.id):
+        # Only this session's entries; a stray one may hold an agent's latest
+        # writes and a mount point is never crossed: both stay.
+        if entry.stray or walk.walk(entry.path).blockers:
+            kept.append(entry.path)
+            continue
+        if not ctx.dry_run:
+            _remove_entry(entry)
+        gone.append(entry.path)
+    data = facts(s, trash_deleted=gone, trash_kept=kept)
+    extra = f", {len(gone)} trash entr{'y' if len(gone) == 1 else 'ies'}" if gone else ""
+    extra += f"; kept {', '.join(kept)}" if kept else ""
+    return Outcome(s.id, "prune-ref", Status.OK, f"{verb} {what} and the record{extra}",
+                   data)
+
+
+def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outcome]:
+    out = []
+    for ln in git.worktree_prune(repo, dry_run=ctx.dry_run):
+        ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
+        out.append(Outcome("-", "prune-worktree", Status.OK, ln, {"repo": repo}))
+    for path in _leftover_scratch(repo):
+        if not ctx.dry_run:
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+            except FileNotFoundError:
+                continue
+        ctx.log("prune", None, "tmp-scratch", path=path)
+        out.append(Outcome("-", "prune-tmp", Status.OK,
+                           f"{'would remove' if ctx.dry_run else 'removed'} {path}",
+                           {"repo": repo}))
+    for ref, oid in git.for_each_ref(repo, REF_PREFIX):
+        sid = ref[len(REF_PREFIX):]
+        if sid not in by_id:
+            out.append(Outcome(sid, "prune-ref", Status.NOTHING,
+                               f"{ref} ({oid[:12]}) has no record; kept (git ao doctor "
+                               "--recover)", {"repo": repo}))
+            continue
+        with ctx.lock(sid):
+            s = ctx.store.get(sid)
+            if s is None or git.rev_parse(repo, ref) != oid:
+                continue  # changed under us: leave it for the next prune
+            if s.save is not None and s.pending and s.save.preserved_commit == oid:
+                continue
+            where = work_present_elsewhere(s, oid)
+            if where:
+                if not ctx.dry_run:
+                    git.delete_ref(repo, ref, oid)
+                    ctx.store.forget_ref(sid, oid)  # listings stop showing a deleted ref
+                ctx.log("prune", sid, "ref-deleted", ref=ref, commit=oid, why=where)
+                out.append(Outcome(sid, "prune-ref", Status.OK,
+                                   f"{'would delete' if ctx.dry_run else 'deleted'} {ref} "
+                                   f"(was {oid}): its work is {where}", facts(s)))
+            else:
+                # Said every time: a kept ref no row points at (an old checkpoint, a
+                # conflict left to resolve) is otherwise easy to forget.
+                out.append(Outcome(sid, "prune-ref", Status.NOTHING,
+                                   f"kept {ref} ({oid[:12]}): its work is neither on the branch "
+                                   "nor in the worktree; see it with git stash show -p "
+                                   f"--include-untracked {ref}", facts(s)))
+    for ref, oid in git.for_each_ref(repo, BEFORE_STOP_PREFIX):
+        # Only the user knows whether the state a stop handler changed is wanted.
+        out.append(Outcome(ref[len(BEFORE_STOP_PREFIX):], "prune-ref", Status.NOTHING,
+                           f"kept {ref} ({oid[:12]}): the worktree before its agents were "
+                           "stopped; see it with git stash show -p --include-untracked "
+                           f"{ref}, drop it with git update-ref -d {ref}", {"repo": repo}))
+    return out
+
+
+def _leftover_scratch(repo: str) -> list[str]:
+    """Temporary index files and verification dirs left in the git dirs of `repo`
+    by a killed git-ao (named `<prefix><pid>.`, their process gone)."""
+    found = []
+    dirs = [repo] + [os.path.join(repo, "worktrees", d)
+                     for d in (os.listdir(os.path.join(repo, "worktrees"))
+                               if os.path.isdir(os.path.join(repo, "worktrees")) else [])]
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            prefix = next((p for p in capture.SCRATCH_PREFIXES if name.startswith(p)), None)
+            if prefix is None:
+                continue
+            pid = name[len(prefix):].split(".")[0]
+            if pid.isdigit() and _alive(int(pid)):
+                continue
+            found.append(os.path.join(d, name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _prune_trash(ctx: Context, expire_before: float | None,
+                 pending: set[str]) -> list[Outcome]:
+    """Delete the trash entries older than `expire_before`, under every trash root
+    (`trash.entries`), with their size. Kept, and said: the entries of sessions in
+    `pending` (restore puts them back), stray entries (a directory restore set
+    aside), entries a restore found changed after the last capture, and any
+    entry holding a file that is neither ignored nor in a saved tree, or a mount
+    point (`witness.unsaved_in`)."""
+    out = []
+    for entry in trash.entries(ctx.store.dir):
+        sid = entry.session_id
+        size = trash.size(entry.path)
+        data = {"path": entry.path, "size": size}
+        why = ""
+        if expire_before is not None and entry.created_ns / 1e9 >= expire_before:
+            why = "not expired yet"
+        elif sid in pending:
+            why = "its session is pending (restore brings it back)"
+        elif entry.stray:
+            why = "a directory restore set aside; it may hold an agent's latest writes"
+        elif entry.meta.get("environment_kept") and entry.holds_worktree:
+            kept = [str(p) for p in entry.meta["environment_kept"]]
+            why = ("ignored files restore could not put back, such as "
+                   f"{kept[0]}; take what you need, then remove it by hand")
+        elif entry.meta.get("unlike_save") and entry.holds_worktree:
+            changed = sorted(entry.meta["unlike_save"])
+            why = ("restore found it changed after the last capture, such as "
+                   f"{changed[0]}; take what you need, then remove it by hand")
+        else:
+            s = ctx.store.get(sid)
+            why = witness.unsaved_in(entry, s.save.preserved_commit if s and s.save else None)
+        if why:
+            out.append(Outcome(sid, "prune-trash", Status.NOTHING,
+                               f"kept {entry.path} ({_size(size)}): {why}", data))
+            continue
+        if not ctx.dry_run:
+            _remove_entry(entry)
+            if os.path.lexists(entry.path):
+                # Part of it could not be deleted (a file of another user, a read-only
+                # file system): say so, and what is left stays for the next prune.
+                ctx.log("prune", sid, "trash-not-deleted", path=entry.path)
+                out.append(Outcome(sid, "prune-trash", Status.FAILED,
+                                   f"could not delete all of {entry.path}; what is left "
+                                   "stays there", data))
+                continue
+        ctx.log("prune", sid, "trash-deleted", path=entry.path, size=size)
+        out.append(Outcome(sid, "prune-trash", Status.OK,
+                           f"{'would delete' if ctx.dry_run else 'deleted'} {entry.path} "
+                           f"({_size(size)})", data))
+    return out
+
+
+def _size(n: int) -> str:
+    """`n` bytes for a person: 512 B, 3.4 MiB."""
+    if n < 1024:
+        return f"{n} B"
+    x = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        x /= 1024
+        if x < 1024 or unit == "GiB":
+            break
+    return f"{x:.1f} {unit}"
+
+
+def _remove_entry(entry: trash.Entry) -> None:
+    """Delete a trash entry that `witness.unsaved_in` cleared: it holds no mount point (the
+    walk saw none), and rmtree does not follow symlinks."""
+    if os.path.isdir(entry.path) and not os.path.islink(entry.path) \
+            and not walk.is_mount_point(entry.path):
+        shutil.rmtree(entry.path, ignore_errors=True)
+    elif os.path.lexists(entry.path) and not os.path.isdir(entry.path):
+        os.unlink(entry.path)

@@ -1,0 +1,136 @@
+"""Register a linked worktree as a live session."""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from typing import Any
+
+from git_ao import git
+from git_ao.context import MAX_ID, Context, validate_id
+from git_ao.errors import Refused, Usage
+from git_ao.manage.listing import list_json
+from git_ao.outcome import Outcome, Status
+from git_ao.store.records import Session
+from git_ao.store.states import KINDS, Kind
+
+
+def register(ctx: Context, path: str, *, session_id: str | None = None,
+             kind: str = Kind.WORKER, harness: str = "", agent_session_id: str | None = None,
+             prompt: str | None = None) -> Session:
+    """Register the linked worktree containing `path` as a live session.
+
+    With no `session_id` the id is the worktree's name, or, when a session of that
+    name exists, `<repo>-<name>` (see free_id). Returns the Session (not stored
+    on a dry run). Raises Fatal (not a repository), Usage (bad id or kind, a bare
+    repository, a main worktree, a path with a newline or not in UTF-8) or Refused
+    (id or worktree taken).
+    """
+    if kind not in KINDS:
+        raise Usage(f"invalid kind '{kind}': use worker or orchestrator")
+    dirs = git.repo_dirs(path)
+    if dirs.is_bare:
+        raise Usage(f"'{path}' is a bare repository, not a linked worktree")
+    if not dirs.is_linked_worktree:
+        raise Usage(f"'{dirs.toplevel}' is the main worktree of its repository; "
+                    "sessions live in linked worktrees (git worktree add)")
+    assert dirs.toplevel is not None  # a linked worktree has one
+    top = os.path.realpath(dirs.toplevel)
+    if "\n" in top:
+        raise Usage("worktree paths with a newline are not supported")
+    for what, name in (("worktree", top), ("repository", dirs.common_dir)):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+            raise Usage(f"{what} path '{shown}' is not valid UTF-8, which git-ao records "
+                        "paths as; rename the directory") from None
+    sid = session_id if session_id is not None else \
+        id_from_name(os.path.basename(dirs.git_dir.rstrip("/")))
+    try:
+        validate_id(sid)
+    except Usage as exc:
+        if session_id is not None:
+            raise
+        raise Usage(f"{exc} (the worktree's name); name the session with --id") from None
+    holder = ctx.store.holder_of(top)
+    if holder is not None:
+        raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
+    taken = ctx.store.get(sid)
+    if taken is not None and session_id is not None:
+        raise Refused(f"session '{sid}' already exists (at {taken.worktree_path}); "
+                      "choose another id with --id")
+    if taken is not None:
+        sid = free_id(ctx, sid, repo_name(dirs.common_dir))
+    branch = git.current_branch(top)
+    s = Session(sid, kind, harness or "", os.path.realpath(dirs.common_dir), branch, top,
+                agent_session_id, prompt)
+    if not ctx.dry_run:
+        ctx.store.insert(s)
+        ctx.log("register", sid, "registered", kind=kind, harness=harness, workspace=top)
+    return s
+
+
+def id_from_name(name: str) -> str:
+    """A valid session id made from a worktree's name: accents dropped, every run of
+    other characters one '-', no leading '-' or '.', no '..' or '.lock' (git's ref
+    rules), at most MAX_ID bytes; 'worktree' when nothing is left. An agent's quit
+    handler runs `git ao-preserve` with no id, so the default must always work."""
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    sid = re.sub(r"[^A-Za-z0-9._-]+", "-", plain)
+    sid = re.sub(r"\.{2,}", ".", sid).lstrip("-.")[:MAX_ID].rstrip(".")
+    while sid.endswith(".lock"):
+        sid = sid.removesuffix(".lock").rstrip(".")
+    return sid or "worktree"
+
+
+def repo_name(common_dir: str) -> str:
+    """The name of a repository: its main worktree's directory name (`app` for
+    app/.git), or a bare repository's without `.git`."""
+    path = os.path.realpath(common_dir).rstrip("/")
+    if os.path.basename(path) == ".git":
+        path = os.path.dirname(path)
+    return os.path.basename(path).removesuffix(".git") or "repo"
+
+
+def free_id(ctx: Context, name: str, repo: str) -> str:
+    """A default id no session has: `<repo>-<name>` when `name` is taken (two
+    repositories with a `.claude/worktrees/feature` each), then `<repo>-<name>-2`,
+    `-3`, ... Raises Usage when none is a valid id."""
+    base = f"{repo}-{name}"[:MAX_ID - 4]
+    for n in range(1, 1000):
+        sid = base if n == 1 else f"{base}-{n}"
+        try:
+            validate_id(sid)
+        except Usage:
+            break
+        if ctx.store.get(sid) is None:
+            return sid
+    raise Usage(f"session '{name}' already exists and no free id was found; "
+                "name the session with --id")
+
+
+def current_session(ctx: Context, path: str = ".") -> Session:
+    """The session of the linked worktree containing `path`, registering it first
+    (id from the worktree's name) when it is not known."""
+    # From the path alone: a GIT_WORK_TREE or GIT_DIR left in the caller's shell
+    # must never point a preserve at another session's worktree.
+    dirs = git.repo_dirs(path)
+    if dirs.is_bare or not dirs.is_linked_worktree:
+        raise Usage("not inside a linked worktree: name sessions, or use --all")
+    assert dirs.toplevel is not None  # a linked worktree has one
+    top = os.path.realpath(dirs.toplevel)
+    for s in ctx.store.sessions():
+        if s.worktree_path == top and s.live:
+            return s
+    return register(ctx, top)
+
+
+def add(ctx: Context, path: str, **fields: Any) -> Outcome:
+    """`git ao add`: register (see `register`) and say so."""
+    s = register(ctx, path, **fields)
+    return Outcome(s.id, "add", Status.OK,
+                   f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
+                   f"at {s.worktree_path}", list_json(s))
+

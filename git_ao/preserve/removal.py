@@ -1,0 +1,175 @@
+"""Taking a captured worktree away, and finishing a removal a kill interrupted.
+
+The directory goes into a trash entry on its own file system with one rename
+(`trash.move_in`), so an agent still writing there writes into the entry,
+never into nothing. Then the moved copy is proven: walked again and compared
+with the walk taken before the capture; what an agent wrote after the capture
+is captured again from the moved copy (its registration is still in place)
+and the ref moved on with compare-and-swap, a bounded number of times
+(`settle`). Deregistering is the caller's, once per repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from git_ao import crashpoint, git
+from git_ao.batch import RepoCache
+from git_ao.context import Context, facts, preserve_ref
+from git_ao.errors import AoError, Failed
+from git_ao.fs import walk
+from git_ao.git import worktree
+from git_ao.outcome import Outcome, Status
+from git_ao.proof import witness
+from git_ao.save import capture, local_state
+from git_ao.store import trash
+from git_ao.store.records import Save, Session, now_ns
+
+# How many times a worktree still being written to is captured again after the
+# move before preserve reports it as not settled.
+ROUNDS = 3
+UNSETTLED = "\0unsettled"
+
+
+def where(path: str, b: walk.Blocker) -> str:
+    return f"{path if b.path == '.' else os.path.join(path, b.path)}: {b.reason}"
+
+
+def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,
+               walked_ns: int | None) -> trash.Entry:
+    """Move the verified worktree into a trash entry on its own file system (the
+    registration is pruned by the caller). walked_ns: when the walk before the
+    capture started (ns, the clock file times use), None when unknown; the entry
+    keeps it, so a restore can tell files written after it. Raises AoError saying
+    exactly what state the session is in when the move fails: the save is
+    recorded, so it is pending and its directory is still in place."""
+    try:
+        entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
+                              {"commit": commit, "walked_ns": walked_ns})
+    except OSError as exc:
+        ctx.log("preserve", s.id, "move-failed", workspace=v.path, error=exc.strerror)
+        raise Failed(f"saved and recorded (pending), but '{v.path}' could not be moved to the "
+                     f"trash ({exc.strerror}); it is still there, untouched: run git "
+                     "ao-preserve again, or git ao-restore to keep working in it") from exc
+    crashpoint.hit("preserve:after-rename")
+    return entry
+
+
+def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
+            before: walk.Walk, cap: capture.Capture, captured: dict[str, str], save: Save,
+            meta: capture.Meta) -> list[str]:
+    """Prove the moved directory holds exactly what was captured; where an agent
+    wrote after the capture, capture again from the moved copy (its admin dir is
+    still registered), move the ref on (compare-and-swap on the old value) and
+    record the new save, up to ROUNDS times. Returns the paths written late
+    (ending with UNSETTLED when they never settled); writes after the last check
+    stay in the trash copy, which restore brings back."""
+    late: list[str] = []
+    moved = entry.worktree
+    for _ in range(ROUNDS):
+        try:
+            changed, after = witness.changed_after_move(before, moved, captured, cap.ignored)
+        except AoError as exc:
+            # git could not hash a file an agent was rewriting: the copy is not
+            # proven settled, so it is reported, and it stays in the trash.
+            ctx.log("preserve", s.id, "late-check-failed", trash=moved, error=str(exc))
+            return sorted(set(late)) + [UNSETTLED]
+        if not changed:
+            # A late path the last capture does not hold (a name or file type git
+            # cannot store) is not saved: it stays in the trash copy, and is named.
+            uncaptured = [p for p in late if p in after.entries and p not in captured]
+            return late + [UNSETTLED] if uncaptured else late
+        late = sorted(set(late) | set(changed))
+        try:
+            again = capture.capture(moved, v.git_dir, meta, walked=after)
+        except AoError as exc:
+            ctx.log("preserve", s.id, "late-capture-failed", trash=moved, error=str(exc))
+            return late + [UNSETTLED]
+        if again.commit and again.commit != save.preserved_commit:
+            ref = preserve_ref(s.id)
+            git.update_ref(moved, ref, again.commit, save.preserved_commit or None,
+                           message=f"git-ao preserve {s.id} (written after the capture)")
+            save = Save(s.id, s.common_dir, save.worktree_path, again.branch, again.head,
+                        again.detached, ref, again.commit,
+                        _late_config(save.private_config, again.private_config), now_ns())
+            ctx.store.record_save(save, terminate=True)
+            ctx.log("preserve", s.id, "captured-late", commit=again.commit, paths=len(changed))
+        before, cap = after, again
+        captured = witness.captured_blobs(moved, again.head, again.worktree_tree,
+                                          again.untracked_tree)
+    return late + [UNSETTLED]
+
+
+def _late_config(first: str | None, again: str | None) -> str | None:
+    """The private config of a capture taken again from the moved copy (flags and
+    bits written late are in it), with what only the first capture could read: the
+    per-worktree refs found in the admin dir before the move (`worktree_refs`)."""
+    old, new = local_state.load(first), local_state.load(again)
+    if "worktree_refs" in old:
+        new["worktree_refs"] = old["worktree_refs"]
+    return json.dumps(new, sort_keys=True) if new else None
+
+
+def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | None:
+    """Finish a removal a crash interrupted (the row was committed, the worktree is
+    still there): take the verified worktree away only when it holds exactly the saved
+    work (`capture.holds`, or clean at the saved HEAD when nothing was saved).
+    Returns an Outcome, or None when there is no worktree left to remove."""
+    save = s.save
+    if save is None:
+        return None
+    path = save.worktree_path
+    if not os.path.isdir(s.common_dir) or not os.path.lexists(path):
+        return None
+    entries = cache.entries(s.common_dir, fresh=True)
+    if worktree.find(entries, path) is None:
+        return None
+    v = worktree.verify(s.common_dir, path, entries)
+    keep = keep_reasons(v)
+    if keep:
+        return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved; worktree kept: "
+                       f"{'; '.join(keep)}", facts(s))
+    if not _holds_save(path, v.git_dir, save):
+        ctx.log("preserve", s.id, "kept-changed", workspace=path)
+        return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved, but {path} changed "
+                       "since; it is kept (git ao-restore reuses it)", facts(s))
+    if ctx.dry_run:
+        return Outcome(s.id, "preserve", Status.OK, "would finish the interrupted removal",
+                       facts(s))
+    entry = take_away(ctx, s, v, save.preserved_commit, None)
+    trash.detach(entry)
+    if cache.batch:
+        cache.defer_prune(s.common_dir)
+    else:
+        git.worktree_prune(s.common_dir)
+    crashpoint.hit("preserve:after-remove")
+    ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=entry.worktree)
+    return Outcome(s.id, "preserve", Status.OK, "already preserved; finished the interrupted "
+                   "removal", facts(s, trash=entry.worktree))
+
+
+def _holds_save(path: str, git_dir: str, save: Save) -> bool:
+    """Does the worktree hold exactly what `save` recorded (nothing newer), with the
+    preserve ref still holding it too? (A restore killed after deleting the ref
+    leaves the worktree as the work's only home.)"""
+    if save.preserved_commit:
+        return git.rev_parse(path, save.preserve_ref) == save.preserved_commit and \
+            capture.holds(path, git_dir, save.preserved_commit)
+    try:
+        cap = capture.capture(path, git_dir, None, write=False)
+    except capture.CannotCapture:
+        return False
+    return cap.clean and cap.head == save.head and cap.branch == save.branch
+
+
+def keep_reasons(v: worktree.Verified) -> list[str]:
+    """Why a verified worktree must stay although its work is saved."""
+    reasons = []
+    if v.entry.locked is not None:
+        why = f" ({v.entry.locked})" if v.entry.locked else ""
+        reasons.append(f"it is locked{why} (git worktree unlock)")
+    lock = os.path.join(v.git_dir, "index.lock")
+    if os.path.exists(lock):
+        reasons.append(f"its index is locked by another process: {lock}")
+    return reasons

@@ -1,0 +1,421 @@
+"""Preserve: save each session's uncommitted work in its ref, record it, then
+take its worktree away.
+
+The crash-safety order, per session, reads in `preserve_one`: check, capture,
+write the ref, commit the database row, and only then remove the worktree. A
+kill at any point leaves the session live with its worktree, or saved with its
+work in the ref and the row committed; running the command again converges.
+Nothing here prints: every function returns Outcomes and logs its decisions.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from git_ao import crashpoint, git, groups
+from git_ao.agents import processes, stopping
+from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
+from git_ao.context import KEPT_PREFIX, Context, facts, lookup, preserve_ref, work_present_elsewhere
+from git_ao.errors import AoError, GitError, Refused
+from git_ao.fs import walk
+from git_ao.git import index, worktree
+from git_ao.outcome import Outcome, Status
+from git_ao.preserve import removal
+from git_ao.proof import witness
+from git_ao.save import capture, daemon_refs
+from git_ao.store import trash
+from git_ao.store.database import Store
+from git_ao.store.records import Save, Session, now_ns
+
+
+def sessions_for_all(store: Store) -> list[Session]:
+    """The sessions `--all` preserves: every live one, and every pending one whose
+    directory is still there (a crash interrupted its removal, and running --all
+    again finishes it: `removal.finish_interrupted`)."""
+    return [s for s in store.sessions()
+            if s.live or (s.save is not None and s.pending
+                          and os.path.lexists(s.save.worktree_path))]
+
+
+def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool = False,
+             jobs: int = 1, timeout: float | None = None,
+             progress: Callable[[Outcome], object] | None = None,
+             stop: threading.Event | None = None, settings: processes.Settings | None = None,
+             shutdown: bool = False) -> list[Outcome]:
+    """Preserve each session; one session's failure never stops the others.
+
+    First the processes still working in the worktrees are found and dealt with
+    by policy (`stopping.settle_agents`; settings: git-ao.toml's, shutdown: an
+    `--all` run, whose default policy is to stop them).
+
+    sessions: list of Session. jobs: sessions handled at once (threads; the work
+    is in git processes). timeout: seconds after which no new session starts
+    (those stay live, which is safe). progress: callback(Outcome) per session.
+    stop: a threading.Event; once set (SIGTERM, SIGINT) no new session starts and
+    the ones in flight run to their end.
+    Returns one Outcome per session, in input order.
+    """
+    cache = RepoCache(batch=True)
+    deadline = time.monotonic() + timeout if timeout is not None else None
+    before_stop: dict[str, str] = {}
+
+    def checkpoint(targets: Sequence[Session]) -> None:
+        def one(s: Session) -> Outcome:
+            return guarded(functools.partial(preserve_one, ctx, s.id, True, cache), s.id,
+                           "preserve")
+
+        for s, out in zip(targets, run_each(targets, one, jobs, None), strict=True):
+            commit = out.data.get("preserved_commit")
+            if out.status == Status.OK and isinstance(commit, str) and commit:
+                before_stop[s.id] = commit
+
+    seen = {} if keep_worktree else stopping.settle_agents(
+        sessions, settings if settings is not None else stopping.NoSettings(), shutdown=shutdown,
+        dry_run=ctx.dry_run, before_stop=checkpoint)
+
+    def one(s: Session) -> Outcome:
+        if deadline is not None and time.monotonic() > deadline:
+            return Outcome(s.id, "preserve", Status.REFUSED,
+                           "not started: --timeout spent; the session stays live")
+        if stop is not None and stop.is_set():
+            return Outcome(s.id, "preserve", Status.REFUSED,
+                           NOT_STARTED + "; the session stays live")
+        agents_seen = seen.get(s.id)
+        if agents_seen is not None and agents_seen.refused:
+            out = Outcome(s.id, "preserve", Status.REFUSED,
+                          f"{agents_seen.line()}; the worktree is kept (stop them, or set "
+                          "preserve.agents = \"stop\")", agents_seen.data())
+        else:
+            out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
+                          "preserve")
+            if agents_seen is not None:
+                _tell_agents(ctx, out, agents_seen)
+            if s.id in before_stop:
+                stopping.keep_before_stop(ctx, s, before_stop[s.id], out)
+        log_failure(ctx, out)
+        crashpoint.hit("preserve:between-sessions")
+        return out
+
+    try:
+        return groups.in_waves(sessions, lambda part: run_each(part, one, jobs, progress),
+                                       inner_first=True)
+    finally:
+        # Even when a session raised past guarded: what was moved away is deregistered.
+        cache.flush_prunes(ctx)
+
+
+def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
+    """Add what was found working in the worktree to its outcome and the log; tell
+    the user when their own shell sat in a worktree that is now gone."""
+    out.data.update(seen.data())
+    line = seen.line()
+    if line:
+        out.message += f"; {line}"
+        ctx.log("preserve", out.session_id, "agents", policy=seen.policy,
+                found=" ".join(str(a.pid) for a in seen.found))
+    trash_copy = out.data.get("trash")
+    if seen.ancestors and trash_copy:
+        pids = ", ".join(str(a.pid) for a in seen.ancestors)
+        out.message += (f"; your shell (pid {pids}) was working in it: its directory is gone "
+                        f"(cd elsewhere); the copy is at {trash_copy}")
+
+
+def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
+                 cache: RepoCache | None = None, unsaved: Session | None = None) -> Outcome:
+    """Preserve one session, strictly: check, capture and write the ref, commit the row,
+    then remove the verified worktree. Returns an Outcome; raises AoError on refusal.
+
+    unsaved: on a dry run, a Session that `register` would create (not stored yet)."""
+    cache = cache or RepoCache()
+    with ctx.lock(session_id):
+        # read again under the lock
+        s = unsaved if unsaved is not None and ctx.dry_run else lookup(ctx, session_id)
+        if not s.live:
+            if s.pending and not keep_worktree:
+                finished = removal.finish_interrupted(ctx, s, cache)
+                if finished is not None:
+                    return finished
+            why = "already preserved" if s.pending else "session is terminated"
+            return Outcome(s.id, "preserve", Status.NOTHING, why, facts(s))
+        if not s.branch and not s.worktree_path:
+            return Outcome(s.id, "preserve", Status.NOTHING, "skipped: no branch and no path")
+        path = s.worktree_path
+        if not os.path.isdir(s.common_dir):
+            raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
+        entries = cache.entries(s.common_dir)
+        entry = worktree.find(entries, path)
+        main = worktree.main_path(entries)
+        if main and worktree.same_path(main, path):
+            ctx.log("preserve", s.id, "refused-damaged", workspace=path)
+            raise Refused(f"record of '{s.id}' names the main worktree {path}: the record is "
+                          "damaged; nothing is removed")
+        if walk.is_empty_dir(path):
+            # An empty directory where the worktree was (a tmpfs mounted again after a
+            # reboot, a `rm -rf` of its contents): as good as gone.
+            _refuse_missing_with_state(s, entry)
+            return _record_missing(ctx, s, entry)
+        if not os.path.lexists(path):
+            moved = _moved_to(entries, s, path)
+            if moved:
+                raise Refused(f"'{path}' is gone and branch '{s.branch}' is checked out in "
+                              f"{moved} (git worktree move?); move it back to {path}; "
+                              "nothing is recorded")
+            _refuse_missing_with_state(s, entry)
+            return _record_missing(ctx, s, entry)
+        if entry is None:
+            raise Refused(f"'{path}' is not a worktree of {s.common_dir}; nothing is removed")
+        _refuse_over_kept_work(ctx, s, path)
+        v = worktree.verify(s.common_dir, path, entries)
+        st = capture.inspect(path, v.git_dir)
+        keep = removal.keep_reasons(v)
+        if ctx.dry_run:
+            what = "checkpoint" if keep_worktree else "preserve and remove"
+            what = f"register and {what}" if unsaved is not None else what
+            return Outcome(s.id, "preserve", Status.OK, f"would {what}: {len(st.changed)} changed, "
+                           f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
+                           facts(s))
+        # The walk is taken before the capture: its stat data is what the check
+        # after the move compares with, so a write that lands after it is seen.
+        before = None if keep_worktree else walk.walk(path)
+        meta = capture.Meta(s.id, s.kind, s.harness, path)
+        cap = capture.capture(path, v.git_dir, meta, st=st, walked=before)
+        crashpoint.hit("preserve:after-capture")
+        keep += cap.keep_reasons
+        ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
+        captured: dict[str, str] = {}
+        if before is not None:
+            captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
+                                              cap.untracked_tree)
+            keep += [removal.where(path, b) for b in witness.blockers(
+                path, before, captured, cap.ignored, private_config=cap.private_config,
+                sessions=cache.session_paths(ctx, exclude=s.id))]
+        private = _with_admin_only(ctx, s, path, cap.private_config)
+        if cap.ignored:
+            ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
+                    first=",".join(cap.ignored[:5]))
+        terminate = not keep_worktree and not keep
+        save = Save(s.id, s.common_dir, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
+                    private, now_ns())
+        ctx.store.record_save(save, terminate=terminate)
+        crashpoint.hit("preserve:after-db")
+        data = facts(s, preserve_ref=ref, preserved_commit=cap.commit, changed=len(cap.changed),
+                     untracked=len(cap.untracked), ignored=len(cap.ignored))
+        warn = _mirror_warning(path)
+        if warn:
+            data["warning"] = warn
+        summary = _summary(cap) + (f"; {warn}" if warn else "")
+        if keep_worktree:
+            ctx.log("preserve", s.id, "checkpoint", ref=ref, commit=cap.commit)
+            return Outcome(s.id, "checkpoint", Status.OK, f"{summary}; worktree kept", data)
+        if keep:
+            ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
+            data["blocked"] = keep
+            return Outcome(s.id, "preserve", Status.REFUSED,
+                           f"{summary}; worktree kept: {'; '.join(keep)}", data)
+        assert before is not None
+        taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
+        data["trash"] = taken.worktree
+        volatile = ""
+        kind = walk.fs_type(taken.path) if cap.ignored else None
+        if kind in ("tmpfs", "ramfs"):
+            # Only the trash copy holds them, and it shares the worktree's fate.
+            data["volatile_trash"] = kind
+            volatile = (f"; its {len(cap.ignored)} ignored path(s) are only in the trash "
+                        f"copy, on a {kind} that a reboot clears")
+            summary += volatile
+        late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
+        trash.detach(taken)
+        final = git.rev_parse(s.common_dir, ref) if late and ref else None
+        if final and final != cap.commit:
+            # The capture after the move moved the ref on: name what it holds now.
+            data["preserved_commit"] = final
+            summary = _summary(cap, final) + (f"; {warn}" if warn else "") + volatile
+        if cache.batch:
+            cache.defer_prune(s.common_dir)
+        else:
+            git.worktree_prune(s.common_dir)
+        crashpoint.hit("preserve:after-remove")
+        ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
+                commit=final or save.preserved_commit, trash=taken.worktree,
+                late=len(late) or None)
+        if late and late[-1] == removal.UNSETTLED:
+            data["still_changing"] = changing = late[:-1]
+            return Outcome(s.id, "preserve", Status.ATTENTION,
+                           f"{summary}; worktree removed, but what was written after the "
+                           f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
+                           f"its latest state is in {taken.worktree}, which restore brings back",
+                           data)
+        if late:
+            data["captured_late"] = late
+            summary += f"; {len(late)} path(s) written after the first capture saved too"
+        return Outcome(s.id, "preserve", Status.OK, f"{summary}; worktree removed", data)
+
+
+def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -> str | None:
+    """Keep the commits only the worktree's admin dir holds (per-worktree refs, HEAD
+    reflog entries) reachable under refs/ao/kept/<id>, and record the per-worktree
+    refs in the save's private config so restore puts them back. Returns the
+    private config JSON."""
+    found = witness.admin_only(path)
+    if not found:
+        return private
+    witness.keep_alive(path, KEPT_PREFIX + s.id, found)
+    ctx.log("preserve", s.id, "kept-alive", ref=KEPT_PREFIX + s.id, refs=len(found.refs),
+            reflog=len(found.reflog))
+    cfg = json.loads(private) if private else {}
+    if found.refs:
+        cfg["worktree_refs"] = found.refs
+    return json.dumps(cfg, sort_keys=True) if cfg else None
+
+
+def _write_ref(ctx: Context, s: Session, path: str, cap: capture.Capture, git_dir: str,
+               meta: capture.Meta) -> str:
+    """Point the session's preserve ref at the capture, after setting aside a ref
+    git-ao did not write, then prove every object the commit needs exists: a
+    `git gc --prune=now` running between the objects' writing and the ref's could
+    have pruned them. The capture is written again (once) when they are gone."""
+    ref = preserve_ref(s.id)
+    older = git.rev_parse(path, ref)
+    if daemon_refs.set_aside_foreign(ctx, path, ref, older, s.id):  # never replace another's save
+        older = None
+    if older and older != cap.commit:
+        # The reflog keeps it while the ref lives; the log keeps its id for good.
+        ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
+    for attempt in (1, 2):
+        assert cap.commit is not None
+        try:
+            git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
+            missing = witness.objects_missing(path, cap.commit, cap.head)
+        except GitError:
+            # update-ref itself refuses a commit that is gone.
+            if git.object_exists(path, cap.commit):
+                raise
+            missing = True
+        if not missing:
+            break
+        ctx.log("preserve", s.id, "objects-pruned", commit=cap.commit, attempt=attempt)
+        if attempt == 2:
+            raise capture.CannotCapture(f"the objects of the capture of '{path}' were pruned "
+                                         "while it was written (a git gc --prune=now?); run "
+                                         "git ao-preserve again")
+        again = capture.capture(path, git_dir, meta)
+        cap.commit, cap.worktree_tree, cap.index_tree, cap.untracked_tree = (
+            again.commit, again.worktree_tree, again.index_tree, again.untracked_tree)
+    crashpoint.hit("preserve:after-ref")
+    return ref
+
+
+def _mirror_warning(path: str) -> str:
+    """A warning when a fetch refspec covers refs/ao/ (a mirror clone): the next
+    `git fetch --prune` deletes the preserve refs (the trash copy still holds the
+    work)."""
+    specs = witness.fetch_refspecs_covering(path)
+    if not specs:
+        return ""
+    return (f"warning: {specs[0]} covers refs/ao/, so git fetch --prune deletes the preserve "
+            "ref; the trash keeps a copy")
+
+
+def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
+    """Raise Refused when the session's ref still holds work a restore could not put
+    back in full (a conflict, a blocked apply: `Save.needs_attention`) and that work
+    is neither on the branch nor exactly in the worktree: a new capture would
+    replace the ref, and restore deletes the ref with its reflog, so the older work
+    would be lost. Nothing is captured or removed; the user applies what they need
+    and drops the ref."""
+    save = s.save
+    if save is None or not save.needs_attention or not save.preserved_commit:
+        return
+    ref = preserve_ref(s.id)
+    oid = save.preserved_commit
+    if git.rev_parse(path, ref) != oid or work_present_elsewhere(s, oid):
+        return
+    ctx.log("preserve", s.id, "refused-kept-work", ref=ref, commit=oid)
+    raise Refused(f"{ref} still holds work the last restore could not put back "
+                  f"(git stash show -p --include-untracked {ref}); apply what you need, then "
+                  f"drop it with git update-ref -d {ref} {oid}; nothing is captured or removed")
+
+
+def _moved_to(entries: list[git.WorktreeEntry], s: Session, path: str) -> str | None:
+    """Another existing worktree holding the session's branch, when its recorded path
+    is gone (a `git worktree move`): recording it missing would hide where it went."""
+    if not s.branch:
+        return None
+    for e in entries:
+        if e.branch == f"refs/heads/{s.branch}" and not worktree.same_path(e.path, path) \
+                and os.path.isdir(e.path):
+            return e.path
+    return None
+
+
+def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> None:
+    """Raise Refused when the worktree directory is gone but its registration still
+    holds state that differs from its HEAD (staged work in its index, per-worktree
+    refs): the directory was most likely moved (`mv`), not deleted, and recording it
+    as gone would let restore prune the only copy of that index."""
+    if entry is None or not entry.head:
+        return
+    admin = worktree.admin_dir_of(s.common_dir, entry.path)
+    if admin is None:
+        return
+    index_file = os.path.join(admin, "index")
+    staged = False
+    if os.path.exists(index_file):
+        try:
+            staged = index.tree_of(s.common_dir, index_file) != git.trees_of(s.common_dir, [entry.head])[0]
+        except AoError:
+            staged = True
+    refs = os.path.isdir(os.path.join(admin, "refs")) and any(
+        files for _r, _d, files in os.walk(os.path.join(admin, "refs")))
+    if staged or refs:
+        what = "staged work in its index" if staged else "per-worktree refs"
+        raise Refused(f"'{s.worktree_path}' is gone, but its registration ({admin}) still "
+                      f"holds {what}: if the directory was moved, move it back; nothing is "
+                      "recorded")
+
+
+def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -> Outcome:
+    """The user deleted the worktree directory: record a save with no ref so that
+    restore re-adds the worktree from its branch."""
+    head = entry.head if entry else None
+    branch = s.branch
+    if entry and entry.branch:
+        branch = entry.branch.removeprefix("refs/heads/")
+    detached = bool(entry and entry.detached)
+    if not head and branch:
+        head = git.rev_parse(s.common_dir, f"refs/heads/{branch}")
+    # A checkpoint (or a ref kept after a conflict) is the last known work of this
+    # worktree: carry it over so restore applies it instead of forgetting it.
+    ref = preserve_ref(s.id)
+    kept = git.rev_parse(s.common_dir, ref)
+    if ctx.dry_run:
+        return Outcome(s.id, "preserve", Status.OK, "would record the missing worktree",
+                       facts(s))
+    ctx.store.record_save(Save(s.id, s.common_dir, s.worktree_path, branch, head, detached,
+                               ref if kept else "", kept, None, now_ns()), terminate=True)
+    ctx.log("preserve", s.id, "recorded-missing", workspace=s.worktree_path, branch=branch)
+    return Outcome(s.id, "preserve", Status.OK, "worktree directory was already gone; "
+                   "recorded so restore re-adds it", facts(s))
+
+
+def _summary(cap: capture.Capture, commit: str | None = None) -> str:
+    """What was saved; `commit` names the ref's commit when a later capture moved it."""
+    ignored = f"; {len(cap.ignored)} ignored path(s) not saved" if cap.ignored else ""
+    if not cap.commit:
+        return "clean, nothing to save" + ignored
+    # git status does not show what assume-unchanged or skip-worktree hides; the
+    # capture saves it as it is on disk, so a count of the others alone misleads.
+    hidden = (f", {len(cap.hidden)} behind index flags (assume-unchanged, skip-worktree)"
+              if cap.hidden else "")
+    return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked{hidden} saved in "
+            f"{preserve_ref_short(commit or cap.commit)}{ignored}")
+
+
+def preserve_ref_short(commit: str | None) -> str:
+    """The short id printed for a preserve commit ('-' when none)."""
+    return commit[:12] if commit else "-"

@@ -1,0 +1,290 @@
+"""Prove that taking a worktree away loses nothing.
+
+Three proofs, each against the directory itself rather than git's view of it:
+
+- before the removal, `blockers`: every file the walk found is in the
+  preserve commit, ignored by the repository, or inside a nested repository
+  that is safe elsewhere; mount points, unreadable directories and names git
+  will not store block;
+- after the move into the trash, `changed_after_move`: a second walk of the
+  moved directory matches the first one (stat data, and the content of files
+  whose times were too recent to trust), so writes that landed after the
+  capture are seen and captured again;
+- around the ref, `objects_missing`: every object the preserve commit needs
+  exists, so a `git gc --prune=now` that ran between writing the objects and
+  the ref cannot leave a ref that restore cannot read.
+
+Plus what only the worktree's admin dir keeps alive (`admin_only`): its
+per-worktree refs and the commits only its HEAD reflog reaches; and, for a
+trash entry, what it holds that no save has (`unsaved_in`: prune keeps such an
+entry) and, after a fallback restore, every way it differs from the save that
+came back (`unlike_save`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from git_ao import git
+from git_ao.fs import nested, walk
+from git_ao.fs.walk import Blocker, Walk
+from git_ao.git import query
+from git_ao.save import capture
+from git_ao.store import trash
+
+
+def captured_blobs(cwd: str, head: str, worktree_tree: str | None,
+                   untracked_tree: str | None) -> dict[str, str]:
+    """{path: object id} of everything a save holds for the worktree at `cwd`: the
+    worktree tree (HEAD's when nothing was written) and the untracked tree."""
+    tree = worktree_tree or git.trees_of(cwd, [head])[0]
+    assert tree is not None
+    out = query.ls_tree_blobs(cwd, tree)
+    if untracked_tree:
+        out.update(query.ls_tree_blobs(cwd, untracked_tree))
+    return out
+
+
+def blockers(path: str, w: Walk, captured: dict[str, str], ignored: list[str], *,
+             private_config: str | None, sessions: dict[str, str]) -> list[Blocker]:
+    """What in the walk `w` of the worktree at `path` stops its removal.
+
+    captured: `captured_blobs`. ignored: `git status --ignored=matching`'s list.
+    private_config: the save's per-worktree config JSON (its `submodules` are
+    judged by the capture). sessions: {real path: id} of known sessions."""
+    found = walk.unaccounted(w, set(captured), ignored,
+                             lambda paths: query.check_ignore(path, paths))
+    subs = set(json.loads(private_config).get("submodules", [])) if private_config else set()
+    found += nested.judge(path, w.nested, sessions=sessions, submodules=subs)
+    return sorted(found, key=lambda b: b.path)
+
+
+def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
+                       ignored: list[str]) -> tuple[list[str], Walk]:
+    """The paths of the moved directory `moved` whose state differs from the walk
+    `before` (taken before the capture) and that the repository does not
+    ignore, with the new walk. Files whose times were within the racy window of
+    `before` are compared by content (`git hash-object`), since a write in the
+    same clock tick leaves their stat data as it was."""
+    after = walk.walk(moved)
+    changed = set(walk.changed_since(before, after))
+    racy = [p for p in walk.racy_paths(before, captured)
+            if p not in changed and (e := after.entries.get(p)) is not None and e.kind == "file"]
+    if racy:
+        for p, oid in zip(racy, query.hash_paths(moved, racy), strict=True):
+            if oid != captured.get(p):
+                changed.add(p)
+    relevant = [p for p in changed if not before.under_nested(p) and not after.under_nested(p)
+                and not walk.under(p, ignored)]
+    unknown = [p for p in relevant if p not in captured]
+    ign = query.check_ignore(moved, unknown) if unknown else set()
+    return sorted(p for p in relevant if p not in ign), after
+
+
+def objects_missing(cwd: str, commit: str, head: str) -> bool:
+    """Does any object the commit `commit` needs beyond `head` fail to exist
+    (`git rev-list --objects`, which fails on a missing object)?"""
+    return not query.objects_complete(cwd, commit, head)
+
+
+@dataclass
+class AdminOnly:
+    """Commits only a worktree's private admin dir keeps alive: its per-worktree
+    refs ({name: id}) and the commits of its HEAD reflog no ref reaches."""
+
+    refs: dict[str, str] = field(default_factory=dict)
+    reflog: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.refs or self.reflog)
+
+
+def admin_only(path: str) -> AdminOnly:
+    """Read the per-worktree refs (`refs/worktree/*`, `refs/bisect/*`, seen from
+    inside the worktree) and the HEAD reflog commits that nothing else reaches."""
+    found = AdminOnly()
+    for ref, oid in git.for_each_ref(path, "refs/worktree/", "refs/bisect/"):
+        found.refs[ref] = oid
+    # --all from inside a worktree counts the refs and every worktree's HEAD, but
+    # not reflogs: what it does not reach dies with this worktree's reflog.
+    found.reflog = query.unreachable_from_all(path, sorted(set(query.reflog_commits(path, "HEAD"))))
+    return found
+
+
+def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
+    """Point `ref` at a commit whose parents are every commit of `found`, so they
+    stay reachable after the admin dir is gone. Returns the commit id."""
+    parents = sorted(set(found.refs.values()) | set(found.reflog))
+    empty = query.empty_tree(path)
+    lines = [f"{name} {oid}" for name, oid in sorted(found.refs.items())]
+    lines += [f"reflog {oid}" for oid in found.reflog]
+    commit = git.commit_tree(path, empty, parents,
+                             "git-ao: commits kept alive for a preserved worktree\n\n"
+                             + "\n".join(lines) + "\n")
+    git.update_ref(path, ref, commit, message="git-ao keep per-worktree commits")
+    return commit
+
+
+def fetch_refspecs_covering(cwd: str, prefix: str = "refs/ao/") -> list[str]:
+    """The `remote.<name>.fetch` refspecs whose destination covers `prefix`
+    (a mirror clone's `+refs/*:refs/*`): `git fetch --prune` would delete the
+    preserve refs there."""
+    out = []
+    for key, value in query.fetch_refspecs(cwd):
+        dst = value.lstrip("+").partition(":")[2]
+        if not dst:
+            continue
+        if dst.endswith("*"):
+            covered = prefix.startswith(dst[:-1]) or dst[:-1].startswith(prefix)
+        else:
+            covered = dst.startswith(prefix)
+        if covered:
+            out.append(f"{key} = {value}")
+    return out
+
+
+def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
+    """Why the trash entry must be kept, or '' when everything in its directory is
+    ignored by the repository or, byte for byte, in a saved tree (the entry's
+    commit, the session's save `saved_commit`, or the HEAD of its admin copy).
+    Walks the entry
+    (`walk.walk`: no symlink followed, no mount crossed; a mount point or an
+    unreadable directory keeps it) and asks git with `--git-dir=<common dir>
+    --work-tree=<the copy>` and the admin copy's index, since the copy's own
+    `.git` file names an admin dir that is gone."""
+    if walk.is_mount_point(entry.path):
+        return "it is a mount point"
+    if entry.legacy:
+        return ""  # written before entries recorded their repository: as before
+    if not entry.holds_worktree:
+        return ""
+    common = str(entry.meta.get("common_dir") or "")
+    if not common or not os.path.isdir(common):
+        return "its repository is gone, so what it holds cannot be checked"
+    w = walk.walk(entry.worktree)
+    if w.blockers:
+        return f"{w.blockers[0]}"
+    if w.nested:
+        return f"it holds a nested repository: {w.nested[0]}"
+    commits = [c for c in (entry.meta.get("commit"), saved_commit) if c]
+    trees = []
+    for c in commits:
+        if git.object_exists(common, c):
+            h, i_tree, w_tree, u_tree = capture.saved_trees(common, c)
+            trees += [t for t in (f"{h}^{{tree}}", i_tree, w_tree, u_tree) if t]
+    head = _admin_head(common, entry.admin)
+    if head:
+        trees.append(f"{head}^{{tree}}")
+    known = query.blobs_by_path(common, trees)
+    index = os.path.join(entry.admin, "index")
+    rest = sorted(w.entries)
+    ign = query.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
+    rest = [p for p in rest if p not in ign]
+    missing = [p for p in rest if p not in known]
+    if missing:
+        return f"{len(missing)} file(s) in no saved tree and not ignored, such as {missing[0]}"
+    files = [p for p in rest if w.entries[p].kind == "file"]
+    for p, oid in zip(files, query.hash_paths_in(common, entry.worktree, files), strict=True):
+        if oid not in known[p]:
+            return f"{p} differs from every saved copy"
+    return ""
+
+
+def _admin_head(common: str, admin: str) -> str | None:
+    """The commit the admin copy's HEAD names, when it still exists."""
+    try:
+        with open(os.path.join(admin, "HEAD"), encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    rev = text.removeprefix("ref: ")
+    return git.rev_parse(common, rev)
+
+
+_KIND = {"100644": "file", "100755": "file", "120000": "link", "160000": "gitlink"}
+
+
+def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
+                ignored: Sequence[str]) -> dict[str, str]:
+    """{path: how it differs} for every path of the trash copy that is not what the
+    save holds: 'deleted', 'new', 'changed' (content), 'mode changed',
+    'type changed', or why the walk could not read it. The save is the commit
+    `commit` (its worktree and untracked trees), or the commit `head` when
+    nothing was written ({} when neither is known). Paths the repository ignores
+    (`ignored`: `query.ignored_in` of the copy, a wholly ignored directory
+    ending in '/') are not compared.
+
+    Exact where it matters and cheap where it can be: the path sets and the modes
+    are compared whole (a deletion touches no file), the content only of files
+    touched since the walk before the capture (`walked_ns` in the entry; ctime
+    cannot be set back), or of every file when the entry does not say. A path
+    outside the sparse cone (skip-worktree in the admin copy's index) may be
+    absent; a gitlink must be a directory; a nested repository no save has is
+    'new'. Raises GitError (the repository unreadable) and OSError."""
+    common = str(entry.meta.get("common_dir") or "")
+    copy = entry.worktree
+    if not common or not (commit or head):
+        return {}
+    w = walk.walk(copy, skip=frozenset(p.rstrip("/") for p in ignored if p.endswith("/")))
+    out = {b.path: b.reason for b in w.blockers}
+    if commit:
+        _, _, w_tree, u_tree = capture.saved_trees(common, commit)
+    else:
+        w_tree, u_tree = f"{head}^{{tree}}", None
+    saved = query.ls_tree_entries(common, w_tree or f"{head}^{{tree}}")
+    if u_tree:
+        saved.update(query.ls_tree_entries(common, u_tree))
+    present = {p: e for p, e in w.entries.items() if not w.under_nested(p)}
+    index = os.path.join(entry.admin, "index")
+    gone = [p for p, (mode, _) in saved.items()
+            if (not os.path.isdir(os.path.join(copy, p)) if mode == "160000"
+                else p not in present)]
+    if gone and os.path.exists(index):
+        sparse = query.skip_worktree_in(common, copy, index)
+        gone = [p for p in gone if p not in sparse]
+    out.update((p, "deleted") for p in gone)
+    gitlinks = {p for p, (mode, _) in saved.items() if mode == "160000"}
+    ign = set(ignored)
+
+    def is_ignored(p: str) -> bool:
+        parts = p.split("/")
+        return p in ign or any("/".join(parts[:i]) + "/" in ign for i in range(1, len(parts) + 1))
+
+    out.update((p, "new") for p in w.nested if p not in gitlinks and not is_ignored(p))
+    out.update((p, "new") for p in present if p not in saved and not is_ignored(p))
+    since = entry.meta.get("walked_ns")
+    conf: dict[str, str] | None = None
+    files = []
+    for p, e in present.items():
+        if p not in saved:
+            continue
+        mode, oid = saved[p]
+        kind = _KIND.get(mode, "other")
+        if kind != e.kind or (kind == "file" and bool(e.mode & stat.S_IXUSR) != (mode == "100755")):
+            # core.symlinks=false checks a symlink out as a file, core.fileMode=false
+            # keeps the index's bits: then git itself sees no change.
+            conf = query.config_map(common) if conf is None else conf
+            off = {k for k in ("core.symlinks", "core.filemode")
+                   if conf.get(k, "true") in ("false", "0", "no", "off")}
+            if kind != e.kind and not (kind == "link" and "core.symlinks" in off):
+                out[p] = "type changed"
+                continue
+            if kind == e.kind and "core.filemode" not in off:
+                out[p] = "mode changed"
+                continue
+        if isinstance(since, int) and not e.touched_since(since):
+            continue
+        if e.kind == "link" and kind == "link":
+            target = os.fsencode(os.readlink(os.path.join(copy, p)))
+            if target != query.blob_bytes(common, oid):
+                out[p] = "changed"
+        elif e.kind == "file":
+            files.append(p)
+    for p, got in zip(files, query.hash_paths_in(common, copy, files), strict=True):
+        if got != saved[p][1]:
+            out[p] = "changed"
+    return dict(sorted(out.items()))

@@ -1,0 +1,158 @@
+"""The remote's side of the preserve refs: fetching sessions in from another
+machine's pushes, and deleting from the remote only what is provably restored
+or committed (`git ao-prune --remote`), each delete leased on what this
+machine saw there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from git_ao import git
+from git_ao.context import REF_PREFIX, Context, validate_id, work_present_elsewhere
+from git_ao.errors import AoError, Usage
+from git_ao.git import remotes
+from git_ao.outcome import Outcome, Status
+from git_ao.remote.pushes import INCOMING_PREFIX, has_remote, set_have, why_failed
+from git_ao.store.database import Store
+
+
+def repositories_with(store: Store, remote: str, here: str | None) -> list[str]:
+    """The repositories (common dirs) `remote` applies to: the one at `here` (a
+    directory, None for none), and every repository with sessions that has a
+    remote of that name (a URL or path applies to `here` only)."""
+    found: list[str] = []
+    if here is not None:
+        try:
+            found.append(os.path.realpath(git.repo_dirs(here).common_dir))
+        except AoError:
+            pass
+    if "/" not in remote and ":" not in remote:
+        for repo in sorted({s.common_dir for s in store.sessions()}):
+            if os.path.isdir(repo) and repo not in found and has_remote(repo, remote):
+                found.append(repo)
+    return [r for r in found if has_remote(r, remote)]
+
+
+def fetch_incoming(repo: str, remote: str, ids: Sequence[str], *, timeout: float) -> None:
+    """Fetch the remote's preserve refs of `ids` to refs/ao/incoming/<id> (forced:
+    they only mirror the remote). Raises GitError."""
+    remotes.fetch_refs(repo, remote, [f"+{REF_PREFIX}{i}:{INCOMING_PREFIX}{i}" for i in ids],
+                   timeout=timeout)
+
+
+def drop_incoming(repo: str, ids: Iterable[str]) -> None:
+    """Delete the refs/ao/incoming/<id> refs fetch_incoming wrote."""
+    for i in ids:
+        oid = git.rev_parse(repo, INCOMING_PREFIX + i)
+        if oid:
+            git.drop_ref_if_at(repo, INCOMING_PREFIX + i, oid)
+
+
+def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
+                 timeout: float) -> list[Outcome]:
+    """List the preserve refs on `remote` for each of `repos` and delete those whose
+    work is provably elsewhere: restored here (the session's save recorded that
+    commit and is no longer pending), or committed on the session's branch
+    (`session.work_present_elsewhere`, read from the commit's own trailers). A ref
+    of a session this machine does not know, whose work is nowhere else, is
+    another machine's pending save: kept and reported. Deletes carry a lease on
+    the commit seen, so a concurrent update is never lost.
+
+    Returns one Outcome per remote ref. Raises GitError when the remote cannot be
+    listed or fetched within `timeout` seconds."""
+    from git_ao.manage.recover import Orphan, rebuild
+    out: list[Outcome] = []
+    for repo in repos:
+        listed = remotes.ls_remote(repo, remote, REF_PREFIX + "*", timeout=timeout)
+        refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed
+                if _valid_id(ref[len(REF_PREFIX):])}
+        doomed: dict[str, tuple[str, str]] = {}
+        judge = []
+        for sid, oid in sorted(refs.items()):
+            s = ctx.store.get(sid)
+            if s is not None and s.common_dir == repo and s.save is not None \
+                    and s.save.preserved_commit == oid:
+                where = work_present_elsewhere(s, oid)
+                if where:
+                    doomed[sid] = (oid, f"its work is {where}")
+                elif s.pending or s.save.needs_attention \
+                        or git.rev_parse(repo, REF_PREFIX + sid) == oid:
+                    # Pending, kept after a conflict, or a checkpoint: the ref here
+                    # still holds work no worktree was proven to have.
+                    out.append(_kept(sid, repo, remote, oid, "its save is pending or kept "
+                                     "here"))
+                else:
+                    doomed[sid] = (oid, "restored here")
+            else:
+                judge.append(sid)
+        if judge:
+            fetch_incoming(repo, remote, judge, timeout=timeout)
+        try:
+            for sid in judge:
+                oid = refs[sid]
+                where = ""
+                try:
+                    sess, _save = rebuild(ctx.store, Orphan(repo, REF_PREFIX + sid, oid))
+                    local = ctx.store.get(sid)
+                    if local is not None and local.common_dir == repo:
+                        sess = local
+                    where = work_present_elsewhere(sess, oid)
+                except AoError:
+                    where = ""
+                if where:
+                    doomed[sid] = (oid, f"its work is {where}")
+                else:
+                    out.append(_kept(sid, repo, remote, oid,
+                                     "its work is neither on its branch nor restored here"))
+        finally:
+            drop_incoming(repo, judge)
+        out += _delete_remote(ctx, repo, remote, doomed, timeout)
+    return out
+
+
+def _valid_id(sid: str) -> bool:
+    try:
+        validate_id(sid)
+    except Usage:
+        return False
+    return True
+
+
+def _kept(sid: str, repo: str, remote: str, oid: str, why: str) -> Outcome:
+    return Outcome(sid, "prune-remote", Status.NOTHING,
+                   f"kept {REF_PREFIX}{sid} ({oid[:12]}) on {remote}: {why}",
+                   {"repo": repo, "remote": remote, "commit": oid})
+
+
+def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple[str, str]],
+                   timeout: float) -> list[Outcome]:
+    out: list[Outcome] = []
+    if not doomed:
+        return out
+    verb = "would delete" if ctx.dry_run else "deleted"
+    if ctx.dry_run:
+        return [Outcome(sid, "prune-remote", Status.OK, f"{verb} {REF_PREFIX}{sid} (was "
+                        f"{oid[:12]}) from {remote}: {why}",
+                        {"repo": repo, "remote": remote, "commit": oid})
+                for sid, (oid, why) in sorted(doomed.items())]
+    ids = sorted(doomed)
+    res, lines = remotes.push_refs(repo, remote, [f":{REF_PREFIX}{i}" for i in ids],
+                               [(REF_PREFIX + i, doomed[i][0]) for i in ids], timeout=timeout)
+    by_dst = {ln.dst: ln for ln in lines}
+    for sid in ids:
+        oid, why = doomed[sid]
+        line = by_dst.get(REF_PREFIX + sid)
+        data = {"repo": repo, "remote": remote, "commit": oid}
+        if line is not None and line.ok:
+            set_have(ctx.store, sid, remote, repo, "", want="")
+            ctx.log("prune", sid, "remote-ref-deleted", remote=remote, ref=REF_PREFIX + sid,
+                    commit=oid, why=why)
+            out.append(Outcome(sid, "prune-remote", Status.OK, f"{verb} {REF_PREFIX}{sid} "
+                               f"(was {oid}) from {remote}: {why}", data))
+        else:
+            detail = line.summary if line is not None else why_failed(res)
+            out.append(Outcome(sid, "prune-remote", Status.ATTENTION, f"kept {REF_PREFIX}"
+                               f"{sid} on {remote}: the delete was refused ({detail})", data))
+    return out

@@ -1,0 +1,356 @@
+"""Replicate preserve refs to a git remote, and keep the remote's namespace bounded.
+
+A session's preserve commit W is pushed to the same name on the remote,
+`refs/ao/preserved/<id>`; pushing W pushes its whole closure (H, I, U and H's
+history), which is everything a restore on another machine needs. The
+session's branch is pushed only when asked (`--push-branch`), and then never
+forced.
+
+Every push and delete carries a lease (`git push --force-with-lease=<ref>:<oid>`)
+on what this machine last saw the remote hold for that session (none at
+first): two machines saving the same session id never silently replace each
+other's work. The second push is rejected and reported, and the first
+machine's commit stays on the remote. See docs/remote.md for the choice.
+
+What is still to push lives in the database (table remote_pushes, one row per
+session and remote: `want`, the commit the remote should hold or '' to delete,
+and `have`, the commit it was last seen holding). A push that fails or takes
+longer than its timeout leaves the row pending; the next preserve, restore or
+prune tries again. Nothing here ever fails or undoes a local save.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from git_ao import git
+from git_ao.context import REF_PREFIX, Context, facts
+from git_ao.errors import AoError, Usage
+from git_ao.git import remotes
+from git_ao.outcome import Outcome, Status
+from git_ao.store.database import Store
+from git_ao.store.records import now_ns
+
+# Where refs fetched from a remote wait while they are judged (restore --from,
+# prune --remote); each is deleted once used.
+INCOMING_PREFIX = "refs/ao/incoming/"
+
+SECRETS_WARNING = (
+    "preserve refs hold every untracked file that is not ignored (a .env that is not in "
+    ".gitignore, keys, local notes): pushing them copies those files to the remote, "
+    "where anyone who can fetch from it can read them; ignore what must stay on this "
+    "machine")
+RETRY_HINT = "retried by the next git ao-preserve, git ao-restore or git ao-prune"
+
+
+def check_remote(remote: str) -> str:
+    """Return `remote` (a remote name, URL or path); raise Usage for one git would
+    read as an option or that holds white space."""
+    if not remote or remote.startswith("-") or any(c.isspace() for c in remote):
+        raise Usage(f"bad remote '{remote}': give a remote name, URL or path")
+    return remote
+
+
+def setting_notice(key: str) -> str | None:
+    """The warning `git ao config set` prints once when `key` turns pushing on."""
+    return SECRETS_WARNING if key == "preserve.push" else None
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass
+class PushRow:
+    """A remote_pushes row: what `remote` should hold for one session's preserve ref.
+
+    want: the commit to push, '' to delete the remote ref. have: the commit the
+    remote was last seen holding ('' for none), the lease of the next push.
+    branch: a branch to push along (never forced), or None."""
+
+    session_id: str
+    remote: str
+    repo: str
+    want: str
+    have: str
+    branch: str | None = None
+    error: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.want != self.have
+
+    @property
+    def ref(self) -> str:
+        return REF_PREFIX + self.session_id
+
+
+def rows(store: Store, remote: str | None = None) -> list[PushRow]:
+    """Every remote_pushes row (of `remote` only, when given), by repository and id."""
+    sql = "SELECT * FROM remote_pushes" + (" WHERE remote = ?" if remote else "") + \
+        " ORDER BY repo, remote, session_id"
+    got = store.conn.execute(sql, (remote,) if remote else ()).fetchall()
+    return [PushRow(r["session_id"], r["remote"], r["repo"], r["want"], r["have"], r["branch"],
+                    r["error"]) for r in got]
+
+
+def pending_rows(store: Store) -> list[PushRow]:
+    """The rows whose push (or delete) is still to do."""
+    return [r for r in rows(store) if r.pending]
+
+
+def _get(store: Store, session_id: str, remote: str) -> PushRow | None:
+    return next((r for r in rows(store, remote) if r.session_id == session_id), None)
+
+
+def set_want(store: Store, session_id: str, remote: str, repo: str, want: str,
+             branch: str | None = None) -> None:
+    """Record that `remote` should hold `want` ('' for nothing) for the session; what
+    it was last seen holding is kept (a new row starts from nothing). A row that
+    wants nothing and has nothing is dropped."""
+    set_wants(store, [(session_id, remote, repo, want, branch)])
+
+
+def set_wants(store: Store, wants: Sequence[tuple[str, str, str, str, str | None]]) -> None:
+    """set_want for each (session id, remote, repo, want, branch), in one commit (a
+    shutdown of many sessions pays for one synchronous write, not one each)."""
+    if not wants:
+        return
+    t = now_ns()
+    with store.transaction() as c:
+        c.executemany(
+            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
+            "updated_at) VALUES (?, ?, ?, ?, '', ?, NULL, ?) "
+            "ON CONFLICT (session_id, remote) DO UPDATE SET repo = excluded.repo, "
+            "want = excluded.want, branch = excluded.branch, error = NULL, "
+            "updated_at = excluded.updated_at",
+            [(*w, t) for w in wants])
+        c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
+
+
+def set_have(store: Store, session_id: str, remote: str, repo: str, have: str, *,
+             want: str | None = None, error: str | None = None) -> None:
+    """Record what `remote` holds now for the session (after a push, a fetch, an
+    ls-remote), and optionally what it should hold; a row with nothing left to
+    do and nothing on the remote is dropped."""
+    set_haves(store, [(session_id, remote, repo, have, want)], error=error)
+
+
+def set_haves(store: Store, haves: Sequence[tuple[str, str, str, str, str | None]], *,
+              error: str | None = None) -> None:
+    """set_have for each (session id, remote, repo, have, want or None), in one commit."""
+    if not haves:
+        return
+    t = now_ns()
+    with store.transaction() as c:
+        c.executemany(
+            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?) "
+            "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
+            "want = COALESCE(?, want), error = excluded.error, "
+            "updated_at = excluded.updated_at",
+            [(sid, rem, repo, have if want is None else want, have, error, t, want)
+             for sid, rem, repo, have, want in haves])
+        c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
+
+
+def _set_error(store: Store, row: PushRow, error: str) -> None:
+    _set_errors(store, [row], error)
+
+
+def _set_errors(store: Store, failed: Sequence[PushRow], error: str) -> None:
+    if not failed:
+        return
+    with store.transaction() as c:
+        c.executemany("UPDATE remote_pushes SET error = ?, updated_at = ? WHERE "
+                      "session_id = ? AND remote = ?",
+                      [(error, now_ns(), r.session_id, r.remote) for r in failed])
+
+
+# ---------------------------------------------------------------- queueing
+
+
+def has_remote(repo: str, remote: str) -> bool:
+    """Is `remote` usable from `repo`: a configured remote, or a URL or path?"""
+    if "/" in remote or ":" in remote:
+        return True
+    return remotes.remote_url(repo, remote) is not None
+
+
+def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
+                push_branch: bool = False) -> list[Outcome]:
+    """After a preserve: record that `remote` should hold the preserve commit of each
+    session in `outcomes` whose save holds a ref. Returns Outcomes only for the
+    sessions that cannot be pushed at all (their repository has no such remote)."""
+    check_remote(remote)
+    out = []
+    wants: list[tuple[str, str, str, str, str | None]] = []
+    usable: dict[str, bool] = {}  # one `git config` per repository
+    for o in outcomes:
+        if o.action != "preserve":
+            continue
+        s = ctx.store.get(o.session_id)
+        save = s.save if s is not None else None
+        if s is None or save is None or not save.preserved_commit or not save.holds_ref:
+            continue
+        if s.common_dir not in usable:
+            usable[s.common_dir] = os.path.isdir(s.common_dir) and has_remote(s.common_dir, remote)
+        if not usable[s.common_dir]:
+            out.append(Outcome(s.id, "push", Status.ATTENTION, f"not pushed: the repository "
+                               f"{s.common_dir} has no remote '{remote}' (git remote add)",
+                               facts(s, remote=remote)))
+            continue
+        wants.append((s.id, remote, s.common_dir, save.preserved_commit,
+                      save.branch if push_branch and not save.detached else None))
+    if not ctx.dry_run:
+        set_wants(ctx.store, wants)
+    return out
+
+
+def queue_restored(ctx: Context, outcomes: Iterable[Outcome]) -> None:
+    """After a restore: a session whose work came back in full (status ok) no longer
+    needs its copy on any remote; record the deletes (each under a lease on the
+    commit the remote was last seen holding, so another machine's newer save
+    stays). A restore that kept the ref (a conflict) keeps the remote copy too."""
+    if ctx.dry_run:
+        return
+    done = {o.session_id for o in outcomes if o.action == "restore" and o.status == Status.OK}
+    for r in rows(ctx.store):
+        if r.session_id in done and r.want:
+            set_want(ctx.store, r.session_id, r.remote, r.repo, "")
+
+
+# ---------------------------------------------------------------- pushing
+
+
+def push_pending(ctx: Context, *, timeout: float, remote: str | None = None) -> list[Outcome]:
+    """Push every pending row (of `remote` only, when given): one `git push` per
+    repository and remote, bounded by `timeout` seconds each, with a lease per ref.
+
+    Returns one Outcome per session pushed or not: ok (pushed or deleted), nothing
+    (pending: the remote could not be reached in time; retried later), attention
+    (rejected: another machine's save, a hook). Never raises for a git failure."""
+    todo = [r for r in pending_rows(ctx.store) if remote is None or r.remote == remote]
+    groups: dict[tuple[str, str], list[PushRow]] = {}
+    for r in todo:
+        groups.setdefault((r.repo, r.remote), []).append(r)
+    out: list[Outcome] = []
+    for (repo, rem), group in groups.items():
+        try:
+            out += _push_group(ctx, repo, rem, group, timeout)
+        except AoError as exc:
+            # Whatever went wrong, the saves stand and the rows stay pending.
+            ctx.log("push", None, "push-failed", repo=repo, remote=rem, error=str(exc))
+            out += [_outcome(r, Status.NOTHING, f"push to {rem} pending ({exc}); "
+                             f"{RETRY_HINT}") for r in group]
+    return out
+
+
+def _refspecs(row: PushRow) -> list[str]:
+    if not row.want:
+        return [f":{row.ref}"]
+    specs = [f"{row.want}:{row.ref}"]
+    if row.branch:
+        # No '+' and no lease: a branch that moved on elsewhere is rejected.
+        specs.append(f"refs/heads/{row.branch}:refs/heads/{row.branch}")
+    return specs
+
+
+def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
+                timeout: float) -> list[Outcome]:
+    if not os.path.isdir(repo):
+        return [Outcome(r.session_id, "push", Status.NOTHING, f"push to {remote} pending: "
+                        f"repository {repo} is gone", {"repo": repo, "remote": remote})
+                for r in group]
+    ready = []
+    out = []
+    # A commit gone from the repository would fail the whole push, not its ref.
+    gone = remotes.missing_objects(repo, [r.want for r in group if r.want])
+    for r in group:
+        if r.want in gone:
+            out.append(_outcome(r, Status.ATTENTION, f"not pushed to {remote}: commit "
+                                f"{r.want[:12]} is no longer in {repo}"))
+            continue
+        ready.append(r)
+    if ctx.dry_run:
+        return out + [_outcome(r, Status.OK, f"would {'push' if r.want else 'delete'} "
+                               f"{r.ref} {'to' if r.want else 'from'} {remote}")
+                      for r in ready]
+    if not ready:
+        return out
+    specs = [s for r in ready for s in _refspecs(r)]
+    leases = [(r.ref, r.have) for r in ready]
+    why = ""
+    res: git.Completed | None = None
+    lines: list[git.parse.PushedRef] = []
+    try:
+        res, lines = remotes.push_refs(repo, remote, specs, leases, timeout=timeout)
+    except AoError as exc:
+        why = str(exc)
+    by_dst = {ln.dst: ln for ln in lines}
+    pushed: list[tuple[str, str, str, str, str | None]] = []
+    unsent: list[PushRow] = []
+    for r in ready:
+        line = by_dst.get(r.ref)
+        if line is None:
+            why = why_failed(res) if res is not None else why
+            unsent.append(r)
+            ctx.log("push", r.session_id, "push-pending", remote=remote, commit=r.want or None,
+                    error=why)
+            out.append(_outcome(r, Status.NOTHING, f"push to {remote} pending ({why}); "
+                                f"{RETRY_HINT}"))
+        elif line.ok:
+            pushed.append((r.session_id, remote, repo, r.want, None))
+            ctx.log("push", r.session_id, "pushed" if r.want else "remote-deleted",
+                    remote=remote, ref=r.ref, commit=r.want or r.have)
+            msg = f"pushed {r.ref} ({r.want[:12]}) to {remote}" if r.want else \
+                f"deleted {r.ref} (was {r.have[:12]}) from {remote}"
+            branch = by_dst.get(f"refs/heads/{r.branch}") if r.branch else None
+            if branch is not None and not branch.ok:
+                msg += f"; branch {r.branch} not pushed: {branch.summary}"
+            out.append(_outcome(r, Status.OK, msg))
+        else:
+            out.append(_rejected(ctx, r, remote, repo, line.summary, timeout))
+    set_haves(ctx.store, pushed)
+    _set_errors(ctx.store, unsent, why)
+    return out
+
+
+def why_failed(res: git.Completed) -> str:
+    if res.status == git.TIMED_OUT:
+        return res.errtext.strip().splitlines()[-1]
+    lines = [ln for ln in res.errtext.strip().splitlines() if ln.strip()]
+    return lines[-1].removeprefix("fatal: ") if lines else f"git push exit status {res.status}"
+
+
+def _rejected(ctx: Context, r: PushRow, remote: str, repo: str, summary: str,
+              timeout: float) -> Outcome:
+    """A ref the remote refused: report why; a delete of a ref that is already gone
+    is done, not refused."""
+    if not r.want:
+        try:
+            now = dict(remotes.ls_remote(repo, remote, r.ref, timeout=timeout)).get(r.ref)
+        except AoError:
+            now = r.have
+        if now is None:
+            set_have(ctx.store, r.session_id, remote, repo, "")
+            ctx.log("push", r.session_id, "remote-already-gone", remote=remote, ref=r.ref)
+            return _outcome(r, Status.OK, f"{r.ref} was already gone from {remote}")
+    if "stale info" in summary or "fetch first" in summary or "non-fast-forward" in summary:
+        why = (f"{remote} holds another commit for {r.ref} than this machine last saw "
+               "there (another machine saved or restored this session id); it is not "
+               f"replaced: see git ls-remote {remote} {r.ref}")
+    else:
+        why = f"{remote} refused {r.ref}: {summary}"
+    _set_error(ctx.store, r, why)
+    ctx.log("push", r.session_id, "push-rejected", remote=remote, ref=r.ref,
+            commit=r.want or None, detail=summary)
+    what = "push" if r.want else "delete"
+    return _outcome(r, Status.ATTENTION, f"{what} rejected: {why}; the local save stands")
+
+
+def _outcome(r: PushRow, status: Status, message: str) -> Outcome:
+    return Outcome(r.session_id, "push", status, message,
+                   {"repo": r.repo, "remote": r.remote, "ref": r.ref,
+                    "commit": r.want or None})

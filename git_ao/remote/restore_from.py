@@ -1,0 +1,184 @@
+"""Restore sessions saved on another machine (`git ao-restore --from REMOTE`).
+
+In a clone on this machine: list the remote's `refs/ao/preserved/<id>`, fetch
+the ones this machine does not know (the preserve commit brings its HEAD's
+history along), rebuild each session's records from the commit's own Ao-*
+trailers (recover.rebuild, as `git ao doctor --recover` does), and hand them to
+the usual restore workflow. A session that came back in full has its remote
+ref deleted (git_ao/remote/pushes.py, under a lease on the commit fetched).
+
+The recorded workspace path stays the authority. A mapping (`--map-path
+OLD=NEW`, the restore.mapPath setting) that matches it says where the worktree
+goes instead, and the mapped path is what the session records from then on.
+A path this machine cannot hold (its parent directory missing or not
+writable: another home directory) without a mapping is refused with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+
+from git_ao import git
+from git_ao.context import REF_PREFIX, Context, facts, preserve_ref
+from git_ao.errors import AoError
+from git_ao.git import remotes, worktree
+from git_ao.manage.recover import Orphan, rebuild
+from git_ao.outcome import Outcome, Status
+from git_ao.remote import namespace, pushes
+from git_ao.restore import workflow as restore
+from git_ao.store import pathmap
+from git_ao.store.records import Session
+
+
+def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
+                 maps: Sequence[tuple[str, str]], *, timeout: float, jobs: int = 1,
+                 progress: Callable[[Outcome], object] | None = None,
+                 stop: threading.Event | None = None) -> list[Outcome]:
+    """Fetch, adopt and restore the sessions `remote_name` holds (all, or `ids`), in
+    the repository containing `here`.
+
+    maps: (old prefix, new prefix) pairs; the longest matching old prefix wins. timeout:
+    seconds each ls-remote and fetch may take. A session this machine already
+    knows is not fetched again: a pending one is restored as usual, any other is
+    left as it is. Returns one Outcome per session (adoption refusals, then the
+    restore's). Raises Fatal when `here` is not in a repository, GitError when
+    the remote cannot be listed or fetched in time.
+    """
+    pushes.check_remote(remote_name)
+    repo = os.path.realpath(git.repo_dirs(here).common_dir)
+    listed = remotes.ls_remote(repo, remote_name, REF_PREFIX + "*", timeout=timeout)
+    refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed}
+    out: list[Outcome] = []
+    for sid in ids:
+        if sid not in refs:
+            out.append(Outcome(sid, "restore", Status.REFUSED,
+                               f"{remote_name} has no {REF_PREFIX}{sid}"))
+    known: list[Session] = []
+    fetch: list[str] = []
+    for sid in (ids or sorted(refs)):
+        if sid not in refs:
+            continue
+        s = ctx.store.get(sid)
+        if s is None:
+            fetch.append(sid)
+        elif s.pending:
+            known.append(s)
+        else:
+            out.append(Outcome(sid, "restore", Status.NOTHING, f"already known here "
+                               f"({s.state}); {remote_name}'s copy is left as it is",
+                               facts(s)))
+    if ctx.dry_run:
+        out += [Outcome(sid, "restore", Status.OK, f"would fetch {REF_PREFIX}{sid} "
+                        f"({refs[sid][:12]}) from {remote_name} and restore it")
+                for sid in fetch]
+        if progress is not None:
+            for o in out:
+                progress(o)
+        return out + restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop)
+    adopted: dict[str, str] = {}
+    if fetch:
+        namespace.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
+        try:
+            for sid in fetch:
+                got = _adopt(ctx, repo, remote_name, sid, maps)
+                if isinstance(got, Outcome):
+                    out.append(got)
+                else:
+                    known.append(got)
+                    adopted[sid] = refs[sid]
+        finally:
+            namespace.drop_incoming(repo, fetch)
+    if progress is not None:
+        for o in out:  # the restore workflow reports its own through `progress`
+            progress(o)
+    restored = restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop)
+    for o in restored:
+        if o.status == Status.OK and o.session_id in adopted:
+            # Back in full here: the remote copy is deleted by the next push, only
+            # while the remote still holds what was fetched.
+            pushes.set_have(ctx.store, o.session_id, remote_name, repo, adopted[o.session_id],
+                            want="")
+    pushes.queue_restored(ctx, restored)
+    return out + restored
+
+
+def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
+           maps: Sequence[tuple[str, str]]) -> Session | Outcome:
+    """Make the fetched refs/ao/incoming/<id> this machine's pending session: its
+    preserve ref (created, never replacing one), and its records rebuilt from the
+    commit's trailers with the workspace path mapped. Returns the Session, or an
+    Outcome saying why it was refused (nothing of it is kept then)."""
+    oid = git.rev_parse(repo, pushes.INCOMING_PREFIX + sid)
+    if oid is None:
+        return Outcome(sid, "restore", Status.REFUSED, f"{REF_PREFIX}{sid} was not fetched "
+                       f"from {remote_name}")
+    with ctx.lock(sid):
+        if ctx.store.get(sid) is not None:
+            return Outcome(sid, "restore", Status.NOTHING, "already known here")
+        ref = preserve_ref(sid)
+        local = git.rev_parse(repo, ref)
+        if local is not None and local != oid:
+            return Outcome(sid, "restore", Status.REFUSED, f"{ref} here holds another commit "
+                           f"({local[:12]}); it is not replaced (git ao doctor --recover -C . "
+                           "adopts it)")
+        created = local is None
+        if created:
+            git.update_ref(repo, ref, oid, "", message=f"git-ao restore --from {remote_name}")
+        try:
+            s, save = rebuild(ctx.store, Orphan(repo, ref, oid))
+            path, why = place(s.worktree_path, maps)
+            if path is not None and worktree.find(git.worktree_list(repo), path) is not None:
+                path, why = None, f"'{path}' is already a worktree of this repository"
+        except AoError as exc:
+            path, why = None, str(exc)
+        if path is None:
+            if created:
+                git.drop_ref_if_at(repo, ref, oid)
+            ctx.log("restore", sid, "refused-from-remote", remote=remote_name, commit=oid,
+                    detail=why)
+            return Outcome(sid, "restore", Status.REFUSED, why, {"repo": repo,
+                                                                 "remote": remote_name})
+        recorded = s.worktree_path
+        s.worktree_path = save.worktree_path = path
+        s.terminated, save.restored_at = True, None
+        ctx.store.insert_recovered(s, save)
+        ctx.log("restore", sid, "adopted-from-remote", remote=remote_name, commit=oid,
+                workspace=path, recorded=recorded if recorded != path else None)
+        return s
+
+
+def place(recorded: str, maps: Sequence[tuple[str, str]]) -> tuple[str | None, str]:
+    """Where a worktree recorded at `recorded` goes on this machine: the mapped path
+    when a mapping matches, else the recorded one, when this machine can hold it
+    (`possible`). Returns (path, '') or (None, the one-line reason)."""
+    mapped = pathmap.apply(recorded, maps)
+    target = mapped or recorded
+    if possible(target):
+        return target, ""
+    if mapped:
+        return None, (f"'{recorded}' maps to '{target}', whose parent directory is missing "
+                      "or not writable here; create it or map elsewhere")
+    return None, (f"'{recorded}' cannot exist on this machine (its parent directory is "
+                  f"missing or not writable); use --map-path "
+                  f"{os.path.dirname(recorded)}=NEW")
+
+
+def possible(path: str) -> bool:
+    """Can this machine hold a worktree at `path`: its parent directory exists and is
+    writable? (A missing parent means another machine's layout, such as another
+    home directory: directories are never created there unasked.)"""
+    parent = os.path.dirname(path.rstrip("/")) or "/"
+    return os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)
+
+
+def maps_from(option: Sequence[str], setting: object) -> list[tuple[str, str]]:
+    """The mappings of `--map-path` values, then of the restore.mapPath setting (a
+    string or a list of them). Raises ValueError on a malformed one."""
+    values = list(option)
+    if isinstance(setting, str):
+        values.append(setting)
+    elif isinstance(setting, list):
+        values += [v for v in setting if isinstance(v, str)]
+    return pathmap.parse_all(values)

@@ -1,0 +1,403 @@
+"""What stands at a restore path, and what comes back with a worktree.
+
+A directory an agent re-created after the move into the trash is set aside;
+an empty one is cleared; what a killed `git worktree add` or a killed restore
+left is recognised and finished; after a checkout-and-apply restore the
+ignored files of the trash copy (.env, node_modules/) are moved back in.
+Nothing here deletes anything but an empty directory or git's own lock files
+its killed commands left.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from git_ao import git
+from git_ao.context import Context, facts
+from git_ao.errors import AoError, Refused
+from git_ao.fs import walk
+from git_ao.git import query, worktree
+from git_ao.outcome import Outcome, Status
+from git_ao.proof import witness
+from git_ao.restore import from_trash
+from git_ao.save import capture, local_state
+from git_ao.store import trash
+from git_ao.store.records import Save, Session
+
+
+def clear_empty(path: str) -> None:
+    """An empty directory at the restore path (a mount point made again after a
+    reboot, a parent left behind) holds nothing to lose: remove it unless it is a
+    mount point, so the worktree can come back there. `git worktree add` accepts
+    an empty mount point as it is."""
+    try:
+        if walk.is_empty_dir(path) and not walk.is_mount_point(path):
+            os.rmdir(path)
+    except OSError:
+        pass
+
+
+def taken_away_at(ctx: Context, session_id: str, saved_at: int) -> int:
+    """When the session's worktree was last moved into the trash (ns; the newest
+    entry's creation), or `saved_at` when no entry says."""
+    newest = [e.created_ns for e in trash.entries(ctx.store.dir)
+              if e.session_id == session_id and not e.stray]
+    return min(saved_at, max(newest)) if newest else saved_at
+
+
+def set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.Entry | None:
+    """A directory at `path` that is not a worktree and holds only files written
+    after the save (every file's mtime later than saved_at, no `.git`, nothing
+    the walk could not read, no mount) was re-created by an agent still running
+    (a `mkdir -p` by absolute path): move it into a stray entry of the session's
+    trash root, so the session can come back. Anything else is left untouched
+    (`check_reusable` refuses it). Returns the stray Entry, or None."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return None
+    if os.path.lexists(os.path.join(path, ".git")):
+        return None
+    if worktree.find(git.worktree_list(s.common_dir), path) is not None:
+        return None
+    try:
+        w = walk.walk(path)
+        own = os.lstat(path).st_mtime_ns
+    except OSError:
+        return None
+    if w.blockers or w.nested or walk.is_mount_point(path):
+        return None
+    # Written after the directory was taken away: the move into the trash (its
+    # entry's creation) comes before a save recorded again for late writes.
+    since = taken_away_at(ctx, s.id, save.saved_at)
+    if not w.entries and own <= since:
+        return None
+    if any(e.mtime_ns <= since for e in w.entries.values()):
+        return None
+    files = sorted(w.entries)
+    try:
+        entry = trash.set_aside(ctx.store.dir, s.id, path, s.common_dir,
+                                {"files": files[:1000], "count": len(files)})
+    except OSError as exc:
+        ctx.log("restore", s.id, "stray-not-moved", workspace=path, error=exc.strerror)
+        return None
+    ctx.log("restore", s.id, "stray-set-aside", workspace=path, trash=entry.path,
+            count=len(files))
+    return entry
+
+
+def report_stray(outcome: Outcome, stray: trash.Entry, path: str) -> None:
+    """Name the set-aside directory and its files in the outcome (exit 3), and the
+    files newer there than in the restored worktree (an agent's latest writes,
+    kept only in the stray entry)."""
+    files = [str(f) for f in stray.meta.get("files", [])]
+    newer = []
+    for rel in files:
+        try:
+            mine = os.lstat(os.path.join(stray.worktree, rel)).st_mtime_ns
+            there = os.lstat(os.path.join(path, rel)).st_mtime_ns
+        except OSError:
+            continue
+        if mine > there:
+            newer.append(rel)
+    listed = ", ".join(files[:5]) + (" ..." if len(files) > 5 else "")
+    outcome.data["set_aside"] = stray.worktree
+    outcome.data["set_aside_files"] = files
+    outcome.message += (f"; a directory written at {path} after the save (by an agent still "
+                        f"running?) was set aside in {stray.worktree}: {listed}")
+    if newer:
+        outcome.data["stray_newer"] = newer
+        outcome.message += f"; newer there than here: {', '.join(newer[:5])}"
+    if outcome.status == Status.OK:
+        outcome.status = Status.ATTENTION
+
+
+def put_modes(outcome: Outcome, path: str, save: Save, reused: bool) -> None:
+    """After a checkout-and-apply restore, any apply (a private key comes back 0600
+    even when another path conflicted): the save's empty directories and
+    permission bits (`local_state.put_modes`); the paths whose bits could not be set
+    are named and make the restore need attention."""
+    failed = local_state.put_modes(path, local_state.load(save.private_config), fresh=not reused)
+    if failed:
+        outcome.data["modes_not_set"] = failed
+        outcome.message += f"; the permission bits of {', '.join(failed[:5])} could not be set"
+        if outcome.status == Status.OK:
+            outcome.status = Status.ATTENTION
+
+
+def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
+    """No trash copy is left (a tmpfs cleared by a reboot, a worktree or a trash
+    deleted by hand): when the save recorded ignored paths, say they did not
+    come back."""
+    commit = s.save.preserved_commit if s.save else None
+    if not commit:
+        return
+    try:
+        count = query.trailer(path, commit, capture.IGNORED_TRAILER)
+    except AoError:
+        return
+    if count.isdigit() and int(count):
+        outcome.data["environment_lost"] = int(count)
+        # The save records how many, not which: name none rather than guess.
+        outcome.message += (f"; the {count} ignored path(s) it held at the save have no "
+                            "trash copy left: they did not come back")
+
+
+def after_apply(ctx: Context, s: Session, save: Save, path: str, reused: bool,
+                outcome: Outcome) -> None:
+    """What follows a checkout-and-apply restore into `path`, in this order: the
+    save's modes (before the ignored files come in: they keep their own bits);
+    then, from the session's trash copy, the comparison with the save (marked in
+    the entry before anything moves out of it) and the ignored files."""
+    put_modes(outcome, path, save, reused)
+    entry = trash_copy(ctx, s, path, outcome)
+    if entry is None:
+        return
+    ignored = ignored_in_copy(ctx, s, entry)
+    report_unlike_save(ctx, s, save, entry, ignored, outcome)
+    if ignored is not None:
+        bring_environment(ctx, s, entry, ignored, path, outcome)
+
+
+def trash_copy(ctx: Context, s: Session, path: str, outcome: Outcome) -> trash.Entry | None:
+    """After a checkout-and-apply restore: the session's trash entry whose copy the
+    rest of the restore reads (`trash.latest_for`, environment=True), or None,
+    said in the outcome when the save recorded ignored paths that are now gone."""
+    entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
+    if entry is None:
+        _say_environment_gone(s, path, outcome)
+    return entry
+
+
+def ignored_in_copy(ctx: Context, s: Session, entry: trash.Entry) -> list[str] | None:
+    """The ignored paths of the trash copy `entry` (`query.ignored_in`, judged
+    with the admin copy's index, since the copy's own `.git` names an admin dir
+    that is gone; a wholly ignored directory once, ending in '/'), or None when
+    git cannot read them (logged)."""
+    try:
+        return query.ignored_in(s.common_dir, entry.worktree, os.path.join(entry.admin, "index"))
+    except AoError as exc:
+        ctx.log("restore", s.id, "environment-not-read", error=str(exc))
+        return None
+
+
+def report_unlike_save(ctx: Context, s: Session, save: Save, entry: trash.Entry,
+                       ignored: list[str] | None, outcome: Outcome) -> None:
+    """After a checkout-and-apply restore (the trash copy could not be put back
+    whole), before its ignored files move out: when the copy differs from the
+    save that came back (`witness.unlike_save`: a file written, deleted or given
+    another mode after the last capture by an agent that kept running), that
+    change did not come back. Mark the entry first (prune keeps it), then name
+    the copy and the paths, and make the outcome need attention. ignored:
+    `ignored_in_copy`; None makes the copy one that cannot be compared."""
+    if not entry.holds_worktree:
+        return
+    try:
+        if ignored is None:
+            raise AoError("git cannot list its ignored files")
+        changes = witness.unlike_save(entry, save.head, save.preserved_commit, ignored)
+    except (AoError, OSError) as exc:
+        changes = {".": f"cannot be compared with the save: {exc}"}
+    if not changes:
+        return
+    try:
+        trash.mark(entry, unlike_save=changes)
+    except OSError as exc:
+        ctx.log("restore", s.id, "trash-not-marked", trash=entry.path, error=exc.strerror)
+    listed = ", ".join(f"{p} {how}" for p, how in list(changes.items())[:5])
+    more = f" and {len(changes) - 5} more" if len(changes) > 5 else ""
+    outcome.data["trash_holds_unsaved"] = entry.worktree
+    outcome.data["trash_changes"] = changes
+    outcome.message += (f"; the trash copy {entry.worktree} changed after the last capture "
+                        f"({listed}{more}): that did not come back, and prune keeps the copy")
+    if outcome.status == Status.OK:
+        outcome.status = Status.ATTENTION
+
+
+def bring_environment(ctx: Context, s: Session, entry: trash.Entry, found: list[str],
+                      path: str, outcome: Outcome) -> None:
+    """After a checkout-and-apply restore: move the ignored paths `found` of the
+    session's trash copy `entry` (.env, node_modules/, .venv/; `ignored_in_copy`)
+    into the new worktree wherever nothing is in their way; what could not be
+    placed stays in the entry and is listed."""
+    moved, kept = [], []
+    real = os.path.realpath(path)
+    for rel in found:
+        name = rel.rstrip("/")
+        src, dst = os.path.join(entry.worktree, name), os.path.join(path, name)
+        parent = os.path.dirname(dst)
+        if os.path.lexists(dst) or not os.path.realpath(parent).startswith(real) or (
+                os.path.lexists(parent) and (os.path.islink(parent)
+                                             or not os.path.isdir(parent))):
+            kept.append(rel)
+            continue
+        try:
+            os.makedirs(parent, exist_ok=True)
+            os.rename(src, dst)
+        except OSError:
+            kept.append(rel)
+            continue
+        moved.append(rel)
+    try:
+        trash.mark(entry, restored=True, environment_kept=kept)
+    except OSError as exc:
+        # The restore itself stands; only the note in the entry is missing, so
+        # prune judges the entry by its contents.
+        ctx.log("restore", s.id, "trash-not-marked", trash=entry.path, error=exc.strerror)
+    ctx.log("restore", s.id, "environment", moved=len(moved), kept=len(kept), trash=entry.path)
+    if moved:
+        outcome.data["environment"] = moved
+        outcome.message += f"; {len(moved)} ignored path(s) brought back from the trash"
+    if kept:
+        # Something was in their way (the branch now tracks .env, say): the user
+        # decides, so the restore needs attention and prune keeps the entry.
+        outcome.data["environment_kept"] = kept
+        outcome.message += (f"; {len(kept)} ignored path(s) could not be put back and are "
+                            f"kept in {entry.worktree}: "
+                            + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
+        if outcome.status == Status.OK:
+            outcome.status = Status.ATTENTION
+
+
+def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
+    """What a `git worktree add` of this session's killed restore left, cleared so the
+    rerun converges: a directory holding only the `.git` file git wrote first (and
+    perhaps an all-zero HEAD) is deregistered (`git worktree unlock`, the file and
+    the empty directory removed, `git worktree prune`); a `refs/heads/<branch>.lock`
+    it left, made after the restore started, is removed. Only a restore that
+    started and never finished (`Save.restore_interrupted`) does this."""
+    if not save.restore_interrupted:
+        return
+    if save.branch and not save.detached:
+        lock = os.path.join(s.common_dir, "refs", "heads", *save.branch.split("/")) + ".lock"
+        try:
+            made = os.lstat(lock).st_mtime_ns
+        except OSError:
+            made = None
+        if made is not None and save.restore_started_at is not None \
+                and made >= save.restore_started_at - 2_000_000_000:
+            os.unlink(lock)
+            ctx.log("restore", s.id, "stale-branch-lock-removed", lock=lock)
+    admin = from_trash.only_git_file(path) if os.path.isdir(path) else None
+    base = os.path.realpath(os.path.join(s.common_dir, "worktrees"))
+    if admin is None or not os.path.realpath(admin).startswith(base + os.sep):
+        return
+    if os.path.exists(os.path.join(admin, "locked")):
+        try:
+            git.worktree_unlock(s.common_dir, path)
+        except AoError:
+            pass  # git cannot read it (an all-zero HEAD): prune below still may
+    os.unlink(os.path.join(path, ".git"))
+    os.rmdir(path)
+    git.worktree_prune(s.common_dir)
+    ctx.log("restore", s.id, "killed-add-cleared", workspace=path, admin=admin)
+
+
+def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
+                          entries: list[git.WorktreeEntry],
+                          notes: list[trash.Entry] | None = None) -> bool:
+    """The worktree at `path` is what an interrupted restore of this save left (the
+    row says a restore started and never finished, so no agent has worked there).
+    When it does not already hold the saved work, and every untracked path in it is
+    one the saved commit or its HEAD has, move it into a stray trash entry (which
+    prune keeps) and deregister it, so the restore starts again. Files whose
+    content no saved tree holds (an edit made there before the rerun) are listed
+    in the entry and, through `notes`, in the outcome. Returns True when it was
+    set aside."""
+    commit = save.preserved_commit
+    dirs = git.repo_dirs(path)
+    if commit and capture.holds(path, dirs.git_dir, commit):
+        return False  # the apply finished: _apply_saved recognises it
+    st = git.status(path, ignored=False)
+    # A killed git leaves its index.lock behind; in a session no one has had back
+    # yet, no other git can be holding it, and the apply would fail on it.
+    stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
+    if st.clean and not stale_lock:
+        return False  # killed before the apply: the apply goes on in this worktree
+    trees = [f"{save.head}^{{tree}}"] if save.head else []
+    if commit:
+        trees += [t for t in capture.saved_trees(s.common_dir, commit)[1:] if t]
+    # A branch that moved on since the save: the killed `git worktree add` was
+    # writing its commit's files, which no saved tree may hold.
+    checked_out = git.trees_of(path, ["HEAD"])[0]
+    if checked_out:
+        trees.append(checked_out)
+    known = query.blobs_by_path(s.common_dir, trees)
+    if any(p not in known for p in st.untracked):
+        return False
+    # Content no saved tree holds, other than the beginning of a saved file (which
+    # the interrupted checkout or apply wrote): an edit made in the half-restored
+    # worktree, kept in the entry and said.
+    present = [p for p in [e.path for e in st.changed] + list(st.untracked)
+               if os.path.isfile(os.path.join(path, p))
+               and not os.path.islink(os.path.join(path, p))]
+    foreign = [p for p, oid in zip(present, query.hash_paths(path, present), strict=True)
+               if oid not in known.get(p, set())
+               and not _partly_written(s.common_dir, os.path.join(path, p), known.get(p, set()))
+               ] if present else []
+    v = worktree.verify(s.common_dir, path, entries)
+    if v.entry.locked is not None:
+        unlock_interrupted_add(ctx, s, path)
+    entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
+                          {"commit": None, "stray": True, "interrupted_restore": True,
+                           "files": foreign})
+    trash.detach(entry)
+    git.worktree_prune(s.common_dir)
+    ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
+            trash=entry.worktree, unsaved=len(foreign) or None)
+    if notes is not None and foreign:
+        notes.append(entry)
+    return True
+
+
+def _partly_written(common_dir: str, file: str, oids: set[str]) -> bool:
+    """Is `file` a strict beginning of one of the blobs `oids` (what a checkout or
+    apply cut short by a full disk or a kill leaves), not an edit? Compared as
+    stored: a file written through a smudge filter is never taken for one."""
+    with open(file, "rb") as fh:
+        head = fh.read()
+    return any(len(blob) > len(head) and blob.startswith(head)
+               for blob in (query.blob_bytes(common_dir, o) for o in sorted(oids)))
+
+
+def unlock_interrupted_add(ctx: Context, s: Session, path: str) -> None:
+    """Unlock the registration of `path` that this session's killed restore left:
+    git locks a new worktree ("initializing") until its `git worktree add` is done,
+    and git's prune keeps locked registrations, so the next add would fail."""
+    try:
+        git.worktree_unlock(s.common_dir, path)
+    except AoError:
+        return  # not locked (any more): nothing to do
+    ctx.log("restore", s.id, "interrupted-add-unlocked", workspace=path)
+
+
+def check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, path: str,
+                    want_branch: str | None) -> None:
+    """Raise Refused unless the worktree at `path` is this session's, on its branch."""
+    if entry is None:
+        what = "is a mount point and" if walk.is_mount_point(path) else "exists and is"
+        raise Refused(f"'{path}' {what} not a worktree of this repository; "
+                      "nothing there is touched (still pending)")
+    if entry.is_main:
+        raise Refused(f"'{path}' is the main worktree; the record is damaged (still pending)")
+    on_branch = entry.branch == f"refs/heads/{want_branch}" if want_branch else \
+        (entry.detached and entry.head == save.head)
+    if not on_branch:
+        now = entry.branch or f"detached at {entry.head}"
+        raise Refused(f"'{path}' is a worktree on {now}, not this session's; "
+                      "nothing there is touched (still pending)")
+
+
+def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
+    """An outcome that needs attention for each live session whose worktree is gone
+    or empty (a worktree on a tmpfs is a mount point, which preserve keeps rather
+    than remove, and a reboot clears it): nothing is pending, yet its work is not
+    where it was. Says what brings it back."""
+    out = []
+    for s in sessions:
+        path = s.worktree_path
+        if s.live and path and (not os.path.lexists(path) or walk.is_empty_dir(path)):
+            out.append(Outcome(s.id, "restore", Status.ATTENTION,
+                               f"live, but its worktree {path} is gone or empty: git "
+                               f"ao-preserve {s.id} records that, then git ao-restore "
+                               "re-creates it with its last save", facts(s)))
+    return out

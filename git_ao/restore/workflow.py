@@ -1,0 +1,435 @@
+"""Restore: re-create each pending session's worktree, apply its saved work,
+drop the ref after a clean apply, and relaunch its agent.
+
+The order, per session, reads in `restore_one`: place the worktree (under the
+repository's lock), apply, then commit the row; the ref goes only once the
+worktree provably holds the work. Nothing here prints but the relaunch hints.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+
+from git_ao import crashpoint, git, groups
+from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
+from git_ao.context import Context, facts, lookup
+from git_ao.errors import AoError, Failed, Refused
+from git_ao.git import index, query, worktree
+from git_ao.outcome import Outcome, Status
+from git_ao.proof.restored import holds, prove
+from git_ao.restore import from_trash, target
+from git_ao.save import apply, capture, local_state
+from git_ao.store import trash
+from git_ao.store.records import Save, Session
+
+
+def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
+            progress: Callable[[Outcome], object] | None = None,
+            stop: threading.Event | None = None) -> list[Outcome]:
+    """Restore each pending session; one failure never stops the others.
+
+    sessions: list of Session. jobs: sessions handled at once (threads); sessions
+    of one repository place their worktrees one at a time (`restore_one`) and
+    apply their work in parallel. progress: callback(Outcome) per session, called
+    from the thread that ran it. stop: a threading.Event; once set (SIGTERM,
+    SIGINT) no new session starts, the ones in flight run to their end and the
+    rest stay pending. Returns one Outcome per session, in input order.
+    """
+    outer = _pending_outside(ctx, sessions)
+
+    def one(s: Session) -> Outcome:
+        if stop is not None and stop.is_set():
+            return Outcome(s.id, "restore", Status.REFUSED,
+                           NOT_STARTED + "; the session stays pending")
+        if s.id in outer:
+            # Coming back first would make the outer session's path a plain
+            # directory that its own restore then refuses.
+            return Outcome(s.id, "restore", Status.REFUSED,
+                           f"it lies inside pending session '{outer[s.id]}', which comes "
+                           f"back first: git ao-restore {outer[s.id]} {s.id} (still pending)",
+                           facts(s))
+        out = guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
+        log_failure(ctx, out)
+        crashpoint.hit("restore:between-sessions")
+        return out
+
+    return groups.in_waves(sessions, lambda part: run_each(part, one, jobs, progress),
+                                   inner_first=False)
+
+
+def _pending_outside(ctx: Context, sessions: Sequence[Session]) -> dict[str, str]:
+    """{id: outer id} of the sessions of the batch whose worktree lies inside the
+    worktree of a pending session that is not in the batch."""
+    ids = {s.id for s in sessions}
+    pending = [(os.path.realpath(x.worktree_path).rstrip("/") + "/", x.id)
+               for x in ctx.store.sessions() if x.pending and x.id not in ids]
+    out = {}
+    for s in sessions:
+        mine = os.path.realpath(s.worktree_path)
+        for base, oid in pending:
+            if mine.startswith(base):
+                out[s.id] = oid
+    return out
+
+
+def restore_one(ctx: Context, session_id: str) -> Outcome:
+    """Re-create the session's worktree at its recorded path on its branch, with its
+    saved work, delete the ref once the worktree provably holds it, mark the
+    session live.
+
+    Two ways, tried in this order (docs/restore-trash.md): from the trash, the
+    directory preserve took away is put back whole (`reinstate`), proven, and
+    kept only when the proof holds; otherwise `git worktree add` and the saved
+    commit applied (`_apply_saved`), then the ignored files of the trash copy
+    moved in (`target.bring_environment`). A directory an agent re-created at the
+    path after the save is set aside first (`_set_aside_stray`).
+
+    The repository's lock (`locks.repo_lock`) makes the check that the branch
+    and the path are free and the `git worktree add` one step among threads and
+    processes. Returns an Outcome; raises Refused (branch taken, path taken,
+    repository gone) or another AoError, the session staying pending."""
+    with ctx.lock(session_id):
+        s = lookup(ctx, session_id)
+        if not s.pending:
+            last = s.save
+            if s.live and last is not None and last.needs_attention and last.preserve_ref \
+                    and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
+                ref = last.preserve_ref
+                return Outcome(s.id, "restore", Status.ATTENTION,
+                               f"live, nothing pending; {ref} still holds work its last "
+                               "restore could not put back (git stash show -p "
+                               f"--include-untracked {ref})", facts(s))
+            return Outcome(s.id, "restore", Status.NOTHING,
+                           "live, nothing pending" if s.live else "terminated, nothing pending",
+                           facts(s))
+        save = s.save
+        assert save is not None  # pending means saved
+        path = save.worktree_path
+        if not os.path.isdir(s.common_dir):
+            raise Refused(f"repository {s.common_dir} is gone; the session stays pending until it "
+                          "is back (if it moved: git ao forget --force "
+                          f"{s.id}, then git ao doctor --recover -C <its new path>)")
+        want_branch = None if save.detached else save.branch
+        stray: trash.Entry | None = None
+        notes: list[trash.Entry] = []
+        placed: from_trash.Placed | None = None
+        why_not = ""
+        with ctx.repo_lock(s.common_dir):
+            if not ctx.dry_run:
+                target.clear_empty(path)
+                stray = target.set_aside_stray(ctx, s, save, path)
+                target.clear_killed_add(ctx, s, save, path)
+                placed = _resume_reinstate(ctx, s, save, path)
+                if placed is None and not os.path.lexists(path):
+                    placed, why_not = _try_trash(ctx, s, save, path, want_branch)
+            if placed is None:
+                reused = _place_worktree(ctx, s, save, path, want_branch, notes)
+                if ctx.dry_run:
+                    how = "reuse the worktree at" if reused else "re-create the worktree at"
+                    return Outcome(s.id, "restore", Status.OK, f"would {how} {path}", facts(s))
+        outcome = None
+        kept: bool | None = None
+        if placed is not None:
+            crashpoint.hit("restore:after-reinstate")
+            outcome, kept, why_not = _finish_from_trash(ctx, s, save, placed)
+            if outcome is None:
+                with ctx.repo_lock(s.common_dir):
+                    reused = _place_worktree(ctx, s, save, path, want_branch, notes)
+        if outcome is None:
+            if not reused:
+                crashpoint.hit("restore:after-worktree-add")
+            outcome = _apply_saved(ctx, s, save, path, reused)
+            if os.path.isdir(path):
+                target.after_apply(ctx, s, save, path, reused, outcome)
+            if why_not and why_not != "no trash copy":
+                outcome.message += f" (checked out again, not put back whole from the trash: {why_not})"
+                outcome.data["trash_skipped"] = why_not
+        if stray is not None:
+            target.report_stray(outcome, stray, path)
+        for kept_entry in notes:
+            files = [str(f) for f in kept_entry.meta.get("files", [])]
+            outcome.data["set_aside_unfinished"] = kept_entry.worktree
+            outcome.data["unsaved_files"] = files
+            outcome.message += (f"; the worktree an interrupted restore left held changes no "
+                                f"save has ({', '.join(files[:5])}): it was set aside in "
+                                f"{kept_entry.worktree}")
+            if outcome.status == Status.OK:
+                outcome.status = Status.ATTENTION
+        if kept is None:
+            # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
+            kept = outcome.status != Status.OK and not outcome.data.get("applied") \
+                and bool(save.preserve_ref) \
+                and git.rev_parse(s.common_dir, save.preserve_ref) is not None
+            ctx.store.mark_restored(s.id, ref_kept=kept)
+        else:
+            ctx.store.mark_restored(s.id, ref_kept=kept,
+                                    attention=bool(outcome.data.get("late_deleted")))
+        crashpoint.hit("restore:after-db")
+        ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
+        return outcome
+
+
+def _try_trash(ctx: Context, s: Session, save: Save, path: str,
+               want_branch: str | None) -> tuple[from_trash.Placed | None, str]:
+    """Under the repository's lock, with nothing at `path`: put the session's trash
+    copy back whole when `from_trash.usable` allows it and the branch is free.
+    Returns (Placed or None, why the trash was not used)."""
+    entry, why = from_trash.usable(ctx.store.dir, save)
+    if entry is None:
+        return None, why
+    entries = git.worktree_list(s.common_dir)
+    found = worktree.find(entries, path)
+    if found is not None:
+        if not found.prunable:
+            return None, f"'{path}' is still registered"
+        git.worktree_prune(s.common_dir)
+        entries = git.worktree_list(s.common_dir)
+    if want_branch and any(e.branch == f"refs/heads/{want_branch}" for e in entries):
+        return None, "its branch is checked out elsewhere"  # _place_worktree refuses
+    ctx.store.mark_restore_started(s.id)
+    try:
+        placed = from_trash.put_back(s.common_dir, save, entry)
+    except (AoError, OSError) as exc:
+        ctx.log("restore", s.id, "trash-not-used", error=str(exc))
+        return None, str(exc)
+    ctx.log("restore", s.id, "reinstated", trash=entry.path, workspace=path)
+    return placed, ""
+
+
+def _resume_reinstate(ctx: Context, s: Session, save: Save,
+                      path: str) -> from_trash.Placed | None:
+    """A rerun after a restore from the trash was killed once the directory was back
+    at `path`: point its `.git` file at its admin dir again when needed and go on
+    with the proof. None when no such restore was under way."""
+    if not save.restore_interrupted or not os.path.isdir(path):
+        return None
+    entry = from_trash.reinstating(ctx.store.dir, s.id, path)
+    if entry is None:
+        return None
+    from_trash.repair_link(s.common_dir, path)
+    admin = str(entry.meta.get("admin") or "")
+    if admin:
+        from_trash.drop_link_tmp(path, admin)
+    ctx.log("restore", s.id, "reinstate-resumed", trash=entry.path, workspace=path)
+    return from_trash.Placed(entry, path, admin)
+
+
+def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.Placed
+                       ) -> tuple[Outcome | None, bool | None, str]:
+    """Prove the directory put back from the trash; keep it when the proof holds,
+    else move it back into its entry (the caller falls back).
+    Returns (Outcome or None, whether the ref stays, why the trash was not used)."""
+    path = placed.path
+    proof = prove(path, save, placed.admin)
+    data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit,
+                 from_trash=True)
+    if not proof.ok:
+        ctx.log("restore", s.id, "reinstate-proof-failed", why=proof.why, trash=placed.entry.path)
+        try:
+            with ctx.repo_lock(s.common_dir):
+                from_trash.undo(s.common_dir, placed)
+        except OSError as exc:
+            return (Outcome(s.id, "restore", Status.ATTENTION,
+                            f"worktree back at {path} from the trash, but {proof.why} and it "
+                            f"could not be moved back ({exc.strerror}); the work stays in "
+                            f"{save.preserve_ref}", data), True, proof.why)
+        return None, None, f"{proof.why}; the trash copy is kept"
+    ref = save.preserve_ref
+    if proof.flags_changed:
+        try:
+            local_state.put_assume_unchanged(path, local_state.load(save.private_config))
+        except AoError as exc:
+            ctx.log("restore", s.id, "flags-kept", error=str(exc))
+        data["flags_put_back"] = True
+    status = Status.OK
+    if proof.late:
+        # The directory's files are the latest state, so they stay; the last capture
+        # stays in the ref, which nothing else holds (see docs/restore-trash.md).
+        data["late_writes"] = proof.late
+        listed = ", ".join(proof.late[:5]) + (" ..." if len(proof.late) > 5 else "")
+        msg = (f"restored at {path} from the trash, with {len(proof.late)} path(s) written "
+               f"after the last capture ({listed}); " +
+               (f"the last capture stays in {ref}" if ref else
+                "the save was clean, so the worktree holds their only copy"))
+        kept = bool(ref) and git.rev_parse(path, ref) is not None
+        # A late path that is no file now was one at the capture (deleted, or made
+        # a directory): its content is in the ref alone.
+        gone = [p for p in proof.late if not os.path.islink(os.path.join(path, p))
+                and not os.path.isfile(os.path.join(path, p))]
+        if gone and kept:
+            # Deleted after the capture (an agent's stop handler, say): only the ref
+            # still has them, so no later preserve replaces it unasked.
+            data["late_deleted"] = gone
+            status = Status.ATTENTION
+            msg += (f"; {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''} deleted "
+                    f"after it, so the ref stays until you drop it (git stash show -p "
+                    f"--include-untracked {ref}; git update-ref -d {ref})")
+    else:
+        crashpoint.hit("restore:before-ref-delete")
+        if save.preserved_commit:
+            _drop_ref(path, ref, save.preserved_commit)
+        crashpoint.hit("restore:after-ref-delete")
+        msg = f"restored at {path} from the trash"
+        kept = False
+    try:
+        from_trash.forget_fsmonitor(placed)
+    except AoError as exc:
+        # A stale fsmonitor answer costs nothing of the work, which is all back.
+        ctx.log("restore", s.id, "fsmonitor-kept", error=str(exc))
+    from_trash.finish(placed)
+    return Outcome(s.id, "restore", status, msg, data), kept, ""
+
+
+def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
+                    want_branch: str | None, notes: list[trash.Entry] | None = None) -> bool:
+    """Step 1 of restore, under the repository's lock: prune a stale registration of
+    `path`, refuse a branch checked out elsewhere or a path that is not this
+    session's worktree, then `git worktree add` (not on a dry run).
+    Returns True when the worktree at `path` is reused; raises Refused."""
+    entries = git.worktree_list(s.common_dir)
+    entry = worktree.find(entries, path)
+    if entry is not None and entry.locked is not None and not entry.is_main \
+            and not os.path.lexists(path) and save.restore_interrupted and not ctx.dry_run:
+        target.unlock_interrupted_add(ctx, s, path)
+        entries = git.worktree_list(s.common_dir)
+        entry = worktree.find(entries, path)
+    if entry is not None and entry.prunable and (
+            not os.path.lexists(path) or (os.path.isdir(path) and not os.listdir(path))):
+        if not ctx.dry_run:
+            git.worktree_prune(s.common_dir)
+        entries = git.worktree_list(s.common_dir) if not ctx.dry_run else \
+            [e for e in entries if e is not entry]
+        entry = None
+    if want_branch:
+        for e in entries:
+            if e.branch == f"refs/heads/{want_branch}" and not worktree.same_path(e.path, path):
+                raise Refused(f"branch '{want_branch}' is checked out in {e.path}; "
+                              "free it and run git ao-restore again (still pending)")
+    # An empty directory (an empty mount point kept by _clear_empty): git worktree
+    # add fills it.
+    reused = os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path))
+    if reused:
+        try:
+            target.check_reusable(s, save, entry, path, want_branch)
+        except Refused as exc:
+            if save.restore_interrupted:
+                raise Refused(f"{exc}; a restore of this session was interrupted while adding "
+                              "it: if nothing there is yours, remove it and run git ao-restore "
+                              "again") from None
+            raise
+        if save.restore_interrupted and not ctx.dry_run and entry is not None \
+                and entry.locked is not None:
+            # git's "initializing" lock of this session's killed add: kept, every
+            # later preserve would keep the worktree as locked.
+            target.unlock_interrupted_add(ctx, s, path)
+        if save.restore_interrupted and not ctx.dry_run \
+                and target.set_aside_unfinished(ctx, s, save, path, entries, notes):
+            reused = False
+    if not reused and not ctx.dry_run:
+        ctx.store.mark_restore_started(s.id)
+        _add_worktree(s.common_dir, path, save, want_branch)
+    return reused
+
+
+def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> None:
+    """`git worktree add` at the recorded path; when the save recorded private config
+    (sparse-checkout patterns, config.worktree) it is put in place before checkout."""
+    wc = local_state.load(save.private_config)
+    first = local_state.needs_config_first(wc)
+    if not want_branch:
+        git.worktree_add(repo, path, commit=save.head, detach=True, checkout=not first)
+    elif query.branch_exists(repo, want_branch):
+        git.worktree_add(repo, path, branch=want_branch, checkout=not first)
+    elif save.head:
+        git.worktree_add(repo, path, new_branch=want_branch, commit=save.head,
+                         checkout=not first)
+    else:
+        raise Refused(f"branch '{want_branch}' is gone and no commit was saved to re-create it")
+    if first:
+        local_state.put_config(git.repo_dirs(path).git_dir, wc)
+        index.checkout_head(path)
+
+
+def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> Outcome:
+    """Step 2 of restore: apply, then delete the ref only after a clean apply."""
+    data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit)
+    commit = save.preserved_commit
+    wc = local_state.load(save.private_config)
+    if not commit:
+        problems = [] if reused else apply.put_flags(path, wc)
+        if problems:
+            return Outcome(s.id, "restore", Status.ATTENTION, f"worktree back at {path}; "
+                           + "; ".join(problems), data)
+        return Outcome(s.id, "restore", Status.OK,
+                       f"worktree back at {path} (nothing was saved)", data)
+    dirs = git.repo_dirs(path)
+    ref = save.preserve_ref
+    if not git.object_exists(path, commit):
+        return Outcome(s.id, "restore", Status.ATTENTION, f"preserved commit {commit} is "
+                       "missing; worktree is back without the work", data)
+    if reused and capture.holds(path, dirs.git_dir, commit):
+        _drop_ref(path, ref, commit)
+        return Outcome(s.id, "restore", Status.OK, f"worktree at {path} already held the "
+                       "preserved work", data)
+    if reused and not git.status(path, ignored=False).clean:
+        return Outcome(s.id, "restore", Status.ATTENTION,
+                       f"worktree at {path} has other changes; the work stays in {ref}: "
+                       f"git stash apply --index {ref}", data)
+    crashpoint.hit("restore:during-apply")
+    applied = apply.apply(path, commit, sparse="sparse_checkout" in wc)
+    crashpoint.hit("restore:after-apply")
+    if applied.outcome == "clean":
+        if wc.get("recheckout"):
+            apply.recheckout(path, dirs.git_dir, commit)
+        problems = apply.put_flags(path, wc, fresh=not reused)
+        head = git.rev_parse(path, "HEAD")
+        proven = head == save.head and holds(path, dirs.git_dir, save)
+        if not problems and head == save.head and not proven:
+            # The proof: the worktree must now capture to exactly the saved trees.
+            problems.append("the worktree does not hold exactly the saved work")
+        if problems and proven:
+            # Only the submodules' checkouts are missing (a remote unreachable at
+            # boot): the work is all back, so the ref goes and nothing waits on it.
+            _drop_ref(path, ref, commit)
+            data["applied"] = True
+            return Outcome(s.id, "restore", Status.ATTENTION, f"restored at {path}, but "
+                           f"{'; '.join(problems)} (git submodule update --init)", data)
+        if problems:
+            data["placed"] = apply.saved_paths(path, commit)
+            return Outcome(s.id, "restore", Status.ATTENTION, f"applied at {path}, but "
+                           f"{'; '.join(problems)}; work kept in {ref}", data)
+        crashpoint.hit("restore:before-ref-delete")
+        _drop_ref(path, ref, commit)
+        crashpoint.hit("restore:after-ref-delete")
+        moved = f" (its branch moved since the save: HEAD was {save.head[:12]}, now " \
+            f"{head[:12]})" if save.head and head and head != save.head else ""
+        return Outcome(s.id, "restore", Status.OK, f"restored at {path}{moved}", data)
+    if applied.outcome == "failed" and not reused \
+            and not git.status(path, ignored=False).clean:
+        # Cut short part way (a full disk): the worktree holds some of the work and
+        # maybe a half-written file. The session stays pending; the next restore
+        # sets this worktree aside as an unfinished one and starts again.
+        raise Failed(f"the apply stopped part way ({applied.detail}); the session stays "
+                     f"pending and the next git ao-restore sets {path} aside and starts "
+                     "again (the work is in the ref and the trash)")
+    data["paths"] = applied.paths
+    data["placed"] = applied.placed
+    listed = ", ".join(applied.paths[:5]) + (" ..." if len(applied.paths) > 5 else "")
+    placed = ", ".join(applied.placed[:5]) + (" ..." if len(applied.placed) > 5 else "")
+    if applied.outcome == "conflict":
+        msg = f"conflicts in {listed}; markers left, work kept in {ref}" + \
+            (f"; placed: {placed}" if placed else "")
+    elif applied.outcome == "unstaged":
+        msg = f"{applied.detail}; work kept in {ref}" + (f"; placed: {placed}" if placed else "")
+    else:
+        msg = f"nothing applied: {applied.detail}" + (f": {listed}" if listed else "") + \
+              f"; work kept in {ref}"
+    return Outcome(s.id, "restore", Status.ATTENTION, msg, data)
+
+
+def _drop_ref(cwd: str, ref: str, commit: str) -> None:
+    """Delete the preserve ref, only while it still points at `commit`."""
+    if ref:
+        git.drop_ref_if_at(cwd, ref, commit)

@@ -1,0 +1,189 @@
+"""Put a preserve commit's work back into a worktree: its private config before the
+checkout, the stash-shaped commit applied like `git stash apply --index`, then
+the index flags, file modes and submodules the commit cannot carry.
+
+The commit's shape is described in git_ao/save/capture.py, which builds it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from git_ao import git
+from git_ao.errors import git_message
+from git_ao.git import index, query
+from git_ao.save import local_state
+
+
+@dataclass
+class Applied:
+    """What `apply` did. outcome: 'clean', 'unstaged' (applied, index part not restored),
+    'conflict' (markers left), 'blocked' (nothing applied: saved untracked files
+    would overwrite paths) or 'failed' (git failed, maybe part way: a full disk).
+    paths: what could not be placed (clashes or conflicts); placed: the saved paths
+    that were written."""
+
+    outcome: str
+    detail: str = ""
+    paths: list[str] = field(default_factory=list)
+    placed: list[str] = field(default_factory=list)
+
+
+def saved_paths(cwd: str, commit: str) -> list[str]:
+    """Every path the preserve commit changes: tracked paths W or I changes against H
+    (`git diff-tree`), plus the files of U. Sorted."""
+    parents = git.commit_parents(cwd, commit)
+    out: set[str] = set()
+    for rev in (commit, parents[1]):
+        out.update(query.changed_paths(cwd, parents[0], rev))
+    if len(parents) > 2:
+        out.update(query.ls_tree_paths(cwd, parents[2]))
+    return sorted(out)
+
+
+def _emptied(path: str, full: str, removed: set[str]) -> bool:
+    """Is `full` a real directory whose every file the apply removes (so git takes the
+    directory away before writing a saved file in its place)?"""
+    if os.path.islink(full) or not os.path.isdir(full):
+        return False
+    for root, dirs, files in os.walk(full):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            if os.path.relpath(os.path.join(root, name), path) not in removed:
+                return False
+    return True
+
+
+def _blocked_by(path: str, rel: str, removed: set[str]) -> bool:
+    """Would writing the file `rel` under `path` hit something already there: the
+    path itself, or a parent that is not a real directory (a file or a symlink)?
+    Paths in `removed` do not count: the tracked part of the apply deletes them
+    first (a file the saved work replaced by a directory, say)."""
+    full = os.path.join(path, rel)
+    if rel not in removed and os.path.lexists(full) and not _emptied(path, full, removed):
+        return True
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        pre_rel = "/".join(parts[:i])
+        pre = os.path.join(path, pre_rel)
+        if pre_rel in removed:
+            continue
+        if os.path.islink(pre) or (os.path.lexists(pre) and not os.path.isdir(pre)):
+            return True
+        if not os.path.lexists(pre):
+            return False
+    return False
+
+
+def _materialise(path: str, commit: str) -> None:
+    """Clear skip-worktree on the paths the save changes and check them out from the
+    index, so the apply writes them: in a sparse checkout a saved edit of a file
+    outside the patterns would otherwise land in the index only, never on disk.
+    (git itself clears the bit of a file present in a sparse checkout.)"""
+    wanted = set(saved_paths(path, commit))
+    skipped = [p for p in query.index_flags(path).skip_worktree if p in wanted]
+    if skipped:
+        index.set_index_flag(path, skipped, "--no-skip-worktree")
+        index.checkout_paths(path, skipped)
+
+
+def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
+    """Apply a preserve commit to the worktree at `path` like `git stash apply --index`,
+    retrying without `--index` when only the index part conflicts.
+
+    Before anything is written, untracked files of U that would land on an
+    existing path (or under a parent that is a file or a symlink) are looked for:
+    git would merge the tracked part and then fail on them, so in that case
+    nothing is applied ('blocked', the paths listed). sparse: the worktree is a
+    sparse checkout (see `_materialise`).
+    """
+    parents = git.commit_parents(path, commit)
+    if len(parents) > 2:
+        removed = set(query.changed_paths(path, parents[0], commit, deleted_only=True))
+        clash = [p for p in query.ls_tree_paths(path, parents[2])
+                 if _blocked_by(path, p, removed)]
+        if clash:
+            return Applied("blocked", "saved untracked files would overwrite existing paths",
+                           clash)
+    if sparse:
+        _materialise(path, commit)
+    # In a sparse checkout the patterns are off for the apply, so the merge does not take
+    # the saved files outside them away again (`_materialise` made them ordinary files).
+    res = query.stash_apply(path, commit, index=True, sparse_off=sparse)
+    if res.status == 0:
+        return Applied("clean")
+    if query.unmerged_paths(path):
+        unmerged = query.unmerged_paths(path)
+        return Applied("conflict", res.errtext.strip(), unmerged,
+                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
+    res = query.stash_apply(path, commit, index=False, sparse_off=sparse)
+    unmerged = query.unmerged_paths(path)
+    if unmerged:
+        return Applied("conflict", "conflicts left in the worktree", unmerged,
+                       [p for p in saved_paths(path, commit) if p not in set(unmerged)])
+    if res.status == 0:
+        return Applied("unstaged", "the index part conflicted; changes applied unstaged",
+                       [], saved_paths(path, commit))
+    return Applied("failed", git_message(res.errtext, res.status) if res.errtext.strip()
+                   else "git stash apply failed")
+
+
+def recheckout(path: str, git_dir: str, commit: str) -> None:
+    """Write every present file of the saved work again with `git checkout-index -f`,
+    so content conversion uses the attributes the apply just brought back. Files
+    the index already holds as saved come from the real index with `-u` (their
+    stat data is refreshed too: git calls a file whose size changed modified
+    without looking at its content); the others from W's and U's trees through a
+    temporary index. Used when the saved work changes a `.gitattributes` and
+    conversion is on."""
+    parents = git.commit_parents(path, commit)
+    i_tree, w_tree = git.trees_of(path, [parents[1], commit])
+    assert i_tree and w_tree
+    unstaged = set(query.changed_paths(path, i_tree, w_tree))
+    tracked = [p for p in query.ls_tree_paths(path, commit)
+               if os.path.lexists(os.path.join(path, p))]
+    same = [p for p in tracked if p not in unstaged]
+    for p in same:
+        # checkout-index leaves a file whose stat matches its entry alone, even
+        # with -f; the bytes are in the index and in the kept preserve ref.
+        os.unlink(os.path.join(path, p))
+    index.checkout_paths(path, same, refresh=True)
+    for rev, paths in ((commit, [p for p in tracked if p in unstaged]),
+                       (parents[2] if len(parents) > 2 else None, None)):
+        if rev is None:
+            continue
+        if paths is None:
+            paths = [p for p in query.ls_tree_paths(path, rev)
+                     if os.path.lexists(os.path.join(path, p))]
+        if not paths:
+            continue
+        with index.TempIndex(path, git_dir) as tmp:
+            tmp.read_tree(rev)
+            tmp.checkout_paths(paths)
+
+
+def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+    """After the apply: give back the index flags recorded in `wc` (intent-to-add,
+    assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
+    away again when `fresh`, it was only just checked out) and re-initialise
+    submodules (`git submodule update --init`). Returns the problems met, as lines."""
+    problems = local_state.put_flags(path, wc, fresh=fresh)
+    subs = wc.get("submodules", [])
+    if subs:
+        res = query.submodule_update_init(path, subs)
+        if res.status != 0:
+            problems.append("submodules not re-initialised: "
+                            f"{git_message(res.errtext, res.status)}")
+    # A submodule checked out at another commit than the one recorded comes back
+    # on that commit (update --init checks out the recorded one).
+    for rel, oid in wc.get("submodule_heads", {}).items():
+        full = os.path.join(path, rel)
+        # Only a submodule checked out (its .git present): in an empty directory
+        # git would find the superproject and move its HEAD instead.
+        if os.path.lexists(os.path.join(full, ".git")) and git.rev_parse(full, "HEAD") != oid \
+                and not query.checkout_detached(full, oid):
+            problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
+    for name, oid in wc.get("worktree_refs", {}).items():
+        git.update_ref(path, name, oid, message="git-ao restore per-worktree ref")
+    return problems

@@ -1,0 +1,453 @@
+"""Build the preserve commit that holds a worktree's uncommitted work (git_ao/save/apply.py
+applies it back).
+
+The commit is shaped exactly like `git stash push --include-untracked`:
+
+    W  tree: tracked paths as in the worktree      parents: H, I[, U]
+    I  tree: the real index (`git write-tree`)     parent:  H
+    U  tree: untracked, not ignored files          no parent (only when there are some)
+
+It is built through temporary index files inside the worktree's own git dir,
+so the worktree, the real index and the stash list are never touched. The
+witness of what differs from HEAD is a single
+`git status --porcelain=v2 -z --untracked-files=all --ignored=matching`, run
+with the fsmonitor and the untracked cache off; index flags that hide files
+from it are read with `git ls-files -v` and cleared in the temporary index. The
+result is then proven: W must differ from I wherever status saw a worktree
+change (`_check_witness`), and where content conversion or lossy modes apply,
+checking the captured indexes out again must give the worktree's files byte for
+byte (`verify`). Anything unproven raises CannotCapture: nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from git_ao import crashpoint, git
+from git_ao.errors import AoError, GitError
+from git_ao.fs import walk
+from git_ao.fs.nested import linked_worktree_of
+from git_ao.git import index, query
+from git_ao.git.index import TEMP_INDEX_PREFIX, TempIndex
+from git_ao.save import local_state
+
+VERIFY_PREFIX = "git-ao-verify."
+# Every scratch name starts with one of these, then "<pid>.": `git ao-prune`
+# removes those whose process is gone.
+SCRATCH_PREFIXES = (TEMP_INDEX_PREFIX, VERIFY_PREFIX)
+
+# State files of an operation in progress. They live in the worktree's private
+# git dir and die with it, so a worktree in one of these states is not captured.
+_IN_PROGRESS = {
+    "MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
+    "rebase-merge": "a rebase", "rebase-apply": "a rebase or am", "BISECT_LOG": "a bisect",
+    "sequencer": "a cherry-pick or revert sequence",
+}
+
+
+class CannotCapture(AoError):
+    """Some uncommitted work cannot be captured faithfully: nothing may be deleted."""
+
+
+@dataclass
+class Meta:
+    """Facts about the session written into W's message as trailers."""
+
+    session_id: str
+    kind: str
+    harness: str
+    workspace_path: str
+
+
+@dataclass
+class Capture:
+    """The result of `capture`: what was found and what was written.
+
+    commit is W's id, or None when the worktree was clean (and HEAD attached).
+    keep_reasons lists why the worktree must stay even though it was captured.
+    """
+
+    head: str
+    branch: str | None
+    index_tree: str | None = None
+    worktree_tree: str | None = None
+    untracked_tree: str | None = None
+    commit: str | None = None
+    changed: list = field(default_factory=list)
+    untracked: list = field(default_factory=list)
+    ignored: list = field(default_factory=list)
+    keep_reasons: list = field(default_factory=list)
+    hidden: list = field(default_factory=list)  # paths index flags hide from git status
+    hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
+    private_config: str | None = None  # JSON for Save.private_config
+    # The checksum of the index the trees were made from (index.checksum): an
+    # index with the same one holds exactly this index tree and these flags.
+    index_checksum: str | None = None
+
+    @property
+    def detached(self) -> bool:
+        return self.branch is None
+
+    @property
+    def clean(self) -> bool:
+        return not self.changed and not self.untracked and not (
+            self.hidden and self.hidden_changed)
+
+
+def inspect(path: str, git_dir: str) -> git.Status:
+    """Read the worktree's state (one `git status`) and raise CannotCapture for states
+    whose work would not survive: an unborn branch, unmerged paths, an operation in
+    progress, an untracked nested repository. Returns the git.Status."""
+    for name, what in _IN_PROGRESS.items():
+        if os.path.exists(os.path.join(git_dir, name)):
+            raise CannotCapture(f"{what} is in progress in '{path}'; finish or abort it first")
+    st = git.status(path)
+    if st.head is None:
+        raise CannotCapture(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
+                            "commit once first")
+    if st.unmerged:
+        raise CannotCapture(f"'{path}' has unmerged paths ({st.unmerged[0]}); resolve them first")
+    nested = [p for p in st.untracked if p.endswith("/")]
+    if nested:
+        full = os.path.join(path, nested[0])
+        common = linked_worktree_of(full.rstrip("/"))
+        if common:
+            raise CannotCapture(f"'{full}' is a linked worktree of {common} nested in this "
+                                "one: preserve it first if it is a session (git ao-preserve "
+                                "--all takes inner ones first), else git worktree remove it "
+                                "or git ao add it")
+        raise CannotCapture(f"'{full}' is an untracked nested repository;"
+                            " its files cannot be captured")
+    return st
+
+
+# Attributes that make the bytes git stores differ from the bytes on disk.
+_CONVERSION_RE = re.compile(rb"(^|[\s!-])(text|eol|crlf|filter|ident|working-tree-encoding)\b")
+
+
+def _conversion_reason(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
+                       st: git.Status) -> str | None:
+    """Why the worktree's bytes might not be what the captured blobs give back on
+    checkout (content conversion, or modes git does not record), or None."""
+    if conf.get("core.autocrlf", "false") not in ("false", "0", "no", "off"):
+        return "core.autocrlf"
+    if conf.get("core.eol"):
+        return "core.eol"
+    for key in ("core.filemode", "core.symlinks"):
+        if conf.get(key, "true") in ("false", "0", "no", "off"):
+            return key
+    files = [os.path.join(path, p) for p in flags.attributes]
+    files += [os.path.join(path, p) for p in st.untracked
+              if p == ".gitattributes" or p.endswith("/.gitattributes")]
+    files.append(os.path.join(_common_dir(git_dir), "info", "attributes"))
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    files.append(os.path.expanduser(conf.get("core.attributesfile")
+                                    or os.path.join(xdg, "git", "attributes")))
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                if _CONVERSION_RE.search(fh.read()):
+                    return f
+        except FileNotFoundError:
+            if f.endswith(".gitattributes") and any(f == os.path.join(path, a)
+                                                   for a in flags.attributes):
+                return f  # tracked but deleted: the index copy still applies
+        except OSError:
+            return f
+    return None
+
+
+def _common_dir(git_dir: str) -> str:
+    """The common dir of a linked worktree's git dir (its `commondir` file)."""
+    try:
+        with open(os.path.join(git_dir, "commondir")) as fh:
+            return os.path.normpath(os.path.join(git_dir, fh.read().strip()))
+    except FileNotFoundError:
+        return git_dir
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Same type, executable bit and bytes (or symlink target)?"""
+    sa, sb = os.lstat(a), os.lstat(b)
+    if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
+        return False
+    if stat.S_ISLNK(sa.st_mode):
+        return os.readlink(a) == os.readlink(b)
+    if (sa.st_mode & 0o100) != (sb.st_mode & 0o100) or sa.st_size != sb.st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            ca, cb = fa.read(1 << 20), fb.read(1 << 20)
+            if ca != cb:
+                return False
+            if not ca:
+                return True
+
+
+def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
+    """Prove that every file present under the worktree comes back byte for byte and
+    mode for mode: check out each captured index (`git checkout-index -a
+    --prefix`, so smudge filters, end-of-line conversion and core.fileMode apply
+    exactly as on restore) into a scratch dir inside the worktree's git dir and
+    compare every file with the worktree's.
+
+    Raises CannotCapture naming the first path that would not come back. Costs one
+    `git checkout-index` per index and a read of every file twice: only called
+    when content conversion or lossy modes may apply (see `_conversion_reason`).
+    """
+    scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        for temp in indexes:
+            shutil.rmtree(scratch, ignore_errors=True)
+            os.mkdir(scratch)
+            temp.checkout_all(prefix=scratch + "/")
+            for root, dirs, files in os.walk(scratch):
+                for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+                    got = os.path.join(root, name)
+                    rel = os.path.relpath(got, scratch)
+                    full = os.path.join(path, rel)
+                    if not os.path.lexists(full):
+                        continue  # deleted in the worktree: nothing to lose
+                    if not _same_file(got, full):
+                        raise CannotCapture(
+                            f"'{full}' would not come back byte for byte or with its mode "
+                            "(line-ending or filter conversion, core.fileMode); commit it "
+                            "or fix it first")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _check_submodules(path: str, git_dir: str, st: git.Status) -> list[str]:
+    """Initialised submodules that may go with the worktree: each must have no
+    uncommitted change and no commit that is not on one of its remotes (it is
+    cloned again on restore). Returns their paths; raises CannotCapture otherwise."""
+    if not os.path.isdir(os.path.join(git_dir, "modules")):
+        return []
+    for e in st.changed:
+        # sub is "S<c><m><u>": a new commit (c) is fine when a remote has it (below);
+        # modified (m) or untracked (u) content inside is not.
+        if e.sub.startswith("S") and (e.sub[2] == "M" or e.sub[3] == "U"):
+            raise CannotCapture(f"submodule '{os.path.join(path, e.path)}' has uncommitted "
+                                "changes, which a superproject commit cannot hold")
+    subs = [rel for rel in index.gitlinks(path)
+            if os.path.exists(os.path.join(path, rel, ".git"))]
+    for rel in subs:
+        full = os.path.join(path, rel)
+        if query.has_unpushed_work(full):
+            raise CannotCapture(f"submodule '{full}' has commits or stashes on no remote; "
+                                "push them first")
+    return subs
+
+
+def submodule_heads(path: str, subs: list[str]) -> dict[str, str]:
+    """{path: the commit checked out} of each initialised submodule, so restore puts
+    one checked out at another commit than the recorded one back on it."""
+    out = {}
+    for rel in subs:
+        head = git.rev_parse(os.path.join(path, rel), "HEAD")
+        if head:
+            out[rel] = head
+    return out
+
+
+def _check_witness(path: str, cap: Capture, unstaged: list[str]) -> None:
+    """Every path `git status` saw change in the worktree must differ between I and W
+    (one `git diff-tree` of two trees, no worktree scan). Raises CannotCapture
+    naming the first path W missed."""
+    if not unstaged:
+        return
+    assert cap.index_tree and cap.worktree_tree
+    differ = set(query.changed_paths(path, cap.index_tree, cap.worktree_tree))
+    missed = [p for p in unstaged if p not in differ]
+    if missed:
+        raise CannotCapture(f"'{os.path.join(path, missed[0])}' changed but could not be "
+                            "captured; commit it or fix it first")
+
+
+# What git prints when a file changed between `git status` and the index update
+# that reads it (truncated mid-read, replaced by a directory, removed): the
+# capture is taken again from a fresh status.
+_CHANGED_WHILE_READ = ("short read while indexing", "read error while indexing",
+                       "unable to index file", "Unable to process path",
+                       "failed to insert into database", "lstat(",
+                       "unable to read symlink", "add files inside instead")
+TRIES = 5
+
+
+def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
+            st: git.Status | None = None, walked: walk.Walk | None = None) -> Capture:
+    """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
+
+    meta: the trailers for W's message. write=False computes the trees only
+    (used to recognise a worktree that already holds a save) and writes no commit.
+    st: a git.Status from `inspect`, to avoid reading the worktree twice.
+    walked: the walk of the worktree, whose stat data gives every file's
+    permission bits to the private config (`local_state.collect`).
+    Returns a Capture. Raises CannotCapture (also when a file kept changing
+    under git's reads TRIES times in a row), GitError. Temporary index files are
+    removed on every path out.
+
+    Index flags that make git overlook a file (assume-unchanged, skip-worktree on
+    a file present on disk) are cleared in the temporary index, so those files
+    are captured too (`git ls-files -v`, `git update-index --no-...`). When
+    content conversion or lossy modes may apply, `verify` proves the result.
+    """
+    for attempt in range(1, TRIES + 1):
+        try:
+            return _capture_once(path, git_dir, meta, write, st, walked)
+        except GitError as exc:
+            if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
+                raise
+            if attempt == TRIES:
+                raise CannotCapture(f"'{path}' kept changing while it was read ({TRIES} "
+                                    f"captures): {exc}") from exc
+            st = None  # read the worktree again
+    raise AssertionError("unreachable")
+
+
+def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
+                  st: git.Status | None, walked: walk.Walk | None) -> Capture:
+    st = st or inspect(path, git_dir)
+    head = st.head
+    assert head is not None  # inspect refuses an unborn branch
+    flags = query.index_flags(path)
+    conf = query.config_map(path)
+    hidden = sorted(set(flags.assume_unchanged) | {
+        p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
+    cap = Capture(head=head, branch=st.branch,
+                  changed=[e.path for e in st.changed], untracked=list(st.untracked),
+                  ignored=list(st.ignored), hidden=hidden)
+    subs = _check_submodules(path, git_dir, st)
+    wc = local_state.collect(path, git_dir, conf, flags, st, hidden, walked)
+    if subs:
+        wc["submodules"] = subs
+        wc["submodule_heads"] = submodule_heads(path, subs)
+    reason = _conversion_reason(path, git_dir, conf, flags, st)
+    if reason and any(p == ".gitattributes" or p.endswith("/.gitattributes")
+                      for p in cap.changed + cap.untracked):
+        # The saved attributes arrive during the apply, after other files were
+        # written under the old ones: restore writes the files again (`recheckout`).
+        wc["recheckout"] = True
+    cap.private_config = json.dumps(wc, sort_keys=True) if wc else None
+    if cap.clean and not hidden and not reason:
+        if not cap.detached and write:
+            return cap  # nothing to write, and nobody reads the trees
+        if not write:
+            head_tree = git.trees_of(path, [head])[0]
+            cap.index_tree = cap.worktree_tree = head_tree
+            return cap
+        # A detached HEAD would become unreachable once the worktree is gone:
+        # write a commit with no changes so the ref keeps it alive.
+    crashpoint.hit("capture:after-status")
+    with index.TempIndex(path, git_dir) as tmp_i, \
+            index.TempIndex(path, git_dir) as tmp_u:
+        real_index = os.path.join(git_dir, "index")
+        if os.path.exists(real_index):
+            tmp_i.copy_from(real_index)
+            cap.index_checksum = index.checksum(tmp_i.path, len(head))
+        cap.index_tree = tmp_i.write_tree()
+        ita = local_state.intent_to_add(st, tmp_i, cap.index_tree)
+        if ita:
+            wc["intent_to_add"] = ita
+            cap.private_config = json.dumps(wc, sort_keys=True)
+        if hidden:
+            tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
+            tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
+                           "--no-skip-worktree")
+        unstaged = [e.path for e in st.changed if e.xy[1] != "."]
+        if hidden or unstaged:
+            tmp_i.add_tracked()
+            cap.worktree_tree = tmp_i.write_tree()
+            if not reason:
+                # With conversion on, git may call a file modified whose bytes
+                # clean to the same blob; `verify` below is the proof there.
+                # An intent-to-add entry whose file is gone is in neither tree: the
+                # private config holds it.
+                _check_witness(path, cap, [p for p in unstaged if p not in set(ita)])
+        else:
+            cap.worktree_tree = cap.index_tree
+        if cap.untracked:
+            tmp_u.update(cap.untracked)
+            cap.untracked_tree = tmp_u.write_tree()
+        if reason:
+            verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []))
+    if hidden and not cap.changed and not cap.untracked:
+        head_tree = git.trees_of(path, [head])[0]
+        cap.hidden_changed = not (cap.worktree_tree == cap.index_tree == head_tree)
+    if cap.clean and not cap.detached and write:
+        return cap
+    if not write:
+        return cap
+    label = st.branch or "(no branch)"
+    short = head[:7]
+    i_commit = git.commit_tree(path, cap.index_tree, [head], f"index on {label}: {short}\n")
+    parents = [head, i_commit]
+    if cap.untracked_tree:
+        parents.append(git.commit_tree(path, cap.untracked_tree, [],
+                                       f"untracked files on {label}: {short}\n"))
+    assert meta is not None, "writing a preserve commit needs its trailers"
+    cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
+    return cap
+
+
+TRAILERS = ("Ao-Session", "Ao-Kind", "Ao-Harness", "Ao-Branch", "Ao-Workspace", "Ao-Head",
+            "Ao-Detached")
+
+
+INDEX_TRAILER = "Ao-Index"
+# How many ignored paths the worktree held (git status --ignored=matching): a
+# restore that finds no trash copy says they are gone.
+IGNORED_TRAILER = "Ao-Ignored"
+
+
+def message(meta: Meta, cap: Capture) -> str:
+    """W's commit message: a stash-like subject and trailers that describe the session,
+    so `git ao doctor --recover` can rebuild a lost database from refs."""
+    label = cap.branch or "(no branch)"
+    values = (meta.session_id, meta.kind, meta.harness or "-", cap.branch or "-",
+              meta.workspace_path, cap.head, "true" if cap.detached else "false")
+    body = "\n".join(f"{k}: {v}" for k, v in zip(TRAILERS, values, strict=True))
+    if cap.index_checksum:
+        # The checksum of the index the trees were made from: a restore from the
+        # trash proves the index it puts back is that very file (proof.settled).
+        body += f"\n{INDEX_TRAILER}: {cap.index_checksum}"
+    if cap.ignored:
+        body += f"\n{IGNORED_TRAILER}: {len(cap.ignored)}"
+    return f"WIP on {label}: {cap.head[:7]} git-ao preserve of {meta.session_id}\n\n{body}\n"
+
+
+def parse_trailers(text: str) -> dict:
+    """The Ao-* trailers of a preserve commit message, as {name: value}."""
+    out = {}
+    for ln in text.splitlines():
+        key, sep, value = ln.partition(": ")
+        if sep and (key in TRAILERS or key in (INDEX_TRAILER, IGNORED_TRAILER)):
+            out[key] = value
+    return out
+
+
+def saved_trees(cwd: str, commit: str) -> tuple[str, str | None, str | None, str | None]:
+    """(H, index tree, worktree tree, untracked tree or None) of a preserve commit."""
+    parents = git.commit_parents(cwd, commit)
+    revs = [commit, parents[1]] + ([parents[2]] if len(parents) > 2 else [])
+    trees = git.trees_of(cwd, revs)
+    return parents[0], trees[1], trees[0], trees[2] if len(parents) > 2 else None
+
+
+def holds(path: str, git_dir: str, commit: str) -> bool:
+    """Does the worktree at `path` hold exactly the work saved in `commit` (same HEAD,
+    index, tracked and untracked trees)? Used to recognise a crash between save and removal."""
+    try:
+        cap = capture(path, git_dir, None, write=False)
+    except CannotCapture:
+        return False
+    head, i_tree, w_tree, u_tree = saved_trees(path, commit)
+    return (cap.head, cap.index_tree, cap.worktree_tree, cap.untracked_tree) == (
+        head, i_tree, w_tree, u_tree)

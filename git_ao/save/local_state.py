@@ -1,0 +1,410 @@
+"""What a worktree keeps outside its commits: sparse-checkout patterns,
+`config.worktree`, index flags (intent-to-add, assume-unchanged,
+skip-worktree), permission bits git does not record and empty directories.
+`collect` reads them into the save's private config (a JSON object,
+records.Save.private_config); on the checkout path of a restore `put_config`
+writes the admin files back before the checkout, `put_flags` the flags after
+the apply (git_ao/save/apply.py) and `put_modes` the directories and bits last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections import Counter
+from typing import Any
+
+from git_ao import git
+from git_ao.fs import walk
+from git_ao.git import index, parse, query
+from git_ao.git.index import TempIndex
+
+
+def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
+            st: git.Status, hidden: list[str], walked: walk.Walk | None = None
+            ) -> dict[str, Any]:
+    """What lives only in the worktree's private admin dir and shapes it, as the
+    private config's keys. conf: `query.config_map`; flags: its index flags;
+    st: its status; hidden: the paths index flags hide from status; walked: the
+    walk of the worktree, whose stat data gives every file's permission bits
+    (without it only the changed and untracked files are looked at)."""
+    wc: dict[str, Any] = {}
+    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
+                      ("config_worktree", "config.worktree")):
+        try:
+            with open(os.path.join(git_dir, name), "rb") as fh:
+                wc[key] = fh.read().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            pass
+    # Every flag is recorded, and restore sets exactly these (clearing the others).
+    # In a sparse checkout too: the patterns decide only what a fresh checkout
+    # gives, and a `git reset --soft` or a pathspec reset keeps skip-worktree on
+    # entries they no longer describe. "exact_flags" tells such a save from one
+    # written before sparse checkouts' flags were recorded.
+    if conf.get("core.sparsecheckout") == "true":
+        wc["exact_flags"] = True
+    paths: list[str] = []
+    if len(flags.skip_worktree) >= COMPACT_FROM or len(flags.assume_unchanged) >= COMPACT_FROM:
+        paths = flags.paths()
+    if flags.assume_unchanged:
+        wc["assume_unchanged"] = compact(flags.assume_unchanged, paths)
+    if flags.skip_worktree:
+        wc["skip_worktree"] = compact(flags.skip_worktree, paths)
+        shown = set(hidden)
+        absent = [p for p in flags.skip_worktree if p not in shown]
+        if absent:
+            wc["skip_worktree_absent"] = compact(absent, paths)
+    if walked is not None:
+        wc["mode_base"], modes, dir_modes = _walked_modes(walked, st.ignored)
+        top = stat.S_IMODE(os.lstat(path).st_mode)
+        if top != int(wc["mode_base"]["dir"], 8):
+            dir_modes["."] = f"{top:04o}"  # the worktree's own directory
+        if dir_modes:
+            wc["dir_modes"] = dir_modes
+        # git keeps no directory: an empty one comes back only from this list.
+        empty = [d for d in walked.empty if not walked.under_nested(d)
+                 and not walk.under(d, st.ignored)]
+        if empty:
+            wc["empty_dirs"] = empty
+    else:
+        modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
+    if modes:
+        wc["modes"] = modes
+    return wc
+
+
+# A flag list this long is written compactly: a directory whose every entry
+# carries the flag stands for them all (`compact`). Below it, the paths as they are.
+COMPACT_FROM = 64
+
+
+def compact(flagged: list[str], paths: list[str]) -> list[str]:
+    """`flagged` (index paths, in index order) with every directory whose entries in
+    `paths` (the whole index) all carry the flag written once as "<dir>/", "/" for
+    the whole index. A sparse checkout's skip-worktree entries, or every entry
+    under `core.ignoreStat`, take a few lines instead of one per file. Returns
+    `flagged` itself when it is shorter than COMPACT_FROM (paths may then be [])."""
+    if len(flagged) < COMPACT_FROM:
+        return list(flagged)
+    marked = set(flagged)
+    total: dict[str, int] = {}
+    hits: dict[str, int] = {}
+    for p in paths:
+        hit = p in marked
+        for d in _parents(p):
+            total[d] = total.get(d, 0) + 1
+            if hit:
+                hits[d] = hits.get(d, 0) + 1
+    full = {d for d, n in hits.items() if n == total[d]}
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in flagged:
+        tops = [d for d in _parents(p) if d in full]
+        item = tops[-1] + "/" if tops else p
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def expand(items: list[str], paths: list[str]) -> set[str]:
+    """The paths of `paths` (the index now) that `compact`'s `items` name."""
+    dirs = {i[:-1] for i in items if i.endswith("/")}
+    out = {i for i in items if not i.endswith("/")}
+    if dirs:
+        out.update(p for p in paths if any(d in dirs for d in _parents(p)))
+    return out
+
+
+def _parents(path: str) -> list[str]:
+    """The directories above `path`, innermost first, "" (the top) last."""
+    out = []
+    while True:
+        cut = path.rfind("/")
+        path = path[:cut] if cut >= 0 else ""
+        out.append(path)
+        if cut < 0:
+            return out
+
+
+def intent_to_add(st: git.Status, temp: TempIndex, index_tree: str) -> list[str]:
+    """The intent-to-add entries of `temp` (a copy of the real one) whose tree is
+    `index_tree`. `git status` shows each as added in the worktree (".A", "DA"
+    over a staged deletion) or, its file gone, as an empty blob deleted (".D",
+    like a committed empty file): only then is the index asked (one `git
+    diff-index`)."""
+    if not any(e.kind == "1" and (e.xy[1] == "A" or (
+            e.xy[1] == "D" and e.index_oid in parse.EMPTY_BLOBS)) for e in st.changed):
+        return []
+    return temp.intent_to_add(index_tree)
+
+
+def _umask() -> int:
+    # Read, not set: os.umask() would change it for every thread of an -j run.
+    try:
+        with open("/proc/self/status") as fh:
+            for ln in fh:
+                if ln.startswith("Umask:"):
+                    return int(ln.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+def _private_modes(path: str, rels: list[str]) -> dict[str, str]:
+    """{path: "0600"} for the files `rels` whose permission bits git would not give
+    back: git records only 644 or 755, so a private key saved at 0600 would return
+    world-readable, and a checkout makes files under the umask."""
+    mask = _umask()
+    out = {}
+    for rel in rels:
+        try:
+            st = os.lstat(os.path.join(path, rel))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != _default(st.st_mode, mask):
+            out[rel] = f"{stat.S_IMODE(st.st_mode):04o}"
+    return out
+
+
+def _walked_modes(walked: walk.Walk, ignored: list[str]
+                  ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The permission bits of every file and directory the walk saw, from its stat
+    data: (base, files, dirs). base: the bits most plain files, executables and
+    directories have ({"file": "0644", "exec": "0755", "dir": "0755"}); files and
+    dirs: {path: "0600"} for those with other bits, tracked and unchanged ones too
+    (a committed file made 0600 is no change to git). With the base a restore
+    under another umask gives back the bits the files had. Ignored paths and those
+    of nested repositories are left out: they come back, if at all, by a rename
+    that keeps their bits."""
+    kinds: dict[str, Counter[int]] = {"file": Counter(), "exec": Counter(), "dir": Counter()}
+    for e in walked.entries.values():
+        if e.kind == "file":
+            kinds["exec" if e.mode & 0o100 else "file"][stat.S_IMODE(e.mode)] += 1
+    for mode in walked.dirs.values():
+        kinds["dir"][stat.S_IMODE(mode)] += 1
+    mask = _umask()
+    base = {k: c.most_common(1)[0][0] if c else _default(0o100 * (k != "file"), mask)
+            for k, c in kinds.items()}
+    files, dirs = {}, {}
+    for rel, e in walked.entries.items():
+        perm = stat.S_IMODE(e.mode)
+        if e.kind == "file" and perm != base["exec" if e.mode & 0o100 else "file"] \
+                and not walked.under_nested(rel) and not walk.under(rel, ignored):
+            files[rel] = f"{perm:04o}"
+    for rel, mode in walked.dirs.items():
+        if stat.S_IMODE(mode) != base["dir"] and rel not in walked.nested \
+                and not walked.under_nested(rel) and not walk.under(rel, ignored):
+            dirs[rel] = f"{stat.S_IMODE(mode):04o}"
+    return {k: f"{v:04o}" for k, v in base.items()}, files, dirs
+
+
+def _default(mode: int, mask: int) -> int:
+    """The permission bits a checkout gives a file of `mode` under the umask `mask`."""
+    return (0o777 if mode & 0o100 else 0o666) & ~mask
+
+
+def load(text: str | None) -> dict[str, Any]:
+    """The private config JSON of a save as a dict ({} when there is none)."""
+    return json.loads(text) if text else {}
+
+
+def needs_config_first(wc: dict[str, Any]) -> bool:
+    """Must the worktree's private config be in place before its files are checked out?"""
+    return "sparse_checkout" in wc or "config_worktree" in wc
+
+
+def put_config(git_dir: str, wc: dict[str, Any]) -> None:
+    """Write back the sparse-checkout patterns and config.worktree recorded in `wc`
+    into the (new) worktree's private git dir, before its checkout."""
+    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
+                      ("config_worktree", "config.worktree")):
+        if key in wc:
+            full = os.path.join(git_dir, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as fh:
+                fh.write(wc[key].encode("utf-8", "surrogateescape"))
+
+
+def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+    """After the apply: give back the index flags recorded in `wc` (intent-to-add,
+    assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
+    away again when `fresh`, it was only just checked out). Returns the problems
+    met, as lines. Raises GitError."""
+    # `git stash apply --index` stages a file that W has and I lacks: take it out
+    # of the index again and mark it intent-to-add, as it was.
+    ita = wc.get("intent_to_add", [])
+    index.set_index_flag(path, ita, "--force-remove")
+    problems = _intent_to_add(path, ita)
+    _put_index_flags(path, wc, fresh)
+    return problems
+
+
+def put_assume_unchanged(path: str, wc: dict[str, Any]) -> None:
+    """Make the assume-unchanged flags of the worktree at `path` those `wc` records,
+    setting and clearing nothing else. Raises GitError."""
+    now = query.index_flags(path)
+    items = wc.get("assume_unchanged", [])
+    want = expand(items, now.paths() if any(i.endswith("/") for i in items) else [])
+    _set_assume_unchanged(path, now, want, set(now.paths()), exact=True)
+
+
+def _set_assume_unchanged(path: str, now: git.IndexFlags, want: set[str], listed: set[str],
+                          *, exact: bool) -> None:
+    """Set assume-unchanged on the paths of `want` that are in `listed` and lack it;
+    when `exact`, clear it from the paths outside `want`. Raises GitError."""
+    au = set(now.assume_unchanged)
+    index.set_index_flag(path, sorted(p for p in want - au if p in listed),
+                            "--assume-unchanged")
+    if exact:
+        index.set_index_flag(path, sorted(au - want), "--no-assume-unchanged")
+
+
+def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+    """Give back the empty directories (when `fresh`) and the permission bits `wc`
+    records, after the apply. When the save has a base (`_walked_modes`) other
+    than what this process's umask gives and the worktree is `fresh` (every file
+    in it was just written under that umask), every file and directory takes its
+    recorded bits or the base's; else only the recorded ones are set. `.git` and
+    submodules' checkouts are left alone. Returns the paths whose bits could not
+    be set."""
+    files, dirs = dict(wc.get("modes", {})), dict(wc.get("dir_modes", {}))
+    base = wc.get("mode_base")
+    for rel in wc.get("empty_dirs", []) if fresh else []:
+        try:
+            os.makedirs(os.path.join(path, rel), exist_ok=True)
+        except OSError:
+            pass  # a file stands in its way now: the work there wins
+    written = []
+    if base and fresh and base != _base(_umask()):
+        written.append(".")
+        for root, dnames, fnames in os.walk(path):
+            dnames[:] = [d for d in dnames if d != ".git"
+                         and not os.path.lexists(os.path.join(root, d, ".git"))]
+            rel = os.path.relpath(root, path)
+            written += [r if rel == "." else f"{rel}/{r}" for r in fnames + dnames if r != ".git"]
+    failed = []
+    # Deepest first: a directory's own bits come after what it holds.
+    for rel in sorted(set(written) | set(files) | set(dirs), key=lambda r: -r.count("/")):
+        full = os.path.join(path, rel)
+        try:
+            st = os.lstat(full)
+            if stat.S_ISREG(st.st_mode):
+                want = files.get(rel) or (base or {}).get(
+                    "exec" if st.st_mode & 0o100 else "file")
+            elif stat.S_ISDIR(st.st_mode):
+                want = dirs.get(rel) or (base or {}).get("dir")
+            else:
+                continue
+            if want and stat.S_IMODE(st.st_mode) != int(want, 8):
+                os.chmod(full, int(want, 8))
+        except FileNotFoundError:
+            continue
+        except OSError:
+            failed.append(rel)
+    return failed
+
+
+def _base(mask: int) -> dict[str, str]:
+    """The base a checkout under the umask `mask` gives (see `_walked_modes`)."""
+    return {"file": f"{_default(0, mask):04o}", "exec": f"{_default(0o100, mask):04o}",
+            "dir": f"{_default(0o100, mask):04o}"}
+
+
+def _put_index_flags(path: str, wc: dict[str, Any], fresh: bool) -> None:
+    """Make the assume-unchanged and skip-worktree flags those `wc` records: set the
+    missing ones and clear the others (only set them for a sparse checkout saved
+    before its flags were recorded). A file whose entry loses skip-worktree, or
+    keeps it but was present, is written from the index where it is missing (a
+    sparse checkout left it out); one whose entry gains it and was absent is taken
+    away when `fresh`, with the directories it leaves empty. Raises GitError."""
+    recorded = [wc.get(k, []) for k in ("skip_worktree", "skip_worktree_absent",
+                                        "assume_unchanged")]
+    if fresh and not any(recorded) and "sparse_checkout" not in wc:
+        return  # a fresh checkout without patterns has no flag (core.ignoreStat is off)
+    now = query.index_flags(path)
+    paths = now.paths() if any(i.endswith("/") for items in recorded for i in items) else []
+    want_skip, absent, want_au = (expand(items, paths) for items in recorded)
+    exact = bool(wc.get("exact_flags")) or "sparse_checkout" not in wc
+    skip = set(now.skip_worktree)
+    unskip = sorted(skip - want_skip) if exact else []
+    shown = [p for p in now.skip_worktree if p in want_skip and p not in absent
+             and not os.path.lexists(os.path.join(path, p))]
+    index.set_index_flag(path, unskip + shown, "--no-skip-worktree")
+    missing = [p for p in unskip if not os.path.lexists(os.path.join(path, p))] + shown
+    if missing:
+        index.checkout_paths(path, missing)
+    # A path no longer in the index (its branch moved on) cannot take a flag.
+    listed = set(paths or now.paths()) if want_skip or want_au else set()
+    added = sorted(p for p in want_skip - skip if p in listed) + shown
+    index.set_index_flag(path, added, "--skip-worktree")
+    for rel in added if fresh else []:
+        if rel in absent:
+            _remove_file(path, rel)
+    # After the removals: git clears skip-worktree of a file it finds present.
+    if (unskip or added) and _sparse_index(path):
+        index.collapse_sparse(path)
+    _set_assume_unchanged(path, now, want_au, listed, exact=exact)
+
+
+def _sparse_index(path: str) -> bool:
+    """Is the worktree's index a sparse index (its `sdir` extension's signature is in
+    the file; a path holding those letters costs one needless rewrite)?"""
+    try:
+        with open(os.path.join(git.repo_dirs(path).git_dir, "index"), "rb") as fh:
+            return b"sdir" in fh.read()
+    except FileNotFoundError:
+        return False
+
+
+def _remove_file(path: str, rel: str) -> None:
+    """Unlink `rel` under `path`, then the directories above it it leaves empty."""
+    try:
+        os.unlink(os.path.join(path, rel))
+    except FileNotFoundError:
+        return
+    for d in _parents(rel)[:-1]:
+        try:
+            os.rmdir(os.path.join(path, d))
+        except OSError:
+            return
+
+
+def _intent_to_add(path: str, paths: list[str]) -> list[str]:
+    """`git add -N` for `paths`. `git add` needs a file: for an entry whose file was
+    gone, an empty one is written for the add and taken away again, with the
+    directories made for it. Returns the paths it could not mark (a parent that is
+    a file or a symlink now), as problem lines."""
+    made: list[str] = []
+    problems = []
+    marked = []
+    for rel in paths:
+        full = os.path.join(path, rel)
+        if os.path.lexists(full):
+            marked.append(rel)
+            continue
+        parent = os.path.dirname(full)
+        missing = []
+        while not os.path.lexists(parent):
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        if os.path.islink(parent) or not os.path.isdir(parent):
+            problems.append(f"'{rel}' not marked intent-to-add again: a parent is not a "
+                            "directory")
+            continue
+        for d in reversed(missing):
+            os.mkdir(d)
+            made.append(d)
+        with open(full, "xb"):
+            made.append(full)
+        marked.append(rel)
+    try:
+        index.add_intent_to_add(path, marked)
+    finally:
+        for p in reversed(made):
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.rmdir(p)
+            else:
+                os.unlink(p)
+    return problems

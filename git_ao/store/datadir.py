@@ -1,0 +1,103 @@
+"""Where git-ao's state lives, and the one database read that must start fast.
+
+The data dir is `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data`.
+Shell completion reads session ids on every TAB, so that read lives here, with
+nothing imported but os, sqlite3 and urllib.parse: importing git_ao/store/database.py (its
+record classes are built at import) cost completion about a fifth of its
+start-up. Everything else that touches the database is in git_ao/store/database.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+
+from git_ao.errors import Fatal
+from git_ao.store.states import PENDING_SQL
+
+DB_NAME = "git-ao.db"
+
+
+def data_dir() -> str:
+    """The data dir path: `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data`."""
+    env = os.environ.get("AO_DATA_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    return os.path.join(os.path.expanduser("~"), ".ao", "data")
+
+
+def pin_data_dir() -> None:
+    """Resolve a relative `$AO_DATA_DIR` once, against the directory the command was
+    started in, before -C changes it: every later use (and every child, such as a
+    relaunch command) then sees the same absolute path."""
+    env = os.environ.get("AO_DATA_DIR")
+    if env and not os.path.isabs(os.path.expanduser(env)):
+        os.environ["AO_DATA_DIR"] = os.path.abspath(os.path.expanduser(env))
+
+
+def completion_ids(state: str) -> list[str]:
+    """Session ids for shell completion (see completion_rows)."""
+    return [sid for sid, _ in completion_rows(state)]
+
+
+def completion_rows(state: str) -> list[tuple[str, str]]:
+    """(id, description) of the sessions for shell completion, the description
+    being the session's state and branch ("pending, fix-parser"), read without
+    creating or migrating anything.
+
+    state: 'live', 'pending' or 'all'. Opens `git-ao.db` read-only (SQLite URI
+    mode=ro); returns [] when there is no database or it cannot be read."""
+    path = os.path.join(data_dir(), DB_NAME)
+    if not os.path.exists(path):
+        return []
+    where = {"live": "WHERE s.terminated = 0",
+             "pending": f"WHERE {PENDING_SQL}"}.get(state, "")
+    try:
+        from urllib.parse import quote
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute(
+                "SELECT s.id, s.terminated, "
+                f"CASE WHEN {PENDING_SQL} THEN 1 ELSE 0 END, s.branch, w.needs_attention "
+                "FROM sessions s LEFT JOIN session_worktrees w "
+                f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    out = []
+    for sid, terminated, pending, branch, attention in rows:
+        # The ref is not checked here (no git on a TAB): "attention" may be stale.
+        word = "live" if not terminated else "pending" if pending else "terminated"
+        if word == "live" and attention:
+            word = "attention"
+        out.append((sid, f"{word}, {branch or 'detached'}"))
+    return out
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create `path` with mode 0700, refuse it when another user owns it or it is not a
+    directory, tighten loose modes (refusing it when they cannot be tightened)."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError as exc:
+        raise Fatal(f"cannot create data dir '{path}': {exc.strerror}") from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise Fatal(f"data dir '{path}' is not a directory; refusing to use it")
+    if st.st_uid != os.geteuid():
+        raise Fatal(f"data dir '{path}' is owned by uid {st.st_uid}, not by you; "
+                    "refusing to use it")
+    tighten(path, st, 0o700, "data dir")
+
+
+def tighten(path: str, st: os.stat_result, mode: int, what: str) -> None:
+    """chmod `path` to `mode` when group or others have any access; Fatal when that fails."""
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        try:
+            os.chmod(path, mode)
+        except OSError as exc:
+            raise Fatal(f"{what} '{path}' is open to other users (mode "
+                        f"{stat.S_IMODE(st.st_mode):04o}) and cannot be made private: "
+                        f"{exc.strerror}; refusing to use it") from exc

@@ -1,0 +1,104 @@
+"""The records git-ao keeps per session: the session itself and its last save.
+
+The Python names say what the values are; the SQLite columns (and the JSON keys
+of `git ao list --json`) keep their original names:
+
+    Session.common_dir     sessions.repo                  (JSON "repo")
+    Session.worktree_path  sessions.workspace_path        (JSON "workspace_path")
+    Save.common_dir        session_worktrees.repo
+    Save.private_config    session_worktrees.worktree_config
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from git_ao.store.states import is_pending
+
+
+def now_ns() -> int:
+    """Wall-clock time in integer nanoseconds since the epoch (the unit of every stored time)."""
+    return time.time_ns()
+
+
+@dataclass
+class Save:
+    """The session_worktrees row: what one preserve recorded."""
+
+    session_id: str
+    common_dir: str  # the repository's common git dir
+    worktree_path: str
+    branch: str | None
+    head: str | None
+    detached: bool
+    preserve_ref: str  # "" when the worktree was clean
+    preserved_commit: str | None
+    private_config: str | None  # JSON: sparse-checkout patterns, per-worktree config, flags
+    saved_at: int
+    restored_at: int | None = None
+    # A restore applied the work only in part (conflict, blocked apply): the ref
+    # holds work the worktree may lack, so a new preserve must not replace it.
+    needs_attention: bool = False
+    restore_started_at: int | None = None  # ns; set just before `git worktree add`
+    # The stored states (states.PENDING_SQL); None on a Save not read from the store.
+    pending_state: bool | None = None
+    ref_state: bool | None = None
+
+    @property
+    def restore_interrupted(self) -> bool:
+        """Did a restore of this save start and never finish (a kill, a crash)?
+        record_save replaces the row, so a start recorded is this save's."""
+        return self.pending and self.restore_started_at is not None
+
+    @property
+    def pending(self) -> bool:
+        """Has no restore caught up with this save (states.PENDING_SQL)?"""
+        if self.pending_state is not None:
+            return self.pending_state
+        return is_pending(self.saved_at, self.restored_at)
+
+    @property
+    def holds_ref(self) -> bool:
+        """Is the preserve ref still this save's (pending, a checkpoint not yet
+        superseded, or kept by a restore)?"""
+        if self.ref_state is not None:
+            return bool(self.preserve_ref) and self.ref_state
+        return bool(self.preserve_ref) and (self.restored_at is None
+                                            or self.saved_at >= self.restored_at)
+
+
+@dataclass
+class Session:
+    """The sessions row, with its save (or None) attached."""
+
+    id: str
+    kind: str
+    harness: str
+    common_dir: str  # the repository's absolute common git dir
+    branch: str | None
+    worktree_path: str
+    agent_session_id: str | None = None
+    prompt: str | None = None
+    terminated: bool = False
+    created_at: int = 0
+    updated_at: int = 0
+    save: Save | None = field(default=None, repr=False)
+    group_id: str | None = None  # the ao daemon session this worktree is part of
+    session_mode: str | None = None  # the daemon's 'tui' or 'chat'
+    provider_conversation_id: str | None = None  # a chat-mode session's resume handle
+
+    @property
+    def pending(self) -> bool:
+        return self.save is not None and self.save.pending
+
+    @property
+    def live(self) -> bool:
+        return not self.terminated
+
+    @property
+    def state(self) -> str:
+        """'live', 'pending' or 'terminated'."""
+        if self.live:
+            return "live"
+        return "pending" if self.pending else "terminated"
