@@ -10,15 +10,23 @@ program. Two checks catch that:
   test that broke it fails, and as root the device is put back so the rest of
   the run (and the machine) keep working;
 - at the end of the run, the places a test could write by mistake (the real
-  `$HOME`'s git-ao, shell and git files, the system's completion directories,
-  the top of the system temporary directory) must list exactly what they
-  listed at the start; anything added, removed or changed fails the run,
-  named.
+  `$HOME`'s git-ao, shell and git files, the system's completion directories)
+  must list exactly what they listed at the start; anything added, removed or
+  changed fails the run, named.
+
+The run owns a private temporary directory: `TMPDIR` points there for the run
+and every process it starts, so what a test or a git-ao command makes with
+`tempfile` lands in it, and whatever is still at its top when the run ends
+(a temporary file something forgot) fails the run, named. pytest's own base
+stays in the system temporary directory, where it rotates. Other programs on
+the machine may use /tmp as they like: the guard looks only at what the run
+owns.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -88,11 +96,9 @@ def _entry(path: Path) -> tuple:
     return (stat.S_IFMT(st.st_mode), size, st.st_mtime_ns)
 
 
-def snapshot(home: Path, tmp: Path) -> dict[str, tuple]:
-    """{path: (file type, size, mtime)} of every watched place (recursively), of the
-    names at the top of the real home (so a stray `.zcompdump` shows), and of the
-    top of the temporary directory, except pytest's own base and git-ao's own
-    per-test scratch."""
+def snapshot(home: Path) -> dict[str, tuple]:
+    """{path: (file type, size, mtime)} of every watched place (recursively) and of
+    the names at the top of the real home (so a stray `.zcompdump` shows)."""
     out: dict[str, tuple] = {}
     for place in watched_places(home):
         if not os.path.lexists(place):
@@ -106,16 +112,22 @@ def snapshot(home: Path, tmp: Path) -> dict[str, tuple]:
                         out[str(p)] = _entry(p)
                     except OSError:
                         pass
-    for top in (home, tmp):
-        try:
-            names = os.listdir(top)
-        except OSError:
-            continue
-        for name in names:
-            if top == tmp and name.startswith(("pytest-of-", "tmp", "pip-")):
-                continue
-            out.setdefault(str(top / name), ("present",))
+    try:
+        names = os.listdir(home)
+    except OSError:
+        names = []
+    for name in names:
+        out.setdefault(str(home / name), ("present",))
     return out
+
+
+def leftovers(run_tmp: Path) -> list[str]:
+    """What is still at the top of the run's private temporary directory."""
+    try:
+        return [f"left in the run's temporary directory: {run_tmp / n}"
+                for n in sorted(os.listdir(run_tmp))]
+    except OSError:
+        return []
 
 
 def diff(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
@@ -138,14 +150,30 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the run its private temporary directory before any test, worker or
+    command starts (xdist's workers inherit the environment)."""
+    if _is_worker(config) or "TMPDIR_OWNER" in _state:
+        return
+    system = tempfile.gettempdir()
+    # pytest's base (and its rotation of old runs) stays where it was.
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", system)
+    run_tmp = tempfile.mkdtemp(prefix="git-ao-test-run-", dir=system)
+    # The system directory's mode (1777 on /tmp): tests acting as another user
+    # reach what they make here as they would under /tmp.
+    os.chmod(run_tmp, stat.S_IMODE(os.stat(system).st_mode))
+    os.environ["TMPDIR"] = run_tmp
+    tempfile.tempdir = None
+    _state["TMPDIR_OWNER"] = Path(run_tmp)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     _state["null"] = os.lstat(_NULL) if null_device_problem() is None else None
     if _is_worker(session.config):
         return
     home = Path(os.path.expanduser("~"))
-    tmp = Path(tempfile.gettempdir())
-    _state["home"], _state["tmp"] = home, tmp
-    _state["before"] = snapshot(home, tmp)
+    _state["home"] = home
+    _state["before"] = snapshot(home)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -167,11 +195,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if null is not None:
         problems.append(null)
         _repair_null()
-    home, tmp = _state["home"], _state["tmp"]
-    assert isinstance(home, Path) and isinstance(tmp, Path)
+    home, run_tmp = _state["home"], _state.get("TMPDIR_OWNER")
+    assert isinstance(home, Path)
     before = _state["before"]
     assert isinstance(before, dict)
-    problems += diff(before, snapshot(home, tmp))
+    problems += diff(before, snapshot(home))
+    if isinstance(run_tmp, Path):
+        problems += leftovers(run_tmp)
+        shutil.rmtree(run_tmp, ignore_errors=True)
     if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         text = "the test run changed the machine outside its temporary directories:\n  " + \

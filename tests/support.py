@@ -404,3 +404,50 @@ def assert_all_preserved(sessions, repo):
 PROBE = ("import json, os, sys; json.dump({'cwd': os.getcwd(), 'argv': sys.argv[1:], "
          "'env': {k: v for k, v in os.environ.items() if k.startswith('AO_')}}, "
          "open(os.environ['PROBE_OUT'], 'w'))")
+
+
+def round_trip(repo, wt: Path, sid: str, *, exact: bool = False, how: str | None = None):
+    """Preserve `sid` and restore it; its worktree must come back as it was (every
+    permission bit, directory and sparse pattern too when `exact`) and its ref is
+    dropped. how="checkout" makes restore rebuild it from the commit, "trash" checks
+    it came back from the trash. Returns the restore's result."""
+    from tests.trash_helpers import checkout_path_only
+    from tests.worktree_state import assert_restored, exact_state
+    look = exact_state if exact else state
+    before = look(wt)
+    ao("ao-preserve", sid, cwd=repo)
+    assert not wt.exists()
+    if how == "checkout":
+        checkout_path_only()
+    res = ao("ao-restore", sid, cwd=repo)
+    if how is not None:
+        assert (f"{wt} from the trash" in res.stdout) == (how == "trash"), res.stdout
+    assert_restored(before, look(wt))
+    assert ref_of(repo, sid) is None
+    return res
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str = "16m", mode: str | None = None):
+    """A tmpfs of `size` mounted at `path` (made when missing) for the block, then
+    lazily unmounted. Skips the test where mounting is not allowed (not root)."""
+    import pytest
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    opts = f"size={size}" + (f",mode={mode}" if mode else "")
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)],
+                         capture_output=True, check=False)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+def man_source_text(text: str) -> str:
+    """A man page's roff source with the font escapes dropped and `\\-`, `\\e`
+    read as `-` and `\\`: what a reader sees, for matching option names."""
+    import re
+    return re.sub(r"\\f[BIRP]", "", text).replace("\\-", "-").replace("\\e", "\\")

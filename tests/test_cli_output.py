@@ -12,6 +12,7 @@ import pytest
 from git_ao.cli import ao as ao_cli
 from git_ao.cli import preserve, prune, restore
 from tests.conftest import ao, commit_on, git
+from tests.support import man_source_text
 from tests.test_output_format import _on_tty
 
 MAN = Path(__file__).resolve().parent.parent / "man"
@@ -94,13 +95,11 @@ def test_summary_goes_to_stderr_on_a_terminal_too(repo, worktrees):
     worktrees(repo, "sum")
     out = _on_tty(["ao-preserve", "sum", "-n"], repo, {})
     assert "sum" in out and "preserve: 1 ok" not in out
-    man = _plain((MAN / "git-ao.1").read_text())
+    man = man_source_text((MAN / "git-ao.1").read_text())
     assert re.search(r"a summary \(counts per status\) goes to standard\s+error, on a "
                      r"terminal too", man)
 
 
-def _plain(text):
-    return re.sub(r"\\f[BIRP]", "", text).replace("\\-", "-").replace("\\e", "\\")
 
 
 COMMANDS = {"git-ao-preserve.1": (["ao-preserve"], preserve.command),
@@ -118,6 +117,6 @@ def test_short_usage_is_gits_and_matches_the_page(repo, page):
         if isinstance(p, click.Option) and "--help" not in p.opts:
             assert re.search(rf"^    {re.escape(', '.join(sorted(p.opts, key=len)))}\b",
                              res.stdout, re.MULTILINE), (p.opts, res.stdout)
-    text = _plain((MAN / page).read_text())
+    text = man_source_text((MAN / page).read_text())
     assert re.search(r"Print a short usage on standard output, as git's own commands do\s+"
                      r"\(usage:, then one line per option\), and exit with status 129", text)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from git_ao.save import local_state
-from tests.support import ao, commit_on, db_path, git, init_repo, ref_of
+from tests.support import ao, commit_on, db_path, git, init_repo, round_trip
 from tests.trash_helpers import checkout_path_only
 from tests.worktree_state import assert_restored, exact_state
 
@@ -27,16 +27,7 @@ PATHS = ("trash", "checkout")
 
 def _round_trip(repo, wt, sid, how):
     """Preserve and restore `sid` the way `how` names; the whole state must come back."""
-    before = exact_state(wt)
-    ao("ao-preserve", sid, cwd=repo)
-    assert not wt.exists()
-    if how == "checkout":
-        checkout_path_only()
-    res = ao("ao-restore", sid, cwd=repo)
-    assert (f"{wt} from the trash" in res.stdout) == (how == "trash"), res.stdout
-    assert_restored(before, exact_state(wt))
-    assert ref_of(repo, sid) is None
-    return res
+    return round_trip(repo, wt, sid, exact=True, how=how)
 
 
 # ---------------------------------------------------------------- sparse checkouts

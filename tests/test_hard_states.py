@@ -11,17 +11,8 @@ import subprocess
 
 import pytest
 
-from tests.support import ao, commit_on, dirty, git, ref_of, sessions_by_id
+from tests.support import ao, commit_on, dirty, git, ref_of, round_trip, sessions_by_id
 from tests.worktree_state import assert_restored, state
-
-
-def _round_trip(repo, wt, sid):
-    before = state(wt)
-    ao("ao-preserve", sid, cwd=repo)
-    assert not wt.exists()
-    ao("ao-restore", sid, cwd=repo)
-    assert_restored(before, state(wt))
-    assert ref_of(repo, sid) is None
 
 
 def _refused_untouched(repo, wt, sid, *words):
@@ -286,7 +277,7 @@ def test_worktree_moved_after_registration_is_refused(repo, worktrees, tmp_path)
     assert state(elsewhere) == before
     assert sessions_by_id(repo)["mv"]["state"] == "live"
     git("worktree", "move", elsewhere, wt, cwd=repo)
-    _round_trip(repo, wt, "mv")
+    round_trip(repo, wt, "mv")
 
 
 def test_repository_moved_or_deleted(repo, worktrees, tmp_path):
@@ -381,7 +372,7 @@ def test_reversible_clean_smudge_filter_round_trips(repo, worktrees):
     wt = worktrees(repo, "filt")
     (wt / "t.rev").write_text("changed line\n")
     (wt / "u.rev").write_text("untracked one\n")
-    _round_trip(repo, wt, "filt")
+    round_trip(repo, wt, "filt")
 
 
 def test_lossy_filter_is_refused(repo, worktrees):
@@ -398,7 +389,7 @@ def test_autocrlf_true_round_trips(repo, worktrees):
     wt = worktrees(repo, "crlf")
     (wt / "README.md").write_bytes(b"hello\r\nedited\r\n")
     (wt / "new.txt").write_bytes(b"one\r\ntwo\r\n")
-    _round_trip(repo, wt, "crlf")
+    round_trip(repo, wt, "crlf")
 
 
 def test_crlf_hidden_by_autocrlf_input_is_refused(repo, worktrees):
@@ -426,7 +417,7 @@ def test_git_lfs_files_round_trip(repo, worktrees):
     assert (wt / "a.big").read_bytes() == b"large content\n" * 100
     (wt / "a.big").write_bytes(b"changed large content\n" * 100)
     (wt / "b.big").write_bytes(b"untracked large\n" * 50)
-    _round_trip(repo, wt, "lfs")
+    round_trip(repo, wt, "lfs")
 
 
 # ---------------------------------------------------------------- index flags and caches

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import support
 from tests.support import (
     ao,
     assert_all_restored,
@@ -47,18 +48,9 @@ def _mode(p):
     return stat.S_IMODE(os.lstat(p).st_mode)
 
 
-@contextlib.contextmanager
 def tmpfs(path: Path, size="2m"):
-    """A small tmpfs at `path` (skips the test when mounting is not allowed)."""
-    path.mkdir(parents=True, exist_ok=True)
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
-                          str(path)], capture_output=True, check=False)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+    """A small tmpfs at `path`, private to its owner."""
+    return support.tmpfs(path, size, mode="0700")
 
 
 def _fill(path: Path):

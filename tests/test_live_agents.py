@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests import writers
+from tests import support, writers
 from tests.support import ao, git
 
 ROUNDS = 2
@@ -48,13 +48,8 @@ def _reported(*results: subprocess.CompletedProcess) -> set[str]:
 def tmpfs(tmp_path):
     """A tmpfs mounted inside the test's directory (root only), for a worktree on
     another file system than the data dir."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True)
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+    with support.tmpfs(tmp_path / "tmpfs", "64m") as mnt:
+        yield mnt
 
 
 def _worktree(repo: Path, base: Path, name: str) -> Path:

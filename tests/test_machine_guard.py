@@ -20,26 +20,36 @@ def test_the_null_device_is_the_null_device():
 
 
 def test_snapshot_names_what_was_added_changed_and_removed(tmp_path):
-    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home = tmp_path / "home"
     (home / ".ao" / "data").mkdir(parents=True)
     (home / ".ao" / "data" / "old.db").write_text("x")
     (home / ".bashrc").write_text("# rc\n")
-    tmp.mkdir()
-    before = machine_guard.snapshot(home, tmp)
+    before = machine_guard.snapshot(home)
     (home / ".ao" / "data" / "git-ao.db").write_text("new")
     (home / ".ao" / "data" / "old.db").unlink()
     (home / ".bashrc").write_text("# rc, and more\n")
     (home / ".zcompdump").write_text("dump")
-    (tmp / "stray").mkdir()
-    (tmp / "pytest-of-someone").mkdir()
-    assert sorted(machine_guard.diff(before, machine_guard.snapshot(home, tmp))) == sorted([
+    assert sorted(machine_guard.diff(before, machine_guard.snapshot(home))) == sorted([
         f"added: {home / '.ao' / 'data' / 'git-ao.db'}",
         f"removed: {home / '.ao' / 'data' / 'old.db'}",
         f"changed: {home / '.ao' / 'data'}",
         f"changed: {home / '.bashrc'}",
         f"added: {home / '.zcompdump'}",
-        f"added: {tmp / 'stray'}",
     ])
+
+
+def test_the_run_has_a_private_temporary_directory_and_ignores_the_system_one(tmp_path):
+    # Another program writing at the top of the system temporary directory is
+    # none of the run's business; a file the run leaves in its own is.
+    import tempfile
+    run_tmp = Path(os.environ["TMPDIR"])
+    assert run_tmp.name.startswith("git-ao-test-run-") and Path(tempfile.gettempdir()) == run_tmp
+    mine = tmp_path / "run-tmp"
+    mine.mkdir()
+    assert machine_guard.leftovers(mine) == []
+    (mine / "forgotten").write_text("x")
+    assert machine_guard.leftovers(mine) == [
+        f"left in the run's temporary directory: {mine / 'forgotten'}"]
 
 
 @pytest.mark.skipif(not shutil.which("zsh"), reason="zsh not installed")

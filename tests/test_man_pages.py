@@ -11,6 +11,7 @@ import click
 import pytest
 
 from git_ao.cli import ao, preserve, prune, restore
+from tests.support import man_source_text
 
 MAN = Path(__file__).resolve().parent.parent / "man"
 PAGES = {"git-ao.1": ao.group, "git-ao-preserve.1": preserve.command,
@@ -29,9 +30,6 @@ def _options(cmd):
     return out
 
 
-def _plain(text):
-    text = re.sub(r"\\f[BIRP]", "", text)
-    return text.replace("\\-", "-").replace("\\e", "\\")
 
 
 def _section(text, name):
@@ -42,7 +40,7 @@ def _section(text, name):
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_every_option_documented_and_every_documented_option_exists(page):
     text = (MAN / page).read_text()
-    plain = _plain(text)
+    plain = man_source_text(text)
     for sec in SECTIONS:
         assert re.search(rf"^\.SH {sec}$", text, re.MULTILINE), f"{page} lacks {sec}"
     options = _options(PAGES[page])
@@ -52,12 +50,12 @@ def test_every_option_documented_and_every_documented_option_exists(page):
     # Options of git's own commands quoted as \fBgit stash show --stat\fR are not ours.
     ours = re.sub(r"\\fBgit (?:[^\\]|\\-)*\\fR", "",
                   _section(text, "OPTIONS") + _section(text, "COMMANDS"))
-    documented = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", _plain(ours)))
+    documented = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", man_source_text(ours)))
     assert documented - options - {"--help"} == set(), page
 
 
 def test_examples_cover_the_scenarios():
-    text = _plain((MAN / "git-ao.1").read_text())
+    text = man_source_text((MAN / "git-ao.1").read_text())
     for needle in ("Shutdown script", "Boot script", "systemd", "Manual use",
                    "Recovering from a conflict"):
         assert needle in text

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ao, git, states
+from tests.support import ao, git, round_trip, states
 from tests.worktree_state import assert_restored, differences, state
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
@@ -32,12 +32,6 @@ def _kept(repo, wt: Path, sid: str, *needles: str) -> subprocess.CompletedProces
     return res
 
 
-def _round_trip(repo, wt: Path, sid: str) -> None:
-    """Preserve and restore `sid`; its worktree must come back exactly."""
-    before = state(wt)
-    ao("ao-preserve", sid, cwd=repo)
-    ao("ao-restore", cwd=repo)
-    assert_restored(before, state(wt))
 
 
 # ---------------------------------------------------------------- nested repositories
@@ -314,7 +308,7 @@ def test_a_same_size_rewrite_keeping_the_mtime_is_captured_without_trustctime(re
     st = f.stat()
     f.write_text("HELLO\n")  # same size as "hello\n"
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
-    _round_trip(repo, wt, "ctime")
+    round_trip(repo, wt, "ctime")
     assert (wt / "README.md").read_text() == "HELLO\n"
 
 
@@ -361,7 +355,7 @@ def test_config_that_hides_untracked_files_from_status_hides_nothing(repo, workt
     git("config", "status.showUntrackedFiles", "no", cwd=repo)
     (wt / "new dir").mkdir()
     (wt / "new dir" / "only copy.txt").write_text("new work\n")
-    _round_trip(repo, wt, "hidden")
+    round_trip(repo, wt, "hidden")
 
 
 def test_a_file_named_head_and_a_refs_dir_in_the_worktree(repo, worktrees):
@@ -370,7 +364,7 @@ def test_a_file_named_head_and_a_refs_dir_in_the_worktree(repo, worktrees):
     (wt / "HEAD").write_text("not a revision\n")
     (wt / "refs").mkdir()
     (wt / "refs" / "heads").write_text("nor a ref\n")
-    _round_trip(repo, wt, "headfile")
+    round_trip(repo, wt, "headfile")
 
 
 def test_a_removed_file_recreated_as_ignored_is_kept_in_the_trash(repo, worktrees):

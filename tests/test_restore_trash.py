@@ -14,6 +14,7 @@ import pytest
 
 from git_ao.store import trash
 from tests.conftest import ao, commit_on, git
+from tests.support import tmpfs
 from tests.worktree_state import differences, state
 
 
@@ -421,12 +422,7 @@ def test_an_agent_left_in_the_trash_copy_cannot_reach_another_worktree(repo, wor
 def test_preserve_says_when_the_ignored_paths_stay_on_a_tmpfs(repo, tmp_path):
     # The trash copy of a worktree on a tmpfs stays on that tmpfs (one rename):
     # the ignored environment is then in nothing a reboot keeps, and preserve says so.
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
-    try:
+    with tmpfs(tmp_path / "tmpfs") as mnt:
         wt = mnt / "vol"
         git("worktree", "add", "-q", "-b", "vol", wt, cwd=repo)
         ao("ao", "add", wt, "--id", "vol", cwd=repo)
@@ -441,5 +437,3 @@ def test_preserve_says_when_the_ignored_paths_stay_on_a_tmpfs(repo, tmp_path):
                                 "removed"), r["message"]
         ao("ao-restore", cwd=repo)
         assert (wt / "a.log").read_text() == "ignored\n"
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
