@@ -55,13 +55,17 @@ def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
         sessions, refused = named_sessions(app, ids, "preserve")
     else:
         sessions = [current_session(ctx, os.getcwd())]
-        if app.dry_run and app.store.get(sessions[0].id) is None:
+        sessions, refused = remote_opts.pushable(app, sessions, push)
+        if sessions and app.dry_run and app.store.get(sessions[0].id) is None:
             # The real run registers it first; a dry run registers nothing.
             o = guarded(lambda: preserve.preserve_one(
                 ctx, sessions[0].id, keep_worktree, unsaved=sessions[0]), sessions[0].id,
                 "preserve")
             app.printer.outcome(o)
             return finish(app, "preserve", [o])
+    if all_ or ids:
+        sessions, unpushable = remote_opts.pushable(app, sessions, push)
+        refused += unpushable
     if not sessions:
         if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to preserve: no live sessions", err=True)

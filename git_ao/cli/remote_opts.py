@@ -25,12 +25,26 @@ def _push_timeout(app: Any) -> float:
 
 def check_preserve(app: Any, push: str | None, push_branch: bool) -> str | None:
     """The remote `git ao-preserve` pushes to (--push, else preserve.push), checked
-    before anything runs; None when pushing is off. Raises Usage."""
-    from git_ao.remote.pushes import check_remote
+    before anything runs (a relative path made absolute); None when pushing is
+    off. Raises Usage."""
+    from git_ao.remote.pushes import check_remote, resolve_remote
     name = push or app.settings.get("preserve.push")
     if push_branch and not name:
         usage("--push-branch needs --push REMOTE (or the preserve.push setting)")
-    return check_remote(name) if name else None
+    return resolve_remote(check_remote(name), os.getcwd()) if name else None
+
+
+def pushable(app: Any, sessions: list[Any], name: str | None) -> tuple[list[Any], list[Any]]:
+    """The sessions whose repository can push to `name` (all when pushing is off),
+    and a refused Outcome, printed here, for each of the others: checked before
+    anything is removed."""
+    if not name:
+        return sessions, []
+    from git_ao.remote.pushes import refuse_unpushable
+    ok, refused = refuse_unpushable(sessions, name)
+    for o in refused:
+        app.printer.outcome(o)
+    return ok, refused
 
 
 def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch: bool,
@@ -42,7 +56,9 @@ def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch:
     ctx = app.ctx
     extra = pushes.queue_saves(ctx, outcomes, name, push_branch=push_branch) if name else []
     if not stop.is_set():
-        extra += pushes.push_pending(ctx, timeout=_push_timeout(app))
+        said = {o.session_id for o in extra}
+        extra += [o for o in pushes.push_pending(ctx, timeout=_push_timeout(app))
+                  if o.session_id not in said]
     for o in extra:
         app.printer.outcome(o)
     return extra

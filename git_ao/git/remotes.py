@@ -5,10 +5,16 @@ time is up).
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 
 from git_ao import git
 from git_ao.git import parse
+
+# A URL git reaches over the network (scheme://..., or scp-like [user@]host:path
+# with no '/' before the ':'): whether it answers is known only when pushing.
+_NETWORK_URL = re.compile(r"^(?!file://)[A-Za-z][A-Za-z0-9+.-]*://|^[^/:]+:")
 
 
 def remote_url(cwd: str, remote: str) -> str | None:
@@ -16,6 +22,39 @@ def remote_url(cwd: str, remote: str) -> str | None:
     remote.<name>.url`), None when no such remote is configured."""
     res = git.call(["config", "--get", f"remote.{remote}.url"], cwd)
     return res.text.strip() or None if res.status == 0 else None
+
+
+def push_problem(cwd: str, remote: str) -> str | None:
+    """Why the repository at `cwd` can never push to `remote`, in one line; None when
+    it can (a configured remote, a network URL, or an existing local repository).
+
+    A network remote that is down is no problem here (the push waits for later);
+    a name that is no configured remote, or a local path (given, or a configured
+    remote's absolute URL) where no directory exists, is. Relative paths are
+    taken as given by the caller (absolute by then: git would read them from
+    the repository's directory). Raises nothing for a git failure (None)."""
+    url = remote_url(cwd, remote)
+    if url is None and _NETWORK_URL.match(remote):
+        return None
+    if url is None and not _path_like(remote):
+        return f"has no remote '{remote}' (git remote add {remote} URL)"
+    target = url if url is not None else remote
+    if _NETWORK_URL.match(target):
+        return None
+    path = target.removeprefix("file://")
+    if os.path.isabs(path) and not os.path.isdir(path):
+        what = f"remote '{remote}' ({target})" if url is not None else f"'{remote}'"
+        return f"cannot push to {what}: no repository is there"
+    return None
+
+
+def network_url(remote: str) -> bool:
+    """Is `remote` a URL git reaches over the network (not a name or a local path)?"""
+    return bool(_NETWORK_URL.match(remote))
+
+
+def _path_like(remote: str) -> bool:
+    return "/" in remote or remote.startswith((".", "~"))
 
 
 def ls_remote(cwd: str, remote: str, pattern: str, *, timeout: float) -> list[tuple[str, str]]:

@@ -112,6 +112,9 @@ def rebuild(store, orphan: Orphan) -> tuple[Session, Save]:
                 None, saved_at, saved_at if live else None)
     session = Session(sid, kind, "" if t["Ao-Harness"] == "-" else t["Ao-Harness"], orphan.repo,
                       branch, path, terminated=not live)
+    for key, attr in capture.FACT_TRAILERS.items():
+        if t.get(key):
+            setattr(session, attr, t[key])
     return session, save
 
 

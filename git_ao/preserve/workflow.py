@@ -182,7 +182,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # The walk is taken before the capture: its stat data is what the check
         # after the move compares with, so a write that lands after it is seen.
         before = None if keep_worktree else walk.walk(path)
-        meta = capture.Meta(s.id, s.kind, s.harness, path)
+        meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         cap = capture.capture(path, v.git_dir, meta, st=st, walked=before)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons

@@ -31,7 +31,7 @@ from git_ao.errors import AoError, Usage
 from git_ao.git import remotes
 from git_ao.outcome import Outcome, Status
 from git_ao.store.database import Store
-from git_ao.store.records import now_ns
+from git_ao.store.records import Session, now_ns
 
 # Where refs fetched from a remote wait while they are judged (restore --from,
 # prune --remote); each is deleted once used.
@@ -51,6 +51,44 @@ def check_remote(remote: str) -> str:
     if not remote or remote.startswith("-") or any(c.isspace() for c in remote):
         raise Usage(f"bad remote '{remote}': give a remote name, URL or path")
     return remote
+
+
+def resolve_remote(remote: str, cwd: str) -> str:
+    """`remote` as every repository can read it: a relative path (one holding a '/'
+    or starting with '.', no configured remote of `cwd`'s repository) made absolute
+    against `cwd`, since git would read it from each repository's own directory;
+    anything else as given."""
+    if remotes.network_url(remote) or not (remote.startswith(".") or "/" in remote) \
+            or os.path.isabs(remote):
+        return remote
+    if os.path.isdir(cwd) and remotes.remote_url(cwd, remote) is not None:
+        return remote
+    return os.path.abspath(os.path.join(cwd, remote))
+
+
+def refuse_unpushable(sessions: Sequence[Session], remote: str
+                      ) -> tuple[list[Session], list[Outcome]]:
+    """Split `sessions` into those whose repository can push to `remote` and a
+    refused Outcome for each of the others (`remotes.push_problem`), before
+    anything is captured or removed: on a machine that does not come back, a
+    worktree removed with no push to follow would be lost. One check per
+    repository; a repository that is gone is left to the preserve to refuse."""
+    problems: dict[str, str | None] = {}
+    ok: list[Session] = []
+    refused: list[Outcome] = []
+    for s in sessions:
+        if s.common_dir not in problems:
+            problems[s.common_dir] = remotes.push_problem(s.common_dir, remote) \
+                if os.path.isdir(s.common_dir) else None
+        why = problems[s.common_dir]
+        if why is None:
+            ok.append(s)
+        else:
+            refused.append(Outcome(s.id, "preserve", Status.REFUSED,
+                                   f"not preserved: its save is to go to {remote}, but the "
+                                   f"repository {s.common_dir} {why}; nothing is removed",
+                                   facts(s, remote=remote)))
+    return ok, refused
 
 
 def setting_notice(key: str) -> str | None:
@@ -188,7 +226,15 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
     wants: list[tuple[str, str, str, str, str | None]] = []
     usable: dict[str, bool] = {}  # one `git config` per repository
     for o in outcomes:
-        if o.action != "preserve":
+        # A checkpoint (--keep-worktree) is pushed as a preserve is.
+        if o.action not in ("preserve", "checkpoint"):
+            continue
+        if ctx.dry_run:
+            # Nothing was captured: the save the real run makes is what it pushes.
+            if o.status == Status.OK and o.message.startswith("would "):
+                out.append(Outcome(o.session_id, "push", Status.OK,
+                                   f"would push {REF_PREFIX}{o.session_id} to {remote}",
+                                   {"remote": remote, "ref": REF_PREFIX + o.session_id}))
             continue
         s = ctx.store.get(o.session_id)
         save = s.save if s is not None else None

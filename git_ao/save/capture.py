@@ -64,6 +64,8 @@ class Meta:
     kind: str
     harness: str
     workspace_path: str
+    # Session attribute -> value, of FACT_TRAILERS' facts this session has.
+    facts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -401,6 +403,27 @@ TRAILERS = ("Ao-Session", "Ao-Kind", "Ao-Harness", "Ao-Branch", "Ao-Workspace", 
             "Ao-Detached")
 
 
+# What a relaunch needs beyond the above (git_ao/relaunch.py's facts): trailer ->
+# the Session attribute. Written when known, so a session rebuilt from its ref
+# alone (restore --from, doctor --recover) relaunches as it would have here.
+FACT_TRAILERS = {"Ao-Agent-Session": "agent_session_id", "Ao-Session-Mode": "session_mode",
+                 "Ao-Provider-Conversation": "provider_conversation_id",
+                 "Ao-Session-Group": "group_id"}
+
+
+def session_facts(session: object) -> dict[str, str]:
+    """{attribute: value} of FACT_TRAILERS' facts `session` holds. A value with a
+    line break or white space at its ends cannot be one trailer line; it is left
+    out (the record keeps it)."""
+    out = {}
+    for attr in FACT_TRAILERS.values():
+        value = getattr(session, attr, None)
+        if isinstance(value, str) and value and value == value.strip() \
+                and not any(c in value for c in "\r\n\0"):
+            out[attr] = value
+    return out
+
+
 INDEX_TRAILER = "Ao-Index"
 # How many ignored paths the worktree held (git status --ignored=matching): a
 # restore that finds no trash copy says they are gone.
@@ -414,6 +437,9 @@ def message(meta: Meta, cap: Capture) -> str:
     values = (meta.session_id, meta.kind, meta.harness or "-", cap.branch or "-",
               meta.workspace_path, cap.head, "true" if cap.detached else "false")
     body = "\n".join(f"{k}: {v}" for k, v in zip(TRAILERS, values, strict=True))
+    for key, attr in FACT_TRAILERS.items():
+        if attr in meta.facts:
+            body += f"\n{key}: {meta.facts[attr]}"
     if cap.index_checksum:
         # The checksum of the index the trees were made from: a restore from the
         # trash proves the index it puts back is that very file (proof.settled).
@@ -428,7 +454,8 @@ def parse_trailers(text: str) -> dict:
     out = {}
     for ln in text.splitlines():
         key, sep, value = ln.partition(": ")
-        if sep and (key in TRAILERS or key in (INDEX_TRAILER, IGNORED_TRAILER)):
+        if sep and (key in TRAILERS or key in FACT_TRAILERS
+                    or key in (INDEX_TRAILER, IGNORED_TRAILER)):
             out[key] = value
     return out
 

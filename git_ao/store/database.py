@@ -394,10 +394,12 @@ class Store:
             t = now_ns()
             c.execute(
                 "INSERT INTO sessions (id, kind, harness, repo, branch, workspace_path, "
-                "agent_session_id, prompt, terminated, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
+                "agent_session_id, prompt, terminated, created_at, updated_at, group_id, "
+                "session_mode, provider_conversation_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)",
                 (s.id, s.kind, s.harness, s.common_dir, s.branch, s.worktree_path,
-                 int(s.terminated), save.saved_at, t))
+                 s.agent_session_id, int(s.terminated), save.saved_at, t, s.group_id,
+                 s.session_mode, s.provider_conversation_id))
             c.execute(
                 "INSERT INTO session_worktrees (session_id, repo, worktree_path, branch, head, "
                 "detached, preserve_ref, preserved_commit, worktree_config, saved_at, "
