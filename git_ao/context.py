@@ -3,6 +3,7 @@ looking a session up, and the facts each Outcome carries."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from contextlib import AbstractContextManager
@@ -38,11 +39,16 @@ class Context:
     dry_run: bool = False
 
     def lock(self, session_id: str) -> AbstractContextManager[None]:
-        """Hold the session's lock (see locks.session_lock)."""
+        """Hold the session's lock (see locks.session_lock); none on a dry run, which
+        writes nothing, not even a lock file."""
+        if self.dry_run:
+            return contextlib.nullcontext()
         return locks.session_lock(self.store.dir, session_id)
 
     def repo_lock(self, common_dir: str) -> AbstractContextManager[None]:
-        """Hold the repository's lock (see locks.repo_lock)."""
+        """Hold the repository's lock (see locks.repo_lock); none on a dry run."""
+        if self.dry_run:
+            return contextlib.nullcontext()
         return locks.repo_lock(self.store.dir, common_dir)
 
     def log(self, action: str, session_id: str | None, decision: str, **fields: Any) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import sqlite3
 import shlex
 import sys
 from pathlib import Path
@@ -120,3 +122,96 @@ def test_doctor_recover_keeps_the_agent_session_id(repo, worktrees):
             os.unlink(f"{db_path()}{suffix}")
     ao("ao", "doctor", "--recover", "-C", repo, cwd=repo)
     assert listed(repo)["rec"]["agent_session_id"] == "abc-123"
+
+
+def test_the_boot_restore_deletes_the_remote_copy_within_the_push_bound(repo, worktrees,
+                                                                          tmp_path):
+    wt = worktrees(repo, "boot")
+    dirty(wt)
+    with socket.socket() as hole:
+        # A server that accepts the connection and never answers: only the bound ends it.
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(8)
+        url = f"git://127.0.0.1:{hole.getsockname()[1]}/proj.git"
+        git("remote", "add", "far", url, cwd=repo)
+        ao("ao", "config", "set", "preserve.pushTimeout", "1", cwd=repo)
+        ao("ao-preserve", "boot", "--push", "far", cwd=repo)
+        # As if the push had gone through: the remote holds the save.
+        db = sqlite3.connect(db_path())
+        with db:
+            db.execute("UPDATE remote_pushes SET have = want")
+        db.close()
+        res = ao("ao-restore", cwd=repo, process=True)
+    assert wt.is_dir() and states(repo)["boot"] == "live"
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+    assert line.startswith("push\tnothing\tboot\tpush to far pending") and "timed out" in line, line
+    page = (Path(__file__).parents[1] / "man" / "git-ao-restore.1").read_text()
+    desc = page.split(".SH OPTIONS")[0]
+    assert "deletes \\fBrefs/ao/preserved/" in desc and "preserve.pushTimeout" in desc
+
+
+# ---------------------------------------------------------------- dry runs
+
+
+def _snapshot_repo(path) -> tuple[str, str]:
+    """Every ref and the object count: what a dry run must leave as it was."""
+    return (git("for-each-ref", cwd=path), git("count-objects", "-v", cwd=path))
+
+
+def test_restore_from_dry_run_judges_as_the_real_run_and_writes_nothing(repo, bare, machine_b,
+                                                                        tmp_path):
+    clone, b = machine_b
+    home_a = tmp_path / "home-a"
+    home_a.mkdir()
+    wt = home_a / "away"
+    git("worktree", "add", "-q", "-b", "away", wt, cwd=repo)
+    ao("ao", "add", wt, "--id", "away", cwd=repo)
+    dirty(wt)
+    ao("ao-preserve", "away", "--push", "backup", cwd=repo)
+    os.rename(home_a, tmp_path / "home-a-gone")  # machine B has no such home directory
+    before = _snapshot_repo(clone)
+    res = ao("ao-restore", "--from", "backup", "-n", cwd=clone, env=b, rc=1)
+    line = next(ln for ln in res.stdout.splitlines() if "\taway\t" in ln)
+    assert line.startswith("restore\trefused\taway\t") and "--map-path" in line, res.stdout
+    assert not Path(b["AO_DATA_DIR"]).exists()  # no data dir, no database
+    assert _snapshot_repo(clone) == before
+    real = ao("ao-restore", "--from", "backup", cwd=clone, env=b, rc=1)
+    assert "\trefused\taway\t" in real.stdout and "--map-path" in real.stdout
+    home_b = tmp_path / "home-b"
+    home_b.mkdir()
+    res = ao("ao-restore", "--from", "backup", "-n", "--map-path", f"{home_a}={home_b}",
+             cwd=clone, env=b)
+    assert (f"restore\tok\taway\twould fetch {REF}away" in res.stdout
+            and f"and restore it at {home_b / 'away'} (recorded at {wt})" in res.stdout), \
+        res.stdout
+    assert not (home_b / "away").exists()
+
+
+def test_restore_dry_run_names_the_way_and_a_moved_branch(repo, worktrees):
+    whole = worktrees(repo, "whole")
+    moved = worktrees(repo, "moved")
+    for wt in (whole, moved):
+        (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", "--all", cwd=repo)
+    commit_on(repo, "moved", {"README.md": "theirs\n"}, "theirs")
+    res = ao("ao-restore", "-n", cwd=repo)
+    lines = {ln.split("\t")[2]: ln for ln in res.stdout.splitlines()}
+    assert f"would put the worktree back at {whole} from the trash (" in lines["whole"], res.stdout
+    assert (f"would re-create the worktree at {moved} by a checkout and apply the save"
+            in lines["moved"]), res.stdout
+    assert "branch 'moved' moved since the save" in lines["moved"]
+    assert "may conflict" in lines["moved"]
+    # The real run goes each way the dry run said.
+    res = ao("ao-restore", cwd=repo, rc=3)
+    lines = {ln.split("\t")[2]: ln for ln in res.stdout.splitlines() if ln.startswith("restore")}
+    assert "from the trash" in lines["whole"] and "conflict" in lines["moved"], res.stdout
+
+
+def test_a_dry_run_in_a_new_data_dir_creates_nothing(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "fresh", register=False)
+    dirty(wt)
+    data = tmp_path / "new-data"
+    for args in (["ao-preserve", "-n"], ["ao-restore", "-n"], ["ao-prune", "-n"],
+                 ["ao", "add", "-n", str(wt)]):
+        ao(*args, cwd=wt, env={"AO_DATA_DIR": str(data)}, rc=None)
+        assert not data.exists(), args

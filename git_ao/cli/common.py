@@ -205,8 +205,9 @@ class App:
         """The Store, opened on first use (Fatal when the database is unreadable)."""
         if self._store is None:
             from git_ao.store.database import Store
-            # A command that changes nothing creates no data dir and no database.
-            self._store = Store(read_only=self.read_only)
+            # A command that changes nothing, and every dry run, creates no data dir
+            # and no database.
+            self._store = Store(read_only=self.read_only or self.dry_run)
         return self._store
 
     def use_store(self, store):

@@ -149,7 +149,8 @@ _NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
               "GCM_INTERACTIVE": "never"}
 
 
-def call_bounded(args: Sequence[object], cwd: str, timeout: float) -> Completed:
+def call_bounded(args: Sequence[object], cwd: str, timeout: float, *,
+                 env: dict[str, str] | None = None) -> Completed:
     """Run `git <args>` in `cwd` like `call`, but for at most `timeout` seconds.
 
     git's own connect timeout can wait minutes on an unreachable host, and a
@@ -157,16 +158,18 @@ def call_bounded(args: Sequence[object], cwd: str, timeout: float) -> Completed:
     bound is kept here: git runs in a process group of its own, and when the
     time is up the whole group (git and the ssh or helper it started) is killed.
     Returns a Completed whose status is TIMED_OUT then. Never prompts
-    (GIT_TERMINAL_PROMPT=0). Raises GitError when git cannot be started.
+    (GIT_TERMINAL_PROMPT=0). env: extra variables. Raises GitError when git
+    cannot be started.
     """
     argv = [str(a) for a in args]
     if _trace is not None:
         _trace(argv, cwd)
-    env = _base_env(False)
-    env.update(_NO_PROMPT)
+    full_env = _base_env(False)
+    full_env.update(_NO_PROMPT)
+    full_env.update(env or {})
     try:
         # A process group of its own, so the kill reaches ssh or a helper git started.
-        proc = subprocess.Popen(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=env,
+        proc = subprocess.Popen(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, process_group=0)
     except OSError as exc:

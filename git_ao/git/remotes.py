@@ -98,6 +98,37 @@ def push_refs(cwd: str, remote: str, refspecs: Sequence[str],
     return res, parse.push_porcelain(res.text)
 
 
+def scratch_env(objects: str, common_dir: str) -> dict[str, str]:
+    """The environment that makes git in `common_dir` write new objects into the
+    directory `objects` (and read the repository's own as alternates): a fetch
+    then writes nothing into the repository, and no ref when it names no
+    destination."""
+    return {"GIT_OBJECT_DIRECTORY": objects,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(common_dir, "objects")}
+
+
+def peek_refs(common_dir: str, remote: str, refs: Sequence[str], objects: str, *,
+              timeout: float) -> None:
+    """Fetch the objects of `refs` of `remote` into the scratch directory `objects`
+    (`scratch_env`), writing no ref, no FETCH_HEAD and no object into the
+    repository, within `timeout` seconds: what a dry run reads the commits'
+    messages from. Raises GitError when git fails or times out."""
+    if not refs:
+        return
+    git.call_bounded(["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                      "--recurse-submodules=no", "--quiet", remote, *refs], common_dir,
+                     timeout, env=scratch_env(objects, common_dir)).check()
+
+
+def peeked_message(common_dir: str, commit: str, objects: str) -> tuple[int | None, str]:
+    """The committer time (epoch seconds, None when unreadable) and message of a
+    commit `peek_refs` fetched into `objects`. Raises GitError."""
+    text = git.run(["log", "-1", "--format=%ct%n%B", commit], common_dir,
+                   env=scratch_env(objects, common_dir)).decode("utf-8", "surrogateescape")
+    stamp, _, message = text.partition("\n")
+    return (int(stamp) if stamp.isdigit() else None), message
+
+
 def missing_objects(cwd: str, oids: Sequence[str]) -> set[str]:
     """Those of `oids` the repository at `cwd` does not have, in one `git cat-file
     --batch-check` (it prints '<oid> missing' for each absent one). Raises GitError."""

@@ -82,16 +82,19 @@ def orphans(store, repos) -> list[Orphan]:
     return out
 
 
-def rebuild(store, orphan: Orphan) -> tuple[Session, Save]:
+def rebuild(store, orphan: Orphan, read: tuple[int | None, str] | None = None
+            ) -> tuple[Session, Save]:
     """The session and save that the preserve commit of `orphan` describes.
 
     A session whose workspace path is still a worktree of its repository comes
     back live, its save counted as a checkpoint (nothing pending); otherwise it
-    comes back pending. Raises Usage when the commit is not a git-ao preserve
+    comes back pending. read: the commit's (time, message) when the repository
+    does not hold it (a dry run's scratch fetch). Raises Usage when the commit is not a git-ao preserve
     commit or its trailers do not match the ref (`git log -1 --format=%ct%n%B`).
     """
     sid = orphan.ref[len(REF_PREFIX):]
-    stamp, body = query.commit_time_and_message(orphan.repo, orphan.oid)
+    stamp, body = read if read is not None else \
+        query.commit_time_and_message(orphan.repo, orphan.oid)
     t = capture.parse_trailers(body)
     missing = [k for k in capture.TRAILERS if k not in t]
     if missing:

@@ -17,6 +17,7 @@ writable: another home directory) without a mapping is refused with one line.
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 
@@ -70,9 +71,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                                f"({s.state}); {remote_name}'s copy is left as it is",
                                facts(s)))
     if ctx.dry_run:
-        out += [Outcome(sid, "restore", Status.OK, f"would fetch {REF_PREFIX}{sid} "
-                        f"({refs[sid][:12]}) from {remote_name} and restore it")
-                for sid in fetch]
+        out += _would_adopt(repo, remote_name, fetch, refs, maps, timeout)
         if progress is not None:
             for o in out:
                 progress(o)
@@ -128,9 +127,7 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
             git.update_ref(repo, ref, oid, "", message=f"git-ao restore --from {remote_name}")
         try:
             s, save = rebuild(ctx.store, Orphan(repo, ref, oid))
-            path, why = place(s.worktree_path, maps)
-            if path is not None and worktree.find(git.worktree_list(repo), path) is not None:
-                path, why = None, f"'{path}' is already a worktree of this repository"
+            path, why = target(repo, s, maps, git.worktree_list(repo))
         except AoError as exc:
             path, why = None, str(exc)
         if path is None:
@@ -147,6 +144,65 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
         ctx.log("restore", sid, "adopted-from-remote", remote=remote_name, commit=oid,
                 workspace=path, recorded=recorded if recorded != path else None)
         return s
+
+
+def target(repo: str, s: Session, maps: Sequence[tuple[str, str]],
+           entries: Sequence[git.WorktreeEntry]) -> tuple[str | None, str]:
+    """Where the adopted session `s` goes here (`place`), unless the path is already
+    a worktree of the repository (`entries`: its `git worktree list`). Returns
+    (path, '') or (None, the one-line reason). The real run and the dry run both
+    judge with this."""
+    path, why = place(s.worktree_path, maps)
+    if path is not None and worktree.find(list(entries), path) is not None:
+        return None, f"'{path}' is already a worktree of this repository"
+    return path, why
+
+
+def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[str, str],
+                 maps: Sequence[tuple[str, str]], timeout: float) -> list[Outcome]:
+    """A dry run of the adoption: what the real run would decide for each of `fetch`,
+    judged as it judges (`target`, the local ref, the branch), from the commits
+    fetched into a temporary directory outside the repository, removed after: no
+    ref, object or record is written. Raises GitError when the fetch fails."""
+    out: list[Outcome] = []
+    entries = git.worktree_list(repo)
+    with tempfile.TemporaryDirectory(prefix="git-ao-dry-run-") as objects:
+        remotes.peek_refs(repo, remote_name, [REF_PREFIX + sid for sid in fetch], objects,
+                            timeout=timeout)
+        for sid in fetch:
+            oid, ref = refs[sid], preserve_ref(sid)
+            local = git.rev_parse(repo, ref)
+            data = {"repo": repo, "remote": remote_name}
+            if local is not None and local != oid:
+                out.append(Outcome(sid, "restore", Status.REFUSED, f"{ref} here holds another "
+                                   f"commit ({local[:12]}); it would not be replaced", data))
+                continue
+            try:
+                s, save = rebuild(None, Orphan(repo, ref, oid),
+                                  remotes.peeked_message(repo, oid, objects))
+                path, why = target(repo, s, maps, entries)
+            except AoError as exc:
+                path, why = None, str(exc)
+            if path is None:
+                out.append(Outcome(sid, "restore", Status.REFUSED, f"would refuse: {why}", data))
+                continue
+            branch = None if save.detached else save.branch
+            held = next((e.path for e in entries if branch and e.branch == f"refs/heads/{branch}"
+                         and not worktree.same_path(e.path, path)), None)
+            if held is not None:
+                out.append(Outcome(sid, "restore", Status.REFUSED, f"would fetch {ref} and "
+                                   f"refuse it: branch '{branch}' is checked out in {held}",
+                                   data))
+                continue
+            msg = f"would fetch {ref} ({oid[:12]}) from {remote_name} and restore it at {path}"
+            if path != s.worktree_path:
+                msg += f" (recorded at {s.worktree_path})"
+            if os.path.lexists(path):
+                msg += (f"; '{path}' exists: set aside if it holds only files written after "
+                        "the save, else refused")
+            out.append(Outcome(sid, "restore", Status.OK, msg,
+                               {**data, "workspace_path": path}))
+    return out
 
 
 def place(recorded: str, maps: Sequence[tuple[str, str]]) -> tuple[str | None, str]:

@@ -127,8 +127,8 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
             if placed is None:
                 reused = _place_worktree(ctx, s, save, path, want_branch, notes)
                 if ctx.dry_run:
-                    how = "reuse the worktree at" if reused else "re-create the worktree at"
-                    return Outcome(s.id, "restore", Status.OK, f"would {how} {path}", facts(s))
+                    return Outcome(s.id, "restore", Status.OK, _would(ctx, s, save, path, reused),
+                                   facts(s))
         outcome = None
         kept: bool | None = None
         if placed is not None:
@@ -169,6 +169,28 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
         crashpoint.hit("restore:after-db")
         ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
         return outcome
+
+
+def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str:
+    """What a dry run says the real run would do: which way (put back whole from
+    the trash, or a checkout and the save applied, and why not the trash), and
+    when the branch moved since the save, that the work lands on its new tip."""
+    if reused:
+        return f"would reuse the worktree at {path} and apply the save"
+    entry, why = reinstate.usable(ctx.store.dir, save)
+    if entry is not None and not os.path.lexists(path):
+        return f"would put the worktree back at {path} from the trash ({entry.worktree})"
+    if entry is not None:
+        why = f"'{path}' exists"
+    msg = f"would re-create the worktree at {path} by a checkout and apply the save"
+    if why and why not in ("no trash copy", f"branch '{save.branch}' moved since the save"):
+        msg += f" (not from the trash: {why})"
+    if not save.detached and save.branch and save.head:
+        tip = git.rev_parse(s.common_dir, f"refs/heads/{save.branch}")
+        if tip is not None and tip != save.head:
+            msg += (f"; branch '{save.branch}' moved since the save ({save.head[:12]} -> "
+                    f"{tip[:12]}): the work is applied on its new tip and may conflict")
+    return msg
 
 
 def _try_trash(ctx: Context, s: Session, save: Save, path: str,
