@@ -72,7 +72,7 @@ trash:                    <tmp>/aodata/trash/alpha.<ns>/worktree (preserved, <n>
  2 files changed, 2 insertions(+), 1 deletion(-)
 [0]
 $ git ao-restore -n
-restore\tok\talpha\twould re-create the worktree at <tmp>/wt/alpha
+restore\tok\talpha\twould put the worktree back at <tmp>/wt/alpha from the trash (<tmp>/aodata/trash/alpha.<ns>/worktree)
 2> restore: 1 ok
 [0]
 $ git ao-restore

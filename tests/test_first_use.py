@@ -215,3 +215,30 @@ def test_a_dry_run_in_a_new_data_dir_creates_nothing(repo, worktrees, tmp_path):
                  ["ao", "add", "-n", str(wt)]):
         ao(*args, cwd=wt, env={"AO_DATA_DIR": str(data)}, rc=None)
         assert not data.exists(), args
+
+
+# ---------------------------------------------------------------- after a conflict
+
+
+def test_a_conflicted_restore_names_what_is_staged_otherwise_than_saved(repo, worktrees):
+    (repo / "b.txt").write_text("b\n")
+    (repo / "c.sh").write_text("c\n")
+    git("add", "b.txt", "c.sh", cwd=repo)
+    git("commit", "-q", "-m", "more files", cwd=repo)
+    wt = worktrees(repo, "idx")
+    git("rm", "-q", "b.txt", cwd=wt)  # a staged deletion
+    os.chmod(wt / "c.sh", 0o755)  # a mode change left unstaged
+    (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", "idx", cwd=repo)
+    commit_on(repo, "idx", {"README.md": "theirs\n"}, "theirs")
+    res = ao("ao-restore", "--json", cwd=repo, rc=3)
+    got = next(r for r in json.loads(res.stdout)["results"] if r["action"] == "restore")
+    staged = set(git("diff", "--cached", "--name-only", cwd=wt).split())
+    expect = []
+    if "c.sh" in staged:
+        expect.append("c.sh (staged now, not when saved)")
+    if "b.txt" not in staged:
+        expect.append("b.txt (staged when saved, not now)")
+    assert expect, "git kept the index part: nothing to say"
+    assert got["index_not_kept"] == sorted(expect)
+    assert "the index part could not be kept: " in got["message"], got["message"]

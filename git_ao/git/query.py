@@ -260,6 +260,18 @@ def unmerged_paths(cwd: str) -> list[str]:
     return sorted(set(git.split_z(git.run(["diff", "--name-only", "--diff-filter=U", "-z"], cwd))))
 
 
+def staged_and_unstaged(cwd: str) -> tuple[set[str], set[str]]:
+    """The paths of worktree `cwd` with staged changes (HEAD against the index) and
+    with unstaged ones (the index against the files), unmerged ones in neither,
+    in two `git diff --name-only -z --no-renames` runs."""
+    unmerged = set(unmerged_paths(cwd))
+    staged = set(git.split_z(git.run(["diff", "--cached", "--name-only", "-z", "--no-renames"],
+                                     cwd))) - unmerged
+    unstaged = set(git.split_z(git.run(["diff", "--name-only", "-z", "--no-renames"], cwd))) \
+        - unmerged
+    return staged, unstaged
+
+
 def branch_exists(cwd: str, branch: str) -> bool:
     """Does refs/heads/<branch> exist?"""
     return git.call(["show-ref", "--verify", "-q", f"refs/heads/{branch}"], cwd).status == 0

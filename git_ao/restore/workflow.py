@@ -443,6 +443,13 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     if applied.outcome == "conflict":
         msg = f"conflicts in {listed}; markers left, work kept in {ref}" + \
             (f"; placed: {placed}" if placed else "")
+        restaged = replay.index_differences(path, commit)
+        if restaged:
+            # git stash applies a conflicted save without its index part.
+            data["index_not_kept"] = restaged
+            msg += (f"; the index part could not be kept: {', '.join(restaged[:5])}"
+                    f"{' ...' if len(restaged) > 5 else ''} (the save's index: git diff "
+                    f"{ref}^1 {ref}^2)")
     elif applied.outcome == "unstaged":
         msg = f"{applied.detail}; work kept in {ref}" + (f"; placed: {placed}" if placed else "")
     else:

@@ -129,6 +129,28 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
                    else "git stash apply failed")
 
 
+def index_differences(path: str, commit: str) -> list[str]:
+    """After an apply that could not keep the index part (a conflict: git stash
+    applies the files and leaves the index as the merge made it): the saved
+    paths, unmerged ones aside, staged otherwise than in the save, each as
+    '<path> (staged now, not when saved)' or '<path> (staged when saved, not
+    now)'. Reads the saved H, I and W of `commit` and the worktree's index."""
+    parents = git.commit_parents(path, commit)
+    saved_staged = set(gitquery.changed_paths(path, parents[0], parents[1]))
+    saved_unstaged = set(gitquery.changed_paths(path, parents[1], commit))
+    staged, unstaged = gitquery.staged_and_unstaged(path)
+    unmerged = set(gitquery.unmerged_paths(path))
+    out = []
+    for p in sorted((saved_staged | saved_unstaged) - unmerged):
+        if p in staged and p not in saved_staged:
+            out.append(f"{p} (staged now, not when saved)")
+        elif p in saved_staged and p not in staged:
+            out.append(f"{p} (staged when saved, not now)")
+        elif p in saved_unstaged and p in saved_staged and p not in unstaged:
+            out.append(f"{p} (partly staged when saved, all staged now)")
+    return out
+
+
 def recheckout(path: str, git_dir: str, commit: str) -> None:
     """Write every present file of the saved work again with `git checkout-index -f`,
     so content conversion uses the attributes the apply just brought back. Files
