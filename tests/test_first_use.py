@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import sqlite3
-import shlex
 import sys
 from pathlib import Path
 

@@ -177,7 +177,7 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
     when the branch moved since the save, that the work lands on its new tip."""
     if reused:
         return f"would reuse the worktree at {path} and apply the save"
-    entry, why = reinstate.usable(ctx.store.dir, save)
+    entry, why = from_trash.usable(ctx.store.dir, save)
     if entry is not None and not os.path.lexists(path):
         return f"would put the worktree back at {path} from the trash ({entry.worktree})"
     if entry is not None:
@@ -443,7 +443,7 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     if applied.outcome == "conflict":
         msg = f"conflicts in {listed}; markers left, work kept in {ref}" + \
             (f"; placed: {placed}" if placed else "")
-        restaged = replay.index_differences(path, commit)
+        restaged = apply.index_differences(path, commit)
         if restaged:
             # git stash applies a conflicted save without its index part.
             data["index_not_kept"] = restaged

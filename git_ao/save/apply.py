@@ -136,10 +136,10 @@ def index_differences(path: str, commit: str) -> list[str]:
     '<path> (staged now, not when saved)' or '<path> (staged when saved, not
     now)'. Reads the saved H, I and W of `commit` and the worktree's index."""
     parents = git.commit_parents(path, commit)
-    saved_staged = set(gitquery.changed_paths(path, parents[0], parents[1]))
-    saved_unstaged = set(gitquery.changed_paths(path, parents[1], commit))
-    staged, unstaged = gitquery.staged_and_unstaged(path)
-    unmerged = set(gitquery.unmerged_paths(path))
+    saved_staged = set(query.changed_paths(path, parents[0], parents[1]))
+    saved_unstaged = set(query.changed_paths(path, parents[1], commit))
+    staged, unstaged = query.staged_and_unstaged(path)
+    unmerged = set(query.unmerged_paths(path))
     out = []
     for p in sorted((saved_staged | saved_unstaged) - unmerged):
         if p in staged and p not in saved_staged:
