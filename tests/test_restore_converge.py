@@ -11,6 +11,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from git_ao.store import trash
 from tests.conftest import ao, commit_on, dirty, git
 from tests.trash_helpers import checkout_path_only
@@ -32,7 +34,7 @@ def _results(res) -> list[dict]:
     return json.loads(res.stdout)["results"]
 
 
-def test_a_directory_an_agent_recreated_after_the_save_is_set_aside(repo, worktrees):
+def test_a_directory_an_agent_recreated_after_the_save_is_set_aside_when_asked(repo, worktrees):
     wt = worktrees(repo, "ag")
     (wt / "a.txt").write_text("saved\n")
     (wt / "notes.md").write_text("saved notes\n")
@@ -42,7 +44,14 @@ def test_a_directory_an_agent_recreated_after_the_save_is_set_aside(repo, worktr
     (wt / "logs").mkdir(parents=True)
     (wt / "logs" / "agent.out").write_text("late output\n")
     (wt / "notes.md").write_text("the agent's newest notes\n")
-    res = ao("ao-restore", "--json", cwd=repo, rc=3)
+    # unasked, nothing there is touched, even files all newer than the save
+    res = ao("ao-restore", "--json", cwd=repo, rc=1)
+    (r,) = _results(res)
+    assert r["status"] == "refused"
+    assert "git ao-restore --set-aside-stray ag" in r["message"]
+    assert sorted(os.listdir(wt)) == ["logs", "notes.md"]
+    assert _states(repo) == {"ag": "pending"}
+    res = ao("ao-restore", "--set-aside-stray", "--json", cwd=repo, rc=3)
     (r,) = _results(res)
     assert r["status"] == "attention"
     aside = r["set_aside"]
@@ -57,17 +66,45 @@ def test_a_directory_an_agent_recreated_after_the_save_is_set_aside(repo, worktr
     assert os.path.isdir(aside)
 
 
-def test_a_stray_directory_with_an_older_file_is_still_refused(repo, worktrees):
-    wt = worktrees(repo, "old")
+@pytest.mark.parametrize("how", ["older", "newer", "nested-dirs", "dry-run"])
+def test_a_stray_directory_is_refused_logged_and_left_as_it_is(repo, worktrees, how):
+    """A directory at the recorded path that is not the worktree (the user's, another
+    tool's) is never moved unasked, however new its files are; the refusal names
+    the option, the log records it, and the session stays pending."""
+    wt = worktrees(repo, "st")
     (wt / "a.txt").write_text("saved\n")
-    ao("ao-preserve", "old", cwd=repo)
+    ao("ao-preserve", "st", cwd=repo)
     wt.mkdir()
     (wt / "new").write_text("new\n")
-    (wt / "old").write_text("old\n")
-    os.utime(wt / "old", (1_000_000, 1_000_000))
-    ao("ao-restore", cwd=repo, rc=1)
-    assert sorted(os.listdir(wt)) == ["new", "old"]
-    assert _states(repo) == {"old": "pending"}
+    if how == "older":
+        (wt / "old").write_text("old\n")
+        os.utime(wt / "old", (1_000_000, 1_000_000))
+    if how == "nested-dirs":
+        (wt / "build" / "out").mkdir(parents=True)
+        (wt / "build" / "out" / "x.o").write_bytes(b"\0")
+    snapshot = {p: p.read_bytes() for p in wt.rglob("*") if p.is_file()}
+    args = ["ao-restore", "-n"] if how == "dry-run" else ["ao-restore"]
+    res = ao(*args, cwd=repo, rc=1)
+    assert f"{wt}' exists and is not a worktree" in res.stdout
+    assert "git ao-restore --set-aside-stray st" in res.stdout
+    assert {p: p.read_bytes() for p in wt.rglob("*") if p.is_file()} == snapshot
+    assert _states(repo) == {"st": "pending"}
+    if how != "dry-run":
+        assert "set-aside-stray" in ao("ao", "log", cwd=repo).stdout
+    assert not [e for e in trash.entries(os.environ["AO_DATA_DIR"]) if e.stray]
+    if how == "dry-run":
+        out = ao("ao-restore", "-n", "--set-aside-stray", cwd=repo).stdout
+        assert "would set aside the directory" in out
+        assert {p: p.read_bytes() for p in wt.rglob("*") if p.is_file()} == snapshot
+        return
+    # asked for: moved into the trash whole, then the session comes back
+    ao("ao-restore", "--set-aside-stray", cwd=repo, rc=3)
+    (aside,) = [e for e in trash.entries(os.environ["AO_DATA_DIR"]) if e.stray]
+    assert {p.relative_to(aside.worktree): p.read_bytes()
+            for p in Path(aside.worktree).rglob("*") if p.is_file()} == \
+        {p.relative_to(wt): b for p, b in snapshot.items()}
+    assert (wt / "a.txt").read_text() == "saved\n"
+    assert _states(repo) == {"st": "live"}
 
 
 def test_a_clock_fast_at_shutdown_does_not_keep_the_session_pending(repo, worktrees):

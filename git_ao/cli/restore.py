@@ -27,8 +27,11 @@ from git_ao.cli.common import (
               help="Fetch the sessions REMOTE holds (all, or the IDs) and restore them here.")
 @click.option("--map-path", multiple=True, metavar="OLD=NEW",
               help="With --from: put a worktree recorded under OLD under NEW (repeatable).")
+@click.option("--set-aside-stray", is_flag=True,
+              help="Move a directory found at a recorded path that is not the worktree "
+                   "into the trash, then restore there.")
 @options(records=True)
-def command(app, ids, no_launch, jobs, from_, map_path):
+def command(app, ids, no_launch, jobs, from_, map_path, set_aside_stray):
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
@@ -62,7 +65,8 @@ def command(app, ids, no_launch, jobs, from_, map_path):
         with app.printer.progress(len(sessions), "restoring") as advance:
             outcomes = refused + restore.restore(ctx, sessions, jobs=jobs,
                                                  progress=with_state(app, advance),
-                                                 stop=signals.event)
+                                                 stop=signals.event,
+                                                 set_aside_stray=set_aside_stray)
         if not app.dry_run:
             outcomes += relaunch.relaunch_all(ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer.outcome,

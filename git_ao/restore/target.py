@@ -1,7 +1,7 @@
 """What stands at a restore path, and what comes back with a worktree.
 
-A directory an agent re-created after the move into the trash is set aside;
-an empty one is cleared; what a killed `git worktree add` or a killed restore
+A directory that is not the worktree is refused unless the user asks for it to
+be set aside (`--set-aside-stray`); an empty one is cleared; what a killed `git worktree add` or a killed restore
 left is recognised and finished; after a checkout-and-apply restore the
 ignored files of the trash copy (.env, node_modules/) are moved back in.
 Nothing here deletes anything but an empty directory or git's own lock files
@@ -38,22 +38,15 @@ def clear_empty(path: str) -> None:
         pass
 
 
-def taken_away_at(ctx: Context, session_id: str, saved_at: int) -> int:
-    """When the session's worktree was last moved into the trash (ns; the newest
-    entry's creation), or `saved_at` when no entry says."""
-    newest = [e.created_ns for e in trash.entries(ctx.store.dir)
-              if e.session_id == session_id and not e.stray]
-    return min(saved_at, max(newest)) if newest else saved_at
+STRAY_OPTION = "--set-aside-stray"
 
 
-def set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.Entry | None:
-    """A directory at `path` that is not a worktree and holds only files written
-    after the save (every file's mtime later than saved_at, no `.git`, nothing
-    the walk could not read, no mount) was re-created by an agent still running
-    (a `mkdir -p` by absolute path): move it into a stray entry of the session's
-    trash root, so the session can come back. Anything else is left untouched
-    (`check_reusable` refuses it). Returns the stray Entry, or None."""
-    if not os.path.isdir(path) or os.path.islink(path):
+def stray_files(s: Session, path: str) -> list[str] | None:
+    """The files of a directory at `path` that could be moved into the trash as a
+    whole: a real directory, not a worktree git lists, holding no `.git`, no
+    mount and nothing the walk could not read or judge (a nested repository).
+    Returns its files (sorted, relative), or None when it is no such directory."""
+    if not os.path.isdir(path) or os.path.islink(path) or walk.is_mount_point(path):
         return None
     if os.path.lexists(os.path.join(path, ".git")):
         return None
@@ -61,19 +54,38 @@ def set_aside_stray(ctx: Context, s: Session, save: Save, path: str) -> trash.En
         return None
     try:
         w = walk.walk(path)
-        own = os.lstat(path).st_mtime_ns
     except OSError:
         return None
-    if w.blockers or w.nested or walk.is_mount_point(path):
+    if w.blockers or w.nested:
         return None
-    # Written after the directory was taken away: the move into the trash (its
-    # entry's creation) comes before a save recorded again for late writes.
-    since = taken_away_at(ctx, s.id, save.saved_at)
-    if not w.entries and own <= since:
+    return sorted(w.entries)
+
+
+def refuse_stray(s: Session, path: str) -> None:
+    """A directory at the recorded path that is not this session's worktree (made by
+    the user, another tool, or an agent still running) is never touched unasked:
+    raise Refused naming the option that moves it into the trash, when it is one
+    that can be moved (`stray_files`). Does nothing when `path` holds no directory
+    or one `check_reusable` judges."""
+    files = stray_files(s, path)
+    if files is None or walk.is_empty_dir(path):
+        return
+    listed = ", ".join(files[:3]) + (" ..." if len(files) > 3 else "")
+    raise Refused(f"'{path}' exists and is not a worktree of this repository "
+                  f"({len(files)} file(s): {listed}); nothing there is touched (still "
+                  f"pending); to move it into the trash and restore: git ao-restore "
+                  f"{STRAY_OPTION} {s.id}")
+
+
+def set_aside_stray(ctx: Context, s: Session, path: str) -> trash.Entry | None:
+    """Asked for with `--set-aside-stray`: move the directory at `path` that is not
+    a worktree (`stray_files`) into a stray entry of the session's trash root
+    (a rename, nothing deleted; prune keeps the entry), so the session can come
+    back. Anything else is left untouched (`check_reusable` refuses it). Returns
+    the stray Entry, or None."""
+    files = stray_files(s, path)
+    if files is None:
         return None
-    if any(e.mtime_ns <= since for e in w.entries.values()):
-        return None
-    files = sorted(w.entries)
     try:
         entry = trash.set_aside(ctx.store.dir, s.id, path, s.common_dir,
                                 {"files": files[:1000], "count": len(files)})
@@ -102,8 +114,8 @@ def report_stray(outcome: Outcome, stray: trash.Entry, path: str) -> None:
     listed = ", ".join(files[:5]) + (" ..." if len(files) > 5 else "")
     outcome.data["set_aside"] = stray.worktree
     outcome.data["set_aside_files"] = files
-    outcome.message += (f"; a directory written at {path} after the save (by an agent still "
-                        f"running?) was set aside in {stray.worktree}: {listed}")
+    outcome.message += (f"; the directory that stood at {path} was set aside in "
+                        f"{stray.worktree}: {listed}")
     if newer:
         outcome.data["stray_newer"] = newer
         outcome.message += f"; newer there than here: {', '.join(newer[:5])}"

@@ -27,7 +27,8 @@ from git_ao.store.records import Save, Session
 
 def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
             progress: Callable[[Outcome], object] | None = None,
-            stop: threading.Event | None = None) -> list[Outcome]:
+            stop: threading.Event | None = None,
+            set_aside_stray: bool = False) -> list[Outcome]:
     """Restore each pending session; one failure never stops the others.
 
     sessions: list of Session. jobs: sessions handled at once (threads); sessions
@@ -35,7 +36,9 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
     apply their work in parallel. progress: callback(Outcome) per session, called
     from the thread that ran it. stop: a threading.Event; once set (SIGTERM,
     SIGINT) no new session starts, the ones in flight run to their end and the
-    rest stay pending. Returns one Outcome per session, in input order.
+    rest stay pending. set_aside_stray: a directory at a recorded path that is not
+    the worktree is moved into the trash (`--set-aside-stray`) instead of refused.
+    Returns one Outcome per session, in input order.
     """
     outer = _pending_outside(ctx, sessions)
 
@@ -50,7 +53,8 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
                            f"it lies inside pending session '{outer[s.id]}', which comes "
                            f"back first: git ao-restore {outer[s.id]} {s.id} (still pending)",
                            facts(s))
-        out = guarded(lambda: restore_one(ctx, s.id), s.id, "restore")
+        out = guarded(lambda: restore_one(ctx, s.id, set_aside_stray=set_aside_stray), s.id,
+                      "restore")
         log_failure(ctx, out)
         crashpoint.hit("restore:between-sessions")
         return out
@@ -74,7 +78,7 @@ def _pending_outside(ctx: Context, sessions: Sequence[Session]) -> dict[str, str
     return out
 
 
-def restore_one(ctx: Context, session_id: str) -> Outcome:
+def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False) -> Outcome:
     """Re-create the session's worktree at its recorded path on its branch, with its
     saved work, delete the ref once the worktree provably holds it, mark the
     session live.
@@ -83,8 +87,9 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
     directory preserve took away is put back whole (`reinstate`), proven, and
     kept only when the proof holds; otherwise `git worktree add` and the saved
     commit applied (`_apply_saved`), then the ignored files of the trash copy
-    moved in (`target.bring_environment`). A directory an agent re-created at the
-    path after the save is set aside first (`_set_aside_stray`).
+    moved in (`target.bring_environment`). A directory at the path that is not
+    the worktree is refused, or set aside first when `set_aside_stray`
+    (`target.set_aside_stray`).
 
     The repository's lock (`locks.repo_lock`) makes the check that the branch
     and the path are free and the `git worktree add` one step among threads and
@@ -117,9 +122,15 @@ def restore_one(ctx: Context, session_id: str) -> Outcome:
         placed: from_trash.Placed | None = None
         why_not = ""
         with ctx.repo_lock(s.common_dir):
+            if not set_aside_stray:
+                target.refuse_stray(s, path)
+            elif ctx.dry_run and target.stray_files(s, path) is not None:
+                return Outcome(s.id, "restore", Status.OK, f"would set aside the directory at "
+                               f"{path} and re-create the worktree there", facts(s))
             if not ctx.dry_run:
                 target.clear_empty(path)
-                stray = target.set_aside_stray(ctx, s, save, path)
+                if set_aside_stray:
+                    stray = target.set_aside_stray(ctx, s, path)
                 target.clear_killed_add(ctx, s, save, path)
                 placed = _resume_reinstate(ctx, s, save, path)
                 if placed is None and not os.path.lexists(path):
