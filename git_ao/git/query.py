@@ -5,7 +5,9 @@ reachability, commit messages, index flags. The processes start in git_ao/git/pr
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Sequence
 
 from git_ao import git
@@ -357,3 +359,59 @@ def tree_diffs(cwd: str, lines: Sequence[Sequence[str]]) -> dict[str, dict[str, 
     data = "".join(" ".join(ln) + "\n" for ln in lines).encode()
     return parse.tree_diffs(git.run(["diff-tree", "--stdin", "-r", "-z", "--no-renames",
                                         "--root"], cwd, input=data))
+
+
+def raw_changes(cwd: str, old: str, new: str) -> dict[str, parse.Change]:
+    """{path: Change} of every path that differs between two trees or commits, with
+    the mode and object id on `new`'s side ("000000" when `new` lacks it) (`git
+    diff-tree -r -z --no-renames`: each path on its own, no rename detection).
+    Raises GitError."""
+    fields = git.run(["diff-tree", "-r", "-z", "--no-renames", old, new], cwd).split(b"\0")
+    out = {}
+    for rec, path in zip(fields[0::2], fields[1::2], strict=False):
+        if rec.startswith(b":"):
+            words = rec[1:].split()
+            p = os.fsdecode(path)
+            out[p] = parse.Change(p, words[1].decode(), words[3].decode())
+    return out
+
+
+def staged_entries(cwd: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """{path: (mode, object id)} of the stage-0 index entries of the worktree at `cwd`
+    for the literal `paths` (`git ls-files -s -z`); a path the index lacks is
+    absent. Raises GitError."""
+    if not paths:
+        return {}
+    out = git.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], cwd)
+    got = {}
+    for rec in out.split(b"\0"):
+        meta, sep, path = rec.partition(b"\t")
+        if sep:
+            mode, oid, stage = meta.decode().split()
+            if stage == "0":
+                got[os.fsdecode(path)] = (mode, oid)
+    return got
+
+
+# The three files of a `merge_texts` are named <MERGE_PREFIX><pid>.<random>.
+MERGE_PREFIX = "git-ao-merge."
+
+
+def merge_texts(cwd: str, scratch: str, base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
+    """The plain three-way merge of three contents as stored (`git merge-file -p`,
+    git's own text merge: no merge driver, no attributes, no filter), or None when
+    it conflicts or git cannot merge them (binary). scratch: a directory for the
+    three temporary files it needs, removed before it returns."""
+    names = []
+    try:
+        for data in (ours, base, theirs):
+            fd, name = tempfile.mkstemp(prefix=f"{MERGE_PREFIX}{os.getpid()}.", dir=scratch)
+            names.append(name)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        res = git.call(["merge-file", "-p", "-q", *names], cwd)
+    finally:
+        for name in names:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+    return res.out if res.status == 0 else None

@@ -201,7 +201,8 @@ def _prune_trash(ctx: Context, expire_before: float | None,
     """Delete the trash entries older than `expire_before`, under every trash root
     (`trash.entries`), with their size. Kept, and said: the entries of sessions in
     `pending` (restore puts them back), stray entries (a directory restore set
-    aside), entries a restore found changed after the last capture, and any
+    aside), entries a restore found changed after the last capture or could not
+    put back as saved (a merge driver, filter or rename decided), and any
     entry holding a file that is neither ignored nor in a saved tree, or a mount
     point (`witness.unsaved_in`)."""
     out = []
@@ -220,6 +221,10 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             kept = [str(p) for p in entry.meta["environment_kept"]]
             why = ("ignored files restore could not put back, such as "
                    f"{kept[0]}; take what you need, then remove it by hand")
+        elif entry.meta.get("not_as_saved"):
+            paths = sorted(entry.meta["not_as_saved"])
+            why = ("restore could not put the save back as it was, such as "
+                   f"{paths[0]}; remove it by hand once the work is back")
         elif entry.meta.get("unlike_save") and entry.holds_worktree:
             changed = sorted(entry.meta["unlike_save"])
             why = ("restore found it changed after the last capture, such as "

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from git_ao import git
 from git_ao.errors import AoError
-from git_ao.git import index, query
+from git_ao.git import index, parse, query
 from git_ao.save import capture, local_state
 from git_ao.store.records import Save
 
@@ -193,3 +193,155 @@ def full(path: str, save: Save) -> Proof:
     # from git status from then on: the caller puts the saved flags back.
     return Proof(True, "", sorted(late),
                  bool(commit) and saved["assume_unchanged"] != now["assume_unchanged"])
+
+
+Entry = tuple[str, str] | None  # (mode, object id) of a path, None when absent
+
+
+def not_as_saved(path: str, save: Save) -> dict[str, str]:
+    """After a clean apply of the save onto a branch that moved since it (HEAD is
+    no longer the saved one): {path: how} for every path the save changed (its
+    worktree tree or index tree against its HEAD, and its untracked files) that
+    the worktree or the index does not hold as git's plain three-way merge of
+    that change onto the new HEAD gives it. A clean `git stash apply` still lets
+    a merge driver (`merge=ours`), a clean or smudge filter, or rename detection
+    decide for a path; this is what proves the ref may go.
+
+    The worktree side is read as `git add` would (clean filters and end-of-line
+    rules, `git hash-object`), the index side with `git ls-files -s`. A path
+    changed on both sides is compared with `git merge-file` of the stored blobs,
+    and counts as held too when merging the save's change into what is there
+    changes nothing (another diff algorithm placed the same lines). Submodules,
+    skip-worktree entries (the worktree side) and intent-to-add entries (the
+    index side) are left to the flags' own checks. Raises AoError or OSError when
+    git or the file system cannot be read (the caller keeps the ref then)."""
+    commit = save.preserved_commit
+    assert commit
+    parents = git.commit_parents(path, commit)
+    base = parents[0]
+    w_side = query.raw_changes(path, base, commit)
+    i_side = query.raw_changes(path, base, parents[1])
+    branch = query.raw_changes(path, base, "HEAD")
+    untracked = query.ls_tree_entries(path, parents[2]) if len(parents) > 2 else {}
+    at_base = query.ls_tree_entries(path, base)
+
+    def side_of(changes: dict[str, parse.Change], p: str) -> Entry:
+        c = changes.get(p)
+        if c is None:
+            return at_base.get(p)
+        return None if c.deleted else (c.mode, c.oid)
+
+    wc = local_state.load(save.private_config)
+    ita = set(wc.get("intent_to_add") or [])
+    flags = query.index_flags(path)
+    skipped = set(flags.skip_worktree)
+    filemode = query.config_map(path).get("core.filemode", "true") not in (
+        "false", "0", "no", "off")
+    paths = sorted(set(w_side) | set(i_side) | set(untracked))
+    scratch = git.repo_dirs(path).git_dir
+    now_w = _worktree_entries(path, [p for p in paths if p not in skipped], len(commit))
+    now_i = query.staged_entries(path, paths)
+    out: dict[str, str] = {}
+    for p in paths:
+        b, theirs = at_base.get(p), side_of(branch, p)
+        if "160000" in {e[0] for e in (b, theirs, side_of(w_side, p)) if e}:
+            continue
+        hows = []
+        if p not in skipped:
+            want = untracked[p] if p in untracked else side_of(w_side, p)
+            got = now_w.get(p)
+            if not filemode:
+                want, got = _no_exec(want), _no_exec(got)
+            if not _merged_as(path, scratch, b, theirs, want, got, os.path.join(path, p)):
+                hows.append(_how(want, got, theirs, "in the worktree"))
+        if p not in ita and p not in untracked:
+            want = side_of(i_side, p)
+            got = now_i.get(p)
+            if not _merged_as(path, scratch, b, theirs, want, got, None):
+                hows.append(_how(want, got, theirs, "in the index"))
+        elif p in untracked and p in now_i and p not in ita:
+            hows.append("staged, the save had it untracked")
+        if hows:
+            out[p] = "; ".join(hows)
+    return out
+
+
+def _worktree_entries(path: str, paths: list[str], oid_hex_len: int) -> dict[str, tuple[str, str]]:
+    """{path: (mode, blob id as `git add` would store it)} of those of `paths` that
+    are a file or a symbolic link in the worktree at `path`."""
+    got: dict[str, tuple[str, str]] = {}
+    files = []
+    for p in paths:
+        full = os.path.join(path, p)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            got[p] = ("120000", _link_blob(full, oid_hex_len))
+        elif stat.S_ISREG(st.st_mode):
+            got[p] = ("100755" if st.st_mode & 0o100 else "100644", "")
+            files.append(p)
+    for p, oid in zip(files, query.hash_paths(path, files), strict=True):
+        got[p] = (got[p][0], oid)
+    return got
+
+
+def _no_exec(e: Entry) -> Entry:
+    return ("100644", e[1]) if e and e[0] == "100755" else e
+
+
+def _merged_as(cwd: str, scratch: str, base: Entry, branch: Entry, saved: Entry,
+               got: Entry, file: str | None) -> bool:
+    """Does `got` hold the save's side `saved` merged onto the branch's `branch`
+    (all three against the save's HEAD, `base`)? One side unchanged: the other
+    one, exactly. Both changed the same file: `git merge-file`'s result, or
+    anything into which the save's change merges again without a change (read
+    from the object store, else from `file` when its bytes are what git stores)."""
+    if saved == base:
+        want: Entry = branch
+    elif branch in (base, saved):
+        want = saved
+    else:
+        if not (base and branch and saved and got) or got[0] == "120000" \
+                or {base[0], branch[0], saved[0]} - {"100644", "100755"}:
+            return False
+        mode = saved[0] if branch[0] == base[0] else branch[0]
+        if got[0] != mode:
+            return False
+        texts = [query.blob_bytes(cwd, e[1]) for e in (base, branch, saved)]
+        merged = query.merge_texts(cwd, scratch, *texts)
+        if merged is not None and query.hash_bytes(cwd, merged) == got[1]:
+            return True
+        there = _stored_bytes(cwd, got[1], file)
+        # What is there already holds the save's change when merging it in once more
+        # changes nothing (the apply's diff algorithm placed the same lines otherwise).
+        return there is not None and query.merge_texts(
+            cwd, scratch, texts[0], there, texts[2]) == there
+    return got == want
+
+
+def _stored_bytes(cwd: str, oid: str, file: str | None) -> bytes | None:
+    """The content of blob `oid`: from the object store, else from `file` when its
+    bytes are what git stores for it (no conversion on the way in); None when
+    neither holds it."""
+    if git.object_exists(cwd, oid):
+        return query.blob_bytes(cwd, oid)
+    if file is None:
+        return None
+    with open(file, "rb") as fh:
+        data = fh.read()
+    return data if query.hash_bytes(cwd, data) == oid else None
+
+
+def _how(want: Entry, got: Entry, branch: Entry, where: str) -> str:
+    """How a path differs from what the save gives it, in a few words."""
+    if got is None:
+        return f"missing {where}"
+    if want is None:
+        return f"{where} although the save deleted it"
+    if got == branch:
+        return f"the branch's version {where}, not the saved one"
+    if got[1] == want[1]:
+        return f"another mode {where} ({got[0]}, saved {want[0]})"
+    return f"other content {where} than the save gives"

@@ -164,6 +164,13 @@ def after_apply(ctx: Context, s: Session, save: Save, path: str, reused: bool,
     entry = trash_copy(ctx, s, path, outcome)
     if entry is None:
         return
+    unlike = outcome.data.get("not_as_saved")
+    if unlike:
+        # The worktree does not hold the save: the copy is kept, like the ref.
+        try:
+            trash.mark(entry, not_as_saved=unlike)
+        except OSError as exc:
+            ctx.log("restore", s.id, "trash-not-marked", trash=entry.path, error=exc.strerror)
     ignored = ignored_in_copy(ctx, s, entry)
     report_unlike_save(ctx, s, save, entry, ignored, outcome)
     if ignored is not None:

@@ -18,7 +18,7 @@ from git_ao.context import Context, facts, lookup
 from git_ao.errors import AoError, Failed, Refused
 from git_ao.git import index, query, worktree
 from git_ao.outcome import Outcome, Status
-from git_ao.proof.restored import holds, prove
+from git_ao.proof.restored import holds, not_as_saved, prove
 from git_ao.restore import from_trash, target
 from git_ao.save import apply, capture, local_state
 from git_ao.store import trash
@@ -433,6 +433,19 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
             data["placed"] = apply.saved_paths(path, commit)
             return Outcome(s.id, "restore", Status.ATTENTION, f"applied at {path}, but "
                            f"{'; '.join(problems)}; work kept in {ref}", data)
+        if head != save.head:
+            unlike = _not_as_saved(path, save)
+            if unlike:
+                data["not_as_saved"] = unlike
+                data["placed"] = apply.saved_paths(path, commit)
+                listed = ", ".join(f"{p} ({how})" for p, how in list(unlike.items())[:5])
+                more = f" and {len(unlike) - 5} more" if len(unlike) > 5 else ""
+                return Outcome(s.id, "restore", Status.ATTENTION,
+                               f"applied at {path} onto a branch that moved since the save, "
+                               f"but {len(unlike)} path(s) are not as saved: {listed}{more} "
+                               "(a merge driver, filter or rename detection decided for "
+                               f"them); the work stays in {ref} (git stash show -p "
+                               f"--include-untracked {ref}) and the trash copy is kept", data)
         crashpoint.hit("restore:before-ref-delete")
         _drop_ref(path, ref, commit)
         crashpoint.hit("restore:after-ref-delete")
@@ -467,6 +480,15 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         msg = f"nothing applied: {applied.detail}" + (f": {listed}" if listed else "") + \
               f"; work kept in {ref}"
     return Outcome(s.id, "restore", Status.ATTENTION, msg, data)
+
+
+def _not_as_saved(path: str, save: Save) -> dict[str, str]:
+    """`proof.not_as_saved`, with a worktree that cannot be read counted as one whose
+    paths are not proven ({".": why})."""
+    try:
+        return not_as_saved(path, save)
+    except (AoError, OSError) as exc:
+        return {".": f"cannot be compared with the save: {exc}"}
 
 
 def _drop_ref(cwd: str, ref: str, commit: str) -> None:

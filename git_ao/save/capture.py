@@ -41,7 +41,7 @@ from git_ao.save import local_state
 VERIFY_PREFIX = "git-ao-verify."
 # Every scratch name starts with one of these, then "<pid>.": `git ao-prune`
 # removes those whose process is gone.
-SCRATCH_PREFIXES = (TEMP_INDEX_PREFIX, VERIFY_PREFIX)
+SCRATCH_PREFIXES = (TEMP_INDEX_PREFIX, VERIFY_PREFIX, query.MERGE_PREFIX)
 
 # State files of an operation in progress. They live in the worktree's private
 # git dir and die with it, so a worktree in one of these states is not captured.
