@@ -40,7 +40,8 @@ _count = 0
 _lock = threading.Lock()  # -j runs pass the points from several threads
 
 
-def hit(name: str):
+def hit(name: str) -> None:
+
     """Die with SIGKILL (or send GIT_AO_CRASH_SIGNAL) if `name` is the configured crash
     point and its pass count is reached. A signal other than SIGKILL is sent once."""
     global _count

@@ -4,6 +4,8 @@ Every error the commands report is one of these; the command layer turns them
 into one line (`fatal: ...` or `error: ...`) and the matching exit status.
 """
 
+from collections.abc import Iterable
+
 # Exit statuses, as git's own commands use them: 0 done, 1 a session refused or
 # failed, 3 work that needs the user's attention, 128 nothing could run, 129 bad usage.
 EXIT_OK = 0
@@ -59,7 +61,7 @@ class GitError(AoError):
     exit_status = EXIT_FAILED
     prefix = "error"
 
-    def __init__(self, argv, status, stderr):
+    def __init__(self, argv: Iterable[str], status: int, stderr: str) -> None:
         self.argv = list(argv)
         self.status = status
         self.stderr = stderr

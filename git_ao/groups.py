@@ -12,9 +12,13 @@ directory goes inside the root's).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar, cast
 
 from git_ao.store.records import Session
+
+T = TypeVar("T")
+
 
 
 def depths(sessions: Sequence[Session]) -> list[int]:
@@ -34,7 +38,8 @@ def depths(sessions: Sequence[Session]) -> list[int]:
     return out
 
 
-def in_waves(sessions, run, *, inner_first) -> list:
+def in_waves(sessions: Sequence[Session], run: Callable[[list[Session]], list[T]], *,
+             inner_first: bool) -> list[T]:
     """Call run(list of sessions) -> list of results once per nesting level, deepest
     level first when inner_first (preserve), outermost first otherwise (restore), so
     each level finishes before the next starts. Returns the results in the order
@@ -42,16 +47,16 @@ def in_waves(sessions, run, *, inner_first) -> list:
     levels = depths(sessions)
     order = sorted(set(levels), reverse=inner_first)
     if len(order) <= 1:
-        return run(sessions)
-    results = [None] * len(sessions)
+        return run(list(sessions))
+    results: list[T | None] = [None] * len(sessions)
     for level in order:
         idx = [i for i, d in enumerate(levels) if d == level]
         for i, out in zip(idx, run([sessions[i] for i in idx]), strict=True):
             results[i] = out
-    return results
+    return cast("list[T]", results)  # every index is set: each level is run once
 
 
-def child_id(daemon_id, repo_name) -> str:
+def child_id(daemon_id: str, repo_name: str) -> str:
     """The git-ao id of a workspace session's repository worktree."""
     return f"{daemon_id}.{repo_name}"
 

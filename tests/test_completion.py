@@ -77,7 +77,7 @@ def _bash(line, cwd, script=FILES / "bash" / "git-ao"):
 def test_shipped_files_are_what_the_generator_and_the_command_print(repo):
     for rel, text in completion.files().items():
         assert (FILES / rel).read_text() == text, f"completions/{rel} is stale: run " \
-                                                  "python -m git_ao.completion completions"
+                                                  "python -m git_ao.cli.completion completions"
     for shell in completion.SHELLS:
         assert ao("ao", "completion", shell, cwd=repo).stdout == completion.script(shell)
 

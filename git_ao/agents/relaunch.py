@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from git_ao.outcome import Outcome, Status
 
 if TYPE_CHECKING:
     from git_ao.context import Context
+    from git_ao.store.records import Session
     from git_ao.store.settings import Settings
+
 
 # Environment variable -> the placeholder that may appear in an argument.
 FACTS = {
@@ -52,7 +54,7 @@ class Result:
     message: str
 
 
-def facts(session, restore_status) -> dict:
+def facts(session: Session, restore_status: str) -> dict[str, str]:
     """The AO_* variables for a restored session (values are str, '' when unknown)."""
     return {
         "AO_SESSION_ID": session.id,
@@ -68,7 +70,7 @@ def facts(session, restore_status) -> dict:
     }
 
 
-def expand(argv, env) -> list[str]:
+def expand(argv: Iterable[str], env: Mapping[str, str]) -> list[str]:
     """Replace `{session_id}`, `{worktree}`, ... (FACTS' names) inside each argument.
 
     Plain text replacement of known names only: a value never becomes more than
@@ -82,7 +84,8 @@ def expand(argv, env) -> list[str]:
     return out
 
 
-def run(argv, session, restore_status, *, timeout, stdout=None) -> Result:
+def run(argv: list[str], session: Session, restore_status: str, *, timeout: float,
+        stdout: IO[bytes] | int | None = None) -> Result:
     """Run the relaunch command for one restored session and wait up to `timeout`
     seconds for it to exit.
 

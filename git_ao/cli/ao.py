@@ -2,12 +2,14 @@
 
 import functools
 import os
+from typing import Any
 
 import click
 
 from git_ao import __version__
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
+    App,
     Group,
     check_ids,
     complete_ids,
@@ -25,7 +27,7 @@ from git_ao.store.states import KINDS
 @short_help_option()
 @click.version_option(__version__, "--version", prog_name="git-ao",
                       message="%(prog)s version %(version)s")
-def group():
+def group() -> None:
     """Preserve and restore AI coding-agent sessions that live in git linked worktrees.
 
     The lifecycle commands are git ao-preserve, git ao-restore and git ao-prune."""
@@ -43,7 +45,7 @@ STATES = ("live", "attention", "pending", "terminated")  # listing.STATES, witho
 @click.option("--all", "all_", is_flag=True,
               help="The sessions of every repository (the default outside a repository).")
 @options(changes=False, records=True)
-def list_(app, states, repo_path, all_):
+def list_(app: App, states: tuple[str, ...], repo_path: str | None, all_: bool) -> int:
     """List the sessions of this repository (of every one with --all, or outside a
     repository): id, kind, harness, state, branch, workspace path, preserved work."""
     from git_ao.manage.listing import list_json
@@ -61,7 +63,7 @@ def list_(app, states, repo_path, all_):
     return 0
 
 
-def _repo_of(path):
+def _repo_of(path: str | None) -> str | None:
     """The repository (its common git dir, as sessions record it) at `path`; with no
     path, the one the command runs in, or None outside any (then every session)."""
     from git_ao import git
@@ -78,7 +80,7 @@ def _repo_of(path):
 @group.command("show", context_settings=CONTEXT_SETTINGS)
 @click.argument("session_id", metavar="ID", shell_complete=complete_ids("all"))
 @options(changes=False)
-def show(app, session_id):
+def show(app: App, session_id: str) -> int:
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
     from git_ao.context import lookup
@@ -118,7 +120,8 @@ def show(app, session_id):
 @click.option("--agent-session-id", metavar="ID", help="The agent's own session id, for resuming.")
 @click.option("--prompt", metavar="TEXT", help="The task given to the agent (never logged).")
 @options(records=True)
-def add(app, path, session_id, kind, harness, agent_session_id, prompt):
+def add(app: App, path: str | None, session_id: str | None, kind: str, harness: str,
+        agent_session_id: str | None, prompt: str | None) -> int:
     """Register an existing linked worktree (default: the current one) as a live session."""
     from git_ao.manage.register import add
     o = add(app.ctx, path or os.getcwd(), session_id=session_id, kind=kind, harness=harness,
@@ -131,7 +134,7 @@ def add(app, path, session_id, kind, harness, agent_session_id, prompt):
 @click.argument("ids", nargs=-1, required=True, metavar="ID...",
                 shell_complete=complete_ids("live"))
 @options(records=True)
-def kill(app, ids):
+def kill(app: App, ids: tuple[str, ...]) -> int:
     """End sessions: remove each worktree only when it is clean, and mark the session
     terminated with nothing pending (restore never brings it back)."""
     from git_ao.batch import guarded
@@ -152,7 +155,7 @@ def kill(app, ids):
 @click.option("--force", is_flag=True, help="Drop the record even while work is pending "
               "(the preserve ref is kept).")
 @options(records=True)
-def forget(app, ids, force):
+def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
     """Drop session records; refuses while work is pending unless --force."""
     from git_ao.batch import guarded
     from git_ao.manage.kill import forget as forget_one
@@ -172,7 +175,7 @@ def forget(app, ids, force):
               "the preserve refs of the repositories named with -C (use absolute paths when "
               "repeating it) or found under DIR; a damaged database is moved aside first.")
 @options(changes=False)
-def doctor(app, scan, recover):
+def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     """Check git, the data dir, the database and the known repositories (and those
     named with -C or found under DIR...)."""
     from git_ao.manage import doctor as doc
@@ -205,11 +208,11 @@ def doctor(app, scan, recover):
 
 @group.group("config", cls=Group, context_settings=CONTEXT_SETTINGS)
 @short_help_option()
-def config():
+def config() -> None:
     """Read and change git-ao.toml in the data dir (see git-ao(1), CONFIGURATION)."""
 
 
-def _config_value(value):
+def _config_value(value: Any) -> str:
     import json
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -217,7 +220,7 @@ def _config_value(value):
 @config.command("get", context_settings=CONTEXT_SETTINGS)
 @click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
 @options(changes=False)
-def config_get(app, key):
+def config_get(app: App, key: str) -> int:
     """Print the value of KEY; exit 1 when it is not set."""
     from git_ao.store.settings import key_spec
     if key_spec(key) is None:
@@ -234,7 +237,7 @@ def config_get(app, key):
 @click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
 @click.argument("value")
 @options()
-def config_set(app, key, value):
+def config_set(app: App, key: str, value: str) -> int:
     """Set KEY to VALUE, checked against the key's type (a bad value is refused)."""
     cfg = app.settings
     if app.dry_run:
@@ -243,8 +246,9 @@ def config_set(app, key, value):
     else:
         cfg.set(key, value)
         from git_ao.remote.pushes import setting_notice  # lazily: it imports git
-        if setting_notice(key):
-            app.printer.error("warning", setting_notice(key))
+        notice = setting_notice(key)
+        if notice:
+            app.printer.error("warning", notice)
     if app.printer.json_mode:
         app.printer.emit_json("config set", key=key, value=cfg.get(key, value),
                               dry_run=app.dry_run)
@@ -254,7 +258,7 @@ def config_set(app, key, value):
 @config.command("unset", context_settings=CONTEXT_SETTINGS)
 @click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
 @options()
-def config_unset(app, key):
+def config_unset(app: App, key: str) -> int:
     """Remove KEY from git-ao.toml; exit 1 when it was not set."""
     cfg = app.settings
     done = cfg.get(key) is not None if app.dry_run else cfg.unset(key)
@@ -267,7 +271,7 @@ def config_unset(app, key):
 @click.option("--all", "all_", is_flag=True, help="Also list the known keys that are not set, "
               "with their descriptions.")
 @options(changes=False)
-def config_list(app, all_):
+def config_list(app: App, all_: bool) -> int:
     """Print every key that is set, as key=value lines."""
     from git_ao.store.settings import KEYS
     values = dict(app.settings.values)
@@ -286,7 +290,7 @@ def config_list(app, all_):
     return 0
 
 
-def _complete_keys(incomplete):
+def _complete_keys(incomplete: str) -> list[str]:
     from git_ao.store.settings import KEYS
     return [k for k in KEYS if k.startswith(incomplete) and "<" not in k]
 
@@ -297,11 +301,11 @@ def _complete_keys(incomplete):
 @click.option("--session", "session_id", metavar="ID", shell_complete=complete_ids("all"),
               help="Only the entries of this session.")
 @options(changes=False)
-def log_(app, count, session_id):
+def log_(app: App, count: int, session_id: str | None) -> int:
     """Show the most recent entries of logs/git-ao.log (every preserve, restore,
     relaunch and prune decision), oldest first."""
     from git_ao.cli import logview
-    from git_ao.store.database import data_dir
+    from git_ao.store.datadir import data_dir
     entries = logview.tail(data_dir(), count, session_id=session_id)
     if app.printer.json_mode:
         app.printer.emit_json("log", entries=entries)
@@ -314,7 +318,7 @@ def log_(app, count, session_id):
 @group.command("completion", context_settings=CONTEXT_SETTINGS)
 @click.argument("shell", type=click.Choice(("bash", "zsh", "fish")))
 @options(changes=False)
-def completion(app, shell):
+def completion(app: App, shell: str) -> int:
     """Print the completion script for SHELL (bash, zsh or fish), to source or install."""
     from git_ao.cli.completion import script
     text = script(shell)
@@ -329,7 +333,7 @@ def completion(app, shell):
 @click.option("--from", "db_path", metavar="PATH", type=click.Path(dir_okay=False),
               help="The ao daemon's database (default: ao.db in the data dir).")
 @options(records=True)
-def import_(app, db_path):
+def import_(app: App, db_path: str | None) -> int:
     """Register the live sessions recorded in the ao daemon's ao.db (read-only, of a
     known schema version): kind, harness, branch, workspace path, agent session id,
     prompt, chat resume facts, and each repository worktree of a workspace session."""
@@ -343,5 +347,5 @@ def import_(app, db_path):
     return finish(app, "import", outcomes)
 
 
-def main():
+def main() -> None:
     run(group, "git ao")

@@ -6,12 +6,27 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable, Iterable, Sequence
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar
 
 import click
 
 # Only light imports here: shell completion runs these modules on every TAB, so
 # git (and with it sh), the workflows and rich are imported where they are used.
 from git_ao.errors import EXIT_USAGE, AoError, Fatal, Usage
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+    from git_ao.cli.output import Printer
+    from git_ao.context import Context
+    from git_ao.outcome import Outcome
+    from git_ao.store.database import Store
+    from git_ao.store.records import Session
+    from git_ao.store.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # git's variables naming a repository: git-ao never follows them (a session is
 # the worktree the user stands in), and says so when they are set.
@@ -25,10 +40,11 @@ class Seconds(click.FloatRange):
 
     name = "seconds"
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(min=0)
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
         """The value as a float, refused (a usage error) unless finite and 0 or more."""
         import math
         number = super().convert(value, param, ctx)
@@ -47,7 +63,7 @@ class Group(click.Group):
     version (8.1 prints it on stdout and exits 0; 8.2 raises NoArgsIsHelpError),
     so the group decides here."""
 
-    def __init__(self, *args, **kw):
+    def __init__(self, *args: Any, **kw: Any) -> None:
         kw["no_args_is_help"] = False
         super().__init__(*args, **kw)
 
@@ -57,14 +73,16 @@ class Group(click.Group):
         return super().parse_args(ctx, args)
 
 
-def complete_ids(state):
+def complete_ids(state: str) -> Callable[[click.Context, click.Parameter, str],
+                                         list[CompletionItem]]:
     """A click shell_complete callback offering session ids from the database.
 
     state: 'live', 'pending' or 'all'. Reads git-ao.db read-only and starts no
     process, so a TAB answers in the time Python takes to start. Each id comes
     with its state and branch as help, which zsh and fish show."""
 
-    def _complete(ctx, param, incomplete):
+    def _complete(ctx: click.Context, param: click.Parameter,
+                  incomplete: str) -> list[CompletionItem]:
         from click.shell_completion import CompletionItem
 
         from git_ao.store.datadir import completion_rows
@@ -76,20 +94,20 @@ def complete_ids(state):
     return _complete
 
 
-def short_help_option():
+def short_help_option() -> Callable[[F], F]:
     """The -h option: usage on stdout and exit 129, like git's own commands."""
     return click.option("-h", is_flag=True, expose_value=False, is_eager=True,
                         callback=_short_help, help="Show this usage and exit (status 129).")
 
 
-def _short_help(ctx, _param, value):
+def _short_help(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     # git's own commands print usage on stdout for -h and exit 129.
     if value and not ctx.resilient_parsing:
         click.echo(short_usage(ctx), nl=False)
         ctx.exit(EXIT_USAGE)
 
 
-def short_usage(ctx) -> str:
+def short_usage(ctx: click.Context) -> str:
     """What -h prints, shaped like git's parse-options usage: `usage: ...`, the
     subcommands of a group, then one line per option (`--help` opens the man page)."""
     cmd = ctx.command
@@ -124,15 +142,17 @@ def _first_line(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def options(*, changes=True, records=False):
+def options(*, changes: bool = True,
+            records: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator adding -h, -q, -v, --json, --color=WHEN, -C PATH (repeatable), -z for
     commands printing records (`records`), and -n/--dry-run for commands that change
     anything (`changes`). The wrapped function receives an `app: App` first."""
 
-    def deco(f):
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
-        def wrapper(*args, quiet, verbose, json_mode, chdir, color, dry_run=False, nul=False,
-                    **kw):
+        def wrapper(*args: Any, quiet: bool, verbose: bool, json_mode: bool,
+                    chdir: tuple[str, ...], color: str | None, dry_run: bool = False,
+                    nul: bool = False, **kw: Any) -> Any:
             global _running
             _running = click.get_current_context().command_path
             app = App(quiet=quiet, verbose=verbose, json_mode=json_mode, chdirs=chdir,
@@ -172,8 +192,9 @@ class App:
     """The run context: -C applied, the printer, the -v trace, the git version check,
     the store (opened on first use) and the workflows' Context."""
 
-    def __init__(self, *, quiet=False, verbose=False, json_mode=False, chdirs=(), dry_run=False,
-                 nul=False, color=None, read_only=False):
+    def __init__(self, *, quiet: bool = False, verbose: bool = False, json_mode: bool = False,
+                 chdirs: Iterable[str] = (), dry_run: bool = False, nul: bool = False,
+                 color: str | None = None, read_only: bool = False) -> None:
         self.read_only = read_only
         for d in chdirs:
             try:
@@ -184,7 +205,7 @@ class App:
         from git_ao.git import version
         self.dry_run = dry_run
         from git_ao.cli.output import Printer  # lazily: json and rich are not needed for a TAB
-        self.printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose, nul=nul)
+        self.printer: Printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose, nul=nul)
         if verbose:
             git.set_trace(self.printer.trace)
         from git_ao.store import log
@@ -197,11 +218,11 @@ class App:
         if stray:
             self.printer.error("warning", f"{', '.join(stray)} set in the environment; "
                                "ignored: git-ao acts on the directory it runs in (or -C)")
-        self._store = None
-        self._settings = None
+        self._store: Store | None = None
+        self._settings: Settings | None = None
 
     @property
-    def store(self):
+    def store(self) -> Store:
         """The Store, opened on first use (Fatal when the database is unreadable)."""
         if self._store is None:
             from git_ao.store.database import Store
@@ -210,23 +231,23 @@ class App:
             self._store = Store(read_only=self.read_only or self.dry_run)
         return self._store
 
-    def use_store(self, store):
+    def use_store(self, store: Store) -> Store:
         """Use `store` (opened by the caller, e.g. to recover a damaged database) from now on."""
         self._store = store
         return store
 
     @property
-    def ctx(self):
+    def ctx(self) -> Context:
         """The workflows' Context for this run."""
         from git_ao.context import Context
         return Context(self.store, dry_run=self.dry_run)
 
     @property
-    def settings(self):
+    def settings(self) -> Settings:
         """git-ao.toml of the data dir, read on first use; its warnings (unknown keys,
         bad values) go to stderr once."""
         if self._settings is None:
-            from git_ao.store.database import data_dir
+            from git_ao.store.datadir import data_dir
             from git_ao.store.settings import Settings
             self._settings = Settings(data_dir())
             for w in self._settings.warnings:
@@ -234,7 +255,7 @@ class App:
         return self._settings
 
 
-def _colour(when, tty) -> bool:
+def _colour(when: str | None, tty: bool) -> bool:
     """--color, else git's color.ao and color.ui (`git -c` included), else the
     environment (output.colour_wanted)."""
     from git_ao.cli.output import colour_wanted
@@ -248,10 +269,10 @@ def _colour(when, tty) -> bool:
     return colour_wanted(when, tty, config)
 
 
-_running = None  # the command path of the command being run ("git ao config set")
+_running: str | None = None  # the command path of the command being run ("git ao config set")
 
 
-def json_name(command_path) -> str:
+def json_name(command_path: str) -> str:
     """The `command` of a JSON document: "git ao-preserve" -> "preserve",
     "git ao config set" -> "config set", "git ao" -> "ao"."""
     for prefix in ("git ao-", "git ao "):
@@ -260,7 +281,7 @@ def json_name(command_path) -> str:
     return "ao"
 
 
-def _json_error(command_path, status, error):
+def _json_error(command_path: str, status: int, error: str) -> None:
     # Scripts reading --json get a document on every path, errors included.
     if "--json" in sys.argv[1:]:
         import json
@@ -268,7 +289,7 @@ def _json_error(command_path, status, error):
                                      "exit_status": status, "error": error}) + "\n")
 
 
-def run(command, prog_name):
+def run(command: click.Command, prog_name: str) -> None:
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
     from git_ao.store.datadir import pin_data_dir
@@ -326,21 +347,23 @@ def run(command, prog_name):
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
-def check_ids(ids):
+def check_ids(ids: Iterable[str]) -> None:
     """Validate every session id before anything changes (Usage on the first bad one)."""
     from git_ao.context import validate_id
     for sid in ids:
         validate_id(sid)
 
 
-def named_sessions(app, ids, action):
+def named_sessions(app: App, ids: Iterable[str],
+                   action: str) -> tuple[list[Session], list[Outcome]]:
     """The sessions named on the command line, each id looked up on its own, as git
     reports each bad argument: returns (sessions, outcomes), one `refused` Outcome
     per unknown id (printed here) so the known ones go on. A repeated id counts once."""
     from git_ao.context import lookup
     from git_ao.errors import Refused
     from git_ao.outcome import Outcome, Status
-    sessions, refused = [], []
+    sessions: list[Session] = []
+    refused: list[Outcome] = []
     for sid in dict.fromkeys(ids):
         try:
             sessions.append(lookup(app.ctx, sid))
@@ -351,16 +374,16 @@ def named_sessions(app, ids, action):
     return sessions, refused
 
 
-def with_state(app, advance):
+def with_state(app: App, advance: Callable[[Outcome], None]) -> Callable[[Outcome], None]:
     """Wrap a batch's progress callback so each outcome carries the session's state
     (see add_state) before it is printed."""
-    def _advance(o):
+    def _advance(o: Outcome) -> None:
         add_state(app, o)
         return advance(o)
     return _advance
 
 
-def add_state(app, o) -> None:
+def add_state(app: App, o: Outcome) -> None:
     """Put the session's state after the step into `o.data["state"]` (live,
     attention, pending, terminated; None when there is no record), and say it in the
     message of a refusal or failure that leaves the session pending: the user must
@@ -379,7 +402,7 @@ def add_state(app, o) -> None:
                      "brings it back"
 
 
-def finish(app, command, outcomes):
+def finish(app: App, command: str, outcomes: Sequence[Outcome]) -> int:
     """Print the summary (or the JSON document) and return the worst exit status."""
     from git_ao.outcome import exit_status
     for o in outcomes:
@@ -390,7 +413,7 @@ def finish(app, command, outcomes):
     return status
 
 
-def usage(message):
+def usage(message: str) -> NoReturn:
     raise Usage(message)
 
 
@@ -402,13 +425,13 @@ class SignalStop:
     in flight run to their end (a safe point) and no new one starts. The previous
     handlers come back when the block ends. Enter it in the main thread only."""
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         import signal
         import threading
         self.event = threading.Event()
         self.caught: list[int] = []
 
-        def on_signal(signum, _frame):
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
             self.caught.append(signum)
             self.event.set()
 
@@ -416,13 +439,14 @@ class SignalStop:
                           for sig in (signal.SIGTERM, signal.SIGINT)}
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         import signal
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
-        return False
 
-    def interrupted(self, app, command, outcomes, still) -> int | None:
+    def interrupted(self, app: App, command: str, outcomes: Sequence[Outcome],
+                    still: str) -> int | None:
+
         """After `finish`: when a signal was caught, log one `interrupted` line with
         the counts, say how many sessions were not started (they are `still`, e.g.
         'still live'), and return 128 + the signal; None when none was caught."""

@@ -7,7 +7,7 @@ click's protocol) for the candidates, so options, choices and session ids
 
 The files under `completions/` in the source tree are exactly what `script()`
 returns (a test checks it); regenerate them with
-`python -m git_ao.completion completions`.
+`python -m git_ao.cli.completion completions`.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ end
 """
 
 
-def _zsh_file(prog) -> str:
+def _zsh_file(prog: str) -> str:
     return (f"#compdef {prog}\n#description {COMMANDS[prog]}\n\n" + _ZSH_HELPER
             + f"\n__git_ao_click {prog}\n")
 
@@ -159,7 +159,7 @@ def _zsh_source() -> str:
     return "\n".join(out) + "\n"
 
 
-def _zsh_quote(text) -> str:
+def _zsh_quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
@@ -173,7 +173,7 @@ def _fish_source() -> str:
     return "\n".join(lines) + "\n"
 
 
-def script(shell, prog=None) -> str:
+def script(shell: str, prog: str | None = None) -> str:
     """The completion script for `shell` ('bash', 'zsh' or 'fish').
 
     prog: for zsh, the command of one autoloadable `_git-ao*` file (None: the
@@ -187,7 +187,7 @@ def script(shell, prog=None) -> str:
     raise KeyError(shell)
 
 
-def files() -> dict:
+def files() -> dict[str, str]:
     """Relative path under completions/ -> text, for every file the wheel installs.
 
     bash-completion and fish load a file by the command's name, so each dashed
@@ -205,8 +205,8 @@ def files() -> dict:
     return out
 
 
-def main(argv):
-    """`python -m git_ao.completion DIR`: write every completion file under DIR."""
+def main(argv: list[str]) -> None:
+    """`python -m git_ao.cli.completion DIR`: write every completion file under DIR."""
     root = argv[0] if argv else "completions"
     for rel, text in files().items():
         path = os.path.join(root, rel)

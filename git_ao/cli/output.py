@@ -21,8 +21,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
 
-from git_ao.outcome import Status
+from git_ao.outcome import Outcome, Status
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 JSON_SCHEMA = 1
 
@@ -80,8 +87,9 @@ class Printer:
     quiet: print nothing but errors; verbose: show the git commands run; nul: -z
     records; colour: whether to colour (see colour_wanted)."""
 
-    def __init__(self, *, json_mode=False, quiet=False, verbose=False, stream=None,
-                 nul=False, colour=None):
+    def __init__(self, *, json_mode: bool = False, quiet: bool = False,
+                 verbose: bool = False, stream: IO[str] | None = None, nul: bool = False,
+                 colour: bool | None = None) -> None:
         self.json_mode = json_mode
         self.quiet = quiet
         self.verbose = verbose
@@ -89,10 +97,10 @@ class Printer:
         self.stream = stream or sys.stdout
         self.tty = self.stream.isatty() and not json_mode and not nul
         self.colour = self.tty if colour is None else colour
-        self._console = None
-        self._err_console = None
+        self._console: Console | None = None
+        self._err_console: Console | None = None
 
-    def _make_console(self, stream, tty):
+    def _make_console(self, stream: IO[str], tty: bool) -> Console:
         from rich.console import Console
         # No colour means no style at all (color_system None drops bold and dim too).
         return Console(file=stream, highlight=False, no_color=False,
@@ -100,20 +108,20 @@ class Printer:
                        color_system=("auto" if tty else "standard") if self.colour else None)
 
     @property
-    def console(self):
+    def console(self) -> Console:
         """The rich Console for standard output."""
         if self._console is None:
             self._console = self._make_console(self.stream, self.tty)
         return self._console
 
     @property
-    def err_console(self):
+    def err_console(self) -> Console:
         """The rich Console for standard error (the summary)."""
         if self._err_console is None:
             self._err_console = self._make_console(sys.stderr, sys.stderr.isatty())
         return self._err_console
 
-    def _record(self, fields):
+    def _record(self, fields: Sequence[str]) -> None:
         """One plain record: tab-separated and quoted, or NUL-terminated fields with -z."""
         if self.nul:
             self.stream.write("".join(f + "\0" for f in fields))
@@ -122,30 +130,30 @@ class Printer:
 
     # ------------------------------------------------------------ messages
 
-    def error(self, prefix, message):
+    def error(self, prefix: str, message: str) -> None:
         """One line on stderr: `error: ...` or `fatal: ...`."""
         sys.stderr.write(f"{prefix}: {message}\n")
         sys.stderr.flush()
 
-    def hint(self, message):
+    def hint(self, message: str) -> None:
         """One `hint:` line on stderr (not with -q or --json)."""
         if not self.quiet and not self.json_mode:
             sys.stderr.write(f"hint: {message}\n")
 
-    def trace(self, argv, cwd):
+    def trace(self, argv: Iterable[str], cwd: str) -> None:
         """The -v trace of one git command, on stderr like GIT_TRACE."""
         from shlex import quote
         sys.stderr.write(f"trace: git {' '.join(quote(a) for a in argv)}  (in {cwd})\n")
 
-    def emit_json(self, command, **payload):
+    def emit_json(self, command: str, **payload: Any) -> None:
         """Print the one JSON document of the run."""
-        doc = {"schema": JSON_SCHEMA, "command": command}
+        doc: dict[str, Any] = {"schema": JSON_SCHEMA, "command": command}
         doc.update(payload)
         self.stream.write(json.dumps(doc, indent=2) + "\n")
 
     # ------------------------------------------------------------ outcomes
 
-    def outcome(self, o):
+    def outcome(self, o: Outcome) -> None:
         """One session's result, as it happens (not in JSON mode)."""
         if self.json_mode or (self.quiet and o.status in (Status.OK, Status.NOTHING)):
             return
@@ -163,7 +171,8 @@ class Printer:
                 return
             self._record([o.action, str(o.status), o.session_id, o.message])
 
-    def outcomes_json(self, command, outcomes, exit_status, dry_run=False):
+    def outcomes_json(self, command: str, outcomes: Iterable[Outcome], exit_status: int,
+                      dry_run: bool = False) -> None:
         """The JSON document of a batch: every outcome with its facts."""
         if not self.json_mode:
             return
@@ -171,7 +180,7 @@ class Printer:
             {"id": o.session_id, "action": o.action, "status": o.status, "message": o.message,
              **o.data} for o in outcomes])
 
-    def summary(self, outcomes, verb):
+    def summary(self, outcomes: Sequence[Outcome], verb: str) -> None:
         """The counts of a batch, one line on stderr (not with -q or --json)."""
         if self.json_mode or self.quiet or not outcomes:
             return
@@ -190,41 +199,44 @@ class Printer:
         else:
             sys.stderr.write(line + "\n")
 
-    def progress(self, total, label):
+    def progress(self, total: int,
+                 label: str) -> AbstractContextManager[Callable[[Outcome], None]]:
         """A context manager yielding `advance(outcome)`; a rich bar on a terminal for
         batches of more than a few sessions, else printing each outcome."""
         printer = self
 
-        class _Plain:
-            def __enter__(self):
+        class _Plain(AbstractContextManager[Callable[[Outcome], None]]):
+            def __enter__(self) -> Callable[[Outcome], None]:
                 return printer.outcome
 
-            def __exit__(self, *exc):
-                return False
+            def __exit__(self, *exc: object) -> None:
+                return None
+
 
         if not self.tty or self.quiet or total < 4:
             return _Plain()
         from rich.progress import Progress
 
-        class _Bar:
-            def __enter__(self):
+        class _Bar(AbstractContextManager[Callable[[Outcome], None]]):
+            def __enter__(self) -> Callable[[Outcome], None]:
                 self.p = Progress(console=printer.console, transient=True)
                 self.p.__enter__()
                 self.task = self.p.add_task(label, total=total)
 
-                def advance(o):
+                def advance(o: Outcome) -> None:
                     printer.outcome(o)
                     self.p.advance(self.task)
                 return advance
 
-            def __exit__(self, *exc):
-                return self.p.__exit__(*exc)
+            def __exit__(self, exc_type: type[BaseException] | None,
+                         exc: BaseException | None, tb: TracebackType | None) -> None:
+                self.p.__exit__(exc_type, exc, tb)
 
         return _Bar()
 
     # ------------------------------------------------------------ listings
 
-    def sessions(self, records):
+    def sessions(self, records: Sequence[dict[str, Any]]) -> None:
         """`git ao list`: a table on a terminal, tab-separated records otherwise."""
         if self.json_mode:
             self.emit_json("list", sessions=records)
@@ -244,7 +256,7 @@ class Printer:
             for row in rows:
                 self._record(row)
 
-    def facts(self, pairs, stat_text=""):
+    def facts(self, pairs: Sequence[tuple[str, Any]], stat_text: str = "") -> None:
         """`git ao show`: `key: value` lines, then the stash-style stat of the saved work."""
         width = max(len(k) for k, _ in pairs)
         for k, v in pairs:
@@ -255,7 +267,8 @@ class Printer:
             self.stream.write("\n" + stat_text)
 
 
-def _preserved(r) -> str:
+def _preserved(r: dict[str, Any]) -> str:
+
     if r.get("preserve_ref") and r.get("preserved_commit"):
         return f"{r['preserve_ref']} {r['preserved_commit'][:12]}"
     return "-"

@@ -7,6 +7,7 @@ import click
 from git_ao.cli import remote_opts
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
+    App,
     Seconds,
     SignalStop,
     check_ids,
@@ -18,6 +19,7 @@ from git_ao.cli.common import (
     usage,
     with_state,
 )
+from git_ao.outcome import Outcome
 
 
 @click.command("ao-preserve", context_settings=CONTEXT_SETTINGS)
@@ -35,7 +37,8 @@ from git_ao.cli.common import (
 @click.option("--push-branch", is_flag=True,
               help="With --push: push each session's branch too (never forced).")
 @options(records=True)
-def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
+def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, jobs: int | None,
+            timeout: float | None, push: str | None, push_branch: bool) -> int:
     """Capture each session's uncommitted work under refs/ao/preserved/<ID>, record it,
     then remove its linked worktree. With no ID, the session of the current worktree
     (registered first when unknown)."""
@@ -48,7 +51,7 @@ def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
     check_ids(ids)
     push = remote_opts.check_preserve(app, push, push_branch)
     ctx = app.ctx
-    refused = []
+    refused: list[Outcome] = []
     if all_:
         sessions = preserve.sessions_for_all(app.store)
     elif ids:
@@ -83,5 +86,5 @@ def command(app, ids, all_, keep_worktree, jobs, timeout, push, push_branch):
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 
 
-def main():
+def main() -> None:
     run(command, "git ao-preserve")

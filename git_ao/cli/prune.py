@@ -3,7 +3,16 @@
 import click
 
 from git_ao.cli import remote_opts
-from git_ao.cli.common import CONTEXT_SETTINGS, check_ids, complete_ids, finish, options, run, usage
+from git_ao.cli.common import (
+    CONTEXT_SETTINGS,
+    App,
+    check_ids,
+    complete_ids,
+    finish,
+    options,
+    run,
+    usage,
+)
 
 
 @click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
@@ -16,7 +25,8 @@ from git_ao.cli.common import CONTEXT_SETTINGS, check_ids, complete_ids, finish,
 @click.option("--remote", metavar="REMOTE", default=None,
               help="Also delete REMOTE's preserve refs whose work is provably elsewhere.")
 @options(records=True)
-def command(app, ids, expire, force, remote):
+def command(app: App, ids: tuple[str, ...], expire: str | None, force: bool,
+            remote: str | None) -> int:
     """Clean what can be cleaned without losing work: records of vanished repositories
     and of terminated sessions with nothing pending, stale worktree registrations,
     leftover temporary index files, the trash. A preserve ref goes only when its work
@@ -43,7 +53,7 @@ def command(app, ids, expire, force, remote):
     return finish(app, "prune", outcomes)
 
 
-def _configured_expiry(app):
+def _configured_expiry(app: App) -> int | None:
     """The prune.expire setting parsed as git does; a value git cannot parse (set
     by hand in the file) is warned about and ignored, like any bad value there."""
     from git_ao.errors import Usage
@@ -58,5 +68,5 @@ def _configured_expiry(app):
         return None
 
 
-def main():
+def main() -> None:
     run(command, "git ao-prune")

@@ -7,6 +7,7 @@ import click
 from git_ao.cli import remote_opts
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
+    App,
     SignalStop,
     check_ids,
     complete_ids,
@@ -16,6 +17,7 @@ from git_ao.cli.common import (
     run,
     with_state,
 )
+from git_ao.outcome import Outcome
 
 
 @click.command("ao-restore", context_settings=CONTEXT_SETTINGS)
@@ -31,7 +33,8 @@ from git_ao.cli.common import (
               help="Move a directory found at a recorded path that is not the worktree "
                    "into the trash, then restore there.")
 @options(records=True)
-def command(app, ids, no_launch, jobs, from_, map_path, set_aside_stray):
+def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
+            from_: str | None, map_path: tuple[str, ...], set_aside_stray: bool) -> int:
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
@@ -44,7 +47,7 @@ def command(app, ids, no_launch, jobs, from_, map_path, set_aside_stray):
     if from_ or map_path:
         return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch)
     ctx = app.ctx
-    refused = []
+    refused: list[Outcome] = []
     if ids:
         sessions, refused = named_sessions(app, ids, "restore")
     else:
@@ -76,5 +79,5 @@ def command(app, ids, no_launch, jobs, from_, map_path, set_aside_stray):
     return signals.interrupted(app, "restore", outcomes, "still pending") or status
 
 
-def main():
+def main() -> None:
     run(command, "git ao-restore")

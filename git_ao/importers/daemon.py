@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 
 from git_ao import git, groups
-from git_ao.context import validate_id
+from git_ao.context import Context, validate_id
 from git_ao.errors import AoError
 from git_ao.importers import daemon_db
 from git_ao.manage.listing import list_json
@@ -54,7 +54,7 @@ def units(d: daemon_db.DaemonSession) -> list[Unit]:
     return out
 
 
-def run(ctx, db_path) -> tuple[list[Outcome], daemon_db.DaemonDb]:
+def run(ctx: Context, db_path: str) -> tuple[list[Outcome], daemon_db.DaemonDb]:
     """Import every live session of the daemon database at `db_path`.
 
     ctx: Context (dry_run: nothing is registered or remembered).
@@ -75,7 +75,8 @@ def run(ctx, db_path) -> tuple[list[Outcome], daemon_db.DaemonDb]:
     return outcomes, db
 
 
-def _said_once(ctx, source, notes, u, o) -> Outcome:
+def _said_once(ctx: Context, source: str, notes: dict[str, tuple[str, int]], u: Unit,
+               o: Outcome) -> Outcome:
     """A refusal already reported for this row (same reason) is a note, not a failure."""
     if o.status != "refused":
         if u.id in notes and not ctx.dry_run:
@@ -90,7 +91,7 @@ def _said_once(ctx, source, notes, u, o) -> Outcome:
     return o
 
 
-def _one(ctx, u: Unit) -> Outcome:
+def _one(ctx: Context, u: Unit) -> Outcome:
     d = u.daemon
     part = f" (part of daemon session {u.group})" if u.group and u.id != u.group else ""
     try:
@@ -131,7 +132,7 @@ def _one(ctx, u: Unit) -> Outcome:
                    f"at {s.worktree_path}{note}{part}", rec)
 
 
-def _linked_worktree(path) -> bool:
+def _linked_worktree(path: str) -> bool:
     try:
         dirs = git.repo_dirs(path)
     except AoError:

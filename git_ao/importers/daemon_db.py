@@ -66,7 +66,7 @@ class DaemonSession:
     project_path: str | None
     session_mode: str | None = None
     provider_conversation_id: str | None = None
-    worktrees: list = field(default_factory=list)  # DaemonWorktree, workspace sessions only
+    worktrees: list[DaemonWorktree] = field(default_factory=list)  # workspace sessions only
 
 
 @dataclass
@@ -75,15 +75,15 @@ class DaemonDb:
 
     path: str
     version: int
-    sessions: list
+    sessions: list[DaemonSession]
 
 
-def default_path(data_dir) -> str:
+def default_path(data_dir: str) -> str:
     """The daemon's database in the same data dir: `<data dir>/ao.db`."""
     return os.path.join(data_dir, DAEMON_DB)
 
 
-def read(db_path) -> DaemonDb:
+def read(db_path: str) -> DaemonDb:
     """Read the daemon's live (not terminated) sessions, ordered by id.
 
     Raises Fatal when the path is missing, cannot be reached or read (the
@@ -101,11 +101,11 @@ def read(db_path) -> DaemonDb:
             raise Fatal(f"cannot read '{db_path}': {exc}") from exc
 
 
-def _columns(conn, table) -> set:
+def _columns(conn: foreign.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def schema_version(conn, db_path) -> int:
+def schema_version(conn: foreign.Connection, db_path: str) -> int:
     """The goose version of the database: the highest version_id whose newest row in
     goose_db_version says is_applied. Raises Fatal when there is no such table
     (a database the daemon did not write, or one git-ao cannot date)."""
@@ -125,7 +125,7 @@ def schema_version(conn, db_path) -> int:
     return int(row[0] or 0)
 
 
-def check_layout(db_path, version, cols):
+def check_layout(db_path: str, version: int, cols: dict[str, set[str]]) -> None:
     """Raise Fatal unless `version` is one git-ao knows and the tables have the
     columns SCHEMA expects at that version. cols: {table: set of column names}."""
     if version > KNOWN_MAX:
@@ -149,7 +149,8 @@ def check_layout(db_path, version, cols):
                         "layout; nothing imported")
 
 
-def _sessions(conn, version) -> list[DaemonSession]:
+def _sessions(conn: foreign.Connection, version: int) -> list[DaemonSession]:
+
     conn.row_factory = foreign.Row
     extra = ", s.session_mode, s.provider_conversation_id" if version >= 66 else ""
     rows = conn.execute(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from git_ao import git
 from git_ao.context import REF_PREFIX
 from git_ao.errors import AoError
 from git_ao.git import version
+from git_ao.git.parse import WorktreeEntry
 from git_ao.outcome import Outcome, Status
 from git_ao.store import trash
 from git_ao.store.records import Session
@@ -193,7 +194,7 @@ def lost_database(data_dir: str, repos: list[str]) -> str | None:
             f"-C {holders[0]}")
 
 
-def split_daemon_refs(repo, refs) -> tuple[list, list]:
+def split_daemon_refs(repo: str, refs: Iterable[str]) -> tuple[list[str], list[str]]:
     """(git-ao's or unknown refs, the ao daemon's own preserve refs) of `refs` in `repo`.
 
     The daemon writes refs/ao/preserved/<id> too; its commits have no Ao-Session
@@ -211,14 +212,15 @@ def split_daemon_refs(repo, refs) -> tuple[list, list]:
     return ours, daemons
 
 
-def daemon_refs_check(repo, refs) -> Check:
+def daemon_refs_check(repo: str, refs: Sequence[str]) -> Check:
     """A note (not a problem): preserve refs the ao daemon wrote, and what to do."""
     from git_ao.save.daemon_refs import advice
     return Check("daemon refs", None, f"{repo}: saved at shutdown by the ao daemon, not "
                  f"git-ao: {', '.join(refs)}; {advice(refs[0])}")
 
 
-def moved_worktrees(repo, sessions, loose, entries) -> list[tuple]:
+def moved_worktrees(repo: str, sessions: Iterable[Session], loose: Container[str],
+                    entries: Iterable[WorktreeEntry]) -> list[tuple[str, Session]]:
     """(path, Session) for each unregistered worktree in `loose` that is on the branch
     of a live session of `repo` whose recorded path is gone: a worktree moved with
     `git worktree move` after it was registered. entries: `git.worktree_list(repo)`."""
@@ -228,7 +230,8 @@ def moved_worktrees(repo, sessions, loose, entries) -> list[tuple]:
     return [(e.path, gone[e.branch]) for e in entries if e.path in loose and e.branch in gone]
 
 
-def unregistered_worktrees(repo, sessions, entries) -> list[str]:
+def unregistered_worktrees(repo: str, sessions: Iterable[Session],
+                           entries: Iterable[WorktreeEntry]) -> list[str]:
     """Paths of the linked worktrees of `repo` (a common git dir) that no live or
     pending session names; prunable registrations (their directory is gone) are
     left out. entries: `git.worktree_list(repo)`."""
@@ -239,7 +242,7 @@ def unregistered_worktrees(repo, sessions, entries) -> list[str]:
             and not any(same_path(e.path, h) for h in held)]
 
 
-def config_check(data_dir) -> Check:
+def config_check(data_dir: str) -> Check:
     """Is git-ao.toml readable, with only known keys and good values?"""
     from git_ao.store.settings import Settings
     cfg = Settings(data_dir)
@@ -280,7 +283,7 @@ def man_dirs() -> list[str]:
     return out
 
 
-def _find(dirs, rel) -> str | None:
+def _find(dirs: Iterable[str], rel: str) -> str | None:
     for d in dirs:
         for suffix in ("", ".gz"):
             p = os.path.join(d, rel + suffix)
@@ -289,7 +292,7 @@ def _find(dirs, rel) -> str | None:
     return None
 
 
-def _shipped(rel) -> str | None:
+def _shipped(rel: str) -> str | None:
     """The copy this installation shipped under <prefix>/share, if any."""
     import sys
     p = os.path.join(sys.prefix, "share", rel)

@@ -11,7 +11,9 @@ known session is never overwritten.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from git_ao import git
 from git_ao.context import REF_PREFIX, validate_id
@@ -21,6 +23,10 @@ from git_ao.outcome import Outcome, Status
 from git_ao.save import capture
 from git_ao.store.records import Save, Session
 from git_ao.store.states import KINDS
+
+if TYPE_CHECKING:
+    from git_ao.store.database import Store
+
 
 # How deep `--recover DIR` looks for repositories, and what it never enters.
 SCAN_DEPTH = 4
@@ -36,7 +42,8 @@ class Orphan:
     oid: str
 
 
-def repositories(paths=(), scan=()) -> tuple[list, list]:
+def repositories(paths: Iterable[str] = (),
+                 scan: Iterable[str] = ()) -> tuple[list[str], list[str]]:
     """Resolve repositories to look in.
 
     paths: directories inside repositories (each `-C`); scan: directories searched
@@ -44,7 +51,8 @@ def repositories(paths=(), scan=()) -> tuple[list, list]:
     repository). Returns (sorted absolute common git dirs, list of problems as str).
     Runs `git rev-parse` in each candidate.
     """
-    found, problems = set(), []
+    found: set[str] = set()
+    problems: list[str] = []
     candidates = [(p, True) for p in paths]
     for top in scan:
         if not os.path.isdir(top):
@@ -60,7 +68,7 @@ def repositories(paths=(), scan=()) -> tuple[list, list]:
     return sorted(found), problems
 
 
-def _walk(top):
+def _walk(top: str) -> Iterator[str]:
     """Directories under `top` that look like a repository (not following symlinks)."""
     for root, dirs, files in os.walk(top):
         depth = root[len(top):].count(os.sep)
@@ -70,7 +78,7 @@ def _walk(top):
             [d for d in dirs if d not in _SKIP and not os.path.islink(os.path.join(root, d))]
 
 
-def orphans(store, repos) -> list[Orphan]:
+def orphans(store: Store, repos: Iterable[str]) -> list[Orphan]:
     """Preserve refs in `repos` (common git dirs) whose session id is not in the database
     (`git for-each-ref refs/ao/preserved/`)."""
     known = {s.id for s in store.sessions()}
@@ -82,7 +90,7 @@ def orphans(store, repos) -> list[Orphan]:
     return out
 
 
-def rebuild(store, orphan: Orphan, read: tuple[int | None, str] | None = None
+def rebuild(store: Store | None, orphan: Orphan, read: tuple[int | None, str] | None = None
             ) -> tuple[Session, Save]:
     """The session and save that the preserve commit of `orphan` describes.
 
@@ -121,7 +129,7 @@ def rebuild(store, orphan: Orphan, read: tuple[int | None, str] | None = None
     return session, save
 
 
-def recover(store, repos, *, dry_run=False) -> list[Outcome]:
+def recover(store: Store, repos: Iterable[str], *, dry_run: bool = False) -> list[Outcome]:
     """Rebuild the rows of every orphaned preserve ref in `repos`; returns one Outcome
     each (status ok, or refused for a ref that is not a git-ao preserve commit)."""
     out = []

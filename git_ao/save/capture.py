@@ -82,11 +82,11 @@ class Capture:
     worktree_tree: str | None = None
     untracked_tree: str | None = None
     commit: str | None = None
-    changed: list = field(default_factory=list)
-    untracked: list = field(default_factory=list)
-    ignored: list = field(default_factory=list)
-    keep_reasons: list = field(default_factory=list)
-    hidden: list = field(default_factory=list)  # paths index flags hide from git status
+    changed: list[str] = field(default_factory=list)
+    untracked: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    keep_reasons: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)  # paths index flags hide from git status
     hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
     private_config: str | None = None  # JSON for Save.private_config
     # The checksum of the index the trees were made from (index.checksum): an
@@ -449,7 +449,7 @@ def message(meta: Meta, cap: Capture) -> str:
     return f"WIP on {label}: {cap.head[:7]} git-ao preserve of {meta.session_id}\n\n{body}\n"
 
 
-def parse_trailers(text: str) -> dict:
+def parse_trailers(text: str) -> dict[str, str]:
     """The Ao-* trailers of a preserve commit message, as {name: value}."""
     out = {}
     for ln in text.splitlines():

@@ -11,6 +11,8 @@ trailer. A commit git-ao did not write is never replaced: it is moved to
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from git_ao import git
 from git_ao.git import query
 
@@ -18,7 +20,14 @@ DAEMON_PREFIX = "refs/ao/daemon/"
 DAEMON_SUBJECT = "ao preserved "
 
 
-def written_by_git_ao(cwd, oid) -> bool:
+class _Logger(Protocol):
+    """What set_aside_foreign needs of the run's Context (a layer above): its log."""
+
+    def log(self, action: str, session_id: str | None, decision: str,
+            **fields: Any) -> None: ...
+
+
+def written_by_git_ao(cwd: str, oid: str) -> bool:
     """Does commit `oid` carry an Ao-Session trailer (git-ao wrote it)?
 
     Runs `git log -1 --format=%(trailers:key=Ao-Session,valueonly)`; raises GitError
@@ -26,7 +35,7 @@ def written_by_git_ao(cwd, oid) -> bool:
     return bool(query.trailer(cwd, oid, "Ao-Session"))
 
 
-def is_daemon_commit(cwd, oid) -> bool:
+def is_daemon_commit(cwd: str, oid: str) -> bool:
     """Is commit `oid` the ao daemon's preserve commit (subject `ao preserved <id>`,
     no Ao-Session trailer)? Raises GitError when it is not a commit."""
     if written_by_git_ao(cwd, oid):
@@ -34,12 +43,14 @@ def is_daemon_commit(cwd, oid) -> bool:
     return query.commit_object(cwd, oid)[2].startswith(DAEMON_SUBJECT)
 
 
-def daemon_ref(session_id) -> str:
+def daemon_ref(session_id: str) -> str:
     """Where a preserve commit git-ao did not write is kept: refs/ao/daemon/<id>."""
     return DAEMON_PREFIX + session_id
 
 
-def set_aside_foreign(ctx, cwd, ref, oid, session_id) -> str | None:
+def set_aside_foreign(ctx: _Logger, cwd: str
+, ref: str, oid: str | None,
+                      session_id: str) -> str | None:
     """Before git-ao writes `ref`, which holds `oid` (None: no such ref): when that
     is a commit git-ao did not write (the daemon's), move it to
     refs/ao/daemon/<id> (refs/ao/daemon/<id>.<oid> when that name holds another
@@ -60,7 +71,7 @@ def set_aside_foreign(ctx, cwd, ref, oid, session_id) -> str | None:
     return target
 
 
-def kept_refs(repo, session_id) -> list[tuple]:
+def kept_refs(repo: str, session_id: str) -> list[tuple[str, str]]:
     """(ref, oid) of the commits set aside for `session_id` in `repo` (a common git dir):
     refs/ao/daemon/<id> and refs/ao/daemon/<id>.<oid>."""
     out = []
@@ -72,7 +83,8 @@ def kept_refs(repo, session_id) -> list[tuple]:
     return out
 
 
-def advice(ref) -> str:
+def advice(ref: str) -> str:
+
     """What a user can do with the daemon's preserve ref `ref` (one line)."""
     return (f"the ao daemon restores it itself; if the daemon is gone, apply it in its "
             f"worktree with 'git cherry-pick --no-commit {ref}' (its parent is the HEAD it "

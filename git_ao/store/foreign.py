@@ -26,6 +26,7 @@ from git_ao.errors import Fatal
 
 Error = sqlite3.Error
 Row = sqlite3.Row
+Connection = sqlite3.Connection
 
 
 def _is_wal(db_path: str) -> bool:

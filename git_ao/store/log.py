@@ -13,6 +13,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 LOG_NAME = "git-ao.log"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -23,26 +25,26 @@ _lock = threading.Lock()
 _logger = logging.getLogger("git-ao")
 _logger.propagate = False
 _logger.setLevel(logging.INFO)
-_path = None
+_path: str | None = None
 _warned: set[str] = set()  # the log paths a "cannot write" warning was given for
-_on_failure = None  # callback(message: str), set by the command layer
+_on_failure: Callable[[str], None] | None = None  # set by the command layer
 
 
 class _Handler(logging.handlers.RotatingFileHandler):
     """A rotating handler that reports a failed write (a full disk, a log turned
     into a directory) to `event` instead of printing logging's traceback."""
 
-    def handleError(self, record):
+    def handleError(self, record: logging.LogRecord) -> None:
         raise sys.exc_info()[1] or OSError("cannot write the log")
 
 
-def on_failure(callback) -> None:
+def on_failure(callback: Callable[[str], None] | None) -> None:
     """Install callback(message) to hear, once per log file, that it cannot be written."""
     global _on_failure
     _on_failure = callback
 
 
-def _get(data_dir):
+def _get(data_dir: str) -> logging.Logger:
     global _path
     path = os.path.join(data_dir, "logs", LOG_NAME)
     with _lock:
@@ -65,14 +67,15 @@ def _get(data_dir):
         return _logger
 
 
-def _fmt(value) -> str:
+def _fmt(value: object) -> str:
     text = str(value)
     if not text or any(c.isspace() or c in "\"'=" for c in text):
         return repr(text)
     return text
 
 
-def event(data_dir, action, session_id, decision, **fields):
+def event(data_dir: str, action: str, session_id: str | None, decision: str,
+          **fields: Any) -> None:
     """Append one line: `<time> pid=<pid> <action> <session> <decision> key=value ...`.
 
     data_dir: str. Never raises: a log that cannot be written must not stop a
@@ -85,7 +88,7 @@ def event(data_dir, action, session_id, decision, **fields):
         _report(path(data_dir), exc)
 
 
-def _report(log_path, exc) -> None:
+def _report(log_path: str, exc: BaseException) -> None:
     with _lock:
         if log_path in _warned:
             return
@@ -109,6 +112,7 @@ def close() -> None:
         _path = None
 
 
-def path(data_dir) -> str:
+def path(data_dir: str) -> str:
+
     """The log file's path for this data dir."""
     return os.path.join(data_dir, "logs", LOG_NAME)

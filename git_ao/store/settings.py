@@ -24,11 +24,14 @@ import os
 import re
 import shlex
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_ao.errors import Fatal, Usage
+
+if TYPE_CHECKING:
+    import tomlkit
 
 CONFIG_NAME = "git-ao.toml"
 _HARNESS_NAME = r"([A-Za-z0-9_.+-]{1,64})"
@@ -42,38 +45,38 @@ _HARNESS_KEYS = (
 AGENT_POLICIES = ("stop", "refuse", "report")
 
 
-def _int_jobs(v):
+def _int_jobs(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 64:
         raise ValueError("expected a whole number from 1 to 64")
     return v
 
 
-def _seconds(v):
+def _seconds(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ValueError("expected a number of seconds, 0 or more")
     return v
 
 
-def _positive_seconds(v):
+def _positive_seconds(v: Any) -> Any:
     # 0 as a default would make every shutdown start no session at all.
     if _seconds(v) == 0:
         raise ValueError("expected a number of seconds greater than 0")
     return v
 
 
-def _text(v):
+def _text(v: Any) -> Any:
     if not isinstance(v, str) or not v.strip():
         raise ValueError("expected a non-empty string")
     return v
 
 
-def _policy(v):
+def _policy(v: Any) -> Any:
     if v not in AGENT_POLICIES:
         raise ValueError("expected one of " + ", ".join(AGENT_POLICIES))
     return v
 
 
-def _command(v):
+def _command(v: Any) -> list[str]:
     """A command: a string split like a shell would split words (shlex), or a list
     of strings. Returns the argument list."""
     if isinstance(v, str):
@@ -90,7 +93,7 @@ def _command(v):
     return argv
 
 
-def _remote(v):
+def _remote(v: Any) -> Any:
     """A remote for git push: a name, URL or path, never an option."""
     if not isinstance(v, str) or not v.strip() or v.startswith("-") or any(
             c.isspace() for c in v):
@@ -99,14 +102,14 @@ def _remote(v):
     return v
 
 
-def _path_maps(v):
+def _path_maps(v: Any) -> Any:
     """OLD=NEW path prefix mappings: one string, or a list of them (pathmap.parse)."""
     from git_ao.store.pathmap import parse_all
     parse_all([v] if isinstance(v, str) else v if isinstance(v, list) else [v])
     return v
 
 
-def _git_date(v):
+def _git_date(v: Any) -> Any:
     """A date git parses as an expiry date (runs `git config --type=expiry-date`)."""
     from git_ao.git import query  # here: completion imports this module and never runs git
     try:
@@ -128,14 +131,14 @@ class Key:
     strict: Callable[[Any], Any] | None = None  # a further check `config set` runs (may start git)
 
 
-def _parse_int(text):
+def _parse_int(text: str) -> int:
     try:
         return int(text)
     except ValueError:
         raise ValueError("expected a whole number") from None
 
 
-def _parse_float(text):
+def _parse_float(text: str) -> int | float:
     try:
         n = float(text)
     except ValueError:
@@ -198,7 +201,7 @@ DEFAULT_AGENT_TIMEOUT = 10
 DEFAULT_PUSH_TIMEOUT = 10
 
 
-def key_spec(key) -> Key | None:
+def key_spec(key: str) -> Key | None:
     """The Key describing `key` (a dotted name), or None when git-ao does not know it."""
     for pattern, template in _HARNESS_KEYS:
         if pattern.match(key):
@@ -208,7 +211,7 @@ def key_spec(key) -> Key | None:
     return KEYS.get(key)
 
 
-def check_value(key, text):
+def check_value(key: str, text: str) -> Any:
     """Parse `text` for `key` and run every check of the key, the strict one (which
     may start git) included. Returns the value; raises Usage naming the key."""
     spec = key_spec(key)
@@ -224,12 +227,12 @@ def check_value(key, text):
     return value
 
 
-def path(data_dir) -> str:
+def path(data_dir: str) -> str:
     """The config file's path for this data dir."""
     return os.path.join(data_dir, CONFIG_NAME)
 
 
-def _flatten(table, prefix=""):
+def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     for k, v in table.items():
         name = f"{prefix}{k}"
         if isinstance(v, dict) and (name == "relaunch.harness" or key_spec(name) is None):
@@ -238,7 +241,7 @@ def _flatten(table, prefix=""):
             yield name, v
 
 
-def _split_key(key):
+def _split_key(key: str) -> list[str]:
     # A harness name may hold dots: it stays one TOML key.
     for pattern, template in _HARNESS_KEYS:
         m = pattern.match(key)
@@ -255,12 +258,12 @@ class Settings:
     raw: the parsed TOML document (as tomllib reads it).
     """
 
-    def __init__(self, data_dir):
+    def __init__(self, data_dir: str) -> None:
         self.path = path(data_dir)
-        self.raw = {}
-        self.values = {}
-        self.warnings = []
-        self.unreadable = None
+        self.raw: dict[str, Any] = {}
+        self.values: dict[str, Any] = {}
+        self.warnings: list[str] = []
+        self.unreadable: str | None = None
         try:
             with open(self.path, "rb") as f:
                 self.raw = tomllib.load(f)
@@ -284,11 +287,11 @@ class Settings:
                 continue
             self.values[key] = value
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         """The value of a known key, or `default`."""
         return self.values.get(key, default)
 
-    def relaunch_argv(self, harness) -> list[str] | None:
+    def relaunch_argv(self, harness: str | None) -> list[str] | None:
         """The relaunch command for a harness: relaunch.harness.<harness>, else
         relaunch.command, as an argument list; None when neither is set."""
         value = self.values.get(f"relaunch.harness.{harness}") if harness else None
@@ -298,7 +301,7 @@ class Settings:
 
     # ------------------------------------------------------------ edits
 
-    def set(self, key, text):
+    def set(self, key: str, text: str) -> None:
         """Validate and store `text` for `key` (parsed by the key's type), editing
         the file in place: comments, order and other keys stay as written.
 
@@ -306,7 +309,7 @@ class Settings:
         value = check_value(key, text)
         doc = self._document()
         import tomlkit
-        table = doc
+        table: Any = doc
         parts = _split_key(key)
         for p in parts[:-1]:
             if not isinstance(table.get(p), dict):
@@ -316,12 +319,13 @@ class Settings:
         self.values[key] = value
         self._write(doc)
 
-    def unset(self, key) -> bool:
+    def unset(self, key: str) -> bool:
         """Remove `key` from the file (in place, as `set`); returns False when it was not set."""
         doc = self._document()
-        table = doc
+        table: Any = doc
         parts = _split_key(key)
         chain = []
+
         for p in parts[:-1]:
             nxt = table.get(p)
             if not isinstance(nxt, dict):
@@ -338,7 +342,7 @@ class Settings:
         self._write(doc)
         return True
 
-    def _document(self):
+    def _document(self) -> tomlkit.TOMLDocument:
         """The file as a tomlkit document (an empty one when there is no file)."""
         import tomlkit
         if self.unreadable:
@@ -349,7 +353,7 @@ class Settings:
         except FileNotFoundError:
             return tomlkit.document()
 
-    def _write(self, doc):
+    def _write(self, doc: tomlkit.TOMLDocument) -> None:
         import tomlkit
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         tmp = f"{self.path}.tmp.{os.getpid()}"

@@ -43,6 +43,7 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 TRASH_DIR = "trash"
 ROOTS_FILE = "trash-roots"
@@ -126,7 +127,7 @@ class Entry:
     created_ns."""
 
     path: str
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def legacy(self) -> bool:
@@ -171,7 +172,7 @@ class Entry:
             and not self.meta.get("proof_failed")
 
 
-def new_entry(root: str, session_id: str, meta: dict) -> Entry:
+def new_entry(root: str, session_id: str, meta: dict[str, Any]) -> Entry:
     """Make an empty entry under `root` for `session_id` and write its entry.json."""
     now = time.time_ns()
     path = os.path.join(root, f"{session_id}.{now}")
@@ -231,7 +232,7 @@ def detach(entry: Entry) -> None:
 
 
 def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
-              meta: dict) -> Entry:
+              meta: dict[str, Any]) -> Entry:
     """Move the directory `path` (not a worktree: the caller proved what it holds)
     into a stray entry `<session id>.<ns>.stray/` of the session's trash root, one
     rename. Returns the Entry; raises OSError when the rename fails (the half-made
@@ -253,7 +254,7 @@ def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
 
 def load(path: str) -> Entry:
     """The entry at `path` (entry.json read when present)."""
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     try:
         with open(os.path.join(path, META), encoding="utf-8") as fh:
             loaded = json.load(fh)
@@ -325,7 +326,7 @@ def _dev_l(path: str) -> int | None:
 
 
 def move_in(data_dir: str, session_id: str, path: str, common_dir: str, admin_dir: str,
-            meta: dict) -> Entry:
+            meta: dict[str, Any]) -> Entry:
     """Take the verified worktree directory `path` away into a new entry: copy its
     admin dir, then rename the directory (one `rename(2)`, so an agent writing
     there keeps writing into the entry, never into nothing). Raises OSError when
