@@ -181,6 +181,33 @@ def test_map_path_setting_is_used(repo, machines, tmp_path):
     assert (tmp_path / "home-b" / "s3" / "new.txt").read_text() == "new\n"
 
 
+def test_map_path_creates_missing_directories_below_an_existing_prefix(repo, machines,
+                                                                        tmp_path):
+    clone, b = machines
+    home_a = tmp_path / "home-a"
+    wt = home_a / "src" / "team" / "s6"
+    wt.parent.mkdir(parents=True)
+    git("worktree", "add", "-q", "-b", "s6", wt, cwd=repo)
+    ao("ao", "add", wt, "--id", "s6", cwd=repo)
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "s6", "--push", "origin", cwd=repo)
+    shutil.rmtree(home_a)
+    # A mapped prefix that does not exist is not made: the refusal names it.
+    gone = tmp_path / "no-such-home"
+    res = ao("ao-restore", "--from", "origin", "--no-launch", "--map-path", f"{home_a}={gone}",
+             cwd=clone, env=b, rc=1)
+    assert "parent directory is missing" in res.stdout, res.stdout
+    assert not gone.exists()
+    # Below a prefix that exists, the missing directories are created.
+    home_b = tmp_path / "home-b"
+    home_b.mkdir()
+    ao("ao-restore", "--from", "origin", "--no-launch", "--map-path", f"{home_a}={home_b}",
+       cwd=clone, env=b)
+    assert differences(before, state(home_b / "src" / "team" / "s6")) == []
+    assert remote_refs(repo) == {}
+
+
 def test_unreachable_remote_at_shutdown_is_pushed_later(repo, worktrees, machines, daemon):
     wt = worktrees(repo, "s4")
     dirty(wt)

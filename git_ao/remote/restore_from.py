@@ -211,6 +211,10 @@ def place(recorded: str, maps: Sequence[tuple[str, str]]) -> tuple[str | None, s
     (`possible`). Returns (path, '') or (None, the one-line reason)."""
     mapped = pathmap.apply(recorded, maps)
     target = mapped or recorded
+    if mapped:
+        made = _make_parents(target, pathmap.match(recorded, maps)[1])  # type: ignore[index]
+        if made:
+            return None, made
     if possible(target):
         return target, ""
     if mapped:
@@ -219,6 +223,23 @@ def place(recorded: str, maps: Sequence[tuple[str, str]]) -> tuple[str | None, s
     return None, (f"'{recorded}' cannot exist on this machine (its parent directory is "
                   f"missing or not writable); use --map-path "
                   f"{os.path.dirname(recorded)}=NEW")
+
+
+def _make_parents(target: str, prefix: str) -> str:
+    """Create the missing directories between the mapped prefix `prefix` and the
+    parent of `target`, when `prefix` is a directory here: the user named that
+    place, and a new machine rarely has the layout below it yet. A prefix that
+    does not exist is left to the caller's refusal. Returns '' or the one-line
+    reason a directory could not be made."""
+    parent = os.path.dirname(target.rstrip("/")) or "/"
+    if not os.path.isdir(prefix) or os.path.lexists(parent) or target == prefix:
+        return ""
+    try:
+        os.makedirs(parent)
+    except OSError as exc:
+        return (f"cannot create '{parent}' below the mapped '{prefix}': "
+                f"{exc.strerror or exc}")
+    return ""
 
 
 def possible(path: str) -> bool:

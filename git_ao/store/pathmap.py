@@ -33,15 +33,22 @@ def parse_all(values: Iterable[str]) -> list[tuple[str, str]]:
     return [parse(v) for v in values]
 
 
-def apply(path: str, maps: Sequence[tuple[str, str]]) -> str | None:
-    """`path` with the longest matching old prefix replaced by its new one, or None
-    when no mapping matches. A prefix matches whole components only: /home/al
-    does not match /home/alice/wt."""
+def match(path: str, maps: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The (old, new) mapping whose old prefix is the longest matching `path`, or
+    None. A prefix matches whole components only: /home/al does not match
+    /home/alice/wt."""
     best: tuple[str, str] | None = None
     for old, new in maps:
         if (path == old or path.startswith(old.rstrip("/") + "/")) and \
                 (best is None or len(old) > len(best[0])):
             best = (old, new)
+    return best
+
+
+def apply(path: str, maps: Sequence[tuple[str, str]]) -> str | None:
+    """`path` with the longest matching old prefix replaced by its new one (match),
+    or None when no mapping matches."""
+    best = match(path, maps)
     if best is None:
         return None
     old, new = best
