@@ -69,6 +69,24 @@ def test_same_worktree_name_in_two_repositories_gets_a_free_id(repo, make_repo):
     assert "session 'feature' already exists" in res.stderr and "--id" in res.stderr
 
 
+def test_free_ids_in_repositories_whose_git_dir_is_hidden_or_oddly_named(repo, tmp_path):
+    """A bare clone laid out as <project>/.bare with its worktrees beside it, and a
+    repository whose directory name is no valid id: automatic ids still work."""
+    made = {}
+    for project in ("alpha", "beta", "My Project"):
+        top = tmp_path / "bare" / project
+        git("clone", "-q", "--bare", repo, top / ".bare", cwd=tmp_path)
+        (top / ".git").write_text("gitdir: ./.bare\n")
+        git("worktree", "add", "-q", "-b", f"feature-{project[0]}", top / "feature", cwd=top)
+        made[project] = top / "feature"
+    for wt in made.values():
+        ao("ao", "add", cwd=wt)
+    listed = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]
+    assert {s["id"]: s["workspace_path"] for s in listed} == {
+        "feature": str(made["alpha"]), "beta-feature": str(made["beta"]),
+        "My-Project-feature": str(made["My Project"])}
+
+
 def test_every_outcome_says_the_state_the_session_is_left_in(repo, worktrees, ao_env):
     paths = {sid: worktrees(repo, sid) for sid in ("p", "c", "k", "f")}
     for sid, wt in paths.items():

@@ -86,12 +86,15 @@ def id_from_name(name: str) -> str:
 
 
 def repo_name(common_dir: str) -> str:
-    """The name of a repository: its main worktree's directory name (`app` for
-    app/.git), or a bare repository's without `.git`."""
+    """The name of a repository, usable in a session id (id_from_name): its main
+    worktree's directory name (`app` for app/.git), a bare repository's without
+    `.git`, or, for a hidden git dir such as `app/.bare` (a bare clone with its
+    worktrees beside it), the directory holding it."""
     path = os.path.realpath(common_dir).rstrip("/")
-    if os.path.basename(path) == ".git":
+    if os.path.basename(path).startswith(".") and os.path.dirname(path) != "/":
         path = os.path.dirname(path)
-    return os.path.basename(path).removesuffix(".git") or "repo"
+    name = id_from_name(os.path.basename(path).removesuffix(".git"))
+    return "repo" if name == "worktree" else name
 
 
 def free_id(ctx: Context, name: str, repo: str) -> str:
