@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from git_ao import git
 from git_ao.context import Context
 from git_ao.errors import AoError, Refused, Usage
+from git_ao.git import lock as gitlock
 from git_ao.outcome import Outcome, Status
 from git_ao.save import capture
 from git_ao.store.records import Session
@@ -65,7 +66,8 @@ def guarded(fn: Callable[[], Outcome], session_id: str, action: str) -> Outcome:
     except AoError as exc:
         status = Status.REFUSED if isinstance(exc, (Refused, Usage, capture.CannotCapture)) \
             else Status.FAILED
-        return Outcome(session_id, action, status, str(exc))
+        # A lock file a killed git left is the common cause: say whether it is stale.
+        return Outcome(session_id, action, status, gitlock.explain(str(exc)))
     except OSError as exc:
         # A full disk or a read-only file in the middle of one session: that session
         # fails where it stands (its worktree goes only after its row is committed),

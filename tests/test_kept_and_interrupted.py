@@ -166,3 +166,36 @@ def test_an_interrupted_checkout_with_its_registration_still_locked(repo, worktr
     (wt / "src" / "util.py").unlink()  # the checkout had not got there yet
     ao("ao-restore", cwd=repo)
     assert_restored(before, state(wt))
+
+
+def test_a_lock_file_is_called_stale_or_held_with_what_clears_it(repo, worktrees):
+    """A lock file in the way of a preserve: stale when no process holds it (named with
+    the `rm` that clears it), held while a git runs there; the work stays in place."""
+    import subprocess
+    wt = worktrees(repo, "lk")
+    dirty(wt)
+    lock = repo / ".git" / "worktrees" / "lk" / "index.lock"
+    lock.write_text("")
+    res = ao("ao-preserve", "lk", cwd=repo, rc=1)
+    assert f"{lock} is stale (no process holds it" in res.stdout, res.stdout
+    assert f"rm {lock}" in res.stdout and "another process" not in res.stdout
+    assert wt.is_dir()
+    # A git running in the lock's directory (waiting on its stdin) may hold it.
+    with subprocess.Popen(["git", "hash-object", "--stdin"], cwd=lock.parent,
+                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) as held:
+        try:
+            res = ao("ao-preserve", "lk", cwd=repo, rc=1)
+        finally:
+            held.communicate(b"")
+    assert f"is held by a running git (pid {held.pid})" in res.stdout, res.stdout
+    lock.unlink()
+    # Any git failing on a lock of another file is said the same way.
+    ref_lock = repo / ".git" / "refs" / "ao" / "preserved" / "lk.lock"
+    ref_lock.parent.mkdir(parents=True, exist_ok=True)
+    ref_lock.write_text("")
+    res = ao("ao-preserve", "lk", cwd=repo, rc=None)
+    assert f"{ref_lock} is stale" in res.stdout and f"rm {ref_lock}" in res.stdout, res.stdout
+    assert res.returncode != 0 and wt.is_dir()
+    ref_lock.unlink()
+    ao("ao-preserve", "lk", cwd=repo)
+    assert not wt.exists()

@@ -19,6 +19,7 @@ from git_ao.batch import RepoCache
 from git_ao.context import Context, facts, preserve_ref
 from git_ao.errors import AoError, Failed
 from git_ao.fs import walk
+from git_ao.git import lock as gitlock
 from git_ao.git import worktree
 from git_ao.outcome import Outcome, Status
 from git_ao.proof import witness
@@ -171,5 +172,5 @@ def keep_reasons(v: worktree.Verified) -> list[str]:
         reasons.append(f"it is locked{why} (git worktree unlock)")
     lock = os.path.join(v.git_dir, "index.lock")
     if os.path.exists(lock):
-        reasons.append(f"its index is locked by another process: {lock}")
+        reasons.append(f"its index is locked: {gitlock.describe(lock, v.path)}")
     return reasons
