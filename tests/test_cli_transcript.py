@@ -86,7 +86,7 @@ $ git ao-prune -n
 2> nothing to prune
 [0]
 $ git ao kill beta
-kill\tok\tbeta\tterminated; <tmp>/wt/beta removed
+kill\tok\tbeta\tterminated; <tmp>/wt/beta moved to the trash (<tmp>/aodata/trash/beta.<ns>/worktree; git ao-prune deletes it)
 2> kill: 1 ok
 [0]
 $ git ao list

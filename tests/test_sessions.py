@@ -4,6 +4,7 @@ import json
 import os
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -76,8 +77,20 @@ def test_kill_clean_only_and_never_resurrected(repo, worktrees):
     # a preserve/restore cycle first, then kill: no later restore brings it back
     ao("ao-preserve", "k", cwd=repo)
     ao("ao-restore", cwd=repo)
-    ao("ao", "kill", "k", cwd=repo)
+    (wt / ".env").write_text("SECRET=1\n")  # ignored: kept with the directory
+    with open(repo / ".git" / "info" / "exclude", "a") as fh:
+        fh.write(".env\n")
+    res = ao("ao", "kill", "k", "--json", cwd=repo)
+    got = json.loads(res.stdout)["results"][0]
+    assert got["message"] == (f"terminated; {wt} moved to the trash ({got['trash']}; "
+                              "git ao-prune deletes it)")
+    assert (Path(got["trash"]) / ".env").read_text() == "SECRET=1\n"
     assert not wt.exists()
+    # A worktree already gone is said so, not called removed.
+    gone = worktrees(repo, "g")
+    git("worktree", "remove", gone, cwd=repo)
+    res = ao("ao", "kill", "g", cwd=repo)
+    assert res.stdout == f"kill\tok\tg\tterminated; {gone} was already gone\n"
     assert "nothing to restore" in ao("ao-restore", cwd=repo).stderr
     ao("ao-preserve", "--all", cwd=repo)
     assert not wt.exists()

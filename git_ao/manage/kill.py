@@ -16,8 +16,9 @@ from git_ao.store import trash
 
 
 def kill(ctx: Context, session_id: str) -> Outcome:
-    """End a live session: remove its worktree only when it is clean (`git worktree
-    remove`, never forced), and mark it terminated with nothing pending."""
+    """End a live session: move its worktree into a trash entry only when it is clean
+    and holds nothing git does not show, and mark it terminated with nothing
+    pending. The Outcome names the trash entry (its facts' `trash`)."""
     with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if s.pending:
@@ -26,6 +27,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
         if not s.live:
             return Outcome(s.id, "kill", Status.NOTHING, "already terminated", facts(s))
         path = s.worktree_path
+        trashed = None
         if os.path.lexists(path):
             v = worktree.verify(s.common_dir, path)
             st = capture.inspect(path, v.git_dir)
@@ -56,11 +58,16 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             trash.detach(entry)
             git.worktree_prune(s.common_dir)
             ctx.log("kill", s.id, "trash", trash=entry.worktree)
+            trashed = entry.worktree
+            gone = f"{path} moved to the trash ({trashed}; git ao-prune deletes it)"
         elif ctx.dry_run:
             return Outcome(s.id, "kill", Status.OK, "would mark terminated", facts(s))
+        else:
+            gone = f"{path} was already gone"
         ctx.store.mark_terminated(s.id)
         ctx.log("kill", s.id, "killed", workspace=path)
-        return Outcome(s.id, "kill", Status.OK, f"terminated; {path} removed", facts(s))
+        return Outcome(s.id, "kill", Status.OK, f"terminated; {gone}",
+                       {**facts(s), **({"trash": trashed} if trashed else {})})
 
 
 def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
