@@ -399,6 +399,26 @@ def test_crlf_hidden_by_autocrlf_input_is_refused(repo, worktrees):
     _refused_untouched(repo, wt, "crlfin", "README.md")
 
 
+def test_the_conversion_refusal_names_every_file(repo, worktrees):
+    """Several files a filter, end-of-line conversion or core.fileMode would change:
+    one refusal names each of them (tracked, staged and untracked), not the first."""
+    git("config", "filter.up.clean", "tr a-z A-Z", cwd=repo)
+    git("config", "filter.up.smudge", "cat", cwd=repo)
+    git("config", "core.autocrlf", "input", cwd=repo)
+    wt = worktrees(repo, "many")
+    (wt / ".gitattributes").write_text("*.up filter=up\n")
+    (wt / "a.up").write_text("lower a\n")
+    (wt / "sub").mkdir()
+    (wt / "sub" / "b.up").write_text("lower b\n")
+    git("add", "sub/b.up", cwd=wt)
+    (wt / "README.md").write_bytes(b"hello\r\n")
+    res = _refused_untouched(repo, wt, "many")
+    line = [ln for ln in res.stdout.splitlines() if "byte for byte" in ln]
+    assert len(line) == 1, res.stdout
+    for rel in ("a.up", "sub/b.up", "README.md"):
+        assert f"'{wt / rel}'" in line[0], line[0]
+
+
 def test_filemode_false_hidden_exec_bit_is_refused(repo, worktrees):
     git("config", "core.fileMode", "false", cwd=repo)
     wt = worktrees(repo, "fmode")

@@ -115,7 +115,8 @@ def inspect(path: str, git_dir: str) -> git.Status:
         raise CannotCapture(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
                             "commit once first")
     if st.unmerged:
-        raise CannotCapture(f"'{path}' has unmerged paths ({st.unmerged[0]}); resolve them first")
+        raise CannotCapture(f"'{path}' has unmerged paths ({', '.join(st.unmerged)}); "
+                            "resolve them first")
     nested = [p for p in st.untracked if p.endswith("/")]
     if nested:
         full = os.path.join(path, nested[0])
@@ -200,11 +201,12 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
     exactly as on restore) into a scratch dir inside the worktree's git dir and
     compare every file with the worktree's.
 
-    Raises CannotCapture naming the first path that would not come back. Costs one
+    Raises CannotCapture naming every path that would not come back. Costs one
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
     """
     scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}")
+    bad: dict[str, None] = {}
     try:
         for temp in indexes:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -218,12 +220,21 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
                     if not os.path.lexists(full):
                         continue  # deleted in the worktree: nothing to lose
                     if not _same_file(got, full):
-                        raise CannotCapture(
-                            f"'{full}' would not come back byte for byte or with its mode "
-                            "(line-ending or filter conversion, core.fileMode); commit it "
-                            "or fix it first")
+                        bad[rel] = None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if bad:
+        # Every such file: fixing them one refusal at a time takes a run each.
+        raise CannotCapture(
+            f"{_paths(path, sorted(bad))} would not come back byte for byte or with "
+            "its mode (line-ending or filter conversion, core.fileMode); commit them "
+            "or fix them first")
+
+
+def _paths(top: str, rels: Sequence[str]) -> str:
+    """'top/a', 'top/b' and 'top/c' on one line: every path named, quoted."""
+    quoted = [f"'{os.path.join(top, r)}'" for r in rels]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
 def _check_submodules(path: str, git_dir: str, st: git.Status) -> list[str]:
@@ -262,15 +273,15 @@ def submodule_heads(path: str, subs: list[str]) -> dict[str, str]:
 def _check_witness(path: str, cap: Capture, unstaged: list[str]) -> None:
     """Every path `git status` saw change in the worktree must differ between I and W
     (one `git diff-tree` of two trees, no worktree scan). Raises CannotCapture
-    naming the first path W missed."""
+    naming every path W missed."""
     if not unstaged:
         return
     assert cap.index_tree and cap.worktree_tree
     differ = set(query.changed_paths(path, cap.index_tree, cap.worktree_tree))
     missed = [p for p in unstaged if p not in differ]
     if missed:
-        raise CannotCapture(f"'{os.path.join(path, missed[0])}' changed but could not be "
-                            "captured; commit it or fix it first")
+        raise CannotCapture(f"{_paths(path, missed)} changed but could not be "
+                            "captured; commit or fix them first")
 
 
 # What git prints when a file changed between `git status` and the index update
