@@ -201,6 +201,35 @@ def test_clean_submodule_is_reinitialised(repo, make_repo, worktrees):
     assert_restored(before, state(wt))
 
 
+@pytest.mark.parametrize("path", ["trash", "checkout"])
+@pytest.mark.parametrize("branch", ["topic", "main"])
+def test_a_submodule_comes_back_on_its_local_branch(repo, make_repo, worktrees, path, branch):
+    """A submodule whose HEAD was on a local branch comes back on that branch (the
+    superproject records a commit; `git submodule update` leaves it detached),
+    from the trash and on the checkout path: a branch only it had, and the
+    remote's main, which moved on since (a fresh clone's main is moved back to
+    the saved commit; the remote keeps the newer one)."""
+    from tests.trash_helpers import checkout_path_only
+    sub = _submodule_repo(repo, make_repo)
+    wt = worktrees(repo, f"subbr-{path}-{branch}")
+    git("-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q", cwd=wt)
+    git("checkout", "-q", *(["-b"] if branch == "topic" else []), branch, cwd=wt / "lib")
+    (sub / "later.txt").write_text("later\n")
+    git("add", "later.txt", cwd=sub)
+    git("commit", "-qm", "later", cwd=sub)
+    (wt / "README.md").write_text("super edit\n")
+    before = state(wt)
+    sid = wt.name
+    ao("ao-preserve", sid, cwd=repo)
+    if path == "checkout":
+        checkout_path_only()
+    ao("ao-restore", cwd=repo)
+    assert git("symbolic-ref", "-q", "HEAD", cwd=wt / "lib").strip() == f"refs/heads/{branch}"
+    assert git("rev-parse", "HEAD", cwd=wt / "lib") == git("rev-parse", "HEAD:lib", cwd=wt)
+    assert git("status", "--porcelain", cwd=wt) == " M README.md\n"
+    assert_restored(before, state(wt))
+
+
 def test_submodule_with_uncommitted_changes_blocks_removal(repo, make_repo, worktrees):
     wt = _with_submodule(repo, make_repo, worktrees, "subdirty")
     (wt / "lib" / "README.md").write_text("edited inside the submodule\n")

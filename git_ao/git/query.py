@@ -84,6 +84,17 @@ def checkout_detached(cwd: str, commit: str) -> bool:
     return git.call(["checkout", "-q", "--detach", commit], cwd).status == 0
 
 
+def checkout_branch_at(cwd: str, branch: str, commit: str, *, reset: bool) -> bool:
+    """Put HEAD of the repository at `cwd` on the local branch `branch` at `commit`:
+    `git checkout -q -b` when the branch is new, `-B` (moving it) when `reset`,
+    else `git checkout -q <branch>` (it must be at `commit` already, which the
+    caller checked). True on success."""
+    if reset or git.rev_parse(cwd, f"refs/heads/{branch}") is None:
+        flag = "-B" if reset else "-b"
+        return git.call(["checkout", "-q", flag, branch, commit], cwd).status == 0
+    return git.call(["checkout", "-q", branch, "--"], cwd).status == 0
+
+
 def status_porcelain(cwd: str) -> git.Completed:
     """`git status --porcelain=v2 -z --untracked-files=all --ignore-submodules=none`
     of another repository (a nested one): the git.Completed, whatever its status."""

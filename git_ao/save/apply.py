@@ -185,6 +185,27 @@ def recheckout(path: str, git_dir: str, commit: str) -> None:
             tmp.checkout_paths(paths)
 
 
+def _submodule_on_branch(full: str, branch: str) -> str:
+    """Put the submodule checked out at `full` back on its local `branch`, at the
+    commit it has now. A branch it lacks (a fresh clone) is created there; one
+    that is at another commit is moved only when it is exactly its upstream (what
+    a fresh clone made of the remote's branch: nothing of its own is lost), else
+    it is left and said. Returns '' or the problem, as words after the path."""
+    if not os.path.lexists(os.path.join(full, ".git")) or git.current_branch(full) == branch:
+        return ""
+    head = git.rev_parse(full, "HEAD")
+    if head is None:
+        return f"not put back on its branch '{branch}' (no HEAD)"
+    at = git.rev_parse(full, f"refs/heads/{branch}")
+    reset = at is not None and at != head
+    if reset and at != git.rev_parse(full, f"{branch}@{{upstream}}"):
+        return (f"left detached at {head[:12]}: its branch '{branch}' is at {at[:12]} "
+                "here, with commits of its own")
+    if not gitquery.checkout_branch_at(full, branch, head, reset=reset):
+        return f"not put back on its branch '{branch}'"
+    return ""
+
+
 def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
     """After the apply: give back the index flags recorded in `wc` (intent-to-add,
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
@@ -206,6 +227,10 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
         if os.path.lexists(os.path.join(full, ".git")) and git.rev_parse(full, "HEAD") != oid \
                 and not query.checkout_detached(full, oid):
             problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
+    for rel, branch in wc.get("submodule_branches", {}).items():
+        problem = _submodule_on_branch(os.path.join(path, rel), branch)
+        if problem:
+            problems.append(f"submodule '{rel}' {problem}")
     for name, oid in wc.get("worktree_refs", {}).items():
         git.update_ref(path, name, oid, message="git-ao restore per-worktree ref")
     return problems

@@ -270,6 +270,18 @@ def submodule_heads(path: str, subs: list[str]) -> dict[str, str]:
     return out
 
 
+def submodule_branches(path: str, subs: list[str]) -> dict[str, str]:
+    """{path: the local branch its HEAD is on} of each initialised submodule whose
+    HEAD is not detached: the superproject records only a commit, and `git
+    submodule update` checks that out detached, so restore puts the branch back."""
+    out = {}
+    for rel in subs:
+        branch = git.current_branch(os.path.join(path, rel))
+        if branch:
+            out[rel] = branch
+    return out
+
+
 def _check_witness(path: str, cap: Capture, unstaged: list[str]) -> None:
     """Every path `git status` saw change in the worktree must differ between I and W
     (one `git diff-tree` of two trees, no worktree scan). Raises CannotCapture
@@ -342,6 +354,9 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     if subs:
         wc["submodules"] = subs
         wc["submodule_heads"] = submodule_heads(path, subs)
+        branches = submodule_branches(path, subs)
+        if branches:
+            wc["submodule_branches"] = branches
     reason = _conversion_reason(path, git_dir, conf, flags, st)
     if reason and any(p == ".gitattributes" or p.endswith("/.gitattributes")
                       for p in cap.changed + cap.untracked):
