@@ -198,7 +198,7 @@ def _submodule_on_branch(full: str, branch: str) -> str:
         return f"not put back on its branch '{branch}' (no HEAD)"
     at = git.rev_parse(full, f"refs/heads/{branch}")
     reset = at is not None and at != head
-    if reset and at != git.rev_parse(full, f"{branch}@{{upstream}}"):
+    if at is not None and reset and at != git.rev_parse(full, f"{branch}@{{upstream}}"):
         return (f"left detached at {head[:12]}: its branch '{branch}' is at {at[:12]} "
                 "here, with commits of its own")
     if not gitquery.checkout_branch_at(full, branch, head, reset=reset):
