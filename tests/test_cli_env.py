@@ -53,3 +53,64 @@ def test_a_relative_ao_data_dir_is_resolved_once_where_the_command_starts(repo, 
     assert not (wt / "rel-data").exists()
     res = ao("ao", "list", "--all", "--json", cwd=tmp_path, env=env)
     assert [s["id"] for s in json.loads(res.stdout)["sessions"]] == ["rel"]
+
+
+def _homeless(tmp_path, home, *args, cwd):
+    """Run `git <args>` with no HOME (as a shutdown unit may), the password database
+    saying the user's home is `home` (a copy of /etc/passwd bound over it in a
+    mount namespace of its own), and no other variable naming a home."""
+    import os
+    import subprocess
+    lines = []
+    with open("/etc/passwd") as fh:
+        entries = fh.read().splitlines()
+    for ln in entries:
+        f = ln.split(":")
+        if len(f) >= 7 and f[2] == str(os.getuid()):
+            f[5] = str(home)
+            ln = ":".join(f)
+        lines.append(ln)
+    fake = tmp_path / "passwd"
+    fake.write_text("\n".join(lines) + "\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HOME", "GIT_CONFIG_GLOBAL") and not k.startswith("XDG_")}
+    return subprocess.run(["unshare", "-m", "sh", "-c",
+                           'mount --bind "$0" /etc/passwd && exec "$@"', fake, "git", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def test_no_home_reads_the_global_excludes_as_git_with_home_would(repo, worktrees, tmp_path):
+    import os
+    import shutil
+
+    import pytest
+
+    from tests.support import REF, git
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root to bind a password database over /etc/passwd")
+    home = tmp_path / "pwhome"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".gitconfig").write_text("[core]\n\texcludesFile = ~/.global-ignore\n")
+    (home / ".global-ignore").write_text(".env\n")
+    (home / ".config" / "git" / "ignore").write_text("*.log\n")
+    wt = worktrees(repo, "nohome")
+    (wt / ".env").write_text("SECRET=1\n")
+    (wt / "build.log").write_text("log\n")
+    (wt / "notes.txt").write_text("mine\n")
+    probe = _homeless(tmp_path, home, "ao-preserve", "-n", "nohome", cwd=repo)
+    if "mount" in probe.stderr and probe.returncode:
+        pytest.skip(f"cannot bind over /etc/passwd here: {probe.stderr.strip()}")
+    res = _homeless(tmp_path, home, "ao-preserve", "nohome", cwd=repo)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "warning" not in res.stderr, res.stderr
+    saved = git("ls-tree", "-r", "--name-only", f"{REF}nohome^3", cwd=repo).split()
+    assert saved == ["notes.txt"], saved  # what the user's git ignores stays out
+    ao("ao-restore", cwd=repo)
+    assert (wt / ".env").read_text() == "SECRET=1\n" and (wt / "build.log").exists()
+    # No home directory known: said, on one line.
+    res = _homeless(tmp_path, tmp_path / "no-such-home", "ao", "list", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.startswith("warning: HOME is not set and uid 0 has no home "
+                                 f"directory ({tmp_path / 'no-such-home'}): git reads no "
+                                 "global config"), res.stderr
+    assert len(res.stderr.splitlines()) == 1

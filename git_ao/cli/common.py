@@ -292,12 +292,15 @@ def _json_error(command_path: str, status: int, error: str) -> None:
 def run(command: click.Command, prog_name: str) -> None:
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
-    from git_ao.store.datadir import pin_data_dir
+    from git_ao.store.datadir import pin_data_dir, pin_home
+    homeless = pin_home()
     pin_data_dir()
     try:
         # The completion variable follows the executable (git-ao-preserve ->
         # _GIT_AO_PRESERVE_COMPLETE), not the "git ao-preserve" shown in messages.
         var = "_" + prog_name.replace(" ", "_").replace("-", "_").upper() + "_COMPLETE"
+        if homeless and var not in os.environ:
+            sys.stderr.write(f"warning: {homeless}\n")
         rv = command.main(prog_name=prog_name, complete_var=var, standalone_mode=False)
     except click.exceptions.Exit as exc:
         rv = exc.exit_code

@@ -36,6 +36,29 @@ def pin_data_dir() -> None:
         os.environ["AO_DATA_DIR"] = os.path.abspath(os.path.expanduser(env))
 
 
+def pin_home() -> str | None:
+    """With HOME unset or empty (a minimal shutdown environment), set it to the
+    user's home directory from the password database, so that git, reading
+    `~/.gitconfig`, `~/.config/git/ignore` and a `core.excludesFile` starting
+    with `~` through HOME only, ignores what it would for the user at a
+    terminal, and the data dir is the same `~/.ao/data` either way. Returns
+    None, or the one-line warning when no such directory is known (git then
+    reads no global config and no global excludes)."""
+    if os.environ.get("HOME"):
+        return None
+    import pwd
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = ""
+    if home and os.path.isabs(home) and os.path.isdir(home):
+        os.environ["HOME"] = home
+        return None
+    return (f"HOME is not set and uid {os.getuid()} has no home directory "
+            f"({home or 'no password entry'}): git reads no global config and no global "
+            "excludes, so files ignored only there count as untracked")
+
+
 def completion_ids(state: str) -> list[str]:
     """Session ids for shell completion (see completion_rows)."""
     return [sid for sid, _ in completion_rows(state)]
