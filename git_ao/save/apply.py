@@ -201,7 +201,7 @@ def _submodule_on_branch(full: str, branch: str) -> str:
     if at is not None and reset and at != git.rev_parse(full, f"{branch}@{{upstream}}"):
         return (f"left detached at {head[:12]}: its branch '{branch}' is at {at[:12]} "
                 "here, with commits of its own")
-    if not gitquery.checkout_branch_at(full, branch, head, reset=reset):
+    if not query.checkout_branch_at(full, branch, head, reset=reset):
         return f"not put back on its branch '{branch}'"
     return ""
 
