@@ -1,0 +1,60 @@
+"""What a tool adapter reports: one Found per session the tool keeps in a worktree.
+
+Every adapter module (git_ao/importers/<tool>.py) exposes `TOOL` (the `--tool`
+name), `default_sources(home)` (where the tool keeps its state under a home
+directory; those that exist are read) and `read(source)` (the sessions one source
+holds, as Found). An adapter never writes the tool's files: SQLite is opened
+through git_ao.store.foreign, everything else is only read. A file it cannot
+read (corrupt, or of a format version nobody checked it against) raises
+Unreadable with one line naming the file (and what the rest of the source gave);
+the import reports that line, registers the rest and goes on with the other tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_ao.store.states import Kind
+
+
+@dataclass(frozen=True)
+class Found:
+    """One session as its tool recorded it.
+
+    tool: the adapter's TOOL. tool_id: the tool's own stable id for the session
+    (an instance title, a task attempt id, the worktree path when it has none).
+    worktree: the linked worktree's absolute path. branch: as the tool recorded it
+    (None: read from the worktree). harness: the agent program the tool ran, as the
+    tool names it ("claude", "codex", "aider", ...; "" when unknown).
+    agent_session_id: what resumes the agent, when the tool keeps one.
+    live: False for a session the tool paused, archived, ended or deleted: it is
+    reported, never registered as live. group: one id shared by the worktrees of
+    a workspace that spans several repositories. tmux_session: the tmux session
+    the tool ran the agent in. note: why it is not live, for the message.
+    name: the session id to prefer (made valid, and `<repo>-<name>` when taken);
+    None: the worktree's name, as `git ao add` does.
+    """
+
+    tool: str
+    tool_id: str
+    worktree: Path
+    branch: str | None
+    harness: str
+    agent_session_id: str | None
+    kind: Kind
+    live: bool
+    group: str | None = None
+    tmux_session: str | None = None
+    note: str | None = None
+    name: str | None = None
+
+
+class Unreadable(Exception):
+    """A tool's file that cannot be read: corrupt, or of an unknown format version.
+    str() is one line naming the file. found: the sessions the rest of the source
+    still gave (an adapter reading many files refuses the bad ones, not all)."""
+
+    def __init__(self, message: str, found: list[Found] | None = None) -> None:
+        super().__init__(message)
+        self.found: list[Found] = list(found or [])
