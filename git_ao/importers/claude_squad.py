@@ -1,0 +1,120 @@
+"""claude-squad: the instances it keeps in `~/.claude-squad/state.json`.
+
+Format, from smtg-ai/claude-squad @ 434ca256854da28eab7d5126c82394b579221b10:
+
+* Where: `os.UserHomeDir()/.claude-squad` on every platform, no environment
+  override (config/config.go GetConfigDir); the state file is `state.json`
+  (config/state.go StateFileName), written whole with json.MarshalIndent.
+* state.json is the State struct (config/state.go): `help_screens_seen` (uint32)
+  and `instances`, raw JSON holding an array of InstanceData
+  (session/storage.go): `title`, `path`, `branch`, `status` (the Status int of
+  session/instance.go: 0 Running, 1 Ready, 2 Loading, 3 Paused), `height`,
+  `width`, `created_at`, `updated_at`, `auto_yes`, `program` (the command run in
+  tmux: `claude`, a path to it, `aider --model ...`) and `worktree`
+  (GitWorktreeData: `repo_path`, `worktree_path`, `session_name`,
+  `branch_name`, `base_commit_sha`, `is_existing_branch`).
+* No format version is written. An instance that is not an object, lacks a
+  string `title` or `worktree.worktree_path`, or has a status outside 0..3 is a
+  format this module was not checked against: the file is refused (Unreadable).
+* Paused (Instance.Pause): the worktree was committed (a local commit on its
+  branch), removed and pruned; the branch stays. Such an instance is reported,
+  not imported as live.
+* tmux: each instance runs in tmux session `claudesquad_` + the title with all
+  white space removed and `.` made `_` (session/tmux/tmux.go
+  toClaudeSquadTmuxName, TmuxPrefix).
+* claude-squad records no agent session id; one instance is one worktree of one
+  repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from git_ao.importers.found import Found, Unreadable
+from git_ao.store.states import Kind
+
+TOOL = "claude-squad"
+STATE = "state.json"
+TMUX_PREFIX = "claudesquad_"
+# session/instance.go Status (Go iota order).
+RUNNING, READY, LOADING, PAUSED = 0, 1, 2, 3
+STATUSES = (RUNNING, READY, LOADING, PAUSED)
+# A shell assignment before the command (`FOO=1 claude`): the shell's own rule.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def default_sources(home: Path) -> list[Path]:
+    """claude-squad's state file under `home`: `~/.claude-squad/state.json`."""
+    return [home / ".claude-squad" / STATE]
+
+
+def tmux_session(title: str) -> str:
+    """The tmux session claude-squad runs instance `title` in."""
+    return TMUX_PREFIX + re.sub(r"\s+", "", title).replace(".", "_")
+
+
+def harness(program: str) -> str:
+    """The agent program of claude-squad's `program` command line: the basename of
+    its first word after any `NAME=value` assignments (tmux runs it through the
+    shell); "" when there is none."""
+    try:
+        words = shlex.split(program)
+    except ValueError:  # an unbalanced quote: the shell would refuse it too
+        words = program.split()
+    words = [w for w in words if not _ASSIGNMENT.match(w)]
+    return os.path.basename(words[0]) if words else ""
+
+
+def read(source: Path) -> list[Found]:
+    """The instances of claude-squad state file `source` (or the directory holding
+    `state.json`). Raises Unreadable, one line naming the file, when it cannot be
+    read, is not JSON, or is not shaped as claude-squad writes it."""
+    path = source / STATE if source.is_dir() else source
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise Unreadable(f"cannot read claude-squad state '{path}': {exc.strerror}") from None
+    except ValueError as exc:
+        raise Unreadable(f"claude-squad state '{path}' is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise Unreadable(f"claude-squad state '{path}' is not a JSON object")
+    instances = data.get("instances")
+    if instances is None:  # what claude-squad's Go reads as no instances
+        return []
+    if not isinstance(instances, list):
+        raise Unreadable(f"claude-squad state '{path}': 'instances' is not a list")
+    return [_found(path, n, inst) for n, inst in enumerate(instances)]
+
+
+def _found(path: Path, n: int, inst: Any) -> Found:
+    def bad(what: str) -> Unreadable:
+        return Unreadable(f"claude-squad state '{path}': instance {n} {what}; "
+                          "a format this git-ao does not know")
+
+    if not isinstance(inst, dict):
+        raise bad("is not an object")
+    title, status = inst.get("title"), inst.get("status")
+    wt = inst.get("worktree")
+    if not isinstance(title, str) or not title:
+        raise bad("has no title")
+    if not isinstance(status, int) or isinstance(status, bool) or status not in STATUSES:
+        raise bad(f"has status {status!r}")
+    if not isinstance(wt, dict) or not isinstance(wt.get("worktree_path"), str) \
+            or not wt["worktree_path"]:
+        raise bad("has no worktree path")
+    program = inst.get("program")
+    branch = wt.get("branch_name") or inst.get("branch") or None
+    paused = status == PAUSED
+    return Found(
+        tool=TOOL, tool_id=title, worktree=Path(wt["worktree_path"]),
+        branch=branch if isinstance(branch, str) else None,
+        harness=harness(program) if isinstance(program, str) else "",
+        agent_session_id=None, kind=Kind.WORKER, live=not paused,
+        tmux_session=tmux_session(title), name=title,
+        note=(f"paused: claude-squad committed its work to branch {branch} and removed "
+              "the worktree") if paused else None)

@@ -1,0 +1,141 @@
+"""crystal: the sessions in its SQLite database `~/.crystal/sessions.db`.
+
+Format, from stravu/crystal @ 1e18e0bc981225f75b5226f82a300fa741970c6f:
+
+* Where: `$CRYSTAL_DIR`, else `~/.crystal` (main/src/utils/crystalDirectory.ts
+  getCrystalDirectory; a development build run inside Crystal uses
+  `~/.crystal_dev`); the database is `sessions.db` there
+  (main/src/services/database.ts), written by better-sqlite3 with its default
+  rollback journal. Elsewhere: name it with --from.
+* Schema: main/src/database/schema.sql, then DatabaseService.runMigrations
+  (main/src/database/database.ts), which adds columns it finds missing. There is
+  no migration table and no version number: the columns are the format. This
+  module needs `sessions` with REQUIRED columns and refuses a database without
+  them (a format it does not know); newer optional columns are read when there:
+  `is_main_repo`, `tool_type`, `claude_session_id`, `active_panel_id`, and the
+  `tool_panels` table (id, session_id, type, state, created_at).
+* A session's worktree is `sessions.worktree_path`, a linked worktree of its
+  project (`<project>/worktrees/<worktree_name>` by default,
+  main/src/services/worktreeManager.ts); crystal records no branch (git's is
+  read). `is_main_repo` sessions run in the project's own directory, not a
+  linked worktree, and are skipped.
+* `archived` = 1: archived (crystal's delete archives the row and then runs
+  `git worktree remove --force`, main/src/ipc/session.ts `sessions:delete`):
+  reported, not imported as live. status ('pending', 'running', 'stopped',
+  'completed', 'failed', models.ts) does not end a session: its worktree stays.
+* Agent: `tool_type` 'claude' (also when NULL), 'codex' or 'none'
+  (SessionManager.convertDbSessionToSession). The id that resumes it is an AI
+  panel's (`tool_panels.type` 'claude' or 'codex') `state` JSON
+  `customState.agentSessionId`, else the older `claudeSessionId` /
+  `codexSessionId` (SessionManager.getPanelAgentSessionId; crystal runs
+  `claude --resume <id>`, panels/claude/claudeCodeManager.ts): the active panel's
+  when it is an AI panel, else the newest AI panel of the session's tool with
+  one; a database from before panels has `sessions.claude_session_id`. No tmux;
+  one session is one repository.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from git_ao.errors import Fatal
+from git_ao.importers.found import Found, Unreadable
+from git_ao.store import foreign
+from git_ao.store.states import Kind
+
+TOOL = "crystal"
+DB = "sessions.db"
+REQUIRED = ("id", "worktree_path", "archived")
+AI_PANELS = ("claude", "codex")
+_ID_KEYS = ("agentSessionId", "claudeSessionId", "codexSessionId")
+
+
+def default_sources(home: Path) -> list[Path]:
+    """crystal's database under `home`: `~/.crystal/sessions.db`."""
+    return [home / ".crystal" / DB]
+
+
+def read(source: Path) -> list[Found]:
+    """The sessions of crystal database `source` (or the directory holding
+    sessions.db), opened read-only through git_ao.store.foreign. Raises
+    Unreadable, one line naming the file, when it cannot be read or lacks what
+    every crystal with archiving writes."""
+    path = source / DB if source.is_dir() else source
+    try:
+        with foreign.read_only(str(path), "crystal database") as conn:
+            return _read(conn, path)
+    except Fatal as exc:
+        raise Unreadable(str(exc)) from None
+    except foreign.Error as exc:
+        raise Unreadable(f"crystal database '{path}' cannot be read: {exc}") from None
+
+
+def _columns(conn: Any, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _read(conn: Any, path: Path) -> list[Found]:
+    cols = _columns(conn, "sessions")
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        what = "no sessions table" if not cols else f"sessions has no {', '.join(missing)}"
+        raise Unreadable(f"crystal database '{path}': {what}; a format this git-ao does not know")
+    panels = "id" in _columns(conn, "tool_panels")
+
+    def col(name: str) -> str:
+        return name if name in cols else "NULL"
+
+    rows = conn.execute(
+        f"SELECT id, worktree_path, archived, {col('is_main_repo')}, {col('tool_type')}, "
+        f"{col('claude_session_id')}, {col('active_panel_id')} FROM sessions "
+        "ORDER BY rowid").fetchall()
+    out: list[Found] = []
+    for sid, wt, archived, main_repo, tool_type, legacy_id, active in rows:
+        if main_repo or not wt:
+            continue  # the project's own directory: not a linked worktree
+        harness = {"codex": "codex", "none": ""}.get(tool_type or "", "claude")
+        agent_id = None
+        if panels:
+            harness, agent_id = _panel_agent(conn, sid, harness, active)
+        if agent_id is None and legacy_id and harness == "claude":
+            agent_id = legacy_id
+        out.append(Found(
+            tool=TOOL, tool_id=str(sid), worktree=Path(wt), branch=None, harness=harness,
+            agent_session_id=agent_id, kind=Kind.WORKER, live=not archived,
+            note="archived in crystal" if archived else None))
+    return out
+
+
+def _agent_id(state: Any) -> str | None:
+    """The resume id in one panel's `state` JSON text; None when it has none or the
+    text is not JSON (crystal treats that panel as having no id either)."""
+    try:
+        custom = json.loads(state).get("customState") if state else None
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(custom, dict):
+        return None
+    for key in _ID_KEYS:
+        if isinstance(custom.get(key), str) and custom[key]:
+            return str(custom[key])
+    return None
+
+
+def _panel_agent(conn: Any, sid: Any, harness: str, active: Any) -> tuple[str, str | None]:
+    """(harness, agent session id) from the session's AI panels: the active panel
+    when it is one with an id, else the newest panel of the session's tool with
+    one; the tool's harness and None when no panel has an id."""
+    rows = conn.execute(
+        "SELECT id, type, state FROM tool_panels WHERE session_id = ? AND type IN (?, ?) "
+        "ORDER BY created_at DESC, rowid DESC", (sid, *AI_PANELS)).fetchall()
+    with_id = [(pid, typ, _agent_id(state)) for pid, typ, state in rows]
+    with_id = [r for r in with_id if r[2]]
+    for pid, typ, aid in with_id:
+        if active is not None and pid == active:
+            return typ, aid
+    for _pid, typ, aid in with_id:
+        if typ == harness:
+            return typ, aid
+    return harness, None

@@ -1,0 +1,290 @@
+"""The claude-squad, vibe-kanban and crystal adapters: what each reads from the
+tool's state, built as the tool writes it, and that the tool's files stay as they
+were."""
+
+import json
+import os
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+from git_ao.importers import claude_squad, crystal, vibe_kanban
+from git_ao.importers.found import Unreadable
+from tests import tool_state_b as tb
+from tests.support import dirty, git
+
+CLAUDE_ID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
+CODEX_ID = "019dbff7-c97d-7511-9af5-1cee07dd1ab2"
+
+
+def _home() -> Path:
+    return Path(os.environ["HOME"])
+
+
+def _no_sidecars(db: Path):
+    assert [p.name for p in db.parent.iterdir() if p.name.startswith(db.name + "-")] == []
+
+
+# --- claude-squad ----------------------------------------------------------------
+
+def test_claude_squad_live_instance_read_with_its_facts(repo):
+    wt, branch = tb.squad_worktree(repo, "fix parser")
+    dirty(wt)
+    state = tb.squad_state([tb.squad_instance(repo, wt, "fix parser", branch, status=1,
+                                              program="/usr/local/bin/claude --verbose")])
+    before = tb.files_of(state.parent)
+    (f,) = claude_squad.read(state)
+    assert (f.tool, f.tool_id, f.worktree, f.branch, f.harness, f.agent_session_id, f.kind,
+            f.live, f.group, f.tmux_session, f.name) == (
+        "claude-squad", "fix parser", wt, branch, "claude", None, "worker", True, None,
+        "claudesquad_fixparser", "fix parser")
+    assert claude_squad.default_sources(_home()) == [state]
+    assert claude_squad.read(state.parent) == [f]  # the directory names the same file
+    after = {k: v for k, v in tb.files_of(state.parent).items() if "/worktrees/" not in k}
+    assert after == {k: v for k, v in before.items() if "/worktrees/" not in k}
+
+
+@pytest.mark.parametrize(("program", "harness"), [
+    ("aider --model ollama_chat/gemma3:1b", "aider"), ("codex", "codex"),
+    ("FOO=1 gemini -y", "gemini"), ("'/opt/my tools/claude'", "claude"), ("", "")])
+def test_claude_squad_harness_is_the_program_it_ran(program, harness):
+    assert claude_squad.harness(program) == harness
+
+
+def test_claude_squad_tmux_name_drops_white_space_and_dots():
+    assert claude_squad.tmux_session("v1.2 fix\tit") == "claudesquad_v1_2fixit"
+
+
+def test_claude_squad_paused_instance_is_not_live(repo):
+    wt, branch = tb.squad_worktree(repo, "paused one")
+    dirty(wt)
+    tb.squad_pause(repo, wt, "paused one")
+    state = tb.squad_state([tb.squad_instance(repo, wt, "paused one", branch, status=3)])
+    (f,) = claude_squad.read(state)
+    assert not f.live and branch in f.note and not wt.exists()
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("{not json", "is not JSON"),
+    ('["a"]', "is not a JSON object"),
+    ('{"instances": "[]"}', "'instances' is not a list"),
+    ('{"instances": [{"title": "x", "status": 4, "worktree": {"worktree_path": "/w"}}]}',
+     "status 4"),
+    ('{"instances": [{"title": "x", "status": 0}]}', "no worktree path"),
+])
+def test_claude_squad_corrupt_or_unknown_state_refused_naming_the_file(text, says):
+    state = tb.squad_state([])
+    state.write_text(text)
+    with pytest.raises(Unreadable) as exc:
+        claude_squad.read(state)
+    assert str(state) in str(exc.value) and says in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_claude_squad_no_instances_is_nothing():
+    state = tb.squad_state([])
+    assert claude_squad.read(state) == []
+    state.write_text('{"help_screens_seen": 0}')
+    assert claude_squad.read(state) == []
+
+
+# --- vibe-kanban -----------------------------------------------------------------
+
+def test_vibe_kanban_live_workspace_read_with_its_facts(repo):
+    db = tb.vk_db()
+    wid, container = tb.vk_workspace(db, [repo], label="fix-parser", branch="vk/1a2b-fix",
+                                     agent_session_id=CLAUDE_ID)
+    wt = container / repo.name
+    dirty(wt)
+    before = tb.files_of(db.parent)
+    (f,) = vibe_kanban.read(db)
+    assert (f.tool, f.tool_id, f.worktree, f.branch, f.harness, f.agent_session_id, f.kind,
+            f.live, f.group, f.tmux_session, f.name) == (
+        "vibe-kanban", f"{wid}/{repo.name}", wt, "vk/1a2b-fix", "claude", CLAUDE_ID, "worker",
+        True, None, None, container.name)
+    assert tb.files_of(db.parent) == before
+    _no_sidecars(db)
+    assert vibe_kanban.default_sources(_home())[0] == db
+    assert vibe_kanban.read(db.parent) == [f]
+
+
+def test_vibe_kanban_workspace_over_two_repositories_is_one_group(repo, make_repo):
+    other = make_repo()
+    db = tb.vk_db()
+    wid, container = tb.vk_workspace(db, [repo, other], label="both", branch="vk/both",
+                                     executor="CODEX", agent_session_id=CODEX_ID)
+    got = vibe_kanban.read(db)
+    assert sorted(f.worktree for f in got) == sorted([container / repo.name,
+                                                      container / other.name])
+    assert {f.group for f in got} == {wid}
+    assert {(f.harness, f.agent_session_id) for f in got} == {("codex", CODEX_ID)}
+    assert len({f.tool_id for f in got}) == len({f.name for f in got}) == 2
+
+
+def test_vibe_kanban_latest_session_gives_the_agent(repo):
+    db = tb.vk_db()
+    wid, _ = tb.vk_workspace(db, [repo], label="two", branch="vk/two",
+                             agent_session_id=CLAUDE_ID)
+    conn = sqlite3.connect(db)
+    sid, ep = uuid.uuid4().bytes, uuid.uuid4().bytes
+    conn.execute("INSERT INTO sessions (id, workspace_id, executor, created_at) "
+                 "VALUES (?, ?, 'GEMINI', '2000-01-01 00:00:00')", (sid, uuid.UUID(wid).bytes))
+    conn.execute("INSERT INTO execution_processes (id, session_id, run_reason, created_at) "
+                 "VALUES (?, ?, 'codingagent', '2999-01-01 00:00:00')", (ep, sid))
+    conn.execute("INSERT INTO coding_agent_turns (id, execution_process_id, agent_session_id) "
+                 "VALUES (?, ?, 'gem-1')", (uuid.uuid4().bytes, ep))
+    conn.commit()
+    conn.close()
+    (f,) = vibe_kanban.read(db)
+    assert (f.harness, f.agent_session_id) == ("gemini", "gem-1")
+
+
+def test_vibe_kanban_archived_and_cleaned_up_workspaces_are_not_live(repo, make_repo):
+    other = make_repo()
+    db = tb.vk_db()
+    tb.vk_workspace(db, [repo], label="archived", branch="vk/archived", archived=True)
+    wid, container = tb.vk_workspace(db, [other], label="expired", branch="vk/expired")
+    tb.vk_cleanup(db, wid, container, [other])
+    got = {f.name: f for f in vibe_kanban.read(db)}
+    assert {n: (f.live, f.note) for n, f in got.items()} == {
+        next(n for n in got if n.endswith("archived")): (False, "archived in vibe-kanban"),
+        container.name: (False, "vibe-kanban removed its worktree (worktree_deleted)")}
+
+
+def test_vibe_kanban_old_layout_worktree_is_the_workspace_dir(repo):
+    db = tb.vk_db()
+    _, container = tb.vk_workspace(db, [repo], label="legacy", branch="vk/legacy", make=False)
+    git("worktree", "add", "-q", "-b", "vk/legacy", str(container), cwd=repo)
+    (f,) = vibe_kanban.read(db)
+    assert f.worktree == container and f.live
+
+
+@pytest.mark.parametrize("version", [20260301000000, 20260401000000])
+def test_vibe_kanban_unknown_migration_refused_naming_the_file(version):
+    db = tb.vk_db(version)
+    if version < vibe_kanban.MIN_VERSION:
+        conn = sqlite3.connect(db)
+        conn.execute("DELETE FROM _sqlx_migrations WHERE version >= ?", (version,))
+        conn.commit()
+        conn.close()
+    with pytest.raises(Unreadable) as exc:
+        vibe_kanban.read(db)
+    assert str(db) in str(exc.value) and "format this git-ao does not know" in str(exc.value)
+    _no_sidecars(db)
+
+
+def test_vibe_kanban_corrupt_or_foreign_database_refused_naming_the_file(tmp_path):
+    db = tb.vk_db()
+    db.write_bytes(b"SQLite format 3\x00" + b"\x13" * 400)
+    with pytest.raises(Unreadable) as exc:
+        vibe_kanban.read(db)
+    assert str(db) in str(exc.value)
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(Unreadable, match="not a vibe-kanban database"):
+        vibe_kanban.read(other)
+
+
+def test_vibe_kanban_database_with_a_journal_read_from_a_copy(repo):
+    db = tb.vk_db()
+    tb.vk_workspace(db, [repo], label="busy", branch="vk/busy")
+    journal = Path(str(db) + "-journal")
+    journal.write_bytes(b"")  # a hot journal's name: vibe-kanban mid-write
+    before = tb.files_of(db.parent)
+    assert len(vibe_kanban.read(db)) == 1
+    assert tb.files_of(db.parent) == before
+
+
+# --- crystal ---------------------------------------------------------------------
+
+def test_crystal_live_session_read_with_its_facts(repo):
+    db = tb.crystal_db()
+    sid, wt = tb.crystal_session(db, repo, "fix-parser",
+                                 panels=(("terminal", None), ("claude", CLAUDE_ID)))
+    dirty(wt)
+    before = tb.files_of(db.parent)
+    (f,) = crystal.read(db)
+    assert (f.tool, f.tool_id, f.worktree, f.branch, f.harness, f.agent_session_id, f.kind,
+            f.live, f.group, f.tmux_session) == (
+        "crystal", sid, wt, None, "claude", CLAUDE_ID, "worker", True, None, None)
+    assert tb.files_of(db.parent) == before
+    _no_sidecars(db)
+    assert crystal.default_sources(_home()) == [db]
+    assert crystal.read(db.parent) == [f]
+
+
+def test_crystal_active_ai_panel_names_the_agent(repo):
+    db = tb.crystal_db()
+    tb.crystal_session(db, repo, "both", panels=(("claude", CLAUDE_ID), ("codex", CODEX_ID)),
+                       active=1)
+    (f,) = crystal.read(db)
+    assert (f.harness, f.agent_session_id) == ("codex", CODEX_ID)
+
+
+def test_crystal_codex_session_and_a_session_with_no_agent(repo):
+    db = tb.crystal_db()
+    tb.crystal_session(db, repo, "cx", tool_type="codex",
+                       panels=(("claude", CLAUDE_ID), ("codex", CODEX_ID)))
+    tb.crystal_session(db, repo, "plain", tool_type="none")
+    got = {f.worktree.name: (f.harness, f.agent_session_id) for f in crystal.read(db)}
+    assert got == {"cx": ("codex", CODEX_ID), "plain": ("", None)}
+
+
+def test_crystal_archived_session_is_not_live_and_main_repo_session_skipped(repo):
+    db = tb.crystal_db()
+    sid, wt = tb.crystal_session(db, repo, "old", panels=(("claude", CLAUDE_ID),))
+    dirty(wt)
+    tb.crystal_archive(db, repo, sid, wt)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO sessions (id, name, initial_prompt, worktree_name, worktree_path, "
+                 "is_main_repo) VALUES ('m', 'main', '', 'main', ?, 1)", (str(repo),))
+    conn.commit()
+    conn.close()
+    (f,) = crystal.read(db)
+    assert (f.tool_id, f.live, f.note) == (sid, False, "archived in crystal")
+
+
+def test_crystal_database_from_before_panels_gives_the_claude_session_id(repo):
+    tables = tb.CRYSTAL_TABLES.split("CREATE TABLE tool_panels")[0]
+    db = tb.crystal_db(tables)
+    sid, _ = tb.crystal_session(db, repo, "early")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE sessions SET claude_session_id = ? WHERE id = ?", (CLAUDE_ID, sid))
+    conn.commit()
+    conn.close()
+    (f,) = crystal.read(db)
+    assert (f.harness, f.agent_session_id, f.live) == ("claude", CLAUDE_ID, True)
+
+
+def test_crystal_corrupt_or_unknown_database_refused_naming_the_file(tmp_path):
+    db = tb.crystal_db()
+    db.write_bytes(b"not a database at all" * 50)
+    with pytest.raises(Unreadable) as exc:
+        crystal.read(db)
+    assert str(db) in str(exc.value) and "\n" not in str(exc.value)
+    db.unlink()
+    db = tb.crystal_db("CREATE TABLE sessions (id TEXT PRIMARY KEY, worktree_path TEXT);")
+    with pytest.raises(Unreadable) as exc:
+        crystal.read(db)
+    assert str(db) in str(exc.value) and "sessions has no archived" in str(exc.value)
+    _no_sidecars(db)
+
+
+def test_crystal_panel_state_that_is_not_json_gives_no_id(repo):
+    db = tb.crystal_db()
+    sid, _ = tb.crystal_session(db, repo, "odd", panels=(("claude", CLAUDE_ID),))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE tool_panels SET state = '{broken' WHERE session_id = ?", (sid,))
+    conn.commit()
+    conn.close()
+    (f,) = crystal.read(db)
+    assert (f.harness, f.agent_session_id) == ("claude", None)
+
+
+def test_the_fixtures_write_what_the_tools_write():
+    """state.json is indented as Go's MarshalIndent and holds `instances` as an array."""
+    state = tb.squad_state([])
+    assert json.loads(state.read_text()) == {"help_screens_seen": 1, "instances": []}
+    assert state.read_text().startswith('{\n  "help_screens_seen"')
