@@ -242,3 +242,24 @@ def test_a_conflicted_restore_names_what_is_staged_otherwise_than_saved(repo, wo
     assert expect, "git kept the index part: nothing to say"
     assert got["index_not_kept"] == sorted(expect)
     assert "the index part could not be kept: " in got["message"], got["message"]
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def test_summaries_count_sessions_and_pushes_apart(repo, worktrees, tmp_path):
+    for sid in ("s1", "s2"):
+        dirty(worktrees(repo, sid))
+    target = tmp_path / "later.git"
+    target.mkdir()  # a directory, not yet a repository: the push waits
+    git("remote", "add", "later", target, cwd=repo)
+    ao("ao", "config", "set", "preserve.push", "later", cwd=repo)
+    res = ao("ao-preserve", "s1", cwd=repo)
+    assert res.stderr.splitlines()[-1] == "preserve: 1 ok; push: 1 nothing", res.stderr
+    git("init", "-q", "--bare", target, cwd=tmp_path)
+    # Nothing is preserved; the push left pending from before goes through.
+    res = ao("ao-preserve", "--all", "--timeout", "0", cwd=repo, rc=1)
+    assert res.stderr.splitlines()[-1] == "preserve: 1 refused; push: 1 ok", res.stderr
+    dirty(worktrees(repo, "s3"))
+    res = ao("ao-preserve", "--all", cwd=repo)
+    assert res.stderr.splitlines()[-1] == "preserve: 2 ok; push: 2 ok", res.stderr

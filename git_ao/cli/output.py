@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 JSON_SCHEMA = 1
+# The records a summary counts apart from the sessions of the command.
+APART = ("push", "relaunch")
 
 _STYLE = {Status.OK: "green", Status.NOTHING: "dim", Status.ATTENTION: "yellow",
           Status.REFUSED: "red", Status.FAILED: "red"}
@@ -184,14 +186,15 @@ class Printer:
         """The counts of a batch, one line on stderr (not with -q or --json)."""
         if self.json_mode or self.quiet or not outcomes:
             return
-        # Relaunch records follow the sessions they belong to; counted apart, so
-        # the sessions' counts add up to the number of sessions.
+        # Push and relaunch records follow the sessions they belong to; counted
+        # apart, so the sessions' counts add up to the number of sessions.
         groups: dict[str, dict[str, int]] = {}
         for o in outcomes:
-            counts = groups.setdefault("relaunch" if o.action == "relaunch" else verb, {})
+            counts = groups.setdefault(o.action if o.action in APART else verb, {})
             counts[o.status] = counts.get(o.status, 0) + 1
-        line = "; ".join(f"{name}: " + ", ".join(f"{n} {k}" for k, n in counts.items())
-                         for name, counts in groups.items())
+        order = sorted(groups, key=lambda name: name != verb)  # the sessions first
+        line = "; ".join(f"{name}: " + ", ".join(f"{n} {k}" for k, n in groups[name].items())
+                         for name in order)
         # Standard error on a terminal too: standard output holds the records.
         if sys.stderr.isatty():
             from rich.markup import escape
