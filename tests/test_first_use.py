@@ -263,3 +263,29 @@ def test_summaries_count_sessions_and_pushes_apart(repo, worktrees, tmp_path):
     dirty(worktrees(repo, "s3"))
     res = ao("ao-preserve", "--all", cwd=repo)
     assert res.stderr.splitlines()[-1] == "preserve: 2 ok; push: 2 ok", res.stderr
+
+
+# ---------------------------------------------------------------- ignored files
+
+
+def test_preserve_says_where_the_ignored_files_are(repo, worktrees):
+    (repo / ".gitignore").write_text(".env\n")
+    git("add", ".gitignore", cwd=repo)
+    git("commit", "-q", "-m", "ignore .env", cwd=repo)
+    kept = worktrees(repo, "kept")
+    gone = worktrees(repo, "gone")
+    for wt in (kept, gone):
+        (wt / ".env").write_text("KEY=1\n")
+        (wt / "new.txt").write_text("new\n")
+    res = ao("ao-preserve", "kept", "--keep-worktree", "--json", cwd=repo)
+    [r] = json.loads(res.stdout)["results"]
+    assert "1 ignored path(s) not in the ref, left in the worktree; worktree kept" \
+        in r["message"], r["message"]
+    res = ao("ao-preserve", "gone", "--json", cwd=repo)
+    [r] = json.loads(res.stdout)["results"]
+    assert "not saved" not in r["message"]
+    assert (f"its 1 ignored path(s) are kept in the trash copy {r['trash']}, which "
+            "git ao-restore brings back; worktree removed") in r["message"], r["message"]
+    assert (Path(r["trash"]) / ".env").read_text() == "KEY=1\n"
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "## The trash" in readme

@@ -432,8 +432,8 @@ def test_preserve_says_when_the_ignored_paths_stay_on_a_tmpfs(repo, tmp_path):
         [r] = json.loads(res.stdout)["results"]
         assert r["volatile_trash"] == "tmpfs"
         assert r["message"] == (f"0 changed, 1 untracked saved in {r['preserved_commit'][:12]}; "
-                                "1 ignored path(s) not saved; its 1 ignored path(s) are only in "
-                                "the trash copy, on a tmpfs that a reboot clears; worktree "
+                                "its 1 ignored path(s) are only in the trash copy "
+                                f"{r['trash']}, on a tmpfs that a reboot clears; worktree "
                                 "removed"), r["message"]
         ao("ao-restore", cwd=repo)
         assert (wt / "a.log").read_text() == "ignored\n"

@@ -226,15 +226,20 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             # Only the trash copy holds them, and it shares the worktree's fate.
             data["volatile_trash"] = kind
             volatile = (f"; its {len(cap.ignored)} ignored path(s) are only in the trash "
-                        f"copy, on a {kind} that a reboot clears")
-            summary += volatile
+                        f"copy {taken.worktree}, on a {kind} that a reboot clears")
+        elif cap.ignored:
+            # Ignored files are in no ref: say where they are, not that they are gone.
+            volatile = (f"; its {len(cap.ignored)} ignored path(s) are kept in the trash copy "
+                        f"{taken.worktree}, which git ao-restore brings back")
+        summary = summary.replace(_ignored_note(cap), "") + volatile
         late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
         trash.detach(taken)
         final = git.rev_parse(s.common_dir, ref) if late and ref else None
         if final and final != cap.commit:
             # The capture after the move moved the ref on: name what it holds now.
             data["preserved_commit"] = final
-            summary = _summary(cap, final) + (f"; {warn}" if warn else "") + volatile
+            summary = _summary(cap, final).replace(_ignored_note(cap), "") + \
+                (f"; {warn}" if warn else "") + volatile
         if cache.batch:
             cache.defer_prune(s.common_dir)
         else:
@@ -405,7 +410,7 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
 
 def _summary(cap: capture.Capture, commit: str | None = None) -> str:
     """What was saved; `commit` names the ref's commit when a later capture moved it."""
-    ignored = f"; {len(cap.ignored)} ignored path(s) not saved" if cap.ignored else ""
+    ignored = _ignored_note(cap)
     if not cap.commit:
         return "clean, nothing to save" + ignored
     # git status does not show what assume-unchanged or skip-worktree hides; the
@@ -414,6 +419,12 @@ def _summary(cap: capture.Capture, commit: str | None = None) -> str:
               if cap.hidden else "")
     return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked{hidden} saved in "
             f"{preserve_ref_short(commit or cap.commit)}{ignored}")
+
+
+def _ignored_note(cap: capture.Capture) -> str:
+    """The ignored paths of a worktree that stays: in no ref, left where they are."""
+    return (f"; {len(cap.ignored)} ignored path(s) not in the ref, left in the worktree"
+            if cap.ignored else "")
 
 
 def preserve_ref_short(commit: str | None) -> str:
