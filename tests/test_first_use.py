@@ -289,3 +289,76 @@ def test_preserve_says_where_the_ignored_files_are(repo, worktrees):
     assert (Path(r["trash"]) / ".env").read_text() == "KEY=1\n"
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert "## The trash" in readme
+
+
+# ---------------------------------------------------------------- records in step with refs
+
+
+def _conflicted(repo, worktrees, sid):
+    wt = worktrees(repo, sid)
+    (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", sid, cwd=repo)
+    commit_on(repo, sid, {"README.md": "theirs\n"}, "theirs")
+    ao("ao-restore", sid, cwd=repo, rc=3)
+    assert states(repo)[sid] == "attention"
+    return wt
+
+
+def test_resolve_drops_the_kept_ref_and_the_attention_together(repo, worktrees):
+    wt = _conflicted(repo, worktrees, "conf")
+    kept = ref_of(repo, "conf")
+    res = ao("ao", "resolve", "conf", cwd=repo, rc=1)  # the markers are still there
+    assert "still unmerged" in res.stdout and "README.md" in res.stdout, res.stdout
+    assert ref_of(repo, "conf") == kept
+    (wt / "README.md").write_text("both\n")
+    git("add", "README.md", cwd=wt)
+    res = ao("ao", "resolve", "conf", "-n", cwd=repo)
+    assert f"would drop {REF}conf (was {kept})" in res.stdout
+    assert ref_of(repo, "conf") == kept
+    res = ao("ao", "resolve", "conf", cwd=repo)
+    assert f"resolve\tok\tconf\tdropped {REF}conf (was {kept})" in res.stdout, res.stdout
+    assert ref_of(repo, "conf") is None
+    got = listed(repo)["conf"]
+    assert (got["state"], got["preserve_ref"], got["preserved_commit"]) == ("live", None, None)
+    res = ao("ao", "resolve", "conf", cwd=repo)
+    assert "resolve\tnothing\tconf\t" in res.stdout
+    # Shutdown saves it as usual again.
+    (wt / "more.txt").write_text("more\n")
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not wt.exists()
+
+
+def test_a_ref_dropped_by_hand_leaves_list_show_and_prune_in_step(repo, worktrees):
+    _conflicted(repo, worktrees, "hand")
+    kept = ref_of(repo, "hand")
+    git("update-ref", "-d", REF + "hand", cwd=repo)  # the README's old advice
+    got = listed(repo)["hand"]
+    assert (got["state"], got["preserve_ref"], got["preserved_commit"]) == ("live", None, None)
+    plain = ao("ao", "list", cwd=repo).stdout
+    assert plain.rstrip("\n").endswith("\t-"), plain
+    shown = ao("ao", "show", "hand", cwd=repo).stdout
+    assert kept not in shown and "README.md |" not in shown, shown
+    res = ao("ao-prune", "-n", cwd=repo)
+    assert f"would stop naming {REF}hand ({kept[:12]}) in the record" in res.stdout, res.stdout
+    res = ao("ao-prune", cwd=repo)
+    assert f"stopped naming {REF}hand" in res.stdout
+    assert "hand" not in ao("ao-prune", cwd=repo).stdout  # said once, then in step
+    # resolve brings a record in step too.
+    _conflicted(repo, worktrees, "hand2")
+    git("update-ref", "-d", REF + "hand2", cwd=repo)
+    res = ao("ao", "resolve", "hand2", cwd=repo)
+    assert f"{REF}hand2 was already deleted; the record stops naming it" in res.stdout
+
+
+def test_list_notices_a_live_session_whose_worktree_is_gone(repo, worktrees):
+    import shutil
+    gone = worktrees(repo, "gone")
+    worktrees(repo, "here")
+    shutil.rmtree(gone)
+    assert states(repo) == {"gone": "attention", "here": "live"}
+    res = ao("ao", "list", cwd=repo)
+    assert "gone\tworker\t-\tattention\t" in res.stdout
+    assert (f"hint: gone: live, but its worktree {gone} is gone or empty; git ao-preserve gone "
+            "records that, then git ao-restore re-creates it") in res.stderr, res.stderr
+    ao("ao-preserve", "gone", cwd=repo)
+    assert states(repo)["gone"] == "pending"

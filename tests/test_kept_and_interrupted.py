@@ -31,7 +31,7 @@ def test_preserve_never_replaces_work_a_restore_could_not_put_back(repo, worktre
     for args in (["--all"], ["wt", "--keep-worktree"]):
         res = ao("ao-preserve", *args, cwd=repo, rc=1)
         assert "still holds work the last restore could not put back" in res.stdout
-        assert f"git update-ref -d {REF}wt {kept}" in res.stdout
+        assert "drop it with git ao resolve wt" in res.stdout
     assert ref_of(repo, "wt") == kept
     assert (wt / "other.txt").read_text() == "the agent went on\n"
     assert "wt\tworker\t-\tattention" in ao("ao", "list", cwd=repo).stdout

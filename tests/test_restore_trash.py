@@ -122,8 +122,7 @@ def test_a_late_deletion_in_the_trash_keeps_the_ref_until_it_is_dropped(repo, wo
     assert o["data"]["late_deleted"] == ["notes.txt"]
     assert o["message"].endswith("; notes.txt deleted after it, so the ref stays until you "
                                  "drop it (git stash show -p --include-untracked "
-                                 "refs/ao/preserved/del; git update-ref -d "
-                                 "refs/ao/preserved/del)")
+                                 "refs/ao/preserved/del; git ao resolve del)")
     (wt / "more.txt").write_text("later work\n")
     res = ao("ao-preserve", "del", cwd=repo, rc=1)
     assert "still holds work the last restore could not put back" in res.stdout

@@ -48,15 +48,22 @@ STATES = ("live", "attention", "pending", "terminated")  # listing.STATES, witho
 def list_(app: App, states: tuple[str, ...], repo_path: str | None, all_: bool) -> int:
     """List the sessions of this repository (of every one with --all, or outside a
     repository): id, kind, harness, state, branch, workspace path, preserved work."""
-    from git_ao.manage.listing import list_json
+    from git_ao.manage.listing import list_json, preserve_refs, worktree_gone
     if all_ and repo_path:
         usage("give --repo or --all, not both")
     sessions = app.store.sessions()
     repo = None if all_ else _repo_of(repo_path)
     shown = [s for s in sessions if repo is None or s.common_dir == repo]
     hidden = len(sessions) - len(shown)
-    records = [r for r in map(list_json, shown) if not states or r["state"] in states]
-    app.printer.sessions(records)
+    refs = preserve_refs(shown)
+    records = [list_json(s, refs) for s in shown]
+    listed = {r["id"] for r in records if not states or r["state"] in states}
+    app.printer.sessions([r for r in records if r["id"] in listed])
+    for s in shown:
+        if s.id in listed and worktree_gone(s):
+            app.printer.hint(f"{s.id}: live, but its worktree {s.worktree_path} is gone or "
+                             f"empty; git ao-preserve {s.id} records that, then git ao-restore "
+                             "re-creates it with its last save")
     if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
         app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
                          "'git ao list --all' lists them")
@@ -147,6 +154,25 @@ def kill(app: App, ids: tuple[str, ...]) -> int:
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "kill", outcomes)
+
+
+@group.command("resolve", context_settings=CONTEXT_SETTINGS)
+@click.argument("ids", nargs=-1, required=True, metavar="ID...",
+                shell_complete=complete_ids("live"))
+@options(records=True)
+def resolve(app, ids):
+    """After a restore left work in a session's preserve ref (a conflict) and you
+    resolved it: drop the ref and the record's attention together."""
+    from git_ao.batch import guarded
+    from git_ao.manage.resolve import resolve as resolve_one
+    check_ids(ids)
+    ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
+    outcomes = []
+    for sid in ids:
+        o = guarded(functools.partial(resolve_one, ctx, sid), sid, "resolve")
+        app.printer.outcome(o)
+        outcomes.append(o)
+    return finish(app, "resolve", outcomes)
 
 
 @group.command("forget", context_settings=CONTEXT_SETTINGS)

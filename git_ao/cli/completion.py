@@ -16,7 +16,7 @@ import os
 import sys
 
 COMMANDS = {
-    "git-ao": "list, show, add, kill, forget sessions; config, log, doctor, import",
+    "git-ao": "list, show, add, kill, resolve, forget sessions; config, log, doctor, import",
     "git-ao-preserve": "save sessions' uncommitted work and take their worktrees away",
     "git-ao-restore": "bring preserved sessions back at their paths, on their branches",
     "git-ao-prune": "clean up git-ao records, refs and trash without losing work",

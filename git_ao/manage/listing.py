@@ -4,40 +4,85 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from git_ao import git, groups
+from git_ao.context import REF_PREFIX
 from git_ao.errors import AoError
+from git_ao.fs import walk
 from git_ao.git import query
 from git_ao.store import trash
 from git_ao.store.records import Session
 
 # The states `list` and `show` print, in JSON too (a stable vocabulary, git-ao(1)):
 # live, attention (live, but its ref holds work the last restore could not put
-# back), pending (saved, waiting for a restore), terminated.
+# back, or its worktree is gone), pending (saved, waiting for a restore), terminated.
 STATES = ("live", "attention", "pending", "terminated")
 
 
-def state(s: Session) -> str:
-    """The session's state as listed: one of STATES. `attention` needs the ref to
-    still hold the save's commit (dropping it with git update-ref -d ends it)."""
+# {common dir: {ref: commit}} of the preserve refs, read once per repository.
+Refs = dict[str, dict[str, str]]
+
+
+def preserve_refs(sessions: Sequence[Session]) -> Refs:
+    """The preserve refs of the repositories of `sessions`, one `git for-each-ref`
+    each (a repository that is gone or unreadable has none)."""
+    out: Refs = {}
+    for repo in sorted({s.common_dir for s in sessions}):
+        try:
+            out[repo] = dict(git.for_each_ref(repo, REF_PREFIX)) if os.path.isdir(repo) else {}
+        except AoError:
+            out[repo] = {}
+    return out
+
+
+def holds_ref(s: Session, refs: Refs | None = None) -> bool:
+    """Does the session's ref still hold the commit its record names? A pending save
+    is taken as recorded (restore applies the commit itself); any other is checked
+    against the ref, so one dropped by hand (`git update-ref -d`) is not listed.
+    refs: `preserve_refs` read beforehand, else one `git rev-parse`."""
     save = s.save
-    if s.live and save is not None and save.needs_attention and save.holds_ref \
-            and save.preserved_commit and os.path.isdir(s.common_dir) \
-            and git.rev_parse(s.common_dir, save.preserve_ref) == save.preserved_commit:
+    if save is None or not save.holds_ref or not save.preserved_commit:
+        return False
+    if save.pending:
+        return True
+    if refs is not None:
+        return refs.get(s.common_dir, {}).get(save.preserve_ref) == save.preserved_commit
+    return os.path.isdir(s.common_dir) and \
+        git.rev_parse(s.common_dir, save.preserve_ref) == save.preserved_commit
+
+
+def worktree_gone(s: Session) -> bool:
+    """Is a live session's worktree gone or empty (removed by hand, a tmpfs cleared
+    by a reboot)? Nothing is pending, yet its work is not where it was."""
+    path = s.worktree_path
+    return s.live and bool(path) and (not os.path.lexists(path) or walk.is_empty_dir(path))
+
+
+def state(s: Session, refs: Refs | None = None) -> str:
+    """The session's state as listed: one of STATES. `attention`: live, and either
+    its ref still holds the save's commit after a restore that could not put it
+    all back (`git ao resolve` ends it), or its worktree is gone or empty."""
+    save = s.save
+    if s.live and save is not None and save.needs_attention and holds_ref(s, refs):
+        return "attention"
+    if worktree_gone(s):
         return "attention"
     return s.state
 
 
-def list_json(s: Session) -> dict[str, Any]:
-    """A session as a JSON-ready dict (the `git ao list --json` record)."""
+def list_json(s: Session, refs: Refs | None = None) -> dict[str, Any]:
+    """A session as a JSON-ready dict (the `git ao list --json` record). refs: see
+    `holds_ref`."""
     save = s.save
+    held = holds_ref(s, refs)
     return {
-        "id": s.id, "kind": s.kind, "harness": s.harness, "state": state(s),
+        "id": s.id, "kind": s.kind, "harness": s.harness, "state": state(s, refs),
         "branch": s.branch, "workspace_path": s.worktree_path, "repo": s.common_dir,
         "agent_session_id": s.agent_session_id,
-        "preserve_ref": save.preserve_ref if save and save.holds_ref else None,
-        "preserved_commit": save.preserved_commit if save and save.holds_ref else None,
+        "preserve_ref": save.preserve_ref if save and held else None,
+        "preserved_commit": save.preserved_commit if save and held else None,
         "detached": save.detached if save else None,
         "saved_at": _iso(save.saved_at) if save else None,
         # a checkpoint records restored_at = saved_at: it was never restored
@@ -57,7 +102,8 @@ def show_stat(s: Session) -> str:
     session's ref holds now: nothing once a restore put it back (the facts then
     name no ref), nor when the commit is gone (see saved_commit_gone)."""
     save = s.save
-    if not save or not save.holds_ref or not save.preserved_commit or not os.path.isdir(s.common_dir):
+    if not save or not holds_ref(s) or not save.preserved_commit \
+            or not os.path.isdir(s.common_dir):
         return ""
     if not git.object_exists(s.common_dir, save.preserved_commit):
         return ""
@@ -66,9 +112,11 @@ def show_stat(s: Session) -> str:
 
 def saved_commit_gone(s: Session) -> bool:
     """Does the record name a saved commit the repository no longer has (the ref
-    deleted by hand, then garbage collected)?"""
+    deleted by hand, then garbage collected)? Asked of a pending save only: any
+    other names no commit once its ref is gone (`holds_ref`)."""
     save = s.save
-    return bool(save and save.holds_ref and save.preserved_commit and os.path.isdir(s.common_dir)
+    return bool(save and save.pending and save.holds_ref and save.preserved_commit
+                and os.path.isdir(s.common_dir)
                 and not git.object_exists(s.common_dir, save.preserved_commit))
 
 

@@ -154,6 +154,25 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
                                    f"kept {ref} ({oid[:12]}): its work is neither on the branch "
                                    "nor in the worktree; see it with git stash show -p "
                                    f"--include-untracked {ref}", facts(s)))
+    held = dict(git.for_each_ref(repo, REF_PREFIX))
+    for sid in sorted(by_id):
+        # A record naming a ref deleted by hand (`git update-ref -d` after a
+        # conflict): listings would show a ref that is not there.
+        with ctx.lock(sid):
+            s = ctx.store.get(sid)
+            save = s.save if s is not None else None
+            if s is None or save is None or save.pending or not save.holds_ref \
+                    or not save.preserved_commit or save.preserve_ref in held \
+                    or git.rev_parse(repo, save.preserve_ref) is not None:
+                continue
+            if not ctx.dry_run:
+                ctx.store.forget_ref(sid, save.preserved_commit)
+            ctx.log("prune", sid, "record-in-step", ref=save.preserve_ref,
+                    commit=save.preserved_commit)
+            out.append(Outcome(sid, "prune-record", Status.OK,
+                               f"{'would stop' if ctx.dry_run else 'stopped'} naming "
+                               f"{save.preserve_ref} ({save.preserved_commit[:12]}) in the "
+                               "record: the ref was deleted", facts(s)))
     for ref, oid in git.for_each_ref(repo, BEFORE_STOP_PREFIX):
         # Only the user knows whether the state a stop handler changed is wanted.
         out.append(Outcome(ref[len(BEFORE_STOP_PREFIX):], "prune-ref", Status.NOTHING,

@@ -343,7 +343,7 @@ def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
     ctx.log("preserve", s.id, "refused-kept-work", ref=ref, commit=oid)
     raise Refused(f"{ref} still holds work the last restore could not put back "
                   f"(git stash show -p --include-untracked {ref}); apply what you need, then "
-                  f"drop it with git update-ref -d {ref} {oid}; nothing is captured or removed")
+                  f"drop it with git ao resolve {s.id}; nothing is captured or removed")
 
 
 def _moved_to(entries: list[git.WorktreeEntry], s: Session, path: str) -> str | None:

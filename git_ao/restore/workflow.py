@@ -298,7 +298,7 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.
             status = Status.ATTENTION
             msg += (f"; {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''} deleted "
                     f"after it, so the ref stays until you drop it (git stash show -p "
-                    f"--include-untracked {ref}; git update-ref -d {ref})")
+                    f"--include-untracked {ref}; git ao resolve {s.id})")
     else:
         crashpoint.hit("restore:before-ref-delete")
         if save.preserved_commit:

@@ -1,0 +1,74 @@
+"""`git ao resolve ID`: end what a restore that could not put all the work back
+left (a conflict, files that could not be placed): drop the preserve ref it
+kept and the record's attention together, so refs and records stay in step.
+
+Also the way to bring a record in step with a ref the user dropped by hand
+(`git update-ref -d`): the record stops naming it."""
+
+from __future__ import annotations
+
+import os
+
+from git_ao import git
+from git_ao.context import Context, facts, lookup, preserve_ref
+from git_ao.errors import Refused
+from git_ao.git import query
+from git_ao.outcome import Outcome, Status
+
+
+def resolve(ctx: Context, session_id: str) -> Outcome:
+    """Drop the preserve ref a restore kept for a live session, once its worktree
+    has no unmerged path left, and clear the record's attention in the same step.
+
+    The ref is deleted only while it still points at the commit the record
+    names (`git update-ref -d <ref> <old>`); the commit id is logged, and is kept
+    by git until `git gc` prunes it. A ref already gone only brings the record in
+    step. Returns an Outcome (nothing: no such ref or attention); raises Refused
+    for a pending session, a worktree that is gone, unmerged paths, or a ref that
+    holds another commit than the record's."""
+    with ctx.lock(session_id):
+        s = lookup(ctx, session_id)
+        save = s.save
+        ref = preserve_ref(s.id)
+        if s.pending:
+            raise Refused(f"'{s.id}' is pending: git ao-restore {s.id} brings it back first")
+        if not s.live:
+            return Outcome(s.id, "resolve", Status.NOTHING, "terminated, nothing to resolve",
+                           facts(s))
+        oid = save.preserved_commit if save is not None else None
+        if save is None or not oid or not (save.needs_attention or save.holds_ref):
+            return Outcome(s.id, "resolve", Status.NOTHING, f"nothing to resolve: no record of "
+                           f"work left in {ref}", facts(s))
+        now = git.rev_parse(s.common_dir, ref) if os.path.isdir(s.common_dir) else None
+        verb = "would " if ctx.dry_run else ""
+        if now is None:
+            if not ctx.dry_run:
+                ctx.store.forget_ref(s.id, oid)
+            ctx.log("resolve", s.id, "record-in-step", ref=ref, commit=oid)
+            return Outcome(s.id, "resolve", Status.OK, f"{ref} was already deleted; the record "
+                           f"{'would stop' if ctx.dry_run else 'stops'} naming it ({oid[:12]})",
+                           facts(s))
+        if now != oid:
+            raise Refused(f"{ref} holds {now[:12]}, not {oid[:12]} as recorded; nothing is "
+                          "changed (see it with git stash show -p --include-untracked "
+                          f"{ref})")
+        path = s.worktree_path
+        if not os.path.isdir(path):
+            raise Refused(f"the worktree {path} is gone, and {ref} may hold its only work; "
+                          f"git ao-preserve {s.id} records that, then git ao-restore "
+                          "re-creates it")
+        unmerged = query.unmerged_paths(path)
+        if unmerged:
+            listed = ", ".join(unmerged[:5]) + (" ..." if len(unmerged) > 5 else "")
+            raise Refused(f"{len(unmerged)} path(s) still unmerged in {path} ({listed}): "
+                          "resolve them and git add them first; nothing is changed")
+        if not ctx.dry_run:
+            git.delete_ref(s.common_dir, ref, oid)
+            ctx.store.forget_ref(s.id, oid)
+        ctx.log("resolve", s.id, "ref-dropped", ref=ref, commit=oid)
+        return Outcome(s.id, "resolve", Status.OK,
+                       f"{verb}drop {ref} (was {oid}) and the record's attention"
+                       if ctx.dry_run else
+                       f"dropped {ref} (was {oid}); the session is live with nothing kept "
+                       f"(git update-ref {ref} {oid} brings the ref back until git gc prunes "
+                       "the commit)", facts(s))
