@@ -61,6 +61,6 @@ def test_a_lost_database_is_named_and_restore_says_how_to_rebuild_it(repo, workt
     assert res.stderr == ("nothing to restore: no pending sessions\n"
                           "hint: the database holds no session, but preserve refs exist in "
                           f"{common}: rebuild the records with git ao doctor --recover "
-                          f"-C {common}\n")
+                          f"-C {os.path.dirname(common)}\n")
     [check] = [c for c in _checks(repo, 1) if c["name"] == "database" and not c["ok"]]
     assert "git ao doctor --recover" in check["detail"]

@@ -362,3 +362,28 @@ def test_list_notices_a_live_session_whose_worktree_is_gone(repo, worktrees):
             "records that, then git ao-restore re-creates it") in res.stderr, res.stderr
     ao("ao-preserve", "gone", cwd=repo)
     assert states(repo)["gone"] == "pending"
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def test_doctor_suggests_a_command_that_works_and_recover_says_only_what_is_left(repo,
+                                                                                worktrees):
+    wt = worktrees(repo, "orph")
+    worktrees(repo, "other")
+    dirty(wt)
+    ao("ao-preserve", "orph", cwd=repo)
+    ao("ao", "forget", "--force", "orph", cwd=repo)  # the record is lost, the ref stays
+    res = ao("ao", "doctor", cwd=repo, rc=1)
+    line = next(ln for ln in res.stdout.splitlines() if "orphaned refs" in ln)
+    suggested = line.split("(git ao doctor --recover -C ", 1)[1].split(" rebuilds")[0]
+    assert suggested == str(repo), line
+    res = ao("ao", "doctor", "--recover", "-C", suggested, cwd=wt.parent)
+    assert "recover\tok\torph\t" in res.stdout
+    assert "  ok  " not in res.stdout and "   note  " not in res.stdout, res.stdout
+    assert "git ao doctor shows every check" in res.stderr
+    assert states(repo)["orph"] == "pending"
+    # The git dir names the repository as well.
+    ao("ao", "forget", "--force", "orph", cwd=repo)
+    res = ao("ao", "doctor", "--recover", "-C", repo / ".git", cwd=wt.parent)
+    assert "recover\tok\torph\t" in res.stdout, res.stdout + res.stderr

@@ -304,7 +304,7 @@ def test_worktree_moved_after_registration_is_refused(repo, worktrees, tmp_path)
     res = ao("ao-preserve", "mv", cwd=repo, rc=1)
     assert str(elsewhere) in res.stdout + res.stderr
     assert state(elsewhere) == before
-    assert sessions_by_id(repo)["mv"]["state"] == "live"
+    assert sessions_by_id(repo)["mv"]["state"] == "attention"  # live, not where it was recorded
     git("worktree", "move", elsewhere, wt, cwd=repo)
     round_trip(repo, wt, "mv")
 

@@ -226,9 +226,15 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
                               recovered=[{"id": o.session_id, "status": o.status,
                                           "message": o.message, **o.data} for o in outcomes])
     else:
-        for c in checks:
+        # After a recovery only what is still wrong is worth reading; the full
+        # report is one `git ao doctor` away.
+        for c in checks if not recover else [c for c in checks if c.ok is False]:
             word = {True: "ok", False: "problem", None: "note"}[c.ok]
             click.echo(f"{word:>7}  {c.name}: {c.detail}")
+        if recover and not app.printer.quiet:
+            click.echo(f"doctor: {len(outcomes)} ref(s) looked at, "
+                       f"{sum(1 for c in checks if c.ok is False)} problem(s) left "
+                       "(git ao doctor shows every check)", err=True)
     return doc.exit_status(checks, outcomes)
 
 

@@ -83,6 +83,21 @@ def repo_dirs(path: str, *, inherit_repo_env: bool = False) -> RepoDirs:
     return RepoDirs(lines[0], lines[1], top, lines[2] == "true")
 
 
+def common_dir_of(path: str) -> str:
+    """The absolute common git dir of the repository `path` is in: a worktree, a
+    bare repository, or a git dir itself (`<repo>/.git`, where `--show-toplevel`
+    fails: "must be run in a work tree"). One `git rev-parse --path-format=absolute
+    --git-common-dir`. Raises Fatal when `path` is in no repository."""
+    if not os.path.isdir(path):
+        raise Fatal(f"cannot change to '{path}': No such directory")
+    res = call(["rev-parse", "--path-format=absolute", "--git-common-dir"], path)
+    text = res.out.decode("utf-8", "surrogateescape").strip()
+    if res.status != 0 or not text:
+        msg = git_message(res.errtext, res.status) if res.errtext.strip() else ""
+        raise Fatal(msg.removeprefix("fatal: ") or f"not a git repository: {path}")
+    return text
+
+
 def worktree_list(common_dir: str) -> list[WorktreeEntry]:
     """Parse `git worktree list --porcelain -z` run in the repository's common dir.
 

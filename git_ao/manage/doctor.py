@@ -107,7 +107,7 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> li
         detail = f"{repo}: {len(known)} session(s)"
         if orphans:
             detail += (f", orphaned refs: {', '.join(orphans)} (git ao doctor --recover "
-                       f"-C {repo} rebuilds their records)")
+                       f"-C {shell_path(worktree_of(repo))} rebuilds their records)")
         checks.append(Check("repository", not orphans, detail))
         entries = git.worktree_list(repo)
         loose = unregistered_worktrees(repo, sessions, entries)
@@ -191,7 +191,22 @@ def lost_database(data_dir: str, repos: list[str]) -> str | None:
         return None
     return ("the database holds no session, but preserve refs exist in "
             f"{', '.join(holders)}: rebuild the records with git ao doctor --recover "
-            f"-C {holders[0]}")
+            f"-C {shell_path(worktree_of(holders[0]))}")
+
+
+def worktree_of(common_dir: str) -> str:
+    """Where to point `-C` for the repository whose common dir is `common_dir`: its
+    main worktree (the parent of a `.git` directory), else the directory itself
+    (a bare repository)."""
+    if os.path.basename(common_dir.rstrip("/")) == ".git":
+        return os.path.dirname(common_dir.rstrip("/"))
+    return common_dir
+
+
+def shell_path(path: str) -> str:
+    """`path` as a shell reads it back (quoted when it needs it)."""
+    import shlex
+    return shlex.quote(path)
 
 
 def split_daemon_refs(repo: str, refs: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -61,7 +61,8 @@ def repositories(paths: Iterable[str] = (),
         candidates += [(p, False) for p in _walk(top)]
     for path, named in candidates:
         try:
-            found.add(os.path.realpath(git.repo_dirs(path).common_dir))
+            # A git dir (`-C <repo>/.git`) names its repository too.
+            found.add(os.path.realpath(git.common_dir_of(path)))
         except AoError as exc:
             if named:
                 problems.append(str(exc))
