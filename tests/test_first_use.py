@@ -256,6 +256,8 @@ def test_summaries_count_sessions_and_pushes_apart(repo, worktrees, tmp_path):
     ao("ao", "config", "set", "preserve.push", "later", cwd=repo)
     res = ao("ao-preserve", "s1", cwd=repo)
     assert res.stderr.splitlines()[-1] == "preserve: 1 ok; push: 1 nothing", res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+    assert "does not appear to be a git repository" in line, line  # git's reason, not its advice
     git("init", "-q", "--bare", target, cwd=tmp_path)
     # Nothing is preserved; the push left pending from before goes through.
     res = ao("ao-preserve", "--all", "--timeout", "0", cwd=repo, rc=1)

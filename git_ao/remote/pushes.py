@@ -364,10 +364,16 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
 
 
 def why_failed(res: git.Completed) -> str:
+    """git's reason for a failed push, in one line: its first `fatal:` or `error:`
+    line (the advice after it, "Please make sure you have the correct access
+    rights and the repository exists.", says nothing), else its last line."""
     if res.status == git.TIMED_OUT:
         return res.errtext.strip().splitlines()[-1]
-    lines = [ln for ln in res.errtext.strip().splitlines() if ln.strip()]
-    return lines[-1].removeprefix("fatal: ") if lines else f"git push exit status {res.status}"
+    lines = [ln.strip() for ln in res.errtext.strip().splitlines() if ln.strip()]
+    said = next((ln for ln in lines if ln.startswith(("fatal: ", "error: "))), None)
+    if said is not None:
+        return said.removeprefix("fatal: ").removeprefix("error: ")
+    return lines[-1] if lines else f"git push exit status {res.status}"
 
 
 def _rejected(ctx: Context, r: PushRow, remote: str, repo: str, summary: str,
