@@ -160,7 +160,7 @@ def kill(app: App, ids: tuple[str, ...]) -> int:
 @click.argument("ids", nargs=-1, required=True, metavar="ID...",
                 shell_complete=complete_ids("live"))
 @options(records=True)
-def resolve(app, ids):
+def resolve(app: App, ids: tuple[str, ...]) -> int:
     """After a restore left work in a session's preserve ref (a conflict) and you
     resolved it: drop the ref and the record's attention together."""
     from git_ao.batch import guarded
