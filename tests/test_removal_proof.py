@@ -415,3 +415,38 @@ def test_an_inner_session_alone_waits_for_its_pending_outer_one(repo, worktrees)
     assert states(repo) == {"outer": "pending", "inner": "pending"}
     ao("ao-restore", cwd=repo)
     assert (inner / "inner.txt").read_text() == "inner work\n"
+
+
+def test_a_write_just_after_git_status_and_before_the_walk_is_saved(repo, worktrees,
+                                                                    monkeypatch):
+    # An agent rewrites a tracked file right after preserve's `git status` found
+    # the worktree clean, well outside the walk's racy window. The capture takes
+    # the status at its word; the witness must still see the write and save it.
+    import time
+
+    from git_ao.context import Context
+    from git_ao.preserve import workflow as preserve
+    from git_ao.save import capture
+    from git_ao.store.database import Store
+    wt = worktrees(repo, "late")
+    real_inspect = capture.inspect
+
+    def inspect_then_write(path, git_dir):
+        st = real_inspect(path, git_dir)
+        if path == str(wt):  # once: a capture of the moved copy reads it as it is
+            (wt / "README.md").write_text("written after git status\n")
+            time.sleep(0.2)  # past the racy window of a walk that starts now
+        return st
+
+    monkeypatch.setattr(capture, "inspect", inspect_then_write)
+    ctx = Context(Store())
+    [out] = preserve.preserve(ctx, [ctx.store.get("late")])
+    assert not wt.exists(), out
+    # In the save itself, not only in the trash copy the directory went to.
+    saved = git("rev-parse", "-q", "--verify", "refs/ao/preserved/late", cwd=repo,
+                check=False).strip()
+    assert saved, out.message
+    assert git("show", f"{saved}:README.md", cwd=repo) == "written after git status\n"
+    monkeypatch.setattr(capture, "inspect", real_inspect)
+    ao("ao-restore", "late", cwd=repo)
+    assert (wt / "README.md").read_text() == "written after git status\n"

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 PATH_MAX = 4096
+S_ISDIR, S_ISREG, S_ISLNK = stat.S_ISDIR, stat.S_ISREG, stat.S_ISLNK
+_new_entry = tuple.__new__
 # Linux stamps file times from a clock that ticks every few milliseconds, so a
 # write within one tick of a stat may leave mtime and ctime as they were. A file
 # whose times fall within this window of the walk is compared by content.
@@ -160,7 +163,7 @@ def is_mount_point(path: str, mounts: set[str] | None = None) -> bool:
 
 
 def walk(root: str, *, mounts: set[str] | None = None,
-         skip: frozenset[str] = frozenset()) -> Walk:
+         skip: frozenset[str] = frozenset(), started_ns: int | None = None) -> Walk:
     """Walk the directory `root` without following symlinks or crossing mounts.
     A directory in `skip` (relative, no trailing '/') is listed in `dirs` but not
     entered (a wholly ignored node_modules/ a caller does not judge).
@@ -170,8 +173,11 @@ def walk(root: str, *, mounts: set[str] | None = None,
     OSError only when `root` itself cannot be opened. A directory named `.git`
     is never entered; the directory holding it (other than `root`) is listed in
     `nested`, and a `.git` file likewise marks a nested worktree or submodule.
+    started_ns: the time (ns, the clock file times use) from which an entry counts
+    as racy (`Walk.racy`); default: when the walk starts. A caller that reads the
+    worktree with git alongside passes a time taken before either began.
     """
-    w = Walk(root=root, started_ns=time.time_ns())
+    w = Walk(root=root, started_ns=time.time_ns() if started_ns is None else started_ns)
     mounts = mount_points() if mounts is None else mounts
     real = os.path.realpath(root)
     inner_mounts = {m for m in mounts if m.startswith(real.rstrip("/") + "/")}
@@ -191,20 +197,21 @@ def walk(root: str, *, mounts: set[str] | None = None,
 def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                inner_mounts: set[str], skip: frozenset[str]) -> None:
     # Depth first with an explicit stack of open directories, so a deep tree costs
-    # one descriptor per level and no Python recursion.
+    # one descriptor per level and no Python recursion. Each directory's files are
+    # recorded as it is listed; its subdirectories wait on the stack.
     root_len = len(os.fsencode(real_root)) + 1
-    stack: list[tuple[int, str, list[os.DirEntry[str]]]] = []
-    stack.append((top_fd, top_rel, _list(w, top_fd, top_rel)))
-    try:
-        while stack:
-            fd, rel, pending = stack[-1]
-            if not pending:
-                stack.pop()
-                if fd != top_fd:
-                    os.close(fd)
-                continue
-            e = pending.pop()
-            path = f"{rel}/{e.name}" if rel else e.name
+    entries, blockers, dirs = w.entries, w.blockers, w.dirs
+    stack: list[tuple[int, str, list[tuple[str, str, int]]]] = []
+
+    def enter(fd: int, rel: str) -> None:
+        subdirs: list[tuple[str, str, int]] = []
+        listed = _list(w, fd, rel)
+        stack.append((fd, rel, subdirs))
+        if not listed and rel:
+            w.empty.append(rel)
+        for e in listed:
+            name = e.name
+            path = f"{rel}/{name}" if rel else name
             try:
                 st = e.stat(follow_symlinks=False)
             except FileNotFoundError:
@@ -212,46 +219,88 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                 # lose. One written again later is newer than `started_ns`.
                 continue
             except OSError as exc:
-                w.blockers.append(Blocker(path, f"cannot stat: {exc.strerror}"))
+                blockers.append(Blocker(path, f"cannot stat: {exc.strerror}"))
                 continue
-            if e.name == ".git":
+            if name == ".git":
                 if rel:
                     w.nested.append(rel)
                 continue
-            if not stat.S_ISDIR(st.st_mode):
-                w.entries[path] = Entry.of(st)
+            mode = st.st_mode
+            if not S_ISDIR(mode):
+                # The record is built inline: this runs once per file, and the
+                # walk's cost is mostly its per-file work.
+                entries[path] = _new_entry(Entry, (
+                    "file" if S_ISREG(mode) else "link" if S_ISLNK(mode) else "other",
+                    mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
                 # A character is at most 4 bytes: encode only paths that may be too long.
                 if (len(path) * 4 + root_len >= PATH_MAX
                         and len(os.fsencode(os.path.join(real_root, path))) >= PATH_MAX):
-                    w.blockers.append(Blocker(path, "its path is longer than PATH_MAX, so git "
-                                                    "cannot read or store it"))
+                    blockers.append(Blocker(path, "its path is longer than PATH_MAX, so git "
+                                                  "cannot read or store it"))
+            elif st.st_dev != dev or os.path.join(real_root, path) in inner_mounts:
+                blockers.append(Blocker(path, "a mount point; nothing is taken away across "
+                                              "a mount"))
+            elif path in skip:
+                dirs[path] = mode
+            else:
+                subdirs.append((name, path, mode))
+
+    try:
+        enter(top_fd, top_rel)
+        while stack:
+            fd, _rel, subdirs = stack[-1]
+            if not subdirs:
+                stack.pop()
+                if fd != top_fd:
+                    os.close(fd)
                 continue
-            if st.st_dev != dev or os.path.join(real_root, path) in inner_mounts:
-                w.blockers.append(Blocker(path, "a mount point; nothing is taken away across "
-                                                "a mount"))
-                continue
-            if path in skip:
-                w.dirs[path] = st.st_mode
-                continue
+            name, path, mode = subdirs.pop()
             try:
-                sub = os.open(e.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except FileNotFoundError:
                 continue  # removed since it was listed, as above
             except OSError as exc:
-                w.blockers.append(Blocker(path, f"cannot open the directory ({exc.strerror}), "
-                                                "so what it holds is unknown"))
+                blockers.append(Blocker(path, f"cannot open the directory ({exc.strerror}), "
+                                              "so what it holds is unknown"))
                 continue
-            w.dirs[path] = st.st_mode
-            listed = _list(w, sub, path)
-            if not listed:
-                w.empty.append(path)
-            stack.append((sub, path, listed))
+            dirs[path] = mode
+            enter(sub, path)
     finally:
-        for fd, _rel, _pending in stack:
+        for fd, _rel, _subdirs in stack:
             if fd != top_fd:
                 os.close(fd)
         w.blockers.sort(key=lambda b: b.path)
         w.nested.sort()
+
+
+class Background:
+    """`walk(root, started_ns=...)` running in a thread of its own, so a caller's
+    git process runs at the same time (each stat releases the GIL)."""
+
+    def __init__(self, root: str, started_ns: int) -> None:
+        self._result: Walk | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(root, started_ns),
+                                        name="git-ao-walk", daemon=True)
+        self._thread.start()
+
+    def _run(self, root: str, started_ns: int) -> None:
+        try:
+            self._result = walk(root, started_ns=started_ns)
+        except BaseException as exc:  # noqa: BLE001 - raised again by result()
+            self._error = exc
+
+    def result(self) -> Walk:
+        """The finished walk; raises what `walk` raised (OSError for the root)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def abandon(self) -> None:
+        """Wait for the walk and drop it (the caller failed before it needed it)."""
+        self._thread.join()
 
 
 def _list(w: Walk, fd: int, rel: str) -> list[os.DirEntry[str]]:

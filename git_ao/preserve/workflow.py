@@ -171,7 +171,19 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             raise Refused(f"'{path}' is not a worktree of {s.common_dir}; nothing is removed")
         _refuse_over_kept_work(ctx, s, path)
         v = worktree.verify(s.common_dir, path, entries)
-        st = capture.inspect(path, v.git_dir)
+        # The walk, the witness for the removal, runs beside inspect's `git status`
+        # and is over before the capture reads a file: its stat data is what the
+        # check after the move compares with, and every entry touched since `since`
+        # (taken before both) is compared by content there, so no write is missed.
+        since = time.time_ns()
+        walking = None if keep_worktree or ctx.dry_run else walk.Background(path, since)
+        try:
+            st = capture.inspect(path, v.git_dir)
+        except BaseException:
+            if walking is not None:
+                walking.abandon()
+            raise
+        before = walking.result() if walking is not None else None
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
             what = "checkpoint" if keep_worktree else "preserve and remove"
@@ -179,9 +191,6 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, "preserve", Status.OK, f"would {what}: {len(st.changed)} changed, "
                            f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
                            facts(s))
-        # The walk is taken before the capture: its stat data is what the check
-        # after the move compares with, so a write that lands after it is seen.
-        before = None if keep_worktree else walk.walk(path)
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         cap = capture.capture(path, v.git_dir, meta, st=st, walked=before)
         crashpoint.hit("preserve:after-capture")
