@@ -20,7 +20,9 @@ def test_a_version_2_database_gains_the_daemon_facts(repo, worktrees):
     ao("ao-preserve", "old", cwd=repo)
     db = os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db")
     conn = sqlite3.connect(db)
-    conn.executescript("ALTER TABLE sessions DROP COLUMN group_id;"
+    conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
+                       "ALTER TABLE sessions DROP COLUMN tmux_session; "
+                       "ALTER TABLE sessions DROP COLUMN group_id;"
                        "ALTER TABLE sessions DROP COLUMN session_mode;"
                        "ALTER TABLE sessions DROP COLUMN provider_conversation_id;"
                        "DROP TABLE import_notes;"

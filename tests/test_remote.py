@@ -314,7 +314,9 @@ def test_schema_3_database_gains_the_push_table(repo, worktrees):
     db = os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db")
     conn = sqlite3.connect(db)
     # Back to schema 3: without the push table (4) and the explicit states (5).
-    conn.executescript("DROP TABLE remote_pushes; "
+    conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
+                       "ALTER TABLE sessions DROP COLUMN tmux_session; "
+                       "DROP TABLE remote_pushes; "
                        "ALTER TABLE session_worktrees DROP COLUMN pending; "
                        "ALTER TABLE session_worktrees DROP COLUMN ref_held; "
                        "PRAGMA user_version = 3;")

@@ -132,7 +132,9 @@ def test_a_version_3_database_gains_the_pending_state(repo, worktrees):
     ao("ao-restore", "l3", cwd=repo)
     ao("ao-preserve", "--keep-worktree", "c3", cwd=repo)
     conn = _db()
-    conn.executescript("ALTER TABLE session_worktrees DROP COLUMN pending;"
+    conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
+                       "ALTER TABLE sessions DROP COLUMN tmux_session; "
+                       "ALTER TABLE session_worktrees DROP COLUMN pending;"
                        "ALTER TABLE session_worktrees DROP COLUMN ref_held;"
                        "PRAGMA user_version = 3;")
     conn.close()

@@ -362,20 +362,25 @@ def completion(app: App, shell: str) -> int:
 
 
 @group.command("import", context_settings=CONTEXT_SETTINGS)
-@click.option("--from", "db_path", metavar="PATH", type=click.Path(dir_okay=False),
-              help="The ao daemon's database (default: ao.db in the data dir).")
+@click.option("--tool", "tools", multiple=True, metavar="NAME",
+              help="The tool whose sessions to import: ao (the ao daemon), claude-code, "
+              "claude-squad, codex, conductor, crystal or vibe-kanban; repeatable "
+              "(default: every tool whose state is found, and the ao daemon).")
+@click.option("--from", "from_path", metavar="PATH", type=click.Path(),
+              help="The tool's state file or directory, when it is not where the tool "
+              "keeps it (with no --tool: the ao daemon's database).")
 @options(records=True)
-def import_(app: App, db_path: str | None) -> int:
-    """Register the live sessions recorded in the ao daemon's ao.db (read-only, of a
-    known schema version): kind, harness, branch, workspace path, agent session id,
-    prompt, chat resume facts, and each repository worktree of a workspace session."""
-    from git_ao.importers import daemon
-    path = db_path or daemon.default_path(app.store.dir)
-    outcomes, _ = daemon.run(app.ctx, path)
+def import_(app: App, tools: tuple[str, ...], from_path: str | None) -> int:
+    """Register the live sessions other tools keep (read-only): each tool's worktrees
+    with the harness, agent session id, kind and branch it recorded, and the ao
+    daemon's ao.db (of a known schema version). Paused, archived or ended sessions
+    are reported, not imported."""
+    from git_ao.importers import tools as importers
+    outcomes = importers.run(app.ctx, tools, from_path, data_dir=app.store.dir)
     for o in outcomes:
         app.printer.outcome(o)
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:
-        click.echo(f"nothing to import: no live sessions in {path}", err=True)
+        click.echo("nothing to import: no live sessions found", err=True)
     return finish(app, "import", outcomes)
 
 

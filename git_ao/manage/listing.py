@@ -89,6 +89,7 @@ def list_json(s: Session, refs: Refs | None = None) -> dict[str, Any]:
         "restored_at": _iso(save.restored_at) if save and save.restored_at
         and not save.pending and save.restored_at != save.saved_at else None,
         "created_at": _iso(s.created_at),
+        "tool": s.tool, "tool_id": s.tool_id, "tmux_session": s.tmux_session,
         **groups.facts(s),
     }
 

@@ -18,11 +18,11 @@ from git_ao.store.states import KINDS, Kind
 
 def register(ctx: Context, path: str, *, session_id: str | None = None,
              kind: str = Kind.WORKER, harness: str = "", agent_session_id: str | None = None,
-             prompt: str | None = None) -> Session:
+             prompt: str | None = None, name: str | None = None) -> Session:
     """Register the linked worktree containing `path` as a live session.
 
-    With no `session_id` the id is the worktree's name, or, when a session of that
-    name exists, `<repo>-<name>` (see free_id). Returns the Session (not stored
+    With no `session_id` the id is `name` (made valid by id_from_name), else the
+    worktree's name, or, when a session of that id exists, `<repo>-<id>` (see free_id). Returns the Session (not stored
     on a dry run). Raises Fatal (not a repository), Usage (bad id or kind, a bare
     repository, a main worktree, a path with a newline or not in UTF-8) or Refused
     (id or worktree taken).
@@ -39,15 +39,15 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     top = os.path.realpath(dirs.toplevel)
     if "\n" in top:
         raise Usage("worktree paths with a newline are not supported")
-    for what, name in (("worktree", top), ("repository", dirs.common_dir)):
+    for what, where in (("worktree", top), ("repository", dirs.common_dir)):
         try:
-            name.encode("utf-8")
+            where.encode("utf-8")
         except UnicodeEncodeError:
-            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+            shown = os.fsencode(where).decode("utf-8", "backslashreplace")
             raise Usage(f"{what} path '{shown}' is not valid UTF-8, which git-ao records "
                         "paths as; rename the directory") from None
     sid = session_id if session_id is not None else \
-        id_from_name(os.path.basename(dirs.git_dir.rstrip("/")))
+        id_from_name(name or os.path.basename(dirs.git_dir.rstrip("/")))
     try:
         validate_id(sid)
     except Usage as exc:

@@ -282,7 +282,8 @@ class Store:
         return Session(row["id"], row["kind"], row["harness"], row["repo"], row["branch"],
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save,
-                       row["group_id"], row["session_mode"], row["provider_conversation_id"])
+                       row["group_id"], row["session_mode"], row["provider_conversation_id"],
+                       row["tool"], row["tool_id"], row["tmux_session"])
 
     def _error(self, exc: sqlite3.DatabaseError) -> Fatal:
         """Damage (not a database, corrupt) or trouble around it (a full disk, I/O, a
@@ -341,6 +342,18 @@ class Store:
             c.execute("UPDATE sessions SET group_id = ?, session_mode = ?, "
                       "provider_conversation_id = ?, updated_at = ? WHERE id = ?",
                       (group_id, session_mode, provider_conversation_id, now_ns(), session_id))
+
+    def set_tool_facts(self, session_id: str, *, tool: str, tool_id: str,
+                       tmux_session: str | None, group_id: str | None, harness: str,
+                       agent_session_id: str | None) -> None:
+        """Record what an import read from a tool for a registered session (the caller
+        merges them with what the session already had)."""
+        with self.transaction() as c:
+            c.execute("UPDATE sessions SET tool = ?, tool_id = ?, tmux_session = ?, "
+                      "group_id = ?, harness = ?, agent_session_id = ?, updated_at = ? "
+                      "WHERE id = ?",
+                      (tool, tool_id, tmux_session, group_id, harness, agent_session_id,
+                       now_ns(), session_id))
 
     def import_notes(self, source: str) -> dict[str, tuple[str, int]]:
         """{daemon id: (reason, noted_at ns)} of the rows of the daemon database at

@@ -86,5 +86,12 @@ MIGRATIONS = [
         pending = (restored_at IS NULL OR saved_at > restored_at),
         ref_held = (preserve_ref != '' AND (restored_at IS NULL OR saved_at >= restored_at))
     """,
+    # 6: facts imported from the tool that made a session (git ao import --tool): the
+    # tool's name, its own id for the session, and the tmux session it ran the agent in.
+    """
+    ALTER TABLE sessions ADD COLUMN tool TEXT;
+    ALTER TABLE sessions ADD COLUMN tool_id TEXT;
+    ALTER TABLE sessions ADD COLUMN tmux_session TEXT
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

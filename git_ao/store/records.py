@@ -87,6 +87,9 @@ class Session:
     group_id: str | None = None  # the ao daemon session this worktree is part of
     session_mode: str | None = None  # the daemon's 'tui' or 'chat'
     provider_conversation_id: str | None = None  # a chat-mode session's resume handle
+    tool: str | None = None  # the tool that made it (git ao import --tool): claude-code, ...
+    tool_id: str | None = None  # that tool's own id for it
+    tmux_session: str | None = None  # the tmux session the tool ran its agent in
 
     @property
     def pending(self) -> bool:

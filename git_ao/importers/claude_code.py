@@ -1,0 +1,176 @@
+"""Claude Code: the worktrees `claude --worktree` made, found from its transcripts.
+
+Claude Code is closed source; what this reads is what its documentation and its
+users' tooling establish (the man page's IMPORT section says which is which):
+
+* `claude --worktree <name>` makes `<repository>/.claude/worktrees/<name>` on a new
+  branch `worktree-<name>` (documented: code.claude.com/docs/en/worktrees).
+* Each session's transcript is `~/.claude/projects/<key>/<session id>.jsonl`, one
+  JSON object a line; lines carry `sessionId` and `cwd` (the hooks reference
+  documents `session_id` and `transcript_path`; the line fields and the key rule
+  are not documented). The key is the working directory with every character that
+  is not an ASCII letter or digit replaced by `-` (anthropics/claude-code#24067);
+  a long key is cut and suffixed with a hash, so a transcript is matched by the
+  `cwd` its lines record, never by its directory's name.
+* `claude --resume <session id>` resumes one (documented: the CLI reference).
+
+A transcript whose first line is not a JSON object is refused (Unreadable) with
+its project directory: each project directory is a source of its own, so one
+damaged file costs only the sessions of that directory. Lines after the first
+one that names the session are not read (a crash may leave the last one cut).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.worktrees import linked_root
+from git_ao.store.states import Kind
+
+TOOL = "claude-code"
+HARNESS = "claude"
+# The part of a worktree path that `claude --worktree` makes.
+_MARK = os.path.join(".claude", "worktrees")
+# How many lines of a transcript are read looking for the session's cwd: the
+# first lines can be summaries or snapshots that name none.
+_HEAD_LINES = 64
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One transcript: the session id, the cwd it recorded, its mtime (ns)."""
+
+    session_id: str
+    cwd: str
+    mtime_ns: int
+    path: Path
+
+
+def projects_dir(home: Path) -> Path:
+    """Where Claude Code keeps transcripts: `<home>/.claude/projects`."""
+    return home / ".claude" / "projects"
+
+
+def key(cwd: str) -> str:
+    """The project directory name Claude Code files a cwd's transcripts under (short
+    paths only; longer keys are cut and hashed, which is why matches use `cwd`)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def default_sources(home: Path) -> list[Path]:
+    """Each project directory under ~/.claude/projects (a source of its own)."""
+    root = projects_dir(home)
+    try:
+        return sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
+def transcripts(project_dir: Path) -> list[Transcript]:
+    """The transcripts of one project directory that name a session and a cwd.
+
+    Raises Unreadable naming the file when a transcript's first non-empty line is
+    not a JSON object (not a transcript Claude Code wrote whole), or the directory
+    cannot be read."""
+    out = []
+    try:
+        files = sorted(p for p in project_dir.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    except OSError as exc:
+        raise Unreadable(f"cannot read Claude Code project directory '{project_dir}': "
+                         f"{exc.strerror}") from None
+    for path in files:
+        t = _transcript(path)
+        if t is not None:
+            out.append(t)
+    return out
+
+
+def _transcript(path: Path) -> Transcript | None:
+    try:
+        st = path.stat()
+        with open(path, "rb") as f:
+            first = True
+            for n, raw in enumerate(f):
+                if n >= _HEAD_LINES:
+                    break
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    obj = None
+                if not isinstance(obj, dict):
+                    if first:
+                        raise Unreadable(f"'{path}' is not a Claude Code transcript (its first "
+                                         "line is not a JSON object); nothing of its project "
+                                         "directory imported")
+                    return None  # a line cut by a crash: what came before decides
+                first = False
+                sid, cwd = obj.get("sessionId"), obj.get("cwd")
+                if isinstance(sid, str) and sid and isinstance(cwd, str) and cwd:
+                    # A file continuing another session (a resume) may name the older
+                    # id first; the file's own name is the session it holds.
+                    own = path.stem if _UUID.fullmatch(path.stem) else sid
+                    return Transcript(own, os.path.normpath(cwd), st.st_mtime_ns, path)
+    except OSError as exc:
+        raise Unreadable(f"cannot read Claude Code transcript '{path}': {exc.strerror}") from None
+    return None
+
+
+def worktree_of(cwd: str) -> str | None:
+    """The `.claude/worktrees/<name>` directory containing `cwd`, or None."""
+    parts = cwd.split(os.sep)
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "worktrees" and parts[i - 1] == ".claude" and i + 1 < len(parts):
+            return os.sep.join(parts[:i + 2]) or None
+    return None
+
+
+def newest_session(ts: list[Transcript], path: str) -> str | None:
+    """The id of the newest transcript whose cwd is `path` or inside it."""
+    inside = [t for t in ts if t.cwd == path or t.cwd.startswith(path.rstrip(os.sep) + os.sep)]
+    if not inside:
+        return None
+    return max(inside, key=lambda t: (t.mtime_ns, t.session_id)).session_id
+
+
+def session_for(home: Path, path: str) -> str | None:
+    """The newest Claude Code session whose cwd is `path` (another tool's workspace
+    that ran Claude Code), looking where the key rule files it; None when none is
+    there or its transcripts cannot be read."""
+    try:
+        return newest_session(transcripts(projects_dir(home) / key(path)), path)
+    except Unreadable:
+        return None
+
+
+def read(source: Path) -> list[Found]:
+    """The `claude --worktree` worktrees the transcripts under `source` ran in.
+
+    source: one project directory, or the projects directory (every project
+    directory under it is read). A worktree that is still a linked worktree is
+    live; one whose directory is gone (Claude Code removed it) is reported as
+    ended. Raises Unreadable (see transcripts)."""
+    if not source.is_dir():
+        raise Unreadable(f"'{source}' is not a Claude Code projects directory")
+    dirs = [source] if any(p.suffix == ".jsonl" for p in source.iterdir()) else \
+        sorted(p for p in source.iterdir() if p.is_dir())
+    ts = [t for d in dirs for t in transcripts(d)]
+    roots = sorted({r for t in ts if (r := worktree_of(t.cwd)) is not None})
+    out = []
+    for root in roots:
+        sid = newest_session(ts, root)
+        live = linked_root(root)
+        out.append(Found(
+            tool=TOOL, tool_id=root, worktree=Path(root), branch=None, harness=HARNESS,
+            agent_session_id=sid, kind=Kind.WORKER, live=live,
+            note=None if live else "its worktree is gone (ended in Claude Code)",
+            name=os.path.basename(root)))
+    return out

@@ -1,0 +1,196 @@
+"""Codex: its managed worktrees and the sessions (rollouts) that ran in them.
+
+Format, from openai/codex (read at the commits named):
+
+* Rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`
+  (codex-rs/core/src/rollout/recorder.rs @ 035416bf, `precompute_log_file_info`);
+  archived ones move to `$CODEX_HOME/archived_sessions/` (ARCHIVED_SESSIONS_SUBDIR).
+  Each line is `{"timestamp", "type", "payload"}` (codex-rs/protocol/src/protocol.rs
+  @ 001cb8e2: RolloutLine flattens RolloutItem, tagged `type`, content `payload`);
+  the first is `session_meta`, whose payload holds the session `id` (the uuid
+  `codex resume <id>` takes, codex-rs/cli/src/main.rs @ 00044a24 ResumeCommand),
+  the `cwd` it ran in and the `cli_version` that wrote it. Rollouts carry no format
+  version: a first line that is not a `session_meta` object with `id` and `cwd` is
+  refused (Unreadable).
+* Managed worktrees: under `$CODEX_HOME/worktrees` (the app's
+  `<4 hex>/<repository>`, up to three levels deep) or beside the repository
+  (codex-rs/worktree/src/paths.rs, manager.rs @ d6e99455 / 12766520). Codex keeps
+  `codex-worktree.json` and `codex-thread.json` in the worktree's git admin dir
+  (codex-rs/worktree/src/metadata.rs @ d6e99455: written at `git rev-parse
+  --git-path <name>`), schema `version` 1, camelCase keys; `ownerThreadId` is the
+  session bound to the worktree, `tmuxSession` an optional tmux session name.
+  A metadata file of another version, or not JSON, is refused (Unreadable).
+
+A worktree under `$CODEX_HOME/worktrees`, or one whose admin dir holds
+`codex-worktree.json`, is a Codex session; its agent session is the owner thread,
+else the newest rollout whose cwd is inside it. When that session's rollout was
+archived the worktree is reported as archived, not imported as live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.worktrees import admin_dir
+from git_ao.store.states import Kind
+
+TOOL = "codex"
+HARNESS = "codex"
+METADATA = "codex-worktree.json"
+THREAD = "codex-thread.json"
+KNOWN_VERSIONS = (1,)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One rollout's session_meta: the session id, its cwd, the file's mtime (ns)."""
+
+    session_id: str
+    cwd: str
+    mtime_ns: int
+    archived: bool
+
+
+def default_sources(home: Path) -> list[Path]:
+    """Codex's home, `<home>/.codex` (CODEX_HOME elsewhere: name it with --from)."""
+    return [home / ".codex"]
+
+
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        for raw in f:
+            if raw.strip():
+                return raw.strip()
+    return b""
+
+
+def rollout(path: Path, archived: bool = False) -> Rollout | None:
+    """The session_meta of one rollout file; None for an empty file (Codex itself
+    skips one). Raises Unreadable naming the file otherwise."""
+    try:
+        line = _first_line(path)
+        mtime = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise Unreadable(f"cannot read Codex rollout '{path}': {exc.strerror}") from None
+    if not line:
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        obj = None
+    payload = obj.get("payload") if isinstance(obj, dict) else None
+    if not (isinstance(obj, dict) and obj.get("type") == "session_meta"
+            and isinstance(payload, dict) and isinstance(payload.get("id"), str)
+            and isinstance(payload.get("cwd"), str) and payload["id"] and payload["cwd"]):
+        raise Unreadable(f"'{path}' is not a Codex rollout git-ao can read (its first line "
+                         "is not a session_meta with an id and a cwd); nothing of Codex imported")
+    return Rollout(payload["id"], os.path.normpath(payload["cwd"]), mtime, archived)
+
+
+def rollouts(codex_home: Path) -> list[Rollout]:
+    """Every rollout under sessions/ and archived_sessions/. Raises Unreadable."""
+    out = []
+    for sub, archived in (("sessions", False), ("archived_sessions", True)):
+        root = codex_home / sub
+        if not root.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.startswith("rollout-") and name.endswith(".jsonl"):
+                    r = rollout(Path(dirpath) / name, archived)
+                    if r is not None:
+                        out.append(r)
+    return out
+
+
+def _metadata(admin: str, name: str) -> dict[str, Any] | None:
+    path = os.path.join(admin, name)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Unreadable(f"cannot read Codex metadata '{path}': {exc.strerror}") from None
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        raise Unreadable(f"'{path}' is not JSON; Codex metadata git-ao cannot read") from None
+    if not isinstance(obj, dict):
+        raise Unreadable(f"'{path}' is not a JSON object; Codex metadata git-ao cannot read")
+    if obj.get("version") not in KNOWN_VERSIONS:
+        raise Unreadable(f"'{path}' has Codex metadata version {obj.get('version')!r}; "
+                         f"git-ao reads version {KNOWN_VERSIONS[-1]} only")
+    return obj
+
+
+def _managed_roots(root: Path) -> list[str]:
+    """Directories holding `.git` up to three levels below `root` (where Codex looks)."""
+    out: list[str] = []
+
+    def walk(d: Path, depth: int) -> None:
+        try:
+            children = sorted(c for c in d.iterdir() if c.is_dir() and not c.is_symlink())
+        except OSError:
+            return
+        for c in children:
+            if os.path.lexists(c / ".git"):
+                out.append(str(c))
+            elif depth < 3:
+                walk(c, depth + 1)
+
+    if root.is_dir():
+        walk(root, 1)
+    return out
+
+
+def _str(obj: dict[str, Any] | None, key: str) -> str | None:
+    v = obj.get(key) if obj else None
+    return v if isinstance(v, str) and v else None
+
+
+def read(source: Path) -> list[Found]:
+    """The Codex-managed worktrees of the Codex home `source`. Raises Unreadable."""
+    if not source.is_dir():
+        raise Unreadable(f"'{source}' is not a Codex home directory")
+    rs = rollouts(source)
+    managed_root = source / "worktrees"
+    candidates = {os.path.normpath(p): True for p in _managed_roots(managed_root)}
+    # Worktrees Codex made beside their repository are known from the sessions run in them.
+    for r in rs:
+        if not r.archived and r.cwd not in candidates and os.path.isdir(r.cwd):
+            candidates.setdefault(r.cwd, False)
+    out = []
+    seen = set()
+    for path, under_home in sorted(candidates.items()):
+        admin = admin_dir(path)
+        if admin is None:
+            continue
+        top = os.path.normpath(path)
+        if top in seen:
+            continue
+        meta = _metadata(admin, METADATA)
+        if not under_home and meta is None:
+            continue  # a worktree of someone else's that Codex merely ran in
+        seen.add(top)
+        thread = _metadata(admin, THREAD)
+        owner = _str(thread, "ownerThreadId") or _str(meta, "ownerThreadId")
+        inside = [r for r in rs if r.cwd == top or r.cwd.startswith(top + os.sep)]
+        sid = owner or (max(inside, key=lambda r: r.mtime_ns).session_id if inside else None)
+        mine = [r for r in inside if r.session_id == sid]
+        archived = bool(mine) and all(r.archived for r in mine)
+        name = os.path.basename(top)
+        if under_home and os.path.dirname(top) != str(managed_root):
+            name = f"{name}-{os.path.basename(os.path.dirname(top))}"
+        out.append(Found(
+            tool=TOOL, tool_id=top, worktree=Path(top), branch=_str(meta, "branch"),
+            harness=HARNESS, agent_session_id=sid, kind=Kind.WORKER, live=not archived,
+            tmux_session=_str(meta, "tmuxSession"),
+            note=f"its Codex session {sid} is archived" if archived else None, name=name))
+    return out

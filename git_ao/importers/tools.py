@@ -1,0 +1,240 @@
+"""`git ao import --tool NAME`: register the sessions other tools keep as git-ao sessions.
+
+Each tool has an adapter module here (see found.py for what one exposes); `ao`, the
+ao daemon, is read by daemon.py. Without `--tool` every tool whose state is found
+under the home directory is imported, and the ao daemon's database when it is there.
+
+For each session an adapter reports (a Found):
+
+* live, its worktree not yet known to git-ao: registered (git_ao.manage.register)
+  with the tool's facts (harness, agent session id, kind, tool, tool id, tmux
+  session, group). Its id is the adapter's name for it, else the worktree's name;
+  `<repo>-<name>` when that is taken, so worktrees of the same name in other
+  repositories or tools get distinct ids.
+* its worktree already a session: the tool's facts are recorded where they add to
+  what the session has (a second import of the same state changes nothing).
+* not live (paused, archived, ended): reported, never registered.
+
+What cannot be imported (a file an adapter cannot read, a live session whose
+worktree is gone) is refused once, then remembered in `import_notes` and only
+mentioned, as for the ao daemon (importers/daemon.py), so the exit status says
+whether anything new went wrong. One tool's failure never stops the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from git_ao.context import Context
+from git_ao.errors import AoError, Fatal, Usage
+from git_ao.importers import daemon
+from git_ao.importers.found import Found, Unreadable
+from git_ao.manage.listing import list_json
+from git_ao.manage.register import id_from_name, register
+from git_ao.outcome import Outcome, Status
+
+# --tool name -> its adapter module under git_ao.importers.
+TOOLS = {
+    "claude-code": "claude_code",
+    "claude-squad": "claude_squad",
+    "codex": "codex",
+    "conductor": "conductor",
+    "crystal": "crystal",
+    "vibe-kanban": "vibe_kanban",
+}
+AO = "ao"
+NAMES = (AO, *sorted(TOOLS))
+# The import_notes key of a source an adapter could not read at all.
+_UNREADABLE = "(unreadable)"
+
+
+def adapter(name: str) -> ModuleType | None:
+    """The adapter module of tool `name`, or None when this git-ao has none."""
+    module = f"git_ao.importers.{TOOLS[name]}"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None
+        raise
+
+
+def home() -> Path:
+    """The home directory tools keep their state under ($HOME)."""
+    return Path(os.path.expanduser("~"))
+
+
+def sources(name: str, where: Path) -> list[Path]:
+    """The existing state of tool `name` under home directory `where`."""
+    mod = adapter(name)
+    if mod is None:
+        return []
+    return [p for p in mod.default_sources(where) if os.path.lexists(p)]
+
+
+def found_tools(where: Path, data_dir: str) -> list[str]:
+    """The tools with state under `where`, `ao` first when its database is in
+    `data_dir`: what `git ao import` with no --tool imports."""
+    out = [AO] if os.path.lexists(daemon.default_path(data_dir)) else []
+    return out + [n for n in sorted(TOOLS) if sources(n, where)]
+
+
+def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
+        data_dir: str) -> list[Outcome]:
+    """Import the sessions of `tools` (none: every tool found, see found_tools).
+
+    from_path: the one tool's state file or directory instead of where it keeps it
+    (with no tool named: the ao daemon's database). Returns one Outcome per session
+    (and per source that could not be read). Raises Usage (an unknown tool, --from
+    with several) and Fatal when nothing at all is found, or when the ao daemon is
+    the only tool imported and its database cannot be read (as `git ao import`
+    always did); with other tools, that is one refused line and the others go on."""
+    for t in tools:
+        if t not in NAMES:
+            raise Usage(f"unknown tool '{t}': use one of {', '.join(NAMES)}")
+    names = list(dict.fromkeys(tools))
+    if from_path is not None and len(names) > 1:
+        raise Usage("--from names the state of one tool; give one --tool with it")
+    if from_path is not None and not names:
+        names = [AO]
+    where = home()
+    if not names:
+        names = found_tools(where, data_dir)
+        if not names:
+            raise Fatal(f"no ao daemon database at '{daemon.default_path(data_dir)}' and no "
+                        f"tool's state under {where} (use --tool NAME --from PATH)")
+    outcomes: list[Outcome] = []
+    for name in names:
+        if name == AO:
+            path = from_path or daemon.default_path(data_dir)
+            if len(names) == 1:
+                outcomes += daemon.run(ctx, path)[0]
+                continue
+            try:
+                outcomes += daemon.run(ctx, path)[0]
+            except Fatal as exc:
+                outcomes.append(_said_once(ctx, f"{AO}:{os.path.realpath(path)}", _UNREADABLE,
+                                           Outcome(AO, "import", Status.REFUSED, str(exc))))
+            continue
+        outcomes += _tool(ctx, name, [Path(from_path)] if from_path else sources(name, where))
+    return outcomes
+
+
+def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
+    mod = adapter(name)
+    if mod is None:
+        return [Outcome(name, "import", Status.REFUSED, f"this git-ao has no importer for {name}")]
+    if not srcs:
+        return [Outcome(name, "import", Status.NOTHING,
+                        f"no {name} state under {home()}; nothing imported")]
+    out: list[Outcome] = []
+    for src in srcs:
+        key = f"{name}:{os.path.realpath(src)}"
+        notes = ctx.store.import_notes(key)
+        try:
+            found = mod.read(src)
+        except Unreadable as exc:
+            out.append(_said_once(ctx, key, _UNREADABLE, Outcome(
+                name, "import", Status.REFUSED, f"{name}: {exc}"), notes))
+            continue
+        if _UNREADABLE in notes and not ctx.dry_run:
+            ctx.store.drop_import_note(key, _UNREADABLE)
+        seen = set()
+        for f in found:
+            seen.add(f.tool_id)
+            out.append(_said_once(ctx, key, f.tool_id, _one(ctx, f), notes))
+        if not ctx.dry_run:
+            for gone in set(notes) - seen - {_UNREADABLE}:
+                ctx.store.drop_import_note(key, gone)
+    return out
+
+
+def _said_once(ctx: Context, source: str, key: str, o: Outcome,
+               notes: dict[str, tuple[str, int]] | None = None) -> Outcome:
+    """A refusal already reported for this source and key (same reason) is a note,
+    not a failure; anything else clears the note."""
+    notes = ctx.store.import_notes(source) if notes is None else notes
+    if o.status != Status.REFUSED:
+        if key in notes and not ctx.dry_run:
+            ctx.store.drop_import_note(source, key)
+        return o
+    known = notes.get(key)
+    if known is not None and known[0] == o.message:
+        return Outcome(o.session_id, "import", Status.NOTHING,
+                       f"still not importable (reported before): {o.message}", o.data)
+    if not ctx.dry_run:
+        ctx.store.note_import(source, key, o.message)
+    return o
+
+
+def _one(ctx: Context, f: Found) -> Outcome:
+    path = os.path.realpath(f.worktree)
+    what = f"{f.tool} {f.tool_id}" if f.tool_id != str(f.worktree) else f.tool
+    holder = ctx.store.holder_of(path)
+    sid = holder.id if holder is not None else id_from_name(f.name or os.path.basename(path))
+    if not f.live:
+        return Outcome(sid, "import", Status.NOTHING,
+                       f"not live in {what} ({f.note or 'paused, archived or ended'}); "
+                       "not imported")
+    if holder is not None:
+        return _known(ctx, holder, f)
+    if not os.path.isdir(path):
+        return Outcome(sid, "import", Status.REFUSED,
+                       f"{what} says live, but its worktree {path} does not exist")
+    try:
+        s = register(ctx, path, kind=f.kind, harness=f.harness,
+                     agent_session_id=f.agent_session_id, name=f.name)
+    except AoError as exc:
+        return Outcome(sid, "import", Status.REFUSED, f"{what}: {exc}")
+    s.tool, s.tool_id, s.tmux_session, s.group_id = f.tool, f.tool_id, f.tmux_session, f.group
+    if not ctx.dry_run:
+        ctx.store.set_tool_facts(s.id, tool=f.tool, tool_id=f.tool_id,
+                                 tmux_session=f.tmux_session, group_id=f.group,
+                                 harness=s.harness, agent_session_id=s.agent_session_id)
+    note = ""
+    if f.branch and s.branch and f.branch != s.branch:
+        note = f" ({f.tool} said branch {f.branch}; git says {s.branch})"
+    ctx.log("import", s.id, "dry-run" if ctx.dry_run else "registered", tool=f.tool,
+            workspace=s.worktree_path, harness=s.harness or None, group=f.group)
+    return Outcome(s.id, "import", Status.OK,
+                   f"{'would register' if ctx.dry_run else 'registered'} {s.kind} from "
+                   f"{f.tool} at {s.worktree_path}{note}", list_json(s))
+
+
+def _known(ctx: Context, s, f: Found) -> Outcome:
+    """The worktree is already session `s`: add the tool's facts it lacks. Facts of a
+    session this tool made follow the tool (a newer agent session); a session
+    registered otherwise keeps what it was given and only gains what it lacked."""
+    if not s.live:
+        return Outcome(s.id, "import", Status.NOTHING, f"already known ({s.state})", list_json(s))
+    if s.tool not in (None, f.tool):
+        return Outcome(s.id, "import", Status.NOTHING,
+                       f"already known, imported from {s.tool}", list_json(s))
+    mine = s.tool == f.tool
+    want = {
+        "tool": f.tool, "tool_id": f.tool_id,
+        "tmux_session": f.tmux_session if mine or not s.tmux_session else s.tmux_session,
+        "group_id": f.group if mine or not s.group_id else s.group_id,
+        "harness": f.harness if (mine and f.harness) or not s.harness else s.harness,
+        "agent_session_id": f.agent_session_id if (mine and f.agent_session_id)
+        or not s.agent_session_id else s.agent_session_id,
+    }
+    have = {k: getattr(s, k) for k in want}
+    if want == have:
+        return Outcome(s.id, "import", Status.NOTHING, "already known (live)", list_json(s))
+    changed = ", ".join(f"{k} {v}" for k, v in want.items() if v != have[k] and v)
+    if not ctx.dry_run:
+        ctx.store.set_tool_facts(s.id, tool=want["tool"] or f.tool, tool_id=want["tool_id"] or "",
+                                 tmux_session=want["tmux_session"], group_id=want["group_id"],
+                                 harness=want["harness"] or "",
+                                 agent_session_id=want["agent_session_id"])
+        ctx.log("import", s.id, "facts", tool=f.tool, harness=want["harness"] or None)
+    for k, v in want.items():
+        setattr(s, k, v)
+    return Outcome(s.id, "import", Status.OK,
+                   f"{'would record' if ctx.dry_run else 'recorded'} {f.tool}'s facts: {changed}",
+                   list_json(s))
