@@ -14,10 +14,9 @@ users' tooling establish (the man page's IMPORT section says which is which):
   `cwd` its lines record, never by its directory's name.
 * `claude --resume <session id>` resumes one (documented: the CLI reference).
 
-A transcript whose first line is not a JSON object is refused (Unreadable) with
-its project directory: each project directory is a source of its own, so one
-damaged file costs only the sessions of that directory. Lines after the first
-one that names the session are not read (a crash may leave the last one cut).
+A transcript whose first line is not a JSON object is refused (Unreadable names
+it); the other transcripts still give their sessions. Lines after the first one
+that names the session are not read (a crash may leave the last one cut).
 """
 
 from __future__ import annotations
@@ -64,28 +63,27 @@ def key(cwd: str) -> str:
 
 
 def default_sources(home: Path) -> list[Path]:
-    """Each project directory under ~/.claude/projects (a source of its own)."""
-    root = projects_dir(home)
-    try:
-        return sorted(p for p in root.iterdir() if p.is_dir())
-    except OSError:
-        return []
+    """~/.claude/projects."""
+    return [projects_dir(home)]
 
 
-def transcripts(project_dir: Path) -> list[Transcript]:
+def transcripts(project_dir: Path, bad: list[str]) -> list[Transcript]:
     """The transcripts of one project directory that name a session and a cwd.
 
-    Raises Unreadable naming the file when a transcript's first non-empty line is
-    not a JSON object (not a transcript Claude Code wrote whole), or the directory
-    cannot be read."""
+    A transcript whose first non-empty line is not a JSON object (not one Claude
+    Code wrote whole), or that cannot be read, is left out and named in `bad`."""
     out = []
     try:
         files = sorted(p for p in project_dir.iterdir() if p.suffix == ".jsonl" and p.is_file())
     except OSError as exc:
-        raise Unreadable(f"cannot read Claude Code project directory '{project_dir}': "
-                         f"{exc.strerror}") from None
+        bad.append(f"cannot read Claude Code project directory '{project_dir}': {exc.strerror}")
+        return []
     for path in files:
-        t = _transcript(path)
+        try:
+            t = _transcript(path)
+        except Unreadable as exc:
+            bad.append(str(exc))
+            continue
         if t is not None:
             out.append(t)
     return out
@@ -109,8 +107,7 @@ def _transcript(path: Path) -> Transcript | None:
                 if not isinstance(obj, dict):
                     if first:
                         raise Unreadable(f"'{path}' is not a Claude Code transcript (its first "
-                                         "line is not a JSON object); nothing of its project "
-                                         "directory imported")
+                                         "line is not a JSON object)")
                     return None  # a line cut by a crash: what came before decides
                 first = False
                 sid, cwd = obj.get("sessionId"), obj.get("cwd")
@@ -145,10 +142,8 @@ def session_for(home: Path, path: str) -> str | None:
     """The newest Claude Code session whose cwd is `path` (another tool's workspace
     that ran Claude Code), looking where the key rule files it; None when none is
     there or its transcripts cannot be read."""
-    try:
-        return newest_session(transcripts(projects_dir(home) / key(path)), path)
-    except Unreadable:
-        return None
+    d = projects_dir(home) / key(path)
+    return newest_session(transcripts(d, []), path) if d.is_dir() else None
 
 
 def read(source: Path) -> list[Found]:
@@ -157,12 +152,19 @@ def read(source: Path) -> list[Found]:
     source: one project directory, or the projects directory (every project
     directory under it is read). A worktree that is still a linked worktree is
     live; one whose directory is gone (Claude Code removed it) is reported as
-    ended. Raises Unreadable (see transcripts)."""
+    ended. Raises Unreadable naming the first transcript that cannot be read (and
+    how many more), with the sessions the others gave."""
     if not source.is_dir():
         raise Unreadable(f"'{source}' is not a Claude Code projects directory")
-    dirs = [source] if any(p.suffix == ".jsonl" for p in source.iterdir()) else \
-        sorted(p for p in source.iterdir() if p.is_dir())
-    ts = [t for d in dirs for t in transcripts(d)]
+    try:
+        entries = sorted(source.iterdir())
+    except OSError as exc:
+        raise Unreadable(f"cannot read Claude Code projects directory '{source}': "
+                         f"{exc.strerror}") from None
+    dirs = [source] if any(p.suffix == ".jsonl" for p in entries) else \
+        [p for p in entries if p.is_dir()]
+    bad: list[str] = []
+    ts = [t for d in dirs for t in transcripts(d, bad)]
     roots = sorted({r for t in ts if (r := worktree_of(t.cwd)) is not None})
     out = []
     for root in roots:
@@ -173,4 +175,7 @@ def read(source: Path) -> list[Found]:
             agent_session_id=sid, kind=Kind.WORKER, live=live,
             note=None if live else "its worktree is gone (ended in Claude Code)",
             name=os.path.basename(root)))
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise Unreadable(f"{bad[0]}{more}; the other transcripts were read", out)
     return out

@@ -10,8 +10,8 @@ Format, from openai/codex (read at the commits named):
   the first is `session_meta`, whose payload holds the session `id` (the uuid
   `codex resume <id>` takes, codex-rs/cli/src/main.rs @ 00044a24 ResumeCommand),
   the `cwd` it ran in and the `cli_version` that wrote it. Rollouts carry no format
-  version: a first line that is not a `session_meta` object with `id` and `cwd` is
-  refused (Unreadable).
+  version: a rollout whose first line is not a `session_meta` object with `id`
+  and `cwd` is refused (Unreadable names it; the other files are still read).
 * Managed worktrees: under `$CODEX_HOME/worktrees` (the app's
   `<4 hex>/<repository>`, up to three levels deep) or beside the repository
   (codex-rs/worktree/src/paths.rs, manager.rs @ d6e99455 / 12766520). Codex keeps
@@ -19,7 +19,7 @@ Format, from openai/codex (read at the commits named):
   (codex-rs/worktree/src/metadata.rs @ d6e99455: written at `git rev-parse
   --git-path <name>`), schema `version` 1, camelCase keys; `ownerThreadId` is the
   session bound to the worktree, `tmuxSession` an optional tmux session name.
-  A metadata file of another version, or not JSON, is refused (Unreadable).
+  A metadata file of another version, or not JSON, is refused with its worktree.
 
 A worktree under `$CODEX_HOME/worktrees`, or one whose admin dir holds
 `codex-worktree.json`, is a Codex session; its agent session is the owner thread,
@@ -88,12 +88,13 @@ def rollout(path: Path, archived: bool = False) -> Rollout | None:
             and isinstance(payload, dict) and isinstance(payload.get("id"), str)
             and isinstance(payload.get("cwd"), str) and payload["id"] and payload["cwd"]):
         raise Unreadable(f"'{path}' is not a Codex rollout git-ao can read (its first line "
-                         "is not a session_meta with an id and a cwd); nothing of Codex imported")
+                         "is not a session_meta with an id and a cwd)")
     return Rollout(payload["id"], os.path.normpath(payload["cwd"]), mtime, archived)
 
 
-def rollouts(codex_home: Path) -> list[Rollout]:
-    """Every rollout under sessions/ and archived_sessions/. Raises Unreadable."""
+def rollouts(codex_home: Path, bad: list[str]) -> list[Rollout]:
+    """Every rollout under sessions/ and archived_sessions/; one that cannot be read
+    is left out and named in `bad`."""
     out = []
     for sub, archived in (("sessions", False), ("archived_sessions", True)):
         root = codex_home / sub
@@ -103,7 +104,11 @@ def rollouts(codex_home: Path) -> list[Rollout]:
             dirnames.sort()
             for name in sorted(filenames):
                 if name.startswith("rollout-") and name.endswith(".jsonl"):
-                    r = rollout(Path(dirpath) / name, archived)
+                    try:
+                        r = rollout(Path(dirpath) / name, archived)
+                    except Unreadable as exc:
+                        bad.append(str(exc))
+                        continue
                     if r is not None:
                         out.append(r)
     return out
@@ -156,10 +161,12 @@ def _str(obj: dict[str, Any] | None, key: str) -> str | None:
 
 
 def read(source: Path) -> list[Found]:
-    """The Codex-managed worktrees of the Codex home `source`. Raises Unreadable."""
+    """The Codex-managed worktrees of the Codex home `source`. Raises Unreadable naming
+    the first file that cannot be read (and how many more), with what the rest gave."""
     if not source.is_dir():
         raise Unreadable(f"'{source}' is not a Codex home directory")
-    rs = rollouts(source)
+    bad: list[str] = []
+    rs = rollouts(source, bad)
     managed_root = source / "worktrees"
     candidates = {os.path.normpath(p): True for p in _managed_roots(managed_root)}
     # Worktrees Codex made beside their repository are known from the sessions run in them.
@@ -175,11 +182,15 @@ def read(source: Path) -> list[Found]:
         top = os.path.normpath(path)
         if top in seen:
             continue
-        meta = _metadata(admin, METADATA)
-        if not under_home and meta is None:
-            continue  # a worktree of someone else's that Codex merely ran in
+        try:
+            meta = _metadata(admin, METADATA)
+            if not under_home and meta is None:
+                continue  # a worktree of someone else's that Codex merely ran in
+            thread = _metadata(admin, THREAD)
+        except Unreadable as exc:
+            bad.append(f"{exc}; its worktree {top} is not imported")
+            continue
         seen.add(top)
-        thread = _metadata(admin, THREAD)
         owner = _str(thread, "ownerThreadId") or _str(meta, "ownerThreadId")
         inside = [r for r in rs if r.cwd == top or r.cwd.startswith(top + os.sep)]
         sid = owner or (max(inside, key=lambda r: r.mtime_ns).session_id if inside else None)
@@ -193,4 +204,7 @@ def read(source: Path) -> list[Found]:
             harness=HARNESS, agent_session_id=sid, kind=Kind.WORKER, live=not archived,
             tmux_session=_str(meta, "tmuxSession"),
             note=f"its Codex session {sid} is archived" if archived else None, name=name))
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise Unreadable(f"{bad[0]}{more}", out)
     return out

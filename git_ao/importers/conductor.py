@@ -56,10 +56,7 @@ def read(source: Path) -> list[Found]:
                 harness = claude_code.HARNESS
             else:
                 if found_codex is None:
-                    try:
-                        found_codex = codex.rollouts(home / ".codex")
-                    except Unreadable:
-                        found_codex = []
+                    found_codex = codex.rollouts(home / ".codex", [])
                 mine = [r for r in found_codex if r.cwd == path and not r.archived]
                 if mine:
                     harness = codex.HARNESS

@@ -140,9 +140,10 @@ def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
         except Unreadable as exc:
             out.append(_said_once(ctx, key, _UNREADABLE, Outcome(
                 name, "import", Status.REFUSED, f"{name}: {exc}"), notes))
-            continue
-        if _UNREADABLE in notes and not ctx.dry_run:
-            ctx.store.drop_import_note(key, _UNREADABLE)
+            found = exc.found
+        else:
+            if _UNREADABLE in notes and not ctx.dry_run:
+                ctx.store.drop_import_note(key, _UNREADABLE)
         seen = set()
         for f in found:
             seen.add(f.tool_id)

@@ -6,7 +6,7 @@ restore does not check anything out: it registers the worktree again with
 `git worktree add --no-checkout`, removes the empty directory git made (after
 proving it holds only the `.git` file git just wrote), renames the entry's
 `worktree/` back into place, points its `.git` file at the new admin dir, and
-copies the saved admin files there (the index first, so git's stat cache stays
+copies what the saved admin dir held there (the index first, so git's stat cache stays
 valid and nothing is hashed again). Then the result is proven (git_ao/proof/restored.py), with
 writes that landed after the last capture reported, never dropped. When the
 proof fails, `undo` moves the directory back into its entry and deregisters
@@ -32,14 +32,19 @@ from git_ao.git import index, query, worktree
 from git_ao.store import trash
 from git_ao.store.records import Save
 
-# Admin files worth carrying over: the index (its stat cache), the HEAD reflog,
-# per-worktree refs and their reflogs, the private config and sparse patterns.
-# HEAD itself is written by `git worktree add`.
-ADMIN_FILES = ("index", os.path.join("logs", "HEAD"), "config.worktree",
-               os.path.join("info", "sparse-checkout"))
+# The admin dir's subtrees moved (not copied) when they can be: a submodule's git dir
+# can be large.
 ADMIN_TREES = (os.path.join("refs", "worktree"), os.path.join("refs", "bisect"),
                os.path.join("logs", "refs", "worktree"), os.path.join("logs", "refs", "bisect"),
                "modules")  # the git dirs of submodules initialised in this worktree
+# What `git worktree add` just wrote for the new registration: kept as git made it.
+GIT_WROTE = ("HEAD", "commondir", "gitdir")
+# Not put back, and named: a lock file left in the new admin dir would make a restore
+# interrupted here look like a killed `git worktree add` (restore/target.py).
+NOT_PUT_BACK = ("locked",)
+# Scratch a git-ao writes into a worktree's admin dir (trash._ADMIN_SKIP) and git's
+# lock files: never state worth keeping.
+SCRATCH = ("git-ao-index.", "git-ao-verify.")
 
 
 @dataclass
@@ -51,6 +56,7 @@ class Placed:
     path: str
     admin: str
     old_link: bytes = b""
+    missed: tuple[str, ...] = ()  # admin files not put back (copy_admin)
 
 
 def _nearest_dev(path: str) -> int | None:
@@ -180,27 +186,103 @@ def drop_link_tmp(path: str, admin: str) -> list[str]:
     return removed
 
 
-def copy_admin(saved: str, admin: str) -> None:
-    """Copy the saved admin files (ADMIN_FILES, ADMIN_TREES) from the entry's
-    `admin/` copy into the new admin dir `admin`. copy2 keeps the index's mtime:
-    git compares file times against it to spot racily clean entries."""
-    for rel in ADMIN_FILES:
-        src = os.path.join(saved, rel)
-        if os.path.isfile(src) and not os.path.islink(src):
-            os.makedirs(os.path.dirname(os.path.join(admin, rel)), exist_ok=True)
-            shutil.copy2(src, os.path.join(admin, rel))
+def copy_admin(saved: str, admin: str) -> list[str]:
+    """Put back everything the saved admin dir held (the entry's `admin/` copy) into
+    the new admin dir `admin`: the index first (copy2 keeps its mtime, which git
+    compares file times against to spot racily clean entries), then every other
+    file and directory, whoever wrote it (git's reflog, per-worktree refs, private
+    config and sparse patterns, and what other tools keep there, such as Codex's
+    codex-worktree.json), except what `git worktree add` just wrote (GIT_WROTE),
+    lock files and git-ao's scratch. Returns what was not put back (NOT_PUT_BACK,
+    anything that is not a file, directory or symlink, a copy that failed), each
+    as `path` or `path (why)`, for the restore's message."""
+    missed: list[str] = []
+    index = os.path.join(saved, "index")
+    if os.path.isfile(index) and not os.path.islink(index):
+        shutil.copy2(index, os.path.join(admin, "index"))
     for rel in ADMIN_TREES:
         src, dst = os.path.join(saved, rel), os.path.join(admin, rel)
-        if not os.path.isdir(src) or os.path.islink(src):
+        if not os.path.isdir(src) or os.path.islink(src) or os.path.lexists(dst):
             continue
-        if not os.path.lexists(dst):
-            try:
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-                os.rename(src, dst)  # a submodule's git dir can be large
+        try:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.rename(src, dst)
+        except OSError:
+            pass  # another file system: copied below
+    for dirpath, dirnames, filenames in os.walk(saved):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, saved)
+        for name in sorted(filenames) + [d for d in dirnames
+                                         if os.path.islink(os.path.join(dirpath, d))]:
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if rel == "index" or rel in GIT_WROTE or name.endswith(".lock") \
+                    or name.startswith(SCRATCH):
                 continue
-            except OSError:
-                pass  # another file system: copied below
-        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+            if rel in NOT_PUT_BACK:
+                missed.append(rel)
+                continue
+            src, dst = os.path.join(dirpath, name), os.path.join(admin, rel)
+            try:
+                st = os.lstat(src)
+                if stat.S_ISLNK(st.st_mode):
+                    if os.path.lexists(dst):
+                        os.unlink(dst)
+                    os.makedirs(os.path.dirname(dst), exist_ok=True)
+                    os.symlink(os.readlink(src), dst)
+                elif stat.S_ISREG(st.st_mode):
+                    os.makedirs(os.path.dirname(dst), exist_ok=True)
+                    shutil.copy2(src, dst)
+                else:
+                    missed.append(f"{rel} (not a file)")
+            except OSError as exc:
+                missed.append(f"{rel} ({exc.strerror or exc})")
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+    return missed
+
+
+# What git itself keeps in a worktree's admin dir. A checkout-and-apply restore gets
+# these from git and the saved commit; only the rest (other tools' files) is copied
+# from the trash copy (copy_foreign).
+GIT_ADMIN_NAMES = frozenset((
+    "index", "HEAD", "ORIG_HEAD", "FETCH_HEAD", "AUTO_MERGE", "MERGE_HEAD", "MERGE_MSG",
+    "MERGE_MODE", "MERGE_RR", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD",
+    "COMMIT_EDITMSG", "BISECT_LOG", "BISECT_START", "BISECT_EXPECTED_REV",
+    "BISECT_ANCESTORS_OK", "BISECT_NAMES", "BISECT_TERMS", "BISECT_RUN",
+    "BISECT_FIRST_PARENT", "commondir", "gitdir", "locked", "config.worktree", "logs",
+    "refs", "info", "modules", "rebase-merge", "rebase-apply", "sequencer", "hooks"))
+
+
+def copy_foreign(saved: str, admin: str) -> tuple[list[str], list[str]]:
+    """After a checkout-and-apply restore: copy what other tools kept in the saved
+    admin dir (every top-level entry git does not own, GIT_ADMIN_NAMES, nor git-ao's
+    scratch or a lock file) into the new admin dir `admin`, where not there already.
+    Returns (what was copied, what could not be, as `name (why)`)."""
+    copied: list[str] = []
+    missed: list[str] = []
+    try:
+        names = sorted(os.listdir(saved))
+    except OSError:
+        return copied, missed
+    for name in names:
+        if name in GIT_ADMIN_NAMES or name.endswith(".lock") or name.startswith(SCRATCH):
+            continue
+        src, dst = os.path.join(saved, name), os.path.join(admin, name)
+        if os.path.lexists(dst):
+            continue
+        try:
+            if os.path.islink(src):
+                os.symlink(os.readlink(src), dst)
+            elif os.path.isdir(src):
+                shutil.copytree(src, dst, symlinks=True)
+            elif os.path.isfile(src):
+                shutil.copy2(src, dst)
+            else:
+                missed.append(f"{name} (not a file)")
+                continue
+            copied.append(name)
+        except OSError as exc:
+            missed.append(f"{name} ({exc.strerror or exc})")
+    return copied, missed
 
 
 def put_back(common_dir: str, save: Save, entry: trash.Entry) -> Placed:
@@ -220,7 +302,7 @@ def put_back(common_dir: str, save: Save, entry: trash.Entry) -> Placed:
         # Something else landed in the new directory: leave it all as it is.
         raise AoError(f"'{path}' holds more than the .git file git just wrote; nothing "
                       "was moved")
-    copy_admin(entry.admin, admin)
+    missed = copy_admin(entry.admin, admin)
     old_link = _read_link(entry.worktree) if os.path.isfile(
         os.path.join(entry.worktree, ".git")) else b""
     trash.mark(entry, reinstating=path, admin=admin)
@@ -232,7 +314,7 @@ def put_back(common_dir: str, save: Save, entry: trash.Entry) -> Placed:
         git.worktree_prune(common_dir)
         raise
     _write_link(path, admin)
-    return Placed(entry, path, admin, old_link)
+    return Placed(entry, path, admin, old_link, tuple(missed))
 
 
 def repair_link(common_dir: str, path: str) -> bool:

@@ -171,10 +171,32 @@ def after_apply(ctx: Context, s: Session, save: Save, path: str, reused: bool,
             trash.mark(entry, not_as_saved=unlike)
         except OSError as exc:
             ctx.log("restore", s.id, "trash-not-marked", trash=entry.path, error=exc.strerror)
+    bring_admin(ctx, s, entry, path, outcome)
     ignored = ignored_in_copy(ctx, s, entry)
     report_unlike_save(ctx, s, save, entry, ignored, outcome)
     if ignored is not None:
         bring_environment(ctx, s, entry, ignored, path, outcome)
+
+
+def bring_admin(ctx: Context, s: Session, entry: trash.Entry, path: str,
+                outcome: Outcome) -> None:
+    """Put back what other tools kept in the worktree's git admin dir (Codex's
+    codex-worktree.json, ...) from the trash copy's `admin/`; name what could not be."""
+    if not os.path.isdir(entry.admin):
+        return
+    try:
+        dirs = git.repo_dirs(path)
+    except AoError:
+        return
+    if not dirs.is_linked_worktree:
+        return
+    copied, missed = from_trash.copy_foreign(entry.admin, dirs.git_dir)
+    if copied:
+        outcome.data["admin_restored"] = copied
+        ctx.log("restore", s.id, "admin-files", files=copied)
+    if missed:
+        outcome.data["admin_not_restored"] = missed
+        outcome.message += f"; not put back in its git admin dir: {', '.join(missed)}"
 
 
 def trash_copy(ctx: Context, s: Session, path: str, outcome: Outcome) -> trash.Entry | None:

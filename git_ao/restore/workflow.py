@@ -311,6 +311,9 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.
     except AoError as exc:
         # A stale fsmonitor answer costs nothing of the work, which is all back.
         ctx.log("restore", s.id, "fsmonitor-kept", error=str(exc))
+    if placed.missed:
+        data["admin_not_restored"] = list(placed.missed)
+        msg += f"; not put back in its git admin dir: {', '.join(placed.missed)}"
     from_trash.finish(placed)
     return Outcome(s.id, "restore", status, msg, data), kept, ""
 

@@ -1,0 +1,159 @@
+"""git ao import --tool: Claude Code, Codex and Conductor state, read-only, registered."""
+
+import json
+import os
+from pathlib import Path
+
+from tests import tool_state as ts
+from tests.support import ao, dirty, git, sessions_by_id
+from tests.worktree_state import assert_restored, state
+
+CC_ID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
+CX_ID = "019dbff7-c97d-7511-9af5-1cee07dd1ab2"
+
+
+def _results(res):
+    return {r["id"]: r for r in json.loads(res.stdout)["results"]}
+
+
+def test_claude_code_worktree_imported_with_its_transcript_and_round_trips(repo, ao_env):
+    wt = ts.claude_worktree(repo, "feature-auth")
+    ts.claude_transcript(wt, CC_ID)
+    old = ts.claude_transcript(wt / "src", "0d2c5a1e-9b8f-4c3d-a2e1-f0e9d8c7b6a5")
+    os.utime(old, ns=(1, 1))  # an older session, started deeper
+    dirty(wt)
+    before_tool = ts.digests(ts.home() / ".claude")
+    res = ao("ao", "import", "--tool", "claude-code", "--json", cwd=repo)
+    got = _results(res)
+    assert got["feature-auth"]["status"] == "ok"
+    s = sessions_by_id(repo)["feature-auth"]
+    assert (s["harness"], s["agent_session_id"], s["tool"], s["kind"], s["branch"],
+            s["workspace_path"]) == ("claude", CC_ID, "claude-code", "worker",
+                                      "worktree-feature-auth", str(wt))
+    # Twice: nothing changes.
+    res = ao("ao", "import", "--tool", "claude-code", "--json", cwd=repo)
+    assert {r["status"] for r in _results(res).values()} == {"nothing"}
+    assert ts.digests(ts.home() / ".claude") == before_tool
+    before = state(wt)
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not wt.exists()
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+def test_same_worktree_name_in_two_repositories_gets_distinct_ids(repo, make_repo, ao_env):
+    other = make_repo()
+    a, b = ts.claude_worktree(repo, "feature"), ts.claude_worktree(other, "feature")
+    ts.claude_transcript(a, CC_ID)
+    ts.claude_transcript(b, "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d")
+    ao("ao", "import", "--tool", "claude-code", cwd=repo)
+    got = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]
+    assert sorted((s["id"], s["workspace_path"]) for s in got) == sorted(
+        [("feature", str(a)), (f"{other.name}-feature", str(b))]) or sorted(
+        (s["id"], s["workspace_path"]) for s in got) == sorted(
+        [(f"{repo.name}-feature", str(a)), ("feature", str(b))])
+
+
+def test_claude_code_worktree_removed_is_not_imported(repo, ao_env):
+    wt = ts.claude_worktree(repo, "gone")
+    ts.claude_transcript(wt, CC_ID)
+    git("worktree", "remove", str(wt), cwd=repo)
+    res = ao("ao", "import", "--tool", "claude-code", "--json", cwd=repo)
+    r = _results(res)["gone"]
+    assert r["status"] == "nothing" and "not live" in r["message"]
+    assert sessions_by_id(repo) == {}
+
+
+def test_corrupt_transcript_refused_naming_it_and_other_tools_import(repo, ao_env):
+    cc = ts.claude_worktree(repo, "cc")
+    bad = ts.claude_transcript(cc, CC_ID, first="{not json")
+    cx = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-fix")
+    ts.codex_rollout(cx, CX_ID)
+    res = ao("ao", "import", "--json", cwd=repo, rc=1)
+    got = _results(res)
+    assert got["claude-code"]["status"] == "refused"
+    assert str(bad) in got["claude-code"]["message"]
+    assert len(got["claude-code"]["message"].splitlines()) == 1
+    assert set(sessions_by_id(repo)) == {f"{repo.name}-4a21"}
+    # Said once: the next run mentions it without failing.
+    res = ao("ao", "import", "--json", cwd=repo)
+    assert _results(res)["claude-code"]["status"] == "nothing"
+
+
+def test_codex_managed_worktree_imported_and_its_admin_files_come_back(repo, ao_env):
+    wt = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-fix", tmux="cx-4a21")
+    ts.codex_rollout(wt, CX_ID)
+    dirty(wt)
+    before_tool = ts.digests(ts.home() / ".codex")
+    ao("ao", "import", "--tool", "codex", cwd=repo)
+    sid = f"{repo.name}-4a21"
+    s = sessions_by_id(repo)[sid]
+    assert (s["harness"], s["agent_session_id"], s["tool"], s["tmux_session"], s["branch"]) == (
+        "codex", CX_ID, "codex", "cx-4a21", "codex-fix")
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo)
+    assert {r["status"] for r in _results(res).values()} == {"nothing"}
+    admin = git("rev-parse", "--path-format=absolute", "--git-dir", cwd=wt).strip()
+    names = ("codex-worktree.json", "codex-thread.json")
+    saved = [Path(admin, n).read_bytes() for n in names]
+    before = state(wt)
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not wt.exists()
+    # Preserve captured; the tool's files under ~/.codex are as they were.
+    after_tool = ts.digests(ts.home() / ".codex")
+    assert {k: v for k, v in after_tool.items() if "/worktrees/" not in k} == {
+        k: v for k, v in before_tool.items() if "/worktrees/" not in k}
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+    admin = git("rev-parse", "--path-format=absolute", "--git-dir", cwd=wt).strip()
+    assert [Path(admin, n).read_bytes() for n in names] == saved
+
+
+def test_codex_archived_thread_is_not_imported_as_live(repo, ao_env):
+    wt = ts.codex_worktree(repo, "9f00", thread=CX_ID, branch="codex-old")
+    ts.codex_rollout(wt, CX_ID, archived=True)
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo)
+    r = _results(res)[f"{repo.name}-9f00"]
+    assert r["status"] == "nothing" and "archived" in r["message"]
+    assert sessions_by_id(repo) == {}
+
+
+def test_codex_unknown_metadata_version_and_bad_rollout_refused(repo, ao_env):
+    wt = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-fix", version=7)
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo, rc=1)
+    r = _results(res)["codex"]
+    assert r["status"] == "refused" and "codex-worktree.json" in r["message"] \
+        and "version 7" in r["message"]
+    assert sessions_by_id(repo) == {}
+    ts.codex_rollout(wt, CX_ID, first='{"type": "turn_context"}')
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo, rc=1)
+    assert "rollout-" in _results(res)["codex"]["message"]
+
+
+def test_conductor_workspace_with_claude_code_in_it(repo, ao_env):
+    ws = ts.conductor_workspace(repo, "tokyo")
+    ts.claude_transcript(ws, CC_ID)
+    dirty(ws)
+    ao("ao", "import", "--tool", "conductor", cwd=repo)
+    s = sessions_by_id(repo)["tokyo"]
+    assert (s["tool"], s["tool_id"], s["harness"], s["agent_session_id"]) == (
+        "conductor", f"{repo.name}/tokyo", "claude", CC_ID)
+    before = state(ws)
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(ws))
+
+
+def test_several_tools_at_once_and_unknown_tool(repo, ao_env):
+    cc = ts.claude_worktree(repo, "cc")
+    ts.claude_transcript(cc, CC_ID)
+    cx = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-fix")
+    ts.codex_rollout(cx, CX_ID)
+    ws = ts.conductor_workspace(repo, "paris")
+    res = ao("ao", "import", "--json", cwd=repo)
+    assert {k: r["status"] for k, r in _results(res).items()} == {
+        "cc": "ok", f"{repo.name}-4a21": "ok", "paris": "ok"}
+    assert sessions_by_id(repo)["paris"]["harness"] == ""
+    res = ao("ao", "import", "--tool", "nope", cwd=repo, rc=129)
+    assert "unknown tool 'nope'" in res.stderr
+    ao("ao", "import", "--tool", "codex", "--tool", "conductor", "--from", str(ws), cwd=repo,
+       rc=129)

@@ -1,0 +1,109 @@
+"""Tools' state built the way each tool writes it, for the import tests.
+
+Claude Code: `claude --worktree NAME` makes `<repo>/.claude/worktrees/NAME` on
+branch `worktree-NAME`; transcripts are `~/.claude/projects/<key>/<id>.jsonl`,
+the key being the cwd with every character not a letter or digit made `-`, each
+line a JSON object (the first a summary naming no cwd, then messages carrying
+`sessionId`, `cwd`, `gitBranch`, `version`).
+Codex: a rollout `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` whose
+first line is `{"timestamp", "type": "session_meta", "payload": {id, cwd, ...}}`
+(RolloutLine of codex-rs/protocol); app worktrees `~/.codex/worktrees/<hex>/<repo>`
+with `codex-worktree.json` and `codex-thread.json` (serde camelCase of
+WorktreeMetadata / WorktreeThreadMetadata) at `git rev-parse --git-path`.
+Conductor: `~/conductor/workspaces/<repo>/<name>`, a linked worktree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+from tests.support import git
+
+
+def home() -> Path:
+    return Path(os.environ["HOME"])
+
+
+def claude_worktree(repo: Path, name: str) -> Path:
+    path = repo / ".claude" / "worktrees" / name
+    git("worktree", "add", "-q", "-b", f"worktree-{name}", str(path), cwd=repo)
+    return path
+
+
+def claude_transcript(cwd: Path, session_id: str, *, first: str | None = None,
+                      project_key: str | None = None) -> Path:
+    key = project_key or re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+    d = home() / ".claude" / "projects" / key
+    d.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"type": "summary", "summary": "Fix the parser",
+                         "leafUuid": "0b6c1d2e-0000-4000-8000-000000000001"})]
+    for n in range(2):
+        lines.append(json.dumps({
+            "parentUuid": None, "isSidechain": False, "userType": "external",
+            "cwd": str(cwd), "sessionId": session_id, "version": "2.1.3",
+            "gitBranch": "worktree-x", "type": "user" if n == 0 else "assistant",
+            "message": {"role": "user", "content": "fix the parser"},
+            "uuid": f"0b6c1d2e-0000-4000-8000-00000000001{n}",
+            "timestamp": f"2026-12-02T10:00:0{n}Z"}))
+    path = d / f"{session_id}.jsonl"
+    path.write_text((first + "\n" if first is not None else "") + "\n".join(lines) + "\n")
+    return path
+
+
+def codex_rollout(cwd: Path, session_id: str, *, archived: bool = False,
+                  first: str | None = None) -> Path:
+    base = home() / ".codex"
+    d = base / "archived_sessions" if archived else base / "sessions" / "2026" / "12" / "02"
+    d.mkdir(parents=True, exist_ok=True)
+    meta = {"timestamp": "2026-12-02T10:00:00.000Z", "type": "session_meta", "payload": {
+        "id": session_id, "timestamp": "2026-12-02T10:00:00.000Z", "cwd": str(cwd),
+        "originator": "codex_cli_rs", "cli_version": "0.125.0", "instructions": None,
+        "source": "cli", "model_provider": "openai",
+        "git": {"commit_hash": "0" * 40, "branch": "main"}}}
+    turn = {"timestamp": "2026-12-02T10:00:01.000Z", "type": "response_item",
+            "payload": {"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": "fix it"}]}}
+    path = d / f"rollout-2026-12-02T10-00-00-{session_id}.jsonl"
+    head = first if first is not None else json.dumps(meta)
+    path.write_text(head + "\n" + json.dumps(turn) + "\n")
+    return path
+
+
+def codex_worktree(repo: Path, hexid: str, *, thread: str | None, branch: str,
+                   tmux: str | None = None, version: int = 1) -> Path:
+    path = home() / ".codex" / "worktrees" / hexid / repo.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git("worktree", "add", "-q", "-b", branch, str(path), cwd=repo)
+    admin = Path(git("rev-parse", "--path-format=absolute", "--git-dir", cwd=path).strip())
+    meta = {"version": version, "manager": "codex-cli", "backend": "git", "source": "app",
+            "location": "codexHome", "id": "1f2e3d4c5b6a7988", "name": branch,
+            "slug": branch, "branch": branch, "repoId": "1f2e3d4c5b6a7988",
+            "repoName": repo.name, "sourceRepoRoot": str(repo), "originalRelativeCwd": "",
+            "worktreeGitRoot": str(path), "workspaceCwd": str(path),
+            "createdAt": 1764669600, "updatedAt": 1764669600, "ownerThreadId": thread,
+            "tmuxSession": tmux}
+    (admin / "codex-worktree.json").write_text(json.dumps(meta, indent=2))
+    owner = {"version": version, **({"ownerThreadId": thread} if thread else {})}
+    (admin / "codex-thread.json").write_text(json.dumps(owner, indent=2))
+    return path
+
+
+def conductor_workspace(repo: Path, name: str) -> Path:
+    path = home() / "conductor" / "workspaces" / repo.name / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git("worktree", "add", "-q", "-b", name, str(path), cwd=repo)
+    return path
+
+
+def digests(root: Path) -> dict:
+    """Every file under `root` (bytes and mtime), to show a tool's state untouched."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            p = Path(dirpath) / f
+            out[str(p)] = (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+    return out
