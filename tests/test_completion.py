@@ -95,6 +95,8 @@ def test_bash_inside_gits_completion(sessions, tmp_path):
     assert {"show", "list", "config", "import"} <= set(_words(_bash("git ao ", repo)))
     assert _words(_bash("git ao config set relaunch.t", repo)) == ["relaunch.timeout"]
     assert _words(_bash("git ao add --kind o", repo)) == ["orchestrator"]
+    assert _words(_bash("git ao import --tool c", repo)) == [
+        "claude-code", "claude-squad", "codex", "conductor", "crystal"]
     assert _words(_bash(f"git -C {repo} ao-restore g", tmp_path)) == ["gamma"]
     assert {"ao-preserve", "ao-restore", "ao-prune"} <= set(_words(_bash("git ao", repo)))
     # the dashed commands too

@@ -361,8 +361,13 @@ def completion(app: App, shell: str) -> int:
     return 0
 
 
+def _tool_names(_ctx, _param, incomplete):
+    from git_ao.importers.names import NAMES
+    return [n for n in NAMES if n.startswith(incomplete)]
+
+
 @group.command("import", context_settings=CONTEXT_SETTINGS)
-@click.option("--tool", "tools", multiple=True, metavar="NAME",
+@click.option("--tool", "tools", multiple=True, metavar="NAME", shell_complete=_tool_names,
               help="The tool whose sessions to import: ao (the ao daemon), claude-code, "
               "claude-squad, codex, conductor, crystal or vibe-kanban; repeatable "
               "(default: every tool whose state is found, and the ao daemon).")

@@ -33,21 +33,11 @@ from git_ao.context import Context
 from git_ao.errors import AoError, Fatal, Usage
 from git_ao.importers import daemon
 from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.names import AO, NAMES, TOOLS
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import id_from_name, register
 from git_ao.outcome import Outcome, Status
 
-# --tool name -> its adapter module under git_ao.importers.
-TOOLS = {
-    "claude-code": "claude_code",
-    "claude-squad": "claude_squad",
-    "codex": "codex",
-    "conductor": "conductor",
-    "crystal": "crystal",
-    "vibe-kanban": "vibe_kanban",
-}
-AO = "ao"
-NAMES = (AO, *sorted(TOOLS))
 # The import_notes key of a source an adapter could not read at all.
 _UNREADABLE = "(unreadable)"
 
