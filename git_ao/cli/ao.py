@@ -361,7 +361,7 @@ def completion(app: App, shell: str) -> int:
     return 0
 
 
-def _tool_names(_ctx, _param, incomplete):
+def _tool_names(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     from git_ao.importers.names import NAMES
     return [n for n in NAMES if n.startswith(incomplete)]
 

@@ -37,6 +37,7 @@ from git_ao.importers.names import AO, NAMES, TOOLS
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import id_from_name, register
 from git_ao.outcome import Outcome, Status
+from git_ao.store.records import Session
 
 # The import_notes key of a source an adapter could not read at all.
 _UNREADABLE = "(unreadable)"
@@ -196,7 +197,7 @@ def _one(ctx: Context, f: Found) -> Outcome:
                    f"{f.tool} at {s.worktree_path}{note}", list_json(s))
 
 
-def _known(ctx: Context, s, f: Found) -> Outcome:
+def _known(ctx: Context, s: Session, f: Found) -> Outcome:
     """The worktree is already session `s`: add the tool's facts it lacks. Facts of a
     session this tool made follow the tool (a newer agent session); a session
     registered otherwise keeps what it was given and only gains what it lacked."""
