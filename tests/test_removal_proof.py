@@ -298,7 +298,9 @@ def test_a_moved_worktree_with_staged_work_is_not_recorded_as_gone(repo, worktre
     os.rename(wt, tmp_path / "elsewhere")
     res = ao("ao-preserve", "moved", cwd=repo, rc=1)
     assert "staged" in res.stdout + res.stderr
-    assert states(repo)["moved"] == "live"
+    # Still live (not recorded as gone), and listed as needing attention: its
+    # worktree is not at its path.
+    assert states(repo)["moved"] == "attention"
 
 
 def test_a_same_size_rewrite_keeping_the_mtime_is_captured_without_trustctime(repo, worktrees):
