@@ -65,6 +65,13 @@ def run(ctx: Context, db_path: str) -> tuple[list[Outcome], daemon_db.DaemonDb]:
     notes = ctx.store.import_notes(source)
     outcomes, seen = [], set()
     for d in db.sessions:
+        if d.problem is not None:
+            # A value git-ao does not know: this session only, said once.
+            seen.add(d.id)
+            o = Outcome(d.id, "import", Status.REFUSED, f"daemon session {d.id}: {d.problem}")
+            unit = Unit(d.id, d.workspace_path, d.branch, None, d)
+            outcomes.append(_said_once(ctx, source, notes, unit, o))
+            continue
         for u in units(d):
             seen.add(u.id)
             o = _one(ctx, u)

@@ -1,11 +1,16 @@
 """Read the ao daemon's `ao.db` without changing anything beside it.
 
 The daemon (agent-orchestrator's Go backend) keeps its schema with goose: the
-table `goose_db_version` records each migration applied. git-ao reads only a
-schema version it has been tested against (KNOWN_MAX and the column checks in
-SCHEMA), and refuses anything else with one line, because a renamed column
-would otherwise read as a default (a terminated session as live, an
-orchestrator as a worker). docs/daemon-schema.md lists what each version gives.
+table `goose_db_version` records each migration applied. git-ao judges a
+database by what it reads, not by its version number: every column it reads
+(SCHEMA, by the version that added it) must be there with the type affinity it
+knows (TYPES), else the import is refused with one line, because a renamed or
+retyped column would otherwise read as a default (a terminated session as live,
+an orchestrator as a worker). A version newer than the newest tested one
+(KNOWN_MAX) is read the same way, needing every column of SCHEMA. A value
+outside what git-ao knows (a new kind, a boolean that is neither 0/1 nor
+'true'/'false') refuses that session only. docs/daemon-schema.md lists what
+each version gives.
 
 Reading leaves the daemon's directory exactly as it was (`store.foreign.read_only`).
 """
@@ -37,8 +42,14 @@ SCHEMA = (
     (9, "workspace_repos", ("project_id", "name", "relative_path")),
     (66, "sessions", ("session_mode", "provider_conversation_id")),
 )
+# The type affinity (SQLite's rules, `_affinity`) of each column read that is not
+# TEXT. A boolean is a BOOLEAN (NUMERIC affinity) or INTEGER column, and may hold
+# 'true'/'false' text (`as_bool`).
+TYPES = {("sessions", "is_terminated"): ("NUMERIC", "INTEGER")}
 # session_worktrees.state values that name a worktree that should be on disk.
 ACTIVE_WORKTREE = "active"
+# sessions.kind values git-ao knows (the daemon's default is 'worker').
+KINDS = ("worker", "orchestrator")
 
 
 @dataclass
@@ -67,6 +78,7 @@ class DaemonSession:
     session_mode: str | None = None
     provider_conversation_id: str | None = None
     worktrees: list[DaemonWorktree] = field(default_factory=list)  # workspace sessions only
+    problem: str | None = None  # why it is not imported: a value git-ao does not know
 
 
 @dataclass
@@ -93,7 +105,7 @@ def read(db_path: str) -> DaemonDb:
     with foreign.read_only(db_path, "ao daemon database") as conn:
         try:
             version = schema_version(conn, db_path)
-            cols = {t: _columns(conn, t) for t in
+            cols = {t: _column_types(conn, t) for t in
                     ("sessions", "projects", "session_worktrees", "workspace_repos")}
             check_layout(db_path, version, cols)
             return DaemonDb(db_path, version, _sessions(conn, version))
@@ -103,6 +115,36 @@ def read(db_path: str) -> DaemonDb:
 
 def _columns(conn: foreign.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _column_types(conn: foreign.Connection, table: str) -> dict[str, str]:
+    """{column: its declared type, '' for none} of `table` (PRAGMA table_info)."""
+    return {r[1]: r[2] or "" for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _affinity(declared: str) -> str:
+    """SQLite's type affinity of a declared column type, by its documented rules in
+    their order: INTEGER, TEXT, BLOB, REAL, else NUMERIC (BOOLEAN is NUMERIC)."""
+    t = declared.upper()
+    if "INT" in t:
+        return "INTEGER"
+    if any(k in t for k in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if not t or "BLOB" in t:
+        return "BLOB"
+    if any(k in t for k in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
+
+
+def as_bool(value: object) -> bool | None:
+    """A boolean as the daemon may store it: 0/1 (SQLite's BOOLEAN) or the text
+    'true'/'false' (also '0'/'1'), any case and spacing; None for anything else."""
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return {"true": True, "false": False, "1": True, "0": False}.get(value.strip().lower())
+    return None
 
 
 def schema_version(conn: foreign.Connection, db_path: str) -> int:
@@ -125,12 +167,11 @@ def schema_version(conn: foreign.Connection, db_path: str) -> int:
     return int(row[0] or 0)
 
 
-def check_layout(db_path: str, version: int, cols: dict[str, set[str]]) -> None:
-    """Raise Fatal unless `version` is one git-ao knows and the tables have the
-    columns SCHEMA expects at that version. cols: {table: set of column names}."""
-    if version > KNOWN_MAX:
-        raise Fatal(f"'{db_path}' has ao daemon schema version {version}, newer than the "
-                    f"newest git-ao knows ({KNOWN_MAX}); upgrade git-ao; nothing imported")
+def check_layout(db_path: str, version: int, cols: dict[str, dict[str, str]]) -> None:
+    """Raise Fatal unless the tables have every column SCHEMA lists up to `version`
+    (all of them past KNOWN_MAX), each with its known type affinity (TYPES, else
+    TEXT). cols: {table: {column: declared type}}. A version number alone refuses
+    nothing: every daemon release adds migrations."""
     if version < 1:
         raise Fatal(f"'{db_path}' has no ao daemon migration applied; nothing imported")
     if "is_terminated" not in cols["sessions"] and "session_state" in cols["sessions"]:
@@ -140,13 +181,19 @@ def check_layout(db_path: str, version: int, cols: dict[str, set[str]]) -> None:
                     f"first migration was flattened (version {version}, with "
                     "session_metadata); git-ao does not import it; nothing imported")
     for since, table, names in SCHEMA:
-        if since > version:
+        if since > version and version <= KNOWN_MAX:
             continue
         missing = [c for c in names if c not in cols[table]]
         if missing:
-            raise Fatal(f"'{db_path}' says ao daemon schema version {version}, but table "
-                        f"{table} lacks {', '.join(missing)}; git-ao does not know this "
-                        "layout; nothing imported")
+            raise Fatal(f"'{db_path}' (ao daemon schema version {version}): table {table} "
+                        f"lacks {', '.join(missing)}, which git-ao reads (renamed or "
+                        "dropped); nothing imported")
+        for c in names:
+            want = TYPES.get((table, c), ("TEXT",))
+            if _affinity(cols[table][c]) not in want:
+                raise Fatal(f"'{db_path}' (ao daemon schema version {version}): column "
+                            f"{table}.{c} has type {cols[table][c] or '(none)'}, not "
+                            f"{' or '.join(want)} as git-ao reads it; nothing imported")
 
 
 def _sessions(conn: foreign.Connection, version: int) -> list[DaemonSession]:
@@ -167,16 +214,25 @@ def _sessions(conn: foreign.Connection, version: int) -> list[DaemonSession]:
                 w["state"]))
     out = []
     for r in rows:
-        if r["is_terminated"]:
+        terminated = as_bool(r["is_terminated"])
+        if terminated:
             continue
         keys = r.keys()
+        kind = r["kind"] or "worker"
+        problem = None
+        if terminated is None:
+            problem = (f"its is_terminated is {r['is_terminated']!r}, not a boolean git-ao "
+                       "knows (0/1, 'true'/'false'); not imported")
+        elif kind not in KINDS:
+            problem = (f"its kind is {kind!r}, which git-ao does not know "
+                       f"({', '.join(KINDS)}); not imported")
         out.append(DaemonSession(
-            id=str(r["id"]), kind=r["kind"] or "worker", harness=r["harness"] or "",
+            id=str(r["id"]), kind=kind, harness=r["harness"] or "",
             branch=r["branch"] or None, workspace_path=r["workspace_path"] or "",
             agent_session_id=r["agent_session_id"] or None, prompt=r["prompt"] or None,
             project_path=r["project_path"],
             session_mode=(r["session_mode"] or None) if "session_mode" in keys else None,
             provider_conversation_id=(r["provider_conversation_id"] or None)
             if "provider_conversation_id" in keys else None,
-            worktrees=trees.get(r["id"], [])))
+            worktrees=trees.get(r["id"], []), problem=problem))
     return out
