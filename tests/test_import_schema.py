@@ -124,8 +124,9 @@ def test_a_value_git_ao_does_not_know_refuses_that_session_only(point, repo, wor
     res = ao("ao", "import", "--from", db, "--json", cwd=repo, rc=1)
     got = {r["id"]: (r["status"], r["message"]) for r in json.loads(res.stdout)["results"]}
     assert set(got) == {"ao-1", "ao-2", "ao-4", "ao-5"}, got  # ao-3 is terminated
-    assert got["ao-1"] == ("refused", "daemon session ao-1: its kind is 'reviewer', which "
-                           "git-ao does not know (worker, orchestrator); not imported")
+    kind_said = ("daemon session ao-1: its kind is 'reviewer', which git-ao does not know "
+                 "(worker, orchestrator); not imported")
+    assert got["ao-1"] == ("refused", kind_said)
     assert got["ao-4"][0] == "refused" and "'maybe', not a boolean" in got["ao-4"][1]
     assert got["ao-2"][0] == got["ao-5"][0] == "ok"
     assert {s: v["kind"] for s, v in sessions_by_id(repo).items()} == {
