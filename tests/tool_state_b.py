@@ -283,7 +283,10 @@ def crystal_archive(db: Path, repo: Path, sid: str, wt: Path):
 
 
 def files_of(root: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file under `root` with its bytes and mtime: a tool's state untouched."""
+    """Every file under `root` (or the file `root`) with its bytes and mtime: a
+    tool's state untouched."""
+    if root.is_file():
+        return {str(root): (root.read_bytes(), root.stat().st_mtime_ns)}
     out = {}
     for dirpath, _dirs, files in os.walk(root):
         for f in files:
