@@ -161,14 +161,30 @@ def test_vibe_kanban_old_layout_worktree_is_the_workspace_dir(repo):
     assert f.worktree == container and f.live
 
 
-@pytest.mark.parametrize("version", [20260301000000, 20260401000000])
+def test_vibe_kanban_database_from_before_worktree_deleted(repo, make_repo):
+    """Before 20260302113031 the cleanup cleared container_ref: such a workspace has
+    no worktree to read; the others are read as usual."""
+    other = make_repo()
+    db = tb.vk_db(20260220000000)
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE workspaces DROP COLUMN worktree_deleted")
+    conn.commit()
+    conn.close()
+    wid, container = tb.vk_workspace(db, [repo], label="kept", branch="vk/kept")
+    gone, gone_dir = tb.vk_workspace(db, [other], label="gone", branch="vk/gone")
+    git("worktree", "remove", "--force", str(gone_dir / other.name), cwd=other)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE workspaces SET container_ref = NULL WHERE id = ?",
+                 (uuid.UUID(gone).bytes,))
+    conn.commit()
+    conn.close()
+    (f,) = vibe_kanban.read(db)
+    assert (f.tool_id, f.worktree, f.live) == (f"{wid}/{repo.name}", container / repo.name, True)
+
+
+@pytest.mark.parametrize("version", [20251220000000, 20260401000000])
 def test_vibe_kanban_unknown_migration_refused_naming_the_file(version):
     db = tb.vk_db(version)
-    if version < vibe_kanban.MIN_VERSION:
-        conn = sqlite3.connect(db)
-        conn.execute("DELETE FROM _sqlx_migrations WHERE version >= ?", (version,))
-        conn.commit()
-        conn.close()
     with pytest.raises(Unreadable) as exc:
         vibe_kanban.read(db)
     assert str(db) in str(exc.value) and "format this git-ao does not know" in str(exc.value)

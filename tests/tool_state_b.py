@@ -135,7 +135,7 @@ def vk_db(version: int = VK_LATEST) -> Path:
     if sqlite3.sqlite_version_info < (3, 42):  # no 'subsec' modifier: it gives NULL
         tables = tables.replace("datetime('now', 'subsec')", "datetime('now')")
     conn.executescript(tables)
-    for v in (20250617183714, 20260302113031, version):
+    for v in (20250617183714, 20251216142123, version):
         conn.execute("INSERT OR IGNORE INTO _sqlx_migrations (version, description, success, "
                      "checksum, execution_time) VALUES (?, 'm', 1, x'00', 1)", (v,))
     conn.commit()

@@ -11,9 +11,12 @@ Format, from BloopAI/vibe-kanban @ 4deb7eca8f381f7cbc1f9d15515a9ab8f8009053:
   Journal mode DELETE: a rollback journal, no WAL.
 * Format version: sqlx's `_sqlx_migrations` table, one row per applied migration
   of crates/db/migrations/, `version` being the file's timestamp prefix. This
-  module reads databases from MIN_VERSION (workspaces gained `worktree_deleted`,
-  20260302113031_add_worktree_deleted_to_workspaces.sql) to LATEST_VERSION
-  (20260317120000_cleanup_attachment_schema.sql); any other is refused.
+  module reads databases from MIN_VERSION (workspaces gained `archived`,
+  20251221000000_add_workspace_flags.sql) to LATEST_VERSION
+  (20260317120000_cleanup_attachment_schema.sql); any other is refused. Before
+  DELETED_VERSION (20260302113031_add_worktree_deleted_to_workspaces.sql) the
+  cleanup cleared container_ref instead of setting `worktree_deleted` (commit
+  9653d929d9, "preserve worktree path across cleanup").
 * Tables read (columns as the migrations leave them; ids are UUIDs stored as
   16-byte BLOBs): `workspaces` (id, container_ref, branch, archived, name,
   worktree_deleted; renamed from task_attempts by
@@ -57,7 +60,8 @@ from git_ao.store.states import Kind
 TOOL = "vibe-kanban"
 DB = "db.v2.sqlite"
 OLD_DB = "db.sqlite"
-MIN_VERSION = 20260302113031
+MIN_VERSION = 20251221000000
+DELETED_VERSION = 20260302113031
 LATEST_VERSION = 20260317120000
 # BaseCodingAgent (SCREAMING_SNAKE_CASE) -> the program its executor runs.
 HARNESS = {
@@ -118,7 +122,8 @@ def _read(conn: Any, path: Path) -> list[Found]:
                          f"this git-ao does not know (it reads {MIN_VERSION} to "
                          f"{LATEST_VERSION})")
     out: list[Found] = []
-    rows = conn.execute("SELECT id, container_ref, branch, archived, worktree_deleted "
+    deleted_col = "worktree_deleted" if version >= DELETED_VERSION else "0"
+    rows = conn.execute(f"SELECT id, container_ref, branch, archived, {deleted_col} "
                         "FROM workspaces ORDER BY created_at, id").fetchall()
     for ws_id, container, branch, archived, deleted in rows:
         wid = _uuid(ws_id)
