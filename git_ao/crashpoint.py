@@ -15,7 +15,9 @@ The points, in the order a run passes them:
     apply has not run), restore:after-apply, restore:before-ref-delete,
     restore:after-ref-delete, restore:after-db, restore:between-sessions;
     from the trash: restore:link-written (the worktree's new `.git` file is
-    written beside it, not yet renamed over it), restore:after-reinstate.
+    written beside it, not yet renamed over it), restore:after-reinstate;
+    appending to a history: history:before-ref (the entry commit is written, the
+    ref not moved), history:after-ref.
 """
 
 import os
@@ -28,6 +30,7 @@ POINTS = (
     "restore:after-worktree-add", "restore:during-apply", "restore:after-apply",
     "restore:before-ref-delete", "restore:after-ref-delete", "restore:after-db",
     "restore:between-sessions", "restore:after-reinstate", "restore:link-written",
+    "history:before-ref", "history:after-ref",
 )
 
 _CRASH_AT = os.environ.get("GIT_AO_CRASH_AT") or None

@@ -319,6 +319,13 @@ def ref_of(repo, sid):
     return out or None
 
 
+def ao_refs(cwd, prefix="refs/ao/") -> str:
+    """`git for-each-ref <prefix>` without the histories (refs/ao/history/), which
+    keep every save of a session past its restore by design."""
+    out = git("for-each-ref", prefix, cwd=cwd)
+    return "".join(ln + "\n" for ln in out.splitlines() if "\trefs/ao/history/" not in ln)
+
+
 def db_path() -> Path:
     return Path(os.environ["AO_DATA_DIR"]) / "git-ao.db"
 

@@ -23,6 +23,8 @@ def test_show_says_when_the_saved_commit_was_garbage_collected(repo, worktrees):
     (wt / "new.txt").write_text("work\n")
     ao("ao-preserve", "g", cwd=repo)
     git("update-ref", "-d", "refs/ao/preserved/g", cwd=repo)
+    # The session's history keeps every save reachable: it goes too.
+    git("update-ref", "-d", "refs/ao/history/g", cwd=repo)
     git("reflog", "expire", "--expire=now", "--all", cwd=repo)
     git("gc", "-q", "--prune=now", cwd=repo)
     res = ao("ao", "show", "g", cwd=repo, rc=1)

@@ -91,6 +91,10 @@ def test_bash_inside_gits_completion(sessions, tmp_path):
     assert _words(_bash("git ao show ", repo)) == ["alpha", "beta", "gamma"]
     assert _words(_bash("git ao-preserve --k", repo)) == ["--keep-worktree"]
     assert _words(_bash("git ao-restore --no", repo)) == ["--no-launch"]
+    assert _words(_bash("git ao-restore --a", repo)) == ["--at"]
+    assert {"history", "checkpoint"} <= set(_words(_bash("git ao ", repo)))
+    assert _words(_bash("git ao checkpoint --trigger t", repo)) == ["timer"]
+    assert _words(_bash("git ao history ", repo)) == ["alpha", "beta", "gamma"]
     assert _words(_bash("git ao-prune --expire 2", repo)) == ["2.weeks.ago"]
     assert {"show", "list", "config", "import"} <= set(_words(_bash("git ao ", repo)))
     assert _words(_bash("git ao config set relaunch.t", repo)) == ["relaunch.timeout"]

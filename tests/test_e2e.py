@@ -3,7 +3,7 @@ byte for byte (the end-to-end acceptance)."""
 
 import json
 
-from tests.support import ao, dirty, git
+from tests.support import ao, ao_refs, dirty, git
 from tests.worktree_state import same_but_ignored, state
 
 
@@ -39,7 +39,7 @@ def test_shutdown_then_boot_restores_everything(repo, make_repo, worktrees):
         # the ignored files came back with the directory, from the trash
         assert after["ignored"] == before[sid]["ignored"], sid
     for r in (repo, other):
-        assert git("for-each-ref", "refs/ao/", cwd=r) == ""
+        assert ao_refs(r, "refs/ao/") == ""
     listed = json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)
     assert {s["id"]: s["state"] for s in listed["sessions"]} == dict.fromkeys(sessions, "live")
     by_id = {s["id"]: s for s in listed["sessions"]}

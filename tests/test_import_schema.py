@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from tests.daemon_schema import POINTS, daemon_db, daemon_session
-from tests.support import ao, git, sessions_by_id
+from tests.support import ao, ao_refs, sessions_by_id
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -157,4 +157,4 @@ def test_unversioned_schema_is_refused_and_a_rolled_back_version_does_not_count(
     res = ao("ao", "import", "--from", flat, cwd=repo, rc=128)
     assert "no goose_db_version table, so its schema version is unknown" in res.stderr
     assert set(sessions_by_id(repo)) == {"ao-1"}
-    assert git("for-each-ref", "refs/ao/", cwd=repo) == ""
+    assert ao_refs(repo, "refs/ao/") == ""

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.support import ao, git
+from tests.support import ao, ao_refs, git
 
 
 def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees):
@@ -52,7 +52,7 @@ def test_prune_force_named_session(repo, worktrees):
     ao("ao-prune", "forced", cwd=repo, rc=129)
     res = ao("ao-prune", "--force", "forced", cwd=repo)
     assert "refs/ao/preserved/forced" in res.stdout
-    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+    assert ao_refs(repo, "refs/ao") == ""
 
 
 def test_prune_expire_parses_like_git(repo):
@@ -69,13 +69,13 @@ def test_checkpoint_ref_deleted_once_work_is_committed(repo, worktrees):
     ao("ao-preserve", "--keep-worktree", "cp", cwd=repo)
     (wt / "README.md").write_text("moved on\n")
     kept = ao("ao-prune", cwd=repo)
-    assert git("for-each-ref", "refs/ao", cwd=repo).strip()  # work only in the ref: kept
+    assert ao_refs(repo, "refs/ao").strip()  # work only in the ref: kept
     assert "kept refs/ao/preserved/cp" in kept.stdout  # and said so
     git("checkout", "--", "README.md", cwd=wt)
     git("commit", "-qm", "done", cwd=wt)
     res = ao("ao-prune", cwd=repo)
     assert "committed on cp" in res.stdout
-    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+    assert ao_refs(repo, "refs/ao") == ""
 
 
 @pytest.mark.parametrize("staged", [False, True], ids=["unstaged", "staged"])
@@ -94,7 +94,7 @@ def test_checkpoint_of_edits_committed_later_is_pruned_after_a_clean_preserve(
     ao("ao-preserve", "late", cwd=repo)
     ao("ao-restore", cwd=repo)
     res = ao("ao-prune", cwd=repo)
-    refs = git("for-each-ref", "refs/ao", cwd=repo)
+    refs = ao_refs(repo, "refs/ao")
     if staged:
         assert "kept refs/ao/preserved/late" in res.stdout and refs.strip()
     else:

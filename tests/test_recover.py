@@ -16,6 +16,7 @@ import pytest
 from tests.support import (
     REF,
     ao,
+    ao_refs,
     assert_all_restored,
     db_path,
     git,
@@ -61,7 +62,7 @@ def mixed(repo, make_repo, worktrees, monkeypatch):
 
 def _fingerprint(sessions):
     """Every ref under refs/ao/ and every worktree directory: what must survive."""
-    refs = {r: git("for-each-ref", "refs/ao/", cwd=r) for r, _ in sessions.values()}
+    refs = {r: ao_refs(r, "refs/ao/") for r, _ in sessions.values()}
     dirs = {sid: wt.is_dir() and state(wt) for sid, (_, wt) in sessions.items()}
     return refs, dirs
 

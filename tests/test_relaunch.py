@@ -5,7 +5,7 @@ import json
 import shlex
 import sys
 
-from tests.support import PROBE, ao, git
+from tests.support import PROBE, ao, ao_refs
 
 
 def _configure(repo, key, *extra):
@@ -61,7 +61,7 @@ def test_failing_relaunch_never_undoes_the_restore(repo, worktrees):
     assert (wt / "work.txt").read_text() == "saved\n"
     assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"][0]["state"] \
         == "live"
-    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+    assert ao_refs(repo, "refs/ao") == ""
     ao("ao", "config", "set", "relaunch.command", "/no/such/program --x", cwd=repo)
     ao("ao-preserve", "bad", cwd=repo)
     res = ao("ao-restore", cwd=repo, rc=1)

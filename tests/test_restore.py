@@ -4,7 +4,7 @@ import json
 import os
 import shutil
 
-from tests.support import ao, commit_on, dirty, git, states
+from tests.support import ao, ao_refs, commit_on, dirty, git, states
 from tests.worktree_state import same_but_ignored, state
 
 
@@ -16,7 +16,7 @@ def test_moved_branch_without_conflict_applies_cleanly(repo, worktrees):
     ao("ao-restore", cwd=repo)
     assert (wt / "src" / "app.py").read_text() == "print('mine')\n"
     assert (wt / "other.txt").exists()
-    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+    assert ao_refs(repo, "refs/ao") == ""
 
 
 def test_conflict_leaves_markers_keeps_ref_exit_3(repo, worktrees):
@@ -111,7 +111,7 @@ def test_crash_after_save_before_removal_is_recognised(repo, worktrees):
     res = ao("ao-restore", cwd=repo)
     assert "already held" in res.stdout
     assert same_but_ignored(before, state(wt))
-    assert git("for-each-ref", "refs/ao", cwd=repo) == ""
+    assert ao_refs(repo, "refs/ao") == ""
 
 
 def test_preserve_without_id_registers_current_worktree(repo, tmp_path):

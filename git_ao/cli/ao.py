@@ -14,6 +14,7 @@ from git_ao.cli.common import (
     check_ids,
     complete_ids,
     finish,
+    named_sessions,
     options,
     run,
     short_help_option,
@@ -102,6 +103,7 @@ def show(app: App, session_id: str) -> int:
     rec["trash"] = [f"{t['path']} ({t['kind']}, {t['size']} bytes, {t['ignored_count']} "
                     f"ignored: {' '.join(t['ignored'][:10]) or '-'})" for t in kept] \
         if not app.printer.json_mode else kept
+    rec["history"] = _history_facts(s, app.printer.json_mode)
     stat = show_stat(s)
     gone = saved_commit_gone(s)
     if app.printer.json_mode:
@@ -116,6 +118,95 @@ def show(app: App, session_id: str) -> int:
                           "session's saved work cannot be shown or restored")
         return 1
     return 0
+
+
+def _history_facts(s, json_mode):
+    """The history's length and the bytes only it keeps, for `git ao show`."""
+    from git_ao.save import history
+    if not os.path.isdir(s.common_dir):
+        return None
+    count = len(history.entries(s.common_dir, s.id))
+    size = history.size_bytes(s.common_dir, s.id) if count else 0
+    if json_mode:
+        return {"ref": history.history_ref(s.id), "entries": count, "bytes": size}
+    if not count:
+        return "no entries"
+    return f"{count} entr{'y' if count == 1 else 'ies'}, {size if size is not None else '?'} " \
+        f"bytes only it keeps ({history.history_ref(s.id)}; git ao history {s.id})"
+
+
+@group.command("history", context_settings=CONTEXT_SETTINGS)
+@click.argument("session_id", metavar="ID", shell_complete=complete_ids("all"))
+@options(changes=False, records=True)
+def history_(app, session_id):
+    """List the session's history, newest first, numbered from 1: time, trigger
+    (checkpoint, preserve, restore, timer, hook), the save's commit and the counts
+    of changed and untracked paths. git ao-restore ID --at N brings one back."""
+    from git_ao.context import lookup
+    from git_ao.errors import Refused
+    from git_ao.save import history
+    s = lookup(app.ctx, session_id)
+    if not os.path.isdir(s.common_dir):
+        raise Refused(f"repository {s.common_dir} is gone")
+    entries = [e.as_json() for e in history.entries(s.common_dir, s.id)]
+    if app.printer.json_mode:
+        app.printer.emit_json("history", id=s.id, ref=history.history_ref(s.id),
+                              entries=entries)
+        return 0
+    app.printer.history(entries)
+    if not entries and not app.printer.quiet:
+        app.printer.hint(f"no history yet: git ao checkpoint {s.id} takes one")
+    return 0
+
+
+TRIGGERS = ("checkpoint", "timer", "hook")  # history.TRIGGERS a command may name
+
+
+@group.command("checkpoint", context_settings=CONTEXT_SETTINGS)
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("live"))
+@click.option("--all", "all_", is_flag=True, help="Every live session of every repository.")
+@click.option("--trigger", type=click.Choice(TRIGGERS), default="checkpoint",
+              show_default=True, help="What the history entry names as its cause.")
+@click.option("--hook-input", is_flag=True,
+              help="Read the JSON an agent tool's hook gives on stdin and checkpoint the "
+              "session whose worktree holds its \"cwd\"; never fails the hook.")
+@options(records=True)
+def checkpoint(app, ids, all_, trigger, hook_input):
+    """Append each session's current state to its history (like git ao-preserve
+    --keep-worktree): the worktree, its index and the agents are left alone, and a
+    state identical to the newest entry adds nothing. With no ID, the session of
+    the current worktree."""
+    if sum(map(bool, (ids, all_, hook_input))) > 1:
+        usage("give session ids, --all or --hook-input, not more than one")
+    from git_ao.manage.register import current_session
+    from git_ao.preserve import checkpoint as cp
+    check_ids(ids)
+    refused = []
+    if hook_input:
+        import sys
+
+        from git_ao.errors import AoError
+        from git_ao.outcome import Outcome, Status
+        where = cp.hook_cwd(sys.stdin.buffer.read()) or os.getcwd()
+        try:
+            outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
+                                     trigger=trigger)
+        except AoError as exc:
+            outcomes = [Outcome("-", "checkpoint", Status.NOTHING, f"{where}: {exc}")]
+        for o in outcomes:
+            app.printer.outcome(o)
+        finish(app, "checkpoint", outcomes)
+        return 0  # a hook must never fail the agent's turn: git ao log has the rest
+    if all_:
+        sessions = [s for s in app.store.sessions() if s.live]
+    elif ids:
+        sessions, refused = named_sessions(app, ids, "checkpoint")
+    else:
+        sessions = [current_session(app.ctx, os.getcwd())]
+    outcomes = cp.checkpoint(app.ctx, sessions, trigger=trigger)
+    for o in outcomes:
+        app.printer.outcome(o)
+    return finish(app, "checkpoint", refused + outcomes)
 
 
 @group.command("add", context_settings=CONTEXT_SETTINGS)

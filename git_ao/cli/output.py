@@ -259,6 +259,13 @@ class Printer:
             for row in rows:
                 self._record(row)
 
+    def history(self, entries: Sequence[dict[str, Any]]) -> None:
+        """`git ao history`: one record per entry, newest first: number, time,
+        trigger, the save's commit, the counts."""
+        for e in entries:
+            self._record([str(e["number"]), e["time"], e["trigger"], e["commit"],
+                          f"{e['changed']} changed, {e['untracked']} untracked"])
+
     def facts(self, pairs: Sequence[tuple[str, Any]], stat_text: str = "") -> None:
         """`git ao show`: `key: value` lines, then the stash-style stat of the saved work."""
         width = max(len(k) for k, _ in pairs)

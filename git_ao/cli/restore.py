@@ -32,9 +32,14 @@ from git_ao.outcome import Outcome
 @click.option("--set-aside-stray", is_flag=True,
               help="Move a directory found at a recorded path that is not the worktree "
                    "into the trash, then restore there.")
+@click.option("--at", "at", metavar="N|COMMIT", default=None,
+              help="Bring the live session's worktree to entry N of its history (1 the "
+              "newest, see git ao history) or to the entry of COMMIT; the current state is "
+              "recorded first, so this can be undone.")
 @options(records=True)
 def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
-            from_: str | None, map_path: tuple[str, ...], set_aside_stray: bool) -> int:
+            from_: str | None, map_path: tuple[str, ...], set_aside_stray: bool,
+            at: str | None) -> int:
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
@@ -43,6 +48,8 @@ def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     from git_ao.restore import target
     from git_ao.restore import workflow as restore  # lazily: completion must not import git and sh
     check_ids(ids)
+    if at is not None:
+        return _restore_at(app, ids, at, from_ or map_path)
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
     if from_ or map_path:
         return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch)
@@ -77,6 +84,33 @@ def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
             outcomes += remote_opts.retry_pushes(app, outcomes)
     status = finish(app, "restore", outcomes)
     return signals.interrupted(app, "restore", outcomes, "still pending") or status
+
+
+def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
+    """`git ao-restore [ID] --at N|COMMIT`: one live session (with no ID, the one
+    whose worktree holds the current directory) takes that history entry's state."""
+    from git_ao import git
+    from git_ao.batch import guarded
+    from git_ao.cli.common import usage
+    from git_ao.restore.at import restore_at
+    if remote:
+        usage("--at restores a live session from its own history; it takes no --from")
+    if len(ids) > 1:
+        usage("--at takes one session id")
+    if not at.strip():
+        usage("--at needs an entry number or a commit")
+    if ids:
+        sid = ids[0]
+    else:
+        top = git.repo_dirs(os.getcwd()).toplevel
+        found = [s for s in app.store.sessions()
+                 if top and s.live and s.worktree_path == os.path.realpath(top)]
+        if not found:
+            usage("name the session: the current directory is in no live session's worktree")
+        sid = found[0].id
+    o = guarded(lambda: restore_at(app.ctx, sid, at), sid, "restore")
+    app.printer.outcome(o)
+    return finish(app, "restore", [o])
 
 
 def main() -> None:

@@ -216,6 +216,27 @@ def update_ref(cwd: str, ref: str, new: str, old: str | None = None, *,
     run(args, cwd)
 
 
+def swap_ref(cwd: str, ref: str, new: str, old: str | None, *, message: str = "git-ao") -> bool:
+    """Move `ref` to `new` only while it still points at `old` (None: only while it
+    does not exist), in one `git update-ref --create-reflog -m <message> <ref> <new>
+    <old>`; git checks and writes under the ref's lock. Returns False when the ref
+    was elsewhere (another writer won); raises GitError for any other failure."""
+    res = call(["update-ref", "--create-reflog", "-m", message, ref, new, old or ""], cwd)
+    if res.status == 0:
+        return True
+    if rev_parse(cwd, ref) != old:
+        return False
+    res.check()
+    return False
+
+
+def reset_hard(cwd: str, commit: str) -> None:
+    """`git reset -q --hard <commit>` in the worktree at `cwd`: HEAD (the branch it
+    names, or a detached HEAD), the index and the tracked files take `commit`;
+    untracked files not in its way are left alone. Raises GitError."""
+    run(["reset", "-q", "--hard", commit], cwd)
+
+
 def delete_ref(cwd: str, ref: str, old: str) -> None:
     """`git update-ref -d <ref> <old>`: delete only while it still points at `old`."""
     run(["update-ref", "-d", ref, old], cwd)

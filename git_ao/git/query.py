@@ -426,3 +426,28 @@ def merge_texts(cwd: str, scratch: str, base: bytes, ours: bytes, theirs: bytes)
             with contextlib.suppress(OSError):
                 os.unlink(name)
     return res.out if res.status == 0 else None
+
+
+def first_parent_log(cwd: str, tip: str, count: int) -> list[tuple[str, str, list[str], str]]:
+    """[(commit, tree, parents, message)] of `tip` and its first parents, at most
+    `count` of them, newest first, in one `git log --first-parent -n <count> -z`.
+    Raises GitError."""
+    out = git.run(["log", "--first-parent", f"-n{max(count, 1)}", "-z",
+                   "--format=%H %T %P%n%B", tip], cwd)
+    rows = []
+    for rec in out.split(b"\0"):
+        if not rec.strip():
+            continue
+        head, _, message = rec.decode("utf-8", "replace").lstrip("\n").partition("\n")
+        ids = head.split()
+        rows.append((ids[0], ids[1], ids[2:], message))
+    return rows
+
+
+def disk_usage(cwd: str, revs: Sequence[str], exclude: Sequence[str]) -> int | None:
+    """Bytes on disk of the objects `revs` reach and `exclude` (rev-list arguments
+    such as --branches) does not (`git rev-list --disk-usage --objects`, git 2.38+);
+    None when git cannot tell."""
+    res = git.call(["rev-list", "--disk-usage", "--objects", *revs, "--not", *exclude], cwd)
+    text = res.text.strip()
+    return int(text) if res.status == 0 and text.isdigit() else None

@@ -27,7 +27,7 @@ from git_ao.git import index, worktree
 from git_ao.outcome import Outcome, Status
 from git_ao.preserve import removal
 from git_ao.proof import witness
-from git_ao.save import capture, daemon_refs
+from git_ao.save import capture, daemon_refs, history
 from git_ao.store import trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
@@ -46,7 +46,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
              jobs: int = 1, timeout: float | None = None,
              progress: Callable[[Outcome], object] | None = None,
              stop: threading.Event | None = None, settings: processes.Settings | None = None,
-             shutdown: bool = False) -> list[Outcome]:
+             shutdown: bool = False, trigger: str | None = None) -> list[Outcome]:
     """Preserve each session; one session's failure never stops the others.
 
     First the processes still working in the worktrees are found and dealt with
@@ -57,7 +57,9 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     is in git processes). timeout: seconds after which no new session starts
     (those stay live, which is safe). progress: callback(Outcome) per session.
     stop: a threading.Event; once set (SIGTERM, SIGINT) no new session starts and
-    the ones in flight run to their end.
+    the ones in flight run to their end. trigger: what the history entry names as
+    its cause (history.TRIGGERS; default "checkpoint" with keep_worktree, else
+    "preserve").
     Returns one Outcome per session, in input order.
     """
     cache = RepoCache(batch=True)
@@ -91,8 +93,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                           f"{agents_seen.line()}; the worktree is kept (stop them, or set "
                           "preserve.agents = \"stop\")", agents_seen.data())
         else:
-            out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache), s.id,
-                          "preserve")
+            out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache,
+                                               trigger=trigger), s.id, "preserve")
             if agents_seen is not None:
                 _tell_agents(ctx, out, agents_seen)
             if s.id in before_stop:
@@ -126,11 +128,14 @@ def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
 
 
 def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
-                 cache: RepoCache | None = None, unsaved: Session | None = None) -> Outcome:
-    """Preserve one session, strictly: check, capture and write the ref, commit the row,
-    then remove the verified worktree. Returns an Outcome; raises AoError on refusal.
+                 cache: RepoCache | None = None, unsaved: Session | None = None,
+                 trigger: str | None = None) -> Outcome:
+    """Preserve one session, strictly: check, capture and write the ref, append the
+    save to the session's history, commit the row, then remove the verified
+    worktree. Returns an Outcome; raises AoError on refusal.
 
-    unsaved: on a dry run, a Session that `register` would create (not stored yet)."""
+    unsaved: on a dry run, a Session that `register` would create (not stored yet).
+    trigger: the history entry's cause (see `preserve`)."""
     cache = cache or RepoCache()
     with ctx.lock(session_id):
         # read again under the lock
@@ -176,14 +181,17 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # check after the move compares with, and every entry touched since `since`
         # (taken before both) is compared by content there, so no write is missed.
         since = time.time_ns()
-        walking = None if keep_worktree or ctx.dry_run else walk.Background(path, since)
+        # A checkpoint walks too: the walk's stat data gives the history entry every
+        # path's permission bits and the empty directories.
+        walking = None if ctx.dry_run else walk.Background(path, since)
         try:
             st = capture.inspect(path, v.git_dir)
         except BaseException:
             if walking is not None:
                 walking.abandon()
             raise
-        before = walking.result() if walking is not None else None
+        walked = walking.result() if walking is not None else None
+        before = None if keep_worktree else walked
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
             what = "checkpoint" if keep_worktree else "preserve and remove"
@@ -192,10 +200,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                            f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
                            facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
-        cap = capture.capture(path, v.git_dir, meta, st=st, walked=before)
+        cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
         ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
+        appended = _append_history(ctx, s, path, cap, meta, trigger or (
+            "checkpoint" if keep_worktree else "preserve"))
         captured: dict[str, str] = {}
         if before is not None:
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
@@ -214,6 +224,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         crashpoint.hit("preserve:after-db")
         data = facts(s, preserve_ref=ref, preserved_commit=cap.commit, changed=len(cap.changed),
                      untracked=len(cap.untracked), ignored=len(cap.ignored))
+        if appended is not None:
+            data["history_entry"] = appended.commit
         warn = _mirror_warning(path)
         if warn:
             data["warning"] = warn
@@ -268,6 +280,22 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             data["captured_late"] = late
             summary += f"; {len(late)} path(s) written after the first capture saved too"
         return Outcome(s.id, "preserve", Status.OK, f"{summary}; worktree removed", data)
+
+
+def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
+                    meta: capture.Meta, trigger: str) -> history.Entry | None:
+    """Append the capture to the session's history (`history.append_capture`). The
+    save itself is in the preserve ref already (or the worktree was clean), so a
+    failure here is logged and costs the preserve nothing."""
+    try:
+        entry = history.append_capture(path, s.id, cap, meta, trigger)
+    except AoError as exc:
+        ctx.log("preserve", s.id, "history-not-appended", error=str(exc))
+        return None
+    if entry is not None:
+        ctx.log("preserve", s.id, "history-appended", trigger=trigger, entry=entry.commit,
+                commit=entry.save)
+    return entry
 
 
 def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -> str | None:

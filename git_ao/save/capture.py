@@ -425,6 +425,28 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     return cap
 
 
+def ensure_commit(path: str, cap: Capture, meta: Meta) -> str:
+    """The stash-shaped commit of `cap`, writing one for a clean worktree (W and I
+    both holding HEAD's tree) when the capture wrote none: a history entry needs a
+    save even when there was nothing to change. Returns W's id. Raises GitError."""
+    if cap.commit:
+        return cap.commit
+    if not cap.index_tree or not cap.worktree_tree:
+        head_tree = git.trees_of(path, [cap.head])[0]
+        assert head_tree is not None
+        cap.index_tree = cap.index_tree or head_tree
+        cap.worktree_tree = cap.worktree_tree or head_tree
+    label = cap.branch or "(no branch)"
+    i_commit = git.commit_tree(path, cap.index_tree, [cap.head],
+                               f"index on {label}: {cap.head[:7]}\n")
+    parents = [cap.head, i_commit]
+    if cap.untracked_tree:
+        parents.append(git.commit_tree(path, cap.untracked_tree, [],
+                                       f"untracked files on {label}: {cap.head[:7]}\n"))
+    cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
+    return cap.commit
+
+
 TRAILERS = ("Ao-Session", "Ao-Kind", "Ao-Harness", "Ao-Branch", "Ao-Workspace", "Ao-Head",
             "Ao-Detached")
 

@@ -1,0 +1,56 @@
+"""Checkpoints: a session's current state appended to its history while the
+session goes on (`git ao checkpoint`, `git ao-preserve --keep-worktree`, the
+timer, an agent tool's hook).
+
+A checkpoint is a preserve that keeps the worktree (`workflow.preserve_one`):
+the capture reads the worktree through temporary index files in its admin dir,
+with git's optional locks off, so the worktree's index and files are never
+written and its index lock is never taken; agents are neither stopped nor
+signalled.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+
+from git_ao.batch import guarded, log_failure
+from git_ao.context import Context
+from git_ao.outcome import Outcome, Status
+from git_ao.preserve import workflow
+from git_ao.store.records import Session
+
+
+def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "checkpoint"
+               ) -> list[Outcome]:
+    """Checkpoint each live session (one after the other: a checkpoint runs beside an
+    agent's turn and should take one core at most). trigger: the history entry's
+    cause (history.TRIGGERS). Returns one Outcome per session; a session that is
+    not live is reported as nothing to do."""
+    out = []
+    for s in sessions:
+        if not s.live:
+            out.append(Outcome(s.id, "checkpoint", Status.NOTHING,
+                               f"not live ({s.state}): nothing to checkpoint"))
+            continue
+        o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
+                                      trigger=trigger), s.id, "checkpoint")
+        o.action = "checkpoint"
+        if o.status == Status.OK and "history_entry" not in o.data:
+            o.message += "; the history's newest entry holds this state already"
+        log_failure(ctx, o)
+        out.append(o)
+    return out
+
+
+def hook_cwd(data: bytes) -> str | None:
+    """The working directory an agent tool's hook names in the JSON it gives on stdin
+    (Claude Code: {"cwd": ..., "session_id": ..., "hook_event_name": ...}), None
+    when there is none."""
+    try:
+        doc = json.loads(data.decode("utf-8", "replace") or "{}")
+    except ValueError:
+        return None
+    cwd = doc.get("cwd") if isinstance(doc, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None

@@ -1,0 +1,151 @@
+"""`git ao-restore ID --at N|COMMIT`: a live worktree takes the state of one entry
+of its session's history, exactly, and the session stays live.
+
+The order, under the session's lock: find the entry; refuse a locked index or a
+HEAD now on another branch than the entry's; capture the current state and
+append it to the history (trigger "restore"), so this restore can itself be
+undone; only then change the worktree: the untracked files that capture holds
+are removed, `git reset --hard` puts HEAD, the index and the tracked files on
+the entry's HEAD, and the entry's save is applied like `git stash apply
+--index` (git_ao/save/apply.py), its index flags, modes and empty directories
+put back (git_ao/save/local_state.py), and the result proven to hold exactly the
+entry (git_ao/proof/restored.py). Ignored files are never touched. A kill at
+any point leaves both the replaced state and the entry in the history.
+"""
+
+from __future__ import annotations
+
+import os
+
+from git_ao import git
+from git_ao.context import Context, facts, lookup
+from git_ao.errors import AoError, Refused
+from git_ao.fs import walk
+from git_ao.git import worktree
+from git_ao.outcome import Outcome, Status
+from git_ao.proof.restored import holds
+from git_ao.save import apply, capture, history, local_state
+from git_ao.store.records import Save, now_ns
+
+
+def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
+    """Bring the live session's worktree to the history entry `at` names (a number,
+    1 the newest, or a commit id of the entry or its save). Returns an Outcome;
+    raises Refused (not live, no such entry, a locked index, another branch, a
+    state that cannot be captured) before anything in the worktree changes."""
+    with ctx.lock(session_id):
+        s = lookup(ctx, session_id)
+        if not s.live or s.pending:
+            raise Refused(f"session '{s.id}' is {s.state}, not live: git ao-restore {s.id} "
+                          "brings it back first")
+        path = s.worktree_path
+        if not os.path.isdir(path):
+            raise Refused(f"'{path}' is gone; git ao-preserve {s.id} records it, then "
+                          f"git ao-restore {s.id}")
+        v = worktree.verify(s.common_dir, path, git.worktree_list(s.common_dir))
+        try:
+            entry = history.find(path, s.id, at)
+        except AoError as exc:
+            raise Refused(str(exc)) from None
+        if os.path.exists(os.path.join(v.git_dir, "index.lock")):
+            raise Refused(f"the index of '{path}' is locked ({v.git_dir}/index.lock): a git "
+                          "command is running there; run this again when it is done")
+        walked = walk.walk(path)  # before the status: its stat data gives the modes
+        try:
+            st = capture.inspect(path, v.git_dir)
+        except capture.CannotCapture as exc:
+            raise Refused(f"the current state cannot be recorded first: {exc}") from None
+        if st.branch != entry.branch:
+            now = f"branch '{st.branch}'" if st.branch else "a detached HEAD"
+            was = f"branch '{entry.branch}'" if entry.branch else "a detached HEAD"
+            raise Refused(f"HEAD is on {now}, entry {entry.number} was taken on {was}: "
+                          f"git switch back first (nothing changed)")
+        label = f"entry {entry.number} ({entry.save[:12]})"
+        if ctx.dry_run:
+            return Outcome(s.id, "restore", Status.OK, f"would record the current state, then "
+                           f"bring {path} to {label}", facts(s))
+        meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
+        cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
+        before = history.append_capture(path, s.id, cap, meta, "restore")
+        undo = history.newest(path, s.id)
+        assert undo is not None  # the capture was appended, or the newest holds it
+        data = facts(s, entry=entry.commit, preserved_commit=entry.save,
+                     replaced=undo.save, history_entry=before.commit if before else None)
+        if undo.same_state(entry):
+            ctx.log("restore", s.id, "at-nothing", entry=entry.commit)
+            return Outcome(s.id, "restore", Status.NOTHING,
+                           f"{path} already holds {label}", data)
+        ctx.log("restore", s.id, "at-start", entry=entry.commit, replaced=undo.save)
+        _clear_untracked(path, cap.untracked, local_state.load(cap.private_config).get(
+            "empty_dirs", []))
+        git.reset_hard(path, entry.head)
+        wc = local_state.load(entry.private_config)
+        problems: list[str] = []
+        if not (entry.changed == 0 and entry.untracked == 0
+                and entry.worktree_tree == entry.index_tree):
+            applied = apply.apply(path, entry.save, sparse="sparse_checkout" in wc)
+            if applied.outcome != "clean":
+                problems.append(f"the apply stopped ({applied.outcome}: {applied.detail}"
+                                + (f"; {', '.join(applied.paths[:5])}" if applied.paths else "")
+                                + ")")
+            elif wc.get("recheckout"):
+                apply.recheckout(path, v.git_dir, entry.save)
+        if not problems:
+            problems += apply.put_flags(path, wc, fresh=False)
+            for rel in wc.get("empty_dirs", []):
+                try:
+                    os.makedirs(os.path.join(path, rel), exist_ok=True)
+                except OSError:
+                    problems.append(f"the empty directory {rel} could not be made")
+            problems += [f"the permission bits of {p} could not be set"
+                         for p in local_state.put_modes(path, wc, fresh=False)]
+        save = Save(s.id, s.common_dir, path, entry.branch, entry.head, entry.branch is None,
+                    "", entry.save, entry.private_config, now_ns())
+        if not problems and not holds(path, v.git_dir, save):
+            problems.append("the worktree does not hold exactly the entry")
+        undo_hint = f"git ao-restore {s.id} --at {undo.save[:12]} undoes it"
+        ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
+                entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
+        if problems:
+            return Outcome(s.id, "restore", Status.ATTENTION,
+                           f"{path} brought to {label}, but {'; '.join(problems)}; the state it "
+                           f"replaced is in the history ({undo_hint})", data)
+        return Outcome(s.id, "restore", Status.OK,
+                       f"{path} is at {label}; the state it replaced is entry 1 of the history "
+                       f"({undo_hint})", data)
+
+
+def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str]) -> None:
+    """Remove the untracked files (not ignored) the capture just saved, and the
+    directories they leave empty, and the empty directories it recorded (the
+    entry makes its own again). Nothing on another file system than the worktree
+    (a mount point inside it) is removed. Raises Refused before removing anything
+    when one lies on another file system."""
+    dev = os.lstat(path).st_dev
+    full = [os.path.join(path, p) for p in untracked]
+    for f in full:
+        try:
+            if os.lstat(f).st_dev != dev:
+                raise Refused(f"'{f}' is on another file system than the worktree; nothing "
+                              "is removed across a mount (the current state is in the history)")
+        except FileNotFoundError:
+            continue
+    parents = {os.path.join(path, d) for d in empty_dirs}
+    for f in full:
+        try:
+            os.unlink(f)
+        except FileNotFoundError:
+            pass
+        d = os.path.dirname(f)
+        while d != path and d.startswith(path + os.sep):
+            parents.add(d)
+            d = os.path.dirname(d)
+    for d in list(parents):
+        while d != path and d.startswith(path + os.sep):
+            parents.add(d)
+            d = os.path.dirname(d)
+    for d in sorted(parents, key=lambda p: -p.count(os.sep)):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass  # not empty: an ignored file or another's work stays

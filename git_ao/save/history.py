@@ -1,0 +1,286 @@
+"""A session's history: every save of it kept, newest first, under one ref.
+
+`refs/ao/history/<id>` points at a chain of small commits, one per entry:
+
+    E  tree: the save's worktree tree        parents: the previous entry (none
+                                             for the first), the save W
+
+W is the stash-shaped commit `capture` wrote (git_ao/save/capture.py), so
+`git stash show -p --include-untracked <W>` reads every entry, the chain keeps
+every save reachable (`git gc` never prunes one), and pushing the ref pushes
+them all. E's message carries trailers: the time in nanoseconds, what took the
+save (`TRIGGERS`), the counts of changed and untracked paths, HEAD, the branch,
+the index and untracked trees, the entry's position from the oldest (`Ao-Seq`,
+so the chain is read with one `git log -n`) and the save's private config
+(the JSON of `local_state.collect`), so one `git cat-file` of the tip tells an
+identical save and a restore needs nothing but the entry.
+
+Appending is one `git update-ref <ref> <new> <old>`: git compares and swaps
+under the ref's lock, so a kill leaves the old chain or the new one, never half
+an entry, and two appenders at once both land (the loser retries on the new
+tip). A save identical to the newest entry (same HEAD, branch, trees and
+private config) adds nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+
+from git_ao import crashpoint, git
+from git_ao.errors import AoError, GitError
+from git_ao.git import query
+from git_ao.save import capture
+
+HISTORY_PREFIX = "refs/ao/history/"
+TRIGGERS = ("checkpoint", "preserve", "restore", "timer", "hook")
+# Tries of the compare-and-swap before an append gives up (each loses only to
+# another append that landed).
+APPEND_TRIES = 20
+
+_T_SESSION = "Ao-Session"
+_T_TIME = "Ao-Time"
+_T_TRIGGER = "Ao-Trigger"
+_T_CHANGED = "Ao-Changed"
+_T_UNTRACKED = "Ao-Untracked"
+_T_HEAD = "Ao-Head"
+_T_BRANCH = "Ao-Branch"
+_T_INDEX = "Ao-Index-Tree"
+_T_UNTRACKED_TREE = "Ao-Untracked-Tree"
+_T_SEQ = "Ao-Seq"
+_T_LOCAL = "Ao-Local-State"
+
+
+def history_ref(session_id: str) -> str:
+    """The history ref of a session: refs/ao/history/<id>."""
+    return HISTORY_PREFIX + session_id
+
+
+@dataclass
+class Entry:
+    """One entry of a history. number: 1 for the newest. commit: the entry commit
+    E; save: the stash-shaped save W. time_ns: when it was taken (wall clock,
+    ns). branch None: HEAD was detached. untracked_tree None: no untracked files."""
+
+    number: int
+    commit: str
+    save: str
+    time_ns: int
+    trigger: str
+    changed: int
+    untracked: int
+    head: str
+    branch: str | None
+    worktree_tree: str
+    index_tree: str
+    untracked_tree: str | None
+    seq: int
+    private_config: str | None
+
+    def same_state(self, other: Entry | State) -> bool:
+        """Same HEAD, branch, trees and private config?"""
+        return (self.head, self.branch, self.worktree_tree, self.index_tree,
+                self.untracked_tree, _norm(self.private_config)) == (
+            other.head, other.branch, other.worktree_tree, other.index_tree,
+            other.untracked_tree, _norm(other.private_config))
+
+    def as_json(self) -> dict:
+        return {"number": self.number, "commit": self.save, "entry": self.commit,
+                "time_ns": self.time_ns, "time": _iso(self.time_ns), "trigger": self.trigger,
+                "changed": self.changed, "untracked": self.untracked, "head": self.head,
+                "branch": self.branch}
+
+
+@dataclass
+class State:
+    """What a save holds, to compare with an entry (see `Entry.same_state`)."""
+
+    head: str
+    branch: str | None
+    worktree_tree: str
+    index_tree: str
+    untracked_tree: str | None
+    private_config: str | None
+
+
+def _norm(private_config: str | None) -> str:
+    if not private_config:
+        return "{}"
+    return json.dumps(json.loads(private_config), sort_keys=True, separators=(",", ":"))
+
+
+def _iso(ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ns / 1e9))
+
+
+def state_of(cap: capture.Capture) -> State:
+    """The State a capture holds (its trees must be computed)."""
+    assert cap.worktree_tree and cap.index_tree
+    return State(cap.head, cap.branch, cap.worktree_tree, cap.index_tree, cap.untracked_tree,
+                 cap.private_config)
+
+
+def _message(session_id: str, trigger: str, seq: int, time_ns: int, changed: int,
+             untracked: int, st: State) -> str:
+    local = _norm(st.private_config)
+    lines = [(_T_SESSION, session_id), (_T_TIME, str(time_ns)), (_T_TRIGGER, trigger),
+             (_T_CHANGED, str(changed)), (_T_UNTRACKED, str(untracked)), (_T_HEAD, st.head),
+             (_T_BRANCH, st.branch or "-"), (_T_INDEX, st.index_tree),
+             (_T_UNTRACKED_TREE, st.untracked_tree or "-"), (_T_SEQ, str(seq)),
+             (_T_LOCAL, local)]
+    body = "\n".join(f"{k}: {v}" for k, v in lines)
+    return f"git-ao history of {session_id}: {trigger}\n\n{body}\n"
+
+
+def _parse(commit: str, tree: str, parents: list[str], message: str, number: int
+           ) -> Entry | None:
+    """The Entry of an entry commit, None when the commit is no entry."""
+    t: dict[str, str] = {}
+    for ln in message.splitlines():
+        key, sep, value = ln.partition(": ")
+        if sep and key.startswith("Ao-"):
+            t[key] = value
+    try:
+        seq = int(t[_T_SEQ])
+        save = parents[-1]
+        local = t.get(_T_LOCAL, "{}")
+        return Entry(number, commit, save, int(t[_T_TIME]), t[_T_TRIGGER],
+                     int(t[_T_CHANGED]), int(t[_T_UNTRACKED]), t[_T_HEAD],
+                     None if t.get(_T_BRANCH, "-") == "-" else t[_T_BRANCH], tree,
+                     t[_T_INDEX], None if t.get(_T_UNTRACKED_TREE, "-") == "-"
+                     else t[_T_UNTRACKED_TREE], seq, None if local == "{}" else local)
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def newest(cwd: str, session_id: str) -> Entry | None:
+    """The newest entry of the session's history (one `git cat-file`), None when it
+    has none. Raises GitError when the ref names something unreadable."""
+    tip = git.rev_parse(cwd, history_ref(session_id))
+    if tip is None:
+        return None
+    tree, parents, message = query.commit_object(cwd, tip)
+    return _parse(tip, tree, parents, message, 1)
+
+
+def entries(cwd: str, session_id: str) -> list[Entry]:
+    """Every entry, newest first, numbered from 1 (`git cat-file` of the tip, then
+    one `git log --first-parent -n <seq>`). [] when the session has no history."""
+    top = newest(cwd, session_id)
+    if top is None:
+        return []
+    out = []
+    for n, (commit, tree, parents, message) in enumerate(
+            query.first_parent_log(cwd, top.commit, top.seq), start=1):
+        e = _parse(commit, tree, parents, message, n)
+        if e is None:
+            break
+        out.append(e)
+        if e.seq <= 1:
+            break
+    return out
+
+
+def find(cwd: str, session_id: str, at: str) -> Entry:
+    """The entry `at` names: its number (1 the newest), or a commit id or prefix of
+    the entry or of its save. Raises AoError naming what exists."""
+    found = entries(cwd, session_id)
+    if not found:
+        raise AoError(f"session '{session_id}' has no history yet "
+                      f"(git ao checkpoint {session_id} takes one)")
+    if at.isdigit() and len(at) < 7:
+        n = int(at)
+        if not 1 <= n <= len(found):
+            raise AoError(f"no history entry {at}: '{session_id}' has entries 1 to "
+                          f"{len(found)} (git ao history {session_id})")
+        return found[n - 1]
+    low = at.lower()
+    oid = git.rev_parse(cwd, f"{at}^{{commit}}") if len(at) >= 4 else None
+    hits = [e for e in found if oid in (e.commit, e.save)] if oid else []
+    if not hits:
+        hits = [e for e in found if e.commit.startswith(low) or e.save.startswith(low)]
+    if len(hits) != 1:
+        raise AoError(f"'{at}' names {'no' if not hits else 'more than one'} entry of the "
+                      f"history of '{session_id}' (git ao history {session_id})")
+    return hits[0]
+
+
+def append(cwd: str, session_id: str, save: str, st: State, trigger: str, *,
+           changed: int, untracked: int, time_ns: int | None = None) -> Entry | None:
+    """Append save W (`save`, holding `st`) to the session's history, unless the
+    newest entry holds the same state. Returns the new Entry, or None when nothing
+    was added.
+
+    The entry commit is written, then the ref moved with compare-and-swap on the
+    tip read (`git update-ref <ref> <new> <old>`; for the first entry, the ref must
+    not exist yet): another append landing in between makes git refuse, and this
+    one is built again on the new tip, up to APPEND_TRIES times. Raises GitError.
+    """
+    assert trigger in TRIGGERS, trigger
+    ref = history_ref(session_id)
+    when = time_ns if time_ns is not None else time.time_ns()
+    for _attempt in range(APPEND_TRIES):
+        top = newest(cwd, session_id)
+        if top is not None and top.same_state(st):
+            return None
+        seq = top.seq + 1 if top is not None else 1
+        parents = ([top.commit] if top is not None else []) + [save]
+        commit = git.commit_tree(cwd, st.worktree_tree, parents,
+                                 _message(session_id, trigger, seq, when, changed, untracked, st))
+        crashpoint.hit("history:before-ref")
+        if git.swap_ref(cwd, ref, commit, top.commit if top is not None else None,
+                        message=f"git-ao history {trigger}"):
+            crashpoint.hit("history:after-ref")
+            return Entry(1, commit, save, when, trigger, changed, untracked, st.head, st.branch,
+                         st.worktree_tree, st.index_tree, st.untracked_tree, seq,
+                         st.private_config)
+    raise GitError(["update-ref", ref], 1, f"{ref} kept moving under {APPEND_TRIES} appends")
+
+
+def append_capture(cwd: str, session_id: str, cap: capture.Capture, meta: capture.Meta,
+                   trigger: str) -> Entry | None:
+    """Append what `cap` holds, writing a stash-shaped commit for a clean worktree
+    first (`capture.ensure_commit`) only when the newest entry differs. Returns the
+    new Entry or None (identical to the newest). Raises GitError."""
+    if cap.commit is None:
+        top = newest(cwd, session_id)
+        if top is not None and top.head == cap.head and top.branch == cap.branch \
+                and top.changed == 0 and top.untracked == 0 and top.untracked_tree is None \
+                and top.worktree_tree == top.index_tree \
+                and _norm(top.private_config) == _norm(cap.private_config):
+            return None  # clean at the same HEAD, as the newest entry was
+        cap = dataclasses.replace(cap)  # the caller's capture still says "nothing written"
+        capture.ensure_commit(cwd, cap, meta)
+    assert cap.commit is not None
+    return append(cwd, session_id, cap.commit, state_of(cap), trigger,
+                  changed=len(cap.changed), untracked=len(cap.untracked))
+
+
+def rewrite(cwd: str, session_id: str, keep: list[Entry], old_tip: str) -> str | None:
+    """Make the history hold only `keep` (newest first, a subset of the entries read
+    with the tip `old_tip`): the kept entries are written again oldest first on
+    one another, then the ref moved with compare-and-swap on `old_tip`. Returns the
+    new tip, or None when an append moved the ref meanwhile (nothing changed; read
+    again and retry). Raises GitError."""
+    prev: str | None = None
+    for seq, e in enumerate(reversed(keep), start=1):
+        st = State(e.head, e.branch, e.worktree_tree, e.index_tree, e.untracked_tree,
+                   e.private_config)
+        parents = ([prev] if prev else []) + [e.save]
+        prev = git.commit_tree(cwd, e.worktree_tree, parents,
+                               _message(session_id, e.trigger, seq, e.time_ns, e.changed,
+                                        e.untracked, st))
+    assert prev is not None, "a history keeps its newest entry"
+    if not git.swap_ref(cwd, history_ref(session_id), prev, old_tip,
+                        message="git-ao prune history"):
+        return None
+    return prev
+
+
+def size_bytes(cwd: str, session_id: str) -> int | None:
+    """Bytes on disk of the objects only the history keeps (not reachable from a
+    branch or tag), `git rev-list --disk-usage --objects` (git 2.38+); None when
+    git cannot tell."""
+    return query.disk_usage(cwd, [history_ref(session_id)], ["--branches", "--tags"])
