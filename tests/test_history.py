@@ -4,8 +4,13 @@ refs/ao/history/<id>, listed by `git ao history`, any entry brought back by
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
+import plistlib
+import shlex
+import shutil
+import subprocess
 import threading
 
 from tests.support import ao, dirty, git, log_text
@@ -191,6 +196,9 @@ def test_a_checkpoint_racing_a_preserve_loses_nothing(repo, worktrees):
             if res.returncode not in (0, 1):
                 errors.append(res)
 
+    # The checkpoint's own git processes work in the worktree: report them, do not
+    # refuse (a shutdown's --all would stop them, which only fails that checkpoint).
+    ao("ao", "config", "set", "preserve.agents", "report", cwd=repo)
     t = threading.Thread(target=checkpoints)
     t.start()
     ao("ao-preserve", "agent", cwd=repo, process=True)
@@ -199,8 +207,110 @@ def test_a_checkpoint_racing_a_preserve_loses_nothing(repo, worktrees):
     ao("ao-restore", cwd=repo)
     assert_restored(wanted, exact_state(wt))
     got = _entries(repo, "agent")
-    assert "preserve" in [e["trigger"] for e in got]
+    assert got  # the first of them (a checkpoint or the preserve) appended the state
     # Every entry holds the one state the worktree had: nothing half-written.
     assert len({(e["commit"] and git("rev-parse", e["commit"] + "^{tree}", cwd=repo))
                  for e in got}) == 1
     assert "history-appended" in log_text()
+
+
+def _three_entries(repo, worktrees):
+    wt = _session(repo, worktrees)
+    for i in range(3):
+        (wt / "n.txt").write_text(f"{i}\n")
+        ao("ao", "checkpoint", "agent", cwd=repo)
+    return wt
+
+
+def test_retention_keeps_the_newest_entries_and_never_the_newest_alone_lost(repo, worktrees):
+    _three_entries(repo, worktrees)
+    whole = _entries(repo, "agent")
+    ao("ao-prune", cwd=repo)
+    assert len(_entries(repo, "agent")) == 3  # no retention set: all kept
+    ao("ao", "config", "set", "history.keep", "2", cwd=repo)
+    res = ao("ao-prune", "-n", cwd=repo)
+    assert "would drop 1 of the 3 entries" in res.stdout
+    assert len(_entries(repo, "agent")) == 3
+    ao("ao-prune", cwd=repo)
+    got = _entries(repo, "agent")
+    assert [e["commit"] for e in got] == [e["commit"] for e in whole[:2]]
+    assert [e["time_ns"] for e in got] == [e["time_ns"] for e in whole[:2]]
+    git("gc", "-q", "--prune=now", cwd=repo)
+    for e in got:
+        git("stash", "show", e["commit"], cwd=repo)
+    ao("ao", "config", "unset", "history.keep", cwd=repo)
+    ao("ao", "config", "set", "history.maxAge", "now", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    assert [e["commit"] for e in _entries(repo, "agent")] == [whole[0]["commit"]]
+    ao("ao", "config", "set", "history.maxAge", "30.days.ago", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    assert len(_entries(repo, "agent")) == 1
+    res = ao("ao", "config", "set", "history.keep", "0", cwd=repo, rc=None)
+    assert res.returncode != 0
+
+
+def test_show_reports_the_history_length_and_size(repo, worktrees):
+    _three_entries(repo, worktrees)
+    out = ao("ao", "show", "agent", cwd=repo).stdout
+    assert "3 entries" in out
+    doc = json.loads(ao("ao", "show", "agent", "--json", cwd=repo).stdout)
+    assert doc["session"]["history"]["entries"] == 3
+    assert doc["session"]["history"]["bytes"] > 0
+
+
+def test_prune_force_deletes_the_history_too(repo, worktrees):
+    _three_entries(repo, worktrees)
+    res = ao("ao-prune", "--force", "agent", cwd=repo)
+    assert HIST + "agent" in res.stdout
+    assert git("for-each-ref", HIST, cwd=repo) == ""
+
+
+CONTRIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "contrib")
+
+
+def _hook(payload, cwd):
+    return subprocess.run(["git", "ao", "checkpoint", "--hook-input", "--trigger", "hook"],
+                          cwd=cwd, input=payload, capture_output=True, text=True, check=False)
+
+
+def test_the_claude_code_hook_checkpoints_the_worktree_its_json_names(repo, worktrees, tmp_path):
+    wt = _session(repo, worktrees)
+    with open(os.path.join(CONTRIB, "claude-code-hooks.json")) as fh:
+        hooks = json.load(fh)["hooks"]
+    commands = {h["command"] for event in ("Stop", "PostToolUse") for m in hooks[event]
+                for h in m["hooks"]}
+    assert commands == {"git ao checkpoint --hook-input --trigger hook -q"}
+    payload = json.dumps({"session_id": "abc", "hook_event_name": "Stop", "cwd": str(wt / "src"),
+                          "transcript_path": "/dev/null", "stop_hook_active": False})
+    res = _hook(payload, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert [e["trigger"] for e in _entries(repo, "agent")] == ["hook"]
+    # Never a failed turn: not JSON, or a directory in no worktree.
+    for bad in ("not json", json.dumps({"cwd": str(tmp_path)})):
+        res = _hook(bad, tmp_path)
+        assert res.returncode == 0, res.stderr
+    assert len(_entries(repo, "agent")) == 1
+
+
+def test_the_timer_units_run_a_timer_checkpoint_of_every_session(repo, worktrees):
+    wt = _session(repo, worktrees)
+    cp = configparser.ConfigParser(strict=False, interpolation=None)
+    cp.read(os.path.join(CONTRIB, "git-ao-checkpoint.service"))
+    argv = shlex.split(cp["Service"]["ExecStart"])
+    assert argv == ["git", "ao", "checkpoint", "--all", "--trigger", "timer", "-q"]
+    tm = configparser.ConfigParser(strict=False, interpolation=None)
+    tm.read(os.path.join(CONTRIB, "git-ao-checkpoint.timer"))
+    assert tm["Timer"]["OnUnitActiveSec"] == "5min"
+    with open(os.path.join(CONTRIB, "dev.git-ao.checkpoint.plist"), "rb") as fh:
+        plist = plistlib.load(fh)
+    assert plist["ProgramArguments"] == argv and plist["StartInterval"] == 300
+    res = subprocess.run(argv, cwd="/", capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and res.stdout == "", res
+    assert [e["trigger"] for e in _entries(repo, "agent")] == ["timer"]
+    assert wt.exists()
+    if shutil.which("systemd-analyze"):
+        res = subprocess.run(["systemd-analyze", "verify", "--man=no",
+                              os.path.join(CONTRIB, "git-ao-checkpoint.timer"),
+                              os.path.join(CONTRIB, "git-ao-checkpoint.service")],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert "git-ao-checkpoint" not in res.stderr, res.stderr

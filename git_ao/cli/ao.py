@@ -120,7 +120,7 @@ def show(app: App, session_id: str) -> int:
     return 0
 
 
-def _history_facts(s, json_mode):
+def _history_facts(s: Any, json_mode: bool) -> Any:
     """The history's length and the bytes only it keeps, for `git ao show`."""
     from git_ao.save import history
     if not os.path.isdir(s.common_dir):
@@ -138,7 +138,7 @@ def _history_facts(s, json_mode):
 @group.command("history", context_settings=CONTEXT_SETTINGS)
 @click.argument("session_id", metavar="ID", shell_complete=complete_ids("all"))
 @options(changes=False, records=True)
-def history_(app, session_id):
+def history_(app: App, session_id: str) -> int:
     """List the session's history, newest first, numbered from 1: time, trigger
     (checkpoint, preserve, restore, timer, hook), the save's commit and the counts
     of changed and untracked paths. git ao-restore ID --at N brings one back."""
@@ -171,7 +171,8 @@ TRIGGERS = ("checkpoint", "timer", "hook")  # history.TRIGGERS a command may nam
               help="Read the JSON an agent tool's hook gives on stdin and checkpoint the "
               "session whose worktree holds its \"cwd\"; never fails the hook.")
 @options(records=True)
-def checkpoint(app, ids, all_, trigger, hook_input):
+def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
+               hook_input: bool) -> int:
     """Append each session's current state to its history (like git ao-preserve
     --keep-worktree): the worktree, its index and the agents are left alone, and a
     state identical to the newest entry adds nothing. With no ID, the session of
@@ -181,12 +182,12 @@ def checkpoint(app, ids, all_, trigger, hook_input):
     from git_ao.manage.register import current_session
     from git_ao.preserve import checkpoint as cp
     check_ids(ids)
-    refused = []
+    refused: list[Outcome] = []
     if hook_input:
         import sys
 
         from git_ao.errors import AoError
-        from git_ao.outcome import Outcome, Status
+        from git_ao.outcome import Status
         where = cp.hook_cwd(sys.stdin.buffer.read()) or os.getcwd()
         try:
             outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],

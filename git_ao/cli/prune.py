@@ -41,10 +41,16 @@ def command(app: App, ids: tuple[str, ...], expire: str | None, force: bool,
     if expire is not None:
         expire_before = expiry_date(expire)
     else:
-        expire_before = _configured_expiry(app)
+        expire_before = _configured_expiry(app, "prune.expire")
     if expire_before == 0:
         expire_before = -1  # never: nothing is old enough
-    outcomes = prune.prune(app.ctx, expire_before=expire_before, force_ids=ids)
+    keep = app.settings.get("history.keep")
+    max_age: float | None = _configured_expiry(app, "history.maxAge")
+    if max_age is None and app.settings.get("history.maxAge") in ("now", "all"):
+        import time
+        max_age = time.time()  # everything has expired: only the newest entry stays
+    outcomes = prune.prune(app.ctx, expire_before=expire_before, force_ids=ids,
+                           history_keep=keep, history_before=max_age or None)
     outcomes += remote_opts.prune_remote(app, remote)
     for o in outcomes:
         app.printer.outcome(o)
@@ -53,18 +59,19 @@ def command(app: App, ids: tuple[str, ...], expire: str | None, force: bool,
     return finish(app, "prune", outcomes)
 
 
-def _configured_expiry(app: App) -> int | None:
-    """The prune.expire setting parsed as git does; a value git cannot parse (set
-    by hand in the file) is warned about and ignored, like any bad value there."""
+def _configured_expiry(app: App, key: str) -> int | None:
+    """The date setting `key` (prune.expire, history.maxAge) parsed as git does; a
+    value git cannot parse (set by hand in the file) is warned about and ignored,
+    like any bad value there."""
     from git_ao.errors import Usage
     from git_ao.git.query import expiry_date
-    value = app.settings.get("prune.expire")
+    value = app.settings.get(key)
     if not value:
         return None
     try:
         return expiry_date(value)
     except Usage as exc:
-        app.printer.error("warning", f"prune.expire ignored: {exc}")
+        app.printer.error("warning", f"{key} ignored: {exc}")
         return None
 
 

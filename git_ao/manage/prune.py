@@ -20,16 +20,20 @@ from git_ao.context import (
 from git_ao.fs import walk
 from git_ao.outcome import Outcome, Status
 from git_ao.proof import witness
-from git_ao.save import capture
+from git_ao.save import capture, history
 from git_ao.store import trash
 from git_ao.store.records import Session
 
 
 def prune(ctx: Context, *, expire_before: float | None = None,
-          force_ids: Iterable[str] = ()) -> list[Outcome]:
+          force_ids: Iterable[str] = (), history_keep: int | None = None,
+          history_before: float | None = None) -> list[Outcome]:
     """Clean what can be cleaned without losing work.
 
     expire_before: epoch seconds; trash entries older are deleted (None: all).
+    history_keep: entries each history keeps, newest first (None: all);
+    history_before: epoch seconds; history entries older are dropped (None:
+    none). The newest entry of a history always stays (`_prune_history`).
     force_ids: sessions the user named with --force: their refs and records go, and
     nothing else is done.
     Returns one Outcome per thing done (or that would be done on a dry run).
@@ -56,9 +60,58 @@ def prune(ctx: Context, *, expire_before: float | None = None,
     for repo in repos:
         if os.path.isdir(repo):
             out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.common_dir == repo})
+            if history_keep is not None or history_before is not None:
+                out += _prune_histories(ctx, repo, history_keep, history_before)
     pending = {s.id for s in ctx.store.sessions() if s.pending}
     out += _prune_trash(ctx, expire_before, pending)
     return out
+
+
+def _prune_histories(ctx: Context, repo: str, keep: int | None, before: float | None
+                     ) -> list[Outcome]:
+    """Apply the retention settings to every history of `repo`, known session or not."""
+    out = []
+    for ref, _oid in git.for_each_ref(repo, history.HISTORY_PREFIX):
+        sid = ref[len(history.HISTORY_PREFIX):]
+        with ctx.lock(sid):
+            o = _prune_history(ctx, repo, sid, keep, before)
+        if o is not None:
+            out.append(o)
+    return out
+
+
+def _prune_history(ctx: Context, repo: str, sid: str, keep: int | None,
+                   before: float | None) -> Outcome | None:
+    """Rewrite one history without the entries past `keep` (count, newest first) or
+    older than `before` (epoch seconds), never dropping the newest. The ref moves
+    with compare-and-swap; an append landing meanwhile makes it read and try again
+    (three times, then the history is left for the next prune). None when nothing
+    is dropped."""
+    for _attempt in range(3):
+        found = history.entries(repo, sid)
+        if not found:
+            return None
+        kept = [e for e in found if (keep is None or e.number <= keep)
+                and (before is None or e.time_ns >= before * 1e9)] or found[:1]
+        if found[0] not in kept:
+            kept.insert(0, found[0])
+        dropped = len(found) - len(kept)
+        if not dropped:
+            return None
+        ref = history.history_ref(sid)
+        verb = "would drop" if ctx.dry_run else "dropped"
+        msg = (f"{verb} {dropped} of the {len(found)} entries of {ref}, kept {len(kept)}")
+        if ctx.dry_run:
+            return Outcome(sid, "prune-history", Status.OK, msg, {"repo": repo})
+        tip = history.rewrite(repo, sid, kept, found[0].commit)
+        if tip is not None:
+            ctx.log("prune", sid, "history-pruned", ref=ref, was=found[0].commit, now=tip,
+                    dropped=dropped, kept=len(kept))
+            return Outcome(sid, "prune-history", Status.OK, f"{msg} (was {found[0].commit})",
+                           {"repo": repo, "dropped": dropped, "kept": len(kept)})
+    return Outcome(sid, "prune-history", Status.NOTHING,
+                   f"{history.history_ref(sid)} kept moving (checkpoints being appended); "
+                   "left for the next git ao-prune", {"repo": repo})
 
 
 def _prune_named(ctx: Context, sid: str) -> Outcome:
@@ -83,13 +136,20 @@ def _prune_record(ctx: Context, s: Session, why: str) -> Outcome:
 def _prune_forced(ctx: Context, s: Session) -> Outcome:
     ref = preserve_ref(s.id)
     oid = git.rev_parse(s.common_dir, ref) if os.path.isdir(s.common_dir) else None
+    href = history.history_ref(s.id)
+    hoid = git.rev_parse(s.common_dir, href) if os.path.isdir(s.common_dir) else None
     if not ctx.dry_run:
         if oid:
             git.delete_ref(s.common_dir, ref, oid)
+        if hoid:
+            git.delete_ref(s.common_dir, href, hoid)
         ctx.store.delete(s.id)
-    ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid)
+    ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid,
+            history=hoid)
     verb = "would delete" if ctx.dry_run else "deleted"
     what = f"{ref} (was {oid})" if oid else "no ref"
+    if hoid:
+        what += f", {href} (was {hoid})"
     gone, kept = [], []
     for entry in trash.of_session(ctx.store.dir, s.id):
         # Only this session's entries; a stray one may hold an agent's latest

@@ -86,7 +86,7 @@ class Entry:
             other.head, other.branch, other.worktree_tree, other.index_tree,
             other.untracked_tree, _norm(other.private_config))
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, object]:
         return {"number": self.number, "commit": self.save, "entry": self.commit,
                 "time_ns": self.time_ns, "time": _iso(self.time_ns), "trigger": self.trigger,
                 "changed": self.changed, "untracked": self.untracked, "head": self.head,

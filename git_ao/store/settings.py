@@ -51,6 +51,12 @@ def _int_jobs(v: Any) -> Any:
     return v
 
 
+def _int_keep(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError("expected a whole number, 1 or more")
+    return v
+
+
 def _seconds(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ValueError("expected a number of seconds, 0 or more")
@@ -147,6 +153,13 @@ def _parse_float(text: str) -> int | float:
 
 
 KEYS = {
+    "history.keep": Key(_int_keep, _parse_int,
+                        "entries git ao-prune keeps in each session's history, newest "
+                        "first; the newest is always kept (default: all)"),
+    "history.maxAge": Key(_text, str,
+                          "git ao-prune drops the entries of each history older than this "
+                          "git date, such as 30.days.ago; the newest is always kept "
+                          "(default: none dropped)", strict=_git_date),
     "preserve.agents": Key(_policy, str,
                            "what git ao-preserve does with processes still working in a "
                            "worktree: stop, refuse or report (default: stop with --all, "
