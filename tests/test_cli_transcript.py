@@ -61,11 +61,15 @@ detached:                 false
 saved_at:                 <time>
 restored_at:              -
 created_at:               <time>
+tool:                     -
+tool_id:                  -
+tmux_session:             -
 group:                    -
 session_mode:             -
 provider_conversation_id: -
 daemon_refs:              -
 trash:                    <tmp>/aodata/trash/alpha.<ns>/worktree (preserved, <n> bytes, 0 ignored: -)
+history:                  1 entry, <n> bytes only it keeps (refs/ao/history/alpha; git ao history alpha)
 
  README.md | 2 +-
  new.txt   | 1 +
