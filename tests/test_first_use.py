@@ -158,6 +158,13 @@ def _snapshot_repo(path) -> tuple[str, str]:
     return (git("for-each-ref", cwd=path), git("count-objects", "-v", cwd=path))
 
 
+def _files(top: Path) -> dict:
+    """Every file under `top` with its size and modification time (but SQLite's
+    shared-memory index, which a reader of a WAL database maps and touches)."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in top.rglob("*")
+            if p.is_file() and not p.name.endswith("-shm")}
+
+
 def test_restore_from_dry_run_judges_as_the_real_run_and_writes_nothing(repo, bare, machine_b,
                                                                         tmp_path):
     clone, b = machine_b
@@ -185,6 +192,16 @@ def test_restore_from_dry_run_judges_as_the_real_run_and_writes_nothing(repo, ba
             and f"and restore it at {home_b / 'away'} (recorded at {wt})" in res.stdout), \
         res.stdout
     assert not (home_b / "away").exists()
+    # Below a mapped prefix that exists, the real run creates the missing
+    # directories; the dry run says so and creates none.
+    deep = home_b / "home-a"
+    data_before = _files(Path(b["AO_DATA_DIR"]))
+    res = ao("ao-restore", "--from", "backup", "-n", "--map-path", f"{tmp_path}={home_b}",
+             cwd=clone, env=b)
+    assert f"and restore it at {deep / 'away'} (recorded at {wt}), creating {deep}" \
+        in res.stdout, res.stdout
+    assert not deep.exists()
+    assert _files(Path(b["AO_DATA_DIR"])) == data_before
 
 
 def test_restore_dry_run_names_the_way_and_a_moved_branch(repo, worktrees):

@@ -147,12 +147,13 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
 
 
 def target(repo: str, s: Session, maps: Sequence[tuple[str, str]],
-           entries: Sequence[git.WorktreeEntry]) -> tuple[str | None, str]:
+           entries: Sequence[git.WorktreeEntry], *, dry_run: bool = False
+           ) -> tuple[str | None, str]:
     """Where the adopted session `s` goes here (`place`), unless the path is already
     a worktree of the repository (`entries`: its `git worktree list`). Returns
-    (path, '') or (None, the one-line reason). The real run and the dry run both
-    judge with this."""
-    path, why = place(s.worktree_path, maps)
+    (path, '') or (None, the one-line reason). The real run and the dry run
+    (which creates no directory) both judge with this."""
+    path, why = place(s.worktree_path, maps, dry_run=dry_run)
     if path is not None and worktree.find(list(entries), path) is not None:
         return None, f"'{path}' is already a worktree of this repository"
     return path, why
@@ -180,7 +181,7 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[s
             try:
                 s, save = rebuild(None, Orphan(repo, ref, oid),
                                   remotes.peeked_message(repo, oid, objects))
-                path, why = target(repo, s, maps, entries)
+                path, why = target(repo, s, maps, entries, dry_run=True)
             except AoError as exc:
                 path, why = None, str(exc)
             if path is None:
@@ -197,6 +198,9 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[s
             msg = f"would fetch {ref} ({oid[:12]}) from {remote_name} and restore it at {path}"
             if path != s.worktree_path:
                 msg += f" (recorded at {s.worktree_path})"
+            parent = os.path.dirname(path.rstrip("/"))
+            if not os.path.lexists(parent):
+                msg += f", creating {parent}"
             if os.path.lexists(path):
                 msg += (f"; '{path}' exists: set aside if it holds only files written after "
                         "the save, else refused")
@@ -205,16 +209,23 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[s
     return out
 
 
-def place(recorded: str, maps: Sequence[tuple[str, str]]) -> tuple[str | None, str]:
+def place(recorded: str, maps: Sequence[tuple[str, str]], *, dry_run: bool = False
+          ) -> tuple[str | None, str]:
     """Where a worktree recorded at `recorded` goes on this machine: the mapped path
     when a mapping matches, else the recorded one, when this machine can hold it
-    (`possible`). Returns (path, '') or (None, the one-line reason)."""
+    (`possible`). Returns (path, '') or (None, the one-line reason). dry_run: the
+    directories `_make_parents` would create are not made, and count as there."""
     mapped = pathmap.apply(recorded, maps)
     target = mapped or recorded
     if mapped:
-        made = _make_parents(target, pathmap.match(recorded, maps)[1])  # type: ignore[index]
-        if made:
-            return None, made
+        prefix = pathmap.match(recorded, maps)[1]  # type: ignore[index]
+        if dry_run:
+            if _would_make_parents(target, prefix):
+                return target, ""
+        else:
+            made = _make_parents(target, prefix)
+            if made:
+                return None, made
     if possible(target):
         return target, ""
     if mapped:
@@ -223,6 +234,13 @@ def place(recorded: str, maps: Sequence[tuple[str, str]]) -> tuple[str | None, s
     return None, (f"'{recorded}' cannot exist on this machine (its parent directory is "
                   f"missing or not writable); use --map-path "
                   f"{os.path.dirname(recorded)}=NEW")
+
+
+def _would_make_parents(target: str, prefix: str) -> bool:
+    """Would `_make_parents` create the parent of `target` (and so make it possible)?"""
+    parent = os.path.dirname(target.rstrip("/")) or "/"
+    return os.path.isdir(prefix) and not os.path.lexists(parent) and target != prefix \
+        and os.access(prefix, os.W_OK | os.X_OK)
 
 
 def _make_parents(target: str, prefix: str) -> str:
