@@ -157,3 +157,45 @@ def test_several_tools_at_once_and_unknown_tool(repo, ao_env):
     assert "unknown tool 'nope'" in res.stderr
     ao("ao", "import", "--tool", "codex", "--tool", "conductor", "--from", str(ws), cwd=repo,
        rc=129)
+
+
+def test_import_tools_setting_makes_shutdown_and_boot_import_first(repo, ao_env):
+    ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
+    ao("ao", "config", "set", "import.tools", "claude-code, codex", cwd=repo)
+    ao("ao", "config", "set", "import.tools", "cursor", cwd=repo, rc=129)
+    wt = ts.claude_worktree(repo, "night")
+    ts.claude_transcript(wt, CC_ID)
+    dirty(wt)
+    before = state(wt)
+    res = ao("ao-preserve", "--all", "--json", cwd=repo)
+    acts = [(r["action"], r["id"], r["status"]) for r in json.loads(res.stdout)["results"]]
+    assert acts == [("import", "night", "ok"), ("preserve", "night", "ok")]
+    assert not wt.exists()
+    # At boot the tool still names the worktree; it is already known (pending).
+    res = ao("ao-restore", "--json", cwd=repo)
+    assert [(r["action"], r["status"]) for r in json.loads(res.stdout)["results"]] == [
+        ("restore", "ok")]
+    assert_restored(before, state(wt))
+
+
+def test_builtin_resume_runs_in_the_tools_tmux_session(repo, ao_env, monkeypatch):
+    bin_dir = ao_env / "bin"
+    bin_dir.mkdir()
+    calls = ao_env / "tmux-calls"
+    (bin_dir / "tmux").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {calls}\n')
+    (bin_dir / "tmux").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    wt = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-fix", tmux="cx.4a21")
+    ao("ao", "import", "--tool", "codex", cwd=repo)
+    ao("ao-preserve", "--all", cwd=repo)
+    res = ao("ao-restore", cwd=repo)
+    # Off by default: the hint names the exact command.
+    assert (f"hint: resume {repo.name}-4a21: tmux new-session -d -s cx_4a21 -c {wt} "
+            f"codex resume {CX_ID}") in res.stderr
+    assert not calls.exists()
+    ao("ao", "config", "set", "relaunch.builtin", "true", cwd=repo)
+    ao("ao-preserve", "--all", cwd=repo)
+    res = ao("ao-restore", "--json", cwd=repo)
+    assert [r["action"] for r in json.loads(res.stdout)["results"]] == ["restore", "relaunch"]
+    assert calls.read_text().splitlines() == [
+        "new-session", "-d", "-s", "cx_4a21", "-c", str(wt), "codex", "resume", CX_ID]

@@ -76,4 +76,7 @@ def test_no_command_prints_the_resume_hint(repo, worktrees):
     worktrees(repo, "hint", harness="claude-code", agent_session_id="7f3a")
     ao("ao-preserve", "hint", cwd=repo)
     res = ao("ao-restore", cwd=repo)
-    assert "hint: resume hint: claude-code session 7f3a in " in res.stderr
+    # The exact command: cd into the worktree, then the harness's own resume form.
+    line = next(ln for ln in res.stderr.splitlines() if ln.startswith("hint: resume hint: "))
+    assert line.startswith("hint: resume hint: cd /") and line.endswith(
+        " && claude --resume 7f3a")

@@ -11,6 +11,8 @@ it never undoes the restore that came before it.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from git_ao.outcome import Outcome, Status
+from git_ao.store.records import Session
 
 if TYPE_CHECKING:
     from git_ao.context import Context
@@ -40,6 +43,49 @@ FACTS = {
     "AO_PROVIDER_CONVERSATION_ID": "provider_conversation_id",
     "AO_SESSION_GROUP": "session_group",
 }
+
+
+# The harnesses that resume an agent session by its id, and how (each CLI's documented
+# form: Claude Code's CLI reference `claude --resume <id>`; Codex's ResumeCommand,
+# codex-rs/cli/src/main.rs, `codex resume <SESSION_ID>`). Keys are harness names as
+# the ao daemon and the tool importers record them.
+RESUME = {
+    "claude": ["claude", "--resume", "{agent_session_id}"],
+    "claude-code": ["claude", "--resume", "{agent_session_id}"],
+    "codex": ["codex", "resume", "{agent_session_id}"],
+}
+
+
+def resume_argv(session: Session) -> list[str] | None:
+    """The built-in command that resumes the session's agent in its worktree: the
+    harness's RESUME form with its agent session id, or None (no id, or a harness
+    that does not resume by id)."""
+    form = RESUME.get(session.harness or "")
+    if form is None or not session.agent_session_id:
+        return None
+    return expand(form, {"AO_AGENT_SESSION_ID": session.agent_session_id})
+
+
+def in_tmux(argv: list[str], session: Session) -> list[str]:
+    """`argv` run in a new detached tmux session in the session's worktree: the tmux
+    session its tool ran the agent in, else one named after the git-ao session
+    (tmux turns '.' and ':' in a name into '_'; done here so the hint says the name)."""
+    name = re.sub(r"[.:]", "_", session.tmux_session or session.id)
+    return ["tmux", "new-session", "-d", "-s", name, "-c", session.worktree_path, *argv]
+
+
+def resume_hint(session: Session) -> str | None:
+    """How to resume the session's agent by hand, as one exact command line, or None
+    when nothing resumes it."""
+    argv = resume_argv(session)
+    if argv is not None:
+        if session.tmux_session:
+            return shlex.join(in_tmux(argv, session))
+        return f"cd {shlex.quote(session.worktree_path)} && {shlex.join(argv)}"
+    if session.agent_session_id:
+        return (f"{session.harness or 'agent'} session {session.agent_session_id} in "
+                f"{session.worktree_path}")
+    return None
 
 
 @dataclass
@@ -134,11 +180,17 @@ def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_l
         s = ctx.store.get(o.session_id)
         if s is None or not s.live:
             continue
-        argv = None if no_launch or stop.is_set() else settings.relaunch_argv(s.harness)
+        launching = not no_launch and not stop.is_set()
+        argv = settings.relaunch_argv(s.harness) if launching else None
+        builtin = resume_argv(s)
+        if argv is None and launching and builtin is not None \
+                and settings.get("relaunch.builtin"):
+            # An interactive agent needs a terminal, which a boot restore has not.
+            argv = in_tmux(builtin, s)
         if argv is None:
-            if s.agent_session_id:
-                hint(f"resume {s.id}: {s.harness or 'agent'} session "
-                             f"{s.agent_session_id} in {s.worktree_path}")
+            how = resume_hint(s)
+            if how:
+                hint(f"resume {s.id}: {how}")
             continue
         res = run(argv, s, o.status,
                            timeout=settings.get("relaunch.timeout", DEFAULT_RELAUNCH_TIMEOUT))

@@ -405,6 +405,30 @@ def add_state(app: App, o: Outcome) -> None:
                      "brings it back"
 
 
+def import_first(app: App) -> list[Any]:
+    """Import the sessions of the tools `import.tools` names (`auto`: every tool whose
+    state is found) before a preserve --all or a restore of every session, so the
+    shipped units save what other tools made. Each outcome is printed and returned;
+    one that cannot run at all is logged and warned about, never fatal: a shutdown
+    must still save what git-ao knows."""
+    value = app.settings.get("import.tools")
+    if not value:
+        return []
+    from git_ao.errors import AoError
+    from git_ao.importers import tools
+    names = [] if value == "auto" else list(value)
+    try:
+        outcomes = tools.run(app.ctx, names, None, data_dir=app.store.dir)
+    except AoError as exc:
+        if value != "auto":
+            app.printer.error("warning", f"import.tools: {exc}")
+        app.ctx.log("import", None, "skipped", error=str(exc))
+        return []
+    for o in outcomes:
+        app.printer.outcome(o)
+    return outcomes
+
+
 def finish(app: App, command: str, outcomes: Sequence[Outcome]) -> int:
     """Print the summary (or the JSON document) and return the worst exit status."""
     from git_ao.outcome import exit_status

@@ -13,6 +13,7 @@ from git_ao.cli.common import (
     check_ids,
     complete_ids,
     finish,
+    import_first,
     named_sessions,
     options,
     run,
@@ -53,6 +54,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
     ctx = app.ctx
     refused: list[Outcome] = []
     if all_:
+        refused += [o for o in import_first(app) if o.status != "nothing"]
         sessions = preserve.sessions_for_all(app.store)
     elif ids:
         sessions, refused = named_sessions(app, ids, "preserve")

@@ -12,6 +12,7 @@ from git_ao.cli.common import (
     check_ids,
     complete_ids,
     finish,
+    import_first,
     named_sessions,
     options,
     run,
@@ -58,6 +59,7 @@ def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     if ids:
         sessions, refused = named_sessions(app, ids, "restore")
     else:
+        refused += [o for o in import_first(app) if o.status != "nothing"]
         known = app.store.sessions()
         sessions = [s for s in known if s.pending]
         for o in target.gone_live(known):

@@ -1,4 +1,7 @@
-"""The `--tool` names and their adapter modules (imports nothing: completion reads it)."""
+"""The `--tool` names and their adapter modules (imports next to nothing: completion
+reads it)."""
+
+from git_ao.store.states import IMPORT_TOOLS
 
 # --tool name -> its adapter module under git_ao.importers.
 TOOLS = {
@@ -11,3 +14,4 @@ TOOLS = {
 }
 AO = "ao"  # the ao daemon, read by importers/daemon.py
 NAMES = (AO, *sorted(TOOLS))
+assert NAMES == IMPORT_TOOLS  # the names settings check import.tools against

@@ -99,6 +99,39 @@ def _command(v: Any) -> list[str]:
     return argv
 
 
+def _import_tools(v: Any) -> Any:
+    """`auto`, or a list of tool names (IMPORT_TOOLS)."""
+    from git_ao.store.states import IMPORT_TOOLS
+    if v == "auto":
+        return v
+    if not isinstance(v, list) or not v or not all(isinstance(t, str) for t in v):
+        raise ValueError("expected auto or a list of tools (" + ", ".join(IMPORT_TOOLS) + ")")
+    bad = [t for t in v if t not in IMPORT_TOOLS]
+    if bad:
+        raise ValueError(f"unknown tool {bad[0]!r}: use auto or " + ", ".join(IMPORT_TOOLS))
+    return v
+
+
+def _parse_tools(text: str) -> Any:
+    words = [w for w in re.split(r"[\s,]+", text.strip()) if w]
+    return "auto" if words == ["auto"] else words
+
+
+def _bool(v: Any) -> Any:
+    if v is not True and v is not False:
+        raise ValueError("expected true or false")
+    return v
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("true", "yes", "on", "1"):
+        return True
+    if low in ("false", "no", "off", "0"):
+        return False
+    raise ValueError("expected true or false")
+
+
 def _remote(v: Any) -> Any:
     """A remote for git push: a name, URL or path, never an option."""
     if not isinstance(v, str) or not v.strip() or v.startswith("-") or any(
@@ -160,6 +193,10 @@ KEYS = {
                           "git ao-prune drops the entries of each history older than this "
                           "git date, such as 30.days.ago; the newest is always kept "
                           "(default: none dropped)", strict=_git_date),
+    "import.tools": Key(_import_tools, _parse_tools,
+                        "tools whose sessions git ao-preserve --all and git ao-restore (with "
+                        "no ids) import first: auto (every tool whose state is found) or a "
+                        "list such as claude-code,codex (default: none)"),
     "preserve.agents": Key(_policy, str,
                            "what git ao-preserve does with processes still working in a "
                            "worktree: stop, refuse or report (default: stop with --all, "
@@ -192,6 +229,10 @@ KEYS = {
     "relaunch.harness.<name>": Key(_command, str,
                                    "command run in each restored worktree of harness <name>; "
                                    "wins over relaunch.command"),
+    "relaunch.builtin": Key(_bool, _parse_bool,
+                            "run the built-in resume command of a harness that resumes by "
+                            "id (claude --resume <id>, codex resume <id>) in a detached tmux "
+                            "session when no relaunch command is set for it (default: false)"),
     "relaunch.timeout": Key(_seconds, _parse_float,
                             "seconds git ao-restore waits for a relaunch command before "
                             "leaving it running (default: 30)"),

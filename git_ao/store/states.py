@@ -31,3 +31,9 @@ PENDING_SQL = "w.session_id IS NOT NULL AND w.pending = 1"
 def is_pending(saved_at: int, restored_at: int | None) -> bool:
     """The old rule, by times, for a Save that has no stored state yet."""
     return restored_at is None or saved_at > restored_at
+
+
+# The tools `git ao import --tool` reads (sessions.tool holds one of them, `ao` for the
+# ao daemon's): here so settings can check `import.tools` without importing them.
+IMPORT_TOOLS = ("ao", "claude-code", "claude-squad", "codex", "conductor", "crystal",
+                "vibe-kanban")
