@@ -481,5 +481,57 @@ def import_(app: App, tools: tuple[str, ...], from_path: str | None) -> int:
     return finish(app, "import", outcomes)
 
 
+@group.group("hooks", cls=Group, context_settings=CONTEXT_SETTINGS)
+@short_help_option()
+def hooks() -> None:
+    """Install and run the hooks other tools call (Claude Code's worktree hooks)."""
+
+
+@hooks.command("install", context_settings=CONTEXT_SETTINGS)
+@click.argument("tool", type=click.Choice(("claude-code",)))
+@click.option("--settings", "settings_file", metavar="PATH", type=click.Path(dir_okay=False),
+              help="The tool's settings file (default: ~/.claude/settings.json).")
+@options()
+def hooks_install(app: App, tool: str, settings_file: str | None) -> int:
+    """Add git-ao's WorktreeCreate and WorktreeRemove hooks to Claude Code's settings:
+    git-ao then makes each `claude --worktree` worktree, registered as a session at
+    once, and saves it before it is removed. Other settings are kept as they are."""
+    from pathlib import Path
+
+    from git_ao.importers import claude_hook, tools
+    path = Path(settings_file) if settings_file else claude_hook.settings_path(tools.home())
+    res = claude_hook.install(path, dry_run=app.dry_run)
+    if app.printer.json_mode:
+        app.printer.emit_json("hooks install", tool=tool, settings=str(path), added=res.added,
+                              present=res.present, dry_run=app.dry_run)
+    elif not app.printer.quiet:
+        verb = "would add" if app.dry_run else "added"
+        for ev in res.added:
+            click.echo(f"{verb} {ev} hook to {path}: {claude_hook.COMMAND}")
+        for ev in res.present:
+            click.echo(f"{ev} hook already in {path}")
+    return 0
+
+
+@hooks.command("run", context_settings=CONTEXT_SETTINGS)
+@click.argument("tool", type=click.Choice(("claude-code",)))
+@options()
+def hooks_run(app: App, tool: str) -> int:
+    """Run the hook as Claude Code calls it, the event's JSON on standard input:
+    WorktreeCreate prints the worktree's path (and nothing else) on standard output;
+    WorktreeRemove ends or preserves the worktree's session."""
+    import sys
+
+    from git_ao.importers import claude_hook
+    data = claude_hook.event(sys.stdin.read())
+    if data["hook_event_name"] == "WorktreeCreate":
+        path = claude_hook.create(app.ctx, data)
+        sys.stdout.write(path + "\n")
+        return 0
+    o = claude_hook.remove(app.ctx, app.settings, data)
+    sys.stderr.write(f"git-ao: {o.action} {o.session_id}: {o.status}: {o.message}\n")
+    return o.exit_status
+
+
 def main() -> None:
     run(group, "git ao")

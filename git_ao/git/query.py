@@ -451,3 +451,12 @@ def disk_usage(cwd: str, revs: Sequence[str], exclude: Sequence[str]) -> int | N
     res = git.call(["rev-list", "--disk-usage", "--objects", *revs, "--not", *exclude], cwd)
     text = res.text.strip()
     return int(text) if res.status == 0 and text.isdigit() else None
+
+
+def ignored_files(cwd: str, *, exclude_from: str | None = None) -> list[str]:
+    """The ignored files present in the worktree at `cwd`, one by one:
+    `git ls-files -z --others --ignored --exclude-standard`, or, with `exclude_from`,
+    those matching that file's patterns (gitignore syntax) instead of the standard
+    rules. Raises GitError."""
+    rules = [f"--exclude-from={exclude_from}"] if exclude_from else ["--exclude-standard"]
+    return git.split_z(git.run(["ls-files", "-z", "--others", "--ignored", *rules], cwd))

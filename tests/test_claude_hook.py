@@ -1,0 +1,95 @@
+"""The Claude Code hook, run exactly as Claude Code runs it: the settings file's command
+through a shell, the event's JSON on standard input (code.claude.com/docs/en/hooks)."""
+
+import json
+import os
+import subprocess
+
+from tests import tool_state as ts
+from tests.support import ao, dirty, git, sessions_by_id
+from tests.worktree_state import assert_restored, state
+
+SID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
+
+
+def _hook_command():
+    data = json.loads((ts.home() / ".claude" / "settings.json").read_text())
+    cmds = {ev: g[0]["hooks"][0]["command"] for ev, g in data["hooks"].items()}
+    assert cmds["WorktreeCreate"] == cmds["WorktreeRemove"]
+    return cmds["WorktreeCreate"]
+
+
+def _fire(command, payload, cwd):
+    base = {"session_id": SID, "transcript_path": str(ts.home() / ".claude" / "x.jsonl"),
+            "cwd": str(cwd)}
+    return subprocess.run(["sh", "-c", command], input=json.dumps({**base, **payload}),
+                          capture_output=True, text=True, cwd=cwd, env=dict(os.environ),
+                          timeout=120)
+
+
+def test_install_keeps_the_settings_and_is_idempotent(repo, ao_env):
+    settings = ts.home() / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": "notify"}]}]}}, indent=2))
+    before = settings.read_bytes()
+    res = ao("ao", "hooks", "install", "claude-code", "-n", cwd=repo)
+    assert "would add WorktreeCreate hook" in res.stdout and settings.read_bytes() == before
+    ao("ao", "hooks", "install", "claude-code", cwd=repo)
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["hooks"]["Stop"][0]["hooks"][0]["command"] == "notify"
+    assert _hook_command() == "git ao hooks run claude-code"
+    once = settings.read_bytes()
+    res = ao("ao", "hooks", "install", "claude-code", cwd=repo)
+    assert "already in" in res.stdout and settings.read_bytes() == once
+    other = ao_env / "other.json"
+    other.write_text(json.dumps({"hooks": {"WorktreeCreate": [
+        {"hooks": [{"type": "command", "command": "wtp add"}]}]}}))
+    res = ao("ao", "hooks", "install", "claude-code", "--settings", str(other), cwd=repo, rc=1)
+    assert "already has a WorktreeCreate hook (wtp add)" in res.stderr
+
+
+def test_create_then_remove_as_claude_code_runs_them(repo, ao_env):
+    (repo / ".gitignore").write_text(".env\nbuild/\n")
+    (repo / ".worktreeinclude").write_text(".env\n")
+    git("add", ".gitignore", ".worktreeinclude", cwd=repo)
+    git("commit", "-qm", "ignore", cwd=repo)
+    (repo / ".env").write_text("TOKEN=1\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.o").write_text("x")
+    ao("ao", "hooks", "install", "claude-code", cwd=repo)
+    cmd = _hook_command()
+    res = _fire(cmd, {"hook_event_name": "WorktreeCreate", "name": "feature-auth"}, repo)
+    wt = repo / ".claude" / "worktrees" / "feature-auth"
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == f"{os.path.realpath(wt)}\n"  # the path, and nothing else
+    assert git("branch", "--show-current", cwd=wt).strip() == "worktree-feature-auth"
+    assert (wt / ".env").read_text() == "TOKEN=1\n" and not (wt / "build").exists()
+    s = sessions_by_id(repo)["feature-auth"]
+    assert (s["state"], s["tool"], s["harness"]) == ("live", "claude-code", "claude")
+    # Claude Code removes it with work in it: saved first, then removed.
+    dirty(wt)
+    before = state(wt)
+    res = _fire(cmd, {"hook_event_name": "WorktreeRemove",
+                      "worktree_path": os.path.realpath(wt)}, repo)
+    assert res.returncode == 0, res.stderr
+    assert not wt.exists()
+    assert sessions_by_id(repo)["feature-auth"]["state"] == "pending"
+    ao("ao-restore", "feature-auth", cwd=repo)
+    assert_restored(before, state(wt))
+    # A clean one is ended, nothing pending.
+    res = _fire(cmd, {"hook_event_name": "WorktreeCreate", "name": "tidy"}, repo)
+    tidy = res.stdout.strip()
+    res = _fire(cmd, {"hook_event_name": "WorktreeRemove", "worktree_path": tidy}, repo)
+    assert res.returncode == 0, res.stderr
+    assert not os.path.exists(tidy) and sessions_by_id(repo)["tidy"]["state"] == "terminated"
+
+
+def test_bad_input_fails_the_creation_with_one_line(repo, ao_env):
+    cmd = "git ao hooks run claude-code"
+    res = _fire(cmd, {"hook_event_name": "WorktreeCreate", "name": "../escape"}, repo)
+    assert res.returncode != 0 and res.stdout == ""
+    assert len(res.stderr.strip().splitlines()) == 1 and "unusable worktree name" in res.stderr
+    res = subprocess.run(["sh", "-c", cmd], input="nope", capture_output=True, text=True,
+                         cwd=repo, timeout=60)
+    assert res.returncode != 0 and "not JSON" in res.stderr
