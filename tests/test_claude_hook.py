@@ -22,7 +22,7 @@ def _hook_command():
 def _fire(command, payload, cwd):
     base = {"session_id": SID, "transcript_path": str(ts.home() / ".claude" / "x.jsonl"),
             "cwd": str(cwd)}
-    return subprocess.run(["sh", "-c", command], input=json.dumps({**base, **payload}),
+    return subprocess.run(["sh", "-c", command], check=False, input=json.dumps({**base, **payload}),
                           capture_output=True, text=True, cwd=cwd, env=dict(os.environ),
                           timeout=120)
 
@@ -90,6 +90,6 @@ def test_bad_input_fails_the_creation_with_one_line(repo, ao_env):
     res = _fire(cmd, {"hook_event_name": "WorktreeCreate", "name": "../escape"}, repo)
     assert res.returncode != 0 and res.stdout == ""
     assert len(res.stderr.strip().splitlines()) == 1 and "unusable worktree name" in res.stderr
-    res = subprocess.run(["sh", "-c", cmd], input="nope", capture_output=True, text=True,
+    res = subprocess.run(["sh", "-c", cmd], check=False, input="nope", capture_output=True, text=True,
                          cwd=repo, timeout=60)
     assert res.returncode != 0 and "not JSON" in res.stderr
