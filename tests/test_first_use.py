@@ -406,3 +406,20 @@ def test_doctor_suggests_a_command_that_works_and_recover_says_only_what_is_left
     ao("ao", "forget", "--force", "orph", cwd=repo)
     res = ao("ao", "doctor", "--recover", "-C", repo / ".git", cwd=wt.parent)
     assert "recover\tok\torph\t" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_remote_with_a_relative_url_is_pushed_to_and_restored_from(repo, worktrees, tmp_path):
+    # `git remote add backup ../backup.git`, as a user types it in the main worktree.
+    git("init", "-q", "--bare", tmp_path / "rel.git", cwd=tmp_path)
+    rel = os.path.relpath(tmp_path / "rel.git", repo)
+    git("remote", "add", "rel", rel, cwd=repo)
+    wt = worktrees(repo, "relu")
+    dirty(wt)
+    res = ao("ao-preserve", "relu", "--push", "rel", cwd=repo)
+    assert f"push\tok\trelu\tpushed {REF}relu" in res.stdout, res.stdout
+    assert remote_refs(tmp_path / "rel.git") == {"relu": ref_of(repo, "relu")}
+    ao("ao-restore", "relu", cwd=repo)
+    assert remote_refs(tmp_path / "rel.git") == {}
+    git("remote", "set-url", "rel", "../no-such.git", cwd=repo)
+    res = ao("ao-preserve", "relu", "--push", "rel", cwd=repo, rc=1)
+    assert "no repository is there" in res.stdout and wt.is_dir(), res.stdout

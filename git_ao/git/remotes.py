@@ -17,6 +17,17 @@ from git_ao.git import parse
 _NETWORK_URL = re.compile(r"^(?!file://)[A-Za-z][A-Za-z0-9+.-]*://|^[^/:]+:")
 
 
+def network_dir(cwd: str) -> str:
+    """Where to run a command that reaches a remote for the repository whose git dir
+    is `cwd`: the main worktree when `cwd` is its `.git` directory, since git reads
+    a relative remote URL (`git remote add backup ../backup.git`) from the
+    worktree's top, and from a git dir it would miss; else `cwd` itself."""
+    parent, base = os.path.split(cwd.rstrip("/"))
+    if base == ".git" and os.path.isdir(parent):
+        return parent
+    return cwd
+
+
 def remote_url(cwd: str, remote: str) -> str | None:
     """The URL of remote `remote` of the repository at `cwd` (`git config --get
     remote.<name>.url`), None when no such remote is configured."""
@@ -42,6 +53,9 @@ def push_problem(cwd: str, remote: str) -> str | None:
     if _NETWORK_URL.match(target):
         return None
     path = target.removeprefix("file://")
+    if url is not None and not os.path.isabs(os.path.expanduser(path)):
+        path = os.path.join(network_dir(cwd), path)  # where git reads it from
+    path = os.path.expanduser(path)
     if os.path.isabs(path) and not os.path.isdir(path):
         what = f"remote '{remote}' ({target})" if url is not None else f"'{remote}'"
         return f"cannot push to {what}: no repository is there"
@@ -63,7 +77,8 @@ def ls_remote(cwd: str, remote: str, pattern: str, *, timeout: float) -> list[tu
 
     remote: a remote name, URL or path (never starting with '-'). Raises GitError
     when git fails or times out (status git.TIMED_OUT)."""
-    res = git.call_bounded(["ls-remote", "--refs", remote, pattern], cwd, timeout).check()
+    res = git.call_bounded(["ls-remote", "--refs", remote, pattern], network_dir(cwd),
+                           timeout).check()
     return parse.ls_remote(res.text)
 
 
@@ -76,8 +91,8 @@ def fetch_refs(cwd: str, remote: str, refspecs: Sequence[str], *, timeout: float
     if not refspecs:
         return
     git.call_bounded(["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
-                  "--recurse-submodules=no", "--quiet", remote, *refspecs], cwd,
-                 timeout).check()
+                  "--recurse-submodules=no", "--quiet", remote, *refspecs],
+                     network_dir(cwd), timeout).check()
 
 
 def push_refs(cwd: str, remote: str, refspecs: Sequence[str],
@@ -94,7 +109,7 @@ def push_refs(cwd: str, remote: str, refspecs: Sequence[str],
     exits 1 when any ref was rejected) and the per-ref lines git printed."""
     args = ["push", "--porcelain", "--no-verify", "--no-recurse-submodules"]
     args += [f"--force-with-lease={ref}:{expect}" for ref, expect in leases]
-    res = git.call_bounded([*args, remote, *refspecs], cwd, timeout)
+    res = git.call_bounded([*args, remote, *refspecs], network_dir(cwd), timeout)
     return res, parse.push_porcelain(res.text)
 
 
@@ -116,8 +131,9 @@ def peek_refs(common_dir: str, remote: str, refs: Sequence[str], objects: str, *
     if not refs:
         return
     git.call_bounded(["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
-                      "--recurse-submodules=no", "--quiet", remote, *refs], common_dir,
-                     timeout, env=scratch_env(objects, common_dir)).check()
+                      "--recurse-submodules=no", "--quiet", remote, *refs],
+                     network_dir(common_dir), timeout,
+                     env=scratch_env(objects, common_dir)).check()
 
 
 def peeked_message(common_dir: str, commit: str, objects: str) -> tuple[int | None, str]:
