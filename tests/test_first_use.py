@@ -347,6 +347,21 @@ def test_resolve_drops_the_kept_ref_and_the_attention_together(repo, worktrees):
     assert not wt.exists()
 
 
+def test_resolve_drops_the_remote_copy_a_conflicted_restore_kept(repo, worktrees, bare):
+    wt = worktrees(repo, "far")
+    (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", "far", "--push", "backup", cwd=repo)
+    commit_on(repo, "far", {"README.md": "theirs\n"}, "theirs")
+    ao("ao-restore", "far", cwd=repo, rc=3)
+    assert set(remote_refs(bare)) == {"far"}  # kept with the local ref
+    (wt / "README.md").write_text("both\n")
+    git("add", "README.md", cwd=wt)
+    res = ao("ao", "resolve", "far", cwd=repo)
+    assert f"push\tok\tfar\tdeleted {REF}far" in res.stdout, res.stdout
+    assert remote_refs(bare) == {}
+    assert res.stderr.splitlines()[-1] == "resolve: 1 ok; push: 1 ok"
+
+
 def test_a_ref_dropped_by_hand_leaves_list_show_and_prune_in_step(repo, worktrees):
     _conflicted(repo, worktrees, "hand")
     kept = ref_of(repo, "hand")

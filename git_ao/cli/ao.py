@@ -264,6 +264,10 @@ def resolve(app: App, ids: tuple[str, ...]) -> int:
         o = guarded(functools.partial(resolve_one, ctx, sid), sid, "resolve")
         app.printer.outcome(o)
         outcomes.append(o)
+    if not app.dry_run:
+        from git_ao.cli import remote_opts
+        # The remote copy a conflicted restore kept goes with the local ref.
+        outcomes += remote_opts.retry_pushes(app, outcomes)
     return finish(app, "resolve", outcomes)
 
 

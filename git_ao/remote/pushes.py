@@ -258,10 +258,12 @@ def queue_restored(ctx: Context, outcomes: Iterable[Outcome]) -> None:
     """After a restore: a session whose work came back in full (status ok) no longer
     needs its copy on any remote; record the deletes (each under a lease on the
     commit the remote was last seen holding, so another machine's newer save
-    stays). A restore that kept the ref (a conflict) keeps the remote copy too."""
+    stays). A restore that kept the ref (a conflict) keeps the remote copy too,
+    until `git ao resolve` drops the ref (action resolve, status ok)."""
     if ctx.dry_run:
         return
-    done = {o.session_id for o in outcomes if o.action == "restore" and o.status == Status.OK}
+    done = {o.session_id for o in outcomes
+            if o.action in ("restore", "resolve") and o.status == Status.OK}
     for r in rows(ctx.store):
         if r.session_id in done and r.want:
             set_want(ctx.store, r.session_id, r.remote, r.repo, "")
