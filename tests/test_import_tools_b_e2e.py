@@ -127,3 +127,32 @@ def test_same_worktree_name_in_two_repositories_and_tools_gets_distinct_ids(repo
     got = {s["workspace_path"]: sid for sid, s in sessions_by_id(repo).items()}
     assert set(got) == {str(a), str(b), str(wt)} and len(set(got.values())) == 3
     assert "fix" in got.values()
+
+
+def test_import_tools_auto_saves_and_restores_all_three_with_the_resume_hint(repo, make_repo):
+    """With import.tools = auto the shutdown preserve imports every tool's sessions
+    first and the boot restore brings them back; a restored session with an agent
+    session id gets the exact command that resumes it."""
+    other, third = make_repo(), make_repo()
+    ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
+    squad, branch = tb.squad_worktree(repo, "night")
+    tb.squad_state([tb.squad_instance(repo, squad, "night", branch)])
+    db = tb.crystal_db()
+    _, cwt = tb.crystal_session(db, other, "crys", panels=(("claude", CLAUDE_ID),))
+    vk = tb.vk_db()
+    _, container = tb.vk_workspace(vk, [third], label="kan", branch="vk/kan",
+                                   executor="CODEX", agent_session_id=CODEX_ID)
+    vwt = container / third.name
+    wts = (squad, cwt, vwt)
+    for wt in wts:
+        dirty(wt)
+    before = [state(wt) for wt in wts]
+    res = ao("ao-preserve", "--all", "--json", cwd=repo)
+    acts = sorted((r["action"], r["status"]) for r in json.loads(res.stdout)["results"])
+    assert acts == [("import", "ok")] * 3 + [("preserve", "ok")] * 3
+    assert not any(wt.exists() for wt in wts)
+    res = ao("ao-restore", cwd=repo)
+    for b, wt in zip(before, wts, strict=True):
+        assert_restored(b, state(wt))
+    assert f"claude --resume {CLAUDE_ID}" in res.stderr
+    assert f"codex resume {CODEX_ID}" in res.stderr
