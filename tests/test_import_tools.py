@@ -199,3 +199,41 @@ def test_builtin_resume_runs_in_the_tools_tmux_session(repo, ao_env, monkeypatch
     assert [r["action"] for r in json.loads(res.stdout)["results"]] == ["restore", "relaunch"]
     assert calls.read_text().splitlines() == [
         "new-session", "-d", "-s", "cx_4a21", "-c", str(wt), "codex", "resume", CX_ID]
+
+
+def test_dry_run_registers_nothing_and_remembers_nothing(repo, ao_env):
+    cc = ts.claude_worktree(repo, "cc")
+    ts.claude_transcript(cc, CC_ID)
+    ts.claude_transcript(cc / "x", "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d", first="{cut")
+    res = ao("ao", "import", "-n", "--json", cwd=repo, rc=1)
+    got = _results(res)
+    assert got["cc"]["status"] == "ok" and got["cc"]["message"].startswith("would register")
+    assert got["claude-code"]["status"] == "refused"
+    assert sessions_by_id(repo) == {}
+    # Nothing was remembered: the real run reports the refusal again.
+    res = ao("ao", "import", "--json", cwd=repo, rc=1)
+    assert _results(res)["claude-code"]["status"] == "refused"
+    assert set(sessions_by_id(repo)) == {"cc"}
+
+
+def test_codex_cli_worktree_beside_its_repository_found_from_its_rollout(repo, ao_env):
+    # `codex --worktree` puts it beside the repository (<repo>.<branch>) and marks it
+    # with codex-worktree.json; only the rollout run there leads to it.
+    wt = repo.parent / f"{repo.name}.cx-side"
+    git("worktree", "add", "-q", "-b", "cx-side", str(wt), cwd=repo)
+    admin = Path(git("rev-parse", "--path-format=absolute", "--git-dir", cwd=wt).strip())
+    (admin / "codex-worktree.json").write_text(json.dumps({
+        "version": 1, "manager": "codex-cli", "backend": "git", "source": "cli",
+        "location": "sibling", "id": "ab", "name": "cx-side", "slug": "cx-side",
+        "branch": "cx-side", "repoId": "ab", "repoName": repo.name,
+        "sourceRepoRoot": str(repo), "originalRelativeCwd": "", "worktreeGitRoot": str(wt),
+        "workspaceCwd": str(wt), "createdAt": 1, "updatedAt": 1, "ownerThreadId": None,
+        "tmuxSession": None}))
+    plain = repo.parent / f"{repo.name}.plain"
+    git("worktree", "add", "-q", "-b", "plain", str(plain), cwd=repo)
+    ts.codex_rollout(wt, CX_ID)
+    ts.codex_rollout(plain, "029dbff7-c97d-7511-9af5-1cee07dd1ab3")  # not Codex's worktree
+    ao("ao", "import", "--tool", "codex", cwd=repo)
+    got = sessions_by_id(repo)
+    assert set(got) == {f"{repo.name}.cx-side"}
+    assert got[f"{repo.name}.cx-side"]["agent_session_id"] == CX_ID
