@@ -13,7 +13,7 @@ from git_ao import git
 from git_ao.context import Context
 from git_ao.errors import AoError, Refused, Usage
 from git_ao.git import lock as gitlock
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.save import capture
 from git_ao.store.records import Session
 
@@ -58,7 +58,7 @@ def _main_thread_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
-def guarded(fn: Callable[[], Outcome], session_id: str, action: str) -> Outcome:
+def guarded(fn: Callable[[], Outcome], session_id: str, action: Action) -> Outcome:
     """Run fn() for one session; its refusal or failure becomes that session's
     Outcome (status refused or failed) so the others go on."""
     try:

@@ -5,41 +5,50 @@ into one line (`fatal: ...` or `error: ...`) and the matching exit status.
 """
 
 from collections.abc import Iterable
+from enum import IntEnum
 
-# Exit statuses, as git's own commands use them: 0 done, 1 a session refused or
-# failed, 3 work that needs the user's attention, 128 nothing could run, 129 bad usage.
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_ATTENTION = 3
-EXIT_FATAL = 128
-EXIT_USAGE = 129
+
+class ExitStatus(IntEnum):
+    """Every exit status git-ao's commands use, as git's own commands use them."""
+
+    OK = 0  # done, or nothing to do
+    FAILED = 1  # a session was refused or failed
+    ATTENTION = 3  # work that needs the user's attention
+    FATAL = 128  # nothing could run; also the base a signal's number is added to
+    USAGE = 129  # bad usage
+    INTERRUPTED = 130  # stopped by SIGINT (128 + 2) before anything could report
+
+    @staticmethod
+    def signalled(signum: int) -> int:
+        """The status of a run a signal stopped: 128 + the signal, as a shell says it."""
+        return ExitStatus.FATAL + signum
 
 
 class AoError(Exception):
     """Base class: a message for one line, and the exit status it implies."""
 
-    exit_status = EXIT_FAILED
+    exit_status = ExitStatus.FAILED
     prefix = "error"
 
 
 class Fatal(AoError):
     """Nothing could run: not a repository, an unreadable database (exit 128)."""
 
-    exit_status = EXIT_FATAL
+    exit_status = ExitStatus.FATAL
     prefix = "fatal"
 
 
 class Usage(AoError):
     """Bad input caught before anything changed (exit 129)."""
 
-    exit_status = EXIT_USAGE
+    exit_status = ExitStatus.USAGE
     prefix = "error"
 
 
 class Refused(AoError):
     """One session was refused or failed; others may go on (exit 1)."""
 
-    exit_status = EXIT_FAILED
+    exit_status = ExitStatus.FAILED
     prefix = "error"
 
 
@@ -47,7 +56,7 @@ class Failed(AoError):
     """One session's step failed after something was recorded; the message says what
     state the session is in (exit 1, status failed)."""
 
-    exit_status = EXIT_FAILED
+    exit_status = ExitStatus.FAILED
     prefix = "error"
 
 
@@ -58,7 +67,7 @@ class GitError(AoError):
     status, stderr (str) what it printed on stderr, decoded with replacement.
     """
 
-    exit_status = EXIT_FAILED
+    exit_status = ExitStatus.FAILED
     prefix = "error"
 
     def __init__(self, argv: Iterable[str], status: int, stderr: str) -> None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from git_ao.errors import ExitStatus
+
 
 class Status(StrEnum):
     """The status of one Outcome; its value is what plain and JSON output print."""
@@ -24,9 +26,34 @@ class Status(StrEnum):
 
 
 
+class Action(StrEnum):
+    """The step an Outcome reports; its value is what plain and JSON output print."""
+
+    ADD = "add"
+    CHECKPOINT = "checkpoint"
+    FORGET = "forget"
+    HOOK = "hook"
+    IMPORT = "import"
+    KILL = "kill"
+    PRESERVE = "preserve"
+    PRUNE_HISTORY = "prune-history"
+    PRUNE_RECORD = "prune-record"
+    PRUNE_REF = "prune-ref"
+    PRUNE_REMOTE = "prune-remote"
+    PRUNE_TMP = "prune-tmp"
+    PRUNE_TRASH = "prune-trash"
+    PRUNE_WORKTREE = "prune-worktree"
+    PUSH = "push"
+    RECOVER = "recover"
+    RELAUNCH = "relaunch"
+    RESOLVE = "resolve"
+    RESTORE = "restore"
+
+
 # The exit status each Outcome status implies.
-STATUS_EXIT = {Status.OK: 0, Status.NOTHING: 0, Status.ATTENTION: 3, Status.REFUSED: 1,
-               Status.FAILED: 1}
+STATUS_EXIT = {Status.OK: ExitStatus.OK, Status.NOTHING: ExitStatus.OK,
+               Status.ATTENTION: ExitStatus.ATTENTION, Status.REFUSED: ExitStatus.FAILED,
+               Status.FAILED: ExitStatus.FAILED}
 
 
 @dataclass
@@ -36,20 +63,20 @@ class Outcome:
     data: the facts printed with it (JSON keys, kept as they are)."""
 
     session_id: str
-    action: str
+    action: Action
     status: Status
     message: str
     data: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def exit_status(self) -> int:
+    def exit_status(self) -> ExitStatus:
         return STATUS_EXIT[self.status]
 
 
-def exit_status(outcomes: Iterable[Outcome]) -> int:
+def exit_status(outcomes: Iterable[Outcome]) -> ExitStatus:
     """The worst status wins: 1, then 3, then 0 (128 is raised as Fatal, never returned)."""
     codes = {o.exit_status for o in outcomes}
-    for code in (1, 3):
+    for code in (ExitStatus.FAILED, ExitStatus.ATTENTION):
         if code in codes:
             return code
-    return 0
+    return ExitStatus.OK

@@ -19,12 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
 
 if TYPE_CHECKING:
     from git_ao.context import Context
-    from git_ao.store.records import Session
     from git_ao.store.settings import Settings
 
 
@@ -197,7 +196,7 @@ def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_l
         status = Status.OK if res.ok else Status.FAILED
         ctx.log("relaunch", s.id, status, detail=res.message, command=argv[0],
                 returncode=res.returncode, state=res.status)
-        r = Outcome(s.id, "relaunch", status, res.message,
+        r = Outcome(s.id, Action.RELAUNCH, status, res.message,
                     {"argv0": argv[0], "returncode": res.returncode, "state": res.status})
         report(r)
         extra.append(r)

@@ -25,6 +25,7 @@ from git_ao.agents import processes
 from git_ao.agents.relaunch import facts as relaunch_facts
 from git_ao.context import BEFORE_STOP_PREFIX, Context
 from git_ao.git import query
+from git_ao.git.parse import ObjectId
 from git_ao.outcome import Outcome, Status
 from git_ao.proof import witness
 from git_ao.save import capture
@@ -122,7 +123,7 @@ def settle_agents(sessions: Sequence[Session], settings: processes.Settings, *, 
     return seen
 
 
-def keep_before_stop(ctx: Context, s: Session, before: str, out: Outcome) -> None:
+def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -> None:
     """The agents of `s` were stopped after a checkpoint `before` was captured (their
     stop handler may throw the work away: a harness that cleans up its worktree).
     When the final capture (`out`) holds other trees, keep `before` reachable under

@@ -20,8 +20,9 @@ from git_ao.cli.common import (
     short_help_option,
     usage,
 )
-from git_ao.outcome import Outcome
-from git_ao.store.states import KINDS
+from git_ao.errors import ExitStatus
+from git_ao.outcome import Action, Outcome
+from git_ao.store.states import KINDS, STATES
 
 
 @click.group("ao", cls=Group, context_settings=CONTEXT_SETTINGS)
@@ -34,7 +35,6 @@ def group() -> None:
     The lifecycle commands are git ao-preserve, git ao-restore and git ao-prune."""
 
 
-STATES = ("live", "attention", "pending", "terminated")  # listing.STATES, without importing git
 
 
 @group.command("list", context_settings=CONTEXT_SETTINGS)
@@ -68,7 +68,7 @@ def list_(app: App, states: tuple[str, ...], repo_path: str | None, all_: bool) 
     if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
         app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
                          "'git ao list --all' lists them")
-    return 0
+    return ExitStatus.OK
 
 
 def _repo_of(path: str | None) -> str | None:
@@ -108,7 +108,7 @@ def show(app: App, session_id: str) -> int:
     gone = saved_commit_gone(s)
     if app.printer.json_mode:
         app.printer.emit_json("show", session=rec, stat=stat, commit_gone=gone)
-        return 1 if gone else 0
+        return ExitStatus.FAILED if gone else ExitStatus.OK
     app.printer.facts([(k, ", ".join(v) if isinstance(v, list) else v)
                        for k, v in rec.items()], stat)
     if gone:
@@ -116,8 +116,8 @@ def show(app: App, session_id: str) -> int:
         app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "
                           f"{s.common_dir} (its ref was deleted and git gc pruned it); this "
                           "session's saved work cannot be shown or restored")
-        return 1
-    return 0
+        return ExitStatus.FAILED
+    return ExitStatus.OK
 
 
 def _history_facts(s: Any, json_mode: bool) -> Any:
@@ -193,7 +193,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
             outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
                                      trigger=trigger)
         except AoError as exc:
-            outcomes = [Outcome("-", "checkpoint", Status.NOTHING, f"{where}: {exc}")]
+            outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
         for o in outcomes:
             app.printer.outcome(o)
         finish(app, "checkpoint", outcomes)
@@ -201,7 +201,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     if all_:
         sessions = [s for s in app.store.sessions() if s.live]
     elif ids:
-        sessions, refused = named_sessions(app, ids, "checkpoint")
+        sessions, refused = named_sessions(app, ids, Action.CHECKPOINT)
     else:
         sessions = [current_session(app.ctx, os.getcwd())]
     outcomes = cp.checkpoint(app.ctx, sessions, trigger=trigger)
@@ -242,7 +242,7 @@ def kill(app: App, ids: tuple[str, ...]) -> int:
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(functools.partial(kill_one, ctx, sid), sid, "kill")
+        o = guarded(functools.partial(kill_one, ctx, sid), sid, Action.KILL)
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "kill", outcomes)
@@ -261,7 +261,7 @@ def resolve(app: App, ids: tuple[str, ...]) -> int:
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(functools.partial(resolve_one, ctx, sid), sid, "resolve")
+        o = guarded(functools.partial(resolve_one, ctx, sid), sid, Action.RESOLVE)
         app.printer.outcome(o)
         outcomes.append(o)
     if not app.dry_run:
@@ -285,7 +285,7 @@ def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(functools.partial(forget_one, ctx, sid, force), sid, "forget")
+        o = guarded(functools.partial(forget_one, ctx, sid, force), sid, Action.FORGET)
         app.printer.outcome(o)
         outcomes.append(o)
     return finish(app, "forget", outcomes)
@@ -358,7 +358,7 @@ def config_get(app: App, key: str) -> int:
         app.printer.emit_json("config get", key=key, value=value)
     elif value is not None:
         click.echo(_config_value(value))
-    return 0 if value is not None else 1
+    return ExitStatus.OK if value is not None else ExitStatus.FAILED
 
 
 @config.command("set", context_settings=CONTEXT_SETTINGS)
@@ -380,7 +380,7 @@ def config_set(app: App, key: str, value: str) -> int:
     if app.printer.json_mode:
         app.printer.emit_json("config set", key=key, value=cfg.get(key, value),
                               dry_run=app.dry_run)
-    return 0
+    return ExitStatus.OK
 
 
 @config.command("unset", context_settings=CONTEXT_SETTINGS)
@@ -392,7 +392,7 @@ def config_unset(app: App, key: str) -> int:
     done = cfg.get(key) is not None if app.dry_run else cfg.unset(key)
     if app.printer.json_mode:
         app.printer.emit_json("config unset", key=key, removed=done, dry_run=app.dry_run)
-    return 0 if done else 1
+    return ExitStatus.OK if done else ExitStatus.FAILED
 
 
 @config.command("list", context_settings=CONTEXT_SETTINGS)
@@ -408,14 +408,14 @@ def config_list(app: App, all_: bool) -> int:
         if all_:
             doc["keys"] = {k: spec.help for k, spec in KEYS.items()}
         app.printer.emit_json("config list", **doc)
-        return 0
+        return ExitStatus.OK
     for k, v in sorted(values.items()):
         click.echo(f"{k}={_config_value(v)}")
     if all_:
         for k, spec in KEYS.items():
             if k not in values:
                 click.echo(f"# {k}: {spec.help}")
-    return 0
+    return ExitStatus.OK
 
 
 def _complete_keys(incomplete: str) -> list[str]:
@@ -437,10 +437,10 @@ def log_(app: App, count: int, session_id: str | None) -> int:
     entries = logview.tail(data_dir(), count, session_id=session_id)
     if app.printer.json_mode:
         app.printer.emit_json("log", entries=entries)
-        return 0
+        return ExitStatus.OK
     for e in entries:
         click.echo(e["line"])
-    return 0
+    return ExitStatus.OK
 
 
 @group.command("completion", context_settings=CONTEXT_SETTINGS)
@@ -454,7 +454,7 @@ def completion(app: App, shell: str) -> int:
         app.printer.emit_json("completion", shell=shell, script=text)
     else:
         click.echo(text, nl=False)
-    return 0
+    return ExitStatus.OK
 
 
 def _tool_names(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:

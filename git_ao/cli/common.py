@@ -14,14 +14,14 @@ import click
 
 # Only light imports here: shell completion runs these modules on every TAB, so
 # git (and with it sh), the workflows and rich are imported where they are used.
-from git_ao.errors import EXIT_USAGE, AoError, Fatal, Usage
+from git_ao.errors import AoError, ExitStatus, Fatal, Usage
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from git_ao.cli.output import Printer
     from git_ao.context import Context
-    from git_ao.outcome import Outcome
+    from git_ao.outcome import Action, Outcome
     from git_ao.store.database import Store
     from git_ao.store.records import Session
     from git_ao.store.settings import Settings
@@ -104,7 +104,7 @@ def _short_help(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
     # git's own commands print usage on stdout for -h and exit 129.
     if value and not ctx.resilient_parsing:
         click.echo(short_usage(ctx), nl=False)
-        ctx.exit(EXIT_USAGE)
+        ctx.exit(ExitStatus.USAGE)
 
 
 def short_usage(ctx: click.Context) -> str:
@@ -308,18 +308,18 @@ def run(command: click.Command, prog_name: str) -> None:
         # `git ao` alone: the help, as `git worktree` alone prints its usage (129).
         assert exc.ctx is not None
         sys.stderr.write(short_usage(exc.ctx))
-        rv = EXIT_USAGE
+        rv = ExitStatus.USAGE
     except click.UsageError as exc:
         msg = exc.format_message()
         sys.stderr.write(f"error: {msg}\n")
         if exc.ctx is not None:
             sys.stderr.write(short_usage(exc.ctx))
-        rv = EXIT_USAGE
+        rv = ExitStatus.USAGE
         _json_error(exc.ctx.command_path if exc.ctx else prog_name, rv, f"error: {msg}")
     except click.Abort:
-        rv = 130
+        rv = ExitStatus.INTERRUPTED
     except KeyboardInterrupt:
-        rv = 130
+        rv = ExitStatus.INTERRUPTED
     except AoError as exc:
         if os.environ.get("GIT_AO_DEBUG"):
             raise
@@ -327,7 +327,7 @@ def run(command: click.Command, prog_name: str) -> None:
         rv = exc.exit_status
         _json_error(_running or prog_name, rv, f"{exc.prefix}: {exc}")
     except BrokenPipeError:
-        rv = 0
+        rv = ExitStatus.OK
     except ModuleNotFoundError as exc:
         # Run with a python3 that lacks a dependency (bin/ from a checkout, say):
         # name the package and the interpreter rather than an internal error.
@@ -336,18 +336,18 @@ def run(command: click.Command, prog_name: str) -> None:
         sys.stderr.write(f"fatal: git-ao needs the Python package '{exc.name}', which "
                          f"{sys.executable} cannot import; install git-ao with pip or pipx "
                          "(see README.md)\n")
-        rv = 128
+        rv = ExitStatus.FATAL
     except Exception as exc:
         if os.environ.get("GIT_AO_DEBUG"):
             raise
         sys.stderr.write(f"fatal: internal error: {type(exc).__name__}: {exc} "
                          "(set GIT_AO_DEBUG=1 for a traceback)\n")
-        rv = 128
+        rv = ExitStatus.FATAL
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         pass
-    sys.exit(rv if isinstance(rv, int) else 0)
+    sys.exit(rv if isinstance(rv, int) else ExitStatus.OK)
 
 
 def check_ids(ids: Iterable[str]) -> None:
@@ -358,7 +358,7 @@ def check_ids(ids: Iterable[str]) -> None:
 
 
 def named_sessions(app: App, ids: Iterable[str],
-                   action: str) -> tuple[list[Session], list[Outcome]]:
+                   action: Action) -> tuple[list[Session], list[Outcome]]:
     """The sessions named on the command line, each id looked up on its own, as git
     reports each bad argument: returns (sessions, outcomes), one `refused` Outcome
     per unknown id (printed here) so the known ones go on. A repeated id counts once."""
@@ -394,12 +394,14 @@ def add_state(app: App, o: Outcome) -> None:
     if "state" in o.data or o.session_id in ("", "-"):
         return
     from git_ao.manage.listing import state
+    from git_ao.outcome import Status
+    from git_ao.store.states import State
     try:
         s = app.store.get(o.session_id)
         o.data["state"] = state(s) if s is not None else None
     except AoError:
         return
-    if o.status in ("refused", "failed") and o.data["state"] == "pending" \
+    if o.status in (Status.REFUSED, Status.FAILED) and o.data["state"] == State.PENDING \
             and "pending" not in o.message:
         o.message += "; the session is pending: its save is recorded and git ao-restore " \
                      "brings it back"
@@ -494,4 +496,4 @@ class SignalStop:
         if not app.printer.quiet and not app.printer.json_mode:
             click.echo(f"{command}: interrupted by {name}: {left} session(s) not started, "
                        f"{still}", err=True)
-        return 128 + self.caught[0]
+        return ExitStatus.signalled(self.caught[0])

@@ -20,7 +20,7 @@ from git_ao.cli.common import (
     usage,
     with_state,
 )
-from git_ao.outcome import Outcome
+from git_ao.outcome import Action, Outcome
 
 
 @click.command("ao-preserve", context_settings=CONTEXT_SETTINGS)
@@ -57,7 +57,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
         refused += [o for o in import_first(app) if o.status != "nothing"]
         sessions = preserve.sessions_for_all(app.store)
     elif ids:
-        sessions, refused = named_sessions(app, ids, "preserve")
+        sessions, refused = named_sessions(app, ids, Action.PRESERVE)
     else:
         sessions = [current_session(ctx, os.getcwd())]
         sessions, refused = remote_opts.pushable(app, sessions, push)
@@ -65,7 +65,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
             # The real run registers it first; a dry run registers nothing.
             o = guarded(lambda: preserve.preserve_one(
                 ctx, sessions[0].id, keep_worktree, unsaved=sessions[0]), sessions[0].id,
-                "preserve")
+                Action.PRESERVE)
             app.printer.outcome(o)
             return finish(app, "preserve", [o])
     if all_ or ids:

@@ -111,7 +111,7 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
     """`git ao-prune [--remote REMOTE]`: the pending pushes first, then (with a
     remote) the remote namespace; returns the Outcomes (the caller prints them)."""
     from git_ao.errors import AoError
-    from git_ao.outcome import Outcome, Status
+    from git_ao.outcome import Action, Outcome, Status
     from git_ao.remote import namespace, pushes
     ctx = app.ctx
     out: list[Any] = []
@@ -126,6 +126,6 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
             out += namespace.prune_remote(ctx, name, repos,
                                        timeout=max(_push_timeout(app), MIN_FETCH_TIMEOUT))
         except AoError as exc:
-            out.append(Outcome("-", "prune-remote", Status.FAILED,
+            out.append(Outcome("-", Action.PRUNE_REMOTE, Status.FAILED,
                                f"cannot clean {name}: {exc}", {"remote": name}))
     return out

@@ -18,7 +18,7 @@ from git_ao.cli.common import (
     run,
     with_state,
 )
-from git_ao.outcome import Outcome
+from git_ao.outcome import Action, Outcome
 
 
 @click.command("ao-restore", context_settings=CONTEXT_SETTINGS)
@@ -57,7 +57,7 @@ def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     ctx = app.ctx
     refused: list[Outcome] = []
     if ids:
-        sessions, refused = named_sessions(app, ids, "restore")
+        sessions, refused = named_sessions(app, ids, Action.RESTORE)
     else:
         refused += [o for o in import_first(app) if o.status != "nothing"]
         known = app.store.sessions()
@@ -110,7 +110,7 @@ def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
         if not found:
             usage("name the session: the current directory is in no live session's worktree")
         sid = found[0].id
-    o = guarded(lambda: restore_at(app.ctx, sid, at), sid, "restore")
+    o = guarded(lambda: restore_at(app.ctx, sid, at), sid, Action.RESTORE)
     app.printer.outcome(o)
     return finish(app, "restore", [o])
 

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from git_ao.errors import Fatal, GitError, Usage, git_message
 from git_ao.git import parse
 from git_ao.git.parse import (
+    NO_OBJECT,
+    BranchName,
     IndexFlags,
+    ObjectId,
     Status,
     StatusEntry,
     WorktreeEntry,
@@ -35,7 +38,8 @@ from git_ao.git.process import (
     set_trace,
 )
 
-__all__ = ["IDENTITY", "TIMED_OUT", "Completed", "IndexFlags", "Status", "StatusEntry",
+__all__ = ["IDENTITY", "NO_OBJECT", "TIMED_OUT", "BranchName", "Completed", "IndexFlags",
+           "ObjectId", "Status", "StatusEntry",
            "WorktreeEntry", "call", "call_bounded", "check_ref_format", "join_z", "line", "run",
            "set_trace", "split_z"]
 
@@ -196,27 +200,28 @@ def status(cwd: str, *, index_file: str | None = None, ignored: bool = True) -> 
 # ---------------------------------------------------------------- objects and refs
 
 
-def commit_tree(cwd: str, tree: str, parents: Sequence[str], message: str) -> str:
+def commit_tree(cwd: str, tree: str, parents: Sequence[str], message: str) -> ObjectId:
     """`git commit-tree <tree> -p <parent>... ` with `message` on stdin; return the commit id."""
     args = ["commit-tree", tree]
     for p in parents:
         args += ["-p", p]
-    return run(args, cwd, env=IDENTITY, input=message.encode("utf-8", "surrogateescape")
-               ).decode().strip()
+    return ObjectId(run(args, cwd, env=IDENTITY,
+                        input=message.encode("utf-8", "surrogateescape")).decode().strip())
 
 
-def update_ref(cwd: str, ref: str, new: str, old: str | None = None, *,
+def update_ref(cwd: str, ref: str, new: ObjectId, old: ObjectId | None = None, *,
                message: str = "git-ao") -> None:
     """`git update-ref --create-reflog -m <message> <ref> <new> [<old>]`.
 
-    old=None: no check; old="": the ref must not exist yet. Raises GitError."""
+    old=None: no check; old=NO_OBJECT: the ref must not exist yet. Raises GitError."""
     args = ["update-ref", "--create-reflog", "-m", message, ref, new]
     if old is not None:
         args.append(old)
     run(args, cwd)
 
 
-def swap_ref(cwd: str, ref: str, new: str, old: str | None, *, message: str = "git-ao") -> bool:
+def swap_ref(cwd: str, ref: str, new: str, old: str | None, *,
+             message: str = "git-ao") -> bool:
     """Move `ref` to `new` only while it still points at `old` (None: only while it
     does not exist), in one `git update-ref --create-reflog -m <message> <ref> <new>
     <old>`; git checks and writes under the ref's lock. Returns False when the ref
@@ -237,12 +242,12 @@ def reset_hard(cwd: str, commit: str) -> None:
     run(["reset", "-q", "--hard", commit], cwd)
 
 
-def delete_ref(cwd: str, ref: str, old: str) -> None:
+def delete_ref(cwd: str, ref: str, old: ObjectId) -> None:
     """`git update-ref -d <ref> <old>`: delete only while it still points at `old`."""
     run(["update-ref", "-d", ref, old], cwd)
 
 
-def drop_ref_if_at(cwd: str, ref: str, commit: str) -> None:
+def drop_ref_if_at(cwd: str, ref: str, commit: ObjectId) -> None:
     """Delete `ref` while it still points at `commit`, in one `git update-ref -d`; a ref
     that moved or is gone is left alone, and only a failure with the ref still at
     `commit` raises GitError."""
@@ -251,27 +256,27 @@ def drop_ref_if_at(cwd: str, ref: str, commit: str) -> None:
         res.check()
 
 
-def current_branch(cwd: str) -> str | None:
+def current_branch(cwd: str) -> BranchName | None:
     """The short name of the branch checked out in `cwd` (`git symbolic-ref -q --short
     HEAD`), None when HEAD is detached."""
     res = call(["symbolic-ref", "-q", "--short", "HEAD"], cwd)
-    return res.text.strip() if res.status == 0 else None
+    return BranchName(res.text.strip()) if res.status == 0 else None
 
 
-def rev_parse(cwd: str, rev: str) -> str | None:
+def rev_parse(cwd: str, rev: str) -> ObjectId | None:
     """`git rev-parse --verify -q <rev>`: the object id, or None when it does not resolve."""
     res = call(["rev-parse", "--verify", "-q", rev], cwd)
-    return res.text.strip() or None if res.status == 0 else None
+    return ObjectId(res.text.strip()) or None if res.status == 0 else None
 
 
-def rev_parse_many(cwd: str, revs: Sequence[str]) -> list[str | None]:
+def rev_parse_many(cwd: str, revs: Sequence[str]) -> list[ObjectId | None]:
     """Resolve several revisions in one `git rev-parse`; None for each that fails.
 
     Falls back to one call each when any of them does not resolve."""
     res = call(["rev-parse", *revs], cwd)
     vals = res.text.split()
     if res.status == 0 and len(vals) == len(revs):
-        return list(vals)
+        return [ObjectId(v) for v in vals]
     return [rev_parse(cwd, r) for r in revs]
 
 
@@ -280,17 +285,17 @@ def object_exists(cwd: str, oid: str) -> bool:
     return call(["cat-file", "-e", oid], cwd).status == 0
 
 
-def commit_parents(cwd: str, commit: str) -> list[str]:
+def commit_parents(cwd: str, commit: str) -> list[ObjectId]:
     """The parent ids of `commit` (`git rev-list --parents -n 1`)."""
-    return line(["rev-list", "--parents", "-n", "1", commit], cwd).split()[1:]
+    return [ObjectId(p) for p in line(["rev-list", "--parents", "-n", "1", commit], cwd).split()[1:]]
 
 
-def trees_of(cwd: str, commits: Iterable[str]) -> list[str | None]:
+def trees_of(cwd: str, commits: Iterable[str]) -> list[ObjectId | None]:
     """The tree id of each commit, in one `git rev-parse c^{tree} ...`."""
     return rev_parse_many(cwd, [f"{c}^{{tree}}" for c in commits])
 
 
-def for_each_ref(cwd: str, *prefixes: str) -> list[tuple[str, str]]:
+def for_each_ref(cwd: str, *prefixes: str) -> list[tuple[str, ObjectId]]:
     """`git for-each-ref --format=%(objectname) %(refname) <prefix>...`: list of (ref, oid)."""
     out = run(["for-each-ref", "--format=%(objectname) %(refname)", *prefixes], cwd)
     return parse.ref_oids(out.decode("utf-8", "surrogateescape"))

@@ -17,6 +17,7 @@ from typing import Self
 
 from git_ao import git
 from git_ao.git import parse
+from git_ao.git.parse import ObjectId
 
 # Temporary index files are named <TEMP_INDEX_PREFIX><pid>.<random> in a git dir:
 # `git ao-prune` removes those whose process is gone.
@@ -72,10 +73,10 @@ def checkout_paths(cwd: str, paths: Sequence[str], *, refresh: bool = False) -> 
             input=git.join_z(paths))
 
 
-def tree_of(cwd: str, index_file: str) -> str:
+def tree_of(cwd: str, index_file: str) -> ObjectId:
     """`git write-tree` from another index file (a registration's, say); the tree id.
     Raises GitError (an index with unmerged entries has no tree)."""
-    return git.line(["write-tree"], cwd, env=git.index_env(index_file))
+    return ObjectId(git.line(["write-tree"], cwd, env=git.index_env(index_file)))
 
 
 def checksum(index_file: str, oid_hex_len: int) -> str | None:
@@ -143,9 +144,9 @@ class TempIndex:
         """`git read-tree <tree>` into this index."""
         git.run(["read-tree", tree], self.cwd, env=self._env)
 
-    def write_tree(self) -> str:
+    def write_tree(self) -> ObjectId:
         """`git write-tree` from this index; the tree id."""
-        return git.line(["write-tree"], self.cwd, env=self._env)
+        return ObjectId(git.line(["write-tree"], self.cwd, env=self._env))
 
     def update(self, paths: Sequence[str]) -> None:
         """`git update-index --add --remove -z --stdin`: each path is read again from the

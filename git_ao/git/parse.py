@@ -11,6 +11,13 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NewType
+
+# Typed ids, so that an object id and a ref or branch name cannot be swapped
+# where a git operation takes both (update-ref <ref> <new> <old>).
+ObjectId = NewType("ObjectId", str)  # a full hex object id, as git prints it
+BranchName = NewType("BranchName", str)  # a short branch name: topic, not refs/heads/topic
+NO_OBJECT = ObjectId("")  # update-ref's <old> for "the ref must not exist yet"
 
 
 def split_z(data: bytes) -> list[str]:
@@ -55,7 +62,7 @@ class WorktreeEntry:
     """One record of `git worktree list --porcelain -z`."""
 
     path: str
-    head: str | None = None
+    head: ObjectId | None = None
     branch: str | None = None  # full ref name, e.g. refs/heads/topic
     detached: bool = False
     bare: bool = False
@@ -81,7 +88,7 @@ def worktree_list(out: bytes) -> list[WorktreeEntry]:
         elif cur is None:
             continue
         elif key == b"HEAD":
-            cur.head = val
+            cur.head = ObjectId(val)
         elif key == b"branch":
             cur.branch = val
         elif key == b"detached":
@@ -144,8 +151,8 @@ class StatusEntry:
 class Status:
     """Parsed `git status --porcelain=v2 -z --branch --untracked-files=all --ignored=matching`."""
 
-    head: str | None  # None when the branch is unborn
-    branch: str | None  # short branch name, None when detached
+    head: ObjectId | None  # None when the branch is unborn
+    branch: BranchName | None  # None when detached
     changed: list[StatusEntry] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # directories end in '/'
@@ -173,9 +180,9 @@ def status(out: bytes) -> Status:
         if tag == b"#":
             words = rec.split(b" ", 2)
             if words[1] == b"branch.oid" and words[2] != b"(initial)":
-                st.head = words[2].decode()
+                st.head = ObjectId(words[2].decode())
             elif words[1] == b"branch.head" and words[2] != b"(detached)":
-                st.branch = os.fsdecode(words[2])
+                st.branch = BranchName(os.fsdecode(words[2]))
         elif tag == b"1":
             parts = rec.split(b" ", 8)
             st.changed.append(StatusEntry("1", parts[1].decode(), parts[2].decode(),
@@ -294,12 +301,12 @@ def config_map(out: bytes) -> dict[str, str]:
     return conf
 
 
-def ref_oids(text: str) -> list[tuple[str, str]]:
+def ref_oids(text: str) -> list[tuple[str, ObjectId]]:
     """Parse `git for-each-ref --format='%(objectname) %(refname)'` as (ref, oid) pairs."""
     pairs = []
     for ln in text.splitlines():
         oid, _, ref = ln.partition(" ")
-        pairs.append((ref, oid))
+        pairs.append((ref, ObjectId(oid)))
     return pairs
 
 
@@ -359,11 +366,11 @@ def push_porcelain(text: str) -> list[PushedRef]:
     return out
 
 
-def ls_remote(text: str) -> list[tuple[str, str]]:
+def ls_remote(text: str) -> list[tuple[str, ObjectId]]:
     """Parse `git ls-remote` output (`<oid>\\t<ref>` lines) as (ref, oid) pairs."""
     pairs = []
     for ln in text.splitlines():
         oid, sep, ref = ln.partition("\t")
         if sep:
-            pairs.append((ref, oid))
+            pairs.append((ref, ObjectId(oid)))
     return pairs

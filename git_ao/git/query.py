@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from git_ao import git
 from git_ao.errors import GitError, Usage
 from git_ao.git import parse
-from git_ao.git.parse import IndexFlags
+from git_ao.git.parse import IndexFlags, ObjectId
 
 
 def check_ignore(cwd: str, paths: Sequence[str]) -> set[str]:
@@ -102,18 +102,18 @@ def status_porcelain(cwd: str) -> git.Completed:
                  "--ignore-submodules=none"], cwd)
 
 
-def unreachable_from_all(cwd: str, commits: Sequence[str]) -> list[str]:
+def unreachable_from_all(cwd: str, commits: Sequence[str]) -> list[ObjectId]:
     """Those of `commits` that no ref and no worktree's HEAD reaches
     (`git rev-list --no-walk <commits> --not --all`, from inside a worktree)."""
     if not commits:
         return []
     res = git.call(["rev-list", "--no-walk", *commits, "--not", "--all"], cwd)
-    return res.text.split() if res.status == 0 else []
+    return [ObjectId(c) for c in res.text.split()] if res.status == 0 else []
 
 
-def empty_tree(cwd: str) -> str:
+def empty_tree(cwd: str) -> ObjectId:
     """The id of the empty tree, written to the object store (`git hash-object -w`)."""
-    return git.line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b"")
+    return ObjectId(git.line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b""))
 
 
 def hash_bytes(cwd: str, data: bytes) -> str:
@@ -172,11 +172,11 @@ def index_matches_tree(cwd: str, tree: str) -> bool:
     return res.status == 0
 
 
-def reflog_commits(cwd: str, ref: str) -> list[str]:
+def reflog_commits(cwd: str, ref: str) -> list[ObjectId]:
     """Every commit the reflog of `ref` names, newest first (`git log -g --format=%H`);
     [] when the ref or its reflog is gone."""
     res = git.call(["log", "-g", "--format=%H", ref, "--"], cwd)
-    return res.text.split() if res.status == 0 else []
+    return [ObjectId(c) for c in res.text.split()] if res.status == 0 else []
 
 
 def ignored_in(common_dir: str, work_tree: str, index_file: str) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from git_ao import git
 from git_ao.git import parse
+from git_ao.git.parse import ObjectId
 
 # A URL git reaches over the network (scheme://..., or scp-like [user@]host:path
 # with no '/' before the ':'): whether it answers is known only when pushing.
@@ -71,7 +72,8 @@ def _path_like(remote: str) -> bool:
     return "/" in remote or remote.startswith((".", "~"))
 
 
-def ls_remote(cwd: str, remote: str, pattern: str, *, timeout: float) -> list[tuple[str, str]]:
+def ls_remote(cwd: str, remote: str, pattern: str, *,
+              timeout: float) -> list[tuple[str, ObjectId]]:
     """(ref, oid) of every ref of `remote` matching `pattern` (`git ls-remote --refs
     <remote> <pattern>`, e.g. 'refs/ao/preserved/*'), within `timeout` seconds.
 

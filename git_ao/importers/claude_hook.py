@@ -39,7 +39,7 @@ from git_ao.importers import claude_code
 from git_ao.importers.worktrees import admin_dir
 from git_ao.manage.kill import kill
 from git_ao.manage.register import current_session, register
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import workflow as preserve
 from git_ao.store.settings import Settings
 from git_ao.store.states import Kind
@@ -184,7 +184,7 @@ def remove(ctx: Context, settings: Settings, data: dict[str, Any]) -> Outcome:
     not a linked worktree is left alone."""
     path = data.get("worktree_path")
     if not isinstance(path, str) or admin_dir(path) is None:
-        return Outcome("-", "hook", Status.NOTHING,
+        return Outcome("-", Action.HOOK, Status.NOTHING,
                        f"WorktreeRemove: {path!r} is not a linked worktree; nothing to do")
     s = current_session(ctx, path)
     try:
@@ -193,6 +193,6 @@ def remove(ctx: Context, settings: Settings, data: dict[str, Any]) -> Outcome:
         outs = preserve.preserve(ctx, [s], settings=settings)
         o = outs[0]
     except AoError as exc:
-        o = Outcome(s.id, "kill", Status.REFUSED, str(exc))
+        o = Outcome(s.id, Action.KILL, Status.REFUSED, str(exc))
     ctx.log("hook", s.id, "worktree-remove", result=o.status, step=o.action)
     return o

@@ -22,7 +22,7 @@ from git_ao.errors import AoError
 from git_ao.importers import daemon_db
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import register
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 
 default_path = daemon_db.default_path
 
@@ -68,7 +68,7 @@ def run(ctx: Context, db_path: str) -> tuple[list[Outcome], daemon_db.DaemonDb]:
         if d.problem is not None:
             # A value git-ao does not know: this session only, said once.
             seen.add(d.id)
-            o = Outcome(d.id, "import", Status.REFUSED, f"daemon session {d.id}: {d.problem}")
+            o = Outcome(d.id, Action.IMPORT, Status.REFUSED, f"daemon session {d.id}: {d.problem}")
             unit = Unit(d.id, d.workspace_path, d.branch, None, d)
             outcomes.append(_said_once(ctx, source, notes, unit, o))
             continue
@@ -91,7 +91,7 @@ def _said_once(ctx: Context, source: str, notes: dict[str, tuple[str, int]], u: 
         return o
     known = notes.get(u.id)
     if known is not None and known[0] == o.message:
-        return Outcome(o.session_id, "import", Status.NOTHING,
+        return Outcome(o.session_id, Action.IMPORT, Status.NOTHING,
                        f"still not importable (reported before): {o.message}", o.data)
     if not ctx.dry_run:
         ctx.store.note_import(source, u.id, o.message)
@@ -104,18 +104,18 @@ def _one(ctx: Context, u: Unit) -> Outcome:
     try:
         validate_id(u.id)
     except AoError as exc:
-        return Outcome(u.id, "import", Status.REFUSED, str(exc))
+        return Outcome(u.id, Action.IMPORT, Status.REFUSED, str(exc))
     existing = ctx.store.get(u.id)
     if existing is not None:
-        return Outcome(u.id, "import", Status.NOTHING, f"already known ({existing.state}){part}",
+        return Outcome(u.id, Action.IMPORT, Status.NOTHING, f"already known ({existing.state}){part}",
                        list_json(existing))
     if not u.path or not os.path.isdir(u.path):
-        return Outcome(u.id, "import", Status.REFUSED,
+        return Outcome(u.id, Action.IMPORT, Status.REFUSED,
                        f"workspace path {u.path or '(none)'} does not exist{part}")
     if u.root_of_workspace and not _linked_worktree(u.path):
         # A workspace root that is a plain directory holds no work of its own: its
         # repositories' worktrees are the sessions.
-        return Outcome(u.id, "import", Status.NOTHING, f"workspace root {u.path} is not a linked "
+        return Outcome(u.id, Action.IMPORT, Status.NOTHING, f"workspace root {u.path} is not a linked "
                        "worktree; its repositories are imported as "
                        f"{groups.child_id(d.id, '<repo>')}")
     try:
@@ -125,7 +125,7 @@ def _one(ctx: Context, u: Unit) -> Outcome:
             ctx.store.set_daemon_facts(s.id, group_id=u.group, session_mode=d.session_mode,
                                        provider_conversation_id=d.provider_conversation_id)
     except AoError as exc:
-        return Outcome(u.id, "import", Status.REFUSED, f"{exc}{part}")
+        return Outcome(u.id, Action.IMPORT, Status.REFUSED, f"{exc}{part}")
     s.group_id, s.session_mode = u.group, d.session_mode
     s.provider_conversation_id = d.provider_conversation_id
     note = ""
@@ -134,7 +134,7 @@ def _one(ctx: Context, u: Unit) -> Outcome:
     ctx.log("import", s.id, "dry-run" if ctx.dry_run else "registered",
             workspace=s.worktree_path, harness=s.harness or None, group=u.group)
     rec = list_json(s)
-    return Outcome(s.id, "import", Status.OK,
+    return Outcome(s.id, Action.IMPORT, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
                    f"at {s.worktree_path}{note}{part}", rec)
 

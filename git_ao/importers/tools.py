@@ -36,7 +36,7 @@ from git_ao.importers.found import Found, Unreadable
 from git_ao.importers.names import AO, NAMES, TOOLS
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import id_from_name, register
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
 
 # The import_notes key of a source an adapter could not read at all.
@@ -109,7 +109,7 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
                 outcomes += daemon.run(ctx, path)[0]
             except Fatal as exc:
                 outcomes.append(_said_once(ctx, f"{AO}:{os.path.realpath(path)}", _UNREADABLE,
-                                           Outcome(AO, "import", Status.REFUSED, str(exc))))
+                                           Outcome(AO, Action.IMPORT, Status.REFUSED, str(exc))))
             continue
         outcomes += _tool(ctx, name, [Path(from_path)] if from_path else sources(name, where))
     return outcomes
@@ -118,9 +118,9 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
 def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
     mod = adapter(name)
     if mod is None:
-        return [Outcome(name, "import", Status.REFUSED, f"this git-ao has no importer for {name}")]
+        return [Outcome(name, Action.IMPORT, Status.REFUSED, f"this git-ao has no importer for {name}")]
     if not srcs:
-        return [Outcome(name, "import", Status.NOTHING,
+        return [Outcome(name, Action.IMPORT, Status.NOTHING,
                         f"no {name} state under {home()}; nothing imported")]
     out: list[Outcome] = []
     for src in srcs:
@@ -130,7 +130,7 @@ def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
             found = mod.read(src)
         except Unreadable as exc:
             out.append(_said_once(ctx, key, _UNREADABLE, Outcome(
-                name, "import", Status.REFUSED, f"{name}: {exc}"), notes))
+                name, Action.IMPORT, Status.REFUSED, f"{name}: {exc}"), notes))
             found = exc.found
         else:
             if _UNREADABLE in notes and not ctx.dry_run:
@@ -156,7 +156,7 @@ def _said_once(ctx: Context, source: str, key: str, o: Outcome,
         return o
     known = notes.get(key)
     if known is not None and known[0] == o.message:
-        return Outcome(o.session_id, "import", Status.NOTHING,
+        return Outcome(o.session_id, Action.IMPORT, Status.NOTHING,
                        f"still not importable (reported before): {o.message}", o.data)
     if not ctx.dry_run:
         ctx.store.note_import(source, key, o.message)
@@ -169,19 +169,19 @@ def _one(ctx: Context, f: Found) -> Outcome:
     holder = ctx.store.holder_of(path)
     sid = holder.id if holder is not None else id_from_name(f.name or os.path.basename(path))
     if not f.live:
-        return Outcome(sid, "import", Status.NOTHING,
+        return Outcome(sid, Action.IMPORT, Status.NOTHING,
                        f"not live in {what} ({f.note or 'paused, archived or ended'}); "
                        "not imported")
     if holder is not None:
         return _known(ctx, holder, f)
     if not os.path.isdir(path):
-        return Outcome(sid, "import", Status.REFUSED,
+        return Outcome(sid, Action.IMPORT, Status.REFUSED,
                        f"{what} says live, but its worktree {path} does not exist")
     try:
         s = register(ctx, path, kind=f.kind, harness=f.harness,
                      agent_session_id=f.agent_session_id, name=f.name)
     except AoError as exc:
-        return Outcome(sid, "import", Status.REFUSED, f"{what}: {exc}")
+        return Outcome(sid, Action.IMPORT, Status.REFUSED, f"{what}: {exc}")
     s.tool, s.tool_id, s.tmux_session, s.group_id = f.tool, f.tool_id, f.tmux_session, f.group
     if not ctx.dry_run:
         ctx.store.set_tool_facts(s.id, tool=f.tool, tool_id=f.tool_id,
@@ -192,7 +192,7 @@ def _one(ctx: Context, f: Found) -> Outcome:
         note = f" ({f.tool} said branch {f.branch}; git says {s.branch})"
     ctx.log("import", s.id, "dry-run" if ctx.dry_run else "registered", tool=f.tool,
             workspace=s.worktree_path, harness=s.harness or None, group=f.group)
-    return Outcome(s.id, "import", Status.OK,
+    return Outcome(s.id, Action.IMPORT, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} from "
                    f"{f.tool} at {s.worktree_path}{note}", list_json(s))
 
@@ -202,9 +202,9 @@ def _known(ctx: Context, s: Session, f: Found) -> Outcome:
     session this tool made follow the tool (a newer agent session); a session
     registered otherwise keeps what it was given and only gains what it lacked."""
     if not s.live:
-        return Outcome(s.id, "import", Status.NOTHING, f"already known ({s.state})", list_json(s))
+        return Outcome(s.id, Action.IMPORT, Status.NOTHING, f"already known ({s.state})", list_json(s))
     if s.tool not in (None, f.tool):
-        return Outcome(s.id, "import", Status.NOTHING,
+        return Outcome(s.id, Action.IMPORT, Status.NOTHING,
                        f"already known, imported from {s.tool}", list_json(s))
     mine = s.tool == f.tool
     want = {
@@ -217,7 +217,7 @@ def _known(ctx: Context, s: Session, f: Found) -> Outcome:
     }
     have = {k: getattr(s, k) for k in want}
     if want == have:
-        return Outcome(s.id, "import", Status.NOTHING, "already known (live)", list_json(s))
+        return Outcome(s.id, Action.IMPORT, Status.NOTHING, "already known (live)", list_json(s))
     changed = ", ".join(f"{k} {v}" for k, v in want.items() if v != have[k] and v)
     if not ctx.dry_run:
         ctx.store.set_tool_facts(s.id, tool=want["tool"] or f.tool, tool_id=want["tool_id"] or "",
@@ -227,6 +227,6 @@ def _known(ctx: Context, s: Session, f: Found) -> Outcome:
         ctx.log("import", s.id, "facts", tool=f.tool, harness=want["harness"] or None)
     for k, v in want.items():
         setattr(s, k, v)
-    return Outcome(s.id, "import", Status.OK,
+    return Outcome(s.id, Action.IMPORT, Status.OK,
                    f"{'would record' if ctx.dry_run else 'recorded'} {f.tool}'s facts: {changed}",
                    list_json(s))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from git_ao import git
 from git_ao.context import REF_PREFIX
-from git_ao.errors import AoError
+from git_ao.errors import AoError, ExitStatus
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
 from git_ao.outcome import Outcome, Status
@@ -57,12 +57,12 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
     return notes, outcomes
 
 
-def exit_status(checks: list[Check], outcomes: list[Outcome]) -> int:
+def exit_status(checks: list[Check], outcomes: list[Outcome]) -> ExitStatus:
     """1 when a recovery failed or a check found a problem; a note (ok=None, say
     completions not installed) is reported, not a failure."""
     if any(o.status in (Status.REFUSED, Status.FAILED) for o in outcomes):
-        return 1
-    return 0 if all(c.ok is not False for c in checks) else 1
+        return ExitStatus.FAILED
+    return ExitStatus.OK if all(c.ok is not False for c in checks) else ExitStatus.FAILED
 
 
 def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> list[Check]:

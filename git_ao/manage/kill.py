@@ -9,7 +9,7 @@ from git_ao.context import Context, facts, lookup
 from git_ao.errors import Refused
 from git_ao.fs import walk
 from git_ao.git import query, worktree
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof import witness
 from git_ao.save import capture
 from git_ao.store import trash
@@ -25,7 +25,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or "
                           f"'git ao forget --force {s.id}'")
         if not s.live:
-            return Outcome(s.id, "kill", Status.NOTHING, "already terminated", facts(s))
+            return Outcome(s.id, Action.KILL, Status.NOTHING, "already terminated", facts(s))
         path = s.worktree_path
         trashed = None
         if os.path.lexists(path):
@@ -49,7 +49,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                 raise Refused(f"'{path}' holds what git does not show: "
                               + "; ".join(str(b) for b in blockers[:5]))
             if ctx.dry_run:
-                return Outcome(s.id, "kill", Status.OK, f"would remove {path}", facts(s))
+                return Outcome(s.id, Action.KILL, Status.OK, f"would remove {path}", facts(s))
             try:
                 entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
                                       {"commit": None, "killed": True})
@@ -61,12 +61,12 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             trashed = entry.worktree
             gone = f"{path} moved to the trash ({trashed}; git ao-prune deletes it)"
         elif ctx.dry_run:
-            return Outcome(s.id, "kill", Status.OK, "would mark terminated", facts(s))
+            return Outcome(s.id, Action.KILL, Status.OK, "would mark terminated", facts(s))
         else:
             gone = f"{path} was already gone"
         ctx.store.mark_terminated(s.id)
         ctx.log("kill", s.id, "killed", workspace=path)
-        return Outcome(s.id, "kill", Status.OK, f"terminated; {gone}",
+        return Outcome(s.id, Action.KILL, Status.OK, f"terminated; {gone}",
                        {**facts(s), **({"trash": trashed} if trashed else {})})
 
 
@@ -79,9 +79,9 @@ def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
                           "--force")
         if ctx.dry_run:
-            return Outcome(s.id, "forget", Status.OK, "would drop the record", facts(s))
+            return Outcome(s.id, Action.FORGET, Status.OK, "would drop the record", facts(s))
         ctx.store.delete(s.id)
         ctx.log("forget", s.id, "forgotten", forced=force or None)
         kept = f"; {s.save.preserve_ref} kept" \
             if s.save is not None and s.pending and s.save.preserve_ref else ""
-        return Outcome(s.id, "forget", Status.OK, f"record dropped{kept}", facts(s))
+        return Outcome(s.id, Action.FORGET, Status.OK, f"record dropped{kept}", facts(s))

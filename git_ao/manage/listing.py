@@ -12,17 +12,13 @@ from git_ao.context import REF_PREFIX
 from git_ao.errors import AoError
 from git_ao.fs import walk
 from git_ao.git import query
+from git_ao.git.parse import ObjectId
 from git_ao.store import trash
 from git_ao.store.records import Session
-
-# The states `list` and `show` print, in JSON too (a stable vocabulary, git-ao(1)):
-# live, attention (live, but its ref holds work the last restore could not put
-# back, or its worktree is gone), pending (saved, waiting for a restore), terminated.
-STATES = ("live", "attention", "pending", "terminated")
-
+from git_ao.store.states import State
 
 # {common dir: {ref: commit}} of the preserve refs, read once per repository.
-Refs = dict[str, dict[str, str]]
+Refs = dict[str, dict[str, ObjectId]]
 
 
 def preserve_refs(sessions: Sequence[Session]) -> Refs:
@@ -60,15 +56,15 @@ def worktree_gone(s: Session) -> bool:
     return s.live and bool(path) and (not os.path.lexists(path) or walk.is_empty_dir(path))
 
 
-def state(s: Session, refs: Refs | None = None) -> str:
-    """The session's state as listed: one of STATES. `attention`: live, and either
+def state(s: Session, refs: Refs | None = None) -> State:
+    """The session's state as listed. `attention`: live, and either
     its ref still holds the save's commit after a restore that could not put it
     all back (`git ao resolve` ends it), or its worktree is gone or empty."""
     save = s.save
     if s.live and save is not None and save.needs_attention and holds_ref(s, refs):
-        return "attention"
+        return State.ATTENTION
     if worktree_gone(s):
-        return "attention"
+        return State.ATTENTION
     return s.state
 
 

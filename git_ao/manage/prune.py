@@ -18,7 +18,7 @@ from git_ao.context import (
     work_present_elsewhere,
 )
 from git_ao.fs import walk
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof import witness
 from git_ao.save import capture, history
 from git_ao.store import trash
@@ -102,14 +102,14 @@ def _prune_history(ctx: Context, repo: str, sid: str, keep: int | None,
         verb = "would drop" if ctx.dry_run else "dropped"
         msg = (f"{verb} {dropped} of the {len(found)} entries of {ref}, kept {len(kept)}")
         if ctx.dry_run:
-            return Outcome(sid, "prune-history", Status.OK, msg, {"repo": repo})
+            return Outcome(sid, Action.PRUNE_HISTORY, Status.OK, msg, {"repo": repo})
         tip = history.rewrite(repo, sid, kept, found[0].commit)
         if tip is not None:
             ctx.log("prune", sid, "history-pruned", ref=ref, was=found[0].commit, now=tip,
                     dropped=dropped, kept=len(kept))
-            return Outcome(sid, "prune-history", Status.OK, f"{msg} (was {found[0].commit})",
+            return Outcome(sid, Action.PRUNE_HISTORY, Status.OK, f"{msg} (was {found[0].commit})",
                            {"repo": repo, "dropped": dropped, "kept": len(kept)})
-    return Outcome(sid, "prune-history", Status.NOTHING,
+    return Outcome(sid, Action.PRUNE_HISTORY, Status.NOTHING,
                    f"{history.history_ref(sid)} kept moving (checkpoints being appended); "
                    "left for the next git ao-prune", {"repo": repo})
 
@@ -120,7 +120,7 @@ def _prune_named(ctx: Context, sid: str) -> Outcome:
     with ctx.lock(sid):
         s = ctx.store.get(sid)
         if s is None:
-            return Outcome(sid, "prune-ref", Status.REFUSED,
+            return Outcome(sid, Action.PRUNE_REF, Status.REFUSED,
                            f"no session '{sid}' (see 'git ao list'); nothing pruned for it")
         return _prune_forced(ctx, s)
 
@@ -129,7 +129,7 @@ def _prune_record(ctx: Context, s: Session, why: str) -> Outcome:
     if not ctx.dry_run:
         ctx.store.delete(s.id)
     ctx.log("prune", s.id, "record-dropped", why=why)
-    return Outcome(s.id, "prune-record", Status.OK, f"{'would drop' if ctx.dry_run else 'dropped'} "
+    return Outcome(s.id, Action.PRUNE_RECORD, Status.OK, f"{'would drop' if ctx.dry_run else 'dropped'} "
                    f"record ({why})", facts(s))
 
 
@@ -163,7 +163,7 @@ def _prune_forced(ctx: Context, s: Session) -> Outcome:
     data = facts(s, trash_deleted=gone, trash_kept=kept)
     extra = f", {len(gone)} trash entr{'y' if len(gone) == 1 else 'ies'}" if gone else ""
     extra += f"; kept {', '.join(kept)}" if kept else ""
-    return Outcome(s.id, "prune-ref", Status.OK, f"{verb} {what} and the record{extra}",
+    return Outcome(s.id, Action.PRUNE_REF, Status.OK, f"{verb} {what} and the record{extra}",
                    data)
 
 
@@ -171,7 +171,7 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
     out = []
     for ln in git.worktree_prune(repo, dry_run=ctx.dry_run):
         ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
-        out.append(Outcome("-", "prune-worktree", Status.OK, ln, {"repo": repo}))
+        out.append(Outcome("-", Action.PRUNE_WORKTREE, Status.OK, ln, {"repo": repo}))
     for path in _leftover_scratch(repo):
         if not ctx.dry_run:
             try:
@@ -182,13 +182,13 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
             except FileNotFoundError:
                 continue
         ctx.log("prune", None, "tmp-scratch", path=path)
-        out.append(Outcome("-", "prune-tmp", Status.OK,
+        out.append(Outcome("-", Action.PRUNE_TMP, Status.OK,
                            f"{'would remove' if ctx.dry_run else 'removed'} {path}",
                            {"repo": repo}))
     for ref, oid in git.for_each_ref(repo, REF_PREFIX):
         sid = ref[len(REF_PREFIX):]
         if sid not in by_id:
-            out.append(Outcome(sid, "prune-ref", Status.NOTHING,
+            out.append(Outcome(sid, Action.PRUNE_REF, Status.NOTHING,
                                f"{ref} ({oid[:12]}) has no record; kept (git ao doctor "
                                "--recover)", {"repo": repo}))
             continue
@@ -204,13 +204,13 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
                     git.delete_ref(repo, ref, oid)
                     ctx.store.forget_ref(sid, oid)  # listings stop showing a deleted ref
                 ctx.log("prune", sid, "ref-deleted", ref=ref, commit=oid, why=where)
-                out.append(Outcome(sid, "prune-ref", Status.OK,
+                out.append(Outcome(sid, Action.PRUNE_REF, Status.OK,
                                    f"{'would delete' if ctx.dry_run else 'deleted'} {ref} "
                                    f"(was {oid}): its work is {where}", facts(s)))
             else:
                 # Said every time: a kept ref no row points at (an old checkpoint, a
                 # conflict left to resolve) is otherwise easy to forget.
-                out.append(Outcome(sid, "prune-ref", Status.NOTHING,
+                out.append(Outcome(sid, Action.PRUNE_REF, Status.NOTHING,
                                    f"kept {ref} ({oid[:12]}): its work is neither on the branch "
                                    "nor in the worktree; see it with git stash show -p "
                                    f"--include-untracked {ref}", facts(s)))
@@ -229,13 +229,13 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
                 ctx.store.forget_ref(sid, save.preserved_commit)
             ctx.log("prune", sid, "record-in-step", ref=save.preserve_ref,
                     commit=save.preserved_commit)
-            out.append(Outcome(sid, "prune-record", Status.OK,
+            out.append(Outcome(sid, Action.PRUNE_RECORD, Status.OK,
                                f"{'would stop' if ctx.dry_run else 'stopped'} naming "
                                f"{save.preserve_ref} ({save.preserved_commit[:12]}) in the "
                                "record: the ref was deleted", facts(s)))
     for ref, oid in git.for_each_ref(repo, BEFORE_STOP_PREFIX):
         # Only the user knows whether the state a stop handler changed is wanted.
-        out.append(Outcome(ref[len(BEFORE_STOP_PREFIX):], "prune-ref", Status.NOTHING,
+        out.append(Outcome(ref[len(BEFORE_STOP_PREFIX):], Action.PRUNE_REF, Status.NOTHING,
                            f"kept {ref} ({oid[:12]}): the worktree before its agents were "
                            "stopped; see it with git stash show -p --include-untracked "
                            f"{ref}, drop it with git update-ref -d {ref}", {"repo": repo}))
@@ -312,7 +312,7 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             s = ctx.store.get(sid)
             why = witness.unsaved_in(entry, s.save.preserved_commit if s and s.save else None)
         if why:
-            out.append(Outcome(sid, "prune-trash", Status.NOTHING,
+            out.append(Outcome(sid, Action.PRUNE_TRASH, Status.NOTHING,
                                f"kept {entry.path} ({_size(size)}): {why}", data))
             continue
         if not ctx.dry_run:
@@ -321,12 +321,12 @@ def _prune_trash(ctx: Context, expire_before: float | None,
                 # Part of it could not be deleted (a file of another user, a read-only
                 # file system): say so, and what is left stays for the next prune.
                 ctx.log("prune", sid, "trash-not-deleted", path=entry.path)
-                out.append(Outcome(sid, "prune-trash", Status.FAILED,
+                out.append(Outcome(sid, Action.PRUNE_TRASH, Status.FAILED,
                                    f"could not delete all of {entry.path}; what is left "
                                    "stays there", data))
                 continue
         ctx.log("prune", sid, "trash-deleted", path=entry.path, size=size)
-        out.append(Outcome(sid, "prune-trash", Status.OK,
+        out.append(Outcome(sid, Action.PRUNE_TRASH, Status.OK,
                            f"{'would delete' if ctx.dry_run else 'deleted'} {entry.path} "
                            f"({_size(size)})", data))
     return out

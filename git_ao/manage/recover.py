@@ -19,7 +19,8 @@ from git_ao import git
 from git_ao.context import REF_PREFIX, validate_id
 from git_ao.errors import AoError, Usage
 from git_ao.git import query, worktree
-from git_ao.outcome import Outcome, Status
+from git_ao.git.parse import BranchName, ObjectId
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.save import capture
 from git_ao.store.records import Save, Session
 from git_ao.store.states import KINDS
@@ -39,7 +40,7 @@ class Orphan:
 
     repo: str  # absolute common git dir
     ref: str
-    oid: str
+    oid: ObjectId
 
 
 def repositories(paths: Iterable[str] = (),
@@ -115,12 +116,12 @@ def rebuild(store: Store | None, orphan: Orphan, read: tuple[int | None, str] | 
     kind = t["Ao-Kind"]
     if kind not in KINDS or not os.path.isabs(t["Ao-Workspace"]):
         raise Usage(f"{orphan.ref} has a malformed Ao-Kind or Ao-Workspace; left as it is")
-    branch = None if t["Ao-Branch"] == "-" else t["Ao-Branch"]
+    branch = None if t["Ao-Branch"] == "-" else BranchName(t["Ao-Branch"])
     detached = t["Ao-Detached"] == "true"
     path = t["Ao-Workspace"]
     saved_at = stamp * 1_000_000_000 if stamp is not None else 0
     live = os.path.isdir(path) and worktree.find(git.worktree_list(orphan.repo), path) is not None
-    save = Save(sid, orphan.repo, path, branch, t["Ao-Head"], detached, orphan.ref, orphan.oid,
+    save = Save(sid, orphan.repo, path, branch, ObjectId(t["Ao-Head"]), detached, orphan.ref, orphan.oid,
                 None, saved_at, saved_at if live else None)
     session = Session(sid, kind, "" if t["Ao-Harness"] == "-" else t["Ao-Harness"], orphan.repo,
                       branch, path, terminated=not live)
@@ -138,26 +139,26 @@ def recover(store: Store, repos: Iterable[str], *, dry_run: bool = False) -> lis
         sid = o.ref[len(REF_PREFIX):]
         if _daemon_ref(o):
             from git_ao.save.daemon_refs import advice
-            out.append(Outcome(sid, "recover", Status.NOTHING, "saved by the ao daemon, not git-ao; "
+            out.append(Outcome(sid, Action.RECOVER, Status.NOTHING, "saved by the ao daemon, not git-ao; "
                                f"left as it is: {advice(o.ref)}", {"repo": o.repo,
                                                                    "ref": o.ref}))
             continue
         try:
             s, save = rebuild(store, o)
         except AoError as exc:
-            out.append(Outcome(sid, "recover", Status.REFUSED, str(exc), {"repo": o.repo}))
+            out.append(Outcome(sid, Action.RECOVER, Status.REFUSED, str(exc), {"repo": o.repo}))
             continue
         state = "pending" if save.pending else "live (its worktree is there; ref kept)"
         facts = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
                  "branch": s.branch, "repo": s.common_dir, "ref": o.ref, "commit": o.oid}
         if dry_run:
-            out.append(Outcome(sid, "recover", Status.OK, f"would recover as {state}", facts))
+            out.append(Outcome(sid, Action.RECOVER, Status.OK, f"would recover as {state}", facts))
             continue
         if store.insert_recovered(s, save):
-            out.append(Outcome(sid, "recover", Status.OK, f"recovered as {state} from {o.ref}",
+            out.append(Outcome(sid, Action.RECOVER, Status.OK, f"recovered as {state} from {o.ref}",
                                facts))
         else:
-            out.append(Outcome(sid, "recover", Status.NOTHING, "already known", facts))
+            out.append(Outcome(sid, Action.RECOVER, Status.NOTHING, "already known", facts))
     return out
 
 

@@ -11,7 +11,7 @@ from git_ao import git
 from git_ao.context import MAX_ID, Context, validate_id
 from git_ao.errors import Refused, Usage
 from git_ao.manage.listing import list_json
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
 from git_ao.store.states import KINDS, Kind
 
@@ -133,7 +133,7 @@ def current_session(ctx: Context, path: str = ".") -> Session:
 def add(ctx: Context, path: str, **fields: Any) -> Outcome:
     """`git ao add`: register (see `register`) and say so."""
     s = register(ctx, path, **fields)
-    return Outcome(s.id, "add", Status.OK,
+    return Outcome(s.id, Action.ADD, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
                    f"at {s.worktree_path}", list_json(s))
 

@@ -13,7 +13,7 @@ from git_ao import git
 from git_ao.context import Context, facts, lookup, preserve_ref
 from git_ao.errors import Refused
 from git_ao.git import query
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 
 
 def resolve(ctx: Context, session_id: str) -> Outcome:
@@ -33,11 +33,11 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
         if s.pending:
             raise Refused(f"'{s.id}' is pending: git ao-restore {s.id} brings it back first")
         if not s.live:
-            return Outcome(s.id, "resolve", Status.NOTHING, "terminated, nothing to resolve",
+            return Outcome(s.id, Action.RESOLVE, Status.NOTHING, "terminated, nothing to resolve",
                            facts(s))
         oid = save.preserved_commit if save is not None else None
         if save is None or not oid or not (save.needs_attention or save.holds_ref):
-            return Outcome(s.id, "resolve", Status.NOTHING, f"nothing to resolve: no record of "
+            return Outcome(s.id, Action.RESOLVE, Status.NOTHING, f"nothing to resolve: no record of "
                            f"work left in {ref}", facts(s))
         now = git.rev_parse(s.common_dir, ref) if os.path.isdir(s.common_dir) else None
         verb = "would " if ctx.dry_run else ""
@@ -45,7 +45,7 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
             if not ctx.dry_run:
                 ctx.store.forget_ref(s.id, oid)
             ctx.log("resolve", s.id, "record-in-step", ref=ref, commit=oid)
-            return Outcome(s.id, "resolve", Status.OK, f"{ref} was already deleted; the record "
+            return Outcome(s.id, Action.RESOLVE, Status.OK, f"{ref} was already deleted; the record "
                            f"{'would stop' if ctx.dry_run else 'stops'} naming it ({oid[:12]})",
                            facts(s))
         if now != oid:
@@ -66,7 +66,7 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
             git.delete_ref(s.common_dir, ref, oid)
             ctx.store.forget_ref(s.id, oid)
         ctx.log("resolve", s.id, "ref-dropped", ref=ref, commit=oid)
-        return Outcome(s.id, "resolve", Status.OK,
+        return Outcome(s.id, Action.RESOLVE, Status.OK,
                        f"{verb}drop {ref} (was {oid}) and the record's attention"
                        if ctx.dry_run else
                        f"dropped {ref} (was {oid}); the session is live with nothing kept "

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from git_ao.batch import guarded, log_failure
 from git_ao.context import Context
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import workflow
 from git_ao.store.records import Session
 
@@ -31,12 +31,12 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
     out = []
     for s in sessions:
         if not s.live:
-            out.append(Outcome(s.id, "checkpoint", Status.NOTHING,
+            out.append(Outcome(s.id, Action.CHECKPOINT, Status.NOTHING,
                                f"not live ({s.state}): nothing to checkpoint"))
             continue
         o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
-                                      trigger=trigger), s.id, "checkpoint")
-        o.action = "checkpoint"
+                                      trigger=trigger), s.id, Action.CHECKPOINT)
+        o.action = Action.CHECKPOINT
         if o.status == Status.OK and "history_entry" not in o.data:
             o.message += "; the history's newest entry holds this state already"
         log_failure(ctx, o)

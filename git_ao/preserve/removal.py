@@ -21,7 +21,7 @@ from git_ao.errors import AoError, Failed
 from git_ao.fs import walk
 from git_ao.git import lock as gitlock
 from git_ao.git import worktree
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof import witness
 from git_ao.save import capture, local_state
 from git_ao.store import trash
@@ -129,14 +129,14 @@ def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | 
     v = worktree.verify(s.common_dir, path, entries)
     keep = keep_reasons(v)
     if keep:
-        return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved; worktree kept: "
+        return Outcome(s.id, Action.PRESERVE, Status.REFUSED, f"already preserved; worktree kept: "
                        f"{'; '.join(keep)}", facts(s))
     if not _holds_save(path, v.git_dir, save):
         ctx.log("preserve", s.id, "kept-changed", workspace=path)
-        return Outcome(s.id, "preserve", Status.REFUSED, f"already preserved, but {path} changed "
+        return Outcome(s.id, Action.PRESERVE, Status.REFUSED, f"already preserved, but {path} changed "
                        "since; it is kept (git ao-restore reuses it)", facts(s))
     if ctx.dry_run:
-        return Outcome(s.id, "preserve", Status.OK, "would finish the interrupted removal",
+        return Outcome(s.id, Action.PRESERVE, Status.OK, "would finish the interrupted removal",
                        facts(s))
     entry = take_away(ctx, s, v, save.preserved_commit, None)
     trash.detach(entry)
@@ -146,7 +146,7 @@ def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | 
         git.worktree_prune(s.common_dir)
     crashpoint.hit("preserve:after-remove")
     ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=entry.worktree)
-    return Outcome(s.id, "preserve", Status.OK, "already preserved; finished the interrupted "
+    return Outcome(s.id, Action.PRESERVE, Status.OK, "already preserved; finished the interrupted "
                    "removal", facts(s, trash=entry.worktree))
 
 

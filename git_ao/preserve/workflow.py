@@ -24,7 +24,8 @@ from git_ao.context import KEPT_PREFIX, Context, facts, lookup, preserve_ref, wo
 from git_ao.errors import AoError, GitError, Refused
 from git_ao.fs import walk
 from git_ao.git import index, worktree
-from git_ao.outcome import Outcome, Status
+from git_ao.git.parse import BranchName, ObjectId
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import removal
 from git_ao.proof import witness
 from git_ao.save import capture, daemon_refs, history
@@ -64,17 +65,17 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     """
     cache = RepoCache(batch=True)
     deadline = time.monotonic() + timeout if timeout is not None else None
-    before_stop: dict[str, str] = {}
+    before_stop: dict[str, ObjectId] = {}
 
     def checkpoint(targets: Sequence[Session]) -> None:
         def one(s: Session) -> Outcome:
             return guarded(functools.partial(preserve_one, ctx, s.id, True, cache), s.id,
-                           "preserve")
+                           Action.PRESERVE)
 
         for s, out in zip(targets, run_each(targets, one, jobs, None), strict=True):
             commit = out.data.get("preserved_commit")
             if out.status == Status.OK and isinstance(commit, str) and commit:
-                before_stop[s.id] = commit
+                before_stop[s.id] = ObjectId(commit)
 
     seen = {} if keep_worktree else stopping.settle_agents(
         sessions, settings if settings is not None else stopping.NoSettings(), shutdown=shutdown,
@@ -82,19 +83,19 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
 
     def one(s: Session) -> Outcome:
         if deadline is not None and time.monotonic() > deadline:
-            return Outcome(s.id, "preserve", Status.REFUSED,
+            return Outcome(s.id, Action.PRESERVE, Status.REFUSED,
                            "not started: --timeout spent; the session stays live")
         if stop is not None and stop.is_set():
-            return Outcome(s.id, "preserve", Status.REFUSED,
+            return Outcome(s.id, Action.PRESERVE, Status.REFUSED,
                            NOT_STARTED + "; the session stays live")
         agents_seen = seen.get(s.id)
         if agents_seen is not None and agents_seen.refused:
-            out = Outcome(s.id, "preserve", Status.REFUSED,
+            out = Outcome(s.id, Action.PRESERVE, Status.REFUSED,
                           f"{agents_seen.line()}; the worktree is kept (stop them, or set "
                           "preserve.agents = \"stop\")", agents_seen.data())
         else:
             out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache,
-                                               trigger=trigger), s.id, "preserve")
+                                               trigger=trigger), s.id, Action.PRESERVE)
             if agents_seen is not None:
                 _tell_agents(ctx, out, agents_seen)
             if s.id in before_stop:
@@ -146,9 +147,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 if finished is not None:
                     return finished
             why = "already preserved" if s.pending else "session is terminated"
-            return Outcome(s.id, "preserve", Status.NOTHING, why, facts(s))
+            return Outcome(s.id, Action.PRESERVE, Status.NOTHING, why, facts(s))
         if not s.branch and not s.worktree_path:
-            return Outcome(s.id, "preserve", Status.NOTHING, "skipped: no branch and no path")
+            return Outcome(s.id, Action.PRESERVE, Status.NOTHING, "skipped: no branch and no path")
         path = s.worktree_path
         if not os.path.isdir(s.common_dir):
             raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
@@ -196,7 +197,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if ctx.dry_run:
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
-            return Outcome(s.id, "preserve", Status.OK, f"would {what}: {len(st.changed)} changed, "
+            return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {len(st.changed)} changed, "
                            f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
                            facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
@@ -232,11 +233,11 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         summary = _summary(cap) + (f"; {warn}" if warn else "")
         if keep_worktree:
             ctx.log("preserve", s.id, "checkpoint", ref=ref, commit=cap.commit)
-            return Outcome(s.id, "checkpoint", Status.OK, f"{summary}; worktree kept", data)
+            return Outcome(s.id, Action.CHECKPOINT, Status.OK, f"{summary}; worktree kept", data)
         if keep:
             ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
             data["blocked"] = keep
-            return Outcome(s.id, "preserve", Status.REFUSED,
+            return Outcome(s.id, Action.PRESERVE, Status.REFUSED,
                            f"{summary}; worktree kept: {'; '.join(keep)}", data)
         assert before is not None
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
@@ -271,7 +272,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 late=len(late) or None)
         if late and late[-1] == removal.UNSETTLED:
             data["still_changing"] = changing = late[:-1]
-            return Outcome(s.id, "preserve", Status.ATTENTION,
+            return Outcome(s.id, Action.PRESERVE, Status.ATTENTION,
                            f"{summary}; worktree removed, but what was written after the "
                            f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
                            f"its latest state is in {taken.worktree}, which restore brings back",
@@ -279,7 +280,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if late:
             data["captured_late"] = late
             summary += f"; {len(late)} path(s) written after the first capture saved too"
-        return Outcome(s.id, "preserve", Status.OK, f"{summary}; worktree removed", data)
+        return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
 
 
 def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
@@ -427,7 +428,7 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
     head = entry.head if entry else None
     branch = s.branch
     if entry and entry.branch:
-        branch = entry.branch.removeprefix("refs/heads/")
+        branch = BranchName(entry.branch.removeprefix("refs/heads/"))
     detached = bool(entry and entry.detached)
     if not head and branch:
         head = git.rev_parse(s.common_dir, f"refs/heads/{branch}")
@@ -436,12 +437,12 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
     ref = preserve_ref(s.id)
     kept = git.rev_parse(s.common_dir, ref)
     if ctx.dry_run:
-        return Outcome(s.id, "preserve", Status.OK, "would record the missing worktree",
+        return Outcome(s.id, Action.PRESERVE, Status.OK, "would record the missing worktree",
                        facts(s))
     ctx.store.record_save(Save(s.id, s.common_dir, s.worktree_path, branch, head, detached,
                                ref if kept else "", kept, None, now_ns()), terminate=True)
     ctx.log("preserve", s.id, "recorded-missing", workspace=s.worktree_path, branch=branch)
-    return Outcome(s.id, "preserve", Status.OK, "worktree directory was already gone; "
+    return Outcome(s.id, Action.PRESERVE, Status.OK, "worktree directory was already gone; "
                    "recorded so restore re-adds it", facts(s))
 
 

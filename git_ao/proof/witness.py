@@ -33,6 +33,7 @@ from git_ao import git
 from git_ao.fs import nested, walk
 from git_ao.fs.walk import Blocker, Walk
 from git_ao.git import query
+from git_ao.git.parse import ObjectId
 from git_ao.save import capture
 from git_ao.store import trash
 
@@ -96,8 +97,8 @@ class AdminOnly:
     """Commits only a worktree's private admin dir keeps alive: its per-worktree
     refs ({name: id}) and the commits of its HEAD reflog no ref reaches."""
 
-    refs: dict[str, str] = field(default_factory=dict)
-    reflog: list[str] = field(default_factory=list)
+    refs: dict[str, ObjectId] = field(default_factory=dict)
+    reflog: list[ObjectId] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.refs or self.reflog)

@@ -13,7 +13,7 @@ from git_ao import git
 from git_ao.context import REF_PREFIX, Context, validate_id, work_present_elsewhere
 from git_ao.errors import AoError, Usage
 from git_ao.git import remotes
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.remote.pushes import INCOMING_PREFIX, has_remote, set_have, why_failed
 from git_ao.store.database import Store
 
@@ -121,7 +121,7 @@ def _valid_id(sid: str) -> bool:
 
 
 def _kept(sid: str, repo: str, remote: str, oid: str, why: str) -> Outcome:
-    return Outcome(sid, "prune-remote", Status.NOTHING,
+    return Outcome(sid, Action.PRUNE_REMOTE, Status.NOTHING,
                    f"kept {REF_PREFIX}{sid} ({oid[:12]}) on {remote}: {why}",
                    {"repo": repo, "remote": remote, "commit": oid})
 
@@ -133,7 +133,7 @@ def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple
         return out
     verb = "would delete" if ctx.dry_run else "deleted"
     if ctx.dry_run:
-        return [Outcome(sid, "prune-remote", Status.OK, f"{verb} {REF_PREFIX}{sid} (was "
+        return [Outcome(sid, Action.PRUNE_REMOTE, Status.OK, f"{verb} {REF_PREFIX}{sid} (was "
                         f"{oid[:12]}) from {remote}: {why}",
                         {"repo": repo, "remote": remote, "commit": oid})
                 for sid, (oid, why) in sorted(doomed.items())]
@@ -149,10 +149,10 @@ def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple
             set_have(ctx.store, sid, remote, repo, "", want="")
             ctx.log("prune", sid, "remote-ref-deleted", remote=remote, ref=REF_PREFIX + sid,
                     commit=oid, why=why)
-            out.append(Outcome(sid, "prune-remote", Status.OK, f"{verb} {REF_PREFIX}{sid} "
+            out.append(Outcome(sid, Action.PRUNE_REMOTE, Status.OK, f"{verb} {REF_PREFIX}{sid} "
                                f"(was {oid}) from {remote}: {why}", data))
         else:
             detail = line.summary if line is not None else why_failed(res)
-            out.append(Outcome(sid, "prune-remote", Status.ATTENTION, f"kept {REF_PREFIX}"
+            out.append(Outcome(sid, Action.PRUNE_REMOTE, Status.ATTENTION, f"kept {REF_PREFIX}"
                                f"{sid} on {remote}: the delete was refused ({detail})", data))
     return out

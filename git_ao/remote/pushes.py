@@ -29,7 +29,7 @@ from git_ao import git
 from git_ao.context import REF_PREFIX, Context, facts
 from git_ao.errors import AoError, Usage
 from git_ao.git import remotes
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.database import Store
 from git_ao.store.records import Session, now_ns
 
@@ -84,7 +84,7 @@ def refuse_unpushable(sessions: Sequence[Session], remote: str
         if why is None:
             ok.append(s)
         else:
-            refused.append(Outcome(s.id, "preserve", Status.REFUSED,
+            refused.append(Outcome(s.id, Action.PRESERVE, Status.REFUSED,
                                    f"not preserved: its save is to go to {remote}, but the "
                                    f"repository {s.common_dir} {why}; nothing is removed",
                                    facts(s, remote=remote)))
@@ -232,7 +232,7 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
         if ctx.dry_run:
             # Nothing was captured: the save the real run makes is what it pushes.
             if o.status == Status.OK and o.message.startswith("would "):
-                out.append(Outcome(o.session_id, "push", Status.OK,
+                out.append(Outcome(o.session_id, Action.PUSH, Status.OK,
                                    f"would push {REF_PREFIX}{o.session_id} to {remote}",
                                    {"remote": remote, "ref": REF_PREFIX + o.session_id}))
             continue
@@ -243,7 +243,7 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
         if s.common_dir not in usable:
             usable[s.common_dir] = os.path.isdir(s.common_dir) and has_remote(s.common_dir, remote)
         if not usable[s.common_dir]:
-            out.append(Outcome(s.id, "push", Status.ATTENTION, f"not pushed: the repository "
+            out.append(Outcome(s.id, Action.PUSH, Status.ATTENTION, f"not pushed: the repository "
                                f"{s.common_dir} has no remote '{remote}' (git remote add)",
                                facts(s, remote=remote)))
             continue
@@ -308,7 +308,7 @@ def _refspecs(row: PushRow) -> list[str]:
 def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
                 timeout: float) -> list[Outcome]:
     if not os.path.isdir(repo):
-        return [Outcome(r.session_id, "push", Status.NOTHING, f"push to {remote} pending: "
+        return [Outcome(r.session_id, Action.PUSH, Status.NOTHING, f"push to {remote} pending: "
                         f"repository {repo} is gone", {"repo": repo, "remote": remote})
                 for r in group]
     ready = []
@@ -384,7 +384,8 @@ def _rejected(ctx: Context, r: PushRow, remote: str, repo: str, summary: str,
     is done, not refused."""
     if not r.want:
         try:
-            now = dict(remotes.ls_remote(repo, remote, r.ref, timeout=timeout)).get(r.ref)
+            now: str | None = dict(remotes.ls_remote(repo, remote, r.ref,
+                                                     timeout=timeout)).get(r.ref)
         except AoError:
             now = r.have
         if now is None:
@@ -405,6 +406,6 @@ def _rejected(ctx: Context, r: PushRow, remote: str, repo: str, summary: str,
 
 
 def _outcome(r: PushRow, status: Status, message: str) -> Outcome:
-    return Outcome(r.session_id, "push", status, message,
+    return Outcome(r.session_id, Action.PUSH, status, message,
                    {"repo": r.repo, "remote": r.remote, "ref": r.ref,
                     "commit": r.want or None})

@@ -19,14 +19,15 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from git_ao import git
 from git_ao.context import REF_PREFIX, Context, facts, preserve_ref
 from git_ao.errors import AoError
 from git_ao.git import remotes, worktree
+from git_ao.git.parse import ObjectId
 from git_ao.manage.recover import Orphan, rebuild
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.remote import namespace, pushes
 from git_ao.restore import workflow as restore
 from git_ao.store import pathmap
@@ -54,7 +55,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
     out: list[Outcome] = []
     for sid in ids:
         if sid not in refs:
-            out.append(Outcome(sid, "restore", Status.REFUSED,
+            out.append(Outcome(sid, Action.RESTORE, Status.REFUSED,
                                f"{remote_name} has no {REF_PREFIX}{sid}"))
     known: list[Session] = []
     fetch: list[str] = []
@@ -67,7 +68,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
         elif s.pending:
             known.append(s)
         else:
-            out.append(Outcome(sid, "restore", Status.NOTHING, f"already known here "
+            out.append(Outcome(sid, Action.RESTORE, Status.NOTHING, f"already known here "
                                f"({s.state}); {remote_name}'s copy is left as it is",
                                facts(s)))
     if ctx.dry_run:
@@ -111,20 +112,20 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
     Outcome saying why it was refused (nothing of it is kept then)."""
     oid = git.rev_parse(repo, pushes.INCOMING_PREFIX + sid)
     if oid is None:
-        return Outcome(sid, "restore", Status.REFUSED, f"{REF_PREFIX}{sid} was not fetched "
+        return Outcome(sid, Action.RESTORE, Status.REFUSED, f"{REF_PREFIX}{sid} was not fetched "
                        f"from {remote_name}")
     with ctx.lock(sid):
         if ctx.store.get(sid) is not None:
-            return Outcome(sid, "restore", Status.NOTHING, "already known here")
+            return Outcome(sid, Action.RESTORE, Status.NOTHING, "already known here")
         ref = preserve_ref(sid)
         local = git.rev_parse(repo, ref)
         if local is not None and local != oid:
-            return Outcome(sid, "restore", Status.REFUSED, f"{ref} here holds another commit "
+            return Outcome(sid, Action.RESTORE, Status.REFUSED, f"{ref} here holds another commit "
                            f"({local[:12]}); it is not replaced (git ao doctor --recover -C . "
                            "adopts it)")
         created = local is None
         if created:
-            git.update_ref(repo, ref, oid, "", message=f"git-ao restore --from {remote_name}")
+            git.update_ref(repo, ref, oid, git.NO_OBJECT, message=f"git-ao restore --from {remote_name}")
         try:
             s, save = rebuild(ctx.store, Orphan(repo, ref, oid))
             path, why = target(repo, s, maps, git.worktree_list(repo))
@@ -135,7 +136,7 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
                 git.drop_ref_if_at(repo, ref, oid)
             ctx.log("restore", sid, "refused-from-remote", remote=remote_name, commit=oid,
                     detail=why)
-            return Outcome(sid, "restore", Status.REFUSED, why, {"repo": repo,
+            return Outcome(sid, Action.RESTORE, Status.REFUSED, why, {"repo": repo,
                                                                  "remote": remote_name})
         recorded = s.worktree_path
         s.worktree_path = save.worktree_path = path
@@ -159,7 +160,8 @@ def target(repo: str, s: Session, maps: Sequence[tuple[str, str]],
     return path, why
 
 
-def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[str, str],
+def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str],
+                 refs: Mapping[str, ObjectId],
                  maps: Sequence[tuple[str, str]], timeout: float) -> list[Outcome]:
     """A dry run of the adoption: what the real run would decide for each of `fetch`,
     judged as it judges (`target`, the local ref, the branch), from the commits
@@ -175,7 +177,7 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[s
             local = git.rev_parse(repo, ref)
             data = {"repo": repo, "remote": remote_name}
             if local is not None and local != oid:
-                out.append(Outcome(sid, "restore", Status.REFUSED, f"{ref} here holds another "
+                out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, f"{ref} here holds another "
                                    f"commit ({local[:12]}); it would not be replaced", data))
                 continue
             try:
@@ -185,13 +187,13 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[s
             except AoError as exc:
                 path, why = None, str(exc)
             if path is None:
-                out.append(Outcome(sid, "restore", Status.REFUSED, f"would refuse: {why}", data))
+                out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, f"would refuse: {why}", data))
                 continue
             branch = None if save.detached else save.branch
             held = next((e.path for e in entries if branch and e.branch == f"refs/heads/{branch}"
                          and not worktree.same_path(e.path, path)), None)
             if held is not None:
-                out.append(Outcome(sid, "restore", Status.REFUSED, f"would fetch {ref} and "
+                out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, f"would fetch {ref} and "
                                    f"refuse it: branch '{branch}' is checked out in {held}",
                                    data))
                 continue
@@ -204,7 +206,7 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str], refs: dict[s
             if os.path.lexists(path):
                 msg += (f"; '{path}' exists: set aside if it holds only files written after "
                         "the save, else refused")
-            out.append(Outcome(sid, "restore", Status.OK, msg,
+            out.append(Outcome(sid, Action.RESTORE, Status.OK, msg,
                                {**data, "workspace_path": path}))
     return out
 

@@ -22,7 +22,8 @@ from git_ao.context import Context, facts, lookup
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import worktree
-from git_ao.outcome import Outcome, Status
+from git_ao.git.parse import BranchName, ObjectId
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds
 from git_ao.save import apply, capture, history, local_state
 from git_ao.store.records import Save, now_ns
@@ -62,7 +63,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                           f"git switch back first (nothing changed)")
         label = f"entry {entry.number} ({entry.save[:12]})"
         if ctx.dry_run:
-            return Outcome(s.id, "restore", Status.OK, f"would record the current state, then "
+            return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
                            f"bring {path} to {label}", facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
@@ -73,7 +74,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                      replaced=undo.save, history_entry=before.commit if before else None)
         if undo.same_state(entry):
             ctx.log("restore", s.id, "at-nothing", entry=entry.commit)
-            return Outcome(s.id, "restore", Status.NOTHING,
+            return Outcome(s.id, Action.RESTORE, Status.NOTHING,
                            f"{path} already holds {label}", data)
         ctx.log("restore", s.id, "at-start", entry=entry.commit, replaced=undo.save)
         _clear_untracked(path, cap.untracked, local_state.load(cap.private_config).get(
@@ -99,18 +100,19 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                     problems.append(f"the empty directory {rel} could not be made")
             problems += [f"the permission bits of {p} could not be set"
                          for p in local_state.put_modes(path, wc, fresh=False)]
-        save = Save(s.id, s.common_dir, path, entry.branch, entry.head, entry.branch is None,
-                    "", entry.save, entry.private_config, now_ns())
+        save = Save(s.id, s.common_dir, path, BranchName(entry.branch) if entry.branch else None,
+                    ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
+                    entry.private_config, now_ns())
         if not problems and not holds(path, v.git_dir, save):
             problems.append("the worktree does not hold exactly the entry")
         undo_hint = f"git ao-restore {s.id} --at {undo.save[:12]} undoes it"
         ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
                 entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
         if problems:
-            return Outcome(s.id, "restore", Status.ATTENTION,
+            return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                            f"{path} brought to {label}, but {'; '.join(problems)}; the state it "
                            f"replaced is in the history ({undo_hint})", data)
-        return Outcome(s.id, "restore", Status.OK,
+        return Outcome(s.id, Action.RESTORE, Status.OK,
                        f"{path} is at {label}; the state it replaced is entry 1 of the history "
                        f"({undo_hint})", data)
 

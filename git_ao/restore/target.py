@@ -18,7 +18,7 @@ from git_ao.context import Context, facts
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import query, worktree
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof import witness
 from git_ao.restore import from_trash
 from git_ao.save import capture, local_state
@@ -437,7 +437,7 @@ def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
     for s in sessions:
         path = s.worktree_path
         if s.live and path and (not os.path.lexists(path) or walk.is_empty_dir(path)):
-            out.append(Outcome(s.id, "restore", Status.ATTENTION,
+            out.append(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                                f"live, but its worktree {path} is gone or empty: git "
                                f"ao-preserve {s.id} records that, then git ao-restore "
                                "re-creates it with its last save", facts(s)))

@@ -17,10 +17,12 @@ from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
 from git_ao.context import Context, facts, lookup
 from git_ao.errors import AoError, Failed, Refused
 from git_ao.git import index, query, worktree
-from git_ao.outcome import Outcome, Status
+from git_ao.git.parse import ObjectId
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds, not_as_saved, prove
 from git_ao.restore import from_trash, target
 from git_ao.save import apply, capture, local_state
+from git_ao.save.apply import ApplyResult
 from git_ao.store import trash
 from git_ao.store.records import Save, Session
 
@@ -44,17 +46,17 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
 
     def one(s: Session) -> Outcome:
         if stop is not None and stop.is_set():
-            return Outcome(s.id, "restore", Status.REFUSED,
+            return Outcome(s.id, Action.RESTORE, Status.REFUSED,
                            NOT_STARTED + "; the session stays pending")
         if s.id in outer:
             # Coming back first would make the outer session's path a plain
             # directory that its own restore then refuses.
-            return Outcome(s.id, "restore", Status.REFUSED,
+            return Outcome(s.id, Action.RESTORE, Status.REFUSED,
                            f"it lies inside pending session '{outer[s.id]}', which comes "
                            f"back first: git ao-restore {outer[s.id]} {s.id} (still pending)",
                            facts(s))
         out = guarded(lambda: restore_one(ctx, s.id, set_aside_stray=set_aside_stray), s.id,
-                      "restore")
+                      Action.RESTORE)
         log_failure(ctx, out)
         crashpoint.hit("restore:between-sessions")
         return out
@@ -102,11 +104,11 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
             if s.live and last is not None and last.needs_attention and last.preserve_ref \
                     and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
                 ref = last.preserve_ref
-                return Outcome(s.id, "restore", Status.ATTENTION,
+                return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                                f"live, nothing pending; {ref} still holds work its last "
                                "restore could not put back (git stash show -p "
                                f"--include-untracked {ref})", facts(s))
-            return Outcome(s.id, "restore", Status.NOTHING,
+            return Outcome(s.id, Action.RESTORE, Status.NOTHING,
                            "live, nothing pending" if s.live else "terminated, nothing pending",
                            facts(s))
         save = s.save
@@ -125,7 +127,7 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
             if not set_aside_stray:
                 target.refuse_stray(s, path)
             elif ctx.dry_run and target.stray_files(s, path) is not None:
-                return Outcome(s.id, "restore", Status.OK, f"would set aside the directory at "
+                return Outcome(s.id, Action.RESTORE, Status.OK, f"would set aside the directory at "
                                f"{path} and re-create the worktree there", facts(s))
             if not ctx.dry_run:
                 target.clear_empty(path)
@@ -138,7 +140,7 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
             if placed is None:
                 reused = _place_worktree(ctx, s, save, path, want_branch, notes)
                 if ctx.dry_run:
-                    return Outcome(s.id, "restore", Status.OK, _would(ctx, s, save, path, reused),
+                    return Outcome(s.id, Action.RESTORE, Status.OK, _would(ctx, s, save, path, reused),
                                    facts(s))
         outcome = None
         kept: bool | None = None
@@ -264,7 +266,7 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.
             with ctx.repo_lock(s.common_dir):
                 from_trash.undo(s.common_dir, placed)
         except OSError as exc:
-            return (Outcome(s.id, "restore", Status.ATTENTION,
+            return (Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                             f"worktree back at {path} from the trash, but {proof.why} and it "
                             f"could not be moved back ({exc.strerror}); the work stays in "
                             f"{save.preserve_ref}", data), True, proof.why)
@@ -315,7 +317,7 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.
         data["admin_not_restored"] = list(placed.missed)
         msg += f"; not put back in its git admin dir: {', '.join(placed.missed)}"
     from_trash.finish(placed)
-    return Outcome(s.id, "restore", status, msg, data), kept, ""
+    return Outcome(s.id, Action.RESTORE, status, msg, data), kept, ""
 
 
 def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
@@ -396,27 +398,27 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     if not commit:
         problems = [] if reused else apply.put_flags(path, wc)
         if problems:
-            return Outcome(s.id, "restore", Status.ATTENTION, f"worktree back at {path}; "
+            return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"worktree back at {path}; "
                            + "; ".join(problems), data)
-        return Outcome(s.id, "restore", Status.OK,
+        return Outcome(s.id, Action.RESTORE, Status.OK,
                        f"worktree back at {path} (nothing was saved)", data)
     dirs = git.repo_dirs(path)
     ref = save.preserve_ref
     if not git.object_exists(path, commit):
-        return Outcome(s.id, "restore", Status.ATTENTION, f"preserved commit {commit} is "
+        return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"preserved commit {commit} is "
                        "missing; worktree is back without the work", data)
     if reused and capture.holds(path, dirs.git_dir, commit):
         _drop_ref(path, ref, commit)
-        return Outcome(s.id, "restore", Status.OK, f"worktree at {path} already held the "
+        return Outcome(s.id, Action.RESTORE, Status.OK, f"worktree at {path} already held the "
                        "preserved work", data)
     if reused and not git.status(path, ignored=False).clean:
-        return Outcome(s.id, "restore", Status.ATTENTION,
+        return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                        f"worktree at {path} has other changes; the work stays in {ref}: "
                        f"git stash apply --index {ref}", data)
     crashpoint.hit("restore:during-apply")
     applied = apply.apply(path, commit, sparse="sparse_checkout" in wc)
     crashpoint.hit("restore:after-apply")
-    if applied.outcome == "clean":
+    if applied.outcome == ApplyResult.CLEAN:
         if wc.get("recheckout"):
             apply.recheckout(path, dirs.git_dir, commit)
         problems = apply.put_flags(path, wc, fresh=not reused)
@@ -430,11 +432,11 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
             # boot): the work is all back, so the ref goes and nothing waits on it.
             _drop_ref(path, ref, commit)
             data["applied"] = True
-            return Outcome(s.id, "restore", Status.ATTENTION, f"restored at {path}, but "
+            return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"restored at {path}, but "
                            f"{'; '.join(problems)} (git submodule update --init)", data)
         if problems:
             data["placed"] = apply.saved_paths(path, commit)
-            return Outcome(s.id, "restore", Status.ATTENTION, f"applied at {path}, but "
+            return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"applied at {path}, but "
                            f"{'; '.join(problems)}; work kept in {ref}", data)
         if head != save.head:
             unlike = _not_as_saved(path, save)
@@ -443,7 +445,7 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
                 data["placed"] = apply.saved_paths(path, commit)
                 listed = ", ".join(f"{p} ({how})" for p, how in list(unlike.items())[:5])
                 more = f" and {len(unlike) - 5} more" if len(unlike) > 5 else ""
-                return Outcome(s.id, "restore", Status.ATTENTION,
+                return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                                f"applied at {path} onto a branch that moved since the save, "
                                f"but {len(unlike)} path(s) are not as saved: {listed}{more} "
                                "(a merge driver, filter or rename detection decided for "
@@ -454,8 +456,8 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         crashpoint.hit("restore:after-ref-delete")
         moved = f" (its branch moved since the save: HEAD was {save.head[:12]}, now " \
             f"{head[:12]})" if save.head and head and head != save.head else ""
-        return Outcome(s.id, "restore", Status.OK, f"restored at {path}{moved}", data)
-    if applied.outcome == "failed" and not reused \
+        return Outcome(s.id, Action.RESTORE, Status.OK, f"restored at {path}{moved}", data)
+    if applied.outcome == ApplyResult.FAILED and not reused \
             and not git.status(path, ignored=False).clean:
         # Cut short part way (a full disk): the worktree holds some of the work and
         # maybe a half-written file. The session stays pending; the next restore
@@ -467,7 +469,7 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     data["placed"] = applied.placed
     listed = ", ".join(applied.paths[:5]) + (" ..." if len(applied.paths) > 5 else "")
     placed = ", ".join(applied.placed[:5]) + (" ..." if len(applied.placed) > 5 else "")
-    if applied.outcome == "conflict":
+    if applied.outcome == ApplyResult.CONFLICT:
         msg = f"conflicts in {listed}; markers left, work kept in {ref}" + \
             (f"; placed: {placed}" if placed else "")
         restaged = apply.index_differences(path, commit)
@@ -477,12 +479,12 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
             msg += (f"; the index part could not be kept: {', '.join(restaged[:5])}"
                     f"{' ...' if len(restaged) > 5 else ''} (the save's index: git diff "
                     f"{ref}^1 {ref}^2)")
-    elif applied.outcome == "unstaged":
+    elif applied.outcome == ApplyResult.UNSTAGED:
         msg = f"{applied.detail}; work kept in {ref}" + (f"; placed: {placed}" if placed else "")
     else:
         msg = f"nothing applied: {applied.detail}" + (f": {listed}" if listed else "") + \
               f"; work kept in {ref}"
-    return Outcome(s.id, "restore", Status.ATTENTION, msg, data)
+    return Outcome(s.id, Action.RESTORE, Status.ATTENTION, msg, data)
 
 
 def _not_as_saved(path: str, save: Save) -> dict[str, str]:
@@ -494,7 +496,7 @@ def _not_as_saved(path: str, save: Save) -> dict[str, str]:
         return {".": f"cannot be compared with the save: {exc}"}
 
 
-def _drop_ref(cwd: str, ref: str, commit: str) -> None:
+def _drop_ref(cwd: str, ref: str, commit: ObjectId) -> None:
     """Delete the preserve ref, only while it still points at `commit`."""
     if ref:
         git.drop_ref_if_at(cwd, ref, commit)

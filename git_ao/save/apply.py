@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from git_ao import git
@@ -17,15 +18,22 @@ from git_ao.git import index, query
 from git_ao.save import local_state
 
 
+class ApplyResult(StrEnum):
+    """How an apply ended."""
+
+    CLEAN = "clean"
+    UNSTAGED = "unstaged"  # applied, the index part not restored
+    CONFLICT = "conflict"  # markers left in the worktree
+    BLOCKED = "blocked"  # nothing applied: saved untracked files would overwrite paths
+    FAILED = "failed"  # git failed, maybe part way (a full disk)
+
+
 @dataclass
 class Applied:
-    """What `apply` did. outcome: 'clean', 'unstaged' (applied, index part not restored),
-    'conflict' (markers left), 'blocked' (nothing applied: saved untracked files
-    would overwrite paths) or 'failed' (git failed, maybe part way: a full disk).
-    paths: what could not be placed (clashes or conflicts); placed: the saved paths
-    that were written."""
+    """What `apply` did. paths: what could not be placed (clashes or conflicts);
+    placed: the saved paths that were written."""
 
-    outcome: str
+    outcome: ApplyResult
     detail: str = ""
     paths: list[str] = field(default_factory=list)
     placed: list[str] = field(default_factory=list)
@@ -104,7 +112,7 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
         clash = [p for p in query.ls_tree_paths(path, parents[2])
                  if _blocked_by(path, p, removed)]
         if clash:
-            return Applied("blocked", "saved untracked files would overwrite existing paths",
+            return Applied(ApplyResult.BLOCKED, "saved untracked files would overwrite existing paths",
                            clash)
     if sparse:
         _materialise(path, commit)
@@ -112,20 +120,20 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
     # the saved files outside them away again (`_materialise` made them ordinary files).
     res = query.stash_apply(path, commit, index=True, sparse_off=sparse)
     if res.status == 0:
-        return Applied("clean")
+        return Applied(ApplyResult.CLEAN)
     if query.unmerged_paths(path):
         unmerged = query.unmerged_paths(path)
-        return Applied("conflict", res.errtext.strip(), unmerged,
+        return Applied(ApplyResult.CONFLICT, res.errtext.strip(), unmerged,
                        [p for p in saved_paths(path, commit) if p not in set(unmerged)])
     res = query.stash_apply(path, commit, index=False, sparse_off=sparse)
     unmerged = query.unmerged_paths(path)
     if unmerged:
-        return Applied("conflict", "conflicts left in the worktree", unmerged,
+        return Applied(ApplyResult.CONFLICT, "conflicts left in the worktree", unmerged,
                        [p for p in saved_paths(path, commit) if p not in set(unmerged)])
     if res.status == 0:
-        return Applied("unstaged", "the index part conflicted; changes applied unstaged",
+        return Applied(ApplyResult.UNSTAGED, "the index part conflicted; changes applied unstaged",
                        [], saved_paths(path, commit))
-    return Applied("failed", git_message(res.errtext, res.status) if res.errtext.strip()
+    return Applied(ApplyResult.FAILED, git_message(res.errtext, res.status) if res.errtext.strip()
                    else "git stash apply failed")
 
 

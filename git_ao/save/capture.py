@@ -36,6 +36,7 @@ from git_ao.fs import walk
 from git_ao.fs.nested import linked_worktree_of
 from git_ao.git import index, query
 from git_ao.git.index import TEMP_INDEX_PREFIX, TempIndex
+from git_ao.git.parse import BranchName, ObjectId
 from git_ao.save import local_state
 
 VERIFY_PREFIX = "git-ao-verify."
@@ -76,12 +77,12 @@ class Capture:
     keep_reasons lists why the worktree must stay even though it was captured.
     """
 
-    head: str
-    branch: str | None
-    index_tree: str | None = None
-    worktree_tree: str | None = None
-    untracked_tree: str | None = None
-    commit: str | None = None
+    head: ObjectId
+    branch: BranchName | None
+    index_tree: ObjectId | None = None
+    worktree_tree: ObjectId | None = None
+    untracked_tree: ObjectId | None = None
+    commit: ObjectId | None = None
     changed: list[str] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
@@ -259,7 +260,7 @@ def _check_submodules(path: str, git_dir: str, st: git.Status) -> list[str]:
     return subs
 
 
-def submodule_heads(path: str, subs: list[str]) -> dict[str, str]:
+def submodule_heads(path: str, subs: list[str]) -> dict[str, ObjectId]:
     """{path: the commit checked out} of each initialised submodule, so restore puts
     one checked out at another commit than the recorded one back on it."""
     out = {}
@@ -270,7 +271,7 @@ def submodule_heads(path: str, subs: list[str]) -> dict[str, str]:
     return out
 
 
-def submodule_branches(path: str, subs: list[str]) -> dict[str, str]:
+def submodule_branches(path: str, subs: list[str]) -> dict[str, BranchName]:
     """{path: the local branch its HEAD is on} of each initialised submodule whose
     HEAD is not detached: the superproject records only a commit, and `git
     submodule update` checks that out detached, so restore puts the branch back."""

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from git_ao import git
 from git_ao.git import query
+from git_ao.git.parse import ObjectId
 
 DAEMON_PREFIX = "refs/ao/daemon/"
 DAEMON_SUBJECT = "ao preserved "
@@ -48,8 +49,7 @@ def daemon_ref(session_id: str) -> str:
     return DAEMON_PREFIX + session_id
 
 
-def set_aside_foreign(ctx: _Logger, cwd: str
-, ref: str, oid: str | None,
+def set_aside_foreign(ctx: _Logger, cwd: str, ref: str, oid: ObjectId | None,
                       session_id: str) -> str | None:
     """Before git-ao writes `ref`, which holds `oid` (None: no such ref): when that
     is a commit git-ao did not write (the daemon's), move it to
@@ -65,13 +65,13 @@ def set_aside_foreign(ctx: _Logger, cwd: str
         target = f"{target}.{oid[:12]}"
         held = git.rev_parse(cwd, target)
     if held is None:
-        git.update_ref(cwd, target, oid, "", message=f"git-ao: kept {ref} (not git-ao's)")
+        git.update_ref(cwd, target, oid, git.NO_OBJECT, message=f"git-ao: kept {ref} (not git-ao's)")
     git.delete_ref(cwd, ref, oid)
     ctx.log("preserve", session_id, "foreign-ref-kept", ref=ref, commit=oid, kept_as=target)
     return target
 
 
-def kept_refs(repo: str, session_id: str) -> list[tuple[str, str]]:
+def kept_refs(repo: str, session_id: str) -> list[tuple[str, ObjectId]]:
     """(ref, oid) of the commits set aside for `session_id` in `repo` (a common git dir):
     refs/ao/daemon/<id> and refs/ao/daemon/<id>.<oid>."""
     out = []

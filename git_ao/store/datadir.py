@@ -14,7 +14,7 @@ import sqlite3
 import stat
 
 from git_ao.errors import Fatal
-from git_ao.store.states import PENDING_SQL
+from git_ao.store.states import PENDING_SQL, State
 
 DB_NAME = "git-ao.db"
 
@@ -92,9 +92,9 @@ def completion_rows(state: str) -> list[tuple[str, str]]:
     out = []
     for sid, terminated, pending, branch, attention in rows:
         # The ref is not checked here (no git on a TAB): "attention" may be stale.
-        word = "live" if not terminated else "pending" if pending else "terminated"
-        if word == "live" and attention:
-            word = "attention"
+        word = State.LIVE if not terminated else State.PENDING if pending else State.TERMINATED
+        if word == State.LIVE and attention:
+            word = State.ATTENTION
         out.append((sid, f"{word}, {branch or 'detached'}"))
     return out
 

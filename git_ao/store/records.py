@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from git_ao.store.states import is_pending
+from git_ao.git.parse import BranchName, ObjectId
+from git_ao.store.states import State, is_pending
 
 
 def now_ns() -> int:
@@ -29,11 +30,11 @@ class Save:
     session_id: str
     common_dir: str  # the repository's common git dir
     worktree_path: str
-    branch: str | None
-    head: str | None
+    branch: BranchName | None
+    head: ObjectId | None
     detached: bool
     preserve_ref: str  # "" when the worktree was clean
-    preserved_commit: str | None
+    preserved_commit: ObjectId | None
     private_config: str | None  # JSON: sparse-checkout patterns, per-worktree config, flags
     saved_at: int
     restored_at: int | None = None
@@ -76,7 +77,7 @@ class Session:
     kind: str
     harness: str
     common_dir: str  # the repository's absolute common git dir
-    branch: str | None
+    branch: BranchName | None
     worktree_path: str
     agent_session_id: str | None = None
     prompt: str | None = None
@@ -100,8 +101,8 @@ class Session:
         return not self.terminated
 
     @property
-    def state(self) -> str:
-        """'live', 'pending' or 'terminated'."""
+    def state(self) -> State:
+        """LIVE, PENDING or TERMINATED (listing.state tells ATTENTION apart)."""
         if self.live:
-            return "live"
-        return "pending" if self.pending else "terminated"
+            return State.LIVE
+        return State.PENDING if self.pending else State.TERMINATED

@@ -1,4 +1,5 @@
-"""The words git-ao stores: session kinds, and the rule that makes a save pending.
+"""The words git-ao stores and prints: session kinds, session states, and the rule
+that makes a save pending.
 
 Kept apart from the record classes because shell completion reads them too and
 must import next to nothing.
@@ -18,6 +19,20 @@ class Kind(StrEnum):
 
 
 KINDS = tuple(k.value for k in Kind)
+
+
+class State(StrEnum):
+    """A session's state as `git ao list` and `show` print it, in JSON too (a stable
+    vocabulary, git-ao(1)): live, attention (live, but its ref holds work the last
+    restore could not put back), pending (saved, waiting for a restore), terminated."""
+
+    LIVE = "live"
+    ATTENTION = "attention"
+    PENDING = "pending"
+    TERMINATED = "terminated"
+
+
+STATES = tuple(s.value for s in State)
 
 # A session is pending when it has a save that no restore has caught up with: never
 # restored, or saved again since. The save row says so itself (its `pending` column,
