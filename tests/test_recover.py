@@ -184,3 +184,55 @@ def test_an_in_process_command_leaves_no_database_open(repo, worktrees):
     ao("ao", "list", cwd=repo)
     gc.collect()
     assert not [o for o in gc.get_objects() if isinstance(o, sqlite3.Connection)]
+
+
+def _saved_repo(path, worktrees, sid):
+    """A repository at `path` with one session `sid` preserved (its work pending)."""
+    path.mkdir(parents=True)
+    git("init", "-q", "-b", "main", path, cwd=path.parent)
+    init_repo(path)
+    wt = worktrees(path, sid)
+    (wt / "work.txt").write_text(f"{sid}\n")
+    ao("ao-preserve", sid, cwd=path)
+    return path
+
+
+def test_recover_with_nothing_named_searches_the_home_directory(ao_env, worktrees, tmp_path):
+    """After the data dir is lost, `git ao doctor --recover` alone looks in the home
+    directory: five levels deep, not into what git ignores, not through symbolic
+    links; the sessions it finds come back with git ao-restore."""
+    home = ao_env / "home"
+    alpha = _saved_repo(home / "src" / "alpha", worktrees, "a1")
+    (alpha / ".gitignore").write_text("build/\n")
+    git("add", ".gitignore", cwd=alpha)
+    git("commit", "-qm", "ignore build", cwd=alpha)
+    _saved_repo(alpha / "build" / "inner", worktrees, "i1")  # ignored by alpha: not entered
+    beta = _saved_repo(home / "work" / "team" / "proj" / "deep" / "beta", worktrees, "b1")
+    _saved_repo(home / "a" / "b" / "c" / "d" / "e" / "gamma", worktrees, "g1")  # too deep
+    outside = _saved_repo(tmp_path / "outside" / "delta", worktrees, "d1")
+    (home / "link").symlink_to(outside.parent)  # not followed
+    _lose("deleted")
+    res = ao("ao", "doctor", "--recover", cwd=tmp_path, rc=None)
+    assert f"searched {home} (" in res.stderr, res.stderr
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert states(alpha) == {"a1": "pending", "b1": "pending"}, states(alpha)
+    ao("ao-restore", "a1", "b1", cwd=tmp_path)
+    assert (tmp_path / "wt" / "a1" / "work.txt").read_text() == "a1\n"
+    assert ref_of(beta, "b1") is None
+    # The search is bounded in time too: out of time, it says where it stopped.
+    from git_ao.manage.doctor import searched_notes
+    from git_ao.manage.recover import Search, repositories
+    search = Search()
+    assert repositories([], [str(home)], seconds=0, search=search) == ([], [])
+    assert search.stopped_at == str(home)
+    assert any("stopped after" in n and str(home) in n for n in searched_notes([str(home)],
+                                                                               search))
+
+
+def test_recover_refuses_when_the_home_directory_holds_no_preserve_ref(ao_env, tmp_path):
+    (ao_env / "home" / "src").mkdir()
+    db_path().parent.mkdir(mode=0o700)
+    db_path().write_bytes(b"garbage\n" * 600)
+    res = ao("ao", "doctor", "--recover", cwd=tmp_path, rc=129)
+    assert "none holding preserve refs was found in the home directory" in res.stderr
+    assert db_path().read_bytes() == b"garbage\n" * 600

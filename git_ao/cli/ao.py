@@ -295,7 +295,8 @@ def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
 @click.argument("scan", nargs=-1, metavar="[DIR]...", type=click.Path(file_okay=False))
 @click.option("--recover", is_flag=True, help="Rebuild the records of pending sessions from "
               "the preserve refs of the repositories named with -C (use absolute paths when "
-              "repeating it) or found under DIR; a damaged database is moved aside first.")
+              "repeating it) or found under DIR (default: the home directory); a damaged "
+              "database is moved aside first.")
 @options(changes=False)
 def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     """Check git, the data dir, the database and the known repositories (and those
@@ -303,13 +304,18 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     from git_ao.manage import doctor as doc
     chdirs = click.get_current_context().params.get("chdir") or ()
     named = [p for p in chdirs if os.path.isabs(p)] + ([os.getcwd()] if chdirs else [])
-    from git_ao.manage.recover import repositories
-    repos, problems = repositories(named, scan)
+    from git_ao.manage.recover import Search, repositories
+    named_any = bool(named or scan)
+    if recover and not named_any:
+        # A lost data dir names no repository: look where the user's work lives.
+        scan = (os.path.expanduser("~"),)
+    search = Search()
+    repos, problems = repositories(named, scan, search=search)
     outcomes: list[Outcome] = []
     if recover:
         from git_ao.store.database import Store
         notes, outcomes = doc.recover(lambda: app.use_store(Store(recover=True)), repos,
-                                      named_any=bool(named or scan))
+                                      named_any=named_any, searched=(scan, search))
         if not app.printer.json_mode:
             for note in notes:
                 click.echo(note, err=True)

@@ -179,6 +179,15 @@ def reflog_commits(cwd: str, ref: str) -> list[ObjectId]:
     return [ObjectId(c) for c in res.text.split()] if res.status == 0 else []
 
 
+def ignored_dirs(work_tree: str) -> list[str]:
+    """The wholly ignored directories of the worktree at `work_tree`, relative, with
+    no trailing '/': what `git status` never enters (`git ls-files -z --others
+    --ignored --exclude-standard --directory`). Raises GitError."""
+    out = git.split_z(git.run(["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                               "--directory"], work_tree))
+    return [p.rstrip("/") for p in out if p.endswith("/")]
+
+
 def ignored_in(common_dir: str, work_tree: str, index_file: str) -> list[str]:
     """The ignored paths present in the directory `work_tree` (a worktree taken away,
     whose `.git` may point at an admin dir that is gone), judged with the index file

@@ -16,6 +16,7 @@ from git_ao.store import trash
 from git_ao.store.records import Session
 
 if TYPE_CHECKING:
+    from git_ao.manage.recover import Search
     from git_ao.store.database import Store
 
 
@@ -27,27 +28,34 @@ class Check(NamedTuple):
     detail: str
 
 
-def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any: bool
+def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any: bool,
+            searched: tuple[Sequence[str], Search] | None = None
             ) -> tuple[list[str], list[Outcome]]:
     """`git ao doctor --recover`: rebuild the records of pending sessions from the
     preserve refs of `repos` (named with -C or found under the scanned dirs:
-    `named_any`); a damaged database is moved aside first (`open_store()` opens it
-    that way). Returns (notes to show, the recovery Outcomes). Raises Usage when
-    the database is unusable and nothing was named to rebuild it from."""
+    `named_any`; else found in the home directory); a damaged database is moved
+    aside first (`open_store()` opens it that way). searched: (the directories
+    searched, how the search went), said in the notes. Returns (notes to show,
+    the recovery Outcomes). Raises Usage when the database is unusable and
+    nothing was named, nor found in the home directory, to rebuild it from."""
     from git_ao.errors import Fatal, Usage
     from git_ao.manage import recover as rec
     from git_ao.store import log
     from git_ao.store.database import Store
+    notes = searched_notes(*searched) if searched and searched[0] else []
     if not named_any:
         try:
             Store()
         except Fatal as exc:
-            # A new database built from no repository would hide the loss.
-            raise Usage("the database cannot be used and no repository was named to "
-                        "rebuild it from: git ao doctor --recover -C REPO (or DIR to "
-                        "scan)") from exc
+            if not any(split_daemon_refs(r, [ref for ref, _ in
+                                             git.for_each_ref(r, REF_PREFIX)])[0]
+                       for r in repos):
+                # A new database built from no repository would hide the loss.
+                raise Usage("the database cannot be used, no repository was named to "
+                            "rebuild it from and none holding preserve refs was found in "
+                            f"the home directory ({rec.SCAN_DEPTH} levels deep): git ao "
+                            "doctor --recover -C REPO (or DIR to search)") from exc
     store = open_store()
-    notes = []
     if store.moved_aside:
         log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
         notes.append(f"moved the damaged database aside to {store.moved_aside}")
@@ -55,6 +63,22 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
     for o in outcomes:
         log.event(store.dir, "recover", o.session_id, o.status, detail=o.message)
     return notes, outcomes
+
+
+def searched_notes(dirs: Sequence[str], search: Search) -> list[str]:
+    """What a search for repositories looked at, and where a bound stopped it."""
+    from git_ao.manage import recover as rec
+    first = (f"searched {', '.join(dirs)} ({search.dirs} directories, up to "
+             f"{rec.SCAN_DEPTH} levels deep, skipping what git ignores)")
+    out = [first]
+    if search.stopped_at:
+        out.append(f"the search stopped after {rec.SCAN_SECONDS:g} s, at {search.stopped_at}; "
+                   "name the directories to search: git ao doctor --recover DIR...")
+    if search.skipped:
+        more = f" and {len(search.skipped) - 3} more" if len(search.skipped) > 3 else ""
+        out.append(f"not entered (another file system, as git's discovery): "
+                   f"{', '.join(search.skipped[:3])}{more}; name them to search them")
+    return out
 
 
 def exit_status(checks: list[Check], outcomes: list[Outcome]) -> ExitStatus:

@@ -11,8 +11,9 @@ known session is never overwritten.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from git_ao import git
@@ -29,9 +30,21 @@ if TYPE_CHECKING:
     from git_ao.store.database import Store
 
 
-# How deep `--recover DIR` looks for repositories, and what it never enters.
-SCAN_DEPTH = 4
+# How deep `--recover DIR` (and its default, the home directory) looks for
+# repositories, for how long (seconds), and the names it never enters.
+SCAN_DEPTH = 5
+SCAN_SECONDS = 30.0
 _SKIP = {".git", "node_modules", ".venv", "__pycache__"}
+
+
+@dataclass
+class Search:
+    """How a search for repositories went: the directories looked in and where
+    it stopped for time (None when it finished)."""
+
+    dirs: int = 0
+    stopped_at: str | None = None
+    skipped: list[str] = field(default_factory=list)  # other file systems not entered
 
 
 @dataclass
@@ -43,23 +56,27 @@ class Orphan:
     oid: ObjectId
 
 
-def repositories(paths: Iterable[str] = (),
-                 scan: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+def repositories(paths: Iterable[str] = (), scan: Iterable[str] = (), *,
+                 seconds: float = SCAN_SECONDS, search: Search | None = None
+                 ) -> tuple[list[str], list[str]]:
     """Resolve repositories to look in.
 
     paths: directories inside repositories (each `-C`); scan: directories searched
-    up to SCAN_DEPTH levels down for repositories (a `.git` entry, or a bare
-    repository). Returns (sorted absolute common git dirs, list of problems as str).
-    Runs `git rev-parse` in each candidate.
+    for repositories (see `_walk`: SCAN_DEPTH levels down, what git would skip
+    left out), all of them within `seconds`; `search`, when given, says how the
+    search went. Returns (sorted absolute common git dirs, list of problems as
+    str). Runs `git rev-parse` in each candidate.
     """
     found: set[str] = set()
     problems: list[str] = []
     candidates = [(p, True) for p in paths]
+    search = search if search is not None else Search()
+    deadline = time.monotonic() + seconds
     for top in scan:
         if not os.path.isdir(top):
             problems.append(f"'{top}' is not a directory")
             continue
-        candidates += [(p, False) for p in _walk(top)]
+        candidates += [(p, False) for p in _walk(top, deadline, search)]
     for path, named in candidates:
         try:
             # A git dir (`-C <repo>/.git`) names its repository too.
@@ -70,14 +87,56 @@ def repositories(paths: Iterable[str] = (),
     return sorted(found), problems
 
 
-def _walk(top: str) -> Iterator[str]:
-    """Directories under `top` that look like a repository (not following symlinks)."""
-    for root, dirs, files in os.walk(top):
-        depth = root[len(top):].count(os.sep)
-        if ".git" in dirs or ".git" in files or {"HEAD", "objects", "refs"} <= set(dirs + files):
+def _walk(top: str, deadline: float, search: Search) -> Iterator[str]:
+    """Directories under `top` that look like a repository (a `.git` entry, or a
+    bare repository's HEAD, objects and refs), up to SCAN_DEPTH levels down, until
+    `deadline` (time.monotonic()). Left out, as git's own discovery and walk
+    leave them: symbolic links, other file systems (git stops its discovery at
+    one unless GIT_DISCOVERY_ACROSS_FILESYSTEM is set), `.git` dirs, and, inside
+    a repository's worktree, the directories it ignores (`query.ignored_dirs`);
+    also node_modules, .venv and __pycache__ anywhere."""
+    across = os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM", "").lower() in (
+        "1", "true", "yes", "on")
+    try:
+        device = os.stat(top).st_dev
+    except OSError:
+        return
+    # (directory, depth, ignored dirs of the worktree it is in: absolute paths)
+    todo: list[tuple[str, int, frozenset[str]]] = [(top, 0, frozenset())]
+    while todo:
+        if time.monotonic() > deadline:
+            search.stopped_at = todo[0][0]
+            return
+        root, depth, ignored = todo.pop()
+        search.dirs += 1
+        try:
+            with os.scandir(root) as it:
+                entries = list(it)
+        except OSError:
+            continue  # unreadable: git could not look there either
+        names = {e.name for e in entries}
+        if ".git" in names or {"HEAD", "objects", "refs"} <= names:
             yield root
-        dirs[:] = [] if depth >= SCAN_DEPTH else \
-            [d for d in dirs if d not in _SKIP and not os.path.islink(os.path.join(root, d))]
+            if ".git" in names and depth < SCAN_DEPTH:
+                try:
+                    ignored = frozenset(os.path.join(root, p) for p in query.ignored_dirs(root))
+                except AoError:
+                    pass  # git cannot read it: judged by the names alone
+        if depth >= SCAN_DEPTH:
+            continue
+        for e in sorted(entries, key=lambda e: e.name, reverse=True):
+            if e.name in _SKIP or not e.is_dir(follow_symlinks=False):
+                continue
+            path = e.path
+            if path in ignored:
+                continue
+            try:
+                if not across and e.stat(follow_symlinks=False).st_dev != device:
+                    search.skipped.append(path)
+                    continue
+            except OSError:
+                continue
+            todo.append((path, depth + 1, ignored))
 
 
 def orphans(store: Store, repos: Iterable[str]) -> list[Orphan]:
