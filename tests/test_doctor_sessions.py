@@ -58,9 +58,20 @@ def test_a_lost_database_is_named_and_restore_says_how_to_rebuild_it(repo, workt
     shutil.rmtree(os.environ["AO_DATA_DIR"])
     res = ao("ao-restore", cwd=repo)
     common = os.path.realpath(repo / ".git")
-    assert res.stderr == ("nothing to restore: no pending sessions\n"
+    assert res.stderr == ("warning: the database is new ("
+                          f"{os.environ['AO_DATA_DIR']}/git-ao.db did not exist): if sessions "
+                          "were saved before the data dir was lost, git ao doctor --recover "
+                          "finds their preserve refs (it searches the home directory; "
+                          "-C REPO or DIR names others)\n"
+                          "nothing to restore: no pending sessions\n"
                           "hint: the database holds no session, but preserve refs exist in "
                           f"{common}: rebuild the records with git ao doctor --recover "
                           f"-C {os.path.dirname(common)}\n")
+    # Said also with -q (the boot runs so); a second run finds the database made.
+    res = ao("ao-restore", "-q", cwd=repo)
+    assert "warning: the database is new" not in res.stderr
+    shutil.rmtree(os.environ["AO_DATA_DIR"])
+    res = ao("ao-restore", "-q", cwd=repo)
+    assert res.stderr.startswith("warning: the database is new"), res.stderr
     [check] = [c for c in _checks(repo, 1) if c["name"] == "database" and not c["ok"]]
     assert "git ao doctor --recover" in check["detail"]

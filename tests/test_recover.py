@@ -236,3 +236,34 @@ def test_recover_refuses_when_the_home_directory_holds_no_preserve_ref(ao_env, t
     res = ao("ao", "doctor", "--recover", cwd=tmp_path, rc=129)
     assert "none holding preserve refs was found in the home directory" in res.stderr
     assert db_path().read_bytes() == b"garbage\n" * 600
+
+
+def test_any_command_in_a_repository_with_unrecorded_refs_says_so(repo, worktrees, tmp_path,
+                                                                  monkeypatch):
+    """A lost data dir: every git-ao command run in a repository whose preserve refs
+    no record knows says so once, with the command that rebuilds them; one whose
+    refs all have records, or that holds none, runs no git for it."""
+    make_sessions(repo, worktrees, 2, detached=False)
+    ao("ao-preserve", "--all", cwd=repo)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    git("init", "-q", "-b", "main", plain, cwd=tmp_path)
+    init_repo(plain)
+    probe = "for-each-ref --format=%(objectname) %(refname) refs/ao/preserved/"
+    for where in (repo, plain):
+        res = ao("ao", "list", "-v", cwd=where)
+        assert "warning:" not in res.stderr, res.stderr
+        if where == plain:
+            assert probe not in res.stderr, res.stderr  # nothing run for it
+    monkeypatch.setenv("AO_DATA_DIR", str(tmp_path / "new-data"))
+    said = (f"warning: {os.path.realpath(repo / '.git')} holds preserve refs no record knows "
+            f"({REF}s00, {REF}s01): git ao doctor --recover -C {repo} rebuilds their records")
+    for args in (["ao", "list"], ["ao", "list", "--json"], ["ao", "config", "list"],
+                 ["ao-prune", "-n"], ["ao-preserve", "--all", "-q"], ["ao", "log"]):
+        res = ao(*args, cwd=repo, rc=None)
+        assert res.stderr.count(said) == 1, (args, res.stderr)
+    res = ao("ao", "list", cwd=plain)
+    assert "warning" not in res.stderr
+    ao("ao", "doctor", "--recover", "-C", repo, cwd=repo, rc=None)
+    res = ao("ao", "list", cwd=repo)
+    assert "warning" not in res.stderr, res.stderr

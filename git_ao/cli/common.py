@@ -157,7 +157,9 @@ def options(*, changes: bool = True,
             _running = click.get_current_context().command_path
             app = App(quiet=quiet, verbose=verbose, json_mode=json_mode, chdirs=chdir,
                       dry_run=dry_run, nul=nul, color=color, read_only=not changes)
-            return f(app, *args, **kw)
+            rv = f(app, *args, **kw)
+            app.notice_unrecorded_refs()
+            return rv
 
         opts = [
             click.option("-h", is_flag=True, expose_value=False, is_eager=True,
@@ -220,6 +222,8 @@ class App:
                                "ignored: git-ao acts on the directory it runs in (or -C)")
         self._store: Store | None = None
         self._settings: Settings | None = None
+        # Set by a command that already said which preserve refs no record knows.
+        self.refs_noticed = False
 
     @property
     def store(self) -> Store:
@@ -230,6 +234,21 @@ class App:
             # and no database.
             self._store = Store(read_only=self.read_only or self.dry_run)
         return self._store
+
+    def notice_unrecorded_refs(self) -> None:
+        """Say when the repository this command ran in holds preserve refs that no
+        record knows (doctor.unrecorded_here: no process unless such refs may
+        exist), unless the command said so itself (`refs_noticed`)."""
+        if self.refs_noticed:
+            return
+        from git_ao.manage.doctor import unrecorded_here
+        from git_ao.store.database import Store
+
+        def opened() -> Store:
+            return self._store if self._store is not None else Store(read_only=True)
+        line = unrecorded_here(os.getcwd(), opened)
+        if line:
+            self.printer.error("warning", line)
 
     def use_store(self, store: Store) -> Store:
         """Use `store` (opened by the caller, e.g. to recover a damaged database) from now on."""

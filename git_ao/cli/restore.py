@@ -66,12 +66,20 @@ def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
             app.printer.outcome(o)
             refused.append(o)
     if not sessions:
+        if not refused and not app.printer.json_mode and app.store.new:
+            # A boot after the data dir was lost, or a new home directory: the work
+            # may still be in preserve refs no record knows. Said also with -q.
+            app.printer.error("warning", f"the database is new ({app.store.db_path} did not "
+                              "exist): if sessions were saved before the data dir was lost, "
+                              "git ao doctor --recover finds their preserve refs (it "
+                              "searches the home directory; -C REPO or DIR names others)")
         if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to restore: no pending sessions", err=True)
             from git_ao.manage.doctor import empty_database_hint
             hint = empty_database_hint(app.store)
             if hint:
                 click.echo(f"hint: {hint}", err=True)
+                app.refs_noticed = True
         return finish(app, "restore", refused)
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "restoring") as advance:

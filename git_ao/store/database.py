@@ -48,7 +48,9 @@ class Store:
     that belongs to another user, or a database that is missing (or emptied) in
     a data dir that was used before. recover=True (for `git ao doctor
     --recover`) instead moves a damaged database aside (never deletes it) and
-    starts a new one; `moved_aside` then names where it went.
+    starts a new one; `moved_aside` then names where it went. `new` is True when
+    no database file was there before this one (created now, or an empty one in
+    memory for a read-only command): a data dir never used, or one lost whole.
     """
 
     read_only: str | None = None  # why writes are refused, when they are
@@ -59,6 +61,7 @@ class Store:
         self.db_path = os.path.join(self.dir, DB_NAME)
         self._local = threading.local()
         self.moved_aside: str | None = None
+        self.new = False
         self._ro = read_only and self._open_read_only()
         if self._ro:
             return
@@ -82,6 +85,8 @@ class Store:
             ensure_private_dir(self.dir)  # it exists: checks and tightens, creates nothing
         if os.path.lexists(self.db_path):
             self._create_db_file()  # it exists: checks and tightens, creates nothing
+        else:
+            self.new = True
         self._refuse_lost_db()
         try:
             conn = self._connect_ro()
@@ -154,6 +159,7 @@ class Store:
         try:
             fd = os.open(self.db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
+            self.new = True
         except FileExistsError:
             pass
         except OSError as exc:
