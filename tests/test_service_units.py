@@ -218,3 +218,29 @@ def test_launchd_agent_restores_at_load_and_preserves_on_sigterm(repo, worktrees
             proc.kill()
             proc.wait()
     assert states(repo) == {"mac": "pending"} and not wt.exists()
+
+
+def _deroff(text):
+    return re.sub(r"\\f[BIRP]", "", text).replace("\\-", "-").replace("\\(aq", "'")
+
+
+def test_every_copy_of_the_unit_in_the_docs_says_what_the_shipped_unit_says():
+    """A documented unit is copied as it is written: a copy without the `-` of
+    ExecStart= would make a failed restore skip the next shutdown's preserve."""
+    shipped = {}
+    for line in UNIT.read_text().splitlines():
+        if re.match(r"^[A-Z]\w*=", line):
+            shipped.setdefault(line.split("=", 1)[0], set()).add(line)
+    copies = 0
+    for page in (ROOT / "man").glob("*.1"):
+        for line in _deroff(page.read_text()).splitlines():
+            m = re.match(r"^(Exec\w+|Type|RemainAfterExit|Timeout\w+|Kill\w+)=", line)
+            if m:
+                copies += 1
+                assert line in shipped.get(m.group(1), ()), f"{page.name}: {line}"
+    for doc in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        for m in re.finditer(r"`((?:Exec\w+)=[^`]+)`", doc.read_text()):
+            if not m.group(1).endswith("="):
+                copies += 1
+                assert m.group(1) in shipped[m.group(1).split("=", 1)[0]], f"{doc.name}: {m[1]}"
+    assert copies >= 7
