@@ -77,24 +77,39 @@ end=$(date +%s.%N)
 echo "preserve took $(python3 -c "print(f'{$end - $start:.2f}')") s"
 ls "$demo/sessions" | grep . && { echo "worktrees still there?" >&2; exit 1; } || echo "(every worktree is gone)"
 git -C "$demo/web" for-each-ref refs/ao/
-git ao list
+git -C "$demo/tools" for-each-ref refs/ao/
+# --all: the demo's sessions belong to its own two repositories, not to the
+# directory this script runs in.
+git ao list --all
 
 say "boot: git ao-restore"
 start=$(date +%s.%N)
 git ao-restore
 end=$(date +%s.%N)
 echo "restore took $(python3 -c "print(f'{$end - $start:.2f}')") s"
-git ao list
+git ao list --all
 
 say "check: every session is back exactly as it was"
 status=0
+check() {  # check DESCRIPTION COMMAND...: "ok" or "FAIL", and a failure sets the exit status
+  local what=$1; shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; status=1; fi
+}
 for s in orchestrator worker-json worker-async worker-idle; do
   fingerprint "$demo/sessions/$s" > "$demo/$s.after"
   if cmp -s "$demo/$s.before" "$demo/$s.after"; then echo "ok   $s"
   else echo "DIFF $s"; diff "$demo/$s.before" "$demo/$s.after" | head -20; status=1; fi
 done
-[ ! -e "$demo/sessions/orchestrator/server.log" ] && echo "ok   ignored files were not carried over"
-[ -z "$(git -C "$demo/web" for-each-ref refs/ao/)" ] && echo "ok   no preserve ref left behind"
+# Ignored files are not in the preserve commit; they waited in the trash with
+# the rest of the worktree, and the restore put the directory back whole.
+check "ignored files came back from the trash" \
+  grep -qx "debug output" "$demo/sessions/orchestrator/server.log"
+check "ignored build output came back too" \
+  grep -qx junk "$demo/sessions/worker-json/json/__pycache__/x.pyc"
+check "every session is live again" \
+  test "$(git ao list --all --state live --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["sessions"]))')" = 4
+check "no preserve ref left behind" \
+  test -z "$(git -C "$demo/web" for-each-ref refs/ao/; git -C "$demo/tools" for-each-ref refs/ao/)"
 echo
 echo "demo directory: $demo (AO_DATA_DIR=$AO_DATA_DIR); remove it with: rm -rf $demo"
 exit $status
