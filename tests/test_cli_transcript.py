@@ -108,7 +108,7 @@ $ git ao show nope
 [1]
 $ git ao add <repo>
 2> error: '<repo>' is the main worktree of its repository; sessions live in linked worktrees (git worktree add)
-[129]
+[1]
 """
 
 

@@ -26,7 +26,7 @@ def test_the_demo_started_in_another_repository_lists_its_sessions_and_passes_it
     res = _run_demo(repo, tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     for title, state in (("shutdown", "pending"), ("boot", "live")):
-        listed = re.findall(r"^(\S+)\t\S+\t\S+\t(\S+)\t", _section(res.stdout, title), re.M)
+        listed = re.findall(r"^(\S+)\t\S+\t\S+\t(\S+)\t", _section(res.stdout, title), re.MULTILINE)
         assert sorted(listed) == sorted((s, state) for s in SESSIONS), res.stdout
     assert "not listed" not in res.stdout + res.stderr
     checks = _section(res.stdout, "check").strip().splitlines()

@@ -59,3 +59,28 @@ def test_second_cycle_also_round_trips(repo, worktrees):
         ao("ao-preserve", "--all", cwd=repo)
         ao("ao-restore", cwd=repo)
         assert same_but_ignored(before, state(wt))
+
+
+def test_shutdown_names_the_linked_worktrees_no_session_holds(repo, make_repo, worktrees,
+                                                               tmp_path):
+    """`--all` saves sessions only: a linked worktree of a known repository that
+    no session holds is named at shutdown (also with -q, and in the log), and
+    `git ao add --all` registers it for the next one."""
+    other = make_repo()
+    worktrees(repo, "held")
+    loose = worktrees(repo, "loose", register=False)
+    (loose / "work.txt").write_text("not saved\n")
+    git("worktree", "add", "-q", "-b", "stranger", tmp_path / "stranger", cwd=other)
+    warning = (f"warning: {repo / '.git'}: linked worktrees no session holds {{}}: {loose} "
+               "('git ao add --all' in the repository registers them)\n")
+    res = ao("ao-preserve", "--all", "-n", cwd=tmp_path)
+    assert warning.format("would not be saved") in res.stderr
+    res = ao("ao-preserve", "--all", "-q", cwd=tmp_path)
+    assert res.stdout == "" and res.stderr == warning.format("were not saved")
+    assert "preserve - unregistered repository=" in ao("ao", "log", cwd=tmp_path).stdout
+    # `other` holds no session: git-ao does not know it, and says nothing of it
+    assert str(other) not in res.stderr
+    ao("ao-restore", "-q", cwd=tmp_path)
+    ao("ao", "add", "--all", cwd=repo)
+    res = ao("ao-preserve", "--all", cwd=tmp_path)
+    assert "warning" not in res.stderr and not loose.exists()

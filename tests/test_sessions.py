@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -12,21 +13,83 @@ from tests.support import ao, git
 
 
 def test_add_validates_through_git(repo, tmp_path, worktrees):
-    res = ao("ao", "add", repo, cwd=repo, rc=129)
-    assert res.stderr == (f"error: '{repo}' is the main worktree of its repository; sessions "
-                          "live in linked worktrees (git worktree add)\n")
+    # A main worktree or a bare repository is a fact about the path, not bad
+    # usage: exit 1, as a refusal, not 129.
+    for where in (repo, repo / "src"):
+        res = ao("ao", "add", cwd=where, rc=1)
+        assert res.stderr == (f"error: '{repo}' is the main worktree of its repository; "
+                              "sessions live in linked worktrees (git worktree add)\n")
+    ao("ao", "add", repo, cwd=tmp_path, rc=1)
     plain = tmp_path / "plain"
     plain.mkdir()
-    res = ao("ao", "add", plain, cwd=repo, rc=128)
+    # the path given is named, not git's `.git`
+    for given in (plain, "plain"):
+        res = ao("ao", "add", given, cwd=tmp_path, rc=128)
+        assert res.stderr == ("fatal: not a git repository (or any of the parent "
+                              f"directories): '{given}'\n")
+    res = ao("ao", "list", "--repo", plain, cwd=repo, rc=128)
+    assert f"'{plain}'" in res.stderr
+    # in the directory itself, git's own words
+    res = ao("ao", "add", cwd=plain, rc=128)
     assert res.stderr == "fatal: not a git repository (or any of the parent directories): .git\n"
     bare = tmp_path / "bare.git"
     git("init", "-q", "--bare", bare, cwd=tmp_path)
-    res = ao("ao", "add", bare, cwd=repo, rc=129)
+    res = ao("ao", "add", bare, cwd=repo, rc=1)
     assert res.stderr == f"error: '{bare}' is a bare repository, not a linked worktree\n"
     wt = worktrees(repo, "one")
     res = ao("ao", "add", wt, "--id", "two", cwd=repo, rc=1)
     assert res.stderr == f"error: '{wt}' already belongs to session 'one' (live)\n"
     assert res.stdout == ""
+
+
+def test_add_of_a_worktree_already_registered_is_idempotent(repo, worktrees):
+    wt = worktrees(repo, "one", register=False)
+    ao("ao", "add", wt, "--harness", "codex", "--agent-session-id", "7f3a", "--prompt", "p",
+       cwd=repo)
+    before = ao("ao", "list", "--json", cwd=repo).stdout
+    for again in ((), ("--id", "one"), ("--harness", "codex", "--kind", "worker"),
+                  ("--agent-session-id", "7f3a", "--prompt", "p")):
+        res = ao("ao", "add", wt, *again, cwd=repo)
+        assert res.stdout == f"add\tnothing\tone\talready registered as worker at {wt}\n"
+        res = ao("ao", "add", *again, cwd=wt)  # the current worktree, the same
+        assert "already registered" in res.stdout
+    assert ao("ao", "list", "--json", cwd=repo).stdout == before
+    # a fact that is not the recorded one is refused, naming the recorded one
+    # (never the prompt's text)
+    res = ao("ao", "add", wt, "--harness", "aider", "--kind", "orchestrator", "--prompt",
+             "secret", cwd=repo, rc=1)
+    assert res.stderr == (f"error: '{wt}' already belongs to session 'one' (live) with "
+                          "kind 'worker', not 'orchestrator', harness 'codex', not 'aider', "
+                          "another prompt; 'git ao forget one' first to register it again\n")
+    assert ao("ao", "list", "--json", cwd=repo).stdout == before
+
+
+def test_add_all_registers_every_linked_worktree_of_the_repository(repo, worktrees, tmp_path,
+                                                                   make_repo):
+    known = worktrees(repo, "known", harness="codex")
+    loose = [worktrees(repo, n, register=False) for n in ("a", "b")]
+    gone = worktrees(repo, "gone", register=False)
+    shutil.rmtree(gone)  # prunable: its directory is gone
+    other = make_repo()
+    git("worktree", "add", "-q", "-b", "x", tmp_path / "x", cwd=other)
+    res = ao("ao", "add", "--all", "-n", cwd=repo)
+    assert sorted(res.stdout.splitlines()) == [
+        f"add\tnothing\tknown\talready registered as worker at {known}",
+        *(f"add\tok\t{p.name}\twould register worker at {p}" for p in loose)]
+    assert [r["id"] for r in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)
+            ["sessions"]] == ["known"]
+    res = ao("ao", "add", "--all", "--harness", "aider", cwd=loose[0])
+    assert sorted(re.findall(r"^add\t(\w+)\t", res.stdout, re.MULTILINE)) == ["nothing", "ok", "ok"]
+    rows = {r["id"]: r for r in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]}
+    assert sorted(rows) == ["a", "b", "known"]
+    assert rows["known"]["harness"] == "codex" and rows["a"]["harness"] == "aider"
+    assert "x" not in rows
+    # again: nothing to do, exit 0
+    res = ao("ao", "add", "--all", cwd=repo)
+    assert set(re.findall(r"^add\t(\w+)\t", res.stdout, re.MULTILINE)) == {"nothing"}
+    for extra in (("--id", "z"), (str(loose[0]),), ("--prompt", "p")):
+        res = ao("ao", "add", "--all", *extra, cwd=repo, rc=129)
+        assert res.stderr.startswith("error: --all registers every linked worktree; ")
 
 
 def test_a_worktree_path_that_is_not_utf8_is_refused_in_one_line(repo, tmp_path):

@@ -212,17 +212,31 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
 
 @group.command("add", context_settings=CONTEXT_SETTINGS)
 @click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option("--all", "all_", is_flag=True,
+              help="Register every linked worktree of the current repository.")
 @click.option("--id", "session_id", metavar="ID", help="Session id (default: the worktree's name).")
-@click.option("--kind", type=click.Choice(KINDS), default="worker", show_default=True,
-              help="worker or orchestrator; both are treated alike.")
-@click.option("--harness", default="", metavar="NAME", help="The agent program, e.g. claude-code.")
+@click.option("--kind", type=click.Choice(KINDS), default=None, metavar="KIND",
+              help="worker (the default) or orchestrator; both are treated alike.")
+@click.option("--harness", default=None, metavar="NAME", help="The agent program, e.g. claude-code.")
 @click.option("--agent-session-id", metavar="ID", help="The agent's own session id, for resuming.")
 @click.option("--prompt", metavar="TEXT", help="The task given to the agent (never logged).")
 @options(records=True)
-def add(app: App, path: str | None, session_id: str | None, kind: str, harness: str,
-        agent_session_id: str | None, prompt: str | None) -> int:
-    """Register an existing linked worktree (default: the current one) as a live session."""
-    from git_ao.manage.register import add
+def add(app: App, path: str | None, all_: bool, session_id: str | None, kind: str | None,
+        harness: str | None, agent_session_id: str | None, prompt: str | None) -> int:
+    """Register an existing linked worktree (default: the current one) as a live
+    session; a worktree already registered with the same facts is left as it is."""
+    from git_ao.manage.register import add, add_all
+    if all_:
+        for name, value in (("PATH", path), ("--id", session_id),
+                            ("--agent-session-id", agent_session_id), ("--prompt", prompt)):
+            if value is not None:
+                usage(f"--all registers every linked worktree; {name} names one")
+        outcomes = add_all(app.ctx, os.getcwd(), kind=kind, harness=harness)
+        for o in outcomes:
+            app.printer.outcome(o)
+        if not outcomes and not app.printer.json_mode and not app.printer.quiet:
+            click.echo("nothing to add: this repository has no linked worktrees", err=True)
+        return finish(app, "add", outcomes)
     o = add(app.ctx, path or os.getcwd(), session_id=session_id, kind=kind, harness=harness,
             agent_session_id=agent_session_id, prompt=prompt)
     app.printer.outcome(o)

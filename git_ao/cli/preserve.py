@@ -84,8 +84,23 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
             progress=with_state(app, advance), stop=signals.event, settings=app.settings,
             shutdown=all_)
         outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event)
+    if all_:
+        _say_unregistered(app)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
+
+
+def _say_unregistered(app: App) -> None:
+    """At shutdown, name the linked worktrees of the known repositories that no
+    session holds: --all does not save them. A warning, also with -q (the
+    journal of a shutdown keeps stderr), and a log line; not a failure."""
+    from git_ao.preserve import workflow as preserve
+    for repo, paths in preserve.unregistered(app.store).items():
+        verb = "would not be saved" if app.dry_run else "were not saved"
+        app.printer.error("warning", f"{repo}: linked worktrees no session holds {verb}: "
+                          f"{', '.join(paths)} ('git ao add --all' in the repository "
+                          "registers them)")
+        app.ctx.log("preserve", None, "unregistered", repository=repo, worktrees=len(paths))
 
 
 def main() -> None:

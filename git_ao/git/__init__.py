@@ -82,7 +82,11 @@ def repo_dirs(path: str, *, inherit_repo_env: bool = False) -> RepoDirs:
         return RepoDirs(lines[0], lines[1], None, True)
     if res.status != 0 or len(lines) < 3:
         msg = git_message(res.errtext, res.status) if res.errtext.strip() else ""
-        raise Fatal(msg.removeprefix("fatal: ") or f"not a git repository: {path}")
+        msg = msg.removeprefix("fatal: ")
+        if msg.startswith("not a git repository") and not _same_dir(path, os.getcwd()):
+            # git names `.git` and not the directory it was given: name it.
+            msg = f"not a git repository (or any of the parent directories): '{path}'"
+        raise Fatal(msg or f"not a git repository: '{path}'")
     top = lines[3] if len(lines) > 3 and lines[2] != "true" else None
     return RepoDirs(lines[0], lines[1], top, lines[2] == "true")
 
@@ -100,6 +104,13 @@ def common_dir_of(path: str) -> str:
         msg = git_message(res.errtext, res.status) if res.errtext.strip() else ""
         raise Fatal(msg.removeprefix("fatal: ") or f"not a git repository: {path}")
     return text
+
+
+def _same_dir(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def worktree_list(common_dir: str) -> list[WorktreeEntry]:

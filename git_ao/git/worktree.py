@@ -22,6 +22,15 @@ def same_path(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def unheld(entries: list[git.WorktreeEntry], held: list[str]) -> list[str]:
+    """Paths of the linked worktrees in `entries` (`git worktree list`) that no
+    path of `held` names, symlinks resolved; the main worktree, a bare
+    repository and prunable registrations (their directory is gone) left out."""
+    return [e.path for e in entries
+            if not e.is_main and not e.prunable and not e.bare
+            and not any(same_path(e.path, h) for h in held)]
+
+
 def find(entries: list[git.WorktreeEntry], path: str) -> git.WorktreeEntry | None:
     """The WorktreeEntry of `entries` at `path`, or None."""
     real = os.path.realpath(path)

@@ -148,7 +148,7 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> li
             # the ones a shutdown would leave unsaved.
             checks.append(Check("unregistered", None, f"{repo}: linked worktrees no session "
                                 f"holds, not saved by git ao-preserve --all: {', '.join(loose)} "
-                                "(git ao add PATH registers one)"))
+                                "(git ao add PATH registers one, git ao add --all each of them)"))
     return checks + install_checks()
 
 
@@ -360,11 +360,9 @@ def unregistered_worktrees(repo: str, sessions: Iterable[Session],
     """Paths of the linked worktrees of `repo` (a common git dir) that no live or
     pending session names; prunable registrations (their directory is gone) are
     left out. entries: `git.worktree_list(repo)`."""
-    from git_ao.git.worktree import same_path
-    held = [s.worktree_path for s in sessions if s.common_dir == repo and (s.live or s.pending)]
-    return [e.path for e in entries
-            if not e.is_main and not e.prunable and not e.bare
-            and not any(same_path(e.path, h) for h in held)]
+    from git_ao.git.worktree import unheld
+    return unheld(entries, [s.worktree_path for s in sessions
+                            if s.common_dir == repo and (s.live or s.pending)])
 
 
 def config_check(data_dir: str) -> Check:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import unicodedata
@@ -22,30 +23,14 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     """Register the linked worktree containing `path` as a live session.
 
     With no `session_id` the id is `name` (made valid by id_from_name), else the
-    worktree's name, or, when a session of that id exists, `<repo>-<id>` (see free_id). Returns the Session (not stored
-    on a dry run). Raises Fatal (not a repository), Usage (bad id or kind, a bare
-    repository, a main worktree, a path with a newline or not in UTF-8) or Refused
-    (id or worktree taken).
+    worktree's name, or, when a session of that id exists, `<repo>-<id>` (see
+    free_id). Returns the Session (not stored on a dry run). Raises Fatal (not a
+    repository), Usage (bad id or kind, a path with a newline or not in UTF-8) or
+    Refused (a bare repository, a main worktree, the id or the worktree taken).
     """
     if kind not in KINDS:
         raise Usage(f"invalid kind '{kind}': use worker or orchestrator")
-    dirs = git.repo_dirs(path)
-    if dirs.is_bare:
-        raise Usage(f"'{path}' is a bare repository, not a linked worktree")
-    if not dirs.is_linked_worktree:
-        raise Usage(f"'{dirs.toplevel}' is the main worktree of its repository; "
-                    "sessions live in linked worktrees (git worktree add)")
-    assert dirs.toplevel is not None  # a linked worktree has one
-    top = os.path.realpath(dirs.toplevel)
-    if "\n" in top:
-        raise Usage("worktree paths with a newline are not supported")
-    for what, where in (("worktree", top), ("repository", dirs.common_dir)):
-        try:
-            where.encode("utf-8")
-        except UnicodeEncodeError:
-            shown = os.fsencode(where).decode("utf-8", "backslashreplace")
-            raise Usage(f"{what} path '{shown}' is not valid UTF-8, which git-ao records "
-                        "paths as; rename the directory") from None
+    dirs, top = linked_worktree(path)
     sid = session_id if session_id is not None else \
         id_from_name(name or os.path.basename(dirs.git_dir.rstrip("/")))
     try:
@@ -70,6 +55,31 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
         ctx.store.insert(s)
         ctx.log("register", sid, "registered", kind=kind, harness=harness, workspace=top)
     return s
+
+
+def linked_worktree(path: str) -> tuple[git.RepoDirs, str]:
+    """The repository dirs and the real top-level path of the linked worktree
+    holding `path`. Raises Fatal (no repository there, the path named), Refused
+    (a bare repository or a main worktree: a fact about the path, not bad usage)
+    or Usage (a path with a newline or not in UTF-8)."""
+    dirs = git.repo_dirs(path)
+    if dirs.is_bare:
+        raise Refused(f"'{path}' is a bare repository, not a linked worktree")
+    if not dirs.is_linked_worktree:
+        raise Refused(f"'{dirs.toplevel}' is the main worktree of its repository; "
+                      "sessions live in linked worktrees (git worktree add)")
+    assert dirs.toplevel is not None  # a linked worktree has one
+    top = os.path.realpath(dirs.toplevel)
+    if "\n" in top:
+        raise Usage("worktree paths with a newline are not supported")
+    for what, name in (("worktree", top), ("repository", dirs.common_dir)):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+            raise Usage(f"{what} path '{shown}' is not valid UTF-8, which git-ao records "
+                        "paths as; rename the directory") from None
+    return dirs, top
 
 
 def id_from_name(name: str) -> str:
@@ -130,10 +140,65 @@ def current_session(ctx: Context, path: str = ".") -> Session:
     return register(ctx, top)
 
 
-def add(ctx: Context, path: str, **fields: Any) -> Outcome:
-    """`git ao add`: register (see `register`) and say so."""
-    s = register(ctx, path, **fields)
+# The facts `git ao add` records, by Session attribute.
+_FACTS = ("kind", "harness", "agent_session_id", "prompt")
+
+
+def add(ctx: Context, path: str, *, session_id: str | None = None, keep: bool = False,
+        **fields: Any) -> Outcome:
+    """`git ao add`: register (see `register`) and say so.
+
+    Idempotent: a worktree already registered as a live session gives a
+    `nothing` Outcome (exit 0) when the id and every fact given (None: not given)
+    are the ones recorded, or whatever they are with `keep` (`--all`); a
+    different id or fact is refused, naming the recorded one. Raises what
+    `register` raises."""
+    given = {k: v for k, v in fields.items() if v is not None}
+    if session_id is not None:
+        validate_id(session_id)  # bad input first, whatever the path holds
+    _, top = linked_worktree(path)
+    holder = ctx.store.holder_of(top)
+    if holder is not None and holder.live:
+        if session_id not in (None, holder.id):
+            raise Refused(f"'{top}' already belongs to session '{holder.id}' (live)")
+        differ = [] if keep else [_differs(k, getattr(holder, k), v) for k, v in given.items()
+                                  if k in _FACTS and (getattr(holder, k) or "") != v]
+        if differ:
+            raise Refused(f"'{top}' already belongs to session '{holder.id}' (live) with "
+                          f"{', '.join(differ)}; 'git ao forget {holder.id}' first to "
+                          "register it again")
+        return Outcome(holder.id, Action.ADD, Status.NOTHING,
+                       f"already registered as {holder.kind} at {holder.worktree_path}",
+                       list_json(holder))
+    given.setdefault("kind", Kind.WORKER)
+    s = register(ctx, path, session_id=session_id, **given)
     return Outcome(s.id, Action.ADD, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
                    f"at {s.worktree_path}", list_json(s))
+
+
+def _differs(name: str, recorded: str | None, given: str) -> str:
+    # The prompt is never printed or logged: only that it differs.
+    if name == "prompt":
+        return "another prompt"
+    name = name.replace("_", " ")
+    return f"{name} '{recorded}', not '{given}'" if recorded else f"no {name}, not '{given}'"
+
+
+def add_all(ctx: Context, path: str, **fields: Any) -> list[Outcome]:
+    """`git ao add --all`: `add` each linked worktree of the repository holding
+    `path` (`git worktree list`; prunable ones, whose directory is gone, left out),
+    one Outcome each, a refusal not stopping the others; those already
+    registered are left as they are. Raises Fatal when `path`
+    is in no repository."""
+    from git_ao.batch import guarded
+    dirs = git.repo_dirs(path)
+    outcomes = []
+    for e in git.worktree_list(dirs.common_dir):
+        if e.is_main or e.bare or e.prunable:
+            continue
+        name = os.path.basename(e.path.rstrip("/"))
+        outcomes.append(guarded(functools.partial(add, ctx, e.path, keep=True, **fields),
+                                name, Action.ADD))
+    return outcomes
 

@@ -43,6 +43,28 @@ def sessions_for_all(store: Store) -> list[Session]:
                           and os.path.lexists(s.save.worktree_path))]
 
 
+def unregistered(store: Store) -> dict[str, list[str]]:
+    """By repository (common git dir) of the sessions recorded, the paths of its
+    linked worktrees no live or pending session holds: those `--all` leaves
+    unsaved. One `git worktree list` per repository; a repository that is gone
+    or that git cannot list is left out (doctor names it)."""
+    from git_ao.git.worktree import unheld
+    sessions = store.sessions()
+    found = {}
+    for repo in sorted({s.common_dir for s in sessions}):
+        if not os.path.isdir(repo):
+            continue
+        try:
+            entries = git.worktree_list(repo)
+        except AoError:
+            continue
+        loose = unheld(entries, [s.worktree_path for s in sessions
+                                 if s.common_dir == repo and (s.live or s.pending)])
+        if loose:
+            found[repo] = loose
+    return found
+
+
 def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool = False,
              jobs: int = 1, timeout: float | None = None,
              progress: Callable[[Outcome], object] | None = None,
