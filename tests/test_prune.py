@@ -2,7 +2,9 @@
 
 import json
 import os
+import re
 import shutil
+import time
 
 import pytest
 
@@ -32,7 +34,7 @@ def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees
     assert {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]} \
         == {"keep", "done", "vanish"}
 
-    ao("ao-prune", cwd=repo)
+    ao("ao-prune", "--expire=now", cwd=repo)
     ids = {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
     assert ids == {"keep"}
     assert not os.path.exists(leftover) and not os.path.exists(dead_dir)
@@ -161,9 +163,64 @@ def test_a_trash_entry_that_cannot_be_deleted_is_not_reported_deleted(repo, work
         import pytest
         pytest.skip("this file system has no immutable flag")
     try:
-        res = ao("ao-prune", cwd=repo, rc=1)
+        res = ao("ao-prune", "--expire=now", cwd=repo, rc=1)
         assert "could not delete all of" in res.stdout and "deleted" not in res.stdout.split(
             "could not delete")[0].split("\t")[-1]
     finally:
         subprocess.run(["chattr", "-i", target], check=False)
     assert not wt.exists()
+
+
+def _age(entry_dir, days):
+    """Make a trash entry `days` old, as entry.json records its time."""
+    meta_path = os.path.join(entry_dir, "entry.json")
+    with open(meta_path) as fh:
+        meta = json.load(fh)
+    meta["created_ns"] = time.time_ns() - int(days * 86400 * 1e9)
+    with open(meta_path, "w") as fh:
+        json.dump(meta, fh)
+
+
+def test_the_trash_has_a_grace_period_and_a_deleted_entry_names_its_ignored_files(
+        repo, worktrees):
+    """By default the trash keeps an entry two weeks (git's gc.pruneExpire): the
+    prune run right after a restore does not take the only copy of an ignored
+    file, and an entry deleted names the ignored files that went with it."""
+    wt = worktrees(repo, "old")
+    (wt / "secret.log").write_text("TOKEN=1\n")
+    (wt / "build").mkdir()
+    (wt / "build" / "x.o").write_text("obj\n")
+    ao("ao", "kill", "old", cwd=repo)
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    [name] = os.listdir(trash)
+    entry = os.path.join(trash, name)
+    res = ao("ao-prune", cwd=repo)
+    [line] = [ln for ln in res.stdout.splitlines() if ln.startswith("prune-trash")]
+    assert line.startswith(f"prune-trash\tnothing\told\tkept {entry} (")
+    assert line.endswith("): newer than 2.weeks.ago; --expire=now deletes it")
+    _age(entry, 13)
+    ao("ao-prune", cwd=repo)
+    assert os.path.isdir(entry)
+    _age(entry, 15)
+    res = ao("ao-prune", "-n", cwd=repo)
+    assert re.search(r"^prune-trash\tok\told\twould delete .*\); it held 2 ignored "
+                     r"path\(s\): build/, secret\.log$", res.stdout, re.MULTILINE), res.stdout
+    res = ao("ao-prune", "--json", cwd=repo)
+    [doc] = [r for r in json.loads(res.stdout)["results"] if r["action"] == "prune-trash"]
+    assert doc["ignored"] == ["build/", "secret.log"]
+    assert doc["message"].endswith("; it held 2 ignored path(s), now gone: build/, secret.log")
+    assert not os.path.exists(entry)
+    assert "ignored='build/ secret.log'" in ao("ao", "log", cwd=repo).stdout
+
+
+def test_the_grace_period_is_a_setting(repo, worktrees):
+    worktrees(repo, "set")
+    ao("ao", "kill", "set", cwd=repo)
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    [name] = os.listdir(trash)
+    _age(os.path.join(trash, name), 3)
+    ao("ao", "config", "set", "prune.expire", "1.week.ago", cwd=repo)
+    assert "newer than 1.week.ago" in ao("ao-prune", cwd=repo).stdout
+    ao("ao", "config", "set", "prune.expire", "2.days.ago", cwd=repo)
+    assert "\tok\tset\tdeleted" in ao("ao-prune", cwd=repo).stdout
+    assert os.listdir(trash) == []

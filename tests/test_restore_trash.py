@@ -304,7 +304,7 @@ def test_prune_keeps_pending_and_unsaved_entries_and_reports_sizes(repo, worktre
     ao("ao-restore", "pb", cwd=repo)
     [eb] = _entries(tmp_path / "aodata", "pb")
     assert eb.meta.get("restored")
-    res = json.loads(ao("ao-prune", "--json", cwd=repo).stdout)["results"]
+    res = json.loads(ao("ao-prune", "--expire=now", "--json", cwd=repo).stdout)["results"]
     by = {(r["id"], r["action"]): r for r in res}
     kept = by[("pa", "prune-trash")]
     assert kept["status"] == "nothing" and "pending" in kept["message"]
@@ -318,7 +318,7 @@ def test_prune_keeps_pending_and_unsaved_entries_and_reports_sizes(repo, worktre
     ao("ao-restore", "pa", cwd=repo)
     [ea] = _entries(tmp_path / "aodata", "pa")
     Path(ea.worktree, "late.txt").write_text("only here\n")
-    res = json.loads(ao("ao-prune", "--json", cwd=repo).stdout)["results"]
+    res = json.loads(ao("ao-prune", "--expire=now", "--json", cwd=repo).stdout)["results"]
     [r] = [r for r in res if r["action"] == "prune-trash"]
     assert r["status"] == "nothing" and "late.txt" in r["message"]
     assert os.path.exists(ea.path)

@@ -19,7 +19,8 @@ from git_ao.cli.common import (
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("all"))
 @click.option("--expire", metavar="WHEN", default=None, shell_complete=lambda c, p, i: [
     w for w in ("now", "never", "1.day.ago", "1.week.ago", "2.weeks.ago") if w.startswith(i)],
-              help="Delete only trash older than WHEN (git date: 2.weeks.ago, now, never).")
+              help="Delete only trash older than WHEN, a git date (default: prune.expire, else "
+              "2.weeks.ago; now: all of it; never: none).")
 @click.option("--force", is_flag=True,
               help="With IDs: delete those sessions' preserve refs and records, pending or not.")
 @click.option("--remote", metavar="REMOTE", default=None,
@@ -41,7 +42,7 @@ def command(app: App, ids: tuple[str, ...], expire: str | None, force: bool,
     if expire is not None:
         expire_before = expiry_date(expire)
     else:
-        expire_before = _configured_expiry(app, "prune.expire")
+        expire, expire_before = _trash_expiry(app)
     if expire_before == 0:
         expire_before = -1  # never: nothing is old enough
     keep = app.settings.get("history.keep")
@@ -50,7 +51,8 @@ def command(app: App, ids: tuple[str, ...], expire: str | None, force: bool,
         import time
         max_age = time.time()  # everything has expired: only the newest entry stays
     outcomes = prune.prune(app.ctx, expire_before=expire_before, force_ids=ids,
-                           history_keep=keep, history_before=max_age or None)
+                           history_keep=keep, history_before=max_age or None,
+                           expire_text=expire)
     outcomes += remote_opts.prune_remote(app, remote)
     for o in outcomes:
         app.printer.outcome(o)
@@ -73,6 +75,23 @@ def _configured_expiry(app: App, key: str) -> int | None:
     except Usage as exc:
         app.printer.error("warning", f"{key} ignored: {exc}")
         return None
+
+
+def _trash_expiry(app: App) -> tuple[str, int | None]:
+    """(text, epoch seconds or None) of the prune.expire setting parsed as git
+    does, else of the default grace period (settings.DEFAULT_PRUNE_EXPIRE); a value
+    git cannot parse (set by hand in the file) is warned about and the default
+    used, like any bad value there."""
+    from git_ao.errors import Usage
+    from git_ao.git.query import expiry_date
+    from git_ao.store.settings import DEFAULT_PRUNE_EXPIRE
+    value = app.settings.get("prune.expire")
+    if value:
+        try:
+            return value, expiry_date(value)
+        except Usage as exc:
+            app.printer.error("warning", f"prune.expire ignored: {exc}")
+    return DEFAULT_PRUNE_EXPIRE, expiry_date(DEFAULT_PRUNE_EXPIRE)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from git_ao.context import (
     work_present_elsewhere,
 )
 from git_ao.fs import walk
+from git_ao.manage import listing
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof import witness
 from git_ao.save import capture, history
@@ -27,10 +28,12 @@ from git_ao.store.records import Session
 
 def prune(ctx: Context, *, expire_before: float | None = None,
           force_ids: Iterable[str] = (), history_keep: int | None = None,
-          history_before: float | None = None) -> list[Outcome]:
+          history_before: float | None = None,
+          expire_text: str | None = None) -> list[Outcome]:
     """Clean what can be cleaned without losing work.
 
     expire_before: epoch seconds; trash entries older are deleted (None: all).
+    expire_text: the date as given (2.weeks.ago), for the messages.
     history_keep: entries each history keeps, newest first (None: all);
     history_before: epoch seconds; history entries older are dropped (None:
     none). The newest entry of a history always stays (`_prune_history`).
@@ -63,7 +66,7 @@ def prune(ctx: Context, *, expire_before: float | None = None,
             if history_keep is not None or history_before is not None:
                 out += _prune_histories(ctx, repo, history_keep, history_before)
     pending = {s.id for s in ctx.store.sessions() if s.pending}
-    out += _prune_trash(ctx, expire_before, pending)
+    out += _prune_trash(ctx, expire_before, pending, expire_text)
     return out
 
 
@@ -276,23 +279,23 @@ def _alive(pid: int) -> bool:
 
 
 def _prune_trash(ctx: Context, expire_before: float | None,
-                 pending: set[str]) -> list[Outcome]:
+                 pending: set[str], expire_text: str | None = None) -> list[Outcome]:
     """Delete the trash entries older than `expire_before`, under every trash root
     (`trash.entries`), with their size. Kept, and said: the entries of sessions in
     `pending` (restore puts them back), stray entries (a directory restore set
     aside), entries a restore found changed after the last capture or could not
     put back as saved (a merge driver, filter or rename decided), and any
     entry holding a file that is neither ignored nor in a saved tree, or a mount
-    point (`witness.unsaved_in`)."""
+    point (`witness.unsaved_in`). A deleted entry's ignored files (the only copy
+    of an `.env`, say) are named in its outcome (`ignored`, top-level paths)."""
     out = []
     for entry in trash.entries(ctx.store.dir):
         sid = entry.session_id
         size = trash.size(entry.path)
         data = {"path": entry.path, "size": size}
         why = ""
-        if expire_before is not None and entry.created_ns / 1e9 >= expire_before:
-            why = "not expired yet"
-        elif sid in pending:
+        young = expire_before is not None and entry.created_ns / 1e9 >= expire_before
+        if sid in pending:
             why = "its session is pending (restore brings it back)"
         elif entry.stray:
             why = "a directory restore set aside; it may hold an agent's latest writes"
@@ -308,6 +311,10 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             changed = sorted(entry.meta["unlike_save"])
             why = ("restore found it changed after the last capture, such as "
                    f"{changed[0]}; take what you need, then remove it by hand")
+        elif young:
+            # After the reasons that outlast it: those say what to do.
+            why = f"newer than {expire_text}" if expire_text else "not expired yet"
+            why += "; --expire=now deletes it"
         else:
             s = ctx.store.get(sid)
             why = witness.unsaved_in(entry, s.save.preserved_commit if s and s.save else None)
@@ -315,6 +322,13 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             out.append(Outcome(sid, Action.PRUNE_TRASH, Status.NOTHING,
                                f"kept {entry.path} ({_size(size)}): {why}", data))
             continue
+        ignored = listing.entry_ignored(entry, s.common_dir if (s := ctx.store.get(sid))
+                                        else None)
+        data["ignored"] = ignored
+        held = ""
+        if ignored:
+            shown = ", ".join(ignored[:10]) + (", ..." if len(ignored) > 10 else "")
+            held = f"; it held {len(ignored)} ignored path(s), now gone: {shown}"
         if not ctx.dry_run:
             _remove_entry(entry)
             if os.path.lexists(entry.path):
@@ -325,10 +339,13 @@ def _prune_trash(ctx: Context, expire_before: float | None,
                                    f"could not delete all of {entry.path}; what is left "
                                    "stays there", data))
                 continue
-        ctx.log("prune", sid, "trash-deleted", path=entry.path, size=size)
+        ctx.log("prune", sid, "trash-deleted", path=entry.path, size=size,
+                ignored=" ".join(ignored) or None)
+        if ctx.dry_run:
+            held = held.replace(", now gone:", ":")
         out.append(Outcome(sid, Action.PRUNE_TRASH, Status.OK,
                            f"{'would delete' if ctx.dry_run else 'deleted'} {entry.path} "
-                           f"({_size(size)})", data))
+                           f"({_size(size)}){held}", data))
     return out
 
 

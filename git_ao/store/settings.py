@@ -159,6 +159,12 @@ def _git_date(v: Any) -> Any:
     return v
 
 
+# The trash's grace period when prune.expire is not set: git's own for
+# unreachable objects (gc.pruneExpire), so an ignored `.env` kept only there
+# outlives the prune run right after a restore.
+DEFAULT_PRUNE_EXPIRE = "2.weeks.ago"
+
+
 @dataclass(frozen=True)
 class Key:
     """A known key: its validator (raises ValueError), how to parse the text given
@@ -222,8 +228,9 @@ KEYS = {
                             "seconds after which git ao-preserve starts no new session when "
                             "--timeout is not given (default: none)"),
     "prune.expire": Key(_text, str,
-                        "default --expire of git ao-prune, a git date such as 2.weeks.ago "
-                        "(default: all of the trash)", strict=_git_date),
+                        "default --expire of git ao-prune, a git date such as 1.week.ago "
+                        "(default: 2.weeks.ago, as git's gc.pruneExpire; now: all of the "
+                        "trash)", strict=_git_date),
     "relaunch.command": Key(_command, str,
                             "command run in each restored worktree (every harness)"),
     "relaunch.harness.<name>": Key(_command, str,
