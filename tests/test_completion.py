@@ -172,3 +172,42 @@ def test_completing_ids_imports_only_the_light_modules_and_runs_no_git(sessions)
     assert not (sessions / "trace").exists()
     # and nothing was restored by asking
     assert "gamma\tworker\t-\tpending" in ao("ao", "list", cwd=sessions).stdout
+
+
+def test_remote_names_after_push_from_and_remote_in_every_shell(sessions, tmp_path):
+    """As git's own completion offers remotes after `git push`: after --push,
+    --from and --remote, the remotes of the repository the line runs in."""
+    repo = sessions
+    for name in ("origin", "backup"):
+        subprocess.run(["git", "remote", "add", name, str(tmp_path / f"{name}.git")], cwd=repo,
+                       check=True)
+    lines = {"git ao-preserve --push ": ["backup", "origin"],
+             "git ao-preserve --push b": ["backup"],
+             "git ao-restore --from ": ["backup", "origin"],
+             "git ao-prune --remote o": ["origin"]}
+    shells = []
+    if GIT_BASH and shutil.which("bash"):
+        shells.append(lambda line: _words(_bash(line, repo)))
+    if shutil.which("fish"):
+        def fish(line):
+            res = subprocess.run(["fish", "--no-config", "-c",
+                                  f"source {FILES / 'fish' / 'git-ao.fish'}; complete -C '{line}'"],
+                                 cwd=repo, capture_output=True, text=True, check=False)
+            return _words(res.stdout)
+        shells.append(fish)
+    if shutil.which("zsh"):
+        def zsh(line):
+            words = line.split(" ")
+            res = subprocess.run(["zsh", "-f", "-c", ZSH_DRIVER, "drv", str(FILES / "zsh"),
+                                  f"_git-{words[1]}", *words[1:]], cwd=repo,
+                                 capture_output=True, text=True, check=False)
+            return _words(res.stdout)
+        shells.append(zsh)
+    if not shells:
+        pytest.skip("no shell to complete with")
+    for complete in shells:
+        for line, want in lines.items():
+            assert complete(line) == want, (complete.__name__, line)
+    # outside a repository: nothing, and no error
+    if GIT_BASH:
+        assert _words(_bash("git ao-preserve --push ", tmp_path)) == []

@@ -65,7 +65,8 @@ def test_every_command_speaks_versioned_json(repo, worktrees):
 def _on_tty(args, cwd, env):
     """Run `git args` with stdout on a pseudo-terminal; return what it printed."""
     master, slave = pty.openpty()
-    full = dict(os.environ, COLUMNS="200", TERM="xterm-256color", **env)
+    full = dict(os.environ, COLUMNS="200", TERM="xterm-256color")
+    full.update(env)  # COLUMNS too
     proc = subprocess.Popen(["git", *args], cwd=cwd, stdout=slave, stderr=subprocess.DEVNULL,
                             env=full)
     os.close(slave)

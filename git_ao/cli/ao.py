@@ -10,7 +10,9 @@ from git_ao import __version__
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     App,
+    Choice,
     Group,
+    IntRange,
     check_ids,
     complete_ids,
     finish,
@@ -37,8 +39,9 @@ def group() -> None:
 
 
 
-@group.command("list", context_settings=CONTEXT_SETTINGS)
-@click.option("--state", "states", multiple=True, type=click.Choice(STATES), metavar="STATE",
+@group.command("list", context_settings=CONTEXT_SETTINGS,
+               short_help="List the sessions and their state.")
+@click.option("--state", "states", multiple=True, type=Choice(STATES), metavar="STATE",
               help="Only sessions in STATE: live, attention, pending or terminated "
               "(repeatable).")
 @click.option("--repo", "repo_path", metavar="PATH", type=click.Path(file_okay=False),
@@ -85,7 +88,8 @@ def _repo_of(path: str | None) -> str | None:
     return os.path.realpath(dirs.common_dir)
 
 
-@group.command("show", context_settings=CONTEXT_SETTINGS)
+@group.command("show", context_settings=CONTEXT_SETTINGS,
+               short_help="Show one session's facts and its saved changes.")
 @click.argument("session_id", metavar="ID", shell_complete=complete_ids("all"))
 @options(changes=False)
 def show(app: App, session_id: str) -> int:
@@ -135,7 +139,8 @@ def _history_facts(s: Any, json_mode: bool) -> Any:
         f"bytes only it keeps ({history.history_ref(s.id)}; git ao history {s.id})"
 
 
-@group.command("history", context_settings=CONTEXT_SETTINGS)
+@group.command("history", context_settings=CONTEXT_SETTINGS,
+               short_help="List a session's history, newest first.")
 @click.argument("session_id", metavar="ID", shell_complete=complete_ids("all"))
 @options(changes=False, records=True)
 def history_(app: App, session_id: str) -> int:
@@ -162,10 +167,11 @@ def history_(app: App, session_id: str) -> int:
 TRIGGERS = ("checkpoint", "timer", "hook")  # history.TRIGGERS a command may name
 
 
-@group.command("checkpoint", context_settings=CONTEXT_SETTINGS)
+@group.command("checkpoint", context_settings=CONTEXT_SETTINGS,
+               short_help="Append the sessions' current state to their history.")
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("live"))
 @click.option("--all", "all_", is_flag=True, help="Every live session of every repository.")
-@click.option("--trigger", type=click.Choice(TRIGGERS), default="checkpoint",
+@click.option("--trigger", type=Choice(TRIGGERS), default="checkpoint",
               show_default=True, help="What the history entry names as its cause.")
 @click.option("--hook-input", is_flag=True,
               help="Read the JSON an agent tool's hook gives on stdin and checkpoint the "
@@ -210,12 +216,13 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     return finish(app, "checkpoint", refused + outcomes)
 
 
-@group.command("add", context_settings=CONTEXT_SETTINGS)
+@group.command("add", context_settings=CONTEXT_SETTINGS,
+               short_help="Register linked worktrees as live sessions.")
 @click.argument("path", required=False, type=click.Path(file_okay=False))
 @click.option("--all", "all_", is_flag=True,
               help="Register every linked worktree of the current repository.")
 @click.option("--id", "session_id", metavar="ID", help="Session id (default: the worktree's name).")
-@click.option("--kind", type=click.Choice(KINDS), default=None, metavar="KIND",
+@click.option("--kind", type=Choice(KINDS), default=None, metavar="KIND",
               help="worker (the default) or orchestrator; both are treated alike.")
 @click.option("--harness", default=None, metavar="NAME", help="The agent program, e.g. claude-code.")
 @click.option("--agent-session-id", metavar="ID", help="The agent's own session id, for resuming.")
@@ -243,7 +250,8 @@ def add(app: App, path: str | None, all_: bool, session_id: str | None, kind: st
     return finish(app, "add", [o])
 
 
-@group.command("kill", context_settings=CONTEXT_SETTINGS)
+@group.command("kill", context_settings=CONTEXT_SETTINGS,
+               short_help="End sessions whose worktrees are clean.")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...",
                 shell_complete=complete_ids("live"))
 @options(records=True)
@@ -262,7 +270,8 @@ def kill(app: App, ids: tuple[str, ...]) -> int:
     return finish(app, "kill", outcomes)
 
 
-@group.command("resolve", context_settings=CONTEXT_SETTINGS)
+@group.command("resolve", context_settings=CONTEXT_SETTINGS,
+               short_help="Drop the saved ref of a conflict you resolved.")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...",
                 shell_complete=complete_ids("live"))
 @options(records=True)
@@ -285,7 +294,8 @@ def resolve(app: App, ids: tuple[str, ...]) -> int:
     return finish(app, "resolve", outcomes)
 
 
-@group.command("forget", context_settings=CONTEXT_SETTINGS)
+@group.command("forget", context_settings=CONTEXT_SETTINGS,
+               short_help="Drop session records.")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...",
                 shell_complete=complete_ids("all"))
 @click.option("--force", is_flag=True, help="Drop the record even while work is pending "
@@ -305,7 +315,8 @@ def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
     return finish(app, "forget", outcomes)
 
 
-@group.command("doctor", context_settings=CONTEXT_SETTINGS)
+@group.command("doctor", context_settings=CONTEXT_SETTINGS,
+               short_help="Check git, the data dir, the database and the repositories.")
 @click.argument("scan", nargs=-1, metavar="[DIR]...", type=click.Path(file_okay=False))
 @click.option("--recover", is_flag=True, help="Rebuild the records of pending sessions from "
               "the preserve refs of the repositories named with -C (use absolute paths when "
@@ -355,7 +366,8 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     return doc.exit_status(checks, outcomes)
 
 
-@group.group("config", cls=Group, context_settings=CONTEXT_SETTINGS)
+@group.group("config", cls=Group, context_settings=CONTEXT_SETTINGS,
+             short_help="Read and change git-ao.toml.")
 @short_help_option()
 def config() -> None:
     """Read and change git-ao.toml in the data dir (see git-ao(1), CONFIGURATION)."""
@@ -366,7 +378,8 @@ def _config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-@config.command("get", context_settings=CONTEXT_SETTINGS)
+@config.command("get", context_settings=CONTEXT_SETTINGS,
+                short_help="Print the value of a key.")
 @click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
 @options(changes=False)
 def config_get(app: App, key: str) -> int:
@@ -382,29 +395,38 @@ def config_get(app: App, key: str) -> int:
     return ExitStatus.OK if value is not None else ExitStatus.FAILED
 
 
-@config.command("set", context_settings=CONTEXT_SETTINGS)
+@config.command("set", context_settings=CONTEXT_SETTINGS,
+                short_help="Set a key, its value checked.")
 @click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
 @click.argument("value")
+@click.option("--add", is_flag=True, help="Add VALUE to those of a key taking several "
+              "(restore.mapPath), as git config --add does.")
 @options()
-def config_set(app: App, key: str, value: str) -> int:
-    """Set KEY to VALUE, checked against the key's type (a bad value is refused)."""
+def config_set(app: App, key: str, value: str, add: bool) -> int:
+    """Set KEY to VALUE, checked against the key's type (a bad value is refused);
+    with --add, add it to the key's values."""
     cfg = app.settings
+    shown: Any = value
     if app.dry_run:
         from git_ao.store.settings import check_value
-        check_value(key, value)
+        shown = check_value(key, value)
+        if add:
+            shown = cfg.added(key, shown)
     else:
-        cfg.set(key, value)
+        cfg.set(key, value, add=add)
         from git_ao.remote.pushes import setting_notice  # lazily: it imports git
         notice = setting_notice(key)
         if notice:
             app.printer.error("warning", notice)
     if app.printer.json_mode:
-        app.printer.emit_json("config set", key=key, value=cfg.get(key, value),
+        app.printer.emit_json("config set", key=key,
+                              value=shown if app.dry_run else cfg.get(key, value),
                               dry_run=app.dry_run)
     return ExitStatus.OK
 
 
-@config.command("unset", context_settings=CONTEXT_SETTINGS)
+@config.command("unset", context_settings=CONTEXT_SETTINGS,
+                short_help="Remove a key.")
 @click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
 @options()
 def config_unset(app: App, key: str) -> int:
@@ -416,7 +438,8 @@ def config_unset(app: App, key: str) -> int:
     return ExitStatus.OK if done else ExitStatus.FAILED
 
 
-@config.command("list", context_settings=CONTEXT_SETTINGS)
+@config.command("list", context_settings=CONTEXT_SETTINGS,
+                short_help="Print every key that is set.")
 @click.option("--all", "all_", is_flag=True, help="Also list the known keys that are not set, "
               "with their descriptions.")
 @options(changes=False)
@@ -444,8 +467,9 @@ def _complete_keys(incomplete: str) -> list[str]:
     return [k for k in KEYS if k.startswith(incomplete) and "<" not in k]
 
 
-@group.command("log", context_settings=CONTEXT_SETTINGS)
-@click.option("-n", "--max-count", "count", type=click.IntRange(min=1), default=20,
+@group.command("log", context_settings=CONTEXT_SETTINGS,
+               short_help="Show the last entries of the log.")
+@click.option("-n", "--max-count", "count", type=IntRange(min=1), default=20,
               show_default=True, metavar="N", help="Show the last N entries.")
 @click.option("--session", "session_id", metavar="ID", shell_complete=complete_ids("all"),
               help="Only the entries of this session.")
@@ -464,8 +488,9 @@ def log_(app: App, count: int, session_id: str | None) -> int:
     return ExitStatus.OK
 
 
-@group.command("completion", context_settings=CONTEXT_SETTINGS)
-@click.argument("shell", type=click.Choice(("bash", "zsh", "fish")))
+@group.command("completion", context_settings=CONTEXT_SETTINGS,
+               short_help="Print the completion script for a shell.")
+@click.argument("shell", type=Choice(("bash", "zsh", "fish")))
 @options(changes=False)
 def completion(app: App, shell: str) -> int:
     """Print the completion script for SHELL (bash, zsh or fish), to source or install."""
@@ -483,7 +508,8 @@ def _tool_names(_ctx: click.Context, _param: click.Parameter, incomplete: str) -
     return [n for n in NAMES if n.startswith(incomplete)]
 
 
-@group.command("import", context_settings=CONTEXT_SETTINGS)
+@group.command("import", context_settings=CONTEXT_SETTINGS,
+               short_help="Register the sessions of agent tools and of the ao daemon.")
 @click.option("--tool", "tools", multiple=True, metavar="NAME", shell_complete=_tool_names,
               help="The tool whose sessions to import: ao (the ao daemon), claude-code, "
               "claude-squad, codex, conductor, crystal or vibe-kanban; repeatable "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
@@ -31,7 +32,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 # git's variables naming a repository: git-ao never follows them (a session is
 # the worktree the user stands in), and says so when they are set.
 REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE")
-CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
+# No click help option: `--help` opens the man page, as git's own commands do
+# (help_option), and -h prints the short usage (short_help_option).
+CONTEXT_SETTINGS = {"help_option_names": [], "max_content_width": 100}
+# Usage lines for commands whose forms differ (the ids of `git ao-prune` need
+# --force): command path -> what follows it on each `usage:` / `or:` line.
+USAGE: dict[str, tuple[str, ...]] = {}
 
 
 class Seconds(click.FloatRange):
@@ -47,10 +53,40 @@ class Seconds(click.FloatRange):
                 ctx: click.Context | None) -> Any:
         """The value as a float, refused (a usage error) unless finite and 0 or more."""
         import math
-        number = super().convert(value, param, ctx)
+        try:
+            number = super().convert(value, param, ctx)
+        except click.BadParameter:
+            number = math.nan
         if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+            self.fail(f"expects a number of seconds, 0 or more, not '{value}'", param, ctx)
         return number
+
+
+class Choice(click.Choice[str]):
+    """click.Choice refusing a value in git's words (`expects one of ...`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            self.fail(f"expects one of {', '.join(map(str, self.choices))}, not '{value}'",
+                      param, ctx)
+
+
+class IntRange(click.IntRange):
+    """click.IntRange refusing a value in git's words (`expects a whole number ...`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            if self.max is None:
+                want = f"a whole number, {self.min} or more"
+            else:
+                want = f"a whole number from {self.min} to {self.max}"
+            self.fail(f"expects {want}, not '{value}'", param, ctx)
 
 
 class NoCommand(click.UsageError):
@@ -94,10 +130,43 @@ def complete_ids(state: str) -> Callable[[click.Context, click.Parameter, str],
     return _complete
 
 
+def complete_remotes(ctx: click.Context, _param: click.Parameter,
+                     incomplete: str) -> list[str]:
+    """A click shell_complete callback offering the remotes of the repository the
+    line runs in (after -C, as git applies it), as git's completion offers them
+    after `git push`; one `git remote`."""
+    from git_ao import git
+    where = os.getcwd()
+    for d in ctx.params.get("chdir") or ():
+        where = os.path.join(where, d)
+    return [r for r in git.remote_names(where) if r.startswith(incomplete)]
+
+
 def short_help_option() -> Callable[[F], F]:
-    """The -h option: usage on stdout and exit 129, like git's own commands."""
-    return click.option("-h", is_flag=True, expose_value=False, is_eager=True,
-                        callback=_short_help, help="Show this usage and exit (status 129).")
+    """The -h option (usage on stdout and exit 129, like git's own commands) and
+    --help (the man page); for groups, which take no `options()`."""
+    def deco(f: F) -> F:
+        f = help_option()(f)
+        return click.option("-h", is_flag=True, expose_value=False, is_eager=True,
+                            callback=_short_help,
+                            help="Show this usage and exit (status 129).")(f)
+    return deco
+
+
+def help_option() -> Callable[[F], F]:
+    """--help: open the command's man page with `git help`, as `git <cmd> --help`
+    does for git's own commands (git itself turns only a first `--help` into `git
+    help`; `git ao list --help` reaches git-ao)."""
+    return click.option("--help", is_flag=True, expose_value=False, is_eager=True,
+                        hidden=True, callback=_open_manual, help="Open the man page.")
+
+
+def _open_manual(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from git_ao import git
+    # The page of the executable: git-ao(1) documents every `git ao` subcommand.
+    ctx.exit(git.show_manual(ctx.find_root().command.name or "ao"))
 
 
 def _short_help(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -107,38 +176,80 @@ def _short_help(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
         ctx.exit(ExitStatus.USAGE)
 
 
+# Options whose names are longer go on a line of their own, the help below
+# them, as git's parse-options prints them (never run into the help).
+_NAMES_WIDTH = 24
+
+
 def short_usage(ctx: click.Context) -> str:
-    """What -h prints, shaped like git's parse-options usage: `usage: ...`, the
-    subcommands of a group, then one line per option (`--help` opens the man page)."""
+    """What -h prints, shaped like git's parse-options usage: `usage: ...` (then
+    `   or: ...` for each other form), the subcommands of a group with their
+    short help (whole sentences, never cut), then one line per option, metavars
+    written `<name>`. `--help` opens the man page and is not listed."""
     cmd = ctx.command
     if isinstance(cmd, click.Group):
         lines = [f"usage: {ctx.command_path} <command> [<options>]", "", "commands:"]
         for name in cmd.list_commands(ctx):
             sub = cmd.get_command(ctx, name)
             if sub is not None and not sub.hidden:
-                text = sub.get_short_help_str(64)
-                lines.append(f"    {name:<14}{text[:1].lower()}{text[1:]}")
+                lines.append(f"    {name:<14}{_first_line(sub.short_help or _summary(sub))}")
         lines.append("")
     else:
-        pieces = " ".join(cmd.collect_usage_pieces(ctx)).replace("[OPTIONS]", "[<options>]")
-        lines = [f"usage: {ctx.command_path} {pieces}".rstrip(), ""]
+        forms = USAGE.get(ctx.command_path) or (" ".join(
+            ["[<options>]", *(_arg_usage(a) for a in cmd.get_params(ctx)
+                              if isinstance(a, click.Argument))]),)
+        lines = [f"{'usage' if i == 0 else '   or'}: {ctx.command_path} {form}".rstrip()
+                 for i, form in enumerate(forms)] + [""]
     for p in cmd.get_params(ctx):
-        if not isinstance(p, click.Option) or p.hidden or "--help" in p.opts:
+        if not isinstance(p, click.Option) or p.hidden:
             continue
         names = ", ".join(sorted(p.opts + p.secondary_opts, key=len))
+        metavar = None
         if not p.is_flag and not p.count:
             metavar = p.metavar or p.make_metavar(*(() if _CLICK_OLD else (ctx,)))
-            names += f" <{metavar.lower()}>"
-        lines.append(f"    {names:<26}{_first_line(p.help or '')}")
+            names += f" <{_bare(metavar)}>"
+        text = _first_line(p.help or "")
+        if metavar:
+            # The help names the value as the usage does: STATE -> <state>.
+            text = re.sub(rf"\b{re.escape(_bare(metavar).upper())}\b", f"<{_bare(metavar)}>",
+                          text)
+        if len(names) > _NAMES_WIDTH:
+            lines += [f"    {names}", f"    {'':<{_NAMES_WIDTH + 2}}{text}"]
+        else:
+            lines.append(f"    {names:<{_NAMES_WIDTH + 2}}{text}")
     return "\n".join(lines) + "\n"
 
 
 _CLICK_OLD = click.Option.make_metavar.__code__.co_argcount < 2
 
 
+def _bare(metavar: str) -> str:
+    # click's "[worker|orchestrator]" or "N" -> "worker|orchestrator", "n"
+    return metavar.strip("[]<>").lower()
+
+
+def _arg_usage(a: click.Argument) -> str:
+    """An argument as git's usage writes it: `<id>...`, `[<path>]`, `[<id>...]`,
+    `(bash | zsh | fish)`."""
+    meta = a.metavar or a.name or ""
+    optional = meta.startswith("[") or not a.required
+    many = meta.endswith("...") or a.nargs == -1
+    word = meta.strip("[]").removesuffix("...").strip("[]").lower()
+    if isinstance(a.type, click.Choice) and not a.metavar:
+        return "(" + " | ".join(map(str, a.type.choices)) + ")"
+    text = f"<{word}>" + ("..." if many else "")
+    return f"[{text}]" if optional else text
+
+
+def _summary(cmd: click.Command) -> str:
+    """The first sentence of a command's help, whole."""
+    text = " ".join((cmd.help or "").split("\n\n")[0].split())
+    return re.split(r"(?<=\.)\s", text, maxsplit=1)[0]
+
+
 def _first_line(text: str) -> str:
     # git's option help: lower-case, no final full stop.
-    text = text.split("\n")[0].rstrip(".")
+    text = " ".join(text.split()).rstrip(".")
     return text[:1].lower() + text[1:]
 
 
@@ -162,13 +273,14 @@ def options(*, changes: bool = True,
             return rv
 
         opts = [
+            help_option(),
             click.option("-h", is_flag=True, expose_value=False, is_eager=True,
                          callback=_short_help, help="Show this usage and exit (status 129)."),
             click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors."),
             click.option("-v", "--verbose", is_flag=True, help="Show each git command run."),
             click.option("--json", "json_mode", is_flag=True,
                          help="Print one JSON document for scripts."),
-            click.option("--color", "color", type=click.Choice(("always", "never", "auto")),
+            click.option("--color", "color", type=Choice(("always", "never", "auto")),
                          default=None, metavar="WHEN",
                          help="Colour: always, never or auto (default: color.ao, color.ui, "
                          "NO_COLOR, else on a terminal)."),
@@ -329,7 +441,7 @@ def run(command: click.Command, prog_name: str) -> None:
         sys.stderr.write(short_usage(exc.ctx))
         rv = ExitStatus.USAGE
     except click.UsageError as exc:
-        msg = exc.format_message()
+        msg = git_usage_message(exc)
         sys.stderr.write(f"error: {msg}\n")
         if exc.ctx is not None:
             sys.stderr.write(short_usage(exc.ctx))
@@ -367,6 +479,38 @@ def run(command: click.Command, prog_name: str) -> None:
     except BrokenPipeError:
         pass
     sys.exit(rv if isinstance(rv, int) else ExitStatus.OK)
+
+
+def git_usage_message(exc: click.UsageError) -> str:
+    """click's usage errors in git's words: `unknown option 'bogus'`, `unknown
+    switch 'x'`, `option 'state' requires a value`, `option 'jobs' expects ...`,
+    `unknown subcommand: 'x'`, `too many arguments`; anything else as click says
+    it, lower-case and without the final full stop."""
+    if isinstance(exc, click.NoSuchOption):
+        name = exc.option_name
+        return f"unknown switch '{name[1:]}'" if not name.startswith("--") \
+            else f"unknown option '{name[2:]}'"
+    if isinstance(exc, click.BadOptionUsage) and "requires an argument" in exc.message:
+        return f"option '{exc.option_name.lstrip('-')}' requires a value"
+    if isinstance(exc, click.MissingParameter) and isinstance(exc.param, click.Argument):
+        return f"<{exc.param.name}> is required"
+    if isinstance(exc, click.MissingParameter) and exc.param is not None:
+        return f"option '{exc.param.opts[0].lstrip('-')}' requires a value"
+    if isinstance(exc, click.BadParameter) and exc.param is not None:
+        p = exc.param
+        name = f"option '{max(p.opts, key=len).lstrip('-')}'" if isinstance(p, click.Option) \
+            else f"<{p.name}>"
+        text = exc.message
+        if text.startswith("expects "):
+            return f"{name} {text}"
+        return f"invalid value for {name}: {_first_line(text)}"
+    text = exc.format_message()
+    m = re.match(r"No such command '(.*)'", text)
+    if m:
+        return f"unknown subcommand: '{m.group(1)}'"
+    if text.startswith("Got unexpected extra argument"):
+        return "too many arguments"
+    return _first_line(text)
 
 
 def check_ids(ids: Iterable[str]) -> None:

@@ -10,7 +10,7 @@ control character is written C-style quoted, as git quotes such paths
 (core.quotePath). With -z every field is followed by a NUL instead and nothing
 is quoted (git's -z). With --json: one JSON document on stdout,
 `{"schema": 1, "command": ..., ...}`. Errors, warnings and the summary go to
-stderr.
+stderr, and so do the records -q still prints (refused, failed, attention).
 
 Colour: --color=WHEN, else git's color.ao, else color.ui (so `git -c
 color.ui=never ao list` works), else NO_COLOR (no colour, no bold, no dim), else
@@ -123,12 +123,13 @@ class Printer:
             self._err_console = self._make_console(sys.stderr, sys.stderr.isatty())
         return self._err_console
 
-    def _record(self, fields: Sequence[str]) -> None:
+    def _record(self, fields: Sequence[str], stream: Any = None) -> None:
         """One plain record: tab-separated and quoted, or NUL-terminated fields with -z."""
+        stream = stream or self.stream
         if self.nul:
-            self.stream.write("".join(f + "\0" for f in fields))
+            stream.write("".join(f + "\0" for f in fields))
         else:
-            self.stream.write("\t".join(map(quote_field, fields)) + "\n")
+            stream.write("\t".join(map(quote_field, fields)) + "\n")
 
     # ------------------------------------------------------------ messages
 
@@ -158,6 +159,12 @@ class Printer:
     def outcome(self, o: Outcome) -> None:
         """One session's result, as it happens (not in JSON mode)."""
         if self.json_mode or (self.quiet and o.status in (Status.OK, Status.NOTHING)):
+            return
+        if self.quiet:
+            # -q prints errors only, and on stderr as git's are: a boot's quiet
+            # restore writes its refusals to the journal, its stdout stays empty.
+            self._record([o.action, str(o.status), o.session_id, o.message], sys.stderr)
+            sys.stderr.flush()
             return
         if self.tty:
             style = _STYLE.get(o.status, "")
@@ -245,13 +252,22 @@ class Printer:
             self.emit_json("list", sessions=records)
             return
         cols = ("id", "kind", "harness", "state", "branch", "workspace_path", "preserved")
-        rows = [(r["id"], r["kind"], r["harness"] or "-", r["state"], r["branch"] or "-",
-                 r["workspace_path"], _preserved(r)) for r in records]
+        rows: list[tuple[str, ...]] = [
+            (r["id"], r["kind"], r["harness"] or "-", r["state"], r["branch"] or "-",
+             r["workspace_path"], _preserved(r)) for r in records]
         if self.tty:
             from rich.table import Table
+            path_col = cols.index("workspace_path")
+            rows = fit_paths(rows, [c.replace("_", " ") for c in cols], path_col,
+                             self.console.width)
             table = Table(box=None, header_style="bold")
+            cut = max((len(r[path_col]) for r in rows), default=0)
             for c in cols:
-                table.add_column(c.replace("_", " "))
+                # The path, cut from the left by fit_paths, is never cut again by
+                # rich from the right: rich narrows the other columns instead.
+                path = c == "workspace_path"
+                table.add_column(c.replace("_", " "), no_wrap=True,
+                                 min_width=cut if path else None)
             for row in rows:
                 table.add_row(*row)
             self.console.print(table)
@@ -275,6 +291,28 @@ class Printer:
             self.stream.write(f"{k + ':':<{width + 1}} {'-' if v in (None, '') else v}\n")
         if stat_text:
             self.stream.write("\n" + stat_text)
+
+
+# A path is never cut shorter than this: its last components still say which.
+MIN_PATH = 16
+
+
+def fit_paths(rows: list[tuple[str, ...]], headers: list[str], col: int,
+              width: int) -> list[tuple[str, ...]]:
+    """The rows with column `col` (paths) cut from the left, `...` first, so the
+    table fits `width` columns: the end of a path (the worktree's name) is what
+    tells them apart, as git cuts paths in `git status` and diffstat. Each
+    column of a rich table without a box takes its widest cell plus 2; a path is
+    cut to no fewer than MIN_PATH characters."""
+    if not rows:
+        return rows
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    room = width - sum(w + 2 for i, w in enumerate(widths) if i != col) - 2
+    room = max(room, MIN_PATH, len(headers[col].split()[0]))
+    if widths[col] <= room:
+        return rows
+    return [(*r[:col], r[col] if len(r[col]) <= room else "..." + r[col][-(room - 3):],
+             *r[col + 1:]) for r in rows]
 
 
 def _preserved(r: dict[str, Any]) -> str:

@@ -8,10 +8,12 @@ from git_ao.cli import remote_opts
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     App,
+    IntRange,
     Seconds,
     SignalStop,
     check_ids,
     complete_ids,
+    complete_remotes,
     finish,
     import_first,
     named_sessions,
@@ -29,11 +31,11 @@ from git_ao.outcome import Action, Outcome
               help="Every live session of every repository (what shutdown scripts run).")
 @click.option("--keep-worktree", is_flag=True,
               help="Take a checkpoint: write the ref but keep the worktree and the session live.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
+@click.option("-j", "--jobs", type=IntRange(1, 64), default=None, metavar="N",
               help="Sessions handled at once (default: the number of cores).")
 @click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
               help="Start no new session after this many seconds; the rest stay live.")
-@click.option("--push", metavar="REMOTE", default=None,
+@click.option("--push", metavar="REMOTE", default=None, shell_complete=complete_remotes,
               help="Then push each saved preserve ref to REMOTE (default: preserve.push).")
 @click.option("--push-branch", is_flag=True,
               help="With --push: push each session's branch too (never forced).")

@@ -5,14 +5,19 @@ import click
 from git_ao.cli import remote_opts
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
+    USAGE,
     App,
     check_ids,
     complete_ids,
+    complete_remotes,
     finish,
     options,
     run,
     usage,
 )
+
+# The ids are taken with --force only: -h says so rather than offer `[<id>...]`.
+USAGE["git ao-prune"] = ("[<options>]", "--force [<options>] <id>...")
 
 
 @click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
@@ -22,8 +27,9 @@ from git_ao.cli.common import (
               help="Delete only trash older than WHEN, a git date (default: prune.expire, else "
               "2.weeks.ago; now: all of it; never: none).")
 @click.option("--force", is_flag=True,
-              help="With IDs: delete those sessions' preserve refs and records, pending or not.")
-@click.option("--remote", metavar="REMOTE", default=None,
+              help="Delete the preserve refs, records and trash of the sessions named, pending "
+              "or not (nothing else is pruned).")
+@click.option("--remote", metavar="REMOTE", default=None, shell_complete=complete_remotes,
               help="Also delete REMOTE's preserve refs whose work is provably elsewhere.")
 @options(records=True)
 def command(app: App, ids: tuple[str, ...], expire: str | None, force: bool,

@@ -8,9 +8,11 @@ from git_ao.cli import remote_opts
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     App,
+    IntRange,
     SignalStop,
     check_ids,
     complete_ids,
+    complete_remotes,
     finish,
     import_first,
     named_sessions,
@@ -24,9 +26,9 @@ from git_ao.outcome import Action, Outcome
 @click.command("ao-restore", context_settings=CONTEXT_SETTINGS)
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("pending"))
 @click.option("--no-launch", is_flag=True, help="Do not run the configured relaunch command.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
+@click.option("-j", "--jobs", type=IntRange(1, 64), default=None, metavar="N",
               help="Sessions handled at once (default: the number of cores).")
-@click.option("--from", "from_", metavar="REMOTE", default=None,
+@click.option("--from", "from_", metavar="REMOTE", default=None, shell_complete=complete_remotes,
               help="Fetch the sessions REMOTE holds (all, or the IDs) and restore them here.")
 @click.option("--map-path", multiple=True, metavar="OLD=NEW",
               help="With --from: put a worktree recorded under OLD under NEW (repeatable).")

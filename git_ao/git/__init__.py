@@ -36,12 +36,13 @@ from git_ao.git.process import (
     line,
     run,
     set_trace,
+    show_manual,
 )
 
 __all__ = ["IDENTITY", "NO_OBJECT", "TIMED_OUT", "BranchName", "Completed", "IndexFlags",
            "ObjectId", "Status", "StatusEntry",
            "WorktreeEntry", "call", "call_bounded", "check_ref_format", "join_z", "line", "run",
-           "set_trace", "split_z"]
+           "set_trace", "show_manual", "split_z"]
 
 
 # ---------------------------------------------------------------- repositories
@@ -111,6 +112,13 @@ def _same_dir(a: str, b: str) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def remote_names(cwd: str) -> list[str]:
+    """The remotes of the repository at `cwd` (`git remote`), for completion; []
+    outside a repository or when git fails."""
+    res = call(["remote"], cwd, inherit_repo_env=True)
+    return res.text.split() if res.status == 0 else []
 
 
 def worktree_list(common_dir: str) -> list[WorktreeEntry]:

@@ -130,6 +130,21 @@ def _start_error(argv: list[str], cwd: str, exc: OSError) -> Exception:
     return GitError(argv, 128, f"cannot start git in '{cwd}': {exc.strerror or exc}")
 
 
+def show_manual(command: str) -> int:
+    """`git help <command>` (`ao-preserve`, `ao`) with the terminal: git opens the
+    page as it does for its own commands (man.viewer, help.format, MANPATH with
+    its exec path). Returns git's exit status. Raises Fatal when git itself
+    cannot be started."""
+    argv = ["help", command]
+    if _trace is not None:
+        _trace(argv, os.getcwd())
+    try:
+        # The user's own environment and locale: the page is for a person.
+        return _status(subprocess.run(["git", *argv], check=False).returncode)
+    except OSError as exc:
+        raise _start_error(argv, os.getcwd(), exc) from exc
+
+
 def run(args: Sequence[object], cwd: str, **kw: Any) -> bytes:
     """Like `call`, but raise GitError on a non-zero status; return stdout bytes."""
     return call(args, cwd, **kw).check().out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from git_ao import git
@@ -22,10 +22,11 @@ def same_path(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def unheld(entries: list[git.WorktreeEntry], held: list[str]) -> list[str]:
+def unheld(entries: Iterable[git.WorktreeEntry], held: Iterable[str]) -> list[str]:
     """Paths of the linked worktrees in `entries` (`git worktree list`) that no
     path of `held` names, symlinks resolved; the main worktree, a bare
     repository and prunable registrations (their directory is gone) left out."""
+    held = list(held)  # walked once per entry
     return [e.path for e in entries
             if not e.is_main and not e.prunable and not e.bare
             and not any(same_path(e.path, h) for h in held)]

@@ -174,6 +174,7 @@ class Key:
     parse: Callable[[str], Any]
     help: str
     strict: Callable[[Any], Any] | None = None  # a further check `config set` runs (may start git)
+    multi: bool = False  # several values (a TOML list): `config set --add` appends one
 
 
 def _parse_int(text: str) -> int:
@@ -248,7 +249,8 @@ KEYS = {
                         "(default: the number of cores)"),
     "restore.mapPath": Key(_path_maps, str,
                            "OLD=NEW: where git ao-restore --from puts a worktree whose "
-                           "recorded path starts with OLD (in the file, a list of them)"),
+                           "recorded path starts with OLD (several: git ao config set --add)",
+                           multi=True),
     "stop.command": Key(_command, str,
                         "command git ao-preserve runs to stop a session's agents before "
                         "it sends them SIGTERM (every harness)"),
@@ -362,12 +364,17 @@ class Settings:
 
     # ------------------------------------------------------------ edits
 
-    def set(self, key: str, text: str) -> None:
+    def set(self, key: str, text: str, *, add: bool = False) -> None:
         """Validate and store `text` for `key` (parsed by the key's type), editing
-        the file in place: comments, order and other keys stay as written.
+        the file in place: comments, order and other keys stay as written. add:
+        append it to the values already set (a key taking several, as `git config
+        --add`), a value already there not repeated.
 
-        Raises Usage naming the key for an unknown key or a bad value."""
+        Raises Usage naming the key for an unknown key, a bad value, or `add` on a
+        key that takes one value."""
         value = check_value(key, text)
+        if add:
+            value = self.added(key, value)
         doc = self._document()
         import tomlkit
         table: Any = doc
@@ -379,6 +386,17 @@ class Settings:
         table[parts[-1]] = value
         self.values[key] = value
         self._write(doc)
+
+    def added(self, key: str, value: Any) -> list[Any]:
+        """The values of `key` with `value` appended (not repeated), as `set(...,
+        add=True)` stores them. Raises Usage for a key that takes one value."""
+        spec = key_spec(key)
+        if spec is None or not spec.multi:
+            raise Usage(f"'{key}' takes one value; --add is for keys taking several, such "
+                        "as restore.mapPath")
+        old = self.values.get(key)
+        values = [] if old is None else [old] if isinstance(old, str) else list(old)
+        return values if value in values else [*values, value]
 
     def unset(self, key: str) -> bool:
         """Remove `key` from the file (in place, as `set`); returns False when it was not set."""
