@@ -40,7 +40,7 @@ def test_git_message_keeps_errors_and_drops_hints():
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
 def test_preserve_timeout_refuses_what_is_not_a_finite_number(repo, value):
     res = ao("ao-preserve", "--all", "--timeout", value, "-n", cwd=repo, rc=129)
-    assert "--timeout" in res.stderr
+    assert "option 'timeout' expects a number of seconds" in res.stderr
 
 
 def test_a_log_that_is_a_directory_is_said_once(repo, worktrees, ao_env):
@@ -97,3 +97,83 @@ def test_the_version_is_asked_again_of_another_git(tmp_path, repo, monkeypatch):
     monkeypatch.setenv("PATH", f"{_old_git(tmp_path)}:{os.environ['PATH']}")
     with pytest.raises(Fatal, match="this is git 2.30.1"):
         version.check_version()
+
+
+def _fake_man(tmp_path):
+    """A `man` that prints what git asked it for: git help runs man (man.viewer)."""
+    bin_dir = tmp_path / "fakeman"
+    bin_dir.mkdir(exist_ok=True)
+    man = bin_dir / "man"
+    man.write_text("#!/bin/sh\necho \"man $*\"\n")
+    man.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+@pytest.mark.parametrize("argv, page", [
+    (("ao", "list", "--help"), "git-ao"),
+    (("ao", "config", "set", "--help"), "git-ao"),
+    (("ao", "config", "--help"), "git-ao"),
+    (("ao", "show", "--json", "--help"), "git-ao"),
+    (("ao-prune", "--expire", "now", "--help"), "git-ao-prune"),
+    (("ao-preserve", "-n", "--help"), "git-ao-preserve"),
+    (("ao-restore", "--no-launch", "--help"), "git-ao-restore"),
+])
+def test_help_anywhere_opens_the_man_page_as_gits_own_commands_do(repo, tmp_path, argv, page):
+    """git turns only a first --help into `git help`; after a subcommand or an
+    option, git-ao does the same, and nothing else runs."""
+    res = ao(*argv, cwd=repo, env=_fake_man(tmp_path), process=True)
+    assert res.stdout == f"man {page}\n" and res.stderr == ""
+    # the dashed command, run straight, too
+    res = subprocess.run([str(BIN / f"git-{argv[0]}"), *argv[1:]], cwd=repo, text=True,
+                         capture_output=True, env=dict(os.environ, **_fake_man(tmp_path)),
+                         check=False)
+    assert (res.returncode, res.stdout) == (0, f"man {page}\n"), res.stderr
+
+
+def _every_command():
+    from git_ao.cli import ao as ao_cli
+    from git_ao.cli import preserve, prune, restore
+    found = [(["ao"], ao_cli.group)]
+    for top, cmd in ((["ao-preserve"], preserve.command), (["ao-restore"], restore.command),
+                     (["ao-prune"], prune.command)):
+        found.append((top, cmd))
+    for name, sub in ao_cli.group.commands.items():
+        found.append((["ao", name], sub))
+        for inner in getattr(sub, "commands", {}):
+            found.append((["ao", name, inner], sub.commands[inner]))
+    return found
+
+
+def test_short_usage_lines_are_whole_and_never_run_together(repo):
+    """-h: no help cut mid-sentence (`...`), no option running into its help
+    (`--kind <[worker|orchestrator]>worker`), metavars written `<name>`."""
+    for argv, _cmd in _every_command():
+        out = ao(*argv, "-h", cwd=repo, rc=129).stdout
+        for ln in out.splitlines():
+            if ln.startswith(("usage:", "   or:")):
+                continue
+            assert not ln.rstrip().endswith("..."), (argv, ln)
+            assert not re.search(r">\w", ln) and "[" not in ln.split("  ")[0], (argv, ln)
+            if ln.startswith("    -") and len(ln.split()) > 1:
+                names_and_help = re.match(r"^    (\S.*?)( {2,}(\S.*))?$", ln)
+                assert names_and_help, (argv, ln)
+
+
+def test_prune_short_usage_offers_ids_only_with_force(repo):
+    out = ao("ao-prune", "-h", cwd=repo, rc=129).stdout
+    assert out.splitlines()[:2] == ["usage: git ao-prune [<options>]",
+                                    "   or: git ao-prune --force [<options>] <id>..."]
+    res = ao("ao-prune", "x", cwd=repo, rc=129)
+    assert res.stderr.startswith("error: naming sessions needs --force")
+
+
+def test_quiet_sends_the_records_it_still_prints_to_stderr(repo, worktrees):
+    """-q prints errors only, on stderr as git does: a boot's quiet run keeps
+    stdout empty, and its refusals reach the journal."""
+    worktrees(repo, "fine")
+    res = ao("ao-preserve", "-q", "fine", "nope", cwd=repo, rc=1)
+    assert res.stdout == ""
+    assert res.stderr == "preserve\trefused\tnope\tno session 'nope' (see 'git ao list')\n"
+    res = ao("ao-restore", "-q", "nope", cwd=repo, rc=1)
+    assert res.stdout == "" and res.stderr.startswith("restore\trefused\tnope\t")
+    assert ao("ao-restore", "-q", cwd=repo).stdout == ""

@@ -120,3 +120,26 @@ def test_short_usage_is_gits_and_matches_the_page(repo, page):
     text = man_source_text((MAN / page).read_text())
     assert re.search(r"Print a short usage on standard output, as git's own commands do\s+"
                      r"\(usage:, then one line per option\), and exit with status 129", text)
+
+
+def test_list_on_a_narrow_terminal_cuts_paths_from_the_left(repo, worktrees, tmp_path):
+    """At 80 columns the end of a path (the worktree's name) is what tells
+    sessions apart: paths are cut from the left, ids and branches kept whole."""
+    deep = tmp_path / "a-rather-long-directory" / "of-agent-worktrees" / "kept-by-the-harness"
+    deep.mkdir(parents=True)
+    for name in ("fix-parser", "fix-lexer"):
+        git("worktree", "add", "-q", "-b", name, deep / name, cwd=repo)
+        ao("ao", "add", deep / name, "--harness", "claude-code", cwd=repo)
+    out = _on_tty(["ao", "list"], repo, {"COLUMNS": "80", "NO_COLOR": "1"})
+    lines = [ln for ln in out.replace("\r", "").splitlines() if ln.strip()]
+    assert all(len(ln) <= 80 for ln in lines), out
+    for name in ("fix-parser", "fix-lexer"):
+        [row] = [ln for ln in lines if ln.split()[0] == name]
+        cells = row.split()
+        assert cells[4] == name  # the branch, whole
+        path = cells[5]
+        assert path.startswith("...") and path.endswith(f"/{name}"), row
+        assert str(deep / name).endswith(path[3:])
+    # wide enough: the paths whole
+    out = _on_tty(["ao", "list"], repo, {"COLUMNS": "250", "NO_COLOR": "1"})
+    assert str(deep / "fix-parser") in out

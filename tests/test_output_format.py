@@ -106,7 +106,7 @@ def test_error_documents_name_the_command_as_success_documents_do(repo):
     assert json.loads(res.stdout.splitlines()[-1])["command"] == "show"
     res = ao("ao-restore", "--json", "-j", "0", cwd=repo, rc=129)  # a usage error
     doc = json.loads(res.stdout)
-    assert doc["command"] == "restore" and doc["exit_status"] == 129 and "-j" in doc["error"]
+    assert doc["command"] == "restore" and doc["exit_status"] == 129 and "option 'jobs'" in doc["error"]
     res = ao("ao", "config", "get", "preserve.jobs", "--json", cwd=repo, rc=None)
     assert json.loads(res.stdout)["command"] == "config get"
 

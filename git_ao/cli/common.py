@@ -93,6 +93,19 @@ class NoCommand(click.UsageError):
     """A command group run with no subcommand (`git ao` alone)."""
 
 
+class Command(click.Command):
+    """A click command whose usage errors always carry their context, so the
+    short usage follows the error line (click's parser raises some without)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if exc.ctx is None:
+                exc.ctx = ctx
+            raise
+
+
 class Group(click.Group):
     """A click group that, run with no subcommand, prints its help on stderr and
     exits 129 as `git worktree` alone does. click's own no-args help differs by
@@ -103,10 +116,17 @@ class Group(click.Group):
         kw["no_args_is_help"] = False
         super().__init__(*args, **kw)
 
+    command_class = Command
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:
             raise NoCommand("no command given", ctx)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if exc.ctx is None:
+                exc.ctx = ctx
+            raise
 
 
 def complete_ids(state: str) -> Callable[[click.Context, click.Parameter, str],
@@ -234,11 +254,17 @@ def _arg_usage(a: click.Argument) -> str:
     meta = a.metavar or a.name or ""
     optional = meta.startswith("[") or not a.required
     many = meta.endswith("...") or a.nargs == -1
-    word = meta.strip("[]").removesuffix("...").strip("[]").lower()
+    word = _arg_word(a)
     if isinstance(a.type, click.Choice) and not a.metavar:
         return "(" + " | ".join(map(str, a.type.choices)) + ")"
     text = f"<{word}>" + ("..." if many else "")
     return f"[{text}]" if optional else text
+
+
+def _arg_word(a: click.Parameter) -> str:
+    """An argument's name as usage shows it: metavar `[ID]...` -> `id`."""
+    meta = a.metavar or a.name or ""
+    return meta.strip("[]").removesuffix("...").strip("[]").lower()
 
 
 def _summary(cmd: click.Command) -> str:
@@ -493,13 +519,13 @@ def git_usage_message(exc: click.UsageError) -> str:
     if isinstance(exc, click.BadOptionUsage) and "requires an argument" in exc.message:
         return f"option '{exc.option_name.lstrip('-')}' requires a value"
     if isinstance(exc, click.MissingParameter) and isinstance(exc.param, click.Argument):
-        return f"<{exc.param.name}> is required"
+        return f"<{_arg_word(exc.param)}> is required"
     if isinstance(exc, click.MissingParameter) and exc.param is not None:
         return f"option '{exc.param.opts[0].lstrip('-')}' requires a value"
     if isinstance(exc, click.BadParameter) and exc.param is not None:
         p = exc.param
         name = f"option '{max(p.opts, key=len).lstrip('-')}'" if isinstance(p, click.Option) \
-            else f"<{p.name}>"
+            else f"<{_arg_word(p)}>"
         text = exc.message
         if text.startswith("expects "):
             return f"{name} {text}"

@@ -8,6 +8,7 @@ from git_ao.cli import remote_opts
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     App,
+    Command,
     IntRange,
     Seconds,
     SignalStop,
@@ -25,7 +26,7 @@ from git_ao.cli.common import (
 from git_ao.outcome import Action, Outcome
 
 
-@click.command("ao-preserve", context_settings=CONTEXT_SETTINGS)
+@click.command("ao-preserve", cls=Command, context_settings=CONTEXT_SETTINGS)
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("live"))
 @click.option("--all", "all_", is_flag=True,
               help="Every live session of every repository (what shutdown scripts run).")

@@ -7,6 +7,7 @@ from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     USAGE,
     App,
+    Command,
     check_ids,
     complete_ids,
     complete_remotes,
@@ -20,7 +21,7 @@ from git_ao.cli.common import (
 USAGE["git ao-prune"] = ("[<options>]", "--force [<options>] <id>...")
 
 
-@click.command("ao-prune", context_settings=CONTEXT_SETTINGS)
+@click.command("ao-prune", cls=Command, context_settings=CONTEXT_SETTINGS)
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("all"))
 @click.option("--expire", metavar="WHEN", default=None, shell_complete=lambda c, p, i: [
     w for w in ("now", "never", "1.day.ago", "1.week.ago", "2.weeks.ago") if w.startswith(i)],

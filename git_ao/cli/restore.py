@@ -8,6 +8,7 @@ from git_ao.cli import remote_opts
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     App,
+    Command,
     IntRange,
     SignalStop,
     check_ids,
@@ -23,7 +24,7 @@ from git_ao.cli.common import (
 from git_ao.outcome import Action, Outcome
 
 
-@click.command("ao-restore", context_settings=CONTEXT_SETTINGS)
+@click.command("ao-restore", cls=Command, context_settings=CONTEXT_SETTINGS)
 @click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("pending"))
 @click.option("--no-launch", is_flag=True, help="Do not run the configured relaunch command.")
 @click.option("-j", "--jobs", type=IntRange(1, 64), default=None, metavar="N",
