@@ -72,7 +72,7 @@ def test_the_floor_versions_run_every_kind_of_command(floor_venv, repo, worktree
     res = _run(floor_venv, "ao", cwd=repo, rc=129)
     assert res.stderr.startswith("usage: git ao ") and res.stdout == ""
     res = _run(floor_venv, "ao", "--bogus", cwd=repo, rc=129)
-    assert res.stderr.startswith("error: No such option")
+    assert res.stderr.startswith("error: unknown option 'bogus'\nusage: git ao ")
     _run(floor_venv, "ao-preserve", "-h", cwd=repo, rc=129)
     _run(floor_venv, "ao", "config", "set", "preserve.jobs", "2", cwd=repo, rc=0)
     wt = worktrees(repo, "floor")

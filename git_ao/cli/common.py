@@ -62,7 +62,13 @@ class Seconds(click.FloatRange):
         return number
 
 
-class Choice(click.Choice[str]):
+if TYPE_CHECKING:
+    _Choice = click.Choice[str]
+else:
+    _Choice = click.Choice  # not generic before click 8.2 (the floor is 8.1.3)
+
+
+class Choice(_Choice):
     """click.Choice refusing a value in git's words (`expects one of ...`)."""
 
     def convert(self, value: Any, param: click.Parameter | None,
