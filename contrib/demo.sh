@@ -76,8 +76,8 @@ git ao-preserve --all
 end=$(date +%s.%N)
 echo "preserve took $(python3 -c "print(f'{$end - $start:.2f}')") s"
 ls "$demo/sessions" | grep . && { echo "worktrees still there?" >&2; exit 1; } || echo "(every worktree is gone)"
-git -C "$demo/web" for-each-ref refs/ao/
-git -C "$demo/tools" for-each-ref refs/ao/
+git -C "$demo/web" for-each-ref refs/ao/preserved/
+git -C "$demo/tools" for-each-ref refs/ao/preserved/
 # --all: the demo's sessions belong to its own two repositories, not to the
 # directory this script runs in.
 git ao list --all
@@ -109,7 +109,7 @@ check "ignored build output came back too" \
 check "every session is live again" \
   test "$(git ao list --all --state live --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["sessions"]))')" = 4
 check "no preserve ref left behind" \
-  test -z "$(git -C "$demo/web" for-each-ref refs/ao/; git -C "$demo/tools" for-each-ref refs/ao/)"
+  test -z "$(git -C "$demo/web" for-each-ref refs/ao/preserved/; git -C "$demo/tools" for-each-ref refs/ao/preserved/)"
 echo
 echo "demo directory: $demo (AO_DATA_DIR=$AO_DATA_DIR); remove it with: rm -rf $demo"
 exit $status
