@@ -4,6 +4,7 @@ were."""
 
 import json
 import os
+import shlex
 import sqlite3
 import uuid
 from pathlib import Path
@@ -148,9 +149,12 @@ def test_vibe_kanban_archived_and_cleaned_up_workspaces_are_not_live(repo, make_
     wid, container = tb.vk_workspace(db, [other], label="expired", branch="vk/expired")
     tb.vk_cleanup(db, wid, container, [other])
     got = {f.name: f for f in vibe_kanban.read(db)}
-    assert {n: (f.live, f.note) for n, f in got.items()} == {
-        next(n for n in got if n.endswith("archived")): (False, "archived in vibe-kanban"),
-        container.name: (False, "vibe-kanban removed its worktree (worktree_deleted)")}
+    archived = next(f for n, f in got.items() if n.endswith("archived"))
+    assert not archived.live
+    assert archived.note == ("archived in vibe-kanban; its worktree is still there: "
+                             f"`git ao add {shlex.quote(str(archived.worktree))}` keeps its work")
+    assert (got[container.name].live, got[container.name].note) == (
+        False, "vibe-kanban removed its worktree (worktree_deleted)")
 
 
 def test_vibe_kanban_old_layout_worktree_is_the_workspace_dir(repo):
@@ -260,6 +264,15 @@ def test_crystal_archived_session_is_not_live_and_main_repo_session_skipped(repo
     conn.close()
     (f,) = crystal.read(db)
     assert (f.tool_id, f.live, f.note) == (sid, False, "archived in crystal")
+    # Archived, but crystal's removal of the worktree failed: named, with how to keep it.
+    sid2, wt2 = tb.crystal_session(db, repo, "kept-dir")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE sessions SET archived = 1 WHERE id = ?", (sid2,))
+    conn.commit()
+    conn.close()
+    got = {f.tool_id: f for f in crystal.read(db)}
+    assert got[sid2].note == (f"archived in crystal; its worktree is still there: "
+                              f"`git ao add {shlex.quote(str(wt2))}` keeps its work")
 
 
 def test_crystal_database_from_before_panels_gives_the_claude_session_id(repo):

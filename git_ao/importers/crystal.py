@@ -37,6 +37,8 @@ Format, from stravu/crystal @ 1e18e0bc981225f75b5226f82a300fa741970c6f:
 from __future__ import annotations
 
 import json
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +106,16 @@ def _read(conn: Any, path: Path) -> list[Found]:
         out.append(Found(
             tool=TOOL, tool_id=str(sid), worktree=Path(wt), branch=None, harness=harness,
             agent_session_id=agent_id, kind=Kind.WORKER, live=not archived,
-            note="archived in crystal" if archived else None))
+            note=_archived_note(Path(wt)) if archived else None))
     return out
+
+
+def _archived_note(wt: Path) -> str:
+    """Why an archived session is not imported; crystal removes its worktree right
+    after archiving, so one still there is named with how to keep it."""
+    if os.path.isdir(wt):
+        return f"archived in crystal; its worktree is still there: `git ao add {shlex.quote(str(wt))}` keeps its work"
+    return "archived in crystal"
 
 
 def _agent_id(state: Any) -> str | None:

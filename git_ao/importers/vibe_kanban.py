@@ -48,6 +48,7 @@ Format, from BloopAI/vibe-kanban @ 4deb7eca8f381f7cbc1f9d15515a9ab8f8009053:
 from __future__ import annotations
 
 import os
+import shlex
 import uuid
 from pathlib import Path
 from typing import Any
@@ -147,9 +148,17 @@ def _read(conn: Any, path: Path) -> list[Found]:
             out.append(Found(
                 tool=TOOL, tool_id=f"{wid}/{name}", worktree=wt, branch=branch or None,
                 harness=harness, agent_session_id=agent_id, kind=Kind.WORKER,
-                live=note is None, group=group, note=note,
+                live=note is None, group=group, note=_still_there(note, wt),
                 name=label if len(repos) == 1 else f"{label}-{name}"))
     return out
+
+
+def _still_there(note: str | None, wt: Path) -> str | None:
+    """An archived workspace's worktree vibe-kanban has not removed yet (it does an
+    hour after the last activity): say so, and how to keep it."""
+    if note and os.path.isdir(wt):
+        return f"{note}; its worktree is still there: `git ao add {shlex.quote(str(wt))}` keeps its work"
+    return note
 
 
 def _agent(conn: Any, ws_id: Any) -> tuple[str, str | None]:
