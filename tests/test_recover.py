@@ -267,3 +267,23 @@ def test_any_command_in_a_repository_with_unrecorded_refs_says_so(repo, worktree
     ao("ao", "doctor", "--recover", "-C", repo, cwd=repo, rc=None)
     res = ao("ao", "list", cwd=repo)
     assert "warning" not in res.stderr, res.stderr
+
+
+def test_the_home_search_stays_on_its_file_system_as_git_discovery_does(ao_env, worktrees,
+                                                                        tmp_path, monkeypatch):
+    """A repository on another file system below the home directory (a mounted disk,
+    a network share) is not entered, and the note names it; with
+    GIT_DISCOVERY_ACROSS_FILESYSTEM set, as git then does, it is."""
+    from tests.support import tmpfs
+    home = ao_env / "home"
+    with tmpfs(home / "mnt", "16m") as mnt:
+        _saved_repo(mnt / "eps", worktrees, "e1")
+        _lose("deleted")
+        # Nothing else holds a ref: refused (no empty database made), naming the mount.
+        res = ao("ao", "doctor", "--recover", cwd=tmp_path, rc=129, process=True)
+        assert f"not entered (another file system, as git's discovery): {mnt}" in res.stderr, \
+            res.stderr
+        assert not db_path().exists()
+        monkeypatch.setenv("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1")
+        ao("ao", "doctor", "--recover", cwd=tmp_path, rc=None, process=True)
+        assert states(mnt / "eps") == {"e1": "pending"}

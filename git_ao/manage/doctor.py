@@ -51,10 +51,12 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
                                              git.for_each_ref(r, REF_PREFIX)])[0]
                        for r in repos):
                 # A new database built from no repository would hide the loss.
+                # What the search left out may be where the work is: said too.
+                left = "".join(f"; {n}" for n in notes[1:])
                 raise Usage("the database cannot be used, no repository was named to "
                             "rebuild it from and none holding preserve refs was found in "
                             f"the home directory ({rec.SCAN_DEPTH} levels deep): git ao "
-                            "doctor --recover -C REPO (or DIR to search)") from exc
+                            f"doctor --recover -C REPO (or DIR to search){left}") from exc
     store = open_store()
     if store.moved_aside:
         log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
