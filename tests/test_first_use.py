@@ -440,3 +440,29 @@ def test_a_remote_with_a_relative_url_is_pushed_to_and_restored_from(repo, workt
     git("remote", "set-url", "rel", "../no-such.git", cwd=repo)
     res = ao("ao-preserve", "relu", "--push", "rel", cwd=repo, rc=1)
     assert "no repository is there" in res.stdout and wt.is_dir(), res.stdout
+
+
+@pytest.mark.parametrize("why", ["locked", "fifo", "nested"])
+def test_a_preserve_dry_run_says_when_the_real_run_keeps_the_worktree(why, repo, worktrees):
+    wt = worktrees(repo, "keep")
+    dirty(wt)
+    if why == "locked":
+        git("worktree", "lock", "--reason", "on a stick", wt, cwd=repo)
+    elif why == "fifo":
+        os.mkfifo(wt / "pipe")
+    else:
+        inner = wt / "inner"
+        git("init", "-q", inner, cwd=wt)
+        (inner / "f").write_text("local only\n")
+        git("add", "f", cwd=inner)
+        git("commit", "-q", "-m", "local", cwd=inner)
+        with open(wt / ".gitignore", "a") as fh:
+            fh.write("inner/\n")
+    dry = ao("ao-preserve", "keep", "-n", cwd=repo, rc=1)
+    assert dry.stdout.startswith("preserve\trefused\tkeep\twould save ("), dry.stdout
+    assert "and keep the worktree: " in dry.stdout
+    real = ao("ao-preserve", "keep", cwd=repo, rc=1)
+    assert "worktree kept: " in real.stdout and wt.is_dir(), real.stdout
+    # The dry run names what the real run names.
+    assert dry.stdout.split("keep the worktree: ", 1)[1] == \
+        real.stdout.split("worktree kept: ", 1)[1], (dry.stdout, real.stdout)

@@ -22,8 +22,8 @@ from git_ao.agents import processes, stopping
 from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
 from git_ao.context import KEPT_PREFIX, Context, facts, lookup, preserve_ref, work_present_elsewhere
 from git_ao.errors import AoError, GitError, Refused
-from git_ao.fs import walk
-from git_ao.git import index, worktree
+from git_ao.fs import nested, walk
+from git_ao.git import index, query, worktree
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import removal
@@ -219,9 +219,15 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if ctx.dry_run:
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
-            return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {len(st.changed)} changed, "
-                           f"{len(st.untracked)} untracked, {len(st.ignored)} ignored",
-                           facts(s))
+            counts = (f"{len(st.changed)} changed, {len(st.untracked)} untracked, "
+                      f"{len(st.ignored)} ignored")
+            if not keep_worktree:
+                keep += _would_keep(ctx, s, path, st, cache)
+            if keep and not keep_worktree:
+                # As the real run: captured, recorded as a checkpoint, worktree kept.
+                return Outcome(s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}) "
+                               f"and keep the worktree: {'; '.join(keep)}", facts(s))
+            return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {counts}", facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
         crashpoint.hit("preserve:after-capture")
@@ -319,6 +325,23 @@ def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
         ctx.log("preserve", s.id, "history-appended", trigger=trigger, entry=entry.commit,
                 commit=entry.save)
     return entry
+
+
+def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
+                cache: RepoCache) -> list[str]:
+    """A dry run's removal proof, without a capture: what in a walk of `path` no
+    save would account for (the walk's own blockers, such as a mount point, a
+    FIFO, an unreadable directory; a path neither tracked, changed, untracked nor
+    ignored; a nested repository or worktree that must stay), as the real run's
+    `witness.blockers` judges it with the saved trees. Writes nothing."""
+    assert st.head is not None  # inspect refuses an unborn branch
+    w = walk.walk(path)
+    tracked = set(query.ls_tree_paths(path, st.head))
+    captured = tracked | {e.path for e in st.changed} | set(st.untracked)
+    found = walk.unaccounted(w, captured, st.ignored, lambda paths: query.check_ignore(path, paths))
+    found += nested.judge(path, w.nested, sessions=cache.session_paths(ctx, exclude=s.id),
+                          submodules=tracked)
+    return [removal.where(path, b) for b in sorted(found, key=lambda b: b.path)]
 
 
 def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -> str | None:
