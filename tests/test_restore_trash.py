@@ -287,7 +287,7 @@ def test_failed_proof_moves_the_directory_back_and_falls_back(repo, worktrees, t
     assert (wt / "run.log").read_text() == "ignored\n"
     assert git("status", "--porcelain", cwd=wt).split("\n")[:2] == [" M src/app.py", "?? .env"]
     [entry] = _entries(tmp_path / "aodata", "pf")
-    assert entry.meta.get("proof_failed") and entry.holds_worktree
+    assert entry.meta.proof_failed and entry.holds_worktree
     assert data["environment"] == ["run.log"]
 
 
@@ -303,7 +303,7 @@ def test_prune_keeps_pending_and_unsaved_entries_and_reports_sizes(repo, worktre
     commit_on(repo, "pb", {"up.txt": "up\n"}, "upstream")
     ao("ao-restore", "pb", cwd=repo)
     [eb] = _entries(tmp_path / "aodata", "pb")
-    assert eb.meta.get("restored")
+    assert eb.meta.restored
     res = json.loads(ao("ao-prune", "--expire=now", "--json", cwd=repo).stdout)["results"]
     by = {(r["id"], r["action"]): r for r in res}
     kept = by[("pa", "prune-trash")]

@@ -294,7 +294,7 @@ def unrecorded_here(path: str, open_store: Callable[[], Store]) -> str | None:
 def lost_database(data_dir: str, repos: list[str]) -> str | None:
     """When the database holds no session but the trash or the named repositories
     show that sessions were saved: what to run to rebuild the records."""
-    seen = {e.meta.get("common_dir") for e in trash.entries(data_dir)}
+    seen = {e.meta.common_dir for e in trash.entries(data_dir)}
     # Only git-ao's own refs count: the ao daemon's are reported apart.
     holders = sorted(r for r in ({r for r in seen if isinstance(r, str)} | set(repos))
                      if os.path.isdir(r) and split_daemon_refs(

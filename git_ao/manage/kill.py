@@ -52,7 +52,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
                 return Outcome(s.id, Action.KILL, Status.OK, f"would remove {path}", facts(s))
             try:
                 entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
-                                      {"commit": None, "killed": True})
+                                      trash.Meta(killed=True))
             except OSError as exc:
                 raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc
             trash.detach(entry)

@@ -125,8 +125,8 @@ def trash_kept(s: Session, data_dir: str) -> list[dict[str, Any]]:
     ignored directory counts once)."""
     out = []
     for e in trash.of_session(data_dir, s.id):
-        kind = "stray" if e.stray else "killed" if e.meta.get("killed") else \
-            "restored" if e.meta.get("restored") else "preserved"
+        kind = "stray" if e.stray else "killed" if e.meta.killed else \
+            "restored" if e.meta.restored else "preserved"
         ignored = entry_ignored(e, s.common_dir)
         top = sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in ignored})
         out.append({"path": e.worktree if e.holds_worktree else e.path, "kind": kind,
@@ -138,7 +138,7 @@ def entry_ignored(e: trash.Entry, common_dir: str | None) -> list[str]:
     """The ignored paths in trash entry `e`, as git judges them with the entry's
     saved index (a wholly ignored directory counts once); [] when the entry holds
     no worktree or its repository is gone."""
-    common = str(e.meta.get("common_dir") or common_dir or "")
+    common = str(e.meta.common_dir or common_dir or "")
     if not (e.holds_worktree and not e.legacy and common and os.path.isdir(common)):
         return []
     try:

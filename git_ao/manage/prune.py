@@ -299,16 +299,16 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             why = "its session is pending (restore brings it back)"
         elif entry.stray:
             why = "a directory restore set aside; it may hold an agent's latest writes"
-        elif entry.meta.get("environment_kept") and entry.holds_worktree:
-            kept = [str(p) for p in entry.meta["environment_kept"]]
+        elif entry.meta.environment_kept and entry.holds_worktree:
+            kept = [str(p) for p in entry.meta.environment_kept]
             why = ("ignored files restore could not put back, such as "
                    f"{kept[0]}; take what you need, then remove it by hand")
-        elif entry.meta.get("not_as_saved"):
-            paths = sorted(entry.meta["not_as_saved"])
+        elif entry.meta.not_as_saved:
+            paths = sorted(entry.meta.not_as_saved)
             why = ("restore could not put the save back as it was, such as "
                    f"{paths[0]}; remove it by hand once the work is back")
-        elif entry.meta.get("unlike_save") and entry.holds_worktree:
-            changed = sorted(entry.meta["unlike_save"])
+        elif entry.meta.unlike_save and entry.holds_worktree:
+            changed = sorted(entry.meta.unlike_save)
             why = ("restore found it changed after the last capture, such as "
                    f"{changed[0]}; take what you need, then remove it by hand")
         elif young:

@@ -11,7 +11,6 @@ and the ref moved on with compare-and-swap, a bounded number of times
 
 from __future__ import annotations
 
-import json
 import os
 
 from git_ao import crashpoint, git
@@ -47,7 +46,7 @@ def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None
     recorded, so it is pending and its directory is still in place."""
     try:
         entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
-                              {"commit": commit, "walked_ns": walked_ns})
+                              trash.Meta(commit=commit, walked_ns=walked_ns))
     except OSError as exc:
         ctx.log("preserve", s.id, "move-failed", workspace=v.path, error=exc.strerror)
         raise Failed(f"saved and recorded (pending), but '{v.path}' could not be moved to the "
@@ -107,9 +106,9 @@ def _late_config(first: str | None, again: str | None) -> str | None:
     bits written late are in it), with what only the first capture could read: the
     per-worktree refs found in the admin dir before the move (`worktree_refs`)."""
     old, new = local_state.load(first), local_state.load(again)
-    if "worktree_refs" in old:
-        new["worktree_refs"] = old["worktree_refs"]
-    return json.dumps(new, sort_keys=True) if new else None
+    if old.worktree_refs is not None:
+        new.worktree_refs = old.worktree_refs
+    return new.to_json()
 
 
 def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | None:

@@ -11,7 +11,6 @@ Nothing here prints: every function returns Outcomes and logs its decisions.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import threading
 import time
@@ -28,7 +27,7 @@ from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import removal
 from git_ao.proof import witness
-from git_ao.save import capture, daemon_refs, history
+from git_ao.save import capture, daemon_refs, history, local_state
 from git_ao.store import trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
@@ -355,10 +354,10 @@ def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -
     witness.keep_alive(path, KEPT_PREFIX + s.id, found)
     ctx.log("preserve", s.id, "kept-alive", ref=KEPT_PREFIX + s.id, refs=len(found.refs),
             reflog=len(found.reflog))
-    cfg = json.loads(private) if private else {}
+    cfg = local_state.load(private)
     if found.refs:
-        cfg["worktree_refs"] = found.refs
-    return json.dumps(cfg, sort_keys=True) if cfg else None
+        cfg.worktree_refs = dict(found.refs)
+    return cfg.to_json()
 
 
 def _write_ref(ctx: Context, s: Session, path: str, cap: capture.Capture, git_dir: str,

@@ -90,7 +90,7 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bo
     five git processes (cat-file, diff-index, status, diff-tree, hash-object); no
     file git lists as unchanged is read."""
     commit = save.preserved_commit
-    if not commit or not save.head or set(local_state.load(save.private_config)) - _PLAIN_KEYS:
+    if not commit or not save.head or local_state.load(save.private_config).keys() - _PLAIN_KEYS:
         return False
     index_file = os.path.join(admin, "index")
     try:
@@ -153,7 +153,7 @@ _FLAG_KEYS = ("assume_unchanged", *_SKIP_KEYS)
 def _flags(private_config: str | None) -> dict[str, object]:
     """The index flags a save's private config records (see capture.capture)."""
     conf = local_state.load(private_config)
-    return {k: conf.get(k) for k in _FLAG_KEYS}
+    return {k: getattr(conf, k) for k in _FLAG_KEYS}
 
 
 def full(path: str, save: Save) -> Proof:
@@ -232,7 +232,7 @@ def not_as_saved(path: str, save: Save) -> dict[str, str]:
         return None if c.deleted else (c.mode, c.oid)
 
     wc = local_state.load(save.private_config)
-    ita = set(wc.get("intent_to_add") or [])
+    ita = set(wc.intent_to_add or [])
     flags = query.index_flags(path)
     skipped = set(flags.skip_worktree)
     filemode = query.config_map(path).get("core.filemode", "true") not in (

@@ -23,7 +23,6 @@ came back (`unlike_save`).
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Sequence
@@ -34,7 +33,7 @@ from git_ao.fs import nested, walk
 from git_ao.fs.walk import Blocker, Walk
 from git_ao.git import query
 from git_ao.git.parse import ObjectId
-from git_ao.save import capture
+from git_ao.save import capture, local_state
 from git_ao.store import trash
 
 
@@ -59,7 +58,7 @@ def blockers(path: str, w: Walk, captured: dict[str, str], ignored: list[str], *
     judged by the capture). sessions: {real path: id} of known sessions."""
     found = walk.unaccounted(w, set(captured), ignored,
                              lambda paths: query.check_ignore(path, paths))
-    subs = set(json.loads(private_config).get("submodules", [])) if private_config else set()
+    subs = set(local_state.load(private_config).submodules or [])
     found += nested.judge(path, w.nested, sessions=sessions, submodules=subs)
     return sorted(found, key=lambda b: b.path)
 
@@ -163,7 +162,7 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
         return ""  # written before entries recorded their repository: as before
     if not entry.holds_worktree:
         return ""
-    common = str(entry.meta.get("common_dir") or "")
+    common = str(entry.meta.common_dir or "")
     if not common or not os.path.isdir(common):
         return "its repository is gone, so what it holds cannot be checked"
     w = walk.walk(entry.worktree)
@@ -171,7 +170,7 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
         return f"{w.blockers[0]}"
     if w.nested:
         return f"it holds a nested repository: {w.nested[0]}"
-    commits = [c for c in (entry.meta.get("commit"), saved_commit) if c]
+    commits = [c for c in (entry.meta.commit, saved_commit) if c]
     trees = []
     for c in commits:
         if git.object_exists(common, c):
@@ -226,7 +225,7 @@ def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
     outside the sparse cone (skip-worktree in the admin copy's index) may be
     absent; a gitlink must be a directory; a nested repository no save has is
     'new'. Raises GitError (the repository unreadable) and OSError."""
-    common = str(entry.meta.get("common_dir") or "")
+    common = str(entry.meta.common_dir or "")
     copy = entry.worktree
     if not common or not (commit or head):
         return {}
@@ -257,7 +256,7 @@ def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
 
     out.update((p, "new") for p in w.nested if p not in gitlinks and not is_ignored(p))
     out.update((p, "new") for p in present if p not in saved and not is_ignored(p))
-    since = entry.meta.get("walked_ns")
+    since = entry.meta.walked_ns
     conf: dict[str, str] | None = None
     files = []
     for p, e in present.items():

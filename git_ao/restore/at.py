@@ -77,23 +77,23 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             return Outcome(s.id, Action.RESTORE, Status.NOTHING,
                            f"{path} already holds {label}", data)
         ctx.log("restore", s.id, "at-start", entry=entry.commit, replaced=undo.save)
-        _clear_untracked(path, cap.untracked, local_state.load(cap.private_config).get(
-            "empty_dirs", []))
+        _clear_untracked(path, cap.untracked, local_state.load(cap.private_config).empty_dirs
+                         or [])
         git.reset_hard(path, entry.head)
         wc = local_state.load(entry.private_config)
         problems: list[str] = []
         if not (entry.changed == 0 and entry.untracked == 0
                 and entry.worktree_tree == entry.index_tree):
-            applied = apply.apply(path, entry.save, sparse="sparse_checkout" in wc)
+            applied = apply.apply(path, entry.save, sparse=wc.sparse_checkout is not None)
             if applied.outcome != "clean":
                 problems.append(f"the apply stopped ({applied.outcome}: {applied.detail}"
                                 + (f"; {', '.join(applied.paths[:5])}" if applied.paths else "")
                                 + ")")
-            elif wc.get("recheckout"):
+            elif wc.recheckout:
                 apply.recheckout(path, v.git_dir, entry.save)
         if not problems:
             problems += apply.put_flags(path, wc, fresh=False)
-            for rel in wc.get("empty_dirs", []):
+            for rel in wc.empty_dirs or []:
                 try:
                     os.makedirs(os.path.join(path, rel), exist_ok=True)
                 except OSError:

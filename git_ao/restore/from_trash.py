@@ -85,13 +85,13 @@ def usable(data_dir: str, save: Save) -> tuple[trash.Entry | None, str]:
     entry = trash.latest_for(data_dir, save.session_id)
     if entry is None:
         return None, "no trash copy"
-    commit = entry.meta.get("commit")
+    commit = entry.meta.commit
     mine = commit == save.preserved_commit or entry.created_ns >= save.saved_at or (
         bool(commit) and bool(save.preserve_ref)
         and commit in query.reflog_commits(save.common_dir, save.preserve_ref))
     if not mine:
         return None, "the trash copy is older than the save"
-    if entry.meta.get("path") not in (None, save.worktree_path):
+    if entry.meta.path not in (None, save.worktree_path):
         return None, "the trash copy was taken from another path"
     if _nearest_dev(entry.worktree) != _nearest_dev(os.path.dirname(save.worktree_path)):
         return None, "the trash copy is on another file system"
@@ -339,7 +339,7 @@ def reinstating(data_dir: str, session_id: str, path: str) -> trash.Entry | None
     """The entry of `session_id` whose directory a killed restore was putting back
     at `path` (entry.json "reinstating", no `worktree/` left), or None."""
     for e in trash.of_session(data_dir, session_id):
-        if e.meta.get("reinstating") == path and not e.holds_worktree:
+        if e.meta.reinstating == path and not e.holds_worktree:
             return e
     return None
 
@@ -355,9 +355,7 @@ def undo(common_dir: str, placed: Placed) -> None:
             fh.write(placed.old_link)
     os.rename(placed.path, entry.worktree)
     git.worktree_prune(common_dir)
-    entry.meta.pop("reinstating", None)
-    entry.meta.pop("admin", None)
-    trash.mark(entry, proof_failed=True)
+    trash.mark(entry, reinstating=None, admin=None, proof_failed=True)
 
 
 def forget_fsmonitor(placed: Placed) -> bool:

@@ -88,7 +88,7 @@ def set_aside_stray(ctx: Context, s: Session, path: str) -> trash.Entry | None:
         return None
     try:
         entry = trash.set_aside(ctx.store.dir, s.id, path, s.common_dir,
-                                {"files": files[:1000], "count": len(files)})
+                                trash.Meta(files=files[:1000], count=len(files)))
     except OSError as exc:
         ctx.log("restore", s.id, "stray-not-moved", workspace=path, error=exc.strerror)
         return None
@@ -101,7 +101,7 @@ def report_stray(outcome: Outcome, stray: trash.Entry, path: str) -> None:
     """Name the set-aside directory and its files in the outcome (exit 3), and the
     files newer there than in the restored worktree (an agent's latest writes,
     kept only in the stray entry)."""
-    files = [str(f) for f in stray.meta.get("files", [])]
+    files = [str(f) for f in (stray.meta.files or [])]
     newer = []
     for rel in files:
         try:
@@ -379,8 +379,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     if v.entry.locked is not None:
         unlock_interrupted_add(ctx, s, path)
     entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
-                          {"commit": None, "stray": True, "interrupted_restore": True,
-                           "files": foreign})
+                          trash.Meta(stray=True, interrupted_restore=True, files=foreign))
     trash.detach(entry)
     git.worktree_prune(s.common_dir)
     ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,

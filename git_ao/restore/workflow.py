@@ -162,7 +162,7 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
         if stray is not None:
             target.report_stray(outcome, stray, path)
         for kept_entry in notes:
-            files = [str(f) for f in kept_entry.meta.get("files", [])]
+            files = [str(f) for f in (kept_entry.meta.files or [])]
             outcome.data["set_aside_unfinished"] = kept_entry.worktree
             outcome.data["unsaved_files"] = files
             outcome.message += (f"; the worktree an interrupted restore left held changes no "
@@ -244,7 +244,7 @@ def _resume_reinstate(ctx: Context, s: Session, save: Save,
     if entry is None:
         return None
     from_trash.repair_link(s.common_dir, path)
-    admin = str(entry.meta.get("admin") or "")
+    admin = str(entry.meta.admin or "")
     if admin:
         from_trash.drop_link_tmp(path, admin)
     ctx.log("restore", s.id, "reinstate-resumed", trash=entry.path, workspace=path)
@@ -416,10 +416,10 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
                        f"worktree at {path} has other changes; the work stays in {ref}: "
                        f"git stash apply --index {ref}", data)
     crashpoint.hit("restore:during-apply")
-    applied = apply.apply(path, commit, sparse="sparse_checkout" in wc)
+    applied = apply.apply(path, commit, sparse=wc.sparse_checkout is not None)
     crashpoint.hit("restore:after-apply")
     if applied.outcome == ApplyResult.CLEAN:
-        if wc.get("recheckout"):
+        if wc.recheckout:
             apply.recheckout(path, dirs.git_dir, commit)
         problems = apply.put_flags(path, wc, fresh=not reused)
         head = git.rev_parse(path, "HEAD")

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from git_ao import git
 from git_ao.errors import git_message
 from git_ao.git import index, query
+from git_ao.git.parse import ObjectId
 from git_ao.save import local_state
 
 
@@ -214,13 +214,13 @@ def _submodule_on_branch(full: str, branch: str) -> str:
     return ""
 
 
-def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+def put_flags(path: str, wc: local_state.LocalState, *, fresh: bool = True) -> list[str]:
     """After the apply: give back the index flags recorded in `wc` (intent-to-add,
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
     away again when `fresh`, it was only just checked out) and re-initialise
     submodules (`git submodule update --init`). Returns the problems met, as lines."""
     problems = local_state.put_flags(path, wc, fresh=fresh)
-    subs = wc.get("submodules", [])
+    subs = wc.submodules or []
     if subs:
         res = query.submodule_update_init(path, subs)
         if res.status != 0:
@@ -228,17 +228,17 @@ def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
                             f"{git_message(res.errtext, res.status)}")
     # A submodule checked out at another commit than the one recorded comes back
     # on that commit (update --init checks out the recorded one).
-    for rel, oid in wc.get("submodule_heads", {}).items():
+    for rel, oid in (wc.submodule_heads or {}).items():
         full = os.path.join(path, rel)
         # Only a submodule checked out (its .git present): in an empty directory
         # git would find the superproject and move its HEAD instead.
         if os.path.lexists(os.path.join(full, ".git")) and git.rev_parse(full, "HEAD") != oid \
                 and not query.checkout_detached(full, oid):
             problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
-    for rel, branch in wc.get("submodule_branches", {}).items():
+    for rel, branch in (wc.submodule_branches or {}).items():
         problem = _submodule_on_branch(os.path.join(path, rel), branch)
         if problem:
             problems.append(f"submodule '{rel}' {problem}")
-    for name, oid in wc.get("worktree_refs", {}).items():
-        git.update_ref(path, name, oid, message="git-ao restore per-worktree ref")
+    for name, oid in (wc.worktree_refs or {}).items():
+        git.update_ref(path, name, ObjectId(oid), message="git-ao restore per-worktree ref")
     return problems

@@ -21,7 +21,6 @@ byte (`verify`). Anything unproven raises CannotCapture: nothing is deleted.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -353,18 +352,18 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     subs = _check_submodules(path, git_dir, st)
     wc = local_state.collect(path, git_dir, conf, flags, st, hidden, walked)
     if subs:
-        wc["submodules"] = subs
-        wc["submodule_heads"] = submodule_heads(path, subs)
+        wc.submodules = subs
+        wc.submodule_heads = dict(submodule_heads(path, subs))
         branches = submodule_branches(path, subs)
         if branches:
-            wc["submodule_branches"] = branches
+            wc.submodule_branches = dict(branches)
     reason = _conversion_reason(path, git_dir, conf, flags, st)
     if reason and any(p == ".gitattributes" or p.endswith("/.gitattributes")
                       for p in cap.changed + cap.untracked):
         # The saved attributes arrive during the apply, after other files were
         # written under the old ones: restore writes the files again (`recheckout`).
-        wc["recheckout"] = True
-    cap.private_config = json.dumps(wc, sort_keys=True) if wc else None
+        wc.recheckout = True
+    cap.private_config = wc.to_json()
     if cap.clean and not hidden and not reason:
         if not cap.detached and write:
             return cap  # nothing to write, and nobody reads the trees
@@ -384,8 +383,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         cap.index_tree = tmp_i.write_tree()
         ita = local_state.intent_to_add(st, tmp_i, cap.index_tree)
         if ita:
-            wc["intent_to_add"] = ita
-            cap.private_config = json.dumps(wc, sort_keys=True)
+            wc.intent_to_add = ita
+            cap.private_config = wc.to_json()
         if hidden:
             tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
             tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],

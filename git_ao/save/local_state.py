@@ -13,6 +13,7 @@ import json
 import os
 import stat
 from collections import Counter
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from git_ao import git
@@ -21,57 +22,109 @@ from git_ao.git import index, parse, query
 from git_ao.git.index import TempIndex
 
 
+@dataclass
+class LocalState:
+    """A save's private config: what the worktree keeps outside its commits.
+
+    Stored as a JSON object (records.Save.private_config) whose keys are these
+    field names; a field that is None is not written, and the keys are sorted,
+    so a state read and written again gives the same bytes. Keys this git-ao
+    does not know (a newer one wrote them) are kept in `other` as they were."""
+
+    sparse_checkout: str | None = None  # info/sparse-checkout of the admin dir
+    config_worktree: str | None = None  # config.worktree of the admin dir
+    # Every index flag is recorded (sparse checkouts too): restore sets exactly these.
+    exact_flags: bool | None = None
+    assume_unchanged: list[str] | None = None  # `compact`ed lists of paths
+    skip_worktree: list[str] | None = None
+    skip_worktree_absent: list[str] | None = None  # skip-worktree and not on disk
+    intent_to_add: list[str] | None = None
+    mode_base: dict[str, str] | None = None  # {"file"|"exec"|"dir": octal text}
+    modes: dict[str, str] | None = None  # {path: octal text} of files off the base
+    dir_modes: dict[str, str] | None = None  # the same of directories ("." the worktree)
+    empty_dirs: list[str] | None = None
+    submodules: list[str] | None = None  # initialised submodules' paths
+    submodule_heads: dict[str, str] | None = None  # {path: commit checked out}
+    submodule_branches: dict[str, str] | None = None  # {path: local branch}
+    recheckout: bool | None = None  # write the files again after the apply (attributes)
+    worktree_refs: dict[str, str] | None = None  # {refs/worktree/...: commit}
+    other: dict[str, Any] = field(default_factory=dict)
+
+    def keys(self) -> set[str]:
+        """The JSON keys this state holds."""
+        return {f.name for f in fields(self) if f.name != "other"
+                and getattr(self, f.name) is not None} | set(self.other)
+
+    def to_json(self) -> str | None:
+        """The JSON text (sorted keys), None when nothing is recorded."""
+        out = dict(self.other)
+        out.update({f.name: getattr(self, f.name) for f in fields(self)
+                    if f.name != "other" and getattr(self, f.name) is not None})
+        return json.dumps(out, sort_keys=True) if out else None
+
+    @classmethod
+    def from_json(cls, text: str | None) -> LocalState:
+        """The state a private config JSON holds (an empty one for None or "")."""
+        raw: dict[str, Any] = json.loads(text) if text else {}
+        known = {f.name for f in fields(cls)} - {"other"}
+        state = cls(**{k: v for k, v in raw.items() if k in known})
+        state.other = {k: v for k, v in raw.items() if k not in known}
+        return state
+
+
 def collect(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
             st: git.Status, hidden: list[str], walked: walk.Walk | None = None
-            ) -> dict[str, Any]:
-    """What lives only in the worktree's private admin dir and shapes it, as the
-    private config's keys. conf: `query.config_map`; flags: its index flags;
+            ) -> LocalState:
+    """What lives only in the worktree's private admin dir and shapes it. conf: `query.config_map`; flags: its index flags;
     st: its status; hidden: the paths index flags hide from status; walked: the
     walk of the worktree, whose stat data gives every file's permission bits
     (without it only the changed and untracked files are looked at)."""
-    wc: dict[str, Any] = {}
-    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
-                      ("config_worktree", "config.worktree")):
-        try:
-            with open(os.path.join(git_dir, name), "rb") as fh:
-                wc[key] = fh.read().decode("utf-8", "surrogateescape")
-        except FileNotFoundError:
-            pass
+    wc = LocalState(sparse_checkout=_read_admin(git_dir, os.path.join("info", "sparse-checkout")),
+                    config_worktree=_read_admin(git_dir, "config.worktree"))
     # Every flag is recorded, and restore sets exactly these (clearing the others).
     # In a sparse checkout too: the patterns decide only what a fresh checkout
     # gives, and a `git reset --soft` or a pathspec reset keeps skip-worktree on
     # entries they no longer describe. "exact_flags" tells such a save from one
     # written before sparse checkouts' flags were recorded.
     if conf.get("core.sparsecheckout") == "true":
-        wc["exact_flags"] = True
+        wc.exact_flags = True
     paths: list[str] = []
     if len(flags.skip_worktree) >= COMPACT_FROM or len(flags.assume_unchanged) >= COMPACT_FROM:
         paths = flags.paths()
     if flags.assume_unchanged:
-        wc["assume_unchanged"] = compact(flags.assume_unchanged, paths)
+        wc.assume_unchanged = compact(flags.assume_unchanged, paths)
     if flags.skip_worktree:
-        wc["skip_worktree"] = compact(flags.skip_worktree, paths)
+        wc.skip_worktree = compact(flags.skip_worktree, paths)
         shown = set(hidden)
         absent = [p for p in flags.skip_worktree if p not in shown]
         if absent:
-            wc["skip_worktree_absent"] = compact(absent, paths)
+            wc.skip_worktree_absent = compact(absent, paths)
     if walked is not None:
-        wc["mode_base"], modes, dir_modes = _walked_modes(walked, st.ignored)
+        wc.mode_base, modes, dir_modes = _walked_modes(walked, st.ignored)
         top = stat.S_IMODE(os.lstat(path).st_mode)
-        if top != int(wc["mode_base"]["dir"], 8):
+        if top != int(wc.mode_base["dir"], 8):
             dir_modes["."] = f"{top:04o}"  # the worktree's own directory
         if dir_modes:
-            wc["dir_modes"] = dir_modes
+            wc.dir_modes = dir_modes
         # git keeps no directory: an empty one comes back only from this list.
         empty = [d for d in walked.empty if not walked.under_nested(d)
                  and not walk.under(d, st.ignored)]
         if empty:
-            wc["empty_dirs"] = empty
+            wc.empty_dirs = empty
     else:
         modes = _private_modes(path, [e.path for e in st.changed] + st.untracked)
     if modes:
-        wc["modes"] = modes
+        wc.modes = modes
     return wc
+
+
+def _read_admin(git_dir: str, name: str) -> str | None:
+    """The text of the admin dir's file `name`, None when there is none."""
+    try:
+        with open(os.path.join(git_dir, name), "rb") as fh:
+            return fh.read().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return None
 
 
 # A flag list this long is written compactly: a directory whose every entry
@@ -205,47 +258,47 @@ def _default(mode: int, mask: int) -> int:
     return (0o777 if mode & 0o100 else 0o666) & ~mask
 
 
-def load(text: str | None) -> dict[str, Any]:
-    """The private config JSON of a save as a dict ({} when there is none)."""
-    return json.loads(text) if text else {}
+def load(text: str | None) -> LocalState:
+    """The private config JSON of a save (an empty state when there is none)."""
+    return LocalState.from_json(text)
 
 
-def needs_config_first(wc: dict[str, Any]) -> bool:
+def needs_config_first(wc: LocalState) -> bool:
     """Must the worktree's private config be in place before its files are checked out?"""
-    return "sparse_checkout" in wc or "config_worktree" in wc
+    return wc.sparse_checkout is not None or wc.config_worktree is not None
 
 
-def put_config(git_dir: str, wc: dict[str, Any]) -> None:
+def put_config(git_dir: str, wc: LocalState) -> None:
     """Write back the sparse-checkout patterns and config.worktree recorded in `wc`
     into the (new) worktree's private git dir, before its checkout."""
-    for key, name in (("sparse_checkout", os.path.join("info", "sparse-checkout")),
-                      ("config_worktree", "config.worktree")):
-        if key in wc:
+    for text, name in ((wc.sparse_checkout, os.path.join("info", "sparse-checkout")),
+                       (wc.config_worktree, "config.worktree")):
+        if text is not None:
             full = os.path.join(git_dir, name)
             os.makedirs(os.path.dirname(full), exist_ok=True)
             with open(full, "wb") as fh:
-                fh.write(wc[key].encode("utf-8", "surrogateescape"))
+                fh.write(text.encode("utf-8", "surrogateescape"))
 
 
-def put_flags(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+def put_flags(path: str, wc: LocalState, *, fresh: bool = True) -> list[str]:
     """After the apply: give back the index flags recorded in `wc` (intent-to-add,
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
     away again when `fresh`, it was only just checked out). Returns the problems
     met, as lines. Raises GitError."""
     # `git stash apply --index` stages a file that W has and I lacks: take it out
     # of the index again and mark it intent-to-add, as it was.
-    ita = wc.get("intent_to_add", [])
+    ita = wc.intent_to_add or []
     index.set_index_flag(path, ita, "--force-remove")
     problems = _intent_to_add(path, ita)
     _put_index_flags(path, wc, fresh)
     return problems
 
 
-def put_assume_unchanged(path: str, wc: dict[str, Any]) -> None:
+def put_assume_unchanged(path: str, wc: LocalState) -> None:
     """Make the assume-unchanged flags of the worktree at `path` those `wc` records,
     setting and clearing nothing else. Raises GitError."""
     now = query.index_flags(path)
-    items = wc.get("assume_unchanged", [])
+    items = wc.assume_unchanged or []
     want = expand(items, now.paths() if any(i.endswith("/") for i in items) else [])
     _set_assume_unchanged(path, now, want, set(now.paths()), exact=True)
 
@@ -261,7 +314,7 @@ def _set_assume_unchanged(path: str, now: git.IndexFlags, want: set[str], listed
         index.set_index_flag(path, sorted(au - want), "--no-assume-unchanged")
 
 
-def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]:
+def put_modes(path: str, wc: LocalState, *, fresh: bool = True) -> list[str]:
     """Give back the empty directories (when `fresh`) and the permission bits `wc`
     records, after the apply. When the save has a base (`_walked_modes`) other
     than what this process's umask gives and the worktree is `fresh` (every file
@@ -269,9 +322,9 @@ def put_modes(path: str, wc: dict[str, Any], *, fresh: bool = True) -> list[str]
     recorded bits or the base's; else only the recorded ones are set. `.git` and
     submodules' checkouts are left alone. Returns the paths whose bits could not
     be set."""
-    files, dirs = dict(wc.get("modes", {})), dict(wc.get("dir_modes", {}))
-    base = wc.get("mode_base")
-    for rel in wc.get("empty_dirs", []) if fresh else []:
+    files, dirs = dict(wc.modes or {}), dict(wc.dir_modes or {})
+    base = wc.mode_base
+    for rel in (wc.empty_dirs or []) if fresh else []:
         try:
             os.makedirs(os.path.join(path, rel), exist_ok=True)
         except OSError:
@@ -312,21 +365,21 @@ def _base(mask: int) -> dict[str, str]:
             "dir": f"{_default(0o100, mask):04o}"}
 
 
-def _put_index_flags(path: str, wc: dict[str, Any], fresh: bool) -> None:
+def _put_index_flags(path: str, wc: LocalState, fresh: bool) -> None:
     """Make the assume-unchanged and skip-worktree flags those `wc` records: set the
     missing ones and clear the others (only set them for a sparse checkout saved
     before its flags were recorded). A file whose entry loses skip-worktree, or
     keeps it but was present, is written from the index where it is missing (a
     sparse checkout left it out); one whose entry gains it and was absent is taken
     away when `fresh`, with the directories it leaves empty. Raises GitError."""
-    recorded = [wc.get(k, []) for k in ("skip_worktree", "skip_worktree_absent",
-                                        "assume_unchanged")]
-    if fresh and not any(recorded) and "sparse_checkout" not in wc:
+    recorded = [wc.skip_worktree or [], wc.skip_worktree_absent or [],
+                wc.assume_unchanged or []]
+    if fresh and not any(recorded) and wc.sparse_checkout is None:
         return  # a fresh checkout without patterns has no flag (core.ignoreStat is off)
     now = query.index_flags(path)
     paths = now.paths() if any(i.endswith("/") for items in recorded for i in items) else []
     want_skip, absent, want_au = (expand(items, paths) for items in recorded)
-    exact = bool(wc.get("exact_flags")) or "sparse_checkout" not in wc
+    exact = bool(wc.exact_flags) or wc.sparse_checkout is None
     skip = set(now.skip_worktree)
     unskip = sorted(skip - want_skip) if exact else []
     shown = [p for p in now.skip_worktree if p in want_skip and p not in absent

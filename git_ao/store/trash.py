@@ -42,7 +42,7 @@ import shutil
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 TRASH_DIR = "trash"
@@ -121,13 +121,61 @@ def ensure_root(data_dir: str, root: str) -> None:
 
 
 @dataclass
+class Meta:
+    """An entry's entry.json. Its keys are these field names; a field that is None
+    is not written, except `commit`, which an entry taken from a worktree always
+    records (null: the worktree had no save). Keys are sorted, and keys this
+    git-ao does not know are kept in `other`, so what is read is written back
+    byte for byte."""
+
+    session: str | None = None
+    created_ns: int | None = None
+    path: str | None = None  # the worktree's recorded path
+    common_dir: str | None = None
+    commit: str | None = None  # the save's preserve commit
+    has_commit: bool = False  # whether `commit` is written (null when None)
+    walked_ns: int | None = None  # when the walk before the move started
+    killed: bool | None = None  # taken away by `git ao kill`
+    stray: bool | None = None  # a directory restore found in a session's way
+    interrupted_restore: bool | None = None  # left by a restore that was interrupted
+    files: list[str] | None = None  # a stray's first files, to name them
+    count: int | None = None  # how many files a stray holds
+    restored: bool | None = None  # put back whole by a restore
+    environment_kept: list[str] | None = None  # ignored paths a fallback restore moved out
+    not_as_saved: list[str] | None = None  # paths that differ from the save
+    unlike_save: list[str] | None = None
+    reinstating: str | None = None  # the path a restore is moving the directory to
+    admin: str | None = None  # the admin dir a restore made for it
+    proof_failed: bool | None = None  # put back, then not proven and moved in again
+    other: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object entry.json holds."""
+        out = dict(self.other)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("other", "has_commit"):
+                continue
+            if value is not None or (f.name == "commit" and self.has_commit):
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Meta:
+        """The Meta of a parsed entry.json."""
+        known = {f.name for f in fields(cls)} - {"other", "has_commit"}
+        meta = cls(**{k: v for k, v in raw.items() if k in known})
+        meta.has_commit = "commit" in raw
+        meta.other = {k: v for k, v in raw.items() if k not in known}
+        return meta
+
+
+@dataclass
 class Entry:
-    """One trash entry. `meta` is entry.json: session, path (the worktree's
-    recorded path), common_dir, commit (the save's preserve commit or null),
-    created_ns."""
+    """One trash entry: its directory and its entry.json (`Meta`)."""
 
     path: str
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: Meta = field(default_factory=Meta)
 
     @property
     def legacy(self) -> bool:
@@ -143,12 +191,12 @@ class Entry:
 
     @property
     def session_id(self) -> str:
-        sid = self.meta.get("session")
+        sid = self.meta.session
         return sid if isinstance(sid, str) else os.path.basename(self.path).rsplit(".", 1)[0]
 
     @property
     def created_ns(self) -> int:
-        v = self.meta.get("created_ns")
+        v = self.meta.created_ns
         if isinstance(v, int):
             return v
         stamp = os.path.basename(self.path).rsplit(".", 1)[-1]
@@ -161,25 +209,25 @@ class Entry:
     @property
     def stray(self) -> bool:
         """A directory restore found in a session's way and set aside."""
-        return bool(self.meta.get("stray"))
+        return bool(self.meta.stray)
 
     @property
     def candidate(self) -> bool:
         """Could restore put this entry's directory back whole? (It holds one, and it
         was taken away by preserve: not killed, not a stray, not used already.)"""
         return self.holds_worktree and not self.legacy and not self.stray \
-            and not self.meta.get("killed") and not self.meta.get("restored") \
-            and not self.meta.get("proof_failed")
+            and not self.meta.killed and not self.meta.restored \
+            and not self.meta.proof_failed
 
 
-def new_entry(root: str, session_id: str, meta: dict[str, Any]) -> Entry:
+def new_entry(root: str, session_id: str, meta: Meta) -> Entry:
     """Make an empty entry under `root` for `session_id` and write its entry.json."""
     now = time.time_ns()
     path = os.path.join(root, f"{session_id}.{now}")
     os.mkdir(path, 0o700)
-    meta = dict(meta, session=session_id, created_ns=now)
+    meta = replace(meta, session=session_id, created_ns=now)
     with open(os.path.join(path, META), "w", encoding="utf-8") as fh:
-        json.dump(meta, fh, sort_keys=True)
+        json.dump(meta.to_dict(), fh, sort_keys=True)
         fh.flush()
         os.fsync(fh.fileno())
     return Entry(path, meta)
@@ -192,15 +240,16 @@ def copy_admin(entry: Entry, admin_dir: str) -> None:
                     ignore=lambda _d, names: [n for n in names if n.startswith(_ADMIN_SKIP)])
 
 
-def mark(entry: Entry, **fields: object) -> None:
-    """Add `fields` to the entry's entry.json (written to a temporary file, fsynced,
-    then renamed over it, so a crash leaves the old or the new one). Raises OSError
-    (a full disk), the old entry.json left in place."""
-    entry.meta.update(fields)
+def mark(entry: Entry, **changes: Any) -> None:
+    """Set `changes` (Meta fields; None takes a key out) in the entry's entry.json
+    (written to a temporary file, fsynced, then renamed over it, so a crash leaves
+    the old or the new one). Raises OSError (a full disk), the old entry.json left
+    in place; TypeError for a name that is no Meta field."""
+    entry.meta = replace(entry.meta, **changes)
     tmp = os.path.join(entry.path, META + ".tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(entry.meta, fh, sort_keys=True)
+            json.dump(entry.meta.to_dict(), fh, sort_keys=True)
             fh.flush()
             os.fsync(fh.fileno())
         os.rename(tmp, os.path.join(entry.path, META))
@@ -232,7 +281,7 @@ def detach(entry: Entry) -> None:
 
 
 def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
-              meta: dict[str, Any]) -> Entry:
+              meta: Meta) -> Entry:
     """Move the directory `path` (not a worktree: the caller proved what it holds)
     into a stray entry `<session id>.<ns>.stray/` of the session's trash root, one
     rename. Returns the Entry; raises OSError when the rename fails (the half-made
@@ -241,7 +290,7 @@ def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
     ensure_root(data_dir, root)
     now = time.time_ns()
     entry = Entry(os.path.join(root, f"{session_id}.{now}.stray"),
-                  dict(meta, session=session_id, created_ns=now, path=path, stray=True))
+                  replace(meta, session=session_id, created_ns=now, path=path, stray=True))
     os.mkdir(entry.path, 0o700)
     try:
         mark(entry)
@@ -254,13 +303,13 @@ def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
 
 def load(path: str) -> Entry:
     """The entry at `path` (entry.json read when present)."""
-    meta: dict[str, Any] = {}
+    meta = Meta()
     try:
         with open(os.path.join(path, META), encoding="utf-8") as fh:
             loaded = json.load(fh)
             if isinstance(loaded, dict):
-                meta = loaded
-    except (OSError, ValueError):
+                meta = Meta.from_dict(loaded)
+    except (OSError, ValueError, TypeError):
         pass
     return Entry(path, meta)
 
@@ -283,8 +332,8 @@ def latest_for(data_dir: str, session_id: str, *, environment: bool = False) -> 
     best = None
     for e in entries(data_dir):
         ok = e.candidate or (environment and e.holds_worktree and not e.legacy
-                             and not e.stray and not e.meta.get("killed")
-                             and not e.meta.get("restored"))
+                             and not e.stray and not e.meta.killed
+                             and not e.meta.restored)
         if e.session_id == session_id and ok and (
                 best is None or e.created_ns > best.created_ns):
             best = e
@@ -326,7 +375,7 @@ def _dev_l(path: str) -> int | None:
 
 
 def move_in(data_dir: str, session_id: str, path: str, common_dir: str, admin_dir: str,
-            meta: dict[str, Any]) -> Entry:
+            meta: Meta) -> Entry:
     """Take the verified worktree directory `path` away into a new entry: copy its
     admin dir, then rename the directory (one `rename(2)`, so an agent writing
     there keeps writing into the entry, never into nothing). Raises OSError when
@@ -334,7 +383,8 @@ def move_in(data_dir: str, session_id: str, path: str, common_dir: str, admin_di
     half-made entry, which holds only copies, is removed then."""
     root = root_for(path, data_dir, common_dir)
     ensure_root(data_dir, root)
-    entry = new_entry(root, session_id, dict(meta, path=path, common_dir=common_dir))
+    entry = new_entry(root, session_id, replace(meta, path=path, common_dir=common_dir,
+                                                has_commit=True))
     try:
         copy_admin(entry, admin_dir)
         os.rename(path, entry.worktree)
