@@ -466,3 +466,14 @@ def test_a_preserve_dry_run_says_when_the_real_run_keeps_the_worktree(why, repo,
     # The dry run names what the real run names.
     assert dry.stdout.split("keep the worktree: ", 1)[1] == \
         real.stdout.split("worktree kept: ", 1)[1], (dry.stdout, real.stdout)
+
+
+def test_the_remote_check_reads_the_push_url(repo, worktrees, bare, tmp_path):
+    # A remote whose fetch URL is elsewhere and whose pushurl is the backup.
+    git("remote", "add", "split", str(tmp_path / "fetch-only.git"), cwd=repo)
+    git("config", "remote.split.pushurl", str(bare), cwd=repo)
+    wt = worktrees(repo, "split")
+    dirty(wt)
+    res = ao("ao-preserve", "split", "--push", "split", cwd=repo)
+    assert f"push\tok\tsplit\tpushed {REF}split" in res.stdout, res.stdout
+    assert set(remote_refs(bare)) == {"split"}

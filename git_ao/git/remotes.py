@@ -36,6 +36,15 @@ def remote_url(cwd: str, remote: str) -> str | None:
     return res.text.strip() or None if res.status == 0 else None
 
 
+def push_url(cwd: str, remote: str) -> str | None:
+    """The URL `git push` uses for the configured remote `remote` of the repository
+    at `cwd` (`git remote get-url --push`: its pushurl, else its url, with
+    insteadOf rewrites), None when no such remote is configured."""
+    res = git.call(["remote", "get-url", "--push", remote], network_dir(cwd))
+    return res.text.strip().splitlines()[0] or None if res.status == 0 and res.text.strip() \
+        else None
+
+
 def push_problem(cwd: str, remote: str) -> str | None:
     """Why the repository at `cwd` can never push to `remote`, in one line; None when
     it can (a configured remote, a network URL, or an existing local repository).
@@ -45,7 +54,7 @@ def push_problem(cwd: str, remote: str) -> str | None:
     remote's absolute URL) where no directory exists, is. Relative paths are
     taken as given by the caller (absolute by then: git would read them from
     the repository's directory). Raises nothing for a git failure (None)."""
-    url = remote_url(cwd, remote)
+    url = push_url(cwd, remote)
     if url is None and _NETWORK_URL.match(remote):
         return None
     if url is None and not _path_like(remote):
