@@ -12,8 +12,6 @@ from typing import Any
 
 from git_ao import git
 from git_ao.errors import AoError, Refused, Usage
-from git_ao.git import query
-from git_ao.save import capture
 from git_ao.store import locks, log
 from git_ao.store.database import Store
 from git_ao.store.records import Session
@@ -98,6 +96,9 @@ def work_present_elsewhere(s: Session, oid: str) -> str:
     worktree tree, and the saved index holds nothing else (it is that tree, or
     the saved HEAD's tree with that HEAD in the branch's history, as after a
     checkpoint of unstaged edits that were committed later)."""
+    # Lazily: a listing imports this module, and the capture code it never runs.
+    from git_ao.git import query
+    from git_ao.save import capture
     try:
         head, i_tree, w_tree, u_tree = capture.saved_trees(s.common_dir, oid)
         if u_tree is None and s.branch:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import shutil
 from collections.abc import Sequence
 from types import TracebackType
@@ -118,7 +117,7 @@ class TempIndex:
     def __init__(self, cwd: str, git_dir: str) -> None:
         self.cwd = cwd
         self.path = os.path.join(git_dir, f"{TEMP_INDEX_PREFIX}{os.getpid()}."
-                                          f"{secrets.token_hex(4)}")
+                                          f"{os.urandom(4).hex()}")
         self._env = git.index_env(self.path)
 
     def __enter__(self) -> Self:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import stat
 from dataclasses import dataclass
@@ -147,7 +146,7 @@ def _link_line(admin: str) -> bytes:
 
 def _write_link(path: str, admin: str) -> None:
     """Point the worktree's `.git` file at `admin` (a new file, then rename)."""
-    tmp = os.path.join(path, LINK_TMP_PREFIX + secrets.token_hex(8))
+    tmp = os.path.join(path, LINK_TMP_PREFIX + os.urandom(8).hex())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         with os.fdopen(fd, "wb", closefd=False) as fh:

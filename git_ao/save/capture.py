@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import stat
 from collections.abc import Sequence
@@ -205,7 +204,7 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
     """
-    scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}")
+    scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{os.urandom(4).hex()}")
     bad: dict[str, None] = {}
     try:
         for temp in indexes:

@@ -7,14 +7,15 @@ as `key=value` with repr-quoting where needed; prompt text is never passed in.
 
 from __future__ import annotations
 
-import logging
-import logging.handlers
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import logging
 
 LOG_NAME = "git-ao.log"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -22,20 +23,34 @@ MAX_BYTES = 1 << 20
 BACKUPS = 5
 
 _lock = threading.Lock()
-_logger = logging.getLogger("git-ao")
-_logger.propagate = False
-_logger.setLevel(logging.INFO)
+# logging (and logging.handlers) is imported on the first line written: a
+# command that logs nothing (a listing, a completion) does not pay for it.
+_logger: logging.Logger | None = None
 _path: str | None = None
 _warned: set[str] = set()  # the log paths a "cannot write" warning was given for
 _on_failure: Callable[[str], None] | None = None  # set by the command layer
 
 
-class _Handler(logging.handlers.RotatingFileHandler):
-    """A rotating handler that reports a failed write (a full disk, a log turned
-    into a directory) to `event` instead of printing logging's traceback."""
+def _handler(path: str) -> logging.Handler:
+    """A rotating handler on `path` that reports a failed write (a full disk, a log
+    turned into a directory) to `event` instead of printing logging's traceback."""
+    import logging.handlers
 
-    def handleError(self, record: logging.LogRecord) -> None:
-        raise sys.exc_info()[1] or OSError("cannot write the log")
+    class _Handler(logging.handlers.RotatingFileHandler):
+        def handleError(self, record: logging.LogRecord) -> None:
+            raise sys.exc_info()[1] or OSError("cannot write the log")
+
+    return _Handler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS)
+
+
+def _the_logger() -> logging.Logger:
+    global _logger
+    if _logger is None:
+        import logging
+        _logger = logging.getLogger("git-ao")
+        _logger.propagate = False
+        _logger.setLevel(logging.INFO)
+    return _logger
 
 
 def on_failure(callback: Callable[[str], None] | None) -> None:
@@ -46,25 +61,27 @@ def on_failure(callback: Callable[[str], None] | None) -> None:
 
 def _get(data_dir: str) -> logging.Logger:
     global _path
+    import logging
     path = os.path.join(data_dir, "logs", LOG_NAME)
     with _lock:
+        logger = _the_logger()
         if _path != path:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             if not os.path.exists(path):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-            handler = _Handler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS)
+            handler = _handler(path)
             # UTC with a Z, the one time format git-ao prints (as in --json).
             fmt = logging.Formatter("%(asctime)s pid=%(process)d %(message)s", TIME_FORMAT)
             fmt.converter = time.gmtime
             handler.setFormatter(fmt)
             # One process may serve several data dirs (tests, importers): the
             # previous file is closed here, not left for the garbage collector.
-            for old in list(_logger.handlers):
-                _logger.removeHandler(old)
+            for old in list(logger.handlers):
+                logger.removeHandler(old)
                 old.close()
-            _logger.addHandler(handler)
+            logger.addHandler(handler)
             _path = path
-        return _logger
+        return logger
 
 
 def _fmt(value: object) -> str:
@@ -106,9 +123,11 @@ def close() -> None:
     global _path, _on_failure
     _on_failure = None
     with _lock:
-        for old in list(_logger.handlers):
-            _logger.removeHandler(old)
-            old.close()
+        logger = _logger
+        if logger is not None:
+            for old in list(logger.handlers):
+                logger.removeHandler(old)
+                old.close()
         _path = None
 
 

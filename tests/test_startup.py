@@ -1,0 +1,39 @@
+"""Start-up: commands with little to do import only what they use.
+
+Nothing here times anything (bench/run.py does, against a bare interpreter
+start); these tests pin down which modules a start imports."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import ROOT
+
+# What a listing never runs: the capture code, logging (nothing is logged),
+# secrets (hashlib and OpenSSL, for a random name).
+NOT_FOR_A_LISTING = ("git_ao.save.capture", "logging", "secrets")
+
+
+def _imported(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `code`."""
+    script = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    res = subprocess.run([sys.executable, "-c", script],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    return set(res.stdout.split())
+
+
+@pytest.mark.parametrize("module", ["git_ao.manage.listing", "git_ao.context",
+                                    "git_ao.store.log"])
+def test_listing_modules_import_no_capture_logging_or_secrets(module):
+    held = _imported(f"import {module}")
+    assert module in held
+    assert not held & set(NOT_FOR_A_LISTING), sorted(held & set(NOT_FOR_A_LISTING))
+
+
+def test_the_log_still_writes_after_a_lazy_import(tmp_path):
+    from git_ao.store import log
+    log.event(str(tmp_path), "list", "s1", "ok", note="two words")
+    log.close()
+    text = (tmp_path / "logs" / log.LOG_NAME).read_text()
+    assert "list s1 ok note='two words'" in text
