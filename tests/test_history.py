@@ -314,3 +314,19 @@ def test_the_timer_units_run_a_timer_checkpoint_of_every_session(repo, worktrees
                               os.path.join(CONTRIB, "git-ao-checkpoint.service")],
                              capture_output=True, text=True, timeout=60, check=False)
         assert "git-ao-checkpoint" not in res.stderr, res.stderr
+
+
+def test_pushing_the_session_pushes_its_history(repo, worktrees, tmp_path):
+    plain = tmp_path / "plain.git"
+    git("init", "-q", "--bare", plain, cwd=tmp_path)
+    git("remote", "add", "plain", plain, cwd=repo)
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "more.txt").write_text("more\n")
+    ao("ao-preserve", "agent", "--push", "plain", cwd=repo)
+    local = git("rev-parse", HIST + "agent", cwd=repo)
+    assert git("rev-parse", HIST + "agent", cwd=plain) == local
+    saves = [e["commit"] for e in _entries(repo, "agent")]
+    assert len(saves) == 2
+    for c in saves:  # every save and all it needs is there (rev-list fails on a missing one)
+        git("rev-list", "--objects", c, cwd=plain)

@@ -30,6 +30,7 @@ from git_ao.context import REF_PREFIX, Context, facts
 from git_ao.errors import AoError, Usage
 from git_ao.git import remotes
 from git_ao.outcome import Action, Outcome, Status
+from git_ao.save import history
 from git_ao.store.database import Store
 from git_ao.store.records import Session, now_ns
 
@@ -328,6 +329,10 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
     if not ready:
         return out
     specs = [s for r in ready for s in _refspecs(r)]
+    # The session's history goes along (never forced: a history pruned here since
+    # is rejected there and stays as it was, reported by nothing but git's line).
+    specs += [f"{h}:{h}" for h in (history.history_ref(r.session_id) for r in ready if r.want)
+              if git.rev_parse(repo, h)]
     leases = [(r.ref, r.have) for r in ready]
     why = ""
     res: git.Completed | None = None
