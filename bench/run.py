@@ -297,6 +297,44 @@ def bench_preserve_clean(repo, runs, out):
     cleanup(repo)
 
 
+def bench_checkpoint(repo, files, runs, out):
+    """git ao checkpoint of a 20,000-file worktree: unchanged since its last
+    checkpoint, against git status --porcelain of it; with 50 modified files (10
+    staged) and 10 new, against git stash create on a twin prepared the same way."""
+    ours, base = [], []
+    a, _ = new_worktree(repo, "ck-same")
+    settle([a])
+    register(a, "cks")
+    run(["git", "ao", "checkpoint", "cks", "-q"], repo)
+    time.sleep(0.2)  # out of the racy window: the next checkpoint writes its stat file
+    run(["git", "ao", "checkpoint", "cks", "-q"], repo)
+    for r in range(max(runs, 5)):
+        pair = [lambda: ours.append(run(["git", "ao", "checkpoint", "cks", "-q"], a)[0]),
+                lambda: base.append(run(["git", "status", "--porcelain"], a)[0])]
+        for f in (pair if r % 2 == 0 else pair[::-1]):
+            f()
+    res = run(["git", "ao", "checkpoint", "cks", "--json"], a)[1]
+    assert json.loads(res.stdout)["results"][0].get("unchanged") is True, res.stdout
+    out["checkpoint_unchanged"] = (median(ours), median(base))
+    ours, base = [], []
+    for r in range(runs):
+        c, _ = new_worktree(repo, "ck-ao")
+        d, _ = new_worktree(repo, "ck-git")
+        for p in (c, d):
+            make_dirty(p, files, 50, 10, staged=10)
+        settle([c, d])
+        register(c, f"ckd{r}")
+        pair = [lambda: ours.append(run(["git", "ao", "checkpoint", f"ckd{r}", "-q"], c)[0]),
+                lambda: base.append(run(["git", "stash", "create"], d)[0])]
+        for f in (pair if r % 2 == 0 else pair[::-1]):
+            f()
+        n = len(json.loads(run(["git", "ao", "history", f"ckd{r}", "--json"], c)[1].stdout)[
+            "entries"])
+        assert n == 1, n
+    out["checkpoint_dirty"] = (median(ours), median(base))
+    cleanup(repo)
+
+
 def bench_restore(repo, files, runs, out):
     """git ao-restore of that session against git worktree add + git stash apply --index
     of the same stash-shaped commit."""
@@ -472,6 +510,10 @@ TARGETS = [
     ("clean", "preserve of a clean 20k-file worktree", "git status --porcelain", "<= 1.3",
      lambda x: x <= 1.3),
     ("clean_inproc", "  same, in-process (no interpreter start-up)", "same", "(info)", None),
+    ("checkpoint_unchanged", "git ao checkpoint of an unchanged 20k-file worktree",
+     "git status --porcelain", "<= 1.2", lambda x: x <= 1.2),
+    ("checkpoint_dirty", "git ao checkpoint, 50 modified (10 staged) + 10 new files, 20k-file "
+     "worktree", "git stash create", "<= 1.0", lambda x: x <= 1.0),
     ("restore", "restore of that session", "git worktree add + git stash apply --index",
      "<= 1.1", lambda x: x <= 1.1),
     ("jobs", "preserve --all, 50 sessions / 5 repos: -j 1 time / -j cores time",
@@ -520,7 +562,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
     ap.add_argument("--quick", action="store_true", help="3 runs, scaling 10 and 50 only")
-    ap.add_argument("--only", default="", help="comma list: preserve,walk,clean,restore,jobs,"
+    ap.add_argument("--only", default="", help="comma list: preserve,walk,clean,checkpoint,restore,jobs,"
                     "startup,processes,scaling")
     args = ap.parse_args(argv)
     runs = 3 if args.quick else args.runs
@@ -542,6 +584,7 @@ def main(argv=None):
         ("preserve", lambda: bench_preserve_dirty(repo, files, runs, out)),
         ("walk", lambda: bench_walk(repo, runs, out)),
         ("clean", lambda: bench_preserve_clean(repo, runs, out)),
+        ("checkpoint", lambda: bench_checkpoint(repo, files, runs, out)),
         ("restore", lambda: bench_restore(repo, files, runs, out)),
         ("jobs", lambda: bench_jobs(runs, out)),
         ("scaling", lambda: bench_scaling([10, 50] if args.quick else [10, 50, 200], out)),

@@ -12,6 +12,7 @@ import shlex
 import shutil
 import subprocess
 import threading
+import time
 
 from tests.support import ao, dirty, git, log_text
 from tests.worktree_state import assert_restored, exact_state
@@ -61,7 +62,7 @@ def test_an_unchanged_checkpoint_adds_nothing(repo, worktrees):
     ao("ao", "checkpoint", "agent", cwd=repo)
     tip = git("rev-parse", HIST + "agent", cwd=repo)
     res = ao("ao", "checkpoint", "agent", cwd=wt)
-    assert "holds this state already" in res.stdout
+    assert "holds this state already" in res.stdout or "unchanged since" in res.stdout
     assert git("rev-parse", HIST + "agent", cwd=repo) == tip
     assert len(_entries(repo, "agent")) == 1
 
@@ -330,3 +331,64 @@ def test_pushing_the_session_pushes_its_history(repo, worktrees, tmp_path):
     assert len(saves) == 2
     for c in saves:  # every save and all it needs is there (rev-list fails on a missing one)
         git("rev-list", "--objects", c, cwd=plain)
+
+
+def _checkpoint_json(repo):
+    res = ao("ao", "checkpoint", "agent", "--json", cwd=repo)
+    return json.loads(res.stdout)["results"][0]
+
+
+def test_an_unchanged_checkpoint_is_proven_without_git_and_every_change_is_seen(
+        repo, worktrees):
+    wt = _session(repo, worktrees)
+    time.sleep(0.1)  # out of the racy window: the stat file is written
+    assert "unchanged" not in _checkpoint_json(repo)
+    assert _checkpoint_json(repo).get("unchanged") is True
+    (wt / "build" / "more.o").write_bytes(b"ignored")  # inside an ignored directory
+    assert _checkpoint_json(repo).get("unchanged") is True
+    changes = [
+        lambda: (wt / "src" / "app.py").write_text("print('CHANGED')\n"),  # same size
+        lambda: (wt / "new dir" / "deep" / "another.txt").write_text("untracked\n"),
+        lambda: git("add", "src/app.py", cwd=wt),
+        lambda: os.chmod(wt / "README.md", 0o600),
+        lambda: (wt / "empty").mkdir(),
+        lambda: git("commit", "-qm", "agent commits", cwd=wt),
+        lambda: (wt / "notes.log").write_text("ignored\n"),  # an ignored file: its dir changed
+    ]
+    for n, change in enumerate(changes):
+        change()
+        time.sleep(0.1)  # so this checkpoint writes the stat file again
+        assert "unchanged" not in _checkpoint_json(repo), n  # seen, a full checkpoint
+        assert _checkpoint_json(repo).get("unchanged") is True, n
+    got = _entries(repo, "agent")
+    assert len(got) == 1 + len(changes) - 1  # the ignored file changed no state
+    wanted = exact_state(wt)
+    _destroy(wt)
+    assert "unchanged" not in _checkpoint_json(repo)
+    ao("ao-restore", "agent", "--at", "2", cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+
+
+def test_the_quick_entry_point_answers_an_unchanged_checkpoint_and_passes_changes_on(
+        repo, worktrees):
+    wt = _session(repo, worktrees)
+    time.sleep(0.1)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    log = log_text()
+    payload = json.dumps({"hook_event_name": "Stop", "cwd": str(wt / "src")})
+    for argv in (["agent", "-q"], ["-q", "--trigger", "timer"], ["--hook-input", "-q"]):
+        res = subprocess.run(["git", "ao", "checkpoint", *argv], cwd=wt, input=payload,
+                             capture_output=True, text=True, check=False)
+        assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), (argv, res)
+    assert log_text() == log  # answered before anything ran: nothing logged
+    assert len(_entries(repo, "agent")) == 1
+    (wt / "src" / "app.py").write_text("print('CHANGED')\n")
+    res = subprocess.run(["git", "ao", "checkpoint", "--hook-input", "--trigger", "hook", "-q"],
+                         cwd="/", input=payload, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res
+    got = _entries(repo, "agent")
+    assert [e["trigger"] for e in got] == ["hook", "checkpoint"]
+    # Whatever the quick path does not know goes to the full command line.
+    res = subprocess.run(["git", "ao", "checkpoint", "agent", "-q", "--bogus"], cwd=wt,
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 129 and "--bogus" in res.stderr

@@ -192,9 +192,10 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     if hook_input:
         import sys
 
+        from git_ao.cli.quick import hook_cwd
         from git_ao.errors import AoError
         from git_ao.outcome import Status
-        where = cp.hook_cwd(sys.stdin.buffer.read()) or os.getcwd()
+        where = hook_cwd(sys.stdin.buffer.read()) or os.getcwd()
         try:
             outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
                                      trigger=trigger)

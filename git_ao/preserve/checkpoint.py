@@ -12,13 +12,13 @@ signalled.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 
 from git_ao.batch import guarded, log_failure
 from git_ao.context import Context
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import workflow
+from git_ao.save import unchanged
 from git_ao.store.records import Session
 
 
@@ -34,6 +34,11 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
             out.append(Outcome(s.id, Action.CHECKPOINT, Status.NOTHING,
                                f"not live ({s.state}): nothing to checkpoint"))
             continue
+        if unchanged.unchanged(ctx.store.dir, s.id, s.worktree_path):
+            # No git process: the stat data proves the newest entry holds this state.
+            out.append(Outcome(s.id, "checkpoint", Status.OK, "unchanged since the newest "
+                               "entry of its history (nothing added)", {"unchanged": True}))
+            continue
         o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
                                       trigger=trigger), s.id, Action.CHECKPOINT)
         o.action = Action.CHECKPOINT
@@ -43,14 +48,3 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
         out.append(o)
     return out
 
-
-def hook_cwd(data: bytes) -> str | None:
-    """The working directory an agent tool's hook names in the JSON it gives on stdin
-    (Claude Code: {"cwd": ..., "session_id": ..., "hook_event_name": ...}), None
-    when there is none."""
-    try:
-        doc = json.loads(data.decode("utf-8", "replace") or "{}")
-    except ValueError:
-        return None
-    cwd = doc.get("cwd") if isinstance(doc, dict) else None
-    return cwd if isinstance(cwd, str) and cwd else None

@@ -27,7 +27,7 @@ from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import removal
 from git_ao.proof import witness
-from git_ao.save import capture, daemon_refs, history, local_state
+from git_ao.save import capture, daemon_refs, history, local_state, unchanged
 from git_ao.store import trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
@@ -232,8 +232,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
         ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
-        appended = _append_history(ctx, s, path, cap, meta, trigger or (
+        appended, in_history = _append_history(ctx, s, path, cap, meta, trigger or (
             "checkpoint" if keep_worktree else "preserve"))
+        if keep_worktree and in_history and walked is not None:
+            _record_unchanged(ctx, s, path, v.git_dir, cap, walked)
         captured: dict[str, str] = {}
         if before is not None:
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
@@ -311,19 +313,31 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
 
 
 def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
-                    meta: capture.Meta, trigger: str) -> history.Entry | None:
+                    meta: capture.Meta, trigger: str) -> tuple[history.Entry | None, bool]:
     """Append the capture to the session's history (`history.append_capture`). The
     save itself is in the preserve ref already (or the worktree was clean), so a
-    failure here is logged and costs the preserve nothing."""
+    failure here is logged and costs the preserve nothing. Returns (the new entry
+    or None, whether the newest entry now holds the capture)."""
     try:
         entry = history.append_capture(path, s.id, cap, meta, trigger)
     except AoError as exc:
         ctx.log("preserve", s.id, "history-not-appended", error=str(exc))
-        return None
+        return None, False
     if entry is not None:
         ctx.log("preserve", s.id, "history-appended", trigger=trigger, entry=entry.commit,
                 commit=entry.save)
-    return entry
+    return entry, True
+
+
+def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
+                      cap: capture.Capture, walked: walk.Walk) -> None:
+    """Leave the stat file that lets the next checkpoint prove, without git, that
+    nothing changed (`unchanged.record`); a failure only costs that speed."""
+    try:
+        unchanged.record(ctx.store.dir, s.id, path, git_dir, s.common_dir, cap.branch,
+                         walked, cap.ignored, query.config_map(path))
+    except (OSError, AoError) as exc:
+        ctx.log("preserve", s.id, "stat-not-recorded", error=str(exc))
 
 
 def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,

@@ -1,0 +1,243 @@
+"""Proving, without git, that a worktree has not changed since its last checkpoint.
+
+A checkpoint of an unchanged worktree must cost less than the `git status` it
+would otherwise run. After a checkpoint whose state is the newest entry of the
+history, `record` writes a stat file in the data dir (`<data dir>/history-stat/
+<id>`): the stat data (mtime, ctime, size, inode) of every path the walk saw
+that is not ignored, of every directory that is not ignored, and of every file
+git reads to decide what the state is (the index, HEAD, the branch's ref and
+packed-refs, the history's ref, the config and ignore and attribute files).
+`unchanged` then stats the same paths (`fstatat` from the worktree's
+descriptor, no git process): all equal means nothing changed, since
+
+- a file written since has a new ctime (git's own stat cache relies on the
+  same; ctime cannot be set back);
+- a path created, removed or renamed changes its directory's mtime, so an
+  untracked file added anywhere not ignored is seen;
+- the index, HEAD and every ref are replaced by a rename when git writes them
+  (a new inode and ctime).
+
+The racy case: file times come from a clock that ticks every few
+milliseconds, so `record` writes nothing when any recorded time lies within
+`walk.RACY_NS` of the start of the checkpoint's walk (a later write in the same
+tick could leave the times as they were); the next checkpoint then takes the
+full path. Anything unusual (submodules, a reftable, another git environment,
+a stat file from another version) also means the full path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import stat
+from array import array
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the check below runs before anything else is imported
+    from git_ao.fs import walk
+
+VERSION = 2
+_DIR = "history-stat"
+# Variables that change where git reads its config, ignore and attribute files.
+_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_COUNT")
+
+
+def _file(data_dir: str, session_id: str) -> str:
+    return os.path.join(data_dir, _DIR, session_id)
+
+
+def _by_path(data_dir: str, path: str) -> str:
+    """The file naming the session whose worktree is at `path`."""
+    return os.path.join(data_dir, _DIR,
+                        "path-" + hashlib.sha1(os.fsencode(path)).hexdigest())
+
+
+def session_at(data_dir: str, path: str) -> str | None:
+    """The id of the session a stat file was recorded for at worktree `path`, or None."""
+    try:
+        with open(_by_path(data_dir, path), encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def _sig(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
+             branch: str | None, conf: dict[str, str]) -> list[str]:
+    """The files outside the worktree's walk whose change may change its state."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    files = [os.path.join(git_dir, n) for n in ("index", "HEAD", "config.worktree",
+                                                os.path.join("info", "sparse-checkout"))]
+    files += [os.path.join(common_dir, n) for n in (
+        "config", "packed-refs", os.path.join("info", "exclude"),
+        os.path.join("info", "attributes"), os.path.join("refs", "ao", "history", session_id))]
+    if branch:
+        files.append(os.path.join(common_dir, "refs", "heads", *branch.split("/")))
+    files += [os.path.expanduser("~/.gitconfig"), os.path.join(xdg, "git", "config"),
+              os.path.join(xdg, "git", "ignore"), os.path.join(xdg, "git", "attributes"),
+              os.environ.get("GIT_CONFIG_GLOBAL") or "", "/etc/gitconfig"]
+    for key in ("core.excludesfile", "core.attributesfile"):
+        if conf.get(key):
+            files.append(os.path.expanduser(conf[key]))
+    return [f for f in files if f]
+
+
+def _ignored(rel: str, files: set[str], dirs: tuple[str, ...]) -> bool:
+    return rel in files or rel.startswith(dirs)
+
+
+def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: str,
+           branch: str | None, walked: walk.Walk, ignored: list[str],
+           conf: dict[str, str]) -> bool:
+    """After a checkpoint whose state the history's newest entry holds: write the
+    stat file `unchanged` compares with. walked: the walk taken before the
+    checkpoint's `git status` (its start is the racy bound); ignored: the
+    status's ignored paths ('dir/' for a whole directory); conf:
+    `query.config_map`. Returns whether it was written (not when a time is racy,
+    the worktree has submodules or nested repositories, or git uses a reftable).
+    Raises OSError only when the data dir cannot be written."""
+    from git_ao.fs import walk  # here: `unchanged` must import nothing heavy
+    drop(data_dir, session_id)
+    if walked.nested or walked.blockers or os.path.exists(os.path.join(common_dir, "reftable")) \
+            or os.path.exists(os.path.join(git_dir, "modules")) \
+            or os.path.exists(os.path.join(common_dir, "modules")):
+        return False
+    bound = walked.started_ns - walk.RACY_NS
+    ign_files = {p for p in ignored if not p.endswith("/")}
+    ign_dirs = tuple(p for p in ignored if p.endswith("/"))
+    names: list[bytes] = []
+    sigs = array("q")
+    for rel in [".", *walked.dirs]:
+        if rel != "." and _ignored(rel + "/", set(), ign_dirs):
+            continue
+        try:
+            st = os.lstat(os.path.join(path, rel))
+        except OSError:
+            return False
+        if max(st.st_mtime_ns, st.st_ctime_ns) >= bound:
+            return False
+        names.append(os.fsencode(rel))
+        sigs.extend(_sig(st))
+    for rel, e in walked.entries.items():
+        if _ignored(rel, ign_files, ign_dirs):
+            continue
+        if max(e.mtime_ns, e.ctime_ns) >= bound:
+            return False
+        names.append(os.fsencode(rel))
+        sigs.extend((e.mtime_ns, e.ctime_ns, e.size, e.ino))
+    watch: list[tuple[str, tuple[int, int, int, int] | None]] = []
+    for f in _watched(path, git_dir, common_dir, session_id, branch, conf):
+        try:
+            watch.append((f, _sig(os.stat(f))))
+        except FileNotFoundError:
+            watch.append((f, None))
+        except OSError:
+            return False
+    doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
+           "watch": watch, "names": b"\0".join(names), "sigs": sigs.tobytes()}
+    target = _file(data_dir, session_id)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    for dest, data in ((target, marshal.dumps(doc)),
+                       (_by_path(data_dir, path), session_id.encode())):
+        tmp = f"{dest}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, dest)
+    return True
+
+
+def drop(data_dir: str, session_id: str) -> None:
+    """Forget the stat file of a session (its worktree changed in ways git-ao made)."""
+    try:
+        os.unlink(_file(data_dir, session_id))
+    except FileNotFoundError:
+        pass
+
+
+# From this many paths on, `unchanged` stats them in two threads.
+_SPLIT_FROM = 4000
+
+
+def _sigs(fd: int, names: list[bytes]) -> array[int] | None:
+    """The stat signatures of `names` (relative to the directory `fd`), in order;
+    None when one cannot be stat'ed (gone: a change)."""
+    got = array("q")
+    add = got.extend
+    stat_at = os.stat
+    try:
+        for rel in names:
+            st = stat_at(rel, dir_fd=fd, follow_symlinks=False)
+            add((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+    except OSError:
+        return None
+    return got
+
+
+def unchanged_any(data_dir: str, session_id: str) -> bool:
+    """`unchanged` at whatever worktree path the session's stat file names."""
+    try:
+        with open(_file(data_dir, session_id), "rb") as fh:
+            doc = marshal.load(fh)
+    except (OSError, EOFError, ValueError, TypeError):
+        return False
+    path = doc.get("path") if isinstance(doc, dict) else None
+    return isinstance(path, str) and unchanged(data_dir, session_id, path, doc)
+
+
+def unchanged(data_dir: str, session_id: str, path: str, doc: object = None) -> bool:
+    """Is the worktree at `path` provably as it was at the checkpoint `record`
+    described, and the history's newest entry still that checkpoint's? Stats every
+    recorded path; starts no git process. False whenever it cannot tell."""
+    if doc is None:
+        try:
+            with open(_file(data_dir, session_id), "rb") as fh:
+                doc = marshal.load(fh)
+        except (OSError, EOFError, ValueError, TypeError):
+            return False
+    if not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("path") != path \
+            or doc.get("env") != [os.environ.get(k) for k in _ENV]:
+        return False
+    for f, want in doc["watch"]:
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            if want is not None:
+                return False
+            continue
+        except OSError:
+            return False
+        if want is None or (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != want:
+            return False
+    want_sigs = array("q")
+    want_sigs.frombytes(doc["sigs"])
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        names = doc["names"].split(b"\0")
+        if len(names) < _SPLIT_FROM:
+            return _sigs(fd, names) == want_sigs and stat.S_ISDIR(os.fstat(fd).st_mode)
+        # Two halves side by side, as git's preload-index does: the stat calls
+        # release the GIL, and one core's latency per call is most of the cost.
+        import threading
+        half = len(names) // 2
+        other: list[array[int] | None] = [None]
+
+        def run() -> None:
+            other[0] = _sigs(fd, names[half:])
+
+        t = threading.Thread(target=run)
+        t.start()
+        mine = _sigs(fd, names[:half])
+        t.join()
+        if mine is None or other[0] is None:
+            return False
+        return mine + other[0] == want_sigs and stat.S_ISDIR(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
