@@ -392,3 +392,23 @@ def test_the_quick_entry_point_answers_an_unchanged_checkpoint_and_passes_change
     res = subprocess.run(["git", "ao", "checkpoint", "agent", "-q", "--bogus"], cwd=wt,
                          capture_output=True, text=True, check=False)
     assert res.returncode == 129 and "--bogus" in res.stderr
+
+
+def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(
+        repo, worktrees):
+    wt = worktrees(repo, "agent")
+    (wt / "planned.txt").write_text("planned\n")
+    git("add", "-N", "planned.txt", cwd=wt)
+    (wt / "src" / "util.py").unlink()
+    os.symlink("README.md", wt / "src" / "util.py")  # a file become a symlink
+    (wt / "data.bin").unlink()
+    os.chmod(wt / "run.sh", 0o755)
+    (wt / "README.md").write_text("staged\n")
+    git("add", "README.md", cwd=wt)
+    (wt / "README.md").write_text("staged\nthen more\n")
+    wanted = exact_state(wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    _destroy(wt)
+    ao("ao-restore", "agent", "--at", "2" if len(_entries(repo, "agent")) > 1 else "1",
+       cwd=repo)
+    assert_restored(wanted, exact_state(wt))

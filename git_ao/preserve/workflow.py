@@ -228,7 +228,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                                f"and keep the worktree: {'; '.join(keep)}", facts(s))
             return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {counts}", facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
-        cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
+        cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked,
+                              targeted=keep_worktree)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
         ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""

@@ -306,7 +306,8 @@ TRIES = 5
 
 
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
-            st: git.Status | None = None, walked: walk.Walk | None = None) -> Capture:
+            st: git.Status | None = None, walked: walk.Walk | None = None,
+            targeted: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -314,6 +315,10 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     st: a git.Status from `inspect`, to avoid reading the worktree twice.
     walked: the walk of the worktree, whose stat data gives every file's
     permission bits to the private config (`local_state.collect`).
+    targeted: a checkpoint's capture, which reads again only the paths `git
+    status` saw change (`git update-index`) instead of every tracked one (`git
+    add -u`), where no index flag hides a file, no sparse checkout and no
+    submodule is involved.
     Returns a Capture. Raises CannotCapture (also when a file kept changing
     under git's reads TRIES times in a row), GitError. Temporary index files are
     removed on every path out.
@@ -325,7 +330,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     """
     for attempt in range(1, TRIES + 1):
         try:
-            return _capture_once(path, git_dir, meta, write, st, walked)
+            return _capture_once(path, git_dir, meta, write, st, walked, targeted)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -337,7 +342,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
 
 
 def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
-                  st: git.Status | None, walked: walk.Walk | None) -> Capture:
+                  st: git.Status | None, walked: walk.Walk | None,
+                  targeted: bool = False) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -389,7 +395,16 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
                            "--no-skip-worktree")
         unstaged = [e.path for e in st.changed if e.xy[1] != "."]
-        if hidden or unstaged:
+        if unstaged and not hidden and targeted and conf.get("core.sparsecheckout") != "true" \
+                and not any(e.sub.startswith("S") for e in st.changed):
+            # A checkpoint reads again only the paths status saw change (`git add -u`
+            # would stat every tracked file once more); the witness below still
+            # holds, and a file written since status is the next checkpoint's.
+            tmp_i.update(unstaged)
+            cap.worktree_tree = tmp_i.write_tree()
+            if not reason:
+                _check_witness(path, cap, [p for p in unstaged if p not in set(ita)])
+        elif hidden or unstaged:
             tmp_i.add_tracked()
             cap.worktree_tree = tmp_i.write_tree()
             if not reason:
