@@ -36,7 +36,7 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
             continue
         if unchanged.unchanged(ctx.store.dir, s.id, s.worktree_path):
             # No git process: the stat data proves the newest entry holds this state.
-            out.append(Outcome(s.id, "checkpoint", Status.OK, "unchanged since the newest "
+            out.append(Outcome(s.id, Action.CHECKPOINT, Status.OK, "unchanged since the newest "
                                "entry of its history (nothing added)", {"unchanged": True}))
             continue
         o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
