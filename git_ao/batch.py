@@ -17,8 +17,8 @@ from git_ao.outcome import Action, Outcome, Status
 from git_ao.save import capture
 from git_ao.store.records import Session
 
-# The start of the message of a session a signal kept from starting (the report of
-# an interrupted run counts them).
+# The start of the message of a session a signal kept from starting (its Outcome
+# says started=False, which the report of an interrupted run counts).
 NOT_STARTED = "not started: interrupted by a signal"
 
 

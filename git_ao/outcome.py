@@ -67,6 +67,7 @@ class Outcome:
     status: Status
     message: str
     data: dict[str, Any] = field(default_factory=dict)
+    started: bool = True  # False: a signal stopped the batch before this session began
 
     @property
     def exit_status(self) -> ExitStatus:

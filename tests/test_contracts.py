@@ -45,3 +45,15 @@ def test_a_stray_entry_records_no_commit(tmp_path):
     from git_ao.store import trash
     assert "commit" not in trash.Meta(stray=True, files=["a"]).to_dict()
     assert trash.Meta(commit=None, has_commit=True).to_dict() == {"commit": None}
+
+
+def test_only_a_verified_worktree_goes_into_the_trash(tmp_path):
+    import pytest
+
+    from git_ao.store import trash
+    victim = tmp_path / "not-a-worktree"
+    victim.mkdir()
+    (victim / "f").write_text("x")
+    with pytest.raises(TypeError):
+        trash.move_in(str(tmp_path / "data"), "s1", str(victim), trash.Meta())  # type: ignore[arg-type]
+    assert (victim / "f").read_text() == "x"

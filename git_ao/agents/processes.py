@@ -28,7 +28,7 @@ from git_ao.agents.relaunch import expand
 
 Policy = Literal["stop", "refuse", "report"]
 POLICIES: tuple[Policy, ...] = ("stop", "refuse", "report")
-DEFAULT_TIMEOUT = 10.0  # seconds; config.DEFAULT_AGENT_TIMEOUT says the same
+DEFAULT_TIMEOUT = 10.0  # seconds; settings.DEFAULT_AGENT_TIMEOUT says the same
 
 # Keeps an Agent printable and its memory bounded when a process has a huge
 # argument list (a harness passing a whole prompt on its command line).
@@ -211,7 +211,7 @@ def ancestors_inside(path: str) -> list[Agent]:
 
 
 class Settings(Protocol):
-    """What policy_for reads: config.Config fits."""
+    """What policy_for reads: store.settings.Settings fits."""
 
     def get(self, key: str, default: object = None) -> object: ...
 

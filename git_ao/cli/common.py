@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar
 import click
 
 # Only light imports here: shell completion runs these modules on every TAB, so
-# git (and with it sh), the workflows and rich are imported where they are used.
+# git_ao.git, the workflows and rich are imported where they are used.
 from git_ao.errors import AoError, ExitStatus, Fatal, Usage
 
 if TYPE_CHECKING:
@@ -678,9 +678,8 @@ class SignalStop:
             return None
         import signal
 
-        from git_ao.batch import NOT_STARTED
         name = signal.Signals(self.caught[0]).name
-        left = sum(1 for o in outcomes if o.message.startswith(NOT_STARTED))
+        left = sum(1 for o in outcomes if not o.started)
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1

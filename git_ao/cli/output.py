@@ -42,7 +42,6 @@ _STYLE = {Status.OK: "green", Status.NOTHING: "dim", Status.ATTENTION: "yellow",
 _SGR = {"green": "32", "dim": "2", "yellow": "33", "red": "31"}
 _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
               "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-COLOR_WHEN = ("always", "never", "auto")
 
 
 def quote_field(text: str) -> str:

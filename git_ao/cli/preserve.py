@@ -48,7 +48,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
     (registered first when unknown)."""
     if ids and all_:
         usage("give session ids or --all, not both")
-    # lazily: completion must not import git and sh
+    # lazily: completion must not import the git modules
     from git_ao.batch import guarded
     from git_ao.manage.register import current_session
     from git_ao.preserve import workflow as preserve

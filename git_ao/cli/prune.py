@@ -39,7 +39,7 @@ def command(app: App, ids: tuple[str, ...], expire: str | None, force: bool,
     and of terminated sessions with nothing pending, stale worktree registrations,
     leftover temporary index files, the trash. A preserve ref goes only when its work
     is provably elsewhere, or when named with --force."""
-    from git_ao.manage import prune  # lazily: completion must not import git and sh
+    from git_ao.manage import prune  # lazily: completion must not import the git modules
     check_ids(ids)
     if ids and not force:
         usage("naming sessions needs --force (it deletes their preserve refs)")

@@ -50,7 +50,9 @@ def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     worktree (or print how to resume the agent)."""
     from git_ao.agents import relaunch
     from git_ao.restore import target
-    from git_ao.restore import workflow as restore  # lazily: completion must not import git and sh
+
+    # lazily: completion must not import the git modules
+    from git_ao.restore import workflow as restore
     check_ids(ids)
     if at is not None:
         return _restore_at(app, ids, at, from_ or map_path)

@@ -185,12 +185,6 @@ def worktree_prune(common_dir: str, *, dry_run: bool = False) -> list[str]:
     return [ln for ln in res.errtext.splitlines() if ln.strip()]
 
 
-def worktree_remove(common_dir: str, path: str, *, force: bool = False) -> None:
-    """`git worktree remove <path>`. Without `force` git itself refuses a dirty worktree;
-    force (twice, for a locked one too) is only for a verified worktree whose work is
-    saved, which cannot be renamed into the trash."""
-    run(["worktree", "remove", *(["--force"] if force else []), path], common_dir)
-
 
 # ---------------------------------------------------------------- status
 
@@ -319,6 +313,43 @@ def for_each_ref(cwd: str, *prefixes: str) -> list[tuple[str, ObjectId]]:
     out = run(["for-each-ref", "--format=%(objectname) %(refname)", *prefixes], cwd)
     return parse.ref_oids(out.decode("utf-8", "surrogateescape"))
 
+
+# ---------------------------------------------------------------- checkouts and applies
+
+
+def checkout_detached(cwd: str, commit: str) -> bool:
+    """`git checkout -q --detach <commit>` in the repository at `cwd`; True on success."""
+    return call(["checkout", "-q", "--detach", commit], cwd).status == 0
+
+
+def checkout_branch_at(cwd: str, branch: str, commit: str, *, reset: bool) -> bool:
+    """Put HEAD of the repository at `cwd` on the local branch `branch` at `commit`:
+    `git checkout -q -b` when the branch is new, `-B` (moving it) when `reset`,
+    else `git checkout -q <branch>` (it must be at `commit` already, which the
+    caller checked). True on success."""
+    if reset or rev_parse(cwd, f"refs/heads/{branch}") is None:
+        flag = "-B" if reset else "-b"
+        return call(["checkout", "-q", flag, branch, commit], cwd).status == 0
+    return call(["checkout", "-q", branch, "--"], cwd).status == 0
+
+
+def empty_tree(cwd: str) -> ObjectId:
+    """The id of the empty tree, written to the object store (`git hash-object -w`)."""
+    return ObjectId(line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b""))
+
+
+def stash_apply(cwd: str, commit: str, *, index: bool, sparse_off: bool = False) -> Completed:
+    """`git stash apply [--index] <commit>` in worktree `cwd`; the Completed, whatever its
+    status. sparse_off: with the sparse-checkout patterns switched off for this one
+    command (`-c core.sparseCheckout=false`)."""
+    args = (["-c", "core.sparseCheckout=false"] if sparse_off else []) + ["stash", "apply"]
+    return call(args + (["--index"] if index else []) + [commit], cwd)
+
+
+def submodule_update_init(cwd: str, paths: Sequence[str]) -> Completed:
+    """`git submodule update --init -- <paths>` (literal paths); the Completed, whatever
+    its status."""
+    return call(["--literal-pathspecs", "submodule", "update", "--init", "--", *paths], cwd)
 
 
 # ---------------------------------------------------------------- remotes

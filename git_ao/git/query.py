@@ -1,5 +1,6 @@
 """Named git queries that read and change nothing: ignore rules, blob ids,
-reachability, commit messages, index flags. The processes start in git_ao/git/process.py
+reachability, commit messages, index flags (what changes a worktree or writes an
+object is in git_ao/git/__init__.py). The processes start in git_ao/git/process.py
 (`git.call`); this module only names what they ask.
 """
 
@@ -79,22 +80,6 @@ def hash_paths(cwd: str, paths: Sequence[str], env: dict[str, str] | None = None
     return ids
 
 
-def checkout_detached(cwd: str, commit: str) -> bool:
-    """`git checkout -q --detach <commit>` in the repository at `cwd`; True on success."""
-    return git.call(["checkout", "-q", "--detach", commit], cwd).status == 0
-
-
-def checkout_branch_at(cwd: str, branch: str, commit: str, *, reset: bool) -> bool:
-    """Put HEAD of the repository at `cwd` on the local branch `branch` at `commit`:
-    `git checkout -q -b` when the branch is new, `-B` (moving it) when `reset`,
-    else `git checkout -q <branch>` (it must be at `commit` already, which the
-    caller checked). True on success."""
-    if reset or git.rev_parse(cwd, f"refs/heads/{branch}") is None:
-        flag = "-B" if reset else "-b"
-        return git.call(["checkout", "-q", flag, branch, commit], cwd).status == 0
-    return git.call(["checkout", "-q", branch, "--"], cwd).status == 0
-
-
 def status_porcelain(cwd: str) -> git.Completed:
     """`git status --porcelain=v2 -z --untracked-files=all --ignore-submodules=none`
     of another repository (a nested one): the git.Completed, whatever its status."""
@@ -109,11 +94,6 @@ def unreachable_from_all(cwd: str, commits: Sequence[str]) -> list[ObjectId]:
         return []
     res = git.call(["rev-list", "--no-walk", *commits, "--not", "--all"], cwd)
     return [ObjectId(c) for c in res.text.split()] if res.status == 0 else []
-
-
-def empty_tree(cwd: str) -> ObjectId:
-    """The id of the empty tree, written to the object store (`git hash-object -w`)."""
-    return ObjectId(git.line(["hash-object", "-w", "-t", "tree", "--stdin"], cwd, input=b""))
 
 
 def hash_bytes(cwd: str, data: bytes) -> str:
@@ -269,14 +249,6 @@ def diff_stat(common_dir: str, commit: str) -> str:
                env=env).decode("utf-8", "replace")
 
 
-def stash_apply(cwd: str, commit: str, *, index: bool, sparse_off: bool = False) -> git.Completed:
-    """`git stash apply [--index] <commit>` in worktree `cwd`; the git.Completed, whatever its
-    status. sparse_off: with the sparse-checkout patterns switched off for this one
-    command (`-c core.sparseCheckout=false`)."""
-    args = (["-c", "core.sparseCheckout=false"] if sparse_off else []) + ["stash", "apply"]
-    return git.call(args + (["--index"] if index else []) + [commit], cwd)
-
-
 def unmerged_paths(cwd: str) -> list[str]:
     """Paths with unmerged index entries (`git diff --name-only --diff-filter=U -z`)."""
     return sorted(set(git.split_z(git.run(["diff", "--name-only", "--diff-filter=U", "-z"], cwd))))
@@ -317,12 +289,6 @@ def has_unpushed_work(cwd: str) -> bool:
     res = git.call(["rev-list", "-n", "1", "HEAD", "--branches", "--tags", "--not", "--remotes"],
                cwd)
     return res.status != 0 or bool(res.text.strip()) or bool(git.rev_parse(cwd, "refs/stash"))
-
-
-def submodule_update_init(cwd: str, paths: Sequence[str]) -> git.Completed:
-    """`git submodule update --init -- <paths>` (literal paths); the git.Completed, whatever
-    its status."""
-    return git.call(["--literal-pathspecs", "submodule", "update", "--init", "--", *paths], cwd)
 
 
 def commit_time_and_message(cwd: str, commit: str) -> tuple[int | None, str]:

@@ -1,16 +1,15 @@
-"""Verify, add and take away linked worktrees. Every deletion guard lives here.
+"""Verify linked worktrees and find their registrations. Every deletion guard lives here.
 
 Nothing outside a verified linked worktree is ever deleted: `verify` checks a
 path against `git worktree list` of its repository and, from inside, against
-`git rev-parse`; `take_away` refuses anything `verify` did not return.
+`git rev-parse`; the one removal, `store/trash.move_in`, takes only the `Verified`
+that `verify` returns.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from git_ao import git
@@ -83,34 +82,6 @@ def verify(common_dir: str, path: str,
         if g == real or g.startswith(real.rstrip("/") + "/"):
             raise Refused(f"'{path}' contains {guarded}; refusing to remove it")
     return Verified(path, dirs.git_dir, common_dir, entry)
-
-
-def take_away(v: Verified, trash_dir: str, label: str,
-              crash: Callable[[str], None] = lambda name: None, prune: bool = True) -> str:
-    """Remove the verified worktree `v` and deregister it.
-
-    The directory is renamed into `trash_dir` (one rename on the same
-    filesystem; the trash keeps ignored files recoverable until `git ao-prune`),
-    then `git worktree prune` deregisters it. Across filesystems it falls back
-    to `git worktree remove --force`. Returns the trash path, or "" when git
-    deleted the directory. prune=False leaves the `git worktree prune` to the
-    caller (one per repository for a batch; until then git lists the worktree
-    as prunable, which restore and `git ao-prune` handle). Raises Refused, GitError.
-    """
-    if not isinstance(v, Verified):
-        raise Refused("refusing to remove an unverified path")
-    target = os.path.join(trash_dir, f"{label}.{time.time_ns()}")
-    try:
-        os.rename(v.path, target)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise Refused(f"cannot move '{v.path}' to the trash: {exc.strerror}") from exc
-        git.worktree_remove(v.common_dir, v.path, force=True)
-        return ""
-    crash("preserve:after-rename")
-    if prune:
-        git.worktree_prune(v.common_dir)
-    return target
 
 
 def admin_dir_of(common_dir: str, path: str) -> str | None:

@@ -27,8 +27,6 @@ DAEMON_DB = "ao.db"
 
 # The newest goose version git-ao was tested against (migration 0103).
 KNOWN_MAX = 103
-# The goose versions whose databases the tests build (tests/test_import_schema.py).
-TESTED = (2, 9, 35, 103)
 # Columns each fact is read from, by the first version that has them. A database at
 # version v must have every column of every entry with since <= v; a missing one
 # means a layout git-ao does not know (a rename), and the import is refused.

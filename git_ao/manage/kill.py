@@ -51,7 +51,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             if ctx.dry_run:
                 return Outcome(s.id, Action.KILL, Status.OK, f"would remove {path}", facts(s))
             try:
-                entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
+                entry = trash.move_in(ctx.store.dir, s.id, v,
                                       trash.Meta(killed=True))
             except OSError as exc:
                 raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc

@@ -12,6 +12,7 @@ and the ref moved on with compare-and-swap, a bounded number of times
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 from git_ao import crashpoint, git
 from git_ao.batch import RepoCache
@@ -21,7 +22,7 @@ from git_ao.fs import walk
 from git_ao.git import lock as gitlock
 from git_ao.git import worktree
 from git_ao.outcome import Action, Outcome, Status
-from git_ao.proof import witness
+from git_ao.proof import restored, witness
 from git_ao.save import capture, local_state
 from git_ao.store import trash
 from git_ao.store.records import Save, Session, now_ns
@@ -29,7 +30,21 @@ from git_ao.store.records import Save, Session, now_ns
 # How many times a worktree still being written to is captured again after the
 # move before preserve reports it as not settled.
 ROUNDS = 3
-UNSETTLED = "\0unsettled"
+
+
+@dataclass
+class Settled:
+    """What `settle` found. late: the paths written after the first capture;
+    settled: False when they kept changing, could not be checked or captured, or
+    one is a path git cannot store (the trash copy holds their latest state)."""
+
+    late: list[str] = field(default_factory=list)
+    settled: bool = True
+
+    @property
+    def touched(self) -> bool:
+        """Did anything happen after the capture (a late write, or a check that failed)?"""
+        return bool(self.late) or not self.settled
 
 
 def where(path: str, b: walk.Blocker) -> str:
@@ -45,7 +60,7 @@ def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None
     exactly what state the session is in when the move fails: the save is
     recorded, so it is pending and its directory is still in place."""
     try:
-        entry = trash.move_in(ctx.store.dir, s.id, v.path, v.common_dir, v.git_dir,
+        entry = trash.move_in(ctx.store.dir, s.id, v,
                               trash.Meta(commit=commit, walked_ns=walked_ns))
     except OSError as exc:
         ctx.log("preserve", s.id, "move-failed", workspace=v.path, error=exc.strerror)
@@ -58,13 +73,13 @@ def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None
 
 def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             before: walk.Walk, cap: capture.Capture, captured: dict[str, str], save: Save,
-            meta: capture.Meta) -> list[str]:
+            meta: capture.Meta) -> Settled:
     """Prove the moved directory holds exactly what was captured; where an agent
     wrote after the capture, capture again from the moved copy (its admin dir is
     still registered), move the ref on (compare-and-swap on the old value) and
-    record the new save, up to ROUNDS times. Returns the paths written late
-    (ending with UNSETTLED when they never settled); writes after the last check
-    stay in the trash copy, which restore brings back."""
+    record the new save, up to ROUNDS times. Returns the paths written late and
+    whether they settled; writes after the last check stay in the trash copy,
+    which restore brings back."""
     late: list[str] = []
     moved = entry.worktree
     for _ in range(ROUNDS):
@@ -74,18 +89,18 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             # git could not hash a file an agent was rewriting: the copy is not
             # proven settled, so it is reported, and it stays in the trash.
             ctx.log("preserve", s.id, "late-check-failed", trash=moved, error=str(exc))
-            return sorted(set(late)) + [UNSETTLED]
+            return Settled(sorted(set(late)), settled=False)
         if not changed:
             # A late path the last capture does not hold (a name or file type git
             # cannot store) is not saved: it stays in the trash copy, and is named.
             uncaptured = [p for p in late if p in after.entries and p not in captured]
-            return late + [UNSETTLED] if uncaptured else late
+            return Settled(late, settled=not uncaptured)
         late = sorted(set(late) | set(changed))
         try:
             again = capture.capture(moved, v.git_dir, meta, walked=after)
         except AoError as exc:
             ctx.log("preserve", s.id, "late-capture-failed", trash=moved, error=str(exc))
-            return late + [UNSETTLED]
+            return Settled(late, settled=False)
         if again.commit and again.commit != save.preserved_commit:
             ref = preserve_ref(s.id)
             git.update_ref(moved, ref, again.commit, save.preserved_commit or None,
@@ -98,7 +113,7 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
         before, cap = after, again
         captured = witness.captured_blobs(moved, again.head, again.worktree_tree,
                                           again.untracked_tree)
-    return late + [UNSETTLED]
+    return Settled(late, settled=False)
 
 
 def _late_config(first: str | None, again: str | None) -> str | None:
@@ -155,7 +170,7 @@ def _holds_save(path: str, git_dir: str, save: Save) -> bool:
     leaves the worktree as the work's only home.)"""
     if save.preserved_commit:
         return git.rev_parse(path, save.preserve_ref) == save.preserved_commit and \
-            capture.holds(path, git_dir, save.preserved_commit)
+            restored.holds(path, git_dir, save)
     try:
         cap = capture.capture(path, git_dir, None, write=False)
     except capture.CannotCapture:

@@ -108,7 +108,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                            "not started: --timeout spent; the session stays live")
         if stop is not None and stop.is_set():
             return Outcome(s.id, Action.PRESERVE, Status.REFUSED,
-                           NOT_STARTED + "; the session stays live")
+                           NOT_STARTED + "; the session stays live", started=False)
         agents_seen = seen.get(s.id)
         if agents_seen is not None and agents_seen.refused:
             out = Outcome(s.id, Action.PRESERVE, Status.REFUSED,
@@ -284,9 +284,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             volatile = (f"; its {len(cap.ignored)} ignored path(s) are kept in the trash copy "
                         f"{taken.worktree}, which git ao-restore brings back")
         summary = summary.replace(_ignored_note(cap), "") + volatile
-        late = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
+        settled = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
+        late = settled.late
         trash.detach(taken)
-        final = git.rev_parse(s.common_dir, ref) if late and ref else None
+        final = git.rev_parse(s.common_dir, ref) if settled.touched and ref else None
         if final and final != cap.commit:
             # The capture after the move moved the ref on: name what it holds now.
             data["preserved_commit"] = final
@@ -299,9 +300,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         crashpoint.hit("preserve:after-remove")
         ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
                 commit=final or save.preserved_commit, trash=taken.worktree,
-                late=len(late) or None)
-        if late and late[-1] == removal.UNSETTLED:
-            data["still_changing"] = changing = late[:-1]
+                late=len(late) + (not settled.settled) or None)
+        if not settled.settled:
+            data["still_changing"] = changing = late
             return Outcome(s.id, Action.PRESERVE, Status.ATTENTION,
                            f"{summary}; worktree removed, but what was written after the "
                            f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "

@@ -59,8 +59,11 @@ def prove(path: str, save: Save, admin: str) -> Proof:
 
 def holds(path: str, git_dir: str, save: Save) -> bool:
     """Does the worktree at `path` (admin dir `git_dir`) hold exactly the save? The
-    check after an apply: `settled` with the index compared to the saved index
-    tree (its stat cache is fresh), else `capture.holds`."""
+    one answer to it (after an apply, after a crash between save and removal, for
+    a worktree an interrupted restore left): `settled` with the index compared to
+    the saved index tree, else `capture.holds` (a capture that writes nothing).
+    `prove` answers the same for a directory back from the trash, whose index
+    the commit's checksum proves."""
     assert save.preserved_commit
     return settled(path, save, git_dir, index_from_commit=False) or \
         capture.holds(path, git_dir, save.preserved_commit)

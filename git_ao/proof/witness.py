@@ -119,7 +119,7 @@ def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
     """Point `ref` at a commit whose parents are every commit of `found`, so they
     stay reachable after the admin dir is gone. Returns the commit id."""
     parents = sorted(set(found.refs.values()) | set(found.reflog))
-    empty = query.empty_tree(path)
+    empty = git.empty_tree(path)
     lines = [f"{name} {oid}" for name, oid in sorted(found.refs.items())]
     lines += [f"reflog {oid}" for oid in found.reflog]
     commit = git.commit_tree(path, empty, parents,

@@ -19,7 +19,7 @@ from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import query, worktree
 from git_ao.outcome import Action, Outcome, Status
-from git_ao.proof import witness
+from git_ao.proof import restored, witness
 from git_ao.restore import from_trash
 from git_ao.save import capture, local_state
 from git_ao.store import trash
@@ -346,7 +346,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     set aside."""
     commit = save.preserved_commit
     dirs = git.repo_dirs(path)
-    if commit and capture.holds(path, dirs.git_dir, commit):
+    if commit and restored.holds(path, dirs.git_dir, save):
         return False  # the apply finished: _apply_saved recognises it
     st = git.status(path, ignored=False)
     # A killed git leaves its index.lock behind; in a session no one has had back
@@ -378,7 +378,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     v = worktree.verify(s.common_dir, path, entries)
     if v.entry.locked is not None:
         unlock_interrupted_add(ctx, s, path)
-    entry = trash.move_in(ctx.store.dir, s.id, path, v.common_dir, v.git_dir,
+    entry = trash.move_in(ctx.store.dir, s.id, v,
                           trash.Meta(stray=True, interrupted_restore=True, files=foreign))
     trash.detach(entry)
     git.worktree_prune(s.common_dir)

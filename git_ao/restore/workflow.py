@@ -21,7 +21,7 @@ from git_ao.git.parse import ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds, not_as_saved, prove
 from git_ao.restore import from_trash, target
-from git_ao.save import apply, capture, local_state
+from git_ao.save import apply, local_state
 from git_ao.save.apply import ApplyResult
 from git_ao.store import trash
 from git_ao.store.records import Save, Session
@@ -47,7 +47,8 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
     def one(s: Session) -> Outcome:
         if stop is not None and stop.is_set():
             return Outcome(s.id, Action.RESTORE, Status.REFUSED,
-                           NOT_STARTED + "; the session stays pending")
+                           NOT_STARTED + "; the session stays pending",
+                           started=False)
         if s.id in outer:
             # Coming back first would make the outer session's path a plain
             # directory that its own restore then refuses.
@@ -86,7 +87,7 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
     session live.
 
     Two ways, tried in this order (docs/restore-trash.md): from the trash, the
-    directory preserve took away is put back whole (`reinstate`), proven, and
+    directory preserve took away is put back whole (`from_trash`), proven, and
     kept only when the proof holds; otherwise `git worktree add` and the saved
     commit applied (`_apply_saved`), then the ignored files of the trash copy
     moved in (`target.bring_environment`). A directory at the path that is not
@@ -407,7 +408,7 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     if not git.object_exists(path, commit):
         return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"preserved commit {commit} is "
                        "missing; worktree is back without the work", data)
-    if reused and capture.holds(path, dirs.git_dir, commit):
+    if reused and holds(path, dirs.git_dir, save):
         _drop_ref(path, ref, commit)
         return Outcome(s.id, Action.RESTORE, Status.OK, f"worktree at {path} already held the "
                        "preserved work", data)

@@ -118,14 +118,14 @@ def apply(path: str, commit: str, *, sparse: bool = False) -> Applied:
         _materialise(path, commit)
     # In a sparse checkout the patterns are off for the apply, so the merge does not take
     # the saved files outside them away again (`_materialise` made them ordinary files).
-    res = query.stash_apply(path, commit, index=True, sparse_off=sparse)
+    res = git.stash_apply(path, commit, index=True, sparse_off=sparse)
     if res.status == 0:
         return Applied(ApplyResult.CLEAN)
     if query.unmerged_paths(path):
         unmerged = query.unmerged_paths(path)
         return Applied(ApplyResult.CONFLICT, res.errtext.strip(), unmerged,
                        [p for p in saved_paths(path, commit) if p not in set(unmerged)])
-    res = query.stash_apply(path, commit, index=False, sparse_off=sparse)
+    res = git.stash_apply(path, commit, index=False, sparse_off=sparse)
     unmerged = query.unmerged_paths(path)
     if unmerged:
         return Applied(ApplyResult.CONFLICT, "conflicts left in the worktree", unmerged,
@@ -209,7 +209,7 @@ def _submodule_on_branch(full: str, branch: str) -> str:
     if at is not None and reset and at != git.rev_parse(full, f"{branch}@{{upstream}}"):
         return (f"left detached at {head[:12]}: its branch '{branch}' is at {at[:12]} "
                 "here, with commits of its own")
-    if not query.checkout_branch_at(full, branch, head, reset=reset):
+    if not git.checkout_branch_at(full, branch, head, reset=reset):
         return f"not put back on its branch '{branch}'"
     return ""
 
@@ -222,7 +222,7 @@ def put_flags(path: str, wc: local_state.LocalState, *, fresh: bool = True) -> l
     problems = local_state.put_flags(path, wc, fresh=fresh)
     subs = wc.submodules or []
     if subs:
-        res = query.submodule_update_init(path, subs)
+        res = git.submodule_update_init(path, subs)
         if res.status != 0:
             problems.append("submodules not re-initialised: "
                             f"{git_message(res.errtext, res.status)}")
@@ -233,7 +233,7 @@ def put_flags(path: str, wc: local_state.LocalState, *, fresh: bool = True) -> l
         # Only a submodule checked out (its .git present): in an empty directory
         # git would find the superproject and move its HEAD instead.
         if os.path.lexists(os.path.join(full, ".git")) and git.rev_parse(full, "HEAD") != oid \
-                and not query.checkout_detached(full, oid):
+                and not git.checkout_detached(full, oid):
             problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
     for rel, branch in (wc.submodule_branches or {}).items():
         problem = _submodule_on_branch(os.path.join(path, rel), branch)

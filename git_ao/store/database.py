@@ -140,12 +140,6 @@ class Store:
 
     # -------------------------------------------------------------- files
 
-    def subdir(self, name: str) -> str:
-        """A private (0700) directory inside the data dir, created on demand."""
-        path = os.path.join(self.dir, name)
-        ensure_private_dir(path)
-        return path
-
     def _create_db_file(self) -> None:
         if os.path.lexists(self.db_path):
             st = os.lstat(self.db_path)

@@ -59,11 +59,6 @@ def pin_home() -> str | None:
             "excludes, so files ignored only there count as untracked")
 
 
-def completion_ids(state: str) -> list[str]:
-    """Session ids for shell completion (see completion_rows)."""
-    return [sid for sid, _ in completion_rows(state)]
-
-
 def completion_rows(state: str) -> list[tuple[str, str]]:
     """(id, description) of the sessions for shell completion, the description
     being the session's state and branch ("pending, fix-parser"), read without

@@ -45,6 +45,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from git_ao.git.worktree import Verified
+
 TRASH_DIR = "trash"
 ROOTS_FILE = "trash-roots"
 META = "entry.json"
@@ -374,20 +376,21 @@ def _dev_l(path: str) -> int | None:
     return st.st_dev if stat.S_ISDIR(st.st_mode) else None
 
 
-def move_in(data_dir: str, session_id: str, path: str, common_dir: str, admin_dir: str,
-            meta: Meta) -> Entry:
-    """Take the verified worktree directory `path` away into a new entry: copy its
+def move_in(data_dir: str, session_id: str, v: Verified, meta: Meta) -> Entry:
+    """Take the verified linked worktree `v` away into a new entry: copy its
     admin dir, then rename the directory (one `rename(2)`, so an agent writing
     there keeps writing into the entry, never into nothing). Raises OSError when
     the rename fails (EBUSY for a mount point, EXDEV across file systems); the
     half-made entry, which holds only copies, is removed then."""
-    root = root_for(path, data_dir, common_dir)
+    if not isinstance(v, Verified):  # the one path that removes a worktree: proof or nothing
+        raise TypeError("refusing to move an unverified path into the trash")
+    root = root_for(v.path, data_dir, v.common_dir)
     ensure_root(data_dir, root)
-    entry = new_entry(root, session_id, replace(meta, path=path, common_dir=common_dir,
+    entry = new_entry(root, session_id, replace(meta, path=v.path, common_dir=v.common_dir,
                                                 has_commit=True))
     try:
-        copy_admin(entry, admin_dir)
-        os.rename(path, entry.worktree)
+        copy_admin(entry, v.git_dir)
+        os.rename(v.path, entry.worktree)
     except OSError:
         shutil.rmtree(entry.path, ignore_errors=True)
         raise
