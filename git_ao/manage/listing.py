@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from git_ao import git, groups
-from git_ao.context import REF_PREFIX
 from git_ao.errors import AoError
 from git_ao.fs import walk
 from git_ao.git import query
@@ -17,6 +16,9 @@ from git_ao.store import trash
 from git_ao.store.records import Session
 from git_ao.store.states import State
 
+# context.REF_PREFIX: `git ao list` does not import the workflows' context (the
+# capture, the locks), which costs every listing its import time.
+_PRESERVED = "refs/ao/preserved/"
 # {common dir: {ref: commit}} of the preserve refs, read once per repository.
 Refs = dict[str, dict[str, ObjectId]]
 
@@ -27,7 +29,7 @@ def preserve_refs(sessions: Sequence[Session]) -> Refs:
     out: Refs = {}
     for repo in sorted({s.common_dir for s in sessions}):
         try:
-            out[repo] = dict(git.for_each_ref(repo, REF_PREFIX)) if os.path.isdir(repo) else {}
+            out[repo] = dict(git.for_each_ref(repo, _PRESERVED)) if os.path.isdir(repo) else {}
         except AoError:
             out[repo] = {}
     return out
