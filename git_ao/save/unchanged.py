@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the check below runs before anything else is imported
     from git_ao.fs import walk
 
-VERSION = 2
+VERSION = 3
 _DIR = "history-stat"
 # Variables that change where git reads its config, ignore and attribute files.
 _ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
@@ -64,7 +64,8 @@ def session_at(data_dir: str, path: str) -> str | None:
 
 
 def _sig(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    # The order of walk.Entry's fields from `size` on, so its slice is the signature.
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
@@ -87,10 +88,6 @@ def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
     return [f for f in files if f]
 
 
-def _ignored(rel: str, files: set[str], dirs: tuple[str, ...]) -> bool:
-    return rel in files or rel.startswith(dirs)
-
-
 def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: str,
            branch: str | None, walked: walk.Walk, ignored: list[str],
            conf: dict[str, str]) -> bool:
@@ -110,26 +107,27 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
     bound = walked.started_ns - walk.RACY_NS
     ign_files = {p for p in ignored if not p.endswith("/")}
     ign_dirs = tuple(p for p in ignored if p.endswith("/"))
-    names: list[bytes] = []
+    names: list[str] = []
     sigs = array("q")
     for rel in [".", *walked.dirs]:
-        if rel != "." and _ignored(rel + "/", set(), ign_dirs):
+        if ign_dirs and rel != "." and (rel + "/").startswith(ign_dirs):
             continue
         try:
             st = os.lstat(os.path.join(path, rel))
         except OSError:
             return False
-        if max(st.st_mtime_ns, st.st_ctime_ns) >= bound:
+        if st.st_ctime_ns >= bound or st.st_mtime_ns >= bound:
             return False
-        names.append(os.fsencode(rel))
+        names.append(rel)
         sigs.extend(_sig(st))
+    add_name, add_sig = names.append, sigs.extend
     for rel, e in walked.entries.items():
-        if _ignored(rel, ign_files, ign_dirs):
+        if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)):
             continue
-        if max(e.mtime_ns, e.ctime_ns) >= bound:
+        if e.ctime_ns >= bound or e.mtime_ns >= bound:
             return False
-        names.append(os.fsencode(rel))
-        sigs.extend((e.mtime_ns, e.ctime_ns, e.size, e.ino))
+        add_name(rel)
+        add_sig(e[2:6])  # size, mtime_ns, ctime_ns, ino
     watch: list[tuple[str, tuple[int, int, int, int] | None]] = []
     for f in _watched(path, git_dir, common_dir, session_id, branch, conf):
         try:
@@ -139,7 +137,7 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
         except OSError:
             return False
     doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
-           "watch": watch, "names": b"\0".join(names), "sigs": sigs.tobytes()}
+           "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs.tobytes()}
     target = _file(data_dir, session_id)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     for dest, data in ((target, marshal.dumps(doc)),
@@ -172,7 +170,7 @@ def _sigs(fd: int, names: list[bytes]) -> array[int] | None:
     try:
         for rel in names:
             st = stat_at(rel, dir_fd=fd, follow_symlinks=False)
-            add((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+            add((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     except OSError:
         return None
     return got
@@ -211,7 +209,7 @@ def unchanged(data_dir: str, session_id: str, path: str, doc: object = None) -> 
             continue
         except OSError:
             return False
-        if want is None or (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != want:
+        if want is None or _sig(st) != want:
             return False
     want_sigs = array("q")
     want_sigs.frombytes(doc["sigs"])
