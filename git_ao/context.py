@@ -6,12 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from git_ao import git
 from git_ao.errors import AoError, Refused, Usage
+from git_ao.fs import walk
+from git_ao.outcome import Action, Outcome, Status
 from git_ao.store import locks, log
 from git_ao.store.database import Store
 from git_ao.store.records import Session
@@ -114,3 +117,19 @@ def work_present_elsewhere(s: Session, oid: str) -> str:
     except (AoError, IndexError):
         return ""
     return ""
+
+
+def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
+    """An outcome that needs attention for each live session whose worktree is gone
+    or empty (a worktree on a tmpfs is a mount point, which preserve keeps rather
+    than remove, and a reboot clears it): nothing is pending, yet its work is not
+    where it was. Says what brings it back."""
+    out = []
+    for s in sessions:
+        path = s.worktree_path
+        if s.live and path and (not os.path.lexists(path) or walk.is_empty_dir(path)):
+            out.append(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                               f"live, but its worktree {path} is gone or empty: git "
+                               f"ao-preserve {s.id} records that, then git ao-restore "
+                               "re-creates it with its last save", facts(s)))
+    return out

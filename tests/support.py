@@ -54,6 +54,8 @@ def git(*args, cwd, check=True, env=None, input=None) -> str:
 _COMMANDS = {"ao": "git_ao.cli.ao", "ao-preserve": "git_ao.cli.preserve",
              "ao-restore": "git_ao.cli.restore", "ao-prune": "git_ao.cli.prune"}
 COMMAND_MODULES = tuple(_COMMANDS.values())
+# What each executable runs first (pyproject.toml's [project.scripts]).
+_ENTRY = {"ao": ("git_ao.cli.quick", "main"), "ao-restore": ("git_ao.cli.entry", "restore")}
 # Variables an in-process run can apply faithfully: git-ao reads them while a
 # command runs (or only the processes it starts read them). Anything else (a
 # crash point, GIT_AO_DEBUG, PATH, PYTHONPATH, the locale, colours) takes
@@ -111,10 +113,11 @@ def _in_process(args: list[str], cwd: str, env: dict) -> subprocess.CompletedPro
     trace, the log file, the database and the signal handlers are put back
     or closed afterwards."""
     from git_ao import git as ao_git
-    from git_ao.cli import common
+    from git_ao.cli import app as app_module
     from git_ao.store import log as ao_log
 
-    main = importlib.import_module(_COMMANDS[args[0]]).main
+    module, name = _ENTRY.get(args[0], (_COMMANDS[args[0]], "main"))
+    main = getattr(importlib.import_module(module), name)
     out, err = _stream("strict"), _stream("backslashreplace")
     saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, os.getcwd(), dict(os.environ),
              {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)})
@@ -141,7 +144,7 @@ def _in_process(args: list[str], cwd: str, env: dict) -> subprocess.CompletedPro
         for sig, handler in saved[6].items():
             signal.signal(sig, handler)
         ao_git.set_trace(None)
-        common._running = None
+        app_module._running = None
         ao_log.close()
         # The database connection dies with the command's objects, some held in
         # reference cycles: collect now, as a process exit would close it.

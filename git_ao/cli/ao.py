@@ -7,20 +7,22 @@ from typing import Any
 import click
 
 from git_ao import __version__
+from git_ao.cli.app import (
+    App,
+    check_ids,
+    finish,
+    named_sessions,
+    usage,
+)
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
-    App,
     Choice,
     Group,
     IntRange,
-    check_ids,
     complete_ids,
-    finish,
-    named_sessions,
     options,
     run,
     short_help_option,
-    usage,
 )
 from git_ao.errors import ExitStatus
 from git_ao.outcome import Action, Outcome
@@ -52,40 +54,8 @@ def group() -> None:
 def list_(app: App, states: tuple[str, ...], repo_path: str | None, all_: bool) -> int:
     """List the sessions of this repository (of every one with --all, or outside a
     repository): id, kind, harness, state, branch, workspace path, preserved work."""
-    from git_ao.manage.listing import list_json, preserve_refs, worktree_gone
-    if all_ and repo_path:
-        usage("give --repo or --all, not both")
-    sessions = app.store.sessions()
-    repo = None if all_ else _repo_of(repo_path)
-    shown = [s for s in sessions if repo is None or s.common_dir == repo]
-    hidden = len(sessions) - len(shown)
-    refs = preserve_refs(shown)
-    records = [list_json(s, refs) for s in shown]
-    listed = {r["id"] for r in records if not states or r["state"] in states}
-    app.printer.sessions([r for r in records if r["id"] in listed])
-    for s in shown:
-        if s.id in listed and worktree_gone(s):
-            app.printer.hint(f"{s.id}: live, but its worktree {s.worktree_path} is gone or "
-                             f"empty; git ao-preserve {s.id} records that, then git ao-restore "
-                             "re-creates it with its last save")
-    if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
-        app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
-                         "'git ao list --all' lists them")
-    return ExitStatus.OK
-
-
-def _repo_of(path: str | None) -> str | None:
-    """The repository (its common git dir, as sessions record it) at `path`; with no
-    path, the one the command runs in, or None outside any (then every session)."""
-    from git_ao import git
-    from git_ao.errors import Fatal
-    try:
-        dirs = git.repo_dirs(path or os.getcwd())
-    except Fatal:
-        if path is not None:
-            raise
-        return None
-    return os.path.realpath(dirs.common_dir)
+    from git_ao.cli.bodies import list_sessions
+    return list_sessions(app, states, repo_path, all_)
 
 
 @group.command("show", context_settings=CONTEXT_SETTINGS,

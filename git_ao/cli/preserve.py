@@ -5,23 +5,25 @@ import os
 import click
 
 from git_ao.cli import remote_opts
-from git_ao.cli.common import (
-    CONTEXT_SETTINGS,
+from git_ao.cli.app import (
     App,
-    Command,
-    IntRange,
-    Seconds,
     SignalStop,
     check_ids,
-    complete_ids,
-    complete_remotes,
     finish,
     import_first,
     named_sessions,
-    options,
-    run,
     usage,
     with_state,
+)
+from git_ao.cli.common import (
+    CONTEXT_SETTINGS,
+    Command,
+    IntRange,
+    Seconds,
+    complete_ids,
+    complete_remotes,
+    options,
+    run,
 )
 from git_ao.outcome import Action, Outcome
 

@@ -3,18 +3,20 @@
 import click
 
 from git_ao.cli import remote_opts
+from git_ao.cli.app import (
+    App,
+    check_ids,
+    finish,
+    usage,
+)
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     USAGE,
-    App,
     Command,
-    check_ids,
     complete_ids,
     complete_remotes,
-    finish,
     options,
     run,
-    usage,
 )
 
 # The ids are taken with --force only: -h says so rather than offer `[<id>...]`.

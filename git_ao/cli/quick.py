@@ -96,11 +96,13 @@ def _unchanged(argv: list[str]) -> bool:
 
 
 def main() -> None:
-    """Answer an unchanged quiet checkpoint at once (exit 0), else run `git ao`."""
+    """Answer an unchanged quiet checkpoint at once (exit 0), else run `git ao`
+    (entry.ao: a listing without click, anything else through click)."""
     try:
         if _unchanged(sys.argv[1:]):
             sys.exit(0)
     except (OSError, ValueError):
         pass
-    from git_ao.cli.ao import main as full
-    full()
+    # Then the listing without click (cli/entry.py), else the full command line.
+    from git_ao.cli.entry import ao
+    ao()

@@ -11,7 +11,11 @@ from typing import Any
 
 import click
 
-from git_ao.cli.common import SignalStop, finish, usage
+from git_ao.cli.app import (
+    SignalStop,
+    finish,
+    usage,
+)
 
 # restore --from and prune --remote fetch history, interactively: their bound is
 # longer than a shutdown's push.

@@ -11,14 +11,13 @@ its killed commands left.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 from git_ao import git
-from git_ao.context import Context, facts
+from git_ao.context import Context
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import query, worktree
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Outcome, Status
 from git_ao.proof import restored, witness
 from git_ao.restore import from_trash
 from git_ao.save import capture, local_state
@@ -425,19 +424,3 @@ def check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, path
         now = entry.branch or f"detached at {entry.head}"
         raise Refused(f"'{path}' is a worktree on {now}, not this session's; "
                       "nothing there is touched (still pending)")
-
-
-def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
-    """An outcome that needs attention for each live session whose worktree is gone
-    or empty (a worktree on a tmpfs is a mount point, which preserve keeps rather
-    than remove, and a reboot clears it): nothing is pending, yet its work is not
-    where it was. Says what brings it back."""
-    out = []
-    for s in sessions:
-        path = s.worktree_path
-        if s.live and path and (not os.path.lexists(path) or walk.is_empty_dir(path)):
-            out.append(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
-                               f"live, but its worktree {path} is gone or empty: git "
-                               f"ao-preserve {s.id} records that, then git ao-restore "
-                               "re-creates it with its last save", facts(s)))
-    return out

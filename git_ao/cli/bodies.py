@@ -1,0 +1,149 @@
+"""The bodies of the commands the light entry (entry.py) also runs: `git ao list`
+and `git ao-restore`. The click commands call these, and so does the light
+entry, so both paths decide and print alike. Nothing here imports click."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from git_ao.cli.app import (
+    App,
+    SignalStop,
+    check_ids,
+    finish,
+    import_first,
+    named_sessions,
+    usage,
+    with_state,
+)
+from git_ao.errors import ExitStatus
+from git_ao.outcome import Action, Outcome
+
+
+def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
+                  all_: bool) -> int:
+    """`git ao list`: the sessions of this repository (of `repo_path`, of every one
+    with `all_` or outside a repository) in `states` (all when empty), then the
+    hint lines. Returns the exit status."""
+    from git_ao.manage.listing import list_json, preserve_refs, worktree_gone
+    if all_ and repo_path:
+        usage("give --repo or --all, not both")
+    sessions = app.store.sessions()
+    repo = None if all_ else _repo_of(repo_path)
+    shown = [s for s in sessions if repo is None or s.common_dir == repo]
+    hidden = len(sessions) - len(shown)
+    refs = preserve_refs(shown)
+    records = [list_json(s, refs) for s in shown]
+    listed = {r["id"] for r in records if not states or r["state"] in states}
+    app.printer.sessions([r for r in records if r["id"] in listed])
+    for s in shown:
+        if s.id in listed and worktree_gone(s):
+            app.printer.hint(f"{s.id}: live, but its worktree {s.worktree_path} is gone or "
+                             f"empty; git ao-preserve {s.id} records that, then git ao-restore "
+                             "re-creates it with its last save")
+    if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
+        app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
+                         "'git ao list --all' lists them")
+    return ExitStatus.OK
+
+
+def _repo_of(path: str | None) -> str | None:
+    """The repository (its common git dir, as sessions record it) at `path`; with no
+    path, the one the command runs in, or None outside any (then every session)."""
+    from git_ao import git
+    from git_ao.errors import Fatal
+    try:
+        dirs = git.repo_dirs(path or os.getcwd())
+    except Fatal:
+        if path is not None:
+            raise
+        return None
+    return os.path.realpath(dirs.common_dir)
+
+
+def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
+            from_: str | None, map_path: tuple[str, ...], set_aside_stray: bool,
+            at: str | None) -> int:
+    """`git ao-restore`: see its click command. Returns the exit status."""
+    from git_ao.context import gone_live
+    check_ids(ids)
+    if at is not None:
+        return _restore_at(app, ids, at, from_ or map_path)
+    jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
+    if from_ or map_path:
+        from git_ao.cli import remote_opts
+        return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch)
+    ctx = app.ctx
+    refused: list[Outcome] = []
+    if ids:
+        sessions, refused = named_sessions(app, ids, Action.RESTORE)
+    else:
+        refused += [o for o in import_first(app) if o.status != "nothing"]
+        known = app.store.sessions()
+        sessions = [s for s in known if s.pending]
+        for o in gone_live(known):
+            app.printer.outcome(o)
+            refused.append(o)
+    if not sessions:
+        if not refused and not app.printer.json_mode and app.store.new:
+            # A boot after the data dir was lost, or a new home directory: the work
+            # may still be in preserve refs no record knows. Said also with -q.
+            app.printer.error("warning", f"the database is new ({app.store.db_path} did not "
+                              "exist): if sessions were saved before the data dir was lost, "
+                              "git ao doctor --recover finds their preserve refs (it "
+                              "searches the home directory; -C REPO or DIR names others)")
+        if not refused and not app.printer.json_mode and not app.printer.quiet:
+            sys.stderr.write("nothing to restore: no pending sessions\n")
+            from git_ao.manage.doctor import empty_database_hint
+            hint = empty_database_hint(app.store)
+            if hint:
+                sys.stderr.write(f"hint: {hint}\n")
+                app.refs_noticed = True
+        return finish(app, "restore", refused)
+    # Only now the restore code: with nothing pending (a boot) it is never run.
+    from git_ao.agents import relaunch
+    from git_ao.cli import remote_opts
+    from git_ao.restore import workflow
+    with SignalStop() as signals:
+        with app.printer.progress(len(sessions), "restoring") as advance:
+            outcomes = refused + workflow.restore(ctx, sessions, jobs=jobs,
+                                                 progress=with_state(app, advance),
+                                                 stop=signals.event,
+                                                 set_aside_stray=set_aside_stray)
+        if not app.dry_run:
+            outcomes += relaunch.relaunch_all(ctx, app.settings, outcomes, no_launch,
+                                             signals.event, app.printer.outcome,
+                                             app.printer.hint)
+            outcomes += remote_opts.retry_pushes(app, outcomes)
+    status = finish(app, "restore", outcomes)
+    return signals.interrupted(app, "restore", outcomes, "still pending") or status
+
+
+def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
+    """`git ao-restore [ID] --at N|COMMIT`: one live session (with no ID, the one
+    whose worktree holds the current directory) takes that history entry's state."""
+    from git_ao import git
+    from git_ao.batch import guarded
+    from git_ao.cli.app import usage
+    from git_ao.restore.at import restore_at
+    if remote:
+        usage("--at restores a live session from its own history; it takes no --from")
+    if len(ids) > 1:
+        usage("--at takes one session id")
+    if not at.strip():
+        usage("--at needs an entry number or a commit")
+    if ids:
+        sid = ids[0]
+    else:
+        top = git.repo_dirs(os.getcwd()).toplevel
+        found = [s for s in app.store.sessions()
+                 if top and s.live and s.worktree_path == os.path.realpath(top)]
+        if not found:
+            usage("name the session: the current directory is in no live session's worktree")
+        sid = found[0].id
+    o = guarded(lambda: restore_at(app.ctx, sid, at), sid, Action.RESTORE)
+    app.printer.outcome(o)
+    return finish(app, "restore", [o])
+
+

@@ -1,0 +1,110 @@
+"""A few hot invocations answered without click (after quick.py for `git ao`).
+
+Importing click costs more than a bare start of the interpreter, and a listing
+or the boot's restore with nothing pending has little else to do. So `git ao
+list` with standard output not a terminal and only the switches below, and
+`git ao-restore [-q]` when the database holds no pending session, run here:
+argv is matched exactly, then the same body the click command calls
+(bodies.py) runs through the same App, start and error handling (app.py), so
+both paths print the same bytes and exit alike. Anything else (help, -h, an
+unknown or combined switch, a bad value, a completion, a terminal) goes to the
+click command unchanged, which also gives every error its usual words.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from git_ao.cli.app import App, begin, end, failed, invoke
+
+# `git ao list` switches the light entry takes; any other word goes to click.
+_LIST_FLAGS = {"--all": "all_", "--json": "json_mode", "-z": "nul", "-q": "quiet",
+               "--quiet": "quiet"}
+
+
+def _list_args(args: list[str]) -> dict[str, Any] | None:
+    """The options of `git ao list [--all] [--json] [-z] [-q] [--state S]...`, or
+    None when `args` are anything else (click then parses them)."""
+    from git_ao.store.states import STATES
+    if not args or args[0] != "list":
+        return None
+    got: dict[str, Any] = {"all_": False, "json_mode": False, "nul": False, "quiet": False,
+                           "states": []}
+    words = iter(args[1:])
+    for word in words:
+        if word in _LIST_FLAGS:
+            got[_LIST_FLAGS[word]] = True
+            continue
+        value = next(words, None) if word == "--state" else \
+            word[len("--state="):] if word.startswith("--state=") else None
+        if value is None or value not in STATES:
+            return None
+        got["states"].append(value)
+    return got
+
+
+def _run(prog_name: str, command_path: str, body: Callable[[App], int],
+         **app_options: Any) -> None:
+    """Run `body` as common.run runs a click command: the same start, the same
+    App, the same one-line errors and exit statuses."""
+    begin(prog_name)
+    try:
+        rv = invoke(command_path, body, **app_options)
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("\n")  # as click does before it aborts
+        rv = failed(exc, prog_name)
+    except OSError as exc:
+        import errno
+        if exc.errno != errno.EPIPE:
+            rv = failed(exc, prog_name)
+        else:
+            # A reader that went away mid-output: as click's main handles it.
+            from click.utils import PacifyFlushWrapper
+            wrap: Any = PacifyFlushWrapper
+            sys.stdout, sys.stderr = wrap(sys.stdout), wrap(sys.stderr)
+            rv = 1
+    except Exception as exc:  # noqa: BLE001 - failed() maps each kind as run() does
+        rv = failed(exc, prog_name)
+    end(rv)
+
+
+def ao() -> None:
+    """The `git-ao` executable."""
+    got = _list_args(sys.argv[1:])
+    if got is None or "_GIT_AO_COMPLETE" in os.environ or sys.stdout.isatty():
+        from git_ao.cli.ao import main
+        main()
+        return
+    from git_ao.cli.bodies import list_sessions
+    states = tuple(got.pop("states"))
+    all_ = got.pop("all_")
+    _run("git ao", "git ao list", lambda app: list_sessions(app, states, None, all_),
+         read_only=True, **got)
+
+
+def restore() -> None:
+    """The `git-ao-restore` executable."""
+    args = sys.argv[1:]
+    if args not in ([], ["-q"], ["--quiet"]) or "_GIT_AO_RESTORE_COMPLETE" in os.environ \
+            or _any_pending():
+        from git_ao.cli.restore import main
+        main()
+        return
+    from git_ao.cli.bodies import restore as body
+    _run("git ao-restore", "git ao-restore",
+         lambda app: body(app, (), False, None, None, (), False, None), quiet=bool(args))
+
+
+def _any_pending() -> bool:
+    """Does the database hold a pending session (read-only, no process)? A database
+    that cannot be read says no: the body then meets the same error click's
+    path would."""
+    from git_ao.store.datadir import completion_rows, pin_data_dir, pin_home
+    # As begin() does, so the data dir read is the one the run uses (both are
+    # idempotent; begin's warning about a missing HOME still comes once).
+    pin_home()
+    pin_data_dir()
+    return bool(completion_rows("pending"))
