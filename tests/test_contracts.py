@@ -57,3 +57,12 @@ def test_only_a_verified_worktree_goes_into_the_trash(tmp_path):
     with pytest.raises(TypeError):
         trash.move_in(str(tmp_path / "data"), "s1", str(victim), trash.Meta())  # type: ignore[arg-type]
     assert (victim / "f").read_text() == "x"
+
+
+def test_why_the_trash_is_not_used_is_a_value_not_words(tmp_path):
+    from git_ao.restore import from_trash
+    from git_ao.store.records import Save
+    save = Save("s1", str(tmp_path / "repo.git"), str(tmp_path / "wt"), "main", None, False,
+                "", None, None, 1)
+    use = from_trash.usable(str(tmp_path / "data"), save)
+    assert use.entry is None and use.skip is from_trash.Skip.NO_COPY and use.why

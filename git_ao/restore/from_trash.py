@@ -24,6 +24,7 @@ import re
 import shutil
 import stat
 from dataclasses import dataclass
+from enum import Enum
 
 from git_ao import crashpoint, git
 from git_ao.errors import AoError
@@ -72,8 +73,32 @@ def _nearest_dev(path: str) -> int | None:
             return None
 
 
-def usable(data_dir: str, save: Save) -> tuple[trash.Entry | None, str]:
-    """The trash entry restore can put back whole for `save`, or (None, why not).
+class Skip(Enum):
+    """Why a trash copy is not put back whole (what restore decides on; `Usable.why`
+    says it to people)."""
+
+    NO_COPY = "no copy"
+    OLDER = "older"
+    OTHER_PATH = "other path"
+    OTHER_FS = "other file system"
+    NO_INDEX = "no index"
+    NO_HEAD = "no head"
+    BRANCH_GONE = "branch gone"
+    BRANCH_MOVED = "branch moved"
+
+
+@dataclass(frozen=True)
+class Usable:
+    """What `usable` found: the entry to put back, or why not (`skip`, and `why`
+    in words)."""
+
+    entry: trash.Entry | None
+    skip: Skip | None = None
+    why: str = ""
+
+
+def usable(data_dir: str, save: Save) -> Usable:
+    """The trash entry restore can put back whole for `save`, or why not.
 
     The entry must be the session's newest candidate (`trash.Entry.candidate`), be
     this save's (its commit is the save's, or one the preserve ref moved on from
@@ -83,27 +108,28 @@ def usable(data_dir: str, save: Save) -> tuple[trash.Entry | None, str]:
     save be detached)."""
     entry = trash.latest_for(data_dir, save.session_id)
     if entry is None:
-        return None, "no trash copy"
+        return Usable(None, Skip.NO_COPY, "no trash copy")
     commit = entry.meta.commit
     mine = commit == save.preserved_commit or entry.created_ns >= save.saved_at or (
         bool(commit) and bool(save.preserve_ref)
         and commit in query.reflog_commits(save.common_dir, save.preserve_ref))
     if not mine:
-        return None, "the trash copy is older than the save"
+        return Usable(None, Skip.OLDER, "the trash copy is older than the save")
     if entry.meta.path not in (None, save.worktree_path):
-        return None, "the trash copy was taken from another path"
+        return Usable(None, Skip.OTHER_PATH, "the trash copy was taken from another path")
     if _nearest_dev(entry.worktree) != _nearest_dev(os.path.dirname(save.worktree_path)):
-        return None, "the trash copy is on another file system"
+        return Usable(None, Skip.OTHER_FS, "the trash copy is on another file system")
     if not os.path.isfile(os.path.join(entry.admin, "index")):
-        return None, "the trash copy has no saved index"
+        return Usable(None, Skip.NO_INDEX, "the trash copy has no saved index")
     if not save.head:
-        return None, "no HEAD was saved"
+        return Usable(None, Skip.NO_HEAD, "no HEAD was saved")
     if not save.detached:
         tip = git.rev_parse(save.common_dir, f"refs/heads/{save.branch}") if save.branch else None
+        if tip is None:
+            return Usable(None, Skip.BRANCH_GONE, f"branch '{save.branch}' is gone")
         if tip != save.head:
-            return None, (f"branch '{save.branch}' is gone" if tip is None else
-                          f"branch '{save.branch}' moved since the save")
-    return entry, ""
+            return Usable(None, Skip.BRANCH_MOVED, f"branch '{save.branch}' moved since the save")
+    return Usable(entry)
 
 
 def _read_link(path: str) -> bytes:

@@ -333,26 +333,25 @@ def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
 
 
 def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
-                          entries: list[git.WorktreeEntry],
-                          notes: list[trash.Entry] | None = None) -> bool:
+                          entries: list[git.WorktreeEntry]) -> trash.Entry | None:
     """The worktree at `path` is what an interrupted restore of this save left (the
     row says a restore started and never finished, so no agent has worked there).
     When it does not already hold the saved work, and every untracked path in it is
     one the saved commit or its HEAD has, move it into a stray trash entry (which
     prune keeps) and deregister it, so the restore starts again. Files whose
     content no saved tree holds (an edit made there before the rerun) are listed
-    in the entry and, through `notes`, in the outcome. Returns True when it was
-    set aside."""
+    in the entry (its `files`), which the outcome names. Returns the entry, or
+    None when the worktree was left where it is."""
     commit = save.preserved_commit
     dirs = git.repo_dirs(path)
     if commit and restored.holds(path, dirs.git_dir, save):
-        return False  # the apply finished: _apply_saved recognises it
+        return None  # the apply finished: _apply_saved recognises it
     st = git.status(path, ignored=False)
     # A killed git leaves its index.lock behind; in a session no one has had back
     # yet, no other git can be holding it, and the apply would fail on it.
     stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
     if st.clean and not stale_lock:
-        return False  # killed before the apply: the apply goes on in this worktree
+        return None  # killed before the apply: the apply goes on in this worktree
     trees = [f"{save.head}^{{tree}}"] if save.head else []
     if commit:
         trees += [t for t in capture.saved_trees(s.common_dir, commit)[1:] if t]
@@ -363,7 +362,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
         trees.append(checked_out)
     known = query.blobs_by_path(s.common_dir, trees)
     if any(p not in known for p in st.untracked):
-        return False
+        return None
     # Content no saved tree holds, other than the beginning of a saved file (which
     # the interrupted checkout or apply wrote): an edit made in the half-restored
     # worktree, kept in the entry and said.
@@ -383,9 +382,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     git.worktree_prune(s.common_dir)
     ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
             trash=entry.worktree, unsaved=len(foreign) or None)
-    if notes is not None and foreign:
-        notes.append(entry)
-    return True
+    return entry
 
 
 def _partly_written(common_dir: str, file: str, oids: set[str]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from git_ao import crashpoint, git, groups
 from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
@@ -81,18 +82,63 @@ def _pending_outside(ctx: Context, sessions: Sequence[Session]) -> dict[str, str
     return out
 
 
+@dataclass
+class Placement:
+    """Where the checkout way starts: the worktree at the path reused (it was there
+    already) or just added, and the directory an interrupted restore left there,
+    set aside because it held changes no save has (None when there was none)."""
+
+    reused: bool
+    unfinished: trash.Entry | None = None
+
+
+@dataclass
+class Prepared:
+    """What preparing the path gave: the trash copy already back at the path
+    (`placed`), or the worktree there for the checkout way (`placement`, with
+    why a trash copy was not put back whole: "" when there was none to use); the
+    directory found in the way and set aside (`stray`); on a dry run, the answer."""
+
+    stray: trash.Entry | None = None
+    placed: from_trash.Placed | None = None
+    placement: Placement | None = None
+    trash_skipped: str = ""
+    would: Outcome | None = None
+
+
+@dataclass
+class Checkout:
+    """The trash copy was not kept: re-create the work from the commit in the
+    worktree `placement` stands for; `trash_skipped` says why not from the trash."""
+
+    placement: Placement
+    trash_skipped: str = ""
+
+
+@dataclass
+class Restored:
+    """What one way of restoring gave: the outcome, whether the preserve ref stays,
+    whether work only the ref holds needs the user (`attention`), and the directory
+    an interrupted restore left, to name in the outcome."""
+
+    outcome: Outcome
+    ref_kept: bool
+    attention: bool = False
+    unfinished: trash.Entry | None = None
+
+
 def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False) -> Outcome:
     """Re-create the session's worktree at its recorded path on its branch, with its
     saved work, delete the ref once the worktree provably holds it, mark the
     session live.
 
-    Two ways, tried in this order (docs/restore-trash.md): from the trash, the
-    directory preserve took away is put back whole (`from_trash`), proven, and
-    kept only when the proof holds; otherwise `git worktree add` and the saved
-    commit applied (`_apply_saved`), then the ignored files of the trash copy
-    moved in (`target.bring_environment`). A directory at the path that is not
-    the worktree is refused, or set aside first when `set_aside_stray`
-    (`target.set_aside_stray`).
+    The steps: prepare the path (`_prepare`: a directory in the way refused, or set
+    aside when `set_aside_stray`; a killed restore's leftovers cleared; the trash
+    copy moved back when it can be), put the work back, whole from the trash
+    (`_from_trash`: proven, kept only when the proof holds) or by `git worktree
+    add` and the saved commit applied (`_from_commit`, the ignored files of the
+    trash copy moved in after), annotate the outcome (`_annotate`), record it
+    (`_record`). docs/restore-trash.md tells why in this order.
 
     The repository's lock (`locks.repo_lock`) makes the check that the branch
     and the path are free and the `git worktree add` one step among threads and
@@ -101,88 +147,125 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
     with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if not s.pending:
-            last = s.save
-            if s.live and last is not None and last.needs_attention and last.preserve_ref \
-                    and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
-                ref = last.preserve_ref
-                return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
-                               f"live, nothing pending; {ref} still holds work its last "
-                               "restore could not put back (git stash show -p "
-                               f"--include-untracked {ref})", facts(s))
-            return Outcome(s.id, Action.RESTORE, Status.NOTHING,
-                           "live, nothing pending" if s.live else "terminated, nothing pending",
-                           facts(s))
+            return _not_pending(s)
         save = s.save
         assert save is not None  # pending means saved
-        path = save.worktree_path
         if not os.path.isdir(s.common_dir):
             raise Refused(f"repository {s.common_dir} is gone; the session stays pending until it "
                           "is back (if it moved: git ao forget --force "
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
-        want_branch = None if save.detached else save.branch
-        stray: trash.Entry | None = None
-        notes: list[trash.Entry] = []
-        placed: from_trash.Placed | None = None
-        why_not = ""
-        with ctx.repo_lock(s.common_dir):
-            if not set_aside_stray:
-                target.refuse_stray(s, path)
-            elif ctx.dry_run and target.stray_files(s, path) is not None:
-                return Outcome(s.id, Action.RESTORE, Status.OK, f"would set aside the directory at "
-                               f"{path} and re-create the worktree there", facts(s))
-            if not ctx.dry_run:
-                target.clear_empty(path)
-                if set_aside_stray:
-                    stray = target.set_aside_stray(ctx, s, path)
-                target.clear_killed_add(ctx, s, save, path)
-                placed = _resume_reinstate(ctx, s, save, path)
-                if placed is None and not os.path.lexists(path):
-                    placed, why_not = _try_trash(ctx, s, save, path, want_branch)
-            if placed is None:
-                reused = _place_worktree(ctx, s, save, path, want_branch, notes)
-                if ctx.dry_run:
-                    return Outcome(s.id, Action.RESTORE, Status.OK, _would(ctx, s, save, path, reused),
-                                   facts(s))
-        outcome = None
-        kept: bool | None = None
-        if placed is not None:
-            crashpoint.hit("restore:after-reinstate")
-            outcome, kept, why_not = _finish_from_trash(ctx, s, save, placed)
-            if outcome is None:
-                with ctx.repo_lock(s.common_dir):
-                    reused = _place_worktree(ctx, s, save, path, want_branch, notes)
-        if outcome is None:
-            if not reused:
-                crashpoint.hit("restore:after-worktree-add")
-            outcome = _apply_saved(ctx, s, save, path, reused)
-            if os.path.isdir(path):
-                target.after_apply(ctx, s, save, path, reused, outcome)
-            if why_not and why_not != "no trash copy":
-                outcome.message += f" (checked out again, not put back whole from the trash: {why_not})"
-                outcome.data["trash_skipped"] = why_not
-        if stray is not None:
-            target.report_stray(outcome, stray, path)
-        for kept_entry in notes:
-            files = [str(f) for f in (kept_entry.meta.files or [])]
-            outcome.data["set_aside_unfinished"] = kept_entry.worktree
-            outcome.data["unsaved_files"] = files
-            outcome.message += (f"; the worktree an interrupted restore left held changes no "
-                                f"save has ({', '.join(files[:5])}): it was set aside in "
-                                f"{kept_entry.worktree}")
-            if outcome.status == Status.OK:
-                outcome.status = Status.ATTENTION
-        if kept is None:
-            # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
-            kept = outcome.status != Status.OK and not outcome.data.get("applied") \
-                and bool(save.preserve_ref) \
-                and git.rev_parse(s.common_dir, save.preserve_ref) is not None
-            ctx.store.mark_restored(s.id, ref_kept=kept)
-        else:
-            ctx.store.mark_restored(s.id, ref_kept=kept,
-                                    attention=bool(outcome.data.get("late_deleted")))
-        crashpoint.hit("restore:after-db")
-        ctx.log("restore", s.id, outcome.status, detail=outcome.message, workspace=path)
-        return outcome
+        prepared = _prepare(ctx, s, save, set_aside_stray)
+        if prepared.would is not None:
+            return prepared.would
+        way = _from_trash(ctx, s, save, prepared.placed) if prepared.placed is not None else \
+            Checkout(_placed(prepared), prepared.trash_skipped)
+        restored = way if isinstance(way, Restored) else _from_commit(ctx, s, save, way)
+        _annotate(restored, prepared.stray, save.worktree_path)
+        _record(ctx, s, save, restored)
+        return restored.outcome
+
+
+def _not_pending(s: Session) -> Outcome:
+    """The outcome for a session with nothing to restore: live (its ref still holding
+    work a restore could not put back needs attention) or terminated."""
+    last = s.save
+    if s.live and last is not None and last.needs_attention and last.preserve_ref \
+            and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
+        ref = last.preserve_ref
+        return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                       f"live, nothing pending; {ref} still holds work its last "
+                       "restore could not put back (git stash show -p "
+                       f"--include-untracked {ref})", facts(s))
+    return Outcome(s.id, Action.RESTORE, Status.NOTHING,
+                   "live, nothing pending" if s.live else "terminated, nothing pending",
+                   facts(s))
+
+
+def _placed(prepared: Prepared) -> Placement:
+    assert prepared.placement is not None  # _prepare places the worktree when not from the trash
+    return prepared.placement
+
+
+def _want_branch(save: Save) -> str | None:
+    return None if save.detached else save.branch
+
+
+def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool) -> Prepared:
+    """Step 1, under the repository's lock: refuse a directory at the path that is
+    not the worktree (or set it aside first when `set_aside_stray`), clear what a
+    killed restore left, then move the trash copy back (resuming one a kill cut
+    short) or, when it cannot be, place the worktree (`_place_worktree`). A dry
+    run changes nothing and says what the real run would do."""
+    path = save.worktree_path
+    out = Prepared()
+    with ctx.repo_lock(s.common_dir):
+        if not set_aside_stray:
+            target.refuse_stray(s, path)
+        elif ctx.dry_run and target.stray_files(s, path) is not None:
+            out.would = Outcome(s.id, Action.RESTORE, Status.OK, f"would set aside the directory "
+                                f"at {path} and re-create the worktree there", facts(s))
+            return out
+        if not ctx.dry_run:
+            target.clear_empty(path)
+            if set_aside_stray:
+                out.stray = target.set_aside_stray(ctx, s, path)
+            target.clear_killed_add(ctx, s, save, path)
+            out.placed = _resume_reinstate(ctx, s, save, path)
+            if out.placed is None and not os.path.lexists(path):
+                out.placed, out.trash_skipped = _try_trash(ctx, s, save, path, _want_branch(save))
+        if out.placed is None:
+            out.placement = _place_worktree(ctx, s, save, path, _want_branch(save))
+            if ctx.dry_run:
+                out.would = Outcome(s.id, Action.RESTORE, Status.OK,
+                                    _would(ctx, s, save, path, out.placement.reused), facts(s))
+    return out
+
+
+def _from_commit(ctx: Context, s: Session, save: Save, way: Checkout) -> Restored:
+    """Step 2, the checkout way: apply the saved commit in the worktree placed at the
+    path (`_apply_saved`), bring in the trash copy's ignored files and bits
+    (`target.after_apply`), and say why the trash copy was not put back whole."""
+    path = save.worktree_path
+    reused = way.placement.reused
+    if not reused:
+        crashpoint.hit("restore:after-worktree-add")
+    outcome = _apply_saved(ctx, s, save, path, reused)
+    if os.path.isdir(path):
+        target.after_apply(ctx, s, save, path, reused, outcome)
+    if way.trash_skipped:
+        outcome.message += (f" (checked out again, not put back whole from the trash: "
+                            f"{way.trash_skipped})")
+        outcome.data["trash_skipped"] = way.trash_skipped
+    # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
+    kept = outcome.status != Status.OK and not outcome.data.get("applied") \
+        and bool(save.preserve_ref) and git.rev_parse(s.common_dir, save.preserve_ref) is not None
+    return Restored(outcome, kept, attention=kept, unfinished=way.placement.unfinished)
+
+
+def _annotate(restored: Restored, stray: trash.Entry | None, path: str) -> None:
+    """Step 3: name in the outcome the directory set aside from the path, and the one
+    an interrupted restore left holding changes no save has (which needs attention)."""
+    outcome = restored.outcome
+    if stray is not None:
+        target.report_stray(outcome, stray, path)
+    kept_entry = restored.unfinished
+    if kept_entry is not None:
+        files = [str(f) for f in (kept_entry.meta.files or [])]
+        outcome.data["set_aside_unfinished"] = kept_entry.worktree
+        outcome.data["unsaved_files"] = files
+        outcome.message += (f"; the worktree an interrupted restore left held changes no "
+                            f"save has ({', '.join(files[:5])}): it was set aside in "
+                            f"{kept_entry.worktree}")
+        if outcome.status == Status.OK:
+            outcome.status = Status.ATTENTION
+
+
+def _record(ctx: Context, s: Session, save: Save, restored: Restored) -> None:
+    """Step 4: the session is live again (the ref kept or not), and the log says so."""
+    ctx.store.mark_restored(s.id, ref_kept=restored.ref_kept, attention=restored.attention)
+    crashpoint.hit("restore:after-db")
+    ctx.log("restore", s.id, restored.outcome.status, detail=restored.outcome.message,
+            workspace=save.worktree_path)
 
 
 def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str:
@@ -191,14 +274,14 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
     when the branch moved since the save, that the work lands on its new tip."""
     if reused:
         return f"would reuse the worktree at {path} and apply the save"
-    entry, why = from_trash.usable(ctx.store.dir, save)
-    if entry is not None and not os.path.lexists(path):
-        return f"would put the worktree back at {path} from the trash ({entry.worktree})"
-    if entry is not None:
-        why = f"'{path}' exists"
+    use = from_trash.usable(ctx.store.dir, save)
+    if use.entry is not None and not os.path.lexists(path):
+        return f"would put the worktree back at {path} from the trash ({use.entry.worktree})"
     msg = f"would re-create the worktree at {path} by a checkout and apply the save"
-    if why and why not in ("no trash copy", f"branch '{save.branch}' moved since the save"):
-        msg += f" (not from the trash: {why})"
+    if use.entry is not None:
+        msg += f" (not from the trash: '{path}' exists)"
+    elif use.skip not in (from_trash.Skip.NO_COPY, from_trash.Skip.BRANCH_MOVED):
+        msg += f" (not from the trash: {use.why})"
     if not save.detached and save.branch and save.head:
         tip = git.rev_parse(s.common_dir, f"refs/heads/{save.branch}")
         if tip is not None and tip != save.head:
@@ -211,10 +294,11 @@ def _try_trash(ctx: Context, s: Session, save: Save, path: str,
                want_branch: str | None) -> tuple[from_trash.Placed | None, str]:
     """Under the repository's lock, with nothing at `path`: put the session's trash
     copy back whole when `from_trash.usable` allows it and the branch is free.
-    Returns (Placed or None, why the trash was not used)."""
-    entry, why = from_trash.usable(ctx.store.dir, save)
+    Returns (Placed or None, why the trash copy was not used: "" when there is none)."""
+    use = from_trash.usable(ctx.store.dir, save)
+    entry = use.entry
     if entry is None:
-        return None, why
+        return None, "" if use.skip is from_trash.Skip.NO_COPY else use.why
     entries = git.worktree_list(s.common_dir)
     found = worktree.find(entries, path)
     if found is not None:
@@ -252,11 +336,12 @@ def _resume_reinstate(ctx: Context, s: Session, save: Save,
     return from_trash.Placed(entry, path, admin)
 
 
-def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.Placed
-                       ) -> tuple[Outcome | None, bool | None, str]:
-    """Prove the directory put back from the trash; keep it when the proof holds,
-    else move it back into its entry (the caller falls back).
-    Returns (Outcome or None, whether the ref stays, why the trash was not used)."""
+def _from_trash(ctx: Context, s: Session, save: Save,
+                placed: from_trash.Placed) -> Restored | Checkout:
+    """Step 2, the trash way: prove the directory put back from the trash and keep
+    it when the proof holds; else move it back into its entry and place the
+    worktree for the checkout way (the Checkout returned says why)."""
+    crashpoint.hit("restore:after-reinstate")
     path = placed.path
     proof = prove(path, save, placed.admin)
     data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit,
@@ -267,11 +352,13 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.
             with ctx.repo_lock(s.common_dir):
                 from_trash.undo(s.common_dir, placed)
         except OSError as exc:
-            return (Outcome(s.id, Action.RESTORE, Status.ATTENTION,
-                            f"worktree back at {path} from the trash, but {proof.why} and it "
-                            f"could not be moved back ({exc.strerror}); the work stays in "
-                            f"{save.preserve_ref}", data), True, proof.why)
-        return None, None, f"{proof.why}; the trash copy is kept"
+            return Restored(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                                    f"worktree back at {path} from the trash, but {proof.why} "
+                                    f"and it could not be moved back ({exc.strerror}); the work "
+                                    f"stays in {save.preserve_ref}", data), ref_kept=True)
+        with ctx.repo_lock(s.common_dir):
+            placement = _place_worktree(ctx, s, save, path, _want_branch(save))
+        return Checkout(placement, f"{proof.why}; the trash copy is kept")
     ref = save.preserve_ref
     if proof.flags_changed:
         try:
@@ -318,15 +405,17 @@ def _finish_from_trash(ctx: Context, s: Session, save: Save, placed: from_trash.
         data["admin_not_restored"] = list(placed.missed)
         msg += f"; not put back in its git admin dir: {', '.join(placed.missed)}"
     from_trash.finish(placed)
-    return Outcome(s.id, Action.RESTORE, status, msg, data), kept, ""
+    return Restored(Outcome(s.id, Action.RESTORE, status, msg, data), kept,
+                    attention=bool(data.get("late_deleted")))
 
 
 def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
-                    want_branch: str | None, notes: list[trash.Entry] | None = None) -> bool:
-    """Step 1 of restore, under the repository's lock: prune a stale registration of
-    `path`, refuse a branch checked out elsewhere or a path that is not this
-    session's worktree, then `git worktree add` (not on a dry run).
-    Returns True when the worktree at `path` is reused; raises Refused."""
+                    want_branch: str | None) -> Placement:
+    """Under the repository's lock: prune a stale registration of `path`, refuse a
+    branch checked out elsewhere or a path that is not this session's worktree,
+    set aside what an interrupted restore left, then `git worktree add` (not on a
+    dry run). Returns the Placement; raises Refused."""
+    unfinished: trash.Entry | None = None
     entries = git.worktree_list(s.common_dir)
     entry = worktree.find(entries, path)
     if entry is not None and entry.locked is not None and not entry.is_main \
@@ -363,13 +452,16 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
             # git's "initializing" lock of this session's killed add: kept, every
             # later preserve would keep the worktree as locked.
             target.unlock_interrupted_add(ctx, s, path)
-        if save.restore_interrupted and not ctx.dry_run \
-                and target.set_aside_unfinished(ctx, s, save, path, entries, notes):
-            reused = False
+        if save.restore_interrupted and not ctx.dry_run:
+            unfinished = target.set_aside_unfinished(ctx, s, save, path, entries)
+            if unfinished is not None:
+                reused = False
+                if not unfinished.meta.files:
+                    unfinished = None  # nothing in it that no save has: nothing to name
     if not reused and not ctx.dry_run:
         ctx.store.mark_restore_started(s.id)
         _add_worktree(s.common_dir, path, save, want_branch)
-    return reused
+    return Placement(reused, unfinished)
 
 
 def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> None:
