@@ -17,6 +17,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import IO, TYPE_CHECKING
 
 from git_ao.outcome import Action, Outcome, Status
@@ -87,14 +88,21 @@ def resume_hint(session: Session) -> str | None:
     return None
 
 
+class Launch(StrEnum):
+    """How a relaunch command ended; the value is the `state` the output and the log give."""
+
+    EXITED = "exited"
+    RUNNING = "running"  # still going when the wait ended, left running
+    FAILED_TO_START = "failed-to-start"
+
+
 @dataclass
 class Result:
-    """What one relaunch did. ok: bool; status: 'exited', 'running' (still going
-    when the wait ended, left running) or 'failed-to-start'; returncode: int or None;
-    message: one line for people and the log."""
+    """What one relaunch did. returncode: int or None; message: one line for people
+    and the log."""
 
     ok: bool
-    status: str
+    status: Launch
     returncode: int | None
     message: str
 
@@ -149,17 +157,17 @@ def run(argv: list[str], session: Session, restore_status: str, *, timeout: floa
                                 stdout=stdout if stdout is not None else 2,
                                 start_new_session=True)
     except OSError as exc:
-        return Result(False, "failed-to-start", None,
+        return Result(False, Launch.FAILED_TO_START, None,
                       f"relaunch command {argv[0]!r} could not start: {exc.strerror or exc}")
     try:
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return Result(True, "running", None,
+        return Result(True, Launch.RUNNING, None,
                       f"relaunch command {argv[0]!r} still running after {timeout:g}s "
                       f"(pid {proc.pid}), left running")
     if rc != 0:
-        return Result(False, "exited", rc, f"relaunch command {argv[0]!r} exited with {rc}")
-    return Result(True, "exited", 0, f"relaunched with {argv[0]!r}")
+        return Result(False, Launch.EXITED, rc, f"relaunch command {argv[0]!r} exited with {rc}")
+    return Result(True, Launch.EXITED, 0, f"relaunched with {argv[0]!r}")
 
 
 def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_launch: bool,
