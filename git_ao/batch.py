@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from git_ao import git
 from git_ao.context import Context
-from git_ao.errors import AoError, Refused, Usage
+from git_ao.errors import AoError, Refused, TimedOut, Usage
 from git_ao.git import lock as gitlock
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.save import capture
@@ -60,9 +60,17 @@ def _main_thread_signals() -> None:
 
 def guarded(fn: Callable[[], Outcome], session_id: str, action: Action) -> Outcome:
     """Run fn() for one session; its refusal or failure becomes that session's
-    Outcome (status refused or failed) so the others go on."""
+    Outcome (status refused or failed) so the others go on. A git process
+    stopped at the `--timeout` deadline (TimedOut) fails the session, with
+    data "timed_out", "hung" (the programs it was running) and "removed" (the
+    lock and scratch files the stopped git left, removed)."""
     try:
         return fn()
+    except TimedOut as exc:
+        # Its git and what git ran are stopped; the session is where a kill at that
+        # step leaves it, which every step is made to survive.
+        return Outcome(session_id, action, Status.FAILED, str(exc),
+                       {"timed_out": True, "hung": exc.hung, "removed": exc.removed})
     except AoError as exc:
         status = Status.REFUSED if isinstance(exc, (Refused, Usage, capture.CannotCapture)) \
             else Status.FAILED

@@ -77,6 +77,37 @@ class GitError(AoError):
         super().__init__(f"git {' '.join(self.argv[:2])}: {git_message(stderr, status)}")
 
 
+class TimedOut(BaseException):
+    """A git process still ran at the deadline of `git_ao.git.process.bounded`
+    (`--timeout`): it was stopped, with the programs it ran.
+
+    A BaseException, so that no `except AoError` on the way takes it for a git
+    failure and goes on: it ends the session where it stands (`batch.guarded`
+    makes it the session's outcome). Attributes: argv (the git arguments), hung
+    (the command lines of the programs it was running: a filter, a merge
+    driver), why (one phrase)."""
+
+    def __init__(self, argv: Iterable[str], hung: Iterable[str], why: str) -> None:
+        self.argv = list(argv)
+        self.hung = list(hung)
+        self.why = why
+        self.removed: list[str] = []  # lock and scratch files it left, removed
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        """One line: which git command, doing what."""
+        sub = next((a for a in self.argv if not a.startswith("-") and "=" not in a), "")
+        what = f"git {sub}".strip()
+        if self.hung:
+            running = ", ".join(f"'{h if len(h) <= 160 else h[:157] + '...'}'"
+                                for h in self.hung[:3])
+            return (f"{what} ran past --timeout, running {running} (a merge driver, filter, "
+                    "textconv or signing program that hangs?), and was stopped")
+        if self.why == "stopped at the deadline":
+            return f"{what} ran past --timeout and was stopped"
+        return f"--timeout was spent before {what} could start"
+
+
 def git_message(stderr: str, status: int) -> str:
     """What the user needs of git's stderr, on one line: its `fatal:` and `error:`
     lines (the lock file to remove, the path in the way), joined with '; ';

@@ -244,3 +244,23 @@ def test_every_copy_of_the_unit_in_the_docs_says_what_the_shipped_unit_says():
                 copies += 1
                 assert m.group(1) in shipped[m.group(1).split("=", 1)[0]], f"{doc.name}: {m[1]}"
     assert copies >= 7
+
+
+def test_the_shipped_units_bound_the_boot_and_the_shutdown():
+    """Both units give the restore and the preserve a --timeout, so a filter or merge
+    driver that hangs holds neither the boot nor the shutdown, and the launchd
+    agent's ExitTimeOut covers the preserve's bound."""
+    svc = _unit()["Service"]
+    for key in ("ExecStart", "ExecStop"):
+        _, argv = _exec(svc[key])
+        assert "--timeout" in argv, (key, argv)
+        assert float(argv[argv.index("--timeout") + 1]) > 0
+    with open(PLIST, "rb") as f:
+        plist = plistlib.load(f)
+    script = plist["ProgramArguments"][-1]
+    restore = script[script.index("git ao-restore"):].split(";")[0].split()
+    preserve = script[script.index("git ao-preserve"):].split(";")[0].split()
+    for argv in (restore, preserve):
+        assert "--timeout" in argv, argv
+    assert plist["ExitTimeOut"] >= float(preserve[preserve.index("--timeout") + 1]) \
+        + DEFAULT_AGENT_TIMEOUT

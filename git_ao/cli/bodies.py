@@ -64,8 +64,9 @@ def _repo_of(path: str | None) -> str | None:
 
 def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
             from_: str | None, map_path: tuple[str, ...], set_aside_stray: bool,
-            at: str | None) -> int:
-    """`git ao-restore`: see its click command. Returns the exit status."""
+            at: str | None, *, timeout: float | None = None) -> int:
+    """`git ao-restore`: see its click command. timeout: `--timeout` seconds (None:
+    the restore.timeout setting, else no bound). Returns the exit status."""
     from git_ao.context import gone_live
     check_ids(ids)
     if at is not None:
@@ -74,6 +75,8 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     if from_ or map_path:
         from git_ao.cli import remote_opts
         return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch)
+    if timeout is None:
+        timeout = app.settings.get("restore.timeout")
     ctx = app.ctx
     refused: list[Outcome] = []
     if ids:
@@ -110,7 +113,8 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
             outcomes = refused + workflow.restore(ctx, sessions, jobs=jobs,
                                                  progress=with_state(app, advance),
                                                  stop=signals.event,
-                                                 set_aside_stray=set_aside_stray)
+                                                 set_aside_stray=set_aside_stray,
+                                                 timeout=timeout)
         if not app.dry_run:
             outcomes += relaunch.relaunch_all(ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer.outcome,

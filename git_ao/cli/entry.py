@@ -87,7 +87,7 @@ def ao() -> None:
 
 def restore() -> None:
     """The `git-ao-restore` executable."""
-    args = sys.argv[1:]
+    args = _without_timeout(sys.argv[1:])
     if args not in ([], ["-q"], ["--quiet"]) or "_GIT_AO_RESTORE_COMPLETE" in os.environ \
             or _any_pending():
         from git_ao.cli.restore import main
@@ -96,6 +96,22 @@ def restore() -> None:
     from git_ao.cli.bodies import restore as body
     _run("git ao-restore", "git ao-restore",
          lambda app: body(app, (), False, None, None, (), False, None), quiet=bool(args))
+
+
+def _without_timeout(args: list[str]) -> list[str] | None:
+    """`args` without one `--timeout SECONDS` (or `--timeout=SECONDS`), which bounds
+    nothing when nothing is pending (the boot's `git ao-restore -q --timeout 60`);
+    None when its value is not a number of seconds (click then says so)."""
+    for i, a in enumerate(args):
+        if a == "--timeout" or a.startswith("--timeout="):
+            value, rest = (args[i + 1] if i + 1 < len(args) else "", args[i + 2:]) \
+                if a == "--timeout" else (a.split("=", 1)[1], args[i + 1:])
+            try:
+                ok = float(value) >= 0 and float(value) != float("inf")
+            except ValueError:
+                ok = False
+            return args[:i] + rest if ok else None
+    return args
 
 
 def _any_pending() -> bool:

@@ -10,6 +10,7 @@ from git_ao.cli.common import (
     CONTEXT_SETTINGS,
     Command,
     IntRange,
+    Seconds,
     complete_ids,
     complete_remotes,
     options,
@@ -26,6 +27,9 @@ from git_ao.cli.common import (
               help="Fetch the sessions REMOTE holds (all, or the IDs) and restore them here.")
 @click.option("--map-path", multiple=True, metavar="OLD=NEW",
               help="With --from: put a worktree recorded under OLD under NEW (repeatable).")
+@click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
+              help="Start no new session after this many seconds and stop the git "
+                   "processes of those in flight; they stay pending.")
 @click.option("--set-aside-stray", is_flag=True,
               help="Move a directory found at a recorded path that is not the worktree "
                    "into the trash, then restore there.")
@@ -35,14 +39,15 @@ from git_ao.cli.common import (
               "recorded first, so this can be undone.")
 @options(records=True)
 def command(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
-            from_: str | None, map_path: tuple[str, ...], set_aside_stray: bool,
-            at: str | None) -> int:
+            from_: str | None, map_path: tuple[str, ...], timeout: float | None,
+            set_aside_stray: bool, at: str | None) -> int:
     """Re-create each pending session's worktree at its recorded path on its branch,
     re-apply the preserved work and mark the session live. With no ID, every
     pending session. Then run the configured relaunch command in each restored
     worktree (or print how to resume the agent)."""
     from git_ao.cli.bodies import restore
-    return restore(app, ids, no_launch, jobs, from_, map_path, set_aside_stray, at)
+    return restore(app, ids, no_launch, jobs, from_, map_path, set_aside_stray, at,
+                   timeout=timeout)
 
 
 def main() -> None:

@@ -31,18 +31,21 @@ from git_ao.git.process import (
     IDENTITY,
     TIMED_OUT,
     Completed,
+    bounded,
     call,
     call_bounded,
+    current_deadline,
     line,
     run,
     set_trace,
     show_manual,
+    unbounded,
 )
 
 __all__ = ["IDENTITY", "NO_OBJECT", "TIMED_OUT", "BranchName", "Completed", "IndexFlags",
-           "ObjectId", "Status", "StatusEntry",
-           "WorktreeEntry", "call", "call_bounded", "check_ref_format", "join_z", "line", "run",
-           "set_trace", "show_manual", "split_z"]
+           "ObjectId", "Status", "StatusEntry", "WorktreeEntry", "bounded", "call",
+           "call_bounded", "check_ref_format", "current_deadline", "join_z", "line", "run",
+           "set_trace", "show_manual", "split_z", "unbounded"]
 
 
 # ---------------------------------------------------------------- repositories

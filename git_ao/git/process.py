@@ -7,18 +7,28 @@ have, and the `-v` trace hook sees each command before it runs.
 
 Every git command runs with `core.hooksPath=/dev/null`: preserve and restore
 must never run the user's hooks (post-checkout, reference-transaction, ...).
+
+git still runs other programs of the user's (merge drivers, clean and smudge
+filters, textconv, signing programs), and one may hang. Inside `bounded(deadline)`
+every git process must end by the deadline: it runs in a process group of its
+own, and at the deadline the group is stopped (SIGTERM, so git removes its lock
+files, then SIGKILL), the lock files it still held are removed, and `TimedOut`
+names the program it was running.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from git_ao.errors import Fatal, GitError
+from git_ao.errors import Fatal, GitError, TimedOut
 
 # Variables that point git at a particular repository. git-ao works on many
 # repositories at once, each named by its own directory, so they are dropped
@@ -105,6 +115,9 @@ def call(args: Sequence[object], cwd: str, *, env: dict[str, str] | None = None,
     full_env = _base_env(inherit_repo_env)
     if env:
         full_env.update(env)
+    deadline = current_deadline()
+    if deadline is not None:
+        return _call_until(argv, cwd, full_env, input, deadline)
     try:
         proc = subprocess.run(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
                               input=input, stdin=None if input is not None else subprocess.DEVNULL,
@@ -112,6 +125,161 @@ def call(args: Sequence[object], cwd: str, *, env: dict[str, str] | None = None,
     except OSError as exc:
         raise _start_error(argv, cwd, exc) from exc
     return Completed(argv, _status(proc.returncode), proc.stdout, proc.stderr)
+
+
+# ---------------------------------------------------------------- the bound
+
+_bound = threading.local()
+# After SIGTERM, how long git gets to remove its lock files and exit (seconds).
+_TERM_GRACE = 2.0
+
+
+def current_deadline() -> float | None:
+    """The deadline (`time.monotonic()` seconds) every git process started from this
+    thread must end by, or None."""
+    return getattr(_bound, "deadline", None)
+
+
+@contextlib.contextmanager
+def bounded(deadline: float | None) -> Iterator[None]:
+    """Within the block, every git process this thread starts must end by `deadline`
+    (`time.monotonic()` seconds; None: no bound of its own, an outer one still
+    holds). A process still running then is stopped with what it started, and
+    `call` raises TimedOut; so does every `call` started after the deadline. A
+    bound nested inside another keeps the earlier deadline."""
+    outer = current_deadline()
+    if deadline is not None and outer is not None:
+        deadline = min(deadline, outer)
+    _bound.deadline = outer if deadline is None else deadline
+    try:
+        yield
+    finally:
+        _bound.deadline = outer
+
+
+@contextlib.contextmanager
+def unbounded() -> Iterator[None]:
+    """Within the block, this thread's git processes have no deadline: for the last
+    steps of a session whose git runs none of the user's programs (a `git worktree
+    prune` after the directory is already in the trash), which must not be cut."""
+    outer = current_deadline()
+    _bound.deadline = None
+    try:
+        yield
+    finally:
+        _bound.deadline = outer
+
+
+def _call_until(argv: list[str], cwd: str, env: dict[str, str], input: bytes | None,
+                deadline: float) -> Completed:
+    """`call` under a deadline: git in a process group of its own (so the stop reaches
+    the filter or driver it runs, and a Ctrl-C at the terminal does not cut it
+    short); stopped at the deadline. Raises TimedOut then, or when the deadline
+    has passed before it starts."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimedOut(argv, [], "not started")
+    try:
+        proc = subprocess.Popen(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=env,
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0)
+    except OSError as exc:
+        raise _start_error(argv, cwd, exc) from exc
+    try:
+        out, err = proc.communicate(input=input, timeout=left)
+    except subprocess.TimeoutExpired:
+        hung, removed = _stop_group(proc)
+        stopped = TimedOut(argv, hung, "stopped at the deadline")
+        stopped.removed = removed
+        raise stopped from None
+    return Completed(argv, _status(proc.returncode), out, err)
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> tuple[list[str], list[str]]:
+    """Stop git `proc` and its process group: SIGTERM (git removes its lock files on
+    it), then SIGKILL after `_TERM_GRACE`. Lock files the group held open and
+    left behind are removed (the same file: its inode is checked), and so are
+    the scratch files git wrote for a merge driver (`_merge_scratch`). Returns
+    (the programs it was running, as their command lines; the files removed)."""
+    import psutil  # lazily: completion must not import it
+
+    hung: list[str] = []
+    held: dict[str, int] = {}
+    scratch: set[str] = set()
+    try:
+        family = [psutil.Process(proc.pid)]
+        family += family[0].children(recursive=True)
+    except psutil.Error:
+        family = []
+    for p in family:
+        with contextlib.suppress(psutil.Error):
+            for f in p.open_files():
+                if f.path.endswith(".lock"):
+                    with contextlib.suppress(OSError):
+                        held[f.path] = os.stat(f.path).st_ino
+            if p.pid != proc.pid and not _is_git(p):
+                cmdline = p.cmdline()
+                hung.append(_shown(cmdline))
+                scratch.update(_merge_scratch(cmdline, p.cwd()))
+    for sig, wait in ((signal.SIGTERM, _TERM_GRACE), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.communicate(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    if proc.returncode is None:
+        # A program that left the group still holds the pipes: git itself is gone.
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
+    removed = []
+    for path, ino in held.items():
+        with contextlib.suppress(OSError):
+            if os.lstat(path).st_ino == ino:
+                os.unlink(path)
+                removed.append(path)
+    for path in sorted(scratch):
+        with contextlib.suppress(OSError):
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)
+                removed.append(path)
+    return hung, removed
+
+
+def _merge_scratch(cmdline: list[str], cwd: str) -> list[str]:
+    """The files git wrote for a merge driver it runs (`%O %A %B`: `.merge_file_XXXXXX`
+    at the top of the worktree), named in the driver's command line: a git
+    stopped while the driver runs leaves them behind, untracked."""
+    out = []
+    for arg in cmdline:
+        for word in arg.split():
+            if os.path.basename(word).startswith(".merge_file_"):
+                out.append(os.path.join(cwd, word))
+    return out
+
+
+def _is_git(p: Any) -> bool:
+    """Is psutil process `p` git itself (a git child such as `git checkout` that
+    `git worktree add` runs), not a program of the user's?"""
+    try:
+        name = os.path.basename(str(p.exe() or p.name()))
+    except Exception:  # noqa: BLE001 - psutil.Error, or an exe gone
+        return False
+    return name == "git" or name.startswith("git-")
+
+
+def _shown(cmdline: list[str]) -> str:
+    """A command line as the user configured it: `sh -c '<command> "$@"' ...`, how git
+    runs a configured command, shows as the command."""
+    if len(cmdline) >= 3 and os.path.basename(cmdline[0]) in ("sh", "bash", "dash") \
+            and cmdline[1] == "-c":
+        text = cmdline[2].removesuffix(' "$@"')
+    else:
+        text = " ".join(cmdline)
+    return text
 
 
 def _status(returncode: int) -> int:

@@ -20,7 +20,7 @@ from git_ao import crashpoint, git, groups
 from git_ao.agents import processes, stopping
 from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
 from git_ao.context import KEPT_PREFIX, Context, facts, lookup, preserve_ref, work_present_elsewhere
-from git_ao.errors import AoError, GitError, Refused
+from git_ao.errors import AoError, GitError, Refused, TimedOut
 from git_ao.fs import nested, walk
 from git_ao.git import index, query, worktree
 from git_ao.git.parse import BranchName, ObjectId
@@ -77,7 +77,10 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
 
     sessions: list of Session. jobs: sessions handled at once (threads; the work
     is in git processes). timeout: seconds after which no new session starts
-    (those stay live, which is safe). progress: callback(Outcome) per session.
+    (those stay live, which is safe) and every git process a session in flight
+    runs is stopped (`git.bounded`: a filter or merge driver that hangs); such a
+    session fails where it stands, nothing of it removed (`_after_timeout`).
+    progress: callback(Outcome) per session.
     stop: a threading.Event; once set (SIGTERM, SIGINT) no new session starts and
     the ones in flight run to their end. trigger: what the history entry names as
     its cause (history.TRIGGERS; default "checkpoint" with keep_worktree, else
@@ -90,8 +93,9 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
 
     def checkpoint(targets: Sequence[Session]) -> None:
         def one(s: Session) -> Outcome:
-            return guarded(functools.partial(preserve_one, ctx, s.id, True, cache), s.id,
-                           Action.PRESERVE)
+            with git.bounded(deadline):
+                return guarded(functools.partial(preserve_one, ctx, s.id, True, cache), s.id,
+                               Action.PRESERVE)
 
         for s, out in zip(targets, run_each(targets, one, jobs, None), strict=True):
             commit = out.data.get("preserved_commit")
@@ -115,8 +119,11 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                           f"{agents_seen.line()}; the worktree is kept (stop them, or set "
                           "preserve.agents = \"stop\")", agents_seen.data())
         else:
-            out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache,
-                                               trigger=trigger), s.id, Action.PRESERVE)
+            with git.bounded(deadline):
+                out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache,
+                                                   trigger=trigger), s.id, Action.PRESERVE)
+            if out.data.get("timed_out"):
+                _after_timeout(ctx, s.id, out)
             if agents_seen is not None:
                 _tell_agents(ctx, out, agents_seen)
             if s.id in before_stop:
@@ -131,6 +138,19 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     finally:
         # Even when a session raised past guarded: what was moved away is deregistered.
         cache.flush_prunes(ctx)
+
+
+def _after_timeout(ctx: Context, session_id: str, out: Outcome) -> None:
+    """Say where a session stopped at the `--timeout` deadline stands: live with its
+    worktree as it was, or saved and recorded with its worktree still in place
+    (the next `--all` run finishes the removal)."""
+    s = ctx.store.get(session_id)
+    if s is not None and s.pending:
+        out.message += ("; saved and recorded, but the worktree was not removed: it is as it "
+                        "was, and git ao-preserve --all finishes once nothing hangs")
+    else:
+        out.message += ("; nothing was removed and the worktree is as it was (the session "
+                        "stays live; run git ao-preserve again once nothing hangs)")
 
 
 def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
@@ -271,47 +291,68 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                            f"{summary}; worktree kept: {'; '.join(keep)}", data)
         assert before is not None
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
-        data["trash"] = taken.worktree
-        volatile = ""
-        kind = walk.fs_type(taken.path) if cap.ignored else None
-        if kind in ("tmpfs", "ramfs"):
-            # Only the trash copy holds them, and it shares the worktree's fate.
-            data["volatile_trash"] = kind
-            volatile = (f"; its {len(cap.ignored)} ignored path(s) are only in the trash "
-                        f"copy {taken.worktree}, on a {kind} that a reboot clears")
-        elif cap.ignored:
-            # Ignored files are in no ref: say where they are, not that they are gone.
-            volatile = (f"; its {len(cap.ignored)} ignored path(s) are kept in the trash copy "
-                        f"{taken.worktree}, which git ao-restore brings back")
-        summary = summary.replace(_ignored_note(cap), "") + volatile
-        settled = removal.settle(ctx, s, v, taken, before, cap, captured, save, meta)
-        late = settled.late
-        trash.detach(taken)
-        final = git.rev_parse(s.common_dir, ref) if settled.touched and ref else None
-        if final and final != cap.commit:
-            # The capture after the move moved the ref on: name what it holds now.
-            data["preserved_commit"] = final
-            summary = _summary(cap, final).replace(_ignored_note(cap), "") + \
-                (f"; {warn}" if warn else "") + volatile
-        if cache.batch:
-            cache.defer_prune(s.common_dir)
-        else:
-            git.worktree_prune(s.common_dir)
-        crashpoint.hit("preserve:after-remove")
-        ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
-                commit=final or save.preserved_commit, trash=taken.worktree,
-                late=len(late) + (not settled.settled) or None)
-        if not settled.settled:
-            data["still_changing"] = changing = late
-            return Outcome(s.id, Action.PRESERVE, Status.ATTENTION,
-                           f"{summary}; worktree removed, but what was written after the "
-                           f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
-                           f"its latest state is in {taken.worktree}, which restore brings back",
-                           data)
-        if late:
-            data["captured_late"] = late
-            summary += f"; {len(late)} path(s) written after the first capture saved too"
-        return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
+        # Once the directory is in the trash its last steps (no program of the user's
+        # runs in them) finish, whatever the bound.
+        deadline = git.current_deadline()
+        with git.unbounded():
+            data["trash"] = taken.worktree
+            volatile = ""
+            kind = walk.fs_type(taken.path) if cap.ignored else None
+            if kind in ("tmpfs", "ramfs"):
+                # Only the trash copy holds them, and it shares the worktree's fate.
+                data["volatile_trash"] = kind
+                volatile = (f"; its {len(cap.ignored)} ignored path(s) are only in the trash "
+                            f"copy {taken.worktree}, on a {kind} that a reboot clears")
+            elif cap.ignored:
+                # Ignored files are in no ref: say where they are, not that they are gone.
+                volatile = (f"; its {len(cap.ignored)} ignored path(s) are kept in the trash copy "
+                            f"{taken.worktree}, which git ao-restore brings back")
+            summary = summary.replace(_ignored_note(cap), "") + volatile
+            try:
+                # The check after the move may run filters again: under the bound.
+                with git.bounded(deadline):
+                    settled = removal.settle(ctx, s, v, taken, before, cap, captured, save,
+                                             meta)
+            except TimedOut as exc:
+                ctx.log("preserve", s.id, "late-check-timed-out", trash=taken.worktree,
+                        hung=" | ".join(exc.hung))
+                data["late_check_hung"] = exc.hung
+                settled = removal.Settled(settled=False)
+            late = settled.late
+            trash.detach(taken)
+            final = git.rev_parse(s.common_dir, ref) if settled.touched and ref else None
+            if final and final != cap.commit:
+                # The capture after the move moved the ref on: name what it holds now.
+                data["preserved_commit"] = final
+                summary = _summary(cap, final).replace(_ignored_note(cap), "") + \
+                    (f"; {warn}" if warn else "") + volatile
+            if cache.batch:
+                cache.defer_prune(s.common_dir)
+            else:
+                git.worktree_prune(s.common_dir)
+            crashpoint.hit("preserve:after-remove")
+            ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
+                    commit=final or save.preserved_commit, trash=taken.worktree,
+                    late=len(late) + (not settled.settled) or None)
+            if not settled.settled:
+                data["still_changing"] = changing = late
+                hung = data.get("late_check_hung")
+                why = f"; {_late_check_note(hung)}" if isinstance(hung, list) else ""
+                return Outcome(s.id, Action.PRESERVE, Status.ATTENTION,
+                               f"{summary}; worktree removed, but what was written after the "
+                               f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
+                               f"its latest state is in {taken.worktree}, which restore brings back"
+                               f"{why}", data)
+            if late:
+                data["captured_late"] = late
+                summary += f"; {len(late)} path(s) written after the first capture saved too"
+            return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
+
+
+def _late_check_note(hung: list[str]) -> str:
+    """The note of a check after the move stopped at the `--timeout` deadline."""
+    running = ", ".join(f"'{h}'" for h in hung[:3]) or "git"
+    return f"the check after the move ran past --timeout, running {running}, and was stopped"
 
 
 def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
@@ -357,6 +398,7 @@ def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
     found += nested.judge(path, w.nested, sessions=cache.session_paths(ctx, exclude=s.id),
                           submodules=tracked)
     return [removal.where(path, b) for b in sorted(found, key=lambda b: b.path)]
+
 
 
 def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -> str | None:

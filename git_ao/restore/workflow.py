@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ from git_ao.store.records import Save, Session
 def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
             progress: Callable[[Outcome], object] | None = None,
             stop: threading.Event | None = None,
-            set_aside_stray: bool = False) -> list[Outcome]:
+            set_aside_stray: bool = False, timeout: float | None = None) -> list[Outcome]:
     """Restore each pending session; one failure never stops the others.
 
     sessions: list of Session. jobs: sessions handled at once (threads); sessions
@@ -41,11 +42,19 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
     SIGINT) no new session starts, the ones in flight run to their end and the
     rest stay pending. set_aside_stray: a directory at a recorded path that is not
     the worktree is moved into the trash (`--set-aside-stray`) instead of refused.
+    timeout: seconds after which no new session starts and every git process of
+    a session in flight is stopped (`git.bounded`: a smudge filter or merge
+    driver that hangs); such a session fails and stays pending, where a kill at
+    that step would leave it, so the next run goes on from there.
     Returns one Outcome per session, in input order.
     """
     outer = _pending_outside(ctx, sessions)
+    deadline = time.monotonic() + timeout if timeout is not None else None
 
     def one(s: Session) -> Outcome:
+        if deadline is not None and time.monotonic() > deadline:
+            return Outcome(s.id, Action.RESTORE, Status.REFUSED,
+                           "not started: --timeout spent; the session stays pending")
         if stop is not None and stop.is_set():
             return Outcome(s.id, Action.RESTORE, Status.REFUSED,
                            NOT_STARTED + "; the session stays pending",
@@ -57,8 +66,12 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
                            f"it lies inside pending session '{outer[s.id]}', which comes "
                            f"back first: git ao-restore {outer[s.id]} {s.id} (still pending)",
                            facts(s))
-        out = guarded(lambda: restore_one(ctx, s.id, set_aside_stray=set_aside_stray), s.id,
-                      Action.RESTORE)
+        with git.bounded(deadline):
+            out = guarded(lambda: restore_one(ctx, s.id, set_aside_stray=set_aside_stray),
+                          s.id, Action.RESTORE)
+        if out.data.get("timed_out"):
+            out.message += ("; the session stays pending, its work in its ref and the trash; "
+                            "the next git ao-restore goes on from here once nothing hangs")
         log_failure(ctx, out)
         crashpoint.hit("restore:between-sessions")
         return out

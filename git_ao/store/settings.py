@@ -226,8 +226,9 @@ KEYS = {
                                 "seconds one git push or fetch of preserve refs may take "
                                 "before it is stopped and left pending (default: 10)"),
     "preserve.timeout": Key(_positive_seconds, _parse_float,
-                            "seconds after which git ao-preserve starts no new session when "
-                            "--timeout is not given (default: none)"),
+                            "seconds after which git ao-preserve starts no new session and "
+                            "stops the git processes of those in flight, when --timeout is "
+                            "not given (default: none)"),
     "prune.expire": Key(_text, str,
                         "default --expire of git ao-prune, a git date such as 1.week.ago "
                         "(default: 2.weeks.ago, as git's gc.pruneExpire; now: all of the "
@@ -251,6 +252,10 @@ KEYS = {
                            "OLD=NEW: where git ao-restore --from puts a worktree whose "
                            "recorded path starts with OLD (several: git ao config set --add)",
                            multi=True),
+    "restore.timeout": Key(_positive_seconds, _parse_float,
+                           "seconds after which git ao-restore starts no new session and "
+                           "stops the git processes of those in flight, when --timeout is "
+                           "not given (default: none)"),
     "stop.command": Key(_command, str,
                         "command git ao-preserve runs to stop a session's agents before "
                         "it sends them SIGTERM (every harness)"),
