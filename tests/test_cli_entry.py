@@ -74,7 +74,8 @@ def test_list_of_an_empty_database_and_a_missing_data_dir(repo, tmp_path, args):
     _same("ao", "list", *args, cwd=repo)
 
 
-@pytest.mark.parametrize("args", [("-q",), (), ("--quiet",)], ids=" ".join)
+@pytest.mark.parametrize("args", [("-q",), (), ("--quiet",), ("-q", "--timeout", "60"),
+                                  ("--timeout=5",)], ids=" ".join)
 def test_the_boot_restore_with_nothing_pending_as_the_click_command(repo, worktrees,
                                                                     tmp_path, args):
     # A new database: the warning, and without -q "nothing to restore"; each
@@ -111,7 +112,8 @@ def _imports(command, *args, cwd):
 
 
 @pytest.mark.parametrize("command,args", [("ao", ("list",)), ("ao", ("list", "--all", "-z")),
-                                          ("ao-restore", ("-q",))])
+                                          ("ao-restore", ("-q",)),
+                                          ("ao-restore", ("-q", "--timeout", "60"))])
 def test_the_light_path_imports_no_click_no_rich_and_no_workflow(repo, worktrees, command,
                                                                  args):
     worktrees(repo, "w1")
@@ -125,3 +127,6 @@ def test_the_light_path_imports_no_click_no_rich_and_no_workflow(repo, worktrees
 def test_other_invocations_reach_click(repo):
     held = _imports("ao", "list", "--repo", ".", cwd=repo)
     assert "click" in held
+    # a --timeout that is no number of seconds gets click's usage error
+    for bad in (("--timeout", "soon"), ("--timeout=nan",), ("--timeout",)):
+        assert "click" in _imports("ao-restore", "-q", *bad, cwd=repo)
