@@ -75,7 +75,8 @@ def guarded(fn: Callable[[], Outcome], session_id: str, action: Action) -> Outco
         status = Status.REFUSED if isinstance(exc, (Refused, Usage, capture.CannotCapture)) \
             else Status.FAILED
         # A lock file a killed git left is the common cause: say whether it is stale.
-        return Outcome(session_id, action, status, gitlock.explain(str(exc)))
+        return Outcome(session_id, action, status, gitlock.explain(str(exc)),
+                       names_state=exc.names_state)
     except OSError as exc:
         # A full disk or a read-only file in the middle of one session: that session
         # fails where it stands (its worktree goes only after its row is committed),

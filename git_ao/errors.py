@@ -29,6 +29,8 @@ class AoError(Exception):
 
     exit_status = ExitStatus.FAILED
     prefix = "error"
+    # The message already says what state the session is left in.
+    names_state = False
 
 
 class Fatal(AoError):
@@ -51,6 +53,10 @@ class Refused(AoError):
     exit_status = ExitStatus.FAILED
     prefix = "error"
 
+    def __init__(self, message: str, *, names_state: bool = False) -> None:
+        super().__init__(message)
+        self.names_state = names_state
+
 
 class Failed(AoError):
     """One session's step failed after something was recorded; the message says what
@@ -58,6 +64,8 @@ class Failed(AoError):
 
     exit_status = ExitStatus.FAILED
     prefix = "error"
+    names_state = True
+
 
 
 class GitError(AoError):

@@ -68,6 +68,7 @@ class Outcome:
     message: str
     data: dict[str, Any] = field(default_factory=dict)
     started: bool = True  # False: a signal stopped the batch before this session began
+    names_state: bool = False  # the message already says the session's state
 
     @property
     def exit_status(self) -> ExitStatus:

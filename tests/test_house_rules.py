@@ -72,3 +72,28 @@ def test_only_git_process_starts_git():
 def test_at_most_ten_modules_at_the_top_of_the_package():
     top = sorted(p.name for p in (ROOT / "git_ao").glob("*.py"))
     assert len(top) <= 10, top
+
+
+def test_no_decision_reads_a_message():
+    # What a step said is for people; what code decides on is a status, an enum or
+    # a field (an Outcome's `names_state`, a Skip value), never a word in the text
+    # (`in`, startswith). Comparing a whole message with one said before (a refusal
+    # said once) and reading a library's exception (click's) are not decisions.
+    offenders = []
+    for rel, tree in _modules():
+        tests = [n.test for n in ast.walk(tree) if isinstance(n, (ast.If, ast.IfExp, ast.While))]
+        tests += [c for n in ast.walk(tree) if isinstance(n, ast.comprehension) for c in n.ifs]
+        for t in tests:
+            for node in ast.walk(t):
+                words = None
+                if isinstance(node, ast.Compare) and any(
+                        isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+                    words = node.comparators
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr in ("startswith", "endswith"):
+                    words = [node.func.value]
+                for w in words or []:
+                    if isinstance(w, ast.Attribute) and w.attr == "message" and not (
+                            isinstance(w.value, ast.Name) and w.value.id == "exc"):
+                        offenders.append(f"{rel}:{node.lineno}")
+    assert offenders == []

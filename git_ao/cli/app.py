@@ -262,7 +262,7 @@ def add_state(app: App, o: Outcome) -> None:
     except AoError:
         return
     if o.status in (Status.REFUSED, Status.FAILED) and o.data["state"] == State.PENDING \
-            and "pending" not in o.message:
+            and not o.names_state:
         o.message += "; the session is pending: its save is recorded and git ao-restore " \
                      "brings it back"
 

@@ -23,7 +23,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
         s = lookup(ctx, session_id)
         if s.pending:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or "
-                          f"'git ao forget --force {s.id}'")
+                          f"'git ao forget --force {s.id}'", names_state=True)
         if not s.live:
             return Outcome(s.id, Action.KILL, Status.NOTHING, "already terminated", facts(s))
         path = s.worktree_path
@@ -77,7 +77,7 @@ def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
         s = lookup(ctx, session_id)
         if s.pending and not force:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
-                          "--force")
+                          "--force", names_state=True)
         if ctx.dry_run:
             return Outcome(s.id, Action.FORGET, Status.OK, "would drop the record", facts(s))
         ctx.store.delete(s.id)

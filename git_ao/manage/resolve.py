@@ -31,7 +31,8 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
         save = s.save
         ref = preserve_ref(s.id)
         if s.pending:
-            raise Refused(f"'{s.id}' is pending: git ao-restore {s.id} brings it back first")
+            raise Refused(f"'{s.id}' is pending: git ao-restore {s.id} brings it back first",
+                          names_state=True)
         if not s.live:
             return Outcome(s.id, Action.RESOLVE, Status.NOTHING, "terminated, nothing to resolve",
                            facts(s))

@@ -231,8 +231,9 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
         if o.action not in ("preserve", "checkpoint"):
             continue
         if ctx.dry_run:
-            # Nothing was captured: the save the real run makes is what it pushes.
-            if o.status == Status.OK and o.message.startswith("would "):
+            # Nothing was captured: the save the real run makes is what it pushes
+            # (every preserve of a dry run that is ok says what it would do).
+            if o.status == Status.OK:
                 out.append(Outcome(o.session_id, Action.PUSH, Status.OK,
                                    f"would push {REF_PREFIX}{o.session_id} to {remote}",
                                    {"remote": remote, "ref": REF_PREFIX + o.session_id}))
