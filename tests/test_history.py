@@ -261,7 +261,12 @@ def test_show_reports_the_history_length_and_size(repo, worktrees):
 
 def test_prune_force_deletes_the_history_too(repo, worktrees):
     _three_entries(repo, worktrees)
+    time.sleep(0.1)
+    ao("ao", "checkpoint", "agent", cwd=repo)  # leaves the stat file of the quick path
+    stat_file = os.path.join(os.environ["AO_DATA_DIR"], "history-stat", "agent")
+    assert os.path.exists(stat_file)
     res = ao("ao-prune", "--force", "agent", cwd=repo)
+    assert not os.path.exists(stat_file)
     assert HIST + "agent" in res.stdout
     assert git("for-each-ref", HIST, cwd=repo) == ""
 

@@ -21,7 +21,7 @@ from git_ao.fs import walk
 from git_ao.manage import listing
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof import witness
-from git_ao.save import capture, history
+from git_ao.save import capture, history, unchanged
 from git_ao.store import trash
 from git_ao.store.records import Session
 
@@ -146,6 +146,7 @@ def _prune_forced(ctx: Context, s: Session) -> Outcome:
             git.delete_ref(s.common_dir, ref, oid)
         if hoid:
             git.delete_ref(s.common_dir, href, hoid)
+        unchanged.drop(ctx.store.dir, s.id)  # a session of that id later starts afresh
         ctx.store.delete(s.id)
     ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid,
             history=hoid)
