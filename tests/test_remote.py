@@ -341,3 +341,24 @@ def test_push_branch_pushes_the_branch_never_forced(repo, worktrees, tmp_path):
     assert git("rev-parse", "refs/heads/pb", cwd=plain).strip() == head
     ao("ao-preserve", "--push-branch", cwd=repo, rc=129)  # needs a remote
     ao("ao-restore", "--map-path", "/a=/b", cwd=repo, rc=129)  # needs --from
+
+
+def test_restore_from_takes_the_timeout_and_the_stray_option(repo, worktrees, machines):
+    """`--from` restores as any restore: `--timeout` bounds it (0: nothing starts,
+    the session stays pending) and a stray directory is moved only when asked."""
+    clone, b = machines
+    wt = worktrees(repo, "s9")
+    (wt / "new.txt").write_text("saved\n")
+    ao("ao-preserve", "s9", "--push", "origin", cwd=repo)
+    wt.mkdir()
+    (wt / "mine.txt").write_text("the user's\n")
+    res = ao("ao-restore", "--from", "origin", "--no-launch", "--timeout", "0", cwd=clone,
+             env=b, rc=1)
+    assert "--timeout spent" in res.stdout, res.stdout
+    assert listed(clone, b)["s9"]["state"] == "pending"
+    res = ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b, rc=1)
+    assert "--set-aside-stray" in res.stdout and (wt / "mine.txt").exists()
+    ao("ao-restore", "--from", "origin", "--no-launch", "--set-aside-stray", cwd=clone,
+       env=b, rc=3)
+    assert listed(clone, b)["s9"]["state"] == "live"
+    assert (wt / "new.txt").read_text() == "saved\n" and not (wt / "mine.txt").exists()

@@ -72,11 +72,12 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     if at is not None:
         return _restore_at(app, ids, at, from_ or map_path)
     jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
-    if from_ or map_path:
-        from git_ao.cli import remote_opts
-        return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch)
     if timeout is None:
         timeout = app.settings.get("restore.timeout")
+    if from_ or map_path:
+        from git_ao.cli import remote_opts
+        return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch,
+                                        set_aside_stray=set_aside_stray, bound=timeout)
     ctx = app.ctx
     refused: list[Outcome] = []
     if ids:

@@ -81,9 +81,11 @@ def retry_pushes(app: Any, outcomes: Sequence[Any] = ()) -> list[Any]:
 
 
 def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
-                 map_path: tuple[str, ...], jobs: int, no_launch: bool) -> int:
+                 map_path: tuple[str, ...], jobs: int, no_launch: bool, *,
+                 set_aside_stray: bool = False, bound: float | None = None) -> int:
     """`git ao-restore --from REMOTE`: fetch, adopt, restore, relaunch, then push the
-    remote deletes. Returns the exit status."""
+    remote deletes. set_aside_stray, bound: `--set-aside-stray` and `--timeout`
+    for the restore. Returns the exit status."""
     from git_ao.agents import relaunch
     from git_ao.remote import restore_from
     if not name:
@@ -98,7 +100,8 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
         with app.printer.progress(max(len(ids), 1), "restoring") as advance:
             outcomes = restore_from.restore_from(app.ctx, os.getcwd(), name, ids, maps,
                                                 timeout=timeout, jobs=jobs, progress=advance,
-                                                stop=signals.event)
+                                                stop=signals.event,
+                                                set_aside_stray=set_aside_stray, bound=bound)
         if not app.dry_run:
             outcomes += relaunch.relaunch_all(app.ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer.outcome,

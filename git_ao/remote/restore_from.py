@@ -37,9 +37,11 @@ from git_ao.store.records import Session
 def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                  maps: Sequence[tuple[str, str]], *, timeout: float, jobs: int = 1,
                  progress: Callable[[Outcome], object] | None = None,
-                 stop: threading.Event | None = None) -> list[Outcome]:
+                 stop: threading.Event | None = None, set_aside_stray: bool = False,
+                 bound: float | None = None) -> list[Outcome]:
     """Fetch, adopt and restore the sessions `remote_name` holds (all, or `ids`), in
-    the repository containing `here`.
+    the repository containing `here`. set_aside_stray, bound: `restore.restore`'s
+    set_aside_stray and timeout (`git ao-restore --set-aside-stray`, `--timeout`).
 
     maps: (old prefix, new prefix) pairs; the longest matching old prefix wins. timeout:
     seconds each ls-remote and fetch may take. A session this machine already
@@ -76,7 +78,8 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
         if progress is not None:
             for o in out:
                 progress(o)
-        return out + restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop)
+        return out + restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop,
+                               set_aside_stray=set_aside_stray, timeout=bound)
     adopted: dict[str, str] = {}
     if fetch:
         namespace.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
@@ -93,7 +96,8 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
     if progress is not None:
         for o in out:  # the restore workflow reports its own through `progress`
             progress(o)
-    restored = restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop)
+    restored = restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop,
+                               set_aside_stray=set_aside_stray, timeout=bound)
     for o in restored:
         if o.status == Status.OK and o.session_id in adopted:
             # Back in full here: the remote copy is deleted by the next push, only
