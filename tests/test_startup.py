@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.conftest import ao
 from tests.support import ROOT
 
 # What a listing never runs: the capture code, logging (nothing is logged),
@@ -37,3 +38,17 @@ def test_the_log_still_writes_after_a_lazy_import(tmp_path):
     log.close()
     text = (tmp_path / "logs" / log.LOG_NAME).read_text()
     assert "list s1 ok note='two words'" in text
+
+
+def test_a_listing_to_a_pipe_reads_no_git_config(repo, worktrees):
+    """The colour is decided when something coloured is printed: a listing to a
+    pipe prints nothing coloured, so it starts no `git config`."""
+    worktrees(repo, "w1")
+    res = ao("ao", "list", "-v", cwd=repo)
+    assert "trace: git for-each-ref" in res.stderr
+    assert "trace: git config" not in res.stderr
+    # With a record to print, git's config still decides its colour.
+    res = ao("-c", "color.ui=always", "ao-preserve", "-n", "w1", cwd=repo)
+    assert "\x1b[32mok\x1b[m" in res.stdout
+    res = ao("-c", "color.ui=never", "ao-preserve", "-n", "w1", cwd=repo)
+    assert "\x1b[" not in res.stdout and "\tok\t" in res.stdout

@@ -52,7 +52,8 @@ class App:
         log.on_failure(lambda message: self.printer.error("warning", message))
         version.check_version()
         if not json_mode:
-            self.printer.colour = _colour(color, self.printer.tty)
+            where, tty = os.getcwd(), self.printer.tty
+            self.printer.decide_colour = lambda: _colour(color, tty, where)
         stray = [v for v in REPO_ENV if os.environ.get(v)]
         if stray:
             self.printer.error("warning", f"{', '.join(stray)} set in the environment; "
@@ -111,7 +112,7 @@ class App:
         return self._settings
 
 
-def _colour(when: str | None, tty: bool) -> bool:
+def _colour(when: str | None, tty: bool, where: str) -> bool:
     """--color, else git's color.ao and color.ui (`git -c` included), else the
     environment (output.colour_wanted)."""
     from git_ao.cli.output import colour_wanted
@@ -119,7 +120,7 @@ def _colour(when: str | None, tty: bool) -> bool:
     config = None
     if when is None:
         try:
-            config = query.config_map(os.getcwd())
+            config = query.config_map(where)
         except AoError:
             config = None  # no readable config: the environment decides
     return colour_wanted(when, tty, config)

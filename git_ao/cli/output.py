@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
@@ -97,9 +98,28 @@ class Printer:
         self.nul = nul
         self.stream = stream or sys.stdout
         self.tty = self.stream.isatty() and not json_mode and not nul
-        self.colour = self.tty if colour is None else colour
+        self._colour = self.tty if colour is None else colour
+        # Set by the command: asked on first use of the colour, so a run that
+        # prints nothing coloured (a listing to a pipe) reads no git config.
+        self.decide_colour: Callable[[], bool] | None = None
+        self._deciding = threading.Lock()
         self._console: Console | None = None
         self._err_console: Console | None = None
+
+    @property
+    def colour(self) -> bool:
+        """Whether to colour (see colour_wanted); decided on first use."""
+        if self.decide_colour is not None:
+            with self._deciding:  # batches print from worker threads
+                if self.decide_colour is not None:
+                    self._colour = self.decide_colour()
+                    self.decide_colour = None
+        return self._colour
+
+    @colour.setter
+    def colour(self, value: bool) -> None:
+        self.decide_colour = None
+        self._colour = value
 
     def _make_console(self, stream: IO[str], tty: bool) -> Console:
         from rich.console import Console
