@@ -14,25 +14,28 @@ from tests.support import BIN, make_sessions
 
 # The click command of each executable, run as its main() is, without the entry.
 CLICK = {"ao": "from git_ao.cli.ao import main; main()",
-         "ao-restore": "from git_ao.cli.restore import main; main()"}
+         "ao-restore": "from git_ao.cli.restore import main; main()",
+         "ao-preserve": "from git_ao.cli.preserve import main; main()",
+         "ao-prune": "from git_ao.cli.prune import main; main()"}
 
 
-def _both(command, *args, cwd, between=None):
+def _both(command, *args, cwd, between=None, env=None):
     """(light, click): the CompletedProcess of `git-<command> args` through the
     light entry (bin/, as the installed scripts run it) and through the click
     command alone, bytes as written; `between()` runs between the two."""
+    env = dict(os.environ, **(env or {}))
     light = subprocess.run([sys.executable, str(BIN / f"git-{command}"), *args], cwd=cwd,
-                           capture_output=True, stdin=subprocess.DEVNULL, check=False)
+                           capture_output=True, stdin=subprocess.DEVNULL, check=False, env=env)
     if between is not None:
         between()
     clicked = subprocess.run([sys.executable, "-c", CLICK[command], *args], cwd=cwd,
                              capture_output=True, stdin=subprocess.DEVNULL, check=False,
-                             env=dict(os.environ, PYTHONPATH=str(BIN.parent)))
+                             env=dict(env, PYTHONPATH=str(BIN.parent)))
     return light, clicked
 
 
-def _same(command, *args, cwd):
-    light, clicked = _both(command, *args, cwd=cwd)
+def _same(command, *args, cwd, env=None):
+    light, clicked = _both(command, *args, cwd=cwd, env=env)
     assert (light.returncode, light.stdout, light.stderr) == \
         (clicked.returncode, clicked.stdout, clicked.stderr), args
     return light
@@ -130,3 +133,36 @@ def test_other_invocations_reach_click(repo):
     # a --timeout that is no number of seconds gets click's usage error
     for bad in (("--timeout", "soon"), ("--timeout=nan",), ("--timeout",)):
         assert "click" in _imports("ao-restore", "-q", *bad, cwd=repo)
+
+
+COMPLETIONS = ["{prog} ", "{prog} s0", "{prog} s00 ", "{prog} s00 s0", "{prog}  s01  ",
+               "{prog} nosuch", "{prog} -", "{prog} --j", "{prog} -j ", "{prog} -q ",
+               "{prog} 's0", "{prog} s\\0"]
+
+
+@pytest.mark.parametrize("shell", ["bash_complete", "zsh_complete", "fish_complete"])
+@pytest.mark.parametrize("command,var", [("ao-preserve", "_GIT_AO_PRESERVE_COMPLETE"),
+                                         ("ao-restore", "_GIT_AO_RESTORE_COMPLETE"),
+                                         ("ao-prune", "_GIT_AO_PRUNE_COMPLETE")])
+def test_id_completion_answers_as_click_does(repo, worktrees, command, var, shell):
+    for sid in ("s00", "s01", "s10"):
+        worktrees(repo, sid)
+    ao("ao-preserve", "s01", cwd=repo)
+    for words in COMPLETIONS:
+        line = words.format(prog=f"git-{command}")
+        cword = len(line.split()) - (0 if line.endswith(" ") else 1)
+        env = {"COMP_WORDS": line, "COMP_CWORD": str(cword), var: shell}
+        if shell == "fish_complete":
+            env["COMP_CWORD"] = "" if line.endswith(" ") else line.split()[-1]
+        _same(command, cwd=repo, env=env)
+
+
+def test_id_completion_with_no_database_and_imports_no_click(repo):
+    env = {"COMP_WORDS": "git-ao-preserve ", "COMP_CWORD": "1",
+           "_GIT_AO_PRESERVE_COMPLETE": "bash_complete"}
+    res = _same("ao-preserve", cwd=repo, env=env)
+    assert res.stdout == b"\n"
+    held = subprocess.run([sys.executable, "-X", "importtime", str(BIN / "git-ao-preserve")],
+                          cwd=repo, capture_output=True, text=True, check=False,
+                          env=dict(os.environ, **env)).stderr
+    assert "| click" not in held and "git_ao.cli.completion" in held

@@ -138,11 +138,11 @@ def complete_ids(state: str) -> Callable[[click.Context, click.Parameter, str],
                   incomplete: str) -> list[CompletionItem]:
         from click.shell_completion import CompletionItem
 
-        from git_ao.store.datadir import completion_rows
+        from git_ao.cli.completion import id_candidates
         taken = set(ctx.params.get(param.name) or ())
         # zsh and fish show the help beside each id: its state and branch.
-        return [CompletionItem(i, help=about) for i, about in completion_rows(state)
-                if i.startswith(incomplete) and i not in taken]
+        return [CompletionItem(i, help=about) for i, about in
+                id_candidates(state, incomplete, taken)]
 
     return _complete
 

@@ -23,6 +23,16 @@ COMMANDS = {
 }
 SHELLS = ("bash", "zsh", "fish")
 
+def id_candidates(state: str, incomplete: str,
+                  taken: set[str]) -> list[tuple[str, str]]:
+    """(id, its state and branch) of the sessions in `state` ('live', 'pending' or
+    'all') whose id starts with `incomplete` and is not in `taken`: what a TAB
+    offers for an id, through click or the light entry (entry.py)."""
+    from git_ao.store.datadir import completion_rows
+    return [(i, about) for i, about in completion_rows(state)
+            if i.startswith(incomplete) and i not in taken]
+
+
 _BASH = r"""# bash completion for git ao, git ao-preserve, git ao-restore, git ao-prune.
 # Printed by `git ao completion bash`. git's own completion calls _git_ao_preserve
 # for `git ao-preserve <TAB>`; the candidates come from the command's click

@@ -3,7 +3,9 @@
 Importing click costs more than a bare start of the interpreter, and a listing
 or the boot's restore with nothing pending has little else to do. So `git ao
 list` with standard output not a terminal and only the switches below, and
-`git ao-restore [-q]` when the database holds no pending session, run here:
+`git ao-restore [-q]` when the database holds no pending session, and bash's
+TAB on the session ids of git ao-preserve, git ao-restore and git ao-prune, run
+here:
 argv is matched exactly, then the same body the click command calls
 (bodies.py) runs through the same App, start and error handling (app.py), so
 both paths print the same bytes and exit alike. Anything else (help, -h, an
@@ -85,8 +87,48 @@ def ao() -> None:
          read_only=True, **got)
 
 
+def _completed_ids(prog_name: str, var: str, state: str) -> bool:
+    """Answer a bash TAB on the session ids of `prog_name` as click's bash_complete
+    does (`plain,<id>` lines; see common.complete_ids), when every word before the
+    cursor is an id and the word at it is not an option; True when answered.
+    COMP_WORDS holding a quote, a backslash or whitespace other than spaces goes to
+    click, which splits it as a shell would."""
+    if os.environ.get(var) != "bash_complete":
+        return False
+    line, cword = os.environ.get("COMP_WORDS", ""), os.environ.get("COMP_CWORD", "")
+    if not cword.isdigit() or any(c in line for c in "\"'\\\t\n\r\v\f"):
+        return False
+    words = [w for w in line.split(" ") if w]
+    n = int(cword)
+    args = words[1:n]
+    incomplete = words[n] if n < len(words) else ""
+    if not words or any(w.startswith("-") for w in args) or incomplete.startswith("-"):
+        return False
+    begin(prog_name)
+    from git_ao.cli.completion import id_candidates
+    items = [f"plain,{i}" for i, _ in id_candidates(state, incomplete, set(args))]
+    sys.stdout.write("\n".join(items) + "\n")
+    return True
+
+
+def preserve() -> None:
+    """The `git-ao-preserve` executable."""
+    if not _completed_ids("git ao-preserve", "_GIT_AO_PRESERVE_COMPLETE", "live"):
+        from git_ao.cli.preserve import main
+        main()
+
+
+def prune() -> None:
+    """The `git-ao-prune` executable."""
+    if not _completed_ids("git ao-prune", "_GIT_AO_PRUNE_COMPLETE", "all"):
+        from git_ao.cli.prune import main
+        main()
+
+
 def restore() -> None:
     """The `git-ao-restore` executable."""
+    if _completed_ids("git ao-restore", "_GIT_AO_RESTORE_COMPLETE", "pending"):
+        return
     args = _without_timeout(sys.argv[1:])
     if args not in ([], ["-q"], ["--quiet"]) or "_GIT_AO_RESTORE_COMPLETE" in os.environ \
             or _any_pending():
