@@ -224,3 +224,36 @@ def test_the_grace_period_is_a_setting(repo, worktrees):
     ao("ao", "config", "set", "prune.expire", "2.days.ago", cwd=repo)
     assert "\tok\tset\tdeleted" in ao("ao-prune", cwd=repo).stdout
     assert os.listdir(trash) == []
+
+
+def test_prune_keeps_a_pending_record_while_its_repository_is_missing(make_repo, worktrees,
+                                                                       tmp_path):
+    """A moved repository (or an unmounted disk) keeps the record of a pending save:
+    only the record says where the save is. A terminated session's record goes."""
+    r3 = make_repo()
+    wt = worktrees(r3, "r3w")
+    (wt / "f").write_text("saved\n")
+    worktrees(r3, "r3done")
+    ao("ao-preserve", "r3w", cwd=r3)
+    ao("ao", "kill", "r3done", cwd=r3)
+    moved = tmp_path / "r3.moved"
+    shutil.move(str(r3), moved)
+    res = ao("ao-prune", "--expire=now", cwd=tmp_path)
+    common = os.path.join(str(r3), ".git")
+    assert f"kept the record: repository {common} is missing and the session is pending" \
+        in res.stdout
+    assert "git ao doctor --recover -C NEWPATH" in res.stdout
+    assert "git ao forget --force r3w" in res.stdout
+    assert "r3w dropped record" not in res.stdout and "r3done" in res.stdout
+    ids = {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json",
+                                          cwd=tmp_path).stdout)["sessions"]}
+    assert ids == {"r3w"}
+    doc = ao("ao", "doctor", cwd=tmp_path, rc=None)
+    assert "pending session(s) r3w keep their record" in doc.stdout + doc.stderr
+    assert "git ao-prune drops it)" not in doc.stdout + doc.stderr
+    # Recovering where the repository is now re-points the record; restore works.
+    rec = ao("ao", "doctor", "--recover", "-C", str(moved), cwd=tmp_path)
+    assert "recovered as pending" in rec.stdout
+    (s,) = json.loads(ao("ao", "list", "--all", "--json", cwd=tmp_path).stdout)["sessions"]
+    assert s["id"] == "r3w" and os.path.realpath(s["repo"]).startswith(os.path.realpath(moved))
+    ao("ao-restore", "r3w", cwd=moved)

@@ -122,7 +122,18 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> li
     sessions = store.sessions()
     for repo in sorted({s.common_dir for s in sessions} | set(repos)):
         if not os.path.isdir(repo):
-            checks.append(Check("repository", False, f"{repo} is gone (git ao-prune drops it)"))
+            from git_ao.manage.prune import missing_repo_advice
+            waiting = sorted(s.id for s in sessions if s.common_dir == repo and s.pending)
+            if waiting:
+                # git ao-prune keeps these records: say how to reach the save again.
+                checks.append(Check("repository", False, (
+                    f"{repo} is missing; pending session(s) {', '.join(waiting)} keep their "
+                    f"record (git ao-prune keeps it): "
+                    + "; ".join(missing_repo_advice(sid) for sid in waiting))))
+            else:
+                checks.append(Check("repository", False,
+                                    f"{repo} is gone (git ao-prune drops the records of its "
+                                    "terminated sessions)"))
             continue
         known = {s.id for s in sessions if s.common_dir == repo}
         orphans, daemons = split_daemon_refs(repo, [

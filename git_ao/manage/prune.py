@@ -56,7 +56,15 @@ def prune(ctx: Context, *, expire_before: float | None = None,
             s = ctx.store.get(listed.id)
             if s is None:
                 continue
-            if not os.path.isdir(s.common_dir):
+            if not os.path.isdir(s.common_dir) and s.pending:
+                # Only the record knows where the pending save is (its ref went
+                # with the repository): an unmounted disk or a moved repository
+                # must not lose it.
+                out.append(Outcome(s.id, Action.PRUNE_RECORD, Status.NOTHING,
+                                   f"kept the record: repository {s.common_dir} is missing "
+                                   f"and the session is pending; {missing_repo_advice(s.id)}",
+                                   facts(s)))
+            elif not os.path.isdir(s.common_dir):
                 out.append(_prune_record(ctx, s, f"repository {s.common_dir} is gone"))
             elif not s.live and not s.pending:
                 out.append(_prune_record(ctx, s, "terminated, nothing pending"))
@@ -68,6 +76,12 @@ def prune(ctx: Context, *, expire_before: float | None = None,
     pending = {s.id for s in ctx.store.sessions() if s.pending}
     out += _prune_trash(ctx, expire_before, pending, expire_text)
     return out
+
+
+def missing_repo_advice(sid: str) -> str:
+    """What to do with a pending session whose repository is missing."""
+    return ("move the repository back (or mount its disk), or run git ao doctor --recover "
+            f"-C NEWPATH where it is now, or drop the record with git ao forget --force {sid}")
 
 
 def _prune_histories(ctx: Context, repo: str, keep: int | None, before: float | None

@@ -140,9 +140,11 @@ def _walk(top: str, deadline: float, search: Search) -> Iterator[str]:
 
 
 def orphans(store: Store, repos: Iterable[str]) -> list[Orphan]:
-    """Preserve refs in `repos` (common git dirs) whose session id is not in the database
-    (`git for-each-ref refs/ao/preserved/`)."""
-    known = {s.id for s in store.sessions()}
+    """Preserve refs in `repos` (common git dirs) whose session id is not in the database,
+    or is there with a repository that is missing (`git for-each-ref refs/ao/preserved/`)."""
+    # A record whose repository is missing (moved, on an unmounted disk) does not
+    # hide its ref found elsewhere: recovering there re-points the record.
+    known = {s.id for s in store.sessions() if os.path.isdir(s.common_dir)}
     out = []
     for repo in repos:
         for ref, oid in git.for_each_ref(repo, REF_PREFIX):
@@ -213,7 +215,7 @@ def recover(store: Store, repos: Iterable[str], *, dry_run: bool = False) -> lis
         if dry_run:
             out.append(Outcome(sid, Action.RECOVER, Status.OK, f"would recover as {state}", facts))
             continue
-        if store.insert_recovered(s, save):
+        if store.insert_recovered(s, save, replace_if_missing=os.path.isdir):
             out.append(Outcome(sid, Action.RECOVER, Status.OK, f"recovered as {state} from {o.ref}",
                                facts))
         else:

@@ -15,7 +15,7 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from git_ao.errors import Fatal, Refused
 from git_ao.store.datadir import DB_NAME, data_dir, ensure_private_dir, tighten
@@ -398,12 +398,20 @@ class Store:
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
 
-    def insert_recovered(self, s: Session, save: Save) -> bool:
+    def insert_recovered(self, s: Session, save: Save,
+                         replace_if_missing: Callable[[str], bool] | None = None) -> bool:
         """Insert a session and its save rebuilt from a preserve ref (`git ao doctor
-        --recover`), in one commit. Returns False (and changes nothing) when the id exists."""
+        --recover`), in one commit. Returns False (and changes nothing) when the id exists,
+        unless `replace_if_missing` is given and says False of the existing record's
+        repository (it is missing: moved, unmounted): then that record is replaced."""
         with self.transaction() as c:
-            if c.execute("SELECT 1 FROM sessions WHERE id = ?", (s.id,)).fetchone():
-                return False
+            row = c.execute("SELECT repo FROM sessions WHERE id = ?", (s.id,)).fetchone()
+            if row is not None:
+                if replace_if_missing is None or row["repo"] == s.common_dir \
+                        or replace_if_missing(row["repo"]):
+                    return False
+                c.execute("DELETE FROM session_worktrees WHERE session_id = ?", (s.id,))
+                c.execute("DELETE FROM sessions WHERE id = ?", (s.id,))
             t = now_ns()
             c.execute(
                 "INSERT INTO sessions (id, kind, harness, repo, branch, workspace_path, "
