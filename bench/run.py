@@ -381,11 +381,13 @@ def _restore_correct(a, b):
 
 
 def batch(repos, per_repo, modified=5, new=2, tag="b"):
-    """Create and register per_repo dirty sessions in each repository; return their ids."""
+    """Create and register per_repo dirty sessions in each repository (per_repo: a
+    number, or one number per repository); return their ids and paths."""
     ids, paths = [], []
+    counts = per_repo if isinstance(per_repo, list) else [per_repo] * len(repos)
     for i, repo in enumerate(repos):
         files = corpus.tracked_files(repo)
-        for k in range(per_repo):
+        for k in range(counts[i]):
             p, _ = new_worktree(repo, f"{tag}{i}")
             make_dirty(p, files, modified, new, staged=1)
             paths.append(p)
@@ -421,14 +423,17 @@ def bench_jobs(runs, out):
     out["restore_jobs"] = (median(times["restore", 1]), median(times["restore", CORES]))
 
 
+SCALE_REPOS = 15
+
+
 def bench_scaling(steps, out):
-    """Total git ao-preserve --all and git ao-restore time for 10, 50, 200 sessions
-    spread over 10 repositories (one run each)."""
-    repos = [corpus.small_repo(i) for i in range(10)]
+    """Total git ao-preserve --all and git ao-restore (from the trash) time for 10,
+    50, 200 sessions spread evenly over 15 repositories (one run each)."""
+    repos = [corpus.small_repo(i) for i in range(SCALE_REPOS)]
     rows = []
     for n in steps:
-        per = max(1, n // len(repos))
         use = repos[:min(len(repos), n)]
+        per = [n // len(use) + (1 if i < n % len(use) else 0) for i in range(len(use))]
         ids, paths = batch(use, per, tag=f"sc{n}-")
         t_p, _ = run(["git", "ao-preserve", "--all", "-q"], use[0])
         assert not any(os.path.exists(p) for p in paths)
@@ -573,7 +578,7 @@ def main(argv=None):
     print(f"machine: {info}", flush=True)
     repo = corpus.big_repo()
     files = corpus.tracked_files(repo)
-    for i in range(10):
+    for i in range(SCALE_REPOS):
         cleanup(corpus.small_repo(i))
     cleanup(repo)
     out = {}

@@ -22,6 +22,13 @@ from git_ao.store.records import Session
 NOT_STARTED = "not started: interrupted by a signal"
 
 
+def default_jobs() -> int:
+    """Sessions handled at once when neither -j nor the setting says: four per core
+    (at least 4, at most 64). A session's work is mostly waiting on git processes
+    and the disk, not on this process, so more threads than cores keep both busy."""
+    return max(4, min(64, 4 * (os.cpu_count() or 1)))
+
+
 def run_each(sessions: Sequence[Session], one: Callable[[Session], Outcome], jobs: int,
              progress: Callable[[Outcome], object] | None) -> list[Outcome]:
     """Run one(session) -> Outcome for every session, `jobs` at a time in worker

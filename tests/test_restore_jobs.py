@@ -214,3 +214,32 @@ def test_restore_jobs_setting(repo):
     ao("ao", "config", "set", "restore.jobs", "3", cwd=repo)
     assert ao("ao", "config", "get", "restore.jobs", cwd=repo).stdout == "3\n"
     ao("ao-restore", "-j", "0", cwd=repo, rc=129)
+
+
+def test_default_jobs_are_four_per_core(monkeypatch):
+    from git_ao import batch
+    for cores, jobs in ((1, 4), (2, 8), (8, 32), (32, 64), (None, 4)):
+        monkeypatch.setattr(os, "cpu_count", lambda c=cores: c)
+        assert batch.default_jobs() == jobs
+
+
+def test_preserve_and_restore_run_default_jobs_without_j(repo, worktrees, monkeypatch):
+    """A session mostly waits on git and the disk: with no -j and no setting, both
+    commands run four sessions per core at once, not one per core."""
+    from git_ao import batch
+    from git_ao.preserve import workflow as preserve_workflow
+    from git_ao.restore import workflow as restore_workflow
+    seen = []
+
+    def recording(sessions, one, jobs, progress):
+        seen.append(jobs)
+        return batch.run_each(sessions, one, jobs, progress)
+
+    for module in (preserve_workflow, restore_workflow):
+        monkeypatch.setattr(module, "run_each", recording)
+    for i in range(3):
+        (worktrees(repo, f"j{i}") / "new.txt").write_text("x\n")
+    ao("ao-preserve", "--all", "-q", cwd=repo)
+    ao("ao-restore", "-q", cwd=repo)
+    assert seen and set(seen) == {batch.default_jobs()}, seen
+    assert batch.default_jobs() >= 4

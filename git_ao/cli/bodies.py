@@ -71,13 +71,15 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     check_ids(ids)
     if at is not None:
         return _restore_at(app, ids, at, from_ or map_path)
-    jobs = jobs or app.settings.get("restore.jobs") or os.cpu_count() or 1
+    jobs = jobs or app.settings.get("restore.jobs")
     if timeout is None:
         timeout = app.settings.get("restore.timeout")
     if from_ or map_path:
+        from git_ao.batch import default_jobs
         from git_ao.cli import remote_opts
-        return remote_opts.restore_from(app, ids, from_, map_path, jobs, no_launch,
-                                        set_aside_stray=set_aside_stray, bound=timeout)
+        return remote_opts.restore_from(app, ids, from_, map_path, jobs or default_jobs(),
+                                        no_launch, set_aside_stray=set_aside_stray,
+                                        bound=timeout)
     ctx = app.ctx
     refused: list[Outcome] = []
     if ids:
@@ -107,8 +109,10 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
         return finish(app, "restore", refused)
     # Only now the restore code: with nothing pending (a boot) it is never run.
     from git_ao.agents import relaunch
+    from git_ao.batch import default_jobs
     from git_ao.cli import remote_opts
     from git_ao.restore import workflow
+    jobs = jobs or default_jobs()
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "restoring") as advance:
             outcomes = refused + workflow.restore(ctx, sessions, jobs=jobs,

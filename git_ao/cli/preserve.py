@@ -35,7 +35,7 @@ from git_ao.outcome import Action, Outcome
 @click.option("--keep-worktree", is_flag=True,
               help="Take a checkpoint: write the ref but keep the worktree and the session live.")
 @click.option("-j", "--jobs", type=IntRange(1, 64), default=None, metavar="N",
-              help="Sessions handled at once (default: the number of cores).")
+              help="Sessions handled at once (default: four per core, at least 4).")
 @click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
               help="Start no new session after this many seconds; the rest stay live.")
 @click.option("--push", metavar="REMOTE", default=None, shell_complete=complete_remotes,
@@ -80,7 +80,8 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
         if not refused and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to preserve: no live sessions", err=True)
         return finish(app, "preserve", refused)
-    jobs = jobs or app.settings.get("preserve.jobs") or os.cpu_count() or 1
+    from git_ao.batch import default_jobs
+    jobs = jobs or app.settings.get("preserve.jobs") or default_jobs()
     if timeout is None:
         timeout = app.settings.get("preserve.timeout")
     with SignalStop() as signals, app.printer.progress(len(sessions), "preserving") as advance:
