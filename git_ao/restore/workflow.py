@@ -54,18 +54,19 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
     def one(s: Session) -> Outcome:
         if deadline is not None and time.monotonic() > deadline:
             return Outcome(s.id, Action.RESTORE, Status.REFUSED,
-                           "not started: --timeout spent; the session stays pending")
+                           "not started: --timeout spent; the session stays pending",
+                           names_state=True)
         if stop is not None and stop.is_set():
             return Outcome(s.id, Action.RESTORE, Status.REFUSED,
                            NOT_STARTED + "; the session stays pending",
-                           started=False)
+                           started=False, names_state=True)
         if s.id in outer:
             # Coming back first would make the outer session's path a plain
             # directory that its own restore then refuses.
             return Outcome(s.id, Action.RESTORE, Status.REFUSED,
                            f"it lies inside pending session '{outer[s.id]}', which comes "
                            f"back first: git ao-restore {outer[s.id]} {s.id} (still pending)",
-                           facts(s))
+                           facts(s), names_state=True)
         with git.bounded(deadline):
             out = guarded(lambda: restore_one(ctx, s.id, set_aside_stray=set_aside_stray),
                           s.id, Action.RESTORE)
