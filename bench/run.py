@@ -554,7 +554,7 @@ def table(out) -> str:
         for k, (n, cmds) in out["processes"].items():
             lines.append(f"| {k.replace('_', ' ')} | {n} | {' '.join(cmds)} |")
     if "scaling" in out:
-        lines += ["", "| sessions (10 repositories) | preserve --all (s) | per session (s) | "
+        lines += ["", "| sessions (over 15 repositories) | preserve --all (s) | per session (s) | "
                   "restore (s) | per session (s) |", "| ---: | ---: | ---: | ---: | ---: |"]
         for row in out["scaling"]:
             n = row["sessions"]

@@ -13,7 +13,8 @@ from tests.support import ROOT
 
 # What a listing never runs: the capture code, logging (nothing is logged),
 # secrets (hashlib and OpenSSL, for a random name).
-NOT_FOR_A_LISTING = ("git_ao.save.capture", "logging", "secrets")
+NOT_FOR_A_LISTING = ("git_ao.save.capture", "logging", "secrets", "hashlib", "json",
+                     "git_ao.store.trash", "git_ao.git.query", "tempfile")
 
 
 def _imported(code: str) -> set[str]:
@@ -25,7 +26,8 @@ def _imported(code: str) -> set[str]:
 
 
 @pytest.mark.parametrize("module", ["git_ao.manage.listing", "git_ao.context",
-                                    "git_ao.store.log"])
+                                    "git_ao.store.log", "git_ao.store.database",
+                                    "git_ao.cli.output", "git_ao.cli.bodies"])
 def test_listing_modules_import_no_capture_logging_or_secrets(module):
     held = _imported(f"import {module}")
     assert module in held

@@ -19,7 +19,6 @@ CLICOLOR_FORCE or FORCE_COLOR, else only on a terminal.
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -169,6 +168,7 @@ class Printer:
 
     def emit_json(self, command: str, **payload: Any) -> None:
         """Print the one JSON document of the run."""
+        import json  # lazily: only --json prints a document
         doc: dict[str, Any] = {"schema": JSON_SCHEMA, "command": command}
         doc.update(payload)
         self.stream.write(json.dumps(doc, indent=2) + "\n")

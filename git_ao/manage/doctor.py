@@ -12,7 +12,6 @@ from git_ao.errors import AoError, ExitStatus
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
 from git_ao.outcome import Outcome, Status
-from git_ao.store import trash
 from git_ao.store.records import Session
 
 if TYPE_CHECKING:
@@ -176,6 +175,7 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
         if not s.pending or save is None:
             continue
         if save.preserve_ref and git.rev_parse(repo, save.preserve_ref) is None:
+            from git_ao.store import trash  # lazily: the notice on every command needs none
             kept = trash.latest_for(data_dir, s.id)
             where = (f"the trash still holds the directory: {kept.worktree}" if kept
                      else "no trash copy is left")
@@ -305,6 +305,7 @@ def unrecorded_here(path: str, open_store: Callable[[], Store]) -> str | None:
 def lost_database(data_dir: str, repos: list[str]) -> str | None:
     """When the database holds no session but the trash or the named repositories
     show that sessions were saved: what to run to rebuild the records."""
+    from git_ao.store import trash  # lazily: the notice on every command needs none
     seen = {e.meta.common_dir for e in trash.entries(data_dir)}
     # Only git-ao's own refs count: the ao daemon's are reported apart.
     holders = sorted(r for r in ({r for r in seen if isinstance(r, str)} | set(repos))

@@ -5,20 +5,21 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_ao import git, groups
 from git_ao.errors import AoError
 from git_ao.fs import walk
-from git_ao.git import query
 from git_ao.git.parse import ObjectId
-from git_ao.store import trash
 from git_ao.store.records import Session
 from git_ao.store.states import State
 
 # context.REF_PREFIX: `git ao list` does not import the workflows' context (the
 # capture, the locks), which costs every listing its import time.
 _PRESERVED = "refs/ao/preserved/"
+if TYPE_CHECKING:
+    from git_ao.store import trash
+
 # {common dir: {ref: commit}} of the preserve refs, read once per repository.
 Refs = dict[str, dict[str, ObjectId]]
 
@@ -106,6 +107,7 @@ def show_stat(s: Session) -> str:
         return ""
     if not git.object_exists(s.common_dir, save.preserved_commit):
         return ""
+    from git_ao.git import query  # lazily, as below: a listing runs neither
     return query.diff_stat(s.common_dir, save.preserved_commit)
 
 
@@ -125,6 +127,7 @@ def trash_kept(s: Session, data_dir: str) -> list[dict[str, Any]]:
     'killed', 'restored'), and the ignored paths at its top level with their
     count (what git ignores there, judged with the entry's saved index; a wholly
     ignored directory counts once)."""
+    from git_ao.store import trash
     out = []
     for e in trash.of_session(data_dir, s.id):
         kind = "stray" if e.stray else "killed" if e.meta.killed else \
@@ -143,6 +146,7 @@ def entry_ignored(e: trash.Entry, common_dir: str | None) -> list[str]:
     common = str(e.meta.common_dir or common_dir or "")
     if not (e.holds_worktree and not e.legacy and common and os.path.isdir(common)):
         return []
+    from git_ao.git import query
     try:
         return query.ignored_in(common, e.worktree, os.path.join(e.admin, "index"))
     except AoError:

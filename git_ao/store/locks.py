@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ def repo_lock(data_dir: str, common_dir: str,
     `git worktree add`: git checks that a branch is free and adds the worktree
     without a lock, so two adds (threads of one run, or two git-ao processes)
     could both pass the check. Raises Refused when held for longer."""
+    import hashlib  # lazily: OpenSSL's start-up is for the commands that lock a repository
     name = hashlib.sha1(os.path.abspath(common_dir).encode("utf-8", "surrogateescape"))
     path = os.path.join(_lock_dir(data_dir, os.path.join(LOCK_DIR, "repos")),
                         name.hexdigest() + ".lock")
