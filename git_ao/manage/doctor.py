@@ -161,7 +161,22 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> li
             checks.append(Check("unregistered", None, f"{repo}: linked worktrees no session "
                                 f"holds, not saved by git ao-preserve --all: {', '.join(loose)} "
                                 "(git ao add PATH registers one, git ao add --all each of them)"))
-    return checks + install_checks()
+    return checks + push_checks(store) + install_checks()
+
+
+def push_checks(store: Store) -> list[Check]:
+    """The pushes to a remote still to do (table remote_pushes): one whose last try
+    failed is a problem (the work has not left this machine, or a remote copy
+    stays), one not tried yet a note."""
+    out = []
+    for sid, remote, want, error in store.pending_pushes():
+        what = f"its push to {remote}" if want else f"the delete of its copy on {remote}"
+        if error:
+            out.append(Check("push", False, f"{sid}: {what} has not gone through; the last "
+                             f"try: {error} (git ao-prune tries again; git ao log --session {sid})"))
+        else:
+            out.append(Check("push", None, f"{sid}: {what} waits (git ao-prune does it)"))
+    return out
 
 
 def session_checks(repo: str, sessions: list[Session], entries: list[git.WorktreeEntry],

@@ -292,8 +292,7 @@ def push_pending(ctx: Context, *, timeout: float, remote: str | None = None) -> 
         except AoError as exc:
             # Whatever went wrong, the saves stand and the rows stay pending.
             ctx.log("push", None, "push-failed", repo=repo, remote=rem, error=str(exc))
-            out += [_outcome(r, Status.NOTHING, f"push to {rem} pending ({exc}); "
-                             f"{RETRY_HINT}") for r in group]
+            out += [_not_sent(r, rem, str(exc)) for r in group]
     return out
 
 
@@ -310,9 +309,7 @@ def _refspecs(row: PushRow) -> list[str]:
 def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
                 timeout: float) -> list[Outcome]:
     if not os.path.isdir(repo):
-        return [Outcome(r.session_id, Action.PUSH, Status.NOTHING, f"push to {remote} pending: "
-                        f"repository {repo} is gone", {"repo": repo, "remote": remote})
-                for r in group]
+        return [_not_sent(r, remote, f"repository {repo} is gone") for r in group]
     ready = []
     out = []
     # A commit gone from the repository would fail the whole push, not its ref.
@@ -330,45 +327,121 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
     if not ready:
         return out
     specs = [s for r in ready for s in _refspecs(r)]
-    # The session's history goes along (never forced: a history pruned here since
-    # is rejected there and stays as it was, reported by nothing but git's line).
-    specs += [f"{h}:{h}" for h in (history.history_ref(r.session_id) for r in ready if r.want)
-              if git.rev_parse(repo, h)]
-    leases = [(r.ref, r.have) for r in ready]
-    why = ""
-    res: git.Completed | None = None
-    lines: list[git.parse.PushedRef] = []
-    try:
-        res, lines = remotes.push_refs(repo, remote, specs, leases, timeout=timeout)
-    except AoError as exc:
-        why = str(exc)
-    by_dst = {ln.dst: ln for ln in lines}
+    # The session's history goes along, never forced and with no lease: the remote
+    # takes it only while it holds an ancestor of it (an older chain of this
+    # machine), so no other machine's entries are ever replaced.
+    histories = {r.session_id: h for r in ready if r.want
+                 for h in (history.history_ref(r.session_id),) if git.rev_parse(repo, h)}
+    specs += [f"{h}:{h}" for h in histories.values()]
+    sent = _send(repo, remote, specs, [(r.ref, r.have) for r in ready], timeout)
+    # A lease that failed says only that the remote no longer holds what this machine
+    # last saw there: read what it holds, once for the whole group.
+    stale = [r for r in ready if _lease_failed(sent.lines.get(r.ref))]
+    # seen: what the remote holds for each stale ref ('' nothing, None unread).
+    seen, unread = _remote_holds(repo, remote, stale, timeout)
+    final: dict[str, _Sent] = {r.session_id: sent for r in ready}
+    gone_there = [r for r in stale if seen.get(r.ref) == ""]
+    if gone_there:
+        # Nothing is there any more (another machine restored the session and deleted
+        # its copy): that is what this machine has seen now, and the push goes again
+        # under the lease that the ref must not exist, so a commit someone pushed
+        # meanwhile is still never replaced.
+        set_haves(ctx.store, [(r.session_id, remote, repo, "", None) for r in gone_there])
+        for r in gone_there:
+            r.have = ""
+        again = [r for r in gone_there if r.want]
+        if again:
+            second = _send(repo, remote, [f"{r.want}:{r.ref}" for r in again],
+                           [(r.ref, "") for r in again], timeout)
+            still = [r for r in again if _lease_failed(second.lines.get(r.ref))]
+            seen2, unread2 = _remote_holds(repo, remote, still, timeout)
+            seen.update(seen2)
+            unread = unread or unread2
+            for r in again:
+                final[r.session_id] = second
     pushed: list[tuple[str, str, str, str, str | None]] = []
     unsent: list[PushRow] = []
     for r in ready:
-        line = by_dst.get(r.ref)
+        got = final[r.session_id]
+        line = got.lines.get(r.ref)
         if line is None:
-            why = why_failed(res) if res is not None else why
             unsent.append(r)
             ctx.log("push", r.session_id, "push-pending", remote=remote, commit=r.want or None,
-                    error=why)
-            out.append(_outcome(r, Status.NOTHING, f"push to {remote} pending ({why}); "
-                                f"{RETRY_HINT}"))
-        elif line.ok:
+                    error=got.why)
+            out.append(_not_sent(r, remote, got.why))
+        elif line.ok or (_lease_failed(line) and seen.get(r.ref) == r.want):
+            # Pushed, or the remote already holds exactly what it should (a push
+            # this machine made and was killed before recording it).
             pushed.append((r.session_id, remote, repo, r.want, None))
             ctx.log("push", r.session_id, "pushed" if r.want else "remote-deleted",
-                    remote=remote, ref=r.ref, commit=r.want or r.have)
-            msg = f"pushed {r.ref} ({r.want[:12]}) to {remote}" if r.want else \
-                f"deleted {r.ref} (was {r.have[:12]}) from {remote}"
-            branch = by_dst.get(f"refs/heads/{r.branch}") if r.branch else None
+                    remote=remote, ref=r.ref, commit=r.want or r.have or None)
+            if not line.ok:
+                msg = f"{remote} already holds {r.ref} ({r.want[:12]})" if r.want else \
+                    f"{r.ref} was already gone from {remote}"
+            elif r.want:
+                msg = f"pushed {r.ref} ({r.want[:12]}) to {remote}"
+                if got is not sent:
+                    msg += (" (it was gone from there: another machine restored the "
+                            "session; pushed on the condition that nothing is there)")
+            else:
+                msg = f"deleted {r.ref} (was {r.have[:12]}) from {remote}"
+            branch = sent.lines.get(f"refs/heads/{r.branch}") if r.branch else None
             if branch is not None and not branch.ok:
                 msg += f"; branch {r.branch} not pushed: {branch.summary}"
+            h = histories.get(r.session_id)
+            hline = sent.lines.get(h) if h else None
+            if h and hline is not None and not hline.ok:
+                msg += (f"; {h} not pushed ({hline.summary}): {remote}'s is not an older "
+                        "state of this machine's (another machine's, or pruned here), and "
+                        "it is kept as it is")
             out.append(_outcome(r, Status.OK, msg))
+        elif _lease_failed(line):
+            out.append(_stale(ctx, r, remote, repo, seen.get(r.ref), unread))
         else:
-            out.append(_rejected(ctx, r, remote, repo, line.summary, timeout))
+            out.append(_rejected(ctx, r, remote, line.summary))
     set_haves(ctx.store, pushed)
-    _set_errors(ctx.store, unsent, why)
+    for r in unsent:
+        _set_error(ctx.store, r, final[r.session_id].why)
     return out
+
+
+@dataclass
+class _Sent:
+    """One `git push` of a group: its per-ref lines by destination, and git's reason
+    for a ref it printed no line for (the remote not reached, timed out)."""
+
+    lines: dict[str, git.parse.PushedRef]
+    why: str
+
+
+def _send(repo: str, remote: str, specs: Sequence[str], leases: Sequence[tuple[str, str]],
+          timeout: float) -> _Sent:
+    try:
+        res, lines = remotes.push_refs(repo, remote, specs, leases, timeout=timeout)
+    except AoError as exc:
+        return _Sent({}, str(exc))
+    return _Sent({ln.dst: ln for ln in lines},
+                 why_failed(res) if res.status != 0 else "git printed no line for the ref")
+
+
+def _lease_failed(line: git.parse.PushedRef | None) -> bool:
+    """Did git refuse a ref because the remote does not hold what the lease expected
+    (`[rejected] (stale info)`)?"""
+    return line is not None and not line.ok and "stale info" in line.summary
+
+
+def _remote_holds(repo: str, remote: str, stale: Sequence[PushRow], timeout: float
+                  ) -> tuple[dict[str, str | None], str]:
+    """What `remote` holds for the ref of each of `stale` (its commit, '' for none,
+    None when it could not be read), from one `git ls-remote` of refs/ao/preserved/*,
+    and git's reason when it could not be read."""
+    if not stale:
+        return {}, ""
+    try:
+        listed = dict(remotes.ls_remote(repo, remote, REF_PREFIX + "*", timeout=timeout))
+    except AoError as exc:
+        return {r.ref: None for r in stale}, str(exc)
+    return {r.ref: listed.get(r.ref, "") for r in stale}, ""
 
 
 def why_failed(res: git.Completed) -> str:
@@ -384,31 +457,63 @@ def why_failed(res: git.Completed) -> str:
     return lines[-1] if lines else f"git push exit status {res.status}"
 
 
-def _rejected(ctx: Context, r: PushRow, remote: str, repo: str, summary: str,
-              timeout: float) -> Outcome:
-    """A ref the remote refused: report why; a delete of a ref that is already gone
-    is done, not refused."""
+def _stale(ctx: Context, r: PushRow, remote: str, repo: str, now: str | None,
+           unread: str) -> Outcome:
+    """A ref whose lease failed and that the remote holds another commit for (or
+    that could not be read back): never replaced; say what each side holds and
+    how to resolve it. A delete whose commit is no longer there has nothing left
+    to do: the row goes, the other machine's save stays on the remote."""
+    saw = r.have[:12] if r.have else "nothing there"
+    if not now:
+        why = (f"{remote} no longer holds what this machine last saw for {r.ref} "
+               f"({saw}), and what it holds could not be read ({unread or 'it changed again'})")
+        _set_error(ctx.store, r, why)
+        ctx.log("push", r.session_id, "push-rejected", remote=remote, ref=r.ref,
+                commit=r.want or None, detail=why)
+        return _outcome(r, Status.ATTENTION, f"{'push' if r.want else 'delete'} rejected: "
+                        f"{why}; the local save stands; {RETRY_HINT}")
     if not r.want:
-        try:
-            now: str | None = dict(remotes.ls_remote(repo, remote, r.ref,
-                                                     timeout=timeout)).get(r.ref)
-        except AoError:
-            now = r.have
-        if now is None:
-            set_have(ctx.store, r.session_id, remote, repo, "")
-            ctx.log("push", r.session_id, "remote-already-gone", remote=remote, ref=r.ref)
-            return _outcome(r, Status.OK, f"{r.ref} was already gone from {remote}")
-    if "stale info" in summary or "fetch first" in summary or "non-fast-forward" in summary:
-        why = (f"{remote} holds another commit for {r.ref} than this machine last saw "
-               "there (another machine saved or restored this session id); it is not "
-               f"replaced: see git ls-remote {remote} {r.ref}")
-    else:
-        why = f"{remote} refused {r.ref}: {summary}"
+        set_have(ctx.store, r.session_id, remote, repo, "", want="")
+        ctx.log("push", r.session_id, "remote-delete-dropped", remote=remote, ref=r.ref,
+                commit=now, saw=r.have or None)
+        return _outcome(r, Status.ATTENTION, f"not deleted: {remote} holds {now[:12]} for "
+                        f"{r.ref}, not {saw} as this machine restored (another machine saved "
+                        f"this session id since); it is kept there (git ao-prune --remote "
+                        f"{remote} deletes it once its work is elsewhere)")
+    why = (f"{remote} holds {now[:12]} for {r.ref}, and this machine last saw {saw} "
+           "(another machine saved this session id since); it is not replaced")
+    _set_error(ctx.store, r, why)
+    ctx.log("push", r.session_id, "push-rejected", remote=remote, ref=r.ref,
+            commit=r.want, held=now, saw=r.have or None)
+    return _outcome(r, Status.ATTENTION, f"push rejected: {why}; the local save stands. "
+                    f"To look at it: git fetch {remote} {r.ref} && git stash show -p "
+                    f"--include-untracked FETCH_HEAD; to replace it with this machine's "
+                    f"save: git push --force-with-lease={r.ref}:{now} {remote} "
+                    f"{r.want}:{r.ref}")
+
+
+def _rejected(ctx: Context, r: PushRow, remote: str, summary: str) -> Outcome:
+    """A ref the remote refused for another reason than the lease (a hook)."""
+    why = f"{remote} refused {r.ref}: {summary}"
     _set_error(ctx.store, r, why)
     ctx.log("push", r.session_id, "push-rejected", remote=remote, ref=r.ref,
             commit=r.want or None, detail=summary)
     what = "push" if r.want else "delete"
-    return _outcome(r, Status.ATTENTION, f"{what} rejected: {why}; the local save stands")
+    return _outcome(r, Status.ATTENTION, f"{what} rejected: {why}; the local save stands; "
+                    f"{RETRY_HINT}")
+
+
+def _not_sent(r: PushRow, remote: str, why: str) -> Outcome:
+    """A push or delete that did not happen (the remote down or slow, no repository
+    there yet): status attention, never nothing, since until it goes through the
+    work has not left this machine (or the remote copy stays)."""
+    if r.want:
+        said = (f"not pushed to {remote} ({why}): the save is on this machine only; "
+                f"the push is pending, {RETRY_HINT}")
+    else:
+        said = (f"not deleted from {remote} ({why}): {r.ref} stays there; the delete "
+                f"is pending, {RETRY_HINT}")
+    return _outcome(r, Status.ATTENTION, said)
 
 
 def _outcome(r: PushRow, status: Status, message: str) -> Outcome:

@@ -311,6 +311,14 @@ class Store:
         rows = self._query(self._SELECT + " ORDER BY s.repo, s.id")
         return [self._row(r) for r in rows]
 
+    def pending_pushes(self) -> list[tuple[str, str, str, str | None]]:
+        """(session id, remote, the commit to push or '' to delete, why the last try
+        failed or None) of every remote_pushes row still to do, by repository and id.
+        Raises Fatal on a damaged database."""
+        rows = self._query("SELECT session_id, remote, want, error FROM remote_pushes "
+                           "WHERE want != have ORDER BY repo, session_id, remote")
+        return [(r["session_id"], r["remote"], r["want"], r["error"]) for r in rows]
+
     def holder_of(self, workspace_path: str) -> Session | None:
         """The live or pending session recorded at this workspace path, or None."""
         for s in self.sessions():
