@@ -135,16 +135,17 @@ def test_the_boot_restore_deletes_the_remote_copy_within_the_push_bound(repo, wo
         url = f"git://127.0.0.1:{hole.getsockname()[1]}/proj.git"
         git("remote", "add", "far", url, cwd=repo)
         ao("ao", "config", "set", "preserve.pushTimeout", "1", cwd=repo)
-        ao("ao-preserve", "boot", "--push", "far", cwd=repo)
+        ao("ao-preserve", "boot", "--push", "far", cwd=repo, rc=3)
         # As if the push had gone through: the remote holds the save.
         db = sqlite3.connect(db_path())
         with db:
             db.execute("UPDATE remote_pushes SET have = want")
         db.close()
-        res = ao("ao-restore", cwd=repo, process=True)
+        res = ao("ao-restore", cwd=repo, process=True, rc=3)
     assert wt.is_dir() and states(repo)["boot"] == "live"
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
-    assert line.startswith("push\tnothing\tboot\tpush to far pending") and "timed out" in line, line
+    assert line.startswith("push\tattention\tboot\tnot deleted from far") and "timed out" in line, \
+        line
     page = (Path(__file__).parents[1] / "man" / "git-ao-restore.1").read_text()
     desc = page.split(".SH OPTIONS")[0]
     assert "deletes \\fBrefs/ao/preserved/" in desc and "preserve.pushTimeout" in desc
@@ -271,8 +272,8 @@ def test_summaries_count_sessions_and_pushes_apart(repo, worktrees, tmp_path):
     target.mkdir()  # a directory, not yet a repository: the push waits
     git("remote", "add", "later", target, cwd=repo)
     ao("ao", "config", "set", "preserve.push", "later", cwd=repo)
-    res = ao("ao-preserve", "s1", cwd=repo)
-    assert res.stderr.splitlines()[-1] == "preserve: 1 ok; push: 1 nothing", res.stderr
+    res = ao("ao-preserve", "s1", cwd=repo, rc=3)
+    assert res.stderr.splitlines()[-1] == "preserve: 1 ok; push: 1 attention", res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
     assert "does not appear to be a git repository" in line, line  # git's reason, not its advice
     git("init", "-q", "--bare", target, cwd=tmp_path)

@@ -219,9 +219,13 @@ def test_unreachable_remote_at_shutdown_is_pushed_later(repo, worktrees, machine
         hole.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         hole.bind(("127.0.0.1", daemon.port))
         hole.listen(8)
-        res = bounded("ao-preserve", "--all", cwd=repo)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "push to origin pending" in res.stdout and "timed out" in res.stdout, res.stdout
+        # A shutdown script's `git ao-preserve --all -q || logger ...` learns it.
+        res = bounded("ao-preserve", "--all", "-q", cwd=repo)
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert res.stdout == "", res.stdout
+    line = next(ln for ln in res.stderr.splitlines() if ln.startswith("push\t"))
+    assert line.startswith("push\tattention\ts4\tnot pushed to origin") and "timed out" in line \
+        and "on this machine only" in line, line
     assert not wt.exists() and local_ref(repo, "s4")  # the local save is complete
     assert listed(repo)["s4"]["state"] == "pending"
     daemon.start()
@@ -362,3 +366,67 @@ def test_restore_from_takes_the_timeout_and_the_stray_option(repo, worktrees, ma
        env=b, rc=3)
     assert listed(clone, b)["s9"]["state"] == "live"
     assert (wt / "new.txt").read_text() == "saved\n" and not (wt / "mine.txt").exists()
+
+
+def test_a_session_another_machine_restored_is_pushed_again(repo, worktrees, machines):
+    """Machine B restores (and so deletes) the remote copy; this machine's next save
+    is pushed under the lease that nothing is there, and B's own later push, which
+    would replace it, is refused naming what each side holds."""
+    clone, b = machines
+    wt = worktrees(repo, "again")
+    (wt / "work.txt").write_text("precious\n")
+    ao("ao-preserve", "--keep-worktree", "--push", "origin", "again", cwd=repo)
+    first = local_ref(repo, "again")
+    # The worktree stays here (a checkpoint): B puts its copy elsewhere.
+    ao("ao-restore", "--from", "origin", "--no-launch", "-q", "--map-path",
+       f"{wt.parent}={clone.parent}", cwd=clone, env=b)
+    assert remote_refs(repo) == {}
+    (wt / "work.txt").write_text("precious\nmore precious\n")
+    res = ao("ao-preserve", "--all", "--push", "origin", cwd=repo)
+    assert f"pushed {REF}again" in res.stdout and "gone from there" in res.stdout, res.stdout
+    second = local_ref(repo, "again")
+    assert second != first and remote_refs(repo) == {"again": second}
+    # Nothing left to push: the prune pushes nothing and the doctor names nothing.
+    res = ao("ao-prune", "--remote", "origin", cwd=repo)
+    assert "push\t" not in res.stdout, res.stdout
+    assert "push:" not in ao("ao", "doctor", cwd=repo, rc=None).stdout
+    # B saves its own copy of the session: the remote holds this machine's save, B
+    # last saw nothing there (it deleted it), so B's is refused, and truly said.
+    b_wt = clone.parent / "again"
+    assert listed(clone, b)["again"]["workspace_path"] == str(b_wt)
+    (b_wt / "b.txt").write_text("machine b\n")
+    res = ao("ao-preserve", "again", "--push", "origin", cwd=clone, env=b, rc=3)
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+    assert f"holds {second[:12]}" in line and "last saw nothing there" in line, line
+    assert f"--force-with-lease={REF}again:{second}" in line, line
+    assert remote_refs(repo) == {"again": second}  # never replaced
+    res = ao("ao", "doctor", cwd=clone, env=b, rc=1)
+    assert "push: again: its push to origin has not gone through" in res.stdout, res.stdout
+
+
+def test_a_delete_whose_commit_was_replaced_keeps_the_new_save(repo, worktrees, tmp_path):
+    """A restore's delete of the remote copy waits (a hook refuses it); meanwhile the
+    session is saved and pushed again: the delete, leased on the old commit, never
+    removes the new one, and is dropped with the reason rather than retried forever."""
+    plain = tmp_path / "plain.git"
+    git("init", "-q", "--bare", plain, cwd=tmp_path)
+    git("remote", "add", "plain", plain, cwd=repo)
+    wt = worktrees(repo, "d1")
+    (wt / "new.txt").write_text("first\n")
+    ao("ao-preserve", "d1", "--push", "plain", cwd=repo)
+    first = local_ref(repo, "d1")
+    hook = plain / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    ao("ao-restore", "d1", "--no-launch", cwd=repo, rc=3)  # the delete is refused
+    hook.unlink()
+    # As another machine would: a newer save of the id replaces the copy on the remote.
+    other = git("commit-tree", "-m", "other machine", f"{first}^{{tree}}", cwd=repo).strip()
+    git("push", "-q", f"--force-with-lease={REF}d1:{first}", "plain", f"{other}:{REF}d1",
+        cwd=repo)
+    res = ao("ao-prune", cwd=repo, rc=3)
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+    assert f"not deleted: plain holds {other[:12]}" in line, line
+    assert remote_refs(repo, "plain") == {"d1": other}
+    res = ao("ao-prune", cwd=repo)  # said once: nothing is retried
+    assert "push\t" not in res.stdout, res.stdout
