@@ -402,6 +402,18 @@ def test_a_session_another_machine_restored_is_pushed_again(repo, worktrees, mac
     assert remote_refs(repo) == {"again": second}  # never replaced
     res = ao("ao", "doctor", cwd=clone, env=b, rc=1)
     assert "push: again: its push to origin has not gone through" in res.stdout, res.stdout
+    # The user keeps B's save, as the line says how; the next retry sees it there.
+    mine = local_ref(clone, "again")
+    git("push", "-q", f"--force-with-lease={REF}again:{second}", "origin", f"{mine}:{REF}again",
+        cwd=clone)
+    res = ao("ao-prune", cwd=clone, env=b)
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+    assert line.startswith("push\tok\tagain\torigin already holds"), line
+    # B's history is a chain of its own: the remote keeps this machine's, and says so.
+    assert "refs/ao/history/again not pushed" in line, line
+    assert git("rev-parse", "refs/ao/history/again", cwd=repo) == \
+        git("ls-remote", "origin", "refs/ao/history/again", cwd=repo).split("\t")[0] + "\n"
+    assert "push:" not in ao("ao", "doctor", cwd=clone, env=b, rc=None).stdout
 
 
 def test_a_delete_whose_commit_was_replaced_keeps_the_new_save(repo, worktrees, tmp_path):

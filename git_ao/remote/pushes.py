@@ -10,7 +10,10 @@ Every push and delete carries a lease (`git push --force-with-lease=<ref>:<oid>`
 on what this machine last saw the remote hold for that session (none at
 first): two machines saving the same session id never silently replace each
 other's work. The second push is rejected and reported, and the first
-machine's commit stays on the remote. See docs/remote.md for the choice.
+machine's commit stays on the remote. A lease that fails reads what the
+remote holds: a ref gone from there (another machine restored the session and
+deleted its copy) is pushed again under the lease that it must not exist.
+See docs/remote.md for the choice.
 
 What is still to push lives in the database (table remote_pushes, one row per
 session and remote: `want`, the commit the remote should hold or '' to delete,
@@ -278,9 +281,10 @@ def push_pending(ctx: Context, *, timeout: float, remote: str | None = None) -> 
     """Push every pending row (of `remote` only, when given): one `git push` per
     repository and remote, bounded by `timeout` seconds each, with a lease per ref.
 
-    Returns one Outcome per session pushed or not: ok (pushed or deleted), nothing
-    (pending: the remote could not be reached in time; retried later), attention
-    (rejected: another machine's save, a hook). Never raises for a git failure."""
+    Returns one Outcome per session pushed or not: ok (pushed or deleted), attention
+    (not done: the remote could not be reached in time, the row stays pending and
+    is retried later; or rejected: another machine's save, a hook). Never raises
+    for a git failure."""
     todo = [r for r in pending_rows(ctx.store) if remote is None or r.remote == remote]
     groups: dict[tuple[str, str], list[PushRow]] = {}
     for r in todo:
@@ -375,7 +379,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
             pushed.append((r.session_id, remote, repo, r.want, None))
             ctx.log("push", r.session_id, "pushed" if r.want else "remote-deleted",
                     remote=remote, ref=r.ref, commit=r.want or r.have or None)
-            if not line.ok:
+            if not line.ok or line.flag == "=":  # '=': git found it up to date there
                 msg = f"{remote} already holds {r.ref} ({r.want[:12]})" if r.want else \
                     f"{r.ref} was already gone from {remote}"
             elif r.want:
