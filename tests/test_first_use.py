@@ -478,3 +478,49 @@ def test_the_remote_check_reads_the_push_url(repo, worktrees, bare, tmp_path):
     res = ao("ao-preserve", "split", "--push", "split", cwd=repo)
     assert f"push\tok\tsplit\tpushed {REF}split" in res.stdout, res.stdout
     assert set(remote_refs(bare)) == {"split"}
+
+
+def _data_dir_state() -> dict:
+    """Every name under the data dir with its size and mtime (and the dir's own)."""
+    top = os.environ["AO_DATA_DIR"]
+    out = {}
+    for root, dirs, files in os.walk(top):
+        for name in [".", *dirs, *files]:
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            out[os.path.relpath(p, top)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def test_dry_runs_and_reads_leave_the_data_dir_as_it_was(repo, worktrees):
+    """SQLite makes git-ao.db-wal and -shm when a WAL database is opened, even
+    read-only: a dry run or a read-only command must not, nor touch any mtime."""
+    wt = worktrees(repo, "dry")
+    (wt / "f").write_text("x")
+    ao("ao-preserve", "dry", cwd=repo, process=True)
+    wt2 = worktrees(repo, "live")
+    (wt2 / "g").write_text("y")
+    data = os.environ["AO_DATA_DIR"]
+    assert not os.path.exists(os.path.join(data, "git-ao.db-wal"))
+    before = _data_dir_state()
+    for args in (("ao-preserve", "-n", "live"), ("ao-restore", "-n"), ("ao-prune", "-n"),
+                 ("ao", "list"), ("ao", "list", "--all", "--json"), ("ao", "show", "dry")):
+        ao(*args, cwd=repo)
+        assert _data_dir_state() == before, args
+    # While another git-ao holds the database open (its -wal is there), a read
+    # sees what it committed.
+    other = sqlite3.connect(os.path.join(data, "git-ao.db"))
+    try:
+        other.execute("UPDATE sessions SET harness = 'seen' WHERE id = 'dry'")
+        other.commit()
+        assert os.path.exists(os.path.join(data, "git-ao.db-wal"))
+        shown = json.loads(ao("ao", "show", "--json", "dry", cwd=repo).stdout)
+        assert "seen" in json.dumps(shown)
+    finally:
+        other.close()
+    # And once it is closed (-wal gone, the change checkpointed), a read that
+    # started before it still sees the new state.
+    assert not os.path.exists(os.path.join(data, "git-ao.db-wal"))
+    before = _data_dir_state()
+    shown = json.loads(ao("ao", "show", "--json", "dry", cwd=repo).stdout)
+    assert "seen" in json.dumps(shown) and _data_dir_state() == before

@@ -132,7 +132,7 @@ def rows(store: Store, remote: str | None = None) -> list[PushRow]:
     """Every remote_pushes row (of `remote` only, when given), by repository and id."""
     sql = "SELECT * FROM remote_pushes" + (" WHERE remote = ?" if remote else "") + \
         " ORDER BY repo, remote, session_id"
-    got = store.conn.execute(sql, (remote,) if remote else ()).fetchall()
+    got = store.read(sql, (remote,) if remote else ())
     return [PushRow(r["session_id"], r["remote"], r["repo"], r["want"], r["have"], r["branch"],
                     r["error"]) for r in got]
 

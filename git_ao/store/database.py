@@ -18,7 +18,14 @@ import time
 from collections.abc import Callable, Iterator
 
 from git_ao.errors import Fatal, Refused
-from git_ao.store.datadir import DB_NAME, data_dir, ensure_private_dir, tighten
+from git_ao.store.datadir import (
+    DB_NAME,
+    data_dir,
+    db_stamp,
+    ensure_private_dir,
+    read_only_uri,
+    tighten,
+)
 from git_ao.store.locks import LOCK_DIR
 from git_ao.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from git_ao.store.records import Save, Session, now_ns
@@ -109,13 +116,27 @@ class Store:
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             self._migrate(conn)
         else:
-            from urllib.parse import quote
-            conn = sqlite3.connect(f"file:{quote(self.db_path)}?mode=ro", uri=True,
+            # Nothing written beside the database (no -wal, no -shm, no mtime):
+            # see read_only_uri, and _query for the check after each read.
+            uri, self._local.stamp = read_only_uri(self.db_path)
+            conn = sqlite3.connect(uri, uri=True,
                                    timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.row_factory = sqlite3.Row
         return conn
+
+    def _stale(self) -> bool:
+        """Has the database changed since this thread's immutable connection opened
+        (a writer came, or came and went)? Never for a connection that locks."""
+        stamp = getattr(self._local, "stamp", None)
+        return stamp is not None and db_stamp(self.db_path) != stamp
+
+    def _reconnect(self) -> None:
+        old = getattr(self._local, "conn", None)
+        if old is not None:
+            old.close()
+        self._local.conn = self._connect_ro()
 
     def _refuse_lost_db(self) -> None:
         try:
@@ -256,7 +277,7 @@ class Store:
 
     def integrity_ok(self) -> tuple[bool, str]:
         """`PRAGMA integrity_check`: (ok, first line of the answer)."""
-        row = self.conn.execute("PRAGMA integrity_check").fetchone()
+        row = self._query("PRAGMA integrity_check")[0]
         return row[0] == "ok", row[0]
 
     # -------------------------------------------------------------- reads
@@ -297,9 +318,32 @@ class Store:
 
     def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         try:
-            return self.conn.execute(sql, args).fetchall()
+            if not self._ro:
+                return self.conn.execute(sql, args).fetchall()
+            # An immutable connection sees no writer: checked before and after
+            # each read, and read again on a fresh connection when the file moved.
+            for _attempt in range(5):
+                if self._stale():
+                    self._reconnect()
+                rows = self.conn.execute(sql, args).fetchall()
+                if not self._stale():
+                    return rows
+            self._local.stamp = None  # still moving: read through SQLite's locks
+            self._local.conn.close()
+            from urllib.parse import quote
+            conn = sqlite3.connect(f"file:{quote(self.db_path)}?mode=ro", uri=True,
+                                   timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+            return conn.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from exc
+
+    def read(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
+        """Run one SELECT and return its rows; a read-only command's read never sees a
+        stale file (`_query`). Raises Fatal on a damaged database."""
+        return self._query(sql, args)
 
     def get(self, session_id: str) -> Session | None:
         """The session with this id, or None. Raises Fatal on a damaged database."""

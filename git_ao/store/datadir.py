@@ -59,31 +59,66 @@ def pin_home() -> str | None:
             "excludes, so files ignored only there count as untracked")
 
 
+Stamp = tuple[int, int, int, int]
+
+
+def db_stamp(db_path: str) -> Stamp | None:
+    """(inode, size, mtime ns, ctime ns) of the database file, or None when a -wal or
+    -shm is beside it (another connection is open, or one crashed)."""
+    if any(os.path.lexists(db_path + s) for s in ("-wal", "-shm")):
+        return None
+    try:
+        st = os.stat(db_path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def read_only_uri(db_path: str) -> tuple[str, Stamp | None]:
+    """A URI that reads git-ao's database without writing beside it, and the stamp
+    it is good for. SQLite makes -wal and -shm when it opens a WAL database, even
+    with mode=ro; with neither there (no connection is open: the last one to close
+    removes both) `immutable=1` reads the file alone. Immutable means SQLite neither
+    locks nor looks for changes, so the caller must check `db_stamp` is still the
+    returned stamp after each read (a writer that came and went changed the file's
+    mtime) and read again otherwise. With a -wal or -shm there, plain mode=ro
+    (stamp None): the files exist already and SQLite's locking keeps it current."""
+    from urllib.parse import quote
+    stamp = db_stamp(db_path)
+    if stamp is not None:
+        return f"file:{quote(db_path)}?immutable=1", stamp
+    return f"file:{quote(db_path)}?mode=ro", None
+
+
 def completion_rows(state: str) -> list[tuple[str, str]]:
     """(id, description) of the sessions for shell completion, the description
     being the session's state and branch ("pending, fix-parser"), read without
     creating or migrating anything.
 
-    state: 'live', 'pending' or 'all'. Opens `git-ao.db` read-only (SQLite URI
-    mode=ro); returns [] when there is no database or it cannot be read."""
+    state: 'live', 'pending' or 'all'. Opens `git-ao.db` read-only, writing nothing
+    beside it (`read_only_uri`); returns [] when there is no database or it cannot be read."""
     path = os.path.join(data_dir(), DB_NAME)
     if not os.path.exists(path):
         return []
     where = {"live": "WHERE s.terminated = 0",
              "pending": f"WHERE {PENDING_SQL}"}.get(state, "")
-    try:
-        from urllib.parse import quote
-        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1)
+    rows: list[tuple[str, int, int, str | None, int | None]] = []
+    for _attempt in range(3):
+        uri, stamp = read_only_uri(path)
         try:
-            rows = conn.execute(
-                "SELECT s.id, s.terminated, "
-                f"CASE WHEN {PENDING_SQL} THEN 1 ELSE 0 END, s.branch, w.needs_attention "
-                "FROM sessions s LEFT JOIN session_worktrees w "
-                f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return []
+            conn = sqlite3.connect(uri, uri=True, timeout=1)
+            try:
+                rows = conn.execute(
+                    "SELECT s.id, s.terminated, "
+                    f"CASE WHEN {PENDING_SQL} THEN 1 ELSE 0 END, s.branch, w.needs_attention "
+                    "FROM sessions s LEFT JOIN session_worktrees w "
+                    f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return []
+        if stamp is None or db_stamp(path) == stamp:
+            break  # else a writer came and went during the read: read again
     out = []
     for sid, terminated, pending, branch, attention in rows:
         # The ref is not checked here (no git on a TAB): "attention" may be stale.
