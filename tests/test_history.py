@@ -417,3 +417,108 @@ def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exa
     ao("ao-restore", "agent", "--at", "2" if len(_entries(repo, "agent")) > 1 else "1",
        cwd=repo)
     assert_restored(wanted, exact_state(wt))
+
+
+def _restore_json(cwd, *args, rc=0):
+    res = ao("ao-restore", *args, "--json", cwd=cwd, rc=rc)
+    return json.loads(res.stdout)["results"][0]
+
+
+def test_a_restore_at_that_changes_nothing_adds_no_entry_and_shifts_no_number(
+        repo, worktrees):
+    wt = worktrees(repo, "agent")
+    (wt / "n.txt").write_text("old\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = exact_state(wt)
+    (wt / "n.txt").write_text("new\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    ao("ao-restore", "agent", "--at", "2", cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+    whole = _entries(repo, "agent")
+    tip = git("rev-parse", HIST + "agent", cwd=repo)
+    # A script running --at 2 once more: nothing to change, so nothing added, and
+    # entry 2 still names the same state for the next run.
+    for _ in range(2):
+        res = ao("ao-restore", "agent", "--at", "2", cwd=repo)
+        assert git("rev-parse", HIST + "agent", cwd=repo) == tip
+        assert "already holds entry 2" in res.stdout and "no entry" in res.stdout, res.stdout
+    assert _entries(repo, "agent") == whole
+    doc = _restore_json(repo, "agent", "--at", whole[1]["commit"][:12])
+    assert doc["status"] == "nothing" and doc["history_entry"] is None
+    assert doc["entry_number"] == 2
+    assert _entries(repo, "agent") == whole
+    assert_restored(wanted, exact_state(wt))
+
+
+def test_restore_at_says_the_numbers_as_they_are_after_the_run(repo, worktrees):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    saved = _entries(repo, "agent")[0]
+    _destroy(wt)
+    doc = _restore_json(repo, "agent", "--at", "1")
+    got = _entries(repo, "agent")
+    assert [e["commit"] for e in got][1] == saved["commit"]
+    replaced = got[0]
+    assert (doc["entry_number"], doc["preserved_commit"]) == (2, saved["commit"])
+    assert (doc["replaced_number"], doc["replaced"]) == (1, replaced["commit"])
+    msg = doc["message"]
+    assert f"is at entry 2 ({saved['commit'][:12]})" in msg, msg
+    assert f"replaced is entry 1 ({replaced['commit'][:12]})" in msg, msg
+    assert "entry 1 (" + saved["commit"][:12] not in msg
+    assert f"git ao-restore agent --at {replaced['commit'][:12]} undoes it" in msg
+
+
+def test_restore_at_says_the_branch_moved_and_where_the_commits_it_left_are(
+        repo, worktrees):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = exact_state(wt)
+    start = git("rev-parse", "HEAD", cwd=wt).strip()
+    git("stash", "-q", "-u", cwd=wt)
+    (wt / "README.md").write_text("the agent's commit\n")
+    git("commit", "-qam", "agent commits after the entry", cwd=wt)
+    mine = git("rev-parse", "HEAD", cwd=wt).strip()
+    res = ao("ao-restore", "agent", "--at", "1", "-n", cwd=repo)
+    assert f"move branch 'agent' from {mine[:12]} to {start[:12]}" in res.stdout, res.stdout
+    doc = _restore_json(repo, "agent", "--at", "1")
+    assert_restored(wanted, exact_state(wt))
+    msg = doc["message"]
+    assert f"branch 'agent' moved from {mine[:12]} to {start[:12]}" in msg, msg
+    assert "1 commit on no branch" in msg and "entry 1 of the history" in msg, msg
+    assert f"git branch rescue {mine[:12]}" in msg, msg
+    assert doc["branch_moved"] == {"branch": "agent", "from": mine, "to": start,
+                                   "left": 1, "kept_by": doc["replaced"]}
+    assert git("rev-parse", "agent", cwd=repo).strip() == start
+    git("branch", "rescue", mine[:12], cwd=repo)
+    assert git("rev-parse", "rescue", cwd=repo).strip() == mine
+    # Back where it was: the branch moves forward, leaving nothing behind.
+    doc = _restore_json(repo, "agent", "--at", doc["replaced"][:12])
+    assert doc["branch_moved"]["left"] == 0 and "on no branch" not in doc["message"]
+    assert git("rev-parse", "agent", cwd=repo).strip() == mine
+    # No move, no word of one.
+    doc = _restore_json(repo, "agent", "--at", doc["preserved_commit"][:12])
+    assert doc["status"] == "nothing" and "branch_moved" not in doc
+
+
+def test_restore_at_calls_a_stale_index_lock_stale_with_the_rm_that_clears_it(
+        repo, worktrees):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    admin = git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+    lock = os.path.join(admin, "index.lock")
+    open(lock, "w").close()
+    res = ao("ao-restore", "agent", "--at", "1", cwd=repo, rc=1)
+    assert f"{lock} is stale (no process holds it" in res.stdout, res.stdout
+    assert f"rm {lock}" in res.stdout and "is running there" not in res.stdout
+    assert len(_entries(repo, "agent")) == 1
+    os.unlink(lock)
+
+
+def test_history_with_no_id_lists_the_current_worktrees_session(repo, worktrees):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    got = json.loads(ao("ao", "history", "--json", cwd=wt / "src").stdout)
+    assert got["id"] == "agent" and len(got["entries"]) == 1
+    assert ao("ao", "history", cwd=wt).stdout == ao("ao", "history", "agent", cwd=repo).stdout
+    res = ao("ao", "history", cwd=repo, rc=None)
+    assert res.returncode != 0 and "name the session" in res.stderr, res

@@ -435,3 +435,14 @@ def ignored_files(cwd: str, *, exclude_from: str | None = None) -> list[str]:
     rules. Raises GitError."""
     rules = [f"--exclude-from={exclude_from}"] if exclude_from else ["--exclude-standard"]
     return git.split_z(git.run(["ls-files", "-z", "--others", "--ignored", *rules], cwd))
+
+
+def left_behind(cwd: str, old: str, new: str, branch: str | None) -> int:
+    """How many commits reachable from `old` no branch or tag keeps once `branch` (None:
+    a detached HEAD) moves from `old` to `new`: `git rev-list --count <old> --not <new>
+    --exclude=<branch> --branches --tags` (the branch itself is left out, as if it
+    already pointed at `new`). Raises GitError."""
+    exclude = [f"--exclude={branch}"] if branch else []
+    out = git.run(["rev-list", "--count", old, "--not", new, *exclude, "--branches", "--tags"],
+                  cwd)
+    return int(out.strip() or 0)

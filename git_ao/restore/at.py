@@ -2,15 +2,22 @@
 of its session's history, exactly, and the session stays live.
 
 The order, under the session's lock: find the entry; refuse a locked index or a
-HEAD now on another branch than the entry's; capture the current state and
-append it to the history (trigger "restore"), so this restore can itself be
-undone; only then change the worktree: the untracked files that capture holds
-are removed, `git reset --hard` puts HEAD, the index and the tracked files on
-the entry's HEAD, and the entry's save is applied like `git stash apply
+HEAD now on another branch than the entry's; capture the current state; when it
+is the entry's already, stop there and add nothing (an entry added then would
+shift every number a script reuses); else append it to the history (trigger
+"restore"), so this restore can itself be undone; only then change the
+worktree: the untracked files that capture holds are removed, `git reset --hard`
+puts HEAD (and the branch it names), the index and the tracked files on the
+entry's HEAD, and the entry's save is applied like `git stash apply
 --index` (git_ao/save/apply.py), its index flags, modes and empty directories
 put back (git_ao/save/local_state.py), and the result proven to hold exactly the
 entry (git_ao/proof/restored.py). Ignored files are never touched. A kill at
 any point leaves both the replaced state and the entry in the history.
+
+A branch the reset moves is said, from which commit to which, with the commits
+it leaves on no branch: the entry of the replaced state keeps them (its save's
+first parent is the old HEAD), and `git branch rescue <old>` names them again.
+The numbers said are those after the run; what a script would reuse is a commit.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from git_ao import git
 from git_ao.context import Context, facts, lookup
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
-from git_ao.git import worktree
+from git_ao.git import lock as gitlock
+from git_ao.git import query, worktree
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds
@@ -48,9 +56,10 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             entry = history.find(path, s.id, at)
         except AoError as exc:
             raise Refused(str(exc)) from None
-        if os.path.exists(os.path.join(v.git_dir, "index.lock")):
-            raise Refused(f"the index of '{path}' is locked ({v.git_dir}/index.lock): a git "
-                          "command is running there; run this again when it is done")
+        index_lock = os.path.join(v.git_dir, "index.lock")
+        if os.path.exists(index_lock):
+            raise Refused(f"the index of '{path}' is locked: "
+                          f"{gitlock.describe(index_lock, path)} (nothing changed)")
         walked = walk.walk(path)  # before the status: its stat data gives the modes
         try:
             st = capture.inspect(path, v.git_dir)
@@ -61,21 +70,45 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             was = f"branch '{entry.branch}'" if entry.branch else "a detached HEAD"
             raise Refused(f"HEAD is on {now}, entry {entry.number} was taken on {was}: "
                           f"git switch back first (nothing changed)")
-        label = f"entry {entry.number} ({entry.save[:12]})"
+        assert st.head is not None  # inspect refuses an unborn branch
+        left = query.left_behind(path, st.head, entry.head, st.branch) \
+            if st.head != entry.head else 0
         if ctx.dry_run:
+            moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
+                if st.head != entry.head else ""
             return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
-                           f"bring {path} to {label}", facts(s))
+                           f"bring {path} to entry {entry.number} ({entry.save[:12]}){moving}",
+                           facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
+        if entry.same_state(history.current_state(path, cap)):
+            # Compared before any append: the state this run would replace is the
+            # entry itself, and an entry added for it would renumber the others.
+            ctx.log("restore", s.id, "at-nothing", entry=entry.commit)
+            return Outcome(s.id, Action.RESTORE, Status.NOTHING,
+                           f"{path} already holds entry {entry.number} ({entry.save[:12]}): "
+                           "nothing changed and no entry was added",
+                           facts(s, entry=entry.commit, preserved_commit=entry.save,
+                                 entry_number=entry.number, replaced=None,
+                                 replaced_number=None, history_entry=None))
+        _check_mounts(path, cap.untracked)  # before the append: a refusal adds nothing
         before = history.append_capture(path, s.id, cap, meta, "restore")
         undo = history.newest(path, s.id)
         assert undo is not None  # the capture was appended, or the newest holds it
-        data = facts(s, entry=entry.commit, preserved_commit=entry.save,
-                     replaced=undo.save, history_entry=before.commit if before else None)
-        if undo.same_state(entry):
-            ctx.log("restore", s.id, "at-nothing", entry=entry.commit)
-            return Outcome(s.id, Action.RESTORE, Status.NOTHING,
-                           f"{path} already holds {label}", data)
+        # The numbers after the append (a checkpoint takes no session lock: read them).
+        numbers = {e.commit: e.number for e in history.entries(path, s.id)}
+        number = numbers.get(entry.commit, entry.number + (1 if before else 0))
+        undo_number = numbers.get(undo.commit, 1)
+        data = facts(s, entry=entry.commit, preserved_commit=entry.save, entry_number=number,
+                     replaced=undo.save, replaced_number=undo_number,
+                     history_entry=before.commit if before else None)
+        moved = ""
+        if st.head != entry.head:
+            data["branch_moved"] = {"branch": st.branch, "from": st.head, "to": entry.head,
+                                    "left": left, "kept_by": undo.save}
+            moved = "; " + _move(st.branch, st.head, entry.head, left, undo_number, s.id,
+                                 done=True)
+        label = f"entry {number} ({entry.save[:12]})"
         ctx.log("restore", s.id, "at-start", entry=entry.commit, replaced=undo.save)
         _clear_untracked(path, cap.untracked, local_state.load(cap.private_config).empty_dirs
                          or [])
@@ -105,33 +138,56 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                     entry.private_config, now_ns())
         if not problems and not holds(path, v.git_dir, save):
             problems.append("the worktree does not hold exactly the entry")
-        undo_hint = f"git ao-restore {s.id} --at {undo.save[:12]} undoes it"
+        undo_hint = f"entry {undo_number} ({undo.save[:12]}): git ao-restore {s.id} --at " \
+            f"{undo.save[:12]} undoes it"
         ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
                 entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
         if problems:
             return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
-                           f"{path} brought to {label}, but {'; '.join(problems)}; the state it "
-                           f"replaced is in the history ({undo_hint})", data)
+                           f"{path} brought to {label}{moved}, but {'; '.join(problems)}; the "
+                           f"state it replaced is {undo_hint}", data)
         return Outcome(s.id, Action.RESTORE, Status.OK,
-                       f"{path} is at {label}; the state it replaced is entry 1 of the history "
-                       f"({undo_hint})", data)
+                       f"{path} is at {label}{moved}; the state it replaced is {undo_hint}", data)
+
+
+def _move(branch: str | None, old: str, new: str, left: int, kept_by: int = 1,
+          session_id: str = "", done: bool = False) -> str:
+    """The words for HEAD (its branch, or a detached HEAD) moving from `old` to `new`,
+    leaving `left` commits on no branch or tag, which history entry `kept_by` keeps."""
+    what = f"branch '{branch}'" if branch else "the detached HEAD"
+    line = f"{what} moved" if done else f"move {what}"
+    line += f" from {old[:12]} to {new[:12]} (git reset --hard)"
+    if not left:
+        return line
+    them = "it" if left == 1 else "them"
+    where = f"entry {kept_by} of the history ({history.history_ref(session_id)})" if done \
+        else "the entry of the replaced state"
+    return (f"{line}, leaving {left} commit{'' if left == 1 else 's'} on no branch: {where} "
+            f"keeps {them}, git branch rescue {old[:12]} gets {them} back")
+
+
+def _check_mounts(path: str, untracked: list[str]) -> None:
+    """Raise Refused when an untracked file lies on another file system than the
+    worktree (a mount point inside it): nothing is removed across a mount."""
+    dev = os.lstat(path).st_dev
+    for rel in untracked:
+        f = os.path.join(path, rel)
+        try:
+            if os.lstat(f).st_dev != dev:
+                raise Refused(f"'{f}' is on another file system than the worktree; nothing "
+                              "is removed across a mount (nothing changed)")
+        except FileNotFoundError:
+            continue
 
 
 def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str]) -> None:
     """Remove the untracked files (not ignored) the capture just saved, and the
     directories they leave empty, and the empty directories it recorded (the
-    entry makes its own again). Nothing on another file system than the worktree
-    (a mount point inside it) is removed. Raises Refused before removing anything
-    when one lies on another file system."""
-    dev = os.lstat(path).st_dev
+    entry makes its own again). Raises Refused before removing anything when one
+    lies on another file system than the worktree (see _check_mounts; checked
+    again here, as a mount may have come since)."""
+    _check_mounts(path, untracked)
     full = [os.path.join(path, p) for p in untracked]
-    for f in full:
-        try:
-            if os.lstat(f).st_dev != dev:
-                raise Refused(f"'{f}' is on another file system than the worktree; nothing "
-                              "is removed across a mount (the current state is in the history)")
-        except FileNotFoundError:
-            continue
     parents = {os.path.join(path, d) for d in empty_dirs}
     for f in full:
         try:

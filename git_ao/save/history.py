@@ -122,6 +122,18 @@ def state_of(cap: capture.Capture) -> State:
                  cap.private_config)
 
 
+def current_state(cwd: str, cap: capture.Capture) -> State:
+    """The State `cap` holds, its trees HEAD's where the capture computed none (a
+    clean worktree, as `capture.ensure_commit` writes it), to compare with an entry
+    before anything is appended. Raises GitError."""
+    if cap.worktree_tree and cap.index_tree:
+        return state_of(cap)
+    head_tree = git.trees_of(cwd, [cap.head])[0]
+    assert head_tree is not None
+    return State(cap.head, cap.branch, cap.worktree_tree or head_tree,
+                 cap.index_tree or head_tree, cap.untracked_tree, cap.private_config)
+
+
 def _message(session_id: str, trigger: str, seq: int, time_ns: int, changed: int,
              untracked: int, st: State) -> str:
     local = _norm(st.private_config)
