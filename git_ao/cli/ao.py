@@ -111,16 +111,19 @@ def _history_facts(s: Any, json_mode: bool) -> Any:
 
 @group.command("history", context_settings=CONTEXT_SETTINGS,
                short_help="List a session's history, newest first.")
-@click.argument("session_id", metavar="ID", shell_complete=complete_ids("all"))
+@click.argument("session_id", metavar="[ID]", required=False,
+                shell_complete=complete_ids("all"))
 @options(changes=False, records=True)
-def history_(app: App, session_id: str) -> int:
+def history_(app: App, session_id: str | None) -> int:
     """List the session's history, newest first, numbered from 1: time, trigger
     (checkpoint, preserve, restore, timer, hook), the save's commit and the counts
-    of changed and untracked paths. git ao-restore ID --at N brings one back."""
+    of changed and untracked paths. With no ID, the session of the current
+    worktree. git ao-restore ID --at N brings one back."""
+    from git_ao.cli.common import session_here
     from git_ao.context import lookup
     from git_ao.errors import Refused
     from git_ao.save import history
-    s = lookup(app.ctx, session_id)
+    s = lookup(app.ctx, session_id) if session_id else session_here(app)
     if not os.path.isdir(s.common_dir):
         raise Refused(f"repository {s.common_dir} is gone")
     entries = [e.as_json() for e in history.entries(s.common_dir, s.id)]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
-from git_ao.errors import AoError, ExitStatus, Fatal, Usage
+from git_ao.errors import AoError, ExitStatus, Fatal, GitError, Usage
 
 if TYPE_CHECKING:
     from git_ao.cli.output import Printer
@@ -175,8 +175,14 @@ def failed(exc: BaseException, prog_name: str) -> int:
     if debug:
         raise exc
     if isinstance(exc, AoError):
-        sys.stderr.write(f"{exc.prefix}: {exc}\n")
-        _json_error(_running or prog_name, exc.exit_status, f"{exc.prefix}: {exc}")
+        text = str(exc)
+        if isinstance(exc, GitError):
+            # A lock file in git's way: stale or held, and what clears it, as a
+            # session's outcome says it (batch.guarded).
+            from git_ao.git import lock as gitlock
+            text = gitlock.explain(text)
+        sys.stderr.write(f"{exc.prefix}: {text}\n")
+        _json_error(_running or prog_name, exc.exit_status, f"{exc.prefix}: {text}")
         return exc.exit_status
     if isinstance(exc, ModuleNotFoundError):
         # Run with a python3 that lacks a dependency (bin/ from a checkout, say):

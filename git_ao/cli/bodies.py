@@ -132,9 +132,9 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
 def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
     """`git ao-restore [ID] --at N|COMMIT`: one live session (with no ID, the one
     whose worktree holds the current directory) takes that history entry's state."""
-    from git_ao import git
     from git_ao.batch import guarded
     from git_ao.cli.app import usage
+    from git_ao.cli.common import session_here
     from git_ao.restore.at import restore_at
     if remote:
         usage("--at restores a live session from its own history; it takes no --from")
@@ -142,15 +142,7 @@ def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
         usage("--at takes one session id")
     if not at.strip():
         usage("--at needs an entry number or a commit")
-    if ids:
-        sid = ids[0]
-    else:
-        top = git.repo_dirs(os.getcwd()).toplevel
-        found = [s for s in app.store.sessions()
-                 if top and s.live and s.worktree_path == os.path.realpath(top)]
-        if not found:
-            usage("name the session: the current directory is in no live session's worktree")
-        sid = found[0].id
+    sid = ids[0] if ids else session_here(app).id
     o = guarded(lambda: restore_at(app.ctx, sid, at), sid, Action.RESTORE)
     app.printer.outcome(o)
     return finish(app, "restore", [o])

@@ -382,3 +382,17 @@ def git_usage_message(exc: click.UsageError) -> str:
 
 
 
+
+
+def session_here(app: Any) -> Any:
+    """The live session whose worktree holds the current directory (`git rev-parse
+    --show-toplevel`), for a command given no ID; nothing is registered. A usage
+    error (exit 129) when there is none."""
+    from git_ao import git
+    from git_ao.cli.app import usage
+    top = git.repo_dirs(os.getcwd()).toplevel
+    found = [s for s in app.store.sessions()
+             if top and s.live and s.worktree_path == os.path.realpath(top)]
+    if not found:
+        usage("name the session: the current directory is in no live session's worktree")
+    return found[0]

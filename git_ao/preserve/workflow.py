@@ -23,6 +23,7 @@ from git_ao.context import KEPT_PREFIX, Context, facts, lookup, preserve_ref, wo
 from git_ao.errors import AoError, GitError, Refused, TimedOut
 from git_ao.fs import nested, walk
 from git_ao.git import index, query, worktree
+from git_ao.git import lock as gitlock
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import removal
@@ -253,7 +254,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
         ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
-        appended, in_history = _append_history(ctx, s, path, cap, meta, trigger or (
+        appended, in_history, not_appended = _append_history(ctx, s, path, cap, meta, trigger or (
             "checkpoint" if keep_worktree else "preserve"))
         if keep_worktree and in_history and walked is not None:
             _record_unchanged(ctx, s, path, v.git_dir, cap, walked)
@@ -277,13 +278,18 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                      untracked=len(cap.untracked), ignored=len(cap.ignored))
         if appended is not None:
             data["history_entry"] = appended.commit
+        if not_appended:
+            data["history_error"] = not_appended
         warn = _mirror_warning(path)
         if warn:
             data["warning"] = warn
-        summary = _summary(cap) + (f"; {warn}" if warn else "")
+        hist = f"; not appended to the history: {not_appended}" if not_appended else ""
+        summary = _summary(cap) + (f"; {warn}" if warn else "") + hist
         if keep_worktree:
             ctx.log("preserve", s.id, "checkpoint", ref=ref, commit=cap.commit)
-            return Outcome(s.id, Action.CHECKPOINT, Status.OK, f"{summary}; worktree kept", data)
+            # A checkpoint is its history entry: one that failed needs the user.
+            return Outcome(s.id, Action.CHECKPOINT, Status.ATTENTION if not_appended
+                           else Status.OK, f"{summary}; worktree kept", data)
         if keep:
             ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
             data["blocked"] = keep
@@ -325,7 +331,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 # The capture after the move moved the ref on: name what it holds now.
                 data["preserved_commit"] = final
                 summary = _summary(cap, final).replace(_ignored_note(cap), "") + \
-                    (f"; {warn}" if warn else "") + volatile
+                    (f"; {warn}" if warn else "") + hist + volatile
             if cache.batch:
                 cache.defer_prune(s.common_dir)
             else:
@@ -356,20 +362,23 @@ def _late_check_note(hung: list[str]) -> str:
 
 
 def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
-                    meta: capture.Meta, trigger: str) -> tuple[history.Entry | None, bool]:
+                    meta: capture.Meta, trigger: str
+                    ) -> tuple[history.Entry | None, bool, str | None]:
     """Append the capture to the session's history (`history.append_capture`). The
     save itself is in the preserve ref already (or the worktree was clean), so a
-    failure here is logged and costs the preserve nothing. Returns (the new entry
-    or None, whether the newest entry now holds the capture)."""
+    failure here is logged and said, and costs the preserve nothing. Returns (the
+    new entry or None, whether the newest entry now holds the capture, why it
+    could not be appended: with the lock file in the way, stale or held, see
+    git_ao/git/lock.py)."""
     try:
         entry = history.append_capture(path, s.id, cap, meta, trigger)
     except AoError as exc:
         ctx.log("preserve", s.id, "history-not-appended", error=str(exc))
-        return None, False
+        return None, False, gitlock.explain(str(exc), path)
     if entry is not None:
         ctx.log("preserve", s.id, "history-appended", trigger=trigger, entry=entry.commit,
                 commit=entry.save)
-    return entry, True
+    return entry, True, None
 
 
 def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
