@@ -438,11 +438,12 @@ def ignored_files(cwd: str, *, exclude_from: str | None = None) -> list[str]:
 
 
 def left_behind(cwd: str, old: str, new: str, branch: str | None) -> int:
-    """How many commits reachable from `old` no branch or tag keeps once `branch` (None:
-    a detached HEAD) moves from `old` to `new`: `git rev-list --count <old> --not <new>
-    --exclude=<branch> --branches --tags` (the branch itself is left out, as if it
-    already pointed at `new`). Raises GitError."""
+    """How many commits reachable from `old` no branch, tag or remote-tracking branch
+    keeps once `branch` (None: a detached HEAD) moves from `old` to `new`: `git
+    rev-list --count <old> --not <new> --exclude=<branch> --branches --tags --remotes`
+    (git's --exclude applies to the next --branches only: the branch itself is left
+    out, as if it already pointed at `new`). Raises GitError."""
     exclude = [f"--exclude={branch}"] if branch else []
-    out = git.run(["rev-list", "--count", old, "--not", new, *exclude, "--branches", "--tags"],
-                  cwd)
+    out = git.run(["rev-list", "--count", old, "--not", new, *exclude, "--branches", "--tags",
+                   "--remotes"], cwd)
     return int(out.strip() or 0)
