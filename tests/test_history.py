@@ -547,3 +547,18 @@ def test_a_stale_lock_on_the_history_ref_is_called_stale_wherever_it_refuses(rep
     assert len(_entries(repo, "agent")) == 3
     ao("ao", "checkpoint", "agent", cwd=repo)
     assert len(_entries(repo, "agent")) == 4
+
+
+def test_restore_at_on_a_detached_head_says_it_moved_and_what_it_left(repo, worktrees):
+    wt = worktrees(repo, "agent")
+    git("switch", "-q", "--detach", cwd=wt)
+    start = git("rev-parse", "HEAD", cwd=wt).strip()
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "README.md").write_text("detached work\n")
+    git("commit", "-qam", "a commit on the detached HEAD", cwd=wt)
+    mine = git("rev-parse", "HEAD", cwd=wt).strip()
+    doc = _restore_json(repo, "agent", "--at", "1")
+    assert git("rev-parse", "HEAD", cwd=wt).strip() == start
+    assert f"the detached HEAD moved from {mine[:12]} to {start[:12]}" in doc["message"]
+    assert doc["branch_moved"]["branch"] is None and doc["branch_moved"]["left"] == 1
+    assert git("cat-file", "-t", mine, cwd=repo).strip() == "commit"
