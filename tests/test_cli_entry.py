@@ -126,7 +126,7 @@ def test_the_light_path_imports_no_click_no_rich_and_no_workflow(repo, worktrees
              or m.startswith(("git_ao.save.capture", "git_ao.restore", "git_ao.preserve"))}
     assert not heavy, sorted(heavy)
     if command == "ao":  # nor what only --json, show or a lock uses
-        assert not held & {"json", "hashlib", "tempfile", "git_ao.store.trash",
+        assert not held & {"json", "hashlib", "tempfile", "git_ao.store.trash", "urllib.parse",
                            "git_ao.git.query"}, sorted(held)
 
 

@@ -54,3 +54,21 @@ def test_a_listing_to_a_pipe_reads_no_git_config(repo, worktrees):
     assert "\x1b[32mok\x1b[m" in res.stdout
     res = ao("-c", "color.ui=never", "ao-preserve", "-n", "w1", cwd=repo)
     assert "\x1b[" not in res.stdout and "\tok\t" in res.stdout
+
+
+@pytest.mark.parametrize("path", ["/plain/path", "/a b/c%d?e#f", "/ünï/cödé", "/x\udcff/y",
+                                  "/~user/.ao-data_1/git-ao.db", "/tab\tnew\nline"])
+def test_the_database_uri_encodes_a_path_as_urllib_does(path):
+    from urllib.parse import quote
+
+    from git_ao.store.datadir import uri_path
+    assert uri_path(path) == quote(path, errors="surrogateescape")
+
+
+def test_a_listing_opens_the_database_in_a_directory_named_oddly(repo, worktrees, tmp_path):
+    data = tmp_path / "a b%c?d#é"
+    env = {"AO_DATA_DIR": str(data)}
+    worktrees(repo, "w1", register=False)
+    ao("ao", "add", tmp_path / "wt" / "w1", "--id", "w1", cwd=repo, env=env)
+    res = ao("ao", "list", cwd=repo, env=env)
+    assert res.stdout.startswith("w1\t")

@@ -25,6 +25,7 @@ from git_ao.store.datadir import (
     ensure_private_dir,
     read_only_uri,
     tighten,
+    uri_path,
 )
 from git_ao.store.locks import LOCK_DIR
 from git_ao.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -330,8 +331,7 @@ class Store:
                     return rows
             self._local.stamp = None  # still moving: read through SQLite's locks
             self._local.conn.close()
-            from urllib.parse import quote
-            conn = sqlite3.connect(f"file:{quote(self.db_path)}?mode=ro", uri=True,
+            conn = sqlite3.connect(f"file:{uri_path(self.db_path)}?mode=ro", uri=True,
                                    timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
             conn.row_factory = sqlite3.Row

@@ -19,6 +19,18 @@ from git_ao.store.states import PENDING_SQL, State
 DB_NAME = "git-ao.db"
 
 
+# What a path keeps unencoded in an SQLite URI (urllib.parse.quote's safe set).
+_URI_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
+
+
+def uri_path(path: str) -> str:
+    """`path` percent-encoded for an SQLite `file:` URI, as urllib.parse.quote
+    encodes it (UTF-8; undecodable bytes kept as in the file name), without
+    importing urllib: a TAB and a listing open the database read-only this way."""
+    return "".join(c if c in _URI_SAFE else "".join(
+        f"%{b:02X}" for b in c.encode("utf-8", "surrogateescape")) for c in path)
+
+
 def data_dir() -> str:
     """The data dir path: `$AO_DATA_DIR` if set and non-empty, else `~/.ao/data`."""
     env = os.environ.get("AO_DATA_DIR")
@@ -83,11 +95,10 @@ def read_only_uri(db_path: str) -> tuple[str, Stamp | None]:
     returned stamp after each read (a writer that came and went changed the file's
     mtime) and read again otherwise. With a -wal or -shm there, plain mode=ro
     (stamp None): the files exist already and SQLite's locking keeps it current."""
-    from urllib.parse import quote
     stamp = db_stamp(db_path)
     if stamp is not None:
-        return f"file:{quote(db_path)}?immutable=1", stamp
-    return f"file:{quote(db_path)}?mode=ro", None
+        return f"file:{uri_path(db_path)}?immutable=1", stamp
+    return f"file:{uri_path(db_path)}?mode=ro", None
 
 
 def completion_rows(state: str) -> list[tuple[str, str]]:
