@@ -233,6 +233,10 @@ def test_prune_keeps_a_pending_record_while_its_repository_is_missing(make_repo,
     r3 = make_repo()
     wt = worktrees(r3, "r3w")
     (wt / "f").write_text("saved\n")
+    (wt / "gone-ita").write_text("x\n")
+    git("add", "-N", "gone-ita", cwd=wt)
+    os.unlink(wt / "gone-ita")  # in no tree: only the record's private config has it
+    before = git("status", "--porcelain", cwd=wt)
     worktrees(r3, "r3done")
     ao("ao-preserve", "r3w", cwd=r3)
     ao("ao", "kill", "r3done", cwd=r3)
@@ -256,4 +260,7 @@ def test_prune_keeps_a_pending_record_while_its_repository_is_missing(make_repo,
     assert "recovered as pending" in rec.stdout
     (s,) = json.loads(ao("ao", "list", "--all", "--json", cwd=tmp_path).stdout)["sessions"]
     assert s["id"] == "r3w" and os.path.realpath(s["repo"]).startswith(os.path.realpath(moved))
+    from tests.trash_helpers import checkout_path_only
+    checkout_path_only()  # rebuilt from the commit: the index comes from the record
     ao("ao-restore", "r3w", cwd=moved)
+    assert git("status", "--porcelain", cwd=wt) == before  # the private config came along

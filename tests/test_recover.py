@@ -287,3 +287,28 @@ def test_the_home_search_stays_on_its_file_system_as_git_discovery_does(ao_env, 
         monkeypatch.setenv("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1")
         ao("ao", "doctor", "--recover", cwd=tmp_path, rc=None, process=True)
         assert states(mnt / "eps") == {"e1": "pending"}
+
+
+def test_intent_to_add_comes_back_on_a_record_rebuilt_from_its_ref(repo, worktrees):
+    """The record lost (forgotten, or a database lost), the trash entry pruned: the
+    restore rebuilds the worktree from the commit alone, and the intent-to-add
+    entries the commit shows (in W, not in I) are marked again."""
+    wt = worktrees(repo, "itarec")
+    (wt / "ita.txt").write_text("hi\n")
+    (wt / "sub").mkdir()
+    (wt / "sub" / "deep.txt").write_text("deep\n")
+    git("add", "-N", "ita.txt", "sub/deep.txt", cwd=wt)
+    git("rm", "-q", "README.md", cwd=wt)
+    (wt / "README.md").write_text("again\n")
+    git("add", "-N", "README.md", cwd=wt)
+    (wt / "untracked").write_text("u\n")
+    before = git("status", "--porcelain", cwd=wt)
+    assert " A ita.txt" in before and "DA README.md" in before
+    ao("ao-preserve", "itarec", cwd=repo)
+    ao("ao", "forget", "--force", "itarec", cwd=repo)
+    pruned = ao("ao-prune", "--expire=now", cwd=repo)
+    assert "deleted" in pruned.stdout  # the trash entry: nothing pending any more
+    ao("ao", "doctor", "--recover", "-C", str(repo), cwd=repo)
+    res = ao("ao-restore", "itarec", cwd=repo)
+    assert "attention" not in res.stdout, res.stdout
+    assert git("status", "--porcelain", cwd=wt) == before

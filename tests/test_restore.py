@@ -4,7 +4,7 @@ import json
 import os
 import shutil
 
-from tests.support import ao, ao_refs, commit_on, dirty, git, states
+from tests.support import ao, ao_refs, commit_on, dirty, git, ref_of, states
 from tests.worktree_state import same_but_ignored, state
 
 
@@ -181,3 +181,28 @@ def test_nothing_pending_names_live_sessions_whose_worktree_is_gone(repo, worktr
     ao("ao-preserve", "gone", cwd=repo)
     ao("ao-restore", cwd=repo)
     assert (gone / "README.md").exists()
+
+
+def test_attention_names_every_path_not_as_saved(repo, worktrees):
+    """A restore rebuilt from the commit whose proof fails (here a smudge filter set
+    after the save rewrites what the apply writes) names each path that is not as
+    saved, not just that something differs."""
+    from tests.trash_helpers import checkout_path_only
+    (repo / ".gitattributes").write_text("*.txt filter=up\n")
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (repo / name).write_text("ABC\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "filtered", cwd=repo)
+    git("config", "filter.up.clean", "cat", cwd=repo)
+    git("config", "filter.up.smudge", "cat", cwd=repo)
+    wt = worktrees(repo, "named")
+    (wt / "a.txt").write_text("abc\n")
+    (wt / "b.txt").write_text("abd\n")
+    ao("ao-preserve", "named", cwd=repo)
+    checkout_path_only()
+    git("config", "filter.up.smudge", "tr a-z A-Z", cwd=repo)
+    res = ao("ao-restore", "named", cwd=repo, rc=None)
+    assert "does not hold exactly the saved work: 2 path(s) are not as saved: a.txt (" \
+        in res.stdout, res.stdout
+    assert "b.txt (" in res.stdout and "c.txt" not in res.stdout
+    assert ref_of(repo, "named")  # the work stays in the ref

@@ -201,7 +201,8 @@ def full(path: str, save: Save) -> Proof:
 Entry = tuple[str, str] | None  # (mode, object id) of a path, None when absent
 
 
-def not_as_saved(path: str, save: Save) -> dict[str, str]:
+def not_as_saved(path: str, save: Save,
+                 wc: local_state.LocalState | None = None) -> dict[str, str]:
     """After a clean apply of the save onto a branch that moved since it (HEAD is
     no longer the saved one): {path: how} for every path the save changed (its
     worktree tree or index tree against its HEAD, and its untracked files) that
@@ -215,8 +216,9 @@ def not_as_saved(path: str, save: Save) -> dict[str, str]:
     changed on both sides is compared with `git merge-file` of the stored blobs,
     and counts as held too when merging the save's change into what is there
     changes nothing (another diff algorithm placed the same lines). Submodules,
-    skip-worktree entries (the worktree side) and intent-to-add entries (the
-    index side) are left to the flags' own checks. Raises AoError or OSError when
+    skip-worktree entries (the worktree side) are left to the flags' own checks;
+    an intent-to-add entry (of `wc`, by default the recorded private state) must
+    be an empty blob in the index. Raises AoError or OSError when
     git or the file system cannot be read (the caller keeps the ref then)."""
     commit = save.preserved_commit
     assert commit
@@ -234,7 +236,8 @@ def not_as_saved(path: str, save: Save) -> dict[str, str]:
             return at_base.get(p)
         return None if c.deleted else (c.mode, c.oid)
 
-    wc = local_state.load(save.private_config)
+    if wc is None:
+        wc = local_state.load(save.private_config)
     ita = set(wc.intent_to_add or [])
     flags = query.index_flags(path)
     skipped = set(flags.skip_worktree)
@@ -264,8 +267,16 @@ def not_as_saved(path: str, save: Save) -> dict[str, str]:
                 hows.append(_how(want, got, theirs, "in the index"))
         elif p in untracked and p in now_i and p not in ita:
             hows.append("staged, the save had it untracked")
+        if p in ita and now_i.get(p, ("", ""))[1] not in parse.EMPTY_BLOBS:
+            # An intent-to-add entry is an empty blob in the index.
+            hows.append("not intent-to-add in the index" if p not in now_i
+                        else "staged, the save had it intent-to-add")
         if hows:
             out[p] = "; ".join(hows)
+    for p in sorted(ita - set(paths)):
+        # Its file was gone at the save: in no tree, only in the private config.
+        if p not in now_i:
+            out[p] = "not intent-to-add in the index"
     return out
 
 

@@ -209,7 +209,7 @@ _KIND = {"100644": "file", "100755": "file", "120000": "link", "160000": "gitlin
 
 
 def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
-                ignored: Sequence[str]) -> dict[str, str]:
+                ignored: Sequence[str], common_dir: str | None = None) -> dict[str, str]:
     """{path: how it differs} for every path of the trash copy that is not what the
     save holds: 'deleted', 'new', 'changed' (content), 'mode changed',
     'type changed', or why the walk could not read it. The save is the commit
@@ -224,8 +224,13 @@ def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
     cannot be set back), or of every file when the entry does not say. A path
     outside the sparse cone (skip-worktree in the admin copy's index) may be
     absent; a gitlink must be a directory; a nested repository no save has is
-    'new'. Raises GitError (the repository unreadable) and OSError."""
+    'new'. `common_dir`: the repository as the record has it now, read when the
+    one the entry names is missing (the repository moved since, the record
+    re-pointed by `git ao doctor --recover -C`). Raises GitError (the repository
+    unreadable) and OSError."""
     common = str(entry.meta.common_dir or "")
+    if common_dir and not os.path.isdir(common):
+        common = common_dir
     copy = entry.worktree
     if not common or not (commit or head):
         return {}

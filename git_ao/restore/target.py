@@ -234,7 +234,8 @@ def report_unlike_save(ctx: Context, s: Session, save: Save, entry: trash.Entry,
     try:
         if ignored is None:
             raise AoError("git cannot list its ignored files")
-        changes = witness.unlike_save(entry, save.head, save.preserved_commit, ignored)
+        changes = witness.unlike_save(entry, save.head, save.preserved_commit, ignored,
+                                      save.common_dir)
     except (AoError, OSError) as exc:
         changes = {".": f"cannot be compared with the save: {exc}"}
     if not changes:

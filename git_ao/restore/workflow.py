@@ -502,6 +502,10 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     data = facts(s, preserve_ref=save.preserve_ref, preserved_commit=save.preserved_commit)
     commit = save.preserved_commit
     wc = local_state.load(save.private_config)
+    if commit and save.private_config is None and git.object_exists(path, commit):
+        # A record rebuilt from its ref (git ao doctor --recover) has no private
+        # config: what the commit shows of the intent-to-add entries comes back.
+        wc.intent_to_add = apply.intent_to_add_of(path, commit) or None
     if not commit:
         problems = [] if reused else apply.put_flags(path, wc)
         if problems:
@@ -533,7 +537,13 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         proven = head == save.head and holds(path, dirs.git_dir, save)
         if not problems and head == save.head and not proven:
             # The proof: the worktree must now capture to exactly the saved trees.
-            problems.append("the worktree does not hold exactly the saved work")
+            unlike = _not_as_saved(path, save, wc)
+            listed = ", ".join(f"{p} ({how})" for p, how in unlike.items())
+            problems.append("the worktree does not hold exactly the saved work"
+                            + (f": {len(unlike)} path(s) are not as saved: {listed}"
+                               if unlike else ""))
+            if unlike:
+                data["not_as_saved"] = unlike
         if problems and proven:
             # Only the submodules' checkouts are missing (a remote unreachable at
             # boot): the work is all back, so the ref goes and nothing waits on it.
@@ -594,11 +604,13 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     return Outcome(s.id, Action.RESTORE, Status.ATTENTION, msg, data)
 
 
-def _not_as_saved(path: str, save: Save) -> dict[str, str]:
+def _not_as_saved(path: str, save: Save,
+                  wc: local_state.LocalState | None = None) -> dict[str, str]:
     """`proof.not_as_saved`, with a worktree that cannot be read counted as one whose
-    paths are not proven ({".": why})."""
+    paths are not proven ({".": why}). `wc`: the private state the restore put back
+    (by default the recorded one)."""
     try:
-        return not_as_saved(path, save)
+        return not_as_saved(path, save, wc)
     except (AoError, OSError) as exc:
         return {".": f"cannot be compared with the save: {exc}"}
 

@@ -51,6 +51,19 @@ def saved_paths(cwd: str, commit: str) -> list[str]:
     return sorted(out)
 
 
+def intent_to_add_of(cwd: str, commit: str) -> list[str]:
+    """The intent-to-add entries a preserve commit itself shows: the paths its W tree
+    has and its I tree lacks. W is I with the tracked files read again (`git add
+    -u` on a copy of the index), and `git write-tree` leaves out only intent-to-add
+    entries, so nothing else is there. For a save whose private config is not
+    known (a record rebuilt from its ref); an entry whose file was gone is in
+    neither tree and cannot be told. Sorted. Raises GitError."""
+    parents = git.commit_parents(cwd, commit)
+    in_index = query.ls_tree_entries(cwd, parents[1])
+    return sorted(p for p, c in query.raw_changes(cwd, parents[1], commit).items()
+                  if not c.deleted and p not in in_index and c.mode != "160000")
+
+
 def _emptied(path: str, full: str, removed: set[str]) -> bool:
     """Is `full` a real directory whose every file the apply removes (so git takes the
     directory away before writing a saved file in its place)?"""

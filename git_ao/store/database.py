@@ -462,6 +462,13 @@ class Store:
                 if replace_if_missing is None or row["repo"] == s.common_dir \
                         or replace_if_missing(row["repo"]):
                     return False
+                # The private config (intent-to-add entries, flags, modes) is in
+                # no commit: the old row's goes with the same save.
+                old = c.execute("SELECT worktree_config FROM session_worktrees WHERE "
+                                "session_id = ? AND preserved_commit = ?",
+                                (s.id, save.preserved_commit)).fetchone()
+                if old is not None and save.private_config is None:
+                    save.private_config = old["worktree_config"]
                 c.execute("DELETE FROM session_worktrees WHERE session_id = ?", (s.id,))
                 c.execute("DELETE FROM sessions WHERE id = ?", (s.id,))
             t = now_ns()
@@ -476,9 +483,10 @@ class Store:
             c.execute(
                 "INSERT INTO session_worktrees (session_id, repo, worktree_path, branch, head, "
                 "detached, preserve_ref, preserved_commit, worktree_config, saved_at, "
-                "restored_at, pending, ref_held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, 1)",
+                "restored_at, pending, ref_held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
                 (save.session_id, save.common_dir, save.worktree_path, save.branch, save.head,
-                 int(save.detached), save.preserve_ref, save.preserved_commit, save.saved_at,
+                 int(save.detached), save.preserve_ref, save.preserved_commit,
+                 save.private_config, save.saved_at,
                  save.restored_at, int(save.restored_at is None)))
         return True
 
