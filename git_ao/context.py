@@ -9,12 +9,12 @@ import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from git_ao import git
 from git_ao.errors import AoError, Refused, Usage
 from git_ao.fs import walk
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.store import locks, log
 from git_ao.store.database import Store
 from git_ao.store.records import Session
@@ -84,9 +84,9 @@ def lookup(ctx: Context, session_id: str) -> Session:
     return s
 
 
-def facts(s: Session, **extra: Any) -> dict[str, Any]:
+def facts(s: Session, **extra: Unpack[OutcomeData]) -> OutcomeData:
     """The facts every Outcome about `s` carries (its JSON `data`), plus `extra`."""
-    d = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
+    d: OutcomeData = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
          "branch": s.branch, "repo": s.common_dir}
     d.update(extra)
     return d

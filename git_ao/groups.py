@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TypeVar, cast
 
+from git_ao.outcome import OutcomeData
 from git_ao.store.records import Session
 
 T = TypeVar("T")
@@ -61,7 +62,7 @@ def child_id(daemon_id: str, repo_name: str) -> str:
     return f"{daemon_id}.{repo_name}"
 
 
-def facts(s: Session) -> dict[str, str | None]:
+def facts(s: Session) -> OutcomeData:
     """The daemon facts of a session for `git ao list --json` and `git ao show`."""
     return {"group": s.group_id, "session_mode": s.session_mode,
             "provider_conversation_id": s.provider_conversation_id}

@@ -10,9 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from git_ao.errors import ExitStatus
+
+if TYPE_CHECKING:
+    # Types only: both modules import nothing of git-ao's (pyproject's layer
+    # contract lets these two edges through).
+    from git_ao.git.parse import BranchName, ObjectId
+    from git_ao.store.states import State
 
 
 class Status(StrEnum):
@@ -50,6 +56,106 @@ class Action(StrEnum):
     RESTORE = "restore"
 
 
+class AgentSeen(TypedDict):
+    """One process found working in a worktree (`processes` in OutcomeData)."""
+
+    pid: int
+    name: str
+    ties: list[str]
+
+
+class OutcomeData(TypedDict, total=False):
+    """The facts an Outcome carries: what `--json` prints merged into each result's
+    record, in the order they were put in, and what plain output shows. Every key
+    any step writes is here, so mypy checks each write and read."""
+
+    # every session's facts (context.facts), in this order
+    workspace_path: str
+    kind: str
+    harness: str
+    branch: BranchName | None
+    repo: str
+    # the `git ao list --json` record (import, add)
+    id: str
+    state: State | str | None  # a State after the step (cli.app); relaunch: its Launch
+    agent_session_id: str | None
+    preserve_ref: str | None
+    preserved_commit: ObjectId | None
+    detached: bool | None
+    saved_at: str | None
+    restored_at: str | None
+    created_at: str
+    tool: str | None
+    tool_id: str | None
+    tmux_session: str | None
+    group: str | None
+    session_mode: str | None
+    provider_conversation_id: str | None
+    # preserve and checkpoint
+    changed: int
+    untracked: int
+    ignored: int | list[str]  # preserve: a count; prune-trash: the top-level paths
+    history_entry: ObjectId | None
+    warning: str
+    blocked: list[str]
+    trash: str
+    volatile_trash: str
+    late_check_hung: list[str]
+    still_changing: list[str]
+    captured_late: list[str]
+    before_stop: ObjectId
+    processes: list[AgentSeen]
+    agent_policy: str
+    stopped: list[int]
+    still_running: list[int]
+    # a step stopped by --timeout (batch.guarded)
+    timed_out: bool
+    hung: list[str]
+    removed: list[str]
+    # relaunch
+    argv0: str
+    returncode: int | None
+    # restore
+    from_trash: bool
+    entry: ObjectId
+    replaced: ObjectId
+    flags_put_back: bool
+    late_writes: list[str]
+    late_deleted: list[str]
+    admin_restored: list[str]
+    admin_not_restored: list[str]
+    applied: bool
+    placed: list[str]
+    not_as_saved: dict[str, str]
+    paths: list[str]
+    index_not_kept: list[str]
+    trash_skipped: str
+    set_aside: str
+    set_aside_files: list[str]
+    set_aside_unfinished: str
+    unsaved_files: list[str]
+    stray_newer: list[str]
+    modes_not_set: list[str]
+    environment: list[str]
+    environment_kept: list[str]
+    environment_lost: int
+    trash_holds_unsaved: str
+    trash_changes: dict[str, str]
+    # checkpoint
+    unchanged: bool
+    # prune
+    path: str
+    size: int
+    dropped: int
+    kept: int
+    trash_deleted: list[str]
+    trash_kept: list[str]
+    # push and remote
+    remote: str
+    ref: str
+    commit: str | None  # a push row's or the remote's commit, as recorded
+
+
 # The exit status each Outcome status implies.
 STATUS_EXIT = {Status.OK: ExitStatus.OK, Status.NOTHING: ExitStatus.OK,
                Status.ATTENTION: ExitStatus.ATTENTION, Status.REFUSED: ExitStatus.FAILED,
@@ -60,13 +166,14 @@ STATUS_EXIT = {Status.OK: ExitStatus.OK, Status.NOTHING: ExitStatus.OK,
 class Outcome:
     """What happened to one session (`action` names the step: preserve, restore, ...).
 
-    data: the facts printed with it (JSON keys, kept as they are)."""
+    data: the facts printed with it (JSON keys, kept as they are); what only the
+    code reads back, never printed, is a field below instead."""
 
     session_id: str
     action: Action
     status: Status
     message: str
-    data: dict[str, Any] = field(default_factory=dict)
+    data: OutcomeData = field(default_factory=lambda: OutcomeData())
     started: bool = True  # False: a signal stopped the batch before this session began
     names_state: bool = False  # the message already says the session's state
 

@@ -18,7 +18,6 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from git_ao import git
 from git_ao.agents import processes
@@ -26,7 +25,7 @@ from git_ao.agents.relaunch import facts as relaunch_facts
 from git_ao.context import BEFORE_STOP_PREFIX, Context
 from git_ao.git import query
 from git_ao.git.parse import ObjectId
-from git_ao.outcome import Outcome, Status
+from git_ao.outcome import Outcome, OutcomeData, Status
 from git_ao.proof import witness
 from git_ao.save import capture
 from git_ao.store.records import Session
@@ -52,9 +51,9 @@ class Seen:
     def refused(self) -> bool:
         return self.policy == "refuse" and bool(self.found)
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> OutcomeData:
         """The JSON facts: every process seen, and what stopping them did."""
-        out: dict[str, Any] = {}
+        out: OutcomeData = {}
         if self.found:
             out["processes"] = [{"pid": a.pid, "name": a.name, "ties": list(a.ties)}
                                 for a in self.found]
@@ -130,9 +129,7 @@ def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -
     refs/ao/before-stop/<id> (the checkpoint itself, or a commit keeping it and
     what that ref held before alive) and say so; when the final holds nothing,
     or lost what `before` had (`_lost`), the outcome needs attention."""
-    final = out.data.get("preserved_commit")
-    if not isinstance(final, str) or not final:
-        final = None
+    final = out.data.get("preserved_commit") or None
     trees = capture.saved_trees(s.common_dir, before)[1:]
     if final and capture.saved_trees(s.common_dir, final)[1:] == trees:
         return

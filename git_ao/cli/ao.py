@@ -69,7 +69,8 @@ def show(app: App, session_id: str) -> int:
     from git_ao.manage.listing import list_json, saved_commit_gone, show_stat, trash_kept
     from git_ao.save.daemon_refs import kept_refs
     s = lookup(app.ctx, session_id)
-    rec = list_json(s)
+    # The show record: the list record and what only show prints.
+    rec: dict[str, Any] = {**list_json(s)}
     # Commits of the daemon's that a preserve moved aside rather than replace.
     rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.common_dir, s.id)] \
         if os.path.isdir(s.common_dir) else []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from git_ao.cli.app import (
     App,
@@ -34,7 +35,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     shown = [s for s in sessions if repo is None or s.common_dir == repo]
     hidden = len(sessions) - len(shown)
     refs = preserve_refs(shown)
-    records = [list_json(s, refs) for s in shown]
+    records: list[dict[str, Any]] = [{**list_json(s, refs)} for s in shown]
     listed = {r["id"] for r in records if not states or r["state"] in states}
     app.printer.sessions([r for r in records if r["id"] in listed])
     for s in shown:

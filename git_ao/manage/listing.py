@@ -11,6 +11,7 @@ from git_ao import git, groups
 from git_ao.errors import AoError
 from git_ao.fs import walk
 from git_ao.git.parse import ObjectId
+from git_ao.outcome import OutcomeData
 from git_ao.store.records import Session
 from git_ao.store.states import State
 
@@ -71,7 +72,7 @@ def state(s: Session, refs: Refs | None = None) -> State:
     return s.state
 
 
-def list_json(s: Session, refs: Refs | None = None) -> dict[str, Any]:
+def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
     """A session as a JSON-ready dict (the `git ao list --json` record). refs: see
     `holds_ref`."""
     save = s.save

@@ -19,7 +19,7 @@ from git_ao.context import (
 )
 from git_ao.fs import walk
 from git_ao.manage import listing
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.proof import witness
 from git_ao.save import capture, history, unchanged
 from git_ao.store import trash
@@ -307,7 +307,7 @@ def _prune_trash(ctx: Context, expire_before: float | None,
     for entry in trash.entries(ctx.store.dir):
         sid = entry.session_id
         size = trash.size(entry.path)
-        data = {"path": entry.path, "size": size}
+        data: OutcomeData = {"path": entry.path, "size": size}
         why = ""
         young = expire_before is not None and entry.created_ns / 1e9 >= expire_before
         if sid in pending:

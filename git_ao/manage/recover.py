@@ -21,7 +21,7 @@ from git_ao.context import REF_PREFIX, validate_id
 from git_ao.errors import AoError, Usage
 from git_ao.git import query, worktree
 from git_ao.git.parse import BranchName, ObjectId
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.save import capture
 from git_ao.store.records import Save, Session
 from git_ao.store.states import KINDS
@@ -210,7 +210,7 @@ def recover(store: Store, repos: Iterable[str], *, dry_run: bool = False) -> lis
             out.append(Outcome(sid, Action.RECOVER, Status.REFUSED, str(exc), {"repo": o.repo}))
             continue
         state = "pending" if save.pending else "live (its worktree is there; ref kept)"
-        facts = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
+        facts: OutcomeData = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
                  "branch": s.branch, "repo": s.common_dir, "ref": o.ref, "commit": o.oid}
         if dry_run:
             out.append(Outcome(sid, Action.RECOVER, Status.OK, f"would recover as {state}", facts))

@@ -100,7 +100,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
 
         for s, out in zip(targets, run_each(targets, one, jobs, None), strict=True):
             commit = out.data.get("preserved_commit")
-            if out.status == Status.OK and isinstance(commit, str) and commit:
+            if out.status == Status.OK and commit:
                 before_stop[s.id] = ObjectId(commit)
 
     seen = {} if keep_worktree else stopping.settle_agents(
@@ -343,7 +343,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             if not settled.settled:
                 data["still_changing"] = changing = late
                 hung = data.get("late_check_hung")
-                why = f"; {_late_check_note(hung)}" if isinstance(hung, list) else ""
+                why = f"; {_late_check_note(hung)}" if hung is not None else ""
                 return Outcome(s.id, Action.PRESERVE, Status.ATTENTION,
                                f"{summary}; worktree removed, but what was written after the "
                                f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "

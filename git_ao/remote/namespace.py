@@ -13,7 +13,7 @@ from git_ao import git
 from git_ao.context import REF_PREFIX, Context, validate_id, work_present_elsewhere
 from git_ao.errors import AoError, Usage
 from git_ao.git import remotes
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.remote.pushes import INCOMING_PREFIX, has_remote, set_have, why_failed
 from git_ao.store.database import Store
 
@@ -144,7 +144,7 @@ def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple
     for sid in ids:
         oid, why = doomed[sid]
         line = by_dst.get(REF_PREFIX + sid)
-        data = {"repo": repo, "remote": remote, "commit": oid}
+        data: OutcomeData = {"repo": repo, "remote": remote, "commit": oid}
         if line is not None and line.ok:
             set_have(ctx.store, sid, remote, repo, "", want="")
             ctx.log("prune", sid, "remote-ref-deleted", remote=remote, ref=REF_PREFIX + sid,

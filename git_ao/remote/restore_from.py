@@ -27,7 +27,7 @@ from git_ao.errors import AoError
 from git_ao.git import remotes, worktree
 from git_ao.git.parse import ObjectId
 from git_ao.manage.recover import Orphan, rebuild
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.remote import namespace, pushes
 from git_ao.restore import workflow as restore
 from git_ao.store import pathmap
@@ -179,7 +179,7 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str],
         for sid in fetch:
             oid, ref = refs[sid], preserve_ref(sid)
             local = git.rev_parse(repo, ref)
-            data = {"repo": repo, "remote": remote_name}
+            data: OutcomeData = {"repo": repo, "remote": remote_name}
             if local is not None and local != oid:
                 out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, f"{ref} here holds another "
                                    f"commit ({local[:12]}); it would not be replaced", data))

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from git_ao import crashpoint, git
 from git_ao.errors import AoError, GitError
 from git_ao.git import query
+from git_ao.git.parse import ObjectId
 from git_ao.save import capture
 
 HISTORY_PREFIX = "refs/ao/history/"
@@ -65,8 +66,8 @@ class Entry:
     ns). branch None: HEAD was detached. untracked_tree None: no untracked files."""
 
     number: int
-    commit: str
-    save: str
+    commit: ObjectId
+    save: ObjectId
     time_ns: int
     trigger: str
     changed: int
@@ -158,7 +159,7 @@ def _parse(commit: str, tree: str, parents: list[str], message: str, number: int
         seq = int(t[_T_SEQ])
         save = parents[-1]
         local = t.get(_T_LOCAL, "{}")
-        return Entry(number, commit, save, int(t[_T_TIME]), t[_T_TRIGGER],
+        return Entry(number, ObjectId(commit), ObjectId(save), int(t[_T_TIME]), t[_T_TRIGGER],
                      int(t[_T_CHANGED]), int(t[_T_UNTRACKED]), t[_T_HEAD],
                      None if t.get(_T_BRANCH, "-") == "-" else t[_T_BRANCH], tree,
                      t[_T_INDEX], None if t.get(_T_UNTRACKED_TREE, "-") == "-"
@@ -245,7 +246,7 @@ def append(cwd: str, session_id: str, save: str, st: State, trigger: str, *,
         if git.swap_ref(cwd, ref, commit, top.commit if top is not None else None,
                         message=f"git-ao history {trigger}"):
             crashpoint.hit("history:after-ref")
-            return Entry(1, commit, save, when, trigger, changed, untracked, st.head, st.branch,
+            return Entry(1, commit, ObjectId(save), when, trigger, changed, untracked, st.head, st.branch,
                          st.worktree_tree, st.index_tree, st.untracked_tree, seq,
                          st.private_config)
     raise GitError(["update-ref", ref], 1, f"{ref} kept moving under {APPEND_TRIES} appends")
