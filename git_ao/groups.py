@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
-from git_ao.outcome import OutcomeData
 from git_ao.store.records import Session
+
+if TYPE_CHECKING:  # a listing imports no more than it runs
+    from git_ao.outcome import OutcomeData
 
 T = TypeVar("T")
 

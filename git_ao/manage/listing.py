@@ -11,7 +11,6 @@ from git_ao import git, groups
 from git_ao.errors import AoError
 from git_ao.fs import walk
 from git_ao.git.parse import ObjectId
-from git_ao.outcome import OutcomeData
 from git_ao.store.records import Session
 from git_ao.store.states import State
 
@@ -19,6 +18,7 @@ from git_ao.store.states import State
 # capture, the locks), which costs every listing its import time.
 _PRESERVED = "refs/ao/preserved/"
 if TYPE_CHECKING:
+    from git_ao.outcome import OutcomeData
     from git_ao.store import trash
 
 # {common dir: {ref: commit}} of the preserve refs, read once per repository.
