@@ -64,6 +64,15 @@ class AgentSeen(TypedDict):
     ties: list[str]
 
 
+# What `git ao-restore --at` did to the branch (`branch_moved` in OutcomeData);
+# functional form: "from" is a Python keyword.
+BranchMoved = TypedDict("BranchMoved", {
+    "branch": "str | None", "from": str, "to": str,
+    "left": int,  # commits left on no branch
+    "kept_by": "ObjectId",  # the history entry's save that keeps them
+})
+
+
 class OutcomeData(TypedDict, total=False):
     """The facts an Outcome carries: what `--json` prints merged into each result's
     record, in the order they were put in, and what plain output shows. Every key
@@ -96,6 +105,7 @@ class OutcomeData(TypedDict, total=False):
     untracked: int
     ignored: int | list[str]  # preserve: a count; prune-trash: the top-level paths
     history_entry: ObjectId | None
+    history_error: str  # why the capture was not appended to the history
     warning: str
     blocked: list[str]
     trash: str
@@ -118,7 +128,10 @@ class OutcomeData(TypedDict, total=False):
     # restore
     from_trash: bool
     entry: ObjectId
-    replaced: ObjectId
+    entry_number: int
+    replaced: ObjectId | None
+    replaced_number: int | None
+    branch_moved: BranchMoved
     flags_put_back: bool
     late_writes: list[str]
     late_deleted: list[str]
