@@ -55,7 +55,7 @@ _COMMANDS = {"ao": "git_ao.cli.ao", "ao-preserve": "git_ao.cli.preserve",
              "ao-restore": "git_ao.cli.restore", "ao-prune": "git_ao.cli.prune"}
 COMMAND_MODULES = tuple(_COMMANDS.values())
 # What each executable runs first (pyproject.toml's [project.scripts]).
-_ENTRY = {"ao": ("git_ao.cli.quick", "main"), "ao-restore": ("git_ao.cli.entry", "restore"),
+_ENTRY = {"ao": ("git_ao.cli.entry", "ao"), "ao-restore": ("git_ao.cli.entry", "restore"),
           "ao-preserve": ("git_ao.cli.entry", "preserve"),
           "ao-prune": ("git_ao.cli.entry", "prune")}
 # Variables an in-process run can apply faithfully: git-ao reads them while a

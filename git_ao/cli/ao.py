@@ -166,7 +166,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     if hook_input:
         import sys
 
-        from git_ao.cli.quick import hook_cwd
+        from git_ao.cli.entry import hook_cwd
         from git_ao.errors import AoError
         from git_ao.outcome import Status
         where = hook_cwd(sys.stdin.buffer.read()) or os.getcwd()

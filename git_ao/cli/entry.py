@@ -1,4 +1,4 @@
-"""A few hot invocations answered without click (after quick.py for `git ao`).
+"""The console scripts' entry points: a few hot invocations answered without click.
 
 Importing click costs more than a bare start of the interpreter, and a listing
 or the boot's restore with nothing pending has little else to do. So `git ao
@@ -11,16 +11,103 @@ argv is matched exactly, then the same body the click command calls
 both paths print the same bytes and exit alike. Anything else (help, -h, an
 unknown or combined switch, a bad value, a completion, a terminal) goes to the
 click command unchanged, which also gives every error its usual words.
+
+First of all, an agent tool's hook runs `git ao checkpoint --hook-input -q` after
+every turn and the timer `git ao checkpoint --all -q`: when the stat file the
+last checkpoint left proves the worktree unchanged (git_ao/save/unchanged.py),
+there is nothing to do or print, and it is answered with os alone, for less
+than the `git status` it replaces; the full command checks again otherwise.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_ao.cli.app import App, begin, end, failed, invoke
+if TYPE_CHECKING:
+    from git_ao.cli.app import App
+
+# context.ID_RE's characters, checked without importing re.
+_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def _valid_id(sid: str) -> bool:
+    return 0 < len(sid) <= 200 and sid[0] not in ".-" and set(sid) <= _ID_CHARS
+
+
+def hook_cwd(data: bytes) -> str | None:
+    """The working directory an agent tool's hook names in the JSON it gives on stdin
+    (Claude Code: {"cwd": ..., "session_id": ..., "hook_event_name": ...}), None
+    when there is none."""
+    import json
+    try:
+        doc = json.loads(data.decode("utf-8", "replace") or "{}")
+    except ValueError:
+        return None
+    cwd = doc.get("cwd") if isinstance(doc, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _top(start: str) -> str | None:
+    """The top of the worktree holding `start` (the directory with a `.git`)."""
+    d = os.path.realpath(start)
+    while True:
+        if os.path.lexists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _unchanged(argv: list[str]) -> bool:
+    """Is `argv` a quiet checkpoint of one session whose worktree is provably
+    unchanged? Reads the hook's JSON from stdin when asked (and puts it back for
+    the full command line when the answer is no)."""
+    if not argv or argv[0] != "checkpoint":
+        return False
+    rest = argv[1:]
+    if "-q" not in rest and "--quiet" not in rest:
+        return False
+    rest = [a for a in rest if a not in ("-q", "--quiet")]
+    if "--trigger" in rest:
+        i = rest.index("--trigger")
+        if rest[i + 1:i + 2] not in (["checkpoint"], ["timer"], ["hook"]):
+            return False
+        del rest[i:i + 2]
+    hook = "--hook-input" in rest
+    rest = [a for a in rest if a != "--hook-input"]
+    if len(rest) > (0 if hook else 1) or any(a.startswith("-") for a in rest):
+        return False
+    from git_ao.save import unchanged
+    env = os.environ.get("AO_DATA_DIR")
+    data = os.path.abspath(os.path.expanduser(env)) if env else os.path.join(
+        os.path.expanduser("~"), ".ao", "data")
+    where = os.getcwd()
+    if hook:
+        raw = sys.stdin.buffer.read()
+        sys.stdin = io.TextIOWrapper(io.BytesIO(raw))  # for the full command line
+        where = hook_cwd(raw) or where
+    if rest:
+        if not _valid_id(rest[0]):
+            return False
+        sid: str | None = rest[0]
+        try:
+            with open(os.path.join(data, "history-stat", rest[0]), "rb"):
+                pass
+        except OSError:
+            return False
+        path = None
+    else:
+        path = _top(where)
+        sid = unchanged.session_at(data, path) if path else None
+    if not sid:
+        return False
+    return unchanged.unchanged(data, sid, path) if path else unchanged.unchanged_any(data, sid)
+
 
 # `git ao list` switches the light entry takes; any other word goes to click.
 _LIST_FLAGS = {"--all": "all_", "--json": "json_mode", "-z": "nul", "-q": "quiet",
@@ -52,6 +139,7 @@ def _run(prog_name: str, command_path: str, body: Callable[[App], int],
          **app_options: Any) -> None:
     """Run `body` as common.run runs a click command: the same start, the same
     App, the same one-line errors and exit statuses."""
+    from git_ao.cli.app import begin, end, failed, invoke
     begin(prog_name)
     try:
         rv = invoke(command_path, body, **app_options)
@@ -74,7 +162,13 @@ def _run(prog_name: str, command_path: str, body: Callable[[App], int],
 
 
 def ao() -> None:
-    """The `git-ao` executable."""
+    """The `git-ao` executable: an unchanged quiet checkpoint answered at once
+    (exit 0), a listing without click, anything else through click."""
+    try:
+        if _unchanged(sys.argv[1:]):
+            sys.exit(0)
+    except (OSError, ValueError):
+        pass
     got = _list_args(sys.argv[1:])
     if got is None or "_GIT_AO_COMPLETE" in os.environ or sys.stdout.isatty():
         from git_ao.cli.ao import main
@@ -104,6 +198,7 @@ def _completed_ids(prog_name: str, var: str, state: str) -> bool:
     incomplete = words[n] if n < len(words) else ""
     if not words or any(w.startswith("-") for w in args) or incomplete.startswith("-"):
         return False
+    from git_ao.cli.app import begin
     begin(prog_name)
     from git_ao.cli.completion import id_candidates
     items = [f"plain,{i}" for i, _ in id_candidates(state, incomplete, set(args))]
