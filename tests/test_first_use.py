@@ -395,8 +395,9 @@ def test_list_notices_a_live_session_whose_worktree_is_gone(repo, worktrees):
     assert states(repo) == {"gone": "attention", "here": "live"}
     res = ao("ao", "list", cwd=repo)
     assert "gone\tworker\t-\tattention\t" in res.stdout
-    assert (f"hint: gone: live, but its worktree {gone} is gone or empty; git ao-preserve gone "
-            "records that, then git ao-restore re-creates it") in res.stderr, res.stderr
+    assert (f"hint: gone: live, but its worktree {gone} is gone (removed): git ao-preserve "
+            "gone records that, then git ao-restore re-creates it from its branch") \
+        in res.stderr, res.stderr
     ao("ao-preserve", "gone", cwd=repo)
     assert states(repo)["gone"] == "pending"
 
@@ -524,3 +525,43 @@ def test_dry_runs_and_reads_leave_the_data_dir_as_it_was(repo, worktrees):
     before = _data_dir_state()
     shown = json.loads(ao("ao", "show", "--json", "dry", cwd=repo).stdout)
     assert "seen" in json.dumps(shown) and _data_dir_state() == before
+
+
+def test_a_worktree_not_at_its_path_gets_one_true_advice_from_list_restore_doctor(
+        repo, worktrees, tmp_path):
+    # Moved by git worktree move, removed, emptied: each says what is true and what
+    # brings it back, in the same words from list, restore and doctor, and preserve
+    # does what the advice says.
+    moved = worktrees(repo, "dash")
+    new = tmp_path / "moved"
+    git("worktree", "move", moved, new, cwd=repo)
+    removed = worktrees(repo, "rm")
+    import shutil
+    shutil.rmtree(removed)
+    emptied = worktrees(repo, "tmpfs")
+    shutil.rmtree(emptied)
+    emptied.mkdir()
+    want = {
+        "dash": (f"live, but its worktree {moved} was moved to {new} (git worktree move); "
+                 f"git worktree move {new} {moved} moves it back (git ao-preserve refuses "
+                 "it until then)"),
+        "rm": (f"live, but its worktree {removed} is gone (removed): git ao-preserve rm "
+               "records that, then git ao-restore re-creates it from its branch"),
+        "tmpfs": (f"live, but its worktree {emptied} is empty (a tmpfs cleared by a "
+                  "reboot?): git ao-preserve tmpfs records that, then git ao-restore "
+                  "re-creates it from its branch"),
+    }
+    hints = ao("ao", "list", cwd=repo).stderr
+    checks = json.loads(ao("ao", "doctor", "--json", cwd=repo, rc=1).stdout)["checks"]
+    for sid, advice in want.items():
+        assert f"hint: {sid}: {advice}\n" in hints, hints
+        res = ao("ao-restore", sid, cwd=repo, rc=3)
+        assert res.stdout == f"restore\tattention\t{sid}\t{advice}\n"
+        assert [c for c in checks if c["detail"] == f"{sid}: {advice}"], checks
+    res = ao("ao-preserve", "dash", cwd=repo, rc=None)
+    assert f"git worktree move {new} {moved} moves it back" in res.stdout + res.stderr
+    git("worktree", "move", new, moved, cwd=repo)
+    assert states(repo)["dash"] == "live"
+    ao("ao-preserve", "rm", "tmpfs", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (removed / "README.md").exists() and (emptied / "README.md").exists()

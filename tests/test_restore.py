@@ -175,9 +175,9 @@ def test_nothing_pending_names_live_sessions_whose_worktree_is_gone(repo, worktr
     shutil.rmtree(gone)
     gone.mkdir()  # an empty mount point made again at boot
     res = ao("ao-restore", "-q", cwd=repo, rc=3)  # the boot's quiet run says it too
-    assert res.stdout == "" and res.stderr == (f"restore\tattention\tgone\tlive, but its worktree {gone} is gone "
-                          "or empty: git ao-preserve gone records that, then git ao-restore "
-                          "re-creates it with its last save\n")
+    assert res.stdout == "" and res.stderr == (f"restore\tattention\tgone\tlive, but its worktree {gone} is empty "
+                          "(a tmpfs cleared by a reboot?): git ao-preserve gone records that, "
+                          "then git ao-restore re-creates it from its branch\n")
     ao("ao-preserve", "gone", cwd=repo)
     ao("ao-restore", cwd=repo)
     assert (gone / "README.md").exists()

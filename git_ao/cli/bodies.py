@@ -27,7 +27,8 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     """`git ao list`: the sessions of this repository (of `repo_path`, of every one
     with `all_` or outside a repository) in `states` (all when empty), then the
     hint lines. Returns the exit status."""
-    from git_ao.manage.listing import list_json, preserve_refs, worktree_gone
+    from git_ao.context import gone_worktree
+    from git_ao.manage.listing import list_json, preserve_refs
     if all_ and repo_path:
         usage("give --repo or --all, not both")
     sessions = app.store.sessions()
@@ -39,10 +40,9 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     listed = {r["id"] for r in records if not states or r["state"] in states}
     app.printer.sessions([r for r in records if r["id"] in listed])
     for s in shown:
-        if s.id in listed and worktree_gone(s):
-            app.printer.hint(f"{s.id}: live, but its worktree {s.worktree_path} is gone or "
-                             f"empty; git ao-preserve {s.id} records that, then git ao-restore "
-                             "re-creates it with its last save")
+        gone = gone_worktree(s) if s.id in listed else None
+        if gone is not None:
+            app.printer.hint(f"{s.id}: {gone.advice(s)}")
     if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
         app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
                          "'git ao list --all' lists them")

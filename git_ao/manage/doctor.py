@@ -7,7 +7,7 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from git_ao import git
-from git_ao.context import REF_PREFIX
+from git_ao.context import REF_PREFIX, gone_worktree
 from git_ao.errors import AoError, ExitStatus
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
@@ -147,12 +147,8 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> li
         checks.append(Check("repository", not orphans, detail))
         entries = git.worktree_list(repo)
         loose = unregistered_worktrees(repo, sessions, entries)
-        for path, s in moved_worktrees(repo, sessions, loose, entries):
-            loose.remove(path)
-            checks.append(Check("session", False, f"{s.id}: its worktree is at {path} now, "
-                                f"not {s.worktree_path} (git worktree move?); preserve "
-                                f"refuses it until it is back: git worktree move {path} "
-                                f"{s.worktree_path}"))
+        for path, _s in moved_worktrees(repo, sessions, loose, entries):
+            loose.remove(path)  # session_checks names it, moved
         checks += session_checks(repo, [s for s in sessions if s.common_dir == repo],
                                  entries, store.dir)
         if loose:
@@ -203,15 +199,15 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
             out.append(Check("session", False, f"{s.id}: pending, but {path} exists and is "
                              "not its worktree: restore refuses it until it is moved away"))
     for s in sessions:
-        moved = s.branch is not None and any(
-            e.branch == f"refs/heads/{s.branch}" and os.path.isdir(e.path)
-            and os.path.realpath(e.path) != os.path.realpath(s.worktree_path) for e in entries)
-        if s.live and not s.pending and not moved \
-                and not os.path.lexists(os.path.join(s.worktree_path, ".git")):
-            ref = s.save.preserve_ref if s.save and s.save.holds_ref else ""
-            saved = f"; its last checkpoint is in {ref}" if ref else ""
+        if s.pending:
+            continue
+        gone = gone_worktree(s, entries)
+        if gone is not None:
+            out.append(Check("session", False, f"{s.id}: {gone.advice(s)}"))
+        elif s.live and not os.path.lexists(os.path.join(s.worktree_path, ".git")):
+            # files, but no .git file: not one of the three cases, said as before
             out.append(Check("session", False, f"{s.id}: live, but its worktree "
-                             f"{s.worktree_path} is gone or empty{saved}; git ao-preserve "
+                             f"{s.worktree_path} has no .git file; git ao-preserve "
                              f"{s.id} records it so git ao-restore brings it back"))
     live = [s for s in sessions if s.live or s.pending]
     for outer in live:

@@ -54,8 +54,9 @@ def holds_ref(s: Session, refs: Refs | None = None) -> bool:
 
 
 def worktree_gone(s: Session) -> bool:
-    """Is a live session's worktree gone or empty (removed by hand, a tmpfs cleared
-    by a reboot)? Nothing is pending, yet its work is not where it was."""
+    """Is a live session's worktree not at its path (moved, removed, or emptied: see
+    `context.gone_worktree`, which says why)? Nothing is pending, yet its work is not
+    where it was."""
     path = s.worktree_path
     return s.live and bool(path) and (not os.path.lexists(path) or walk.is_empty_dir(path))
 

@@ -19,7 +19,15 @@ from collections.abc import Callable, Sequence
 from git_ao import crashpoint, git, groups
 from git_ao.agents import processes, stopping
 from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
-from git_ao.context import KEPT_PREFIX, Context, facts, lookup, preserve_ref, work_present_elsewhere
+from git_ao.context import (
+    KEPT_PREFIX,
+    Context,
+    facts,
+    lookup,
+    moved_to,
+    preserve_ref,
+    work_present_elsewhere,
+)
 from git_ao.errors import AoError, GitError, Refused, TimedOut
 from git_ao.fs import nested, walk
 from git_ao.git import index, query, worktree
@@ -208,11 +216,11 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             _refuse_missing_with_state(s, entry)
             return _record_missing(ctx, s, entry)
         if not os.path.lexists(path):
-            moved = _moved_to(entries, s, path)
+            moved = moved_to(entries, s)
             if moved:
-                raise Refused(f"'{path}' is gone and branch '{s.branch}' is checked out in "
-                              f"{moved} (git worktree move?); move it back to {path}; "
-                              "nothing is recorded")
+                raise Refused(f"'{path}' was moved to {moved} (git worktree move; branch "
+                              f"'{s.branch}' is checked out there): git worktree move {moved} "
+                              f"{path} moves it back; nothing is recorded")
             _refuse_missing_with_state(s, entry)
             return _record_missing(ctx, s, entry)
         if entry is None:
@@ -493,18 +501,6 @@ def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
     raise Refused(f"{ref} still holds work the last restore could not put back "
                   f"(git stash show -p --include-untracked {ref}); apply what you need, then "
                   f"drop it with git ao resolve {s.id}; nothing is captured or removed")
-
-
-def _moved_to(entries: list[git.WorktreeEntry], s: Session, path: str) -> str | None:
-    """Another existing worktree holding the session's branch, when its recorded path
-    is gone (a `git worktree move`): recording it missing would hide where it went."""
-    if not s.branch:
-        return None
-    for e in entries:
-        if e.branch == f"refs/heads/{s.branch}" and not worktree.same_path(e.path, path) \
-                and os.path.isdir(e.path):
-            return e.path
-    return None
 
 
 def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from git_ao import crashpoint, git, groups
 from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
-from git_ao.context import Context, facts, lookup
+from git_ao.context import Context, facts, gone_worktree, lookup
 from git_ao.errors import AoError, Failed, Refused
 from git_ao.git import index, query, worktree
 from git_ao.git.parse import ObjectId
@@ -183,6 +183,9 @@ def _not_pending(s: Session) -> Outcome:
     """The outcome for a session with nothing to restore: live (its ref still holding
     work a restore could not put back needs attention) or terminated."""
     last = s.save
+    gone = gone_worktree(s)
+    if gone is not None:
+        return Outcome(s.id, Action.RESTORE, Status.ATTENTION, gone.advice(s), facts(s))
     if s.live and last is not None and last.needs_attention and last.preserve_ref \
             and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
         ref = last.preserve_ref
