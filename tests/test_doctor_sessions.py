@@ -75,3 +75,50 @@ def test_a_lost_database_is_named_and_restore_says_how_to_rebuild_it(repo, workt
     assert res.stderr.startswith("warning: the database is new"), res.stderr
     [check] = [c for c in _checks(repo, 1) if c["name"] == "database" and not c["ok"]]
     assert "git ao doctor --recover" in check["detail"]
+
+
+def _tree_of_data_dir(repo):
+    """Every file of the data dir with its bytes, and the repository's refs: what a
+    doctor run must leave as it found them."""
+    from tests.support import db_path
+    base = os.path.dirname(db_path())
+    files = {}
+    for root, _dirs, names in os.walk(base):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as fh:
+                files[path] = fh.read()
+    return files, git("for-each-ref", cwd=repo)
+
+
+def test_doctor_names_each_live_session_preserve_would_refuse_and_writes_nothing(
+        repo, worktrees):
+    # The admin dir of a worktree deleted by hand: git ao-preserve --all refuses it
+    # every time, so the next shutdown would not save it. Doctor runs preserve's own
+    # checks (nothing captured, nothing written) and says why and what fixes it.
+    broken = worktrees(repo, "broken")
+    worktrees(repo, "fine")
+    (broken / "work.txt").write_text("only here\n")
+    shutil.rmtree(repo / ".git" / "worktrees" / "broken")
+    refused = ao("ao-preserve", "--all", "-n", cwd=repo, rc=1).stdout
+    before = _tree_of_data_dir(repo)
+    res = ao("ao", "doctor", "--json", cwd=repo, rc=1)
+    assert _tree_of_data_dir(repo) == before
+    bad = [c for c in json.loads(res.stdout)["checks"] if c["name"] == "preserve"]
+    assert [c["ok"] for c in bad] == [False], bad
+    detail = bad[0]["detail"]
+    assert detail.startswith("broken: git ao-preserve refuses it, so a shutdown would not "
+                             "save it: "), detail
+    why = detail.split("save it: ", 1)[1]
+    assert f"preserve\trefused\tbroken\t{why}\n" in refused  # preserve's own words
+    assert f"git worktree add {broken} broken" in why
+    # the fix it names works: doctor is quiet, and preserve saves the work
+    old = f"{broken}.old"
+    os.rename(broken, old)
+    git("worktree", "add", "-q", broken, "broken", cwd=repo)
+    shutil.copy(os.path.join(old, "work.txt"), broken / "work.txt")
+    checks = json.loads(ao("ao", "doctor", "--json", cwd=repo).stdout)["checks"]
+    assert not [c for c in checks if c["name"] == "preserve"]
+    ao("ao-preserve", "--all", cwd=repo)
+    assert "work.txt" in git("stash", "show", "--include-untracked", "--name-only",
+                             "refs/ao/preserved/broken", cwd=repo)

@@ -2,7 +2,8 @@
 
 import functools
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,6 +28,9 @@ from git_ao.cli.common import (
 from git_ao.errors import ExitStatus
 from git_ao.outcome import Action, Outcome
 from git_ao.store.states import KINDS, STATES
+
+if TYPE_CHECKING:
+    from git_ao.store.records import Session
 
 
 @click.group("ao", cls=Group, context_settings=CONTEXT_SETTINGS)
@@ -290,6 +294,15 @@ def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
     return finish(app, "forget", outcomes)
 
 
+def _preserve_refusal(app: App) -> "Callable[[Session], str | None]":
+    """Why git ao-preserve would refuse a session before it captures (see
+    doctor.run_checks): its own checks on a dry run, so nothing is written."""
+    from git_ao.batch import RepoCache
+    from git_ao.context import Context
+    from git_ao.preserve.workflow import refusal
+    cache = RepoCache()
+    return lambda s: refusal(Context(app.store, dry_run=True), s, cache)
+
 @group.command("doctor", context_settings=CONTEXT_SETTINGS,
                short_help="Check git, the data dir, the database and the repositories.")
 @click.argument("scan", nargs=-1, metavar="[DIR]...", type=click.Path(file_okay=False))
@@ -322,7 +335,7 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
                 click.echo(note, err=True)
             for o in outcomes:
                 app.printer.outcome(o)
-    checks = doc.run_checks(lambda: app.store, repos)
+    checks = doc.run_checks(lambda: app.store, repos, refusal=_preserve_refusal(app))
     checks += [doc.Check("repository", False, p) for p in problems]
     if app.printer.json_mode:
         app.printer.emit_json("doctor", checks=[c._asdict() for c in checks],

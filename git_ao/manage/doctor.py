@@ -90,12 +90,16 @@ def exit_status(checks: list[Check], outcomes: list[Outcome]) -> ExitStatus:
     return ExitStatus.OK if all(c.ok is not False for c in checks) else ExitStatus.FAILED
 
 
-def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> list[Check]:
+def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
+               refusal: Callable[[Session], str | None] | None = None) -> list[Check]:
     """Run every check; never raises for a problem it can name.
 
     repos: more repositories (absolute common git dirs, from -C or a scanned
     directory) whose preserve refs are checked against the database, so refs
-    that no record knows are noticed even when the database was lost."""
+    that no record knows are noticed even when the database was lost.
+    refusal: why git ao-preserve would refuse a live session before it captures,
+    or None (the preserve workflow's checks, which this layer cannot import): each
+    session it refuses is one a shutdown would not save."""
     checks = [Check("git", True, ".".join(map(str, version.version())))]
     try:
         store = open_store()
@@ -151,6 +155,9 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> li
             loose.remove(path)  # session_checks names it, moved
         checks += session_checks(repo, [s for s in sessions if s.common_dir == repo],
                                  entries, store.dir)
+        if refusal is not None:
+            checks += refused_checks([s for s in sessions if s.common_dir == repo],
+                                     entries, refusal)
         if loose:
             # A note, not a problem: not every worktree is an agent's, but these are
             # the ones a shutdown would leave unsaved.
@@ -158,6 +165,25 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = ()) -> li
                                 f"holds, not saved by git ao-preserve --all: {', '.join(loose)} "
                                 "(git ao add PATH registers one, git ao add --all each of them)"))
     return checks + push_checks(store) + install_checks()
+
+
+def refused_checks(sessions: Iterable[Session], entries: Sequence[WorktreeEntry],
+                   refusal: Callable[[Session], str | None]) -> list[Check]:
+    """A problem for each live session `refusal` (see run_checks) says git
+    ao-preserve refuses: it would not be saved at the next shutdown. A worktree moved
+    with git worktree move is left out: session_checks names it with its fix."""
+    out = []
+    for s in sessions:
+        if not s.live:
+            continue
+        gone = gone_worktree(s, entries)
+        if gone is not None and gone.kind == "moved":
+            continue
+        why = refusal(s)
+        if why:
+            out.append(Check("preserve", False, f"{s.id}: git ao-preserve refuses it, so a "
+                             f"shutdown would not save it: {why}"))
+    return out
 
 
 def push_checks(store: Store) -> list[Check]:

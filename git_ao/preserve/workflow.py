@@ -201,32 +201,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if not s.branch and not s.worktree_path:
             return Outcome(s.id, Action.PRESERVE, Status.NOTHING, "skipped: no branch and no path")
         path = s.worktree_path
-        if not os.path.isdir(s.common_dir):
-            raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
-        entries = cache.entries(s.common_dir)
-        entry = worktree.find(entries, path)
-        main = worktree.main_path(entries)
-        if main and worktree.same_path(main, path):
-            ctx.log("preserve", s.id, "refused-damaged", workspace=path)
-            raise Refused(f"record of '{s.id}' names the main worktree {path}: the record is "
-                          "damaged; nothing is removed")
-        if walk.is_empty_dir(path):
-            # An empty directory where the worktree was (a tmpfs mounted again after a
-            # reboot, a `rm -rf` of its contents): as good as gone.
-            _refuse_missing_with_state(s, entry)
+        entry, v = _check(ctx, s, cache)
+        if v is None:
             return _record_missing(ctx, s, entry)
-        if not os.path.lexists(path):
-            moved = moved_to(entries, s)
-            if moved:
-                raise Refused(f"'{path}' was moved to {moved} (git worktree move; branch "
-                              f"'{s.branch}' is checked out there): git worktree move {moved} "
-                              f"{path} moves it back; nothing is recorded")
-            _refuse_missing_with_state(s, entry)
-            return _record_missing(ctx, s, entry)
-        if entry is None:
-            raise Refused(f"'{path}' is not a worktree of {s.common_dir}; nothing is removed")
-        _refuse_over_kept_work(ctx, s, path)
-        v = worktree.verify(s.common_dir, path, entries)
         # The walk, the witness for the removal, runs beside inspect's `git status`
         # and is over before the capture reads a file: its stat data is what the
         # check after the move compares with, and every entry touched since `since`
@@ -481,6 +458,75 @@ def _mirror_warning(path: str) -> str:
         return ""
     return (f"warning: {specs[0]} covers refs/ao/, so git fetch --prune deletes the preserve "
             "ref; the trash keeps a copy")
+
+
+def refusal(ctx: Context, s: Session, cache: RepoCache | None = None) -> str | None:
+    """Why `preserve_one` would refuse the live session `s` before it captures, or
+    None when it would go on (a session not live, or with nothing to save, is never
+    refused). The same checks, in the same order; nothing is captured, locked or
+    written (give a dry-run ctx: its log writes nothing). Runs `git worktree list`
+    and `git rev-parse`."""
+    if not s.live or (not s.branch and not s.worktree_path):
+        return None
+    try:
+        _check(ctx, s, cache or RepoCache())
+    except Refused as exc:
+        return str(exc)
+    return None
+
+
+def _check(ctx: Context, s: Session, cache: RepoCache
+           ) -> tuple[git.WorktreeEntry | None, worktree.Verified | None]:
+    """preserve_one's checks before the capture. Returns (its registration, the
+    verified worktree), or (its registration or None, None) when the worktree is
+    gone or empty and is to be recorded missing. Raises Refused."""
+    path = s.worktree_path
+    if not os.path.isdir(s.common_dir):
+        raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
+    entries = cache.entries(s.common_dir)
+    entry = worktree.find(entries, path)
+    main = worktree.main_path(entries)
+    if main and worktree.same_path(main, path):
+        ctx.log("preserve", s.id, "refused-damaged", workspace=path)
+        raise Refused(f"record of '{s.id}' names the main worktree {path}: the record is "
+                      "damaged; nothing is removed")
+    if walk.is_empty_dir(path):
+        # An empty directory where the worktree was (a tmpfs mounted again after a
+        # reboot, a `rm -rf` of its contents): as good as gone.
+        _refuse_missing_with_state(s, entry)
+        return entry, None
+    if not os.path.lexists(path):
+        moved = moved_to(entries, s)
+        if moved:
+            raise Refused(f"'{path}' was moved to {moved} (git worktree move; branch "
+                          f"'{s.branch}' is checked out there): git worktree move {moved} "
+                          f"{path} moves it back; nothing is recorded")
+        _refuse_missing_with_state(s, entry)
+        return entry, None
+    if entry is None:
+        raise Refused(_unregistered(s))
+    _refuse_over_kept_work(ctx, s, path)
+    return entry, worktree.verify(s.common_dir, path, entries)
+
+
+def _unregistered(s: Session) -> str:
+    """The refusal for a worktree git's registration does not name: when its `.git`
+    file names an admin dir that is gone (a `rm -rf` of it; `git worktree repair`
+    cannot rebuild one), says how to register the directory again with its files."""
+    path = s.worktree_path
+    why = f"'{path}' is not a worktree of {s.common_dir}; nothing is removed"
+    try:
+        with open(os.path.join(path, ".git"), encoding="utf-8", errors="surrogateescape") as fh:
+            named = fh.read().strip().removeprefix("gitdir:").strip()
+    except OSError:
+        return why
+    if not named or os.path.isdir(named):
+        return why
+    branch = s.branch or "<branch>"
+    return (f"'{path}' is no worktree git knows: its .git file names {named}, which is gone; "
+            f"nothing is removed. To save it, register it again: mv {path} {path}.old; git "
+            f"worktree add {path} {branch}; copy the files of {path}.old except .git over "
+            f"it; then git ao-preserve {s.id}")
 
 
 def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
