@@ -6,6 +6,7 @@ registration a killed `git worktree add` left half-written is named with its fix
 import json
 import os
 import re
+import shutil
 
 from tests.support import REF, ao, commit_on, dirty, git, ref_of
 from tests.trash_helpers import checkout_path_only
@@ -199,3 +200,45 @@ def test_a_lock_file_is_called_stale_or_held_with_what_clears_it(repo, worktrees
     ref_lock.unlink()
     ao("ao-preserve", "lk", cwd=repo)
     assert not wt.exists()
+
+
+def _checkout_set_aside(repo, worktrees, sid, *, extra=None):
+    """A restore rebuilding `sid` from its commit killed in its checkout: a saved
+    file cut short and, with `extra`, a tracked file written with content the commit
+    does not have (an edit) or an ignored file, neither of them what its checkout
+    wrote. The rerun
+    sets that worktree aside. Returns the stray trash entry."""
+    from git_ao.store import trash
+    wt, _before = _interrupted_after_add(repo, worktrees, sid)
+    (wt / "README.md").write_bytes(b"hel")  # the kill cut the checkout of it short
+    if extra:
+        (wt / extra).write_text("not from the commit\n")
+    ao("ao-restore", cwd=repo, rc=None)
+    (entry,) = [e for e in trash.entries(os.environ["AO_DATA_DIR"]) if e.stray]
+    assert entry.meta.interrupted_restore and entry.meta.checkout_trees
+    return entry
+
+
+def test_prune_deletes_what_restore_set_aside_from_its_own_interrupted_checkout(
+        repo, worktrees):
+    entry = _checkout_set_aside(repo, worktrees, "ck")
+    # within the grace period it stays, and says so
+    res = ao("ao-prune", cwd=repo)
+    assert f"kept {entry.path}" in res.stdout and "--expire=now deletes it" in res.stdout
+    res = ao("ao-prune", "--expire=now", cwd=repo)
+    assert f"deleted {entry.path}" in res.stdout, res.stdout
+    assert not os.path.lexists(entry.path)
+
+
+def test_prune_keeps_a_set_aside_checkout_holding_anything_else_and_names_it(
+        repo, worktrees):
+    # An edit, and an ignored file too: a fallback restore moves the trash's ignored
+    # files in, and the entry may hold the only copy of one.
+    for sid, extra in (("cx", "src/app.py"), ("cy", "debug.log")):
+        entry = _checkout_set_aside(repo, worktrees, sid, extra=extra)
+        res = ao("ao-prune", "--expire=now", cwd=repo)
+        line = [ln for ln in res.stdout.splitlines() if entry.path in ln]
+        assert line and f"kept {entry.path}" in line[0] and extra in line[0], res.stdout
+        assert os.path.exists(os.path.join(entry.worktree, extra))
+        shutil.rmtree(entry.path)
+        git("worktree", "prune", cwd=repo)

@@ -312,6 +312,16 @@ def _prune_trash(ctx: Context, expire_before: float | None,
         young = expire_before is not None and entry.created_ns / 1e9 >= expire_before
         if sid in pending:
             why = "its session is pending (restore brings it back)"
+        elif entry.stray and entry.meta.checkout_trees:
+            # git-ao's own interrupted checkout, set aside by the restore that ran
+            # again: deleted after the grace period once proven only that checkout.
+            if young:
+                why = f"newer than {expire_text}" if expire_text else "not expired yet"
+                why += "; --expire=now deletes it"
+            else:
+                why = witness.not_from_checkout(entry)
+                if why:
+                    why = f"set aside from an interrupted restore's checkout, but {why}"
         elif entry.stray:
             why = "a directory restore set aside; it may hold an agent's latest writes"
         elif entry.meta.environment_kept and entry.holds_worktree:

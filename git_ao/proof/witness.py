@@ -194,6 +194,61 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
     return ""
 
 
+def partly_written(common_dir: str, file: str, oids: set[str]) -> bool:
+    """Is `file` a strict beginning of one of the blobs `oids` (what a checkout or
+    apply cut short by a full disk or a kill leaves), not an edit? Compared as
+    stored: a file written through a smudge filter is never taken for one."""
+    with open(file, "rb") as fh:
+        head = fh.read()
+    return any(len(blob) > len(head) and blob.startswith(head)
+               for blob in (query.blob_bytes(common_dir, o) for o in sorted(oids)))
+
+
+def not_from_checkout(entry: trash.Entry) -> str:
+    """Why a stray entry restore set aside from its own interrupted checkout must be
+    kept, or '' when all its directory holds is provably what that checkout was
+    writing: each file and symlink is, at its path, a blob of the entry's
+    `checkout_trees` (the HEAD it checked out and the save's trees), or the start
+    of one (the file the kill cut short). Anything else keeps it, named: a path
+    none of them has (an ignored file too: it may be the only copy of an `.env`),
+    other content, a mount point, a nested repository, trees that are gone. The
+    walk follows no symlink and crosses no mount; git is asked with the
+    repository's filters (`git hash-object`), which checked the files out."""
+    trees = [str(t) for t in entry.meta.checkout_trees or []]
+    common = str(entry.meta.common_dir or "")
+    if walk.is_mount_point(entry.path):
+        return "it is a mount point"
+    if not entry.holds_worktree:
+        return ""
+    if not common or not os.path.isdir(common):
+        return "its repository is gone, so what it holds cannot be checked"
+    if not trees or not all(git.object_exists(common, t) for t in trees):
+        return "the trees its checkout was writing are gone, so what it holds cannot be checked"
+    w = walk.walk(entry.worktree)
+    if w.blockers:
+        return f"{w.blockers[0]}"
+    if w.nested:
+        return f"it holds a nested repository: {w.nested[0]}"
+    known = query.blobs_by_path(common, trees)
+    rest = sorted(w.entries)
+    missing = [p for p in rest if p not in known or w.entries[p].kind == "other"]
+    if missing:
+        return (f"it holds {len(missing)} path(s) its checkout did not write, such as {missing[0]}; "
+                "take what you need, then remove it by hand")
+    files = [p for p in rest if w.entries[p].kind == "file"]
+    for p, oid in zip(files, query.hash_paths_in(common, entry.worktree, files), strict=True):
+        if oid not in known[p] and not partly_written(
+                common, os.path.join(entry.worktree, p), known[p]):
+            return (f"{p} differs from what its checkout wrote; take what you need, then "
+                    "remove it by hand")
+    for p in (p for p in rest if w.entries[p].kind == "link"):
+        target = os.fsencode(os.readlink(os.path.join(entry.worktree, p)))
+        if not any(query.blob_bytes(common, o) == target for o in sorted(known[p])):
+            return (f"{p} differs from what its checkout wrote; take what you need, then "
+                    "remove it by hand")
+    return ""
+
+
 def _admin_head(common: str, admin: str) -> str | None:
     """The commit the admin copy's HEAD names, when it still exists."""
     try:

@@ -372,28 +372,22 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
                and not os.path.islink(os.path.join(path, p))]
     foreign = [p for p, oid in zip(present, query.hash_paths(path, present), strict=True)
                if oid not in known.get(p, set())
-               and not _partly_written(s.common_dir, os.path.join(path, p), known.get(p, set()))
+               and not witness.partly_written(s.common_dir, os.path.join(path, p), known.get(p, set()))
                ] if present else []
     v = worktree.verify(s.common_dir, path, entries)
     if v.entry.locked is not None:
         unlock_interrupted_add(ctx, s, path)
+    # Marked as git-ao's own checkout, with the trees it was writing: prune deletes
+    # the entry once it proves all it holds is in them (witness.not_from_checkout).
+    resolved = [str(t) for t in git.rev_parse_many(s.common_dir, trees) if t]
     entry = trash.move_in(ctx.store.dir, s.id, v,
-                          trash.Meta(stray=True, interrupted_restore=True, files=foreign))
+                          trash.Meta(stray=True, interrupted_restore=True, files=foreign,
+                                     checkout_trees=resolved))
     trash.detach(entry)
     git.worktree_prune(s.common_dir)
     ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
             trash=entry.worktree, unsaved=len(foreign) or None)
     return entry
-
-
-def _partly_written(common_dir: str, file: str, oids: set[str]) -> bool:
-    """Is `file` a strict beginning of one of the blobs `oids` (what a checkout or
-    apply cut short by a full disk or a kill leaves), not an edit? Compared as
-    stored: a file written through a smudge filter is never taken for one."""
-    with open(file, "rb") as fh:
-        head = fh.read()
-    return any(len(blob) > len(head) and blob.startswith(head)
-               for blob in (query.blob_bytes(common_dir, o) for o in sorted(oids)))
 
 
 def unlock_interrupted_add(ctx: Context, s: Session, path: str) -> None:

@@ -28,7 +28,9 @@ Entries written before this layout are a bare directory named
 
 Two more kinds of entry share the layout. `<session id>.<ns>.stray/` holds, as
 its `worktree/`, a directory restore found at a session's recorded path and
-set aside (entry.json: "stray": true); prune never deletes one. And an entry
+set aside (entry.json: "stray": true); prune never deletes one, except one
+restore set aside from its own interrupted checkout ("checkout_trees": the
+trees it was writing) whose every file is in those trees. And an entry
 restore has put back has no `worktree/` left (entry.json: "reinstated_to");
 one whose ignored files a fallback restore moved out says "restored": true.
 """
@@ -140,6 +142,10 @@ class Meta:
     killed: bool | None = None  # taken away by `git ao kill`
     stray: bool | None = None  # a directory restore found in a session's way
     interrupted_restore: bool | None = None  # left by a restore that was interrupted
+    # the trees git-ao's own interrupted checkout and apply were writing (a stray
+    # set aside from a restore's unfinished worktree): prune deletes the entry once
+    # all it holds is in them (`witness.not_from_checkout`)
+    checkout_trees: list[str] | None = None
     files: list[str] | None = None  # a stray's first files, to name them
     count: int | None = None  # how many files a stray holds
     restored: bool | None = None  # put back whole by a restore
