@@ -178,6 +178,31 @@ def test_import_tools_setting_makes_shutdown_and_boot_import_first(repo, ao_env)
     assert_restored(before, state(wt))
 
 
+def test_summaries_count_imports_apart_and_a_pending_session_is_not_called_ended(
+        repo, ao_env):
+    ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
+    wt = ts.claude_worktree(repo, "agent1")
+    ts.claude_transcript(wt, CC_ID)
+    dirty(wt)
+    res = ao("ao-preserve", "--all", cwd=repo)
+    assert res.stderr.splitlines()[-1] == "preserve: 1 ok; import: 1 ok"
+    # Its worktree is in git-ao's trash, not ended in Claude Code: git-ao holds it.
+    res = ao("ao-restore", cwd=repo)
+    lines = [line for line in res.stdout.splitlines() if line.startswith("import")]
+    assert all("not live" not in line and "ended" not in line for line in lines), lines
+    assert all(line.count("(") <= 1 for line in lines), lines
+    assert res.stderr.splitlines()[-1].startswith("restore: 1 ok")
+
+
+def test_tool_ended_session_said_in_one_line_without_nested_parentheses(repo, ao_env):
+    wt = ts.claude_worktree(repo, "gone")
+    ts.claude_transcript(wt, CC_ID)
+    git("worktree", "remove", str(wt), cwd=repo)
+    res = ao("ao", "import", "--tool", "claude-code", cwd=repo)
+    line = next(x for x in res.stdout.splitlines() if "gone" in x)
+    assert "not live in claude-code" in line and "(" not in line.split("\t")[-1], line
+
+
 def test_builtin_resume_runs_in_the_tools_tmux_session(repo, ao_env, monkeypatch):
     bin_dir = ao_env / "bin"
     bin_dir.mkdir()

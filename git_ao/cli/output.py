@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 JSON_SCHEMA = 1
 # The records a summary counts apart from the sessions of the command.
-APART = ("push", "relaunch")
+APART = ("import", "push", "relaunch")
 
 _STYLE = {Status.OK: "green", Status.NOTHING: "dim", Status.ATTENTION: "yellow",
           Status.REFUSED: "red", Status.FAILED: "red"}
@@ -212,8 +212,8 @@ class Printer:
         """The counts of a batch, one line on stderr (not with -q or --json)."""
         if self.json_mode or self.quiet or not outcomes:
             return
-        # Push and relaunch records follow the sessions they belong to; counted
-        # apart, so the sessions' counts add up to the number of sessions.
+        # Import, push and relaunch records go with the sessions they belong to;
+        # counted apart, so the sessions' counts add up to the number of sessions.
         groups: dict[str, dict[str, int]] = {}
         for o in outcomes:
             counts = groups.setdefault(o.action if o.action in APART else verb, {})

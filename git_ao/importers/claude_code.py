@@ -173,7 +173,7 @@ def read(source: Path) -> list[Found]:
         out.append(Found(
             tool=TOOL, tool_id=root, worktree=Path(root), branch=None, harness=HARNESS,
             agent_session_id=sid, kind=Kind.WORKER, live=live,
-            note=None if live else "its worktree is gone (ended in Claude Code)",
+            note=None if live else "its worktree is gone, so ended in Claude Code",
             name=os.path.basename(root)))
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""

@@ -168,9 +168,13 @@ def _one(ctx: Context, f: Found) -> Outcome:
     what = f"{f.tool} {f.tool_id}" if f.tool_id != str(f.worktree) else f.tool
     holder = ctx.store.holder_of(path)
     sid = holder.id if holder is not None else id_from_name(f.name or os.path.basename(path))
+    if holder is not None and not holder.live:
+        # Pending in git-ao: its worktree went into git-ao's trash, which the tool
+        # may read as ended; the save is git-ao's, restore brings it back.
+        return _known(ctx, holder, f)
     if not f.live:
         return Outcome(sid, Action.IMPORT, Status.NOTHING,
-                       f"not live in {what} ({f.note or 'paused, archived or ended'}); "
+                       f"not live in {what}: {f.note or 'paused, archived or ended'}; "
                        "not imported")
     if holder is not None:
         return _known(ctx, holder, f)
@@ -202,7 +206,7 @@ def _known(ctx: Context, s: Session, f: Found) -> Outcome:
     session this tool made follow the tool (a newer agent session); a session
     registered otherwise keeps what it was given and only gains what it lacked."""
     if not s.live:
-        return Outcome(s.id, Action.IMPORT, Status.NOTHING, f"already known ({s.state})", list_json(s))
+        return Outcome(s.id, Action.IMPORT, Status.NOTHING, f"already known: {s.state} in git-ao", list_json(s))
     if s.tool not in (None, f.tool):
         return Outcome(s.id, Action.IMPORT, Status.NOTHING,
                        f"already known, imported from {s.tool}", list_json(s))
