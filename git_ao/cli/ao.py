@@ -30,6 +30,7 @@ from git_ao.outcome import Action, Outcome
 from git_ao.store.states import KINDS, STATES
 
 if TYPE_CHECKING:
+    from git_ao.context import Context
     from git_ao.store.records import Session
 
 
@@ -237,16 +238,24 @@ def add(app: App, path: str | None, all_: bool, session_id: str | None, kind: st
 def kill(app: App, ids: tuple[str, ...]) -> int:
     """End sessions: remove each worktree only when it is clean, and mark the session
     terminated with nothing pending (restore never brings it back)."""
-    from git_ao.batch import guarded
     from git_ao.manage.kill import kill as kill_one
+    outcomes = _each(app, ids, Action.KILL, kill_one)
+    return finish(app, "kill", outcomes)
+
+
+def _each(app: App, ids: tuple[str, ...], action: Action,
+          step: "Callable[[Context, str], Outcome]") -> list[Outcome]:
+    """Run `step` for each session id, one's refusal never stopping the next, and
+    print each Outcome as it comes."""
+    from git_ao.batch import guarded
     check_ids(ids)
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(functools.partial(kill_one, ctx, sid), sid, Action.KILL)
+        o = guarded(functools.partial(step, ctx, sid), sid, action)
         app.printer.outcome(o)
         outcomes.append(o)
-    return finish(app, "kill", outcomes)
+    return outcomes
 
 
 @group.command("resolve", context_settings=CONTEXT_SETTINGS,
@@ -257,15 +266,8 @@ def kill(app: App, ids: tuple[str, ...]) -> int:
 def resolve(app: App, ids: tuple[str, ...]) -> int:
     """After a restore left work in a session's preserve ref (a conflict) and you
     resolved it: drop the ref and the record's attention together."""
-    from git_ao.batch import guarded
     from git_ao.manage.resolve import resolve as resolve_one
-    check_ids(ids)
-    ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
-    outcomes = []
-    for sid in ids:
-        o = guarded(functools.partial(resolve_one, ctx, sid), sid, Action.RESOLVE)
-        app.printer.outcome(o)
-        outcomes.append(o)
+    outcomes = _each(app, ids, Action.RESOLVE, resolve_one)
     if not app.dry_run:
         from git_ao.cli import remote_opts
         # The remote copy a conflicted restore kept goes with the local ref.
@@ -282,15 +284,8 @@ def resolve(app: App, ids: tuple[str, ...]) -> int:
 @options(records=True)
 def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
     """Drop session records; refuses while work is pending unless --force."""
-    from git_ao.batch import guarded
     from git_ao.manage.kill import forget as forget_one
-    check_ids(ids)
-    ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
-    outcomes = []
-    for sid in ids:
-        o = guarded(functools.partial(forget_one, ctx, sid, force), sid, Action.FORGET)
-        app.printer.outcome(o)
-        outcomes.append(o)
+    outcomes = _each(app, ids, Action.FORGET, lambda ctx, sid: forget_one(ctx, sid, force))
     return finish(app, "forget", outcomes)
 
 

@@ -90,17 +90,23 @@ class NoCommand(click.UsageError):
     """A command group run with no subcommand (`git ao` alone)."""
 
 
+def _in_context(parse: Callable[[click.Context, list[str]], list[str]], ctx: click.Context,
+                args: list[str]) -> list[str]:
+    """`parse(ctx, args)`, with a usage error given `ctx` when click's parser raised
+    it without one, so the short usage follows the error line."""
+    try:
+        return parse(ctx, args)
+    except click.UsageError as exc:
+        if exc.ctx is None:
+            exc.ctx = ctx
+        raise
+
+
 class Command(click.Command):
-    """A click command whose usage errors always carry their context, so the
-    short usage follows the error line (click's parser raises some without)."""
+    """A click command whose usage errors always carry their context."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            if exc.ctx is None:
-                exc.ctx = ctx
-            raise
+        return _in_context(super().parse_args, ctx, args)
 
 
 class Group(click.Group):
@@ -118,12 +124,7 @@ class Group(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:
             raise NoCommand("no command given", ctx)
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            if exc.ctx is None:
-                exc.ctx = ctx
-            raise
+        return _in_context(super().parse_args, ctx, args)
 
 
 def complete_ids(state: str) -> Callable[[click.Context, click.Parameter, str],

@@ -42,8 +42,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from git_ao.errors import Fatal
-from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.found import Found, Unreadable, read_database
 from git_ao.store import foreign
 from git_ao.store.states import Kind
 
@@ -65,26 +64,16 @@ def read(source: Path) -> list[Found]:
     Unreadable, one line naming the file, when it cannot be read or lacks what
     every crystal with archiving writes."""
     path = source / DB if source.is_dir() else source
-    try:
-        with foreign.read_only(str(path), "crystal database") as conn:
-            return _read(conn, path)
-    except Fatal as exc:
-        raise Unreadable(str(exc)) from None
-    except foreign.Error as exc:
-        raise Unreadable(f"crystal database '{path}' cannot be read: {exc}") from None
-
-
-def _columns(conn: Any, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+    return read_database(path, "crystal database", _read)
 
 
 def _read(conn: Any, path: Path) -> list[Found]:
-    cols = _columns(conn, "sessions")
+    cols = foreign.columns(conn, "sessions")
     missing = [c for c in REQUIRED if c not in cols]
     if missing:
         what = "no sessions table" if not cols else f"sessions has no {', '.join(missing)}"
         raise Unreadable(f"crystal database '{path}': {what}; a format this git-ao does not know")
-    panels = "id" in _columns(conn, "tool_panels")
+    panels = "id" in foreign.columns(conn, "tool_panels")
 
     def col(name: str) -> str:
         return name if name in cols else "NULL"

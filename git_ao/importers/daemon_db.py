@@ -111,8 +111,7 @@ def read(db_path: str) -> DaemonDb:
             raise Fatal(f"cannot read '{db_path}': {exc}") from exc
 
 
-def _columns(conn: foreign.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
 
 
 def _column_types(conn: foreign.Connection, table: str) -> dict[str, str]:
@@ -153,7 +152,7 @@ def schema_version(conn: foreign.Connection, db_path: str) -> int:
                        "AND name = 'goose_db_version'").fetchone()
     if not has:
         what = ("has a sessions table but no goose_db_version table, so its schema "
-                "version is unknown" if _columns(conn, "sessions") else
+                "version is unknown" if foreign.columns(conn, "sessions") else
                 "is not an ao daemon database (no goose_db_version table)")
         raise Fatal(f"'{db_path}' {what}; git-ao imports only a database the ao daemon "
                     "wrote")

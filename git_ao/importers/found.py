@@ -12,9 +12,12 @@ the import reports that line, registers the rest and goes on with the other tool
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from git_ao.errors import Fatal
+from git_ao.store import foreign
 from git_ao.store.states import Kind
 
 
@@ -58,3 +61,17 @@ class Unreadable(Exception):
     def __init__(self, message: str, found: list[Found] | None = None) -> None:
         super().__init__(message)
         self.found: list[Found] = list(found or [])
+
+
+def read_database(path: Path, what: str,
+                  read: Callable[[foreign.Connection, Path], list[Found]]) -> list[Found]:
+    """`read(conn, path)` over a tool's SQLite database opened read-only (the tool's
+    directory left as it was: store/foreign.py). Raises Unreadable, one line naming
+    the file (`what`: "crystal database"), when it cannot be opened or read."""
+    try:
+        with foreign.read_only(str(path), what) as conn:
+            return read(conn, path)
+    except Fatal as exc:
+        raise Unreadable(str(exc)) from None
+    except foreign.Error as exc:
+        raise Unreadable(f"{what} '{path}' cannot be read: {exc}") from None

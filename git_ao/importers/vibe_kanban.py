@@ -53,9 +53,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from git_ao.errors import Fatal
-from git_ao.importers.found import Found, Unreadable
-from git_ao.store import foreign
+from git_ao.importers.found import Found, Unreadable, read_database
 from git_ao.store.states import Kind
 
 TOOL = "vibe-kanban"
@@ -104,13 +102,7 @@ def read(source: Path) -> list[Found]:
     if source.is_dir():
         path = source / DB if (source / DB).exists() or not (source / OLD_DB).exists() \
             else source / OLD_DB
-    try:
-        with foreign.read_only(str(path), "vibe-kanban database") as conn:
-            return _read(conn, path)
-    except Fatal as exc:
-        raise Unreadable(str(exc)) from None
-    except foreign.Error as exc:
-        raise Unreadable(f"vibe-kanban database '{path}' cannot be read: {exc}") from None
+    return read_database(path, "vibe-kanban database", _read)
 
 
 def _read(conn: Any, path: Path) -> list[Found]:

@@ -29,6 +29,11 @@ Row = sqlite3.Row
 Connection = sqlite3.Connection
 
 
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of `table` (none when there is no such table)."""
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
 def _is_wal(db_path: str) -> bool:
     """Bytes 18 and 19 of the header are 2 in a WAL database, 1 in a rollback one."""
     with open(db_path, "rb") as f:
