@@ -185,7 +185,7 @@ def test_a_lock_file_is_called_stale_or_held_with_what_clears_it(repo, worktrees
     with subprocess.Popen(["git", "hash-object", "--stdin"], cwd=lock.parent,
                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL) as held:
         try:
-            res = ao("ao-preserve", "lk", cwd=repo, rc=1)
+            res = ao("ao-preserve", "lk", cwd=repo, rc=1, process=True)
         finally:
             held.communicate(b"")
     assert f"is held by a running git (pid {held.pid})" in res.stdout, res.stdout
@@ -242,3 +242,53 @@ def test_prune_keeps_a_set_aside_checkout_holding_anything_else_and_names_it(
         assert os.path.exists(os.path.join(entry.worktree, extra))
         shutil.rmtree(entry.path)
         git("worktree", "prune", cwd=repo)
+
+
+def _orphan_git(cwd):
+    """A git waiting on its stdin in `cwd` whose parent has exited (so it is not a
+    descendant of this process); returns (its pid, the pipe that ends it)."""
+    import subprocess
+    sh = subprocess.Popen(["sh", "-c", "exec 3<&0; git hash-object --stdin <&3 >/dev/null 3<&- & echo $!"],
+                          cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pid = int(sh.stdout.readline())
+    sh.wait()
+    sh.stdout.close()
+    return pid, sh.stdin
+
+
+def test_a_lock_holder_is_a_live_git_of_someone_else_in_that_repository(repo, worktrees):
+    """git-ao's own git running in the worktree at the moment of the check never holds
+    the lock (this test's process stands for git-ao); a git in a repository nested in
+    the worktree works on another repository's files; a git of someone else in the
+    worktree may hold it, until it ends."""
+    import subprocess
+
+    import psutil
+
+    from git_ao.git import lock as gitlock
+    wt = worktrees(repo, "lk")
+    lock = repo / ".git" / "worktrees" / "lk" / "index.lock"
+    lock.write_text("")
+    with subprocess.Popen(["git", "hash-object", "--stdin"], cwd=wt, stdin=subprocess.PIPE,
+                          stdout=subprocess.DEVNULL) as mine:
+        try:
+            assert gitlock.holders(str(lock), str(wt)) == []
+            assert "is stale" in gitlock.describe(str(lock), str(wt))
+        finally:
+            mine.communicate(b"")
+    git("init", "-q", "nested", cwd=wt)
+    pid, pipe = _orphan_git(wt / "nested")
+    try:
+        assert gitlock.holders(str(lock), str(wt)) == []
+    finally:
+        pipe.close()
+    pid, pipe = _orphan_git(wt)
+    try:
+        assert gitlock.holders(str(lock), str(wt)) == [pid]
+    finally:
+        pipe.close()
+    try:
+        psutil.Process(pid).wait(10)
+    except psutil.NoSuchProcess:
+        pass
+    assert gitlock.holders(str(lock), str(wt)) == []

@@ -21,29 +21,85 @@ _ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
 _IN_THE_WAY = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 
 
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _own() -> tuple[set[int], set[int]]:
+    """(this process and its descendants, its ancestors): git-ao's own gits never
+    hold a lock it reports; an ancestor (the `git` wrapper that ran git-ao, a git
+    running a hook) counts only with the lock open."""
+    me = psutil.Process()
+    mine = {me.pid}
+    try:
+        mine.update(c.pid for c in me.children(recursive=True))
+    except _ERRORS:
+        pass
+    parents: set[int] = set()
+    pid = os.getppid()
+    while pid > 0 and pid not in parents:
+        parents.add(pid)
+        try:
+            pid = psutil.Process(pid).ppid()
+        except _ERRORS:
+            break
+    return mine, parents
+
+
+def _other_repository(cwd: str, worktree: str | None) -> bool:
+    """Is `cwd` inside a repository nested in `worktree` (a `.git` in a directory
+    between them), so a git there works on another repository's files?"""
+    if not worktree:
+        return False
+    top = os.path.realpath(worktree)
+    d = cwd
+    while d != top and d.startswith(top.rstrip("/") + "/"):
+        if os.path.lexists(os.path.join(d, ".git")):
+            return True
+        d = os.path.dirname(d)
+    return False
+
+
 def holders(lock: str, worktree: str | None = None) -> list[int]:
     """Pids of the processes that may hold `lock`: those with it open, and the git
-    processes whose working directory is in `worktree` or in the lock's directory
-    (between two writes a git may have it closed). One pass over the process
-    table (psutil.process_iter), open files read only for git processes; a
-    process that exits or denies access is skipped. Never raises."""
+    processes whose working directory is in `worktree` (not in a repository nested
+    in it) or in the lock's directory (between two writes a git may have it
+    closed). Never this process or its descendants (git-ao's own gits), and an
+    ancestor only with the lock open. One pass over the process table
+    (psutil.process_iter), open files read only for git processes, then each one
+    found read again: it must still run as the same process (not a zombie) with
+    the same tie. A process that exits or denies access is skipped. Never raises."""
     lock = os.path.realpath(lock)
     roots = [os.path.realpath(p) for p in (os.path.dirname(lock), worktree) if p]
+    mine, parents = _own()
+
+    def tie(proc: psutil.Process, name: str, cwd: str) -> bool:
+        if not name.startswith("git"):
+            return False
+        if cwd and proc.pid not in parents and _inside(cwd, roots) \
+                and not _other_repository(cwd, worktree):
+            return True
+        try:
+            return any(f.path == lock for f in proc.open_files())
+        except _ERRORS:
+            return False
+
     found: list[int] = []
     for proc in psutil.process_iter(["pid", "name", "cwd"]):
         info = proc.info
-        name, cwd = info.get("name") or "", info.get("cwd") or ""
-        if not name.startswith("git") or info["pid"] == os.getpid():
+        if info["pid"] in mine:
             continue
-        if cwd and any(cwd == r or cwd.startswith(r.rstrip("/") + "/") for r in roots):
+        if tie(proc, info.get("name") or "", info.get("cwd") or ""):
             found.append(info["pid"])
-            continue
+    alive = []
+    for pid in found:  # read again: a git that ended meanwhile holds nothing
         try:
-            if any(f.path == lock for f in proc.open_files()):
-                found.append(info["pid"])
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE and tie(proc, proc.name(), proc.cwd()):
+                alive.append(pid)
         except _ERRORS:
             continue
-    return sorted(found)
+    return sorted(alive)
 
 
 def describe(lock: str, worktree: str | None = None) -> str:
