@@ -279,6 +279,17 @@ def _hook(payload, cwd):
                           cwd=cwd, input=payload, capture_output=True, text=True, check=False)
 
 
+def test_the_hook_form_exits_non_zero_when_the_checkpoint_is_refused(repo, worktrees, tmp_path):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    # A bisect in progress: the checkpoint is refused, and the hook's status says so.
+    (repo / ".git" / "worktrees" / "agent" / "BISECT_LOG").write_text("")
+    (wt / "more.txt").write_text("more\n")
+    res = _hook(json.dumps({"hook_event_name": "Stop", "cwd": str(wt)}), tmp_path)
+    assert res.returncode == 1 and "refused" in res.stdout, res
+    assert res.returncode != 2  # Claude Code would block the turn
+
+
 def test_the_claude_code_hook_checkpoints_the_worktree_its_json_names(repo, worktrees, tmp_path):
     wt = _session(repo, worktrees)
     with open(os.path.join(CONTRIB, "claude-code-hooks.json")) as fh:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 
 from tests.support import REF, ao, commit_on, dirty, git, ref_of
 from tests.trash_helpers import checkout_path_only
@@ -29,10 +30,11 @@ def test_preserve_never_replaces_work_a_restore_could_not_put_back(repo, worktre
     kept = ref_of(repo, "wt")
     assert kept and (wt / "notes.txt").read_text() == "THEIRS\n"
     (wt / "other.txt").write_text("the agent went on\n")
-    for args in (["--all"], ["wt", "--keep-worktree"]):
+    for args in (["--all"], ["wt"]):
         res = ao("ao-preserve", *args, cwd=repo, rc=1)
         assert "still holds work the last restore could not put back" in res.stdout
         assert "drop it with git ao resolve wt" in res.stdout
+        assert "git ao checkpoint wt appends the worktree's state" in res.stdout
     assert ref_of(repo, "wt") == kept
     assert (wt / "other.txt").read_text() == "the agent went on\n"
     assert "wt\tworker\t-\tattention" in ao("ao", "list", cwd=repo).stdout
@@ -40,6 +42,53 @@ def test_preserve_never_replaces_work_a_restore_could_not_put_back(repo, worktre
     git("update-ref", "-d", REF + "wt", kept, cwd=repo)
     ao("ao-preserve", "--all", cwd=repo)
     assert not wt.exists() and ref_of(repo, "wt") not in (None, kept)
+
+
+def _history(repo, sid):
+    return json.loads(ao("ao", "history", sid, "--json", cwd=repo).stdout)["entries"]
+
+
+def test_a_checkpoint_of_an_attention_session_keeps_its_work_and_leaves_the_ref(
+        repo, worktrees, tmp_path):
+    """The agent goes on writing after a conflicted restore: each checkpoint form
+    appends that work to the history, so a git clean loses nothing, and the kept
+    ref (the work the restore could not put back) stays exactly as it is."""
+    wt = _blocked_restore(repo, worktrees)
+    kept = ref_of(repo, "wt")
+    reflog = git("reflog", "show", REF + "wt", cwd=repo)
+    before = len(_history(repo, "wt"))
+    hook = json.dumps({"hook_event_name": "Stop", "cwd": str(wt)})
+    forms = [lambda: ao("ao", "checkpoint", "wt", cwd=repo),
+             lambda: subprocess.run(["git", "ao", "checkpoint", "--hook-input", "--trigger",
+                                     "hook"], cwd=tmp_path, input=hook, capture_output=True,
+                                    text=True, check=False),
+             lambda: ao("ao-preserve", "wt", "--keep-worktree", cwd=repo)]
+    for n, form in enumerate(forms):
+        (wt / f"agent{n}.txt").write_text(f"written after the restore {n}\n")
+        res = form()
+        assert res.returncode == 0, res
+        assert f"{REF}wt is left as it is" in res.stdout, res.stdout
+        entries = _history(repo, "wt")
+        assert len(entries) == before + n + 1
+        save = entries[0]["commit"]
+        assert git("show", f"{save}^3:agent{n}.txt", cwd=repo) == (
+            f"written after the restore {n}\n")
+        assert ref_of(repo, "wt") == kept
+    assert git("reflog", "show", REF + "wt", cwd=repo) == reflog
+    assert "wt\tworker\t-\tattention" in ao("ao", "list", cwd=repo).stdout
+    res = ao("ao", "checkpoint", "wt", cwd=repo)  # unchanged: said too
+    assert f"{REF}wt is left as it is" in res.stdout, res.stdout
+    (wt / "agent3.txt").write_text("written after the restore 3\n")
+    res = ao("ao", "checkpoint", "wt", "--json", cwd=repo)
+    got = json.loads(res.stdout)["results"][0]
+    assert (got["preserve_ref"], got["preserved_commit"]) == (REF + "wt", kept)
+    git("clean", "-fdq", cwd=wt)
+    assert not (wt / "agent3.txt").exists()
+    ao("ao-restore", "wt", "--at", "1", cwd=repo)
+    assert (wt / "agent3.txt").read_text() == "written after the restore 3\n"
+    # The full preserve still refuses to replace the kept ref.
+    ao("ao-preserve", "--all", cwd=repo, rc=1)
+    assert ref_of(repo, "wt") == kept
 
 
 def test_kept_work_committed_on_the_branch_no_longer_blocks(repo, worktrees):

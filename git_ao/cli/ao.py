@@ -154,7 +154,8 @@ TRIGGERS = ("checkpoint", "timer", "hook")  # history.TRIGGERS a command may nam
               show_default=True, help="What the history entry names as its cause.")
 @click.option("--hook-input", is_flag=True,
               help="Read the JSON an agent tool's hook gives on stdin and checkpoint the "
-              "session whose worktree holds its \"cwd\"; never fails the hook.")
+              "session whose worktree holds its \"cwd\"; a directory in no session is nothing "
+              "to do (exit 0).")
 @options(records=True)
 def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
                hook_input: bool) -> int:
@@ -182,8 +183,10 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
             outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
         for o in outcomes:
             app.printer.outcome(o)
-        finish(app, "checkpoint", outcomes)
-        return 0  # a hook must never fail the agent's turn: git ao log has the rest
+        # A refusal or failure says so (1, or 3 for attention), as the command does; a
+        # tool's hook runner shows it without failing the turn (never 2, which blocks
+        # in Claude Code). No session at that directory is nothing to do (0).
+        return finish(app, "checkpoint", outcomes)
     if all_:
         sessions = [s for s in app.store.sessions() if s.live]
     elif ids:

@@ -36,8 +36,10 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
             continue
         if unchanged.unchanged(ctx.store.dir, s.id, s.worktree_path):
             # No git process: the stat data proves the newest entry holds this state.
+            held = workflow.held_note(s) if s.save is not None and s.save.needs_attention else ""
             out.append(Outcome(s.id, Action.CHECKPOINT, Status.OK, "unchanged since the newest "
-                               "entry of its history (nothing added)", {"unchanged": True}))
+                               "entry of its history (nothing added)" + held,
+                               {"unchanged": True}))
             continue
         o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
                                       trigger=trigger), s.id, Action.CHECKPOINT)

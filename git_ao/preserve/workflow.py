@@ -201,9 +201,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if not s.branch and not s.worktree_path:
             return Outcome(s.id, Action.PRESERVE, Status.NOTHING, "skipped: no branch and no path")
         path = s.worktree_path
-        entry, v = _check(ctx, s, cache)
+        entry, v = _check(ctx, s, cache, checkpoint=keep_worktree)
         if v is None:
             return _record_missing(ctx, s, entry)
+        # A checkpoint over work a conflicted restore left in the ref appends to the
+        # history only: the ref and the record stay as they are, still holding it.
+        held = keep_worktree and _holds_kept_work(s, path)
         # The walk, the witness for the removal, runs beside inspect's `git status`
         # and is over before the capture reads a file: its stat data is what the
         # check after the move compares with, and every entry touched since `since`
@@ -232,13 +235,14 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
                 return Outcome(s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}) "
                                f"and keep the worktree: {'; '.join(keep)}", facts(s))
-            return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {counts}", facts(s))
+            return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {counts}"
+                           + (held_note(s) if held else ""), facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked,
                               targeted=keep_worktree)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
-        ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit else ""
+        ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit and not held else ""
         appended, in_history, not_appended = _append_history(ctx, s, path, cap, meta, trigger or (
             "checkpoint" if keep_worktree else "preserve"))
         if keep_worktree and in_history and walked is not None:
@@ -257,7 +261,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         terminate = not keep_worktree and not keep
         save = Save(s.id, s.common_dir, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
                     private, now_ns())
-        ctx.store.record_save(save, terminate=terminate)
+        if not held:  # else the record keeps the kept save and its attention
+            ctx.store.record_save(save, terminate=terminate)
         crashpoint.hit("preserve:after-db")
         data = facts(s, preserve_ref=ref, preserved_commit=cap.commit, changed=len(cap.changed),
                      untracked=len(cap.untracked), ignored=len(cap.ignored))
@@ -270,6 +275,19 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
         summary = _summary(cap) + (f"; {warn}" if warn else "") + hist
+        if held:
+            assert s.save is not None
+            ctx.log("preserve", s.id, "checkpoint", commit=cap.commit,
+                    kept=s.save.preserved_commit)
+            data["preserve_ref"] = preserve_ref(s.id)
+            data["preserved_commit"] = s.save.preserved_commit
+            data["kept_work"] = True
+            # Its history entry is the only copy of this state: one that failed
+            # needs the user.
+            lost = "" if in_history else "; this capture is in no ref: run the checkpoint again"
+            return Outcome(s.id, Action.CHECKPOINT, Status.ATTENTION if not in_history
+                           else Status.OK, f"{summary}{lost}; worktree kept" + held_note(s),
+                           data)
         if keep_worktree:
             ctx.log("preserve", s.id, "checkpoint", ref=ref, commit=cap.commit)
             # A checkpoint is its history entry: one that failed needs the user.
@@ -475,11 +493,12 @@ def refusal(ctx: Context, s: Session, cache: RepoCache | None = None) -> str | N
     return None
 
 
-def _check(ctx: Context, s: Session, cache: RepoCache
+def _check(ctx: Context, s: Session, cache: RepoCache, *, checkpoint: bool = False
            ) -> tuple[git.WorktreeEntry | None, worktree.Verified | None]:
     """preserve_one's checks before the capture. Returns (its registration, the
     verified worktree), or (its registration or None, None) when the worktree is
-    gone or empty and is to be recorded missing. Raises Refused."""
+    gone or empty and is to be recorded missing. Raises Refused. checkpoint: the
+    worktree stays, so work kept in the ref is no refusal (the ref is left alone)."""
     path = s.worktree_path
     if not os.path.isdir(s.common_dir):
         raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
@@ -505,7 +524,8 @@ def _check(ctx: Context, s: Session, cache: RepoCache
         return entry, None
     if entry is None:
         raise Refused(_unregistered(s))
-    _refuse_over_kept_work(ctx, s, path)
+    if not checkpoint:
+        _refuse_over_kept_work(ctx, s, path)
     return entry, worktree.verify(s.common_dir, path, entries)
 
 
@@ -529,24 +549,39 @@ def _unregistered(s: Session) -> str:
             f"it; then git ao-preserve {s.id}")
 
 
-def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
-    """Raise Refused when the session's ref still holds work a restore could not put
-    back in full (a conflict, a blocked apply: `Save.needs_attention`) and that work
-    is neither on the branch nor exactly in the worktree: a new capture would
-    replace the ref, and restore deletes the ref with its reflog, so the older work
-    would be lost. Nothing is captured or removed; the user applies what they need
-    and drops the ref."""
+def _holds_kept_work(s: Session, path: str) -> bool:
+    """Does the session's ref still hold work a restore could not put back in full (a
+    conflict, a blocked apply: `Save.needs_attention`) that is neither on the branch
+    nor exactly in the worktree? Then a new capture must not replace the ref: restore
+    deletes the ref with its reflog, so the older work would be lost. Runs `git
+    rev-parse` (and more, only when the record needs attention)."""
     save = s.save
     if save is None or not save.needs_attention or not save.preserved_commit:
+        return False
+    oid = save.preserved_commit
+    return git.rev_parse(path, preserve_ref(s.id)) == oid and not work_present_elsewhere(s, oid)
+
+
+def held_note(s: Session) -> str:
+    """What a checkpoint of a session whose ref holds kept work (`Save.needs_attention`)
+    says of that ref."""
+    return (f"; {preserve_ref(s.id)} is left as it is: it still holds the work the last "
+            f"restore could not put back (git ao resolve {s.id} once applied)")
+
+
+def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
+    """Raise Refused when `_holds_kept_work`: nothing is captured or removed; the
+    user applies what they need and drops the ref, and a checkpoint meanwhile keeps
+    the worktree's state in the history."""
+    if not _holds_kept_work(s, path):
         return
     ref = preserve_ref(s.id)
-    oid = save.preserved_commit
-    if git.rev_parse(path, ref) != oid or work_present_elsewhere(s, oid):
-        return
-    ctx.log("preserve", s.id, "refused-kept-work", ref=ref, commit=oid)
+    ctx.log("preserve", s.id, "refused-kept-work", ref=ref, commit=s.save and s.save.preserved_commit)
     raise Refused(f"{ref} still holds work the last restore could not put back "
                   f"(git stash show -p --include-untracked {ref}); apply what you need, then "
-                  f"drop it with git ao resolve {s.id}; nothing is captured or removed")
+                  f"drop it with git ao resolve {s.id}; nothing is captured or removed "
+                  f"(git ao checkpoint {s.id} appends the worktree's state to its history "
+                  "meanwhile, leaving the ref as it is)")
 
 
 def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> None:
