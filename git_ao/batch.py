@@ -65,31 +65,54 @@ def _main_thread_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
-def guarded(fn: Callable[[], Outcome], session_id: str, action: Action) -> Outcome:
+def guarded(fn: Callable[[], Outcome], session_id: str, action: Action,
+            ctx: Context | None = None) -> Outcome:
     """Run fn() for one session; its refusal or failure becomes that session's
     Outcome (status refused or failed) so the others go on. A git process
     stopped at the `--timeout` deadline (TimedOut) fails the session, with
     data "timed_out", "hung" (the programs it was running) and "removed" (the
-    lock and scratch files the stopped git left, removed)."""
-    try:
-        return fn()
-    except TimedOut as exc:
+    lock and scratch files the stopped git left, removed).
+
+    A failure on a lock of git-ao's own under refs/ao/ that no process holds (a
+    killed git-ao left it, git_ao/git/lock.py `clear_own_stale`) removes the lock,
+    logs it in `ctx` (not on a dry run, nor without ctx) and runs fn() again, so running again converges; at most
+    a few times, each a lock found stale anew."""
+    for attempt in range(_OWN_LOCK_RETRIES + 1):
+        try:
+            return fn()
+        except (TimedOut, AoError, OSError) as exc:
+            removed = None
+            if isinstance(exc, AoError) and ctx is not None and not ctx.dry_run \
+                    and attempt < _OWN_LOCK_RETRIES:
+                removed = gitlock.clear_own_stale(str(exc))
+            if removed is None or ctx is None:
+                return _failed(exc, session_id, action)
+            ctx.log(action.value, session_id, "removed-stale-lock", lock=removed)
+    raise AssertionError("unreachable: the last attempt returns")
+
+
+# Stale locks of git-ao's own removed for one session before its failure is said.
+_OWN_LOCK_RETRIES = 4
+
+
+def _failed(exc: TimedOut | AoError | OSError, session_id: str, action: Action) -> Outcome:
+    """The Outcome of a session fn() failed for (see guarded)."""
+    if isinstance(exc, TimedOut):
         # Its git and what git ran are stopped; the session is where a kill at that
         # step leaves it, which every step is made to survive.
         return Outcome(session_id, action, Status.FAILED, str(exc),
                        {"timed_out": True, "hung": exc.hung, "removed": exc.removed})
-    except AoError as exc:
+    if isinstance(exc, AoError):
         status = Status.REFUSED if isinstance(exc, (Refused, Usage, capture.CannotCapture)) \
             else Status.FAILED
         # A lock file a killed git left is the common cause: say whether it is stale.
         return Outcome(session_id, action, status, gitlock.explain(str(exc)),
                        names_state=exc.names_state)
-    except OSError as exc:
-        # A full disk or a read-only file in the middle of one session: that session
-        # fails where it stands (its worktree goes only after its row is committed),
-        # and the others go on.
-        where = f": {exc.filename}" if exc.filename else ""
-        return Outcome(session_id, action, Status.FAILED, f"{exc.strerror or exc}{where}")
+    # A full disk or a read-only file in the middle of one session: that session
+    # fails where it stands (its worktree goes only after its row is committed),
+    # and the others go on.
+    where = f": {exc.filename}" if exc.filename else ""
+    return Outcome(session_id, action, Status.FAILED, f"{exc.strerror or exc}{where}")
 
 
 class RepoCache:

@@ -243,12 +243,53 @@ def test_a_lock_file_is_called_stale_or_held_with_what_clears_it(repo, worktrees
     ref_lock = repo / ".git" / "refs" / "ao" / "preserved" / "lk.lock"
     ref_lock.parent.mkdir(parents=True, exist_ok=True)
     ref_lock.write_text("")
-    res = ao("ao-preserve", "lk", cwd=repo, rc=None)
-    assert f"{ref_lock} is stale" in res.stdout and f"rm {ref_lock}" in res.stdout, res.stdout
-    assert res.returncode != 0 and wt.is_dir()
+    fd = os.open(ref_lock, os.O_RDONLY)
+    try:  # held open by a git of someone else: named held, never removed
+        with subprocess.Popen(["git", "hash-object", "--stdin"], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, pass_fds=(fd,)) as keep:
+            try:
+                res = ao("ao-preserve", "lk", cwd=repo, rc=None, process=True)
+            finally:
+                keep.communicate(b"")
+    finally:
+        os.close(fd)
+    assert f"{ref_lock} is held by a running git (pid {keep.pid})" in res.stdout, res.stdout
+    assert res.returncode != 0 and wt.is_dir() and ref_lock.exists()
     ref_lock.unlink()
     ao("ao-preserve", "lk", cwd=repo)
     assert not wt.exists()
+
+
+def test_a_killed_git_aos_own_ref_lock_is_removed_and_the_rerun_converges(repo, worktrees):
+    """A git-ao killed while it wrote a ref under refs/ao/ leaves that ref's lock: no
+    process holds it, so the next run removes it (and logs it) and saves the
+    session. Any other lock stays the user's: index.lock, a branch's, packed-refs."""
+    from git_ao.git import lock as gitlock
+    from tests.support import log_text
+    wts = {sid: worktrees(repo, sid) for sid in ("one", "two")}
+    for wt in wts.values():
+        dirty(wt)
+    common = repo / ".git"
+    stale = common / "refs" / "ao" / "preserved" / "one.lock"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("")
+    res = ao("ao-preserve", "--all", cwd=repo)
+    assert not stale.exists() and not any(wt.exists() for wt in wts.values()), res.stdout
+    assert "removed-stale-lock" in log_text() and str(stale) in log_text()
+    # The history ref's lock, on a checkpoint (whose append failure is not fatal).
+    ao("ao-restore", "one", cwd=repo)
+    hist = common / "refs" / "ao" / "history" / "one.lock"
+    hist.write_text("")
+    (wts["one"] / "more.txt").write_text("more\n")
+    res = ao("ao", "checkpoint", "one", cwd=repo)
+    assert not hist.exists() and "not appended" not in res.stdout, res.stdout
+    for other in (common / "worktrees" / "one" / "index.lock", common / "packed-refs.lock",
+                  common / "refs" / "heads" / "main.lock"):
+        other.write_text("")
+        message = f"fatal: Unable to create '{other}': File exists."
+        assert gitlock.clear_own_stale(message) is None and other.exists()
+        assert "is stale" in gitlock.explain(message)
+        other.unlink()
 
 
 def _checkout_set_aside(repo, worktrees, sid, *, extra=None):

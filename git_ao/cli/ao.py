@@ -255,7 +255,7 @@ def _each(app: App, ids: tuple[str, ...], action: Action,
     ctx = app.ctx  # an unusable database is fatal for the command, not one session's failure
     outcomes = []
     for sid in ids:
-        o = guarded(functools.partial(step, ctx, sid), sid, action)
+        o = guarded(functools.partial(step, ctx, sid), sid, action, ctx)
         app.printer.outcome(o)
         outcomes.append(o)
     return outcomes

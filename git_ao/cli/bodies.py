@@ -144,7 +144,7 @@ def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
     if not at.strip():
         usage("--at needs an entry number or a commit")
     sid = ids[0] if ids else session_here(app).id
-    o = guarded(lambda: restore_at(app.ctx, sid, at), sid, Action.RESTORE)
+    o = guarded(lambda: restore_at(app.ctx, sid, at), sid, Action.RESTORE, app.ctx)
     app.printer.outcome(o)
     return finish(app, "restore", [o])
 

@@ -70,7 +70,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
             # The real run registers it first; a dry run registers nothing.
             o = guarded(lambda: preserve.preserve_one(
                 ctx, sessions[0].id, keep_worktree, unsaved=sessions[0]), sessions[0].id,
-                Action.PRESERVE)
+                Action.PRESERVE, ctx)
             app.printer.outcome(o)
             return finish(app, "preserve", [o])
     if all_ or ids:

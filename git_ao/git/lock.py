@@ -4,8 +4,10 @@ running git, or stale (a killed git left it), and what clears it.
 git takes a lock by creating `<file>.lock` with O_EXCL and keeps it open while it
 writes, then renames it over the file; a git killed in between leaves it behind,
 and every later git that needs the file fails with "Unable to create
-'<file>.lock': File exists." until it is removed. Nothing here removes a lock:
-only the user knows no git of theirs is about to finish with it.
+'<file>.lock': File exists." until it is removed. The one lock removed here is
+git-ao's own (`clear_own_stale`): a ref's under refs/ao/ that no process holds,
+left by a killed git-ao. Any other only the user knows no git of theirs is about
+to finish with.
 """
 
 from __future__ import annotations
@@ -111,6 +113,39 @@ def describe(lock: str, worktree: str | None = None) -> str:
                "wait for it to finish"
     return f"{lock} is stale (no process holds it; a killed git left it): clear it " \
            f"with: rm {shlex.quote(lock)}"
+
+
+def own_stale(message: str) -> str | None:
+    """The lock file `message` (a git failure) says is in the way, when it is one of
+    git-ao's own and stale: a ref's lock under `<git dir>/refs/ao/` (only git-ao
+    writes there) that still exists and no process holds (see holders). Else
+    None: index.lock, refs/heads and every other lock stay the user's."""
+    m = _IN_THE_WAY.search(message)
+    if m is None:
+        return None
+    path = m.group(1)
+    parts = os.path.normpath(path).split(os.sep)
+    at = [i for i in range(1, len(parts) - 2) if parts[i:i + 2] == ["refs", "ao"]]
+    if not at or not os.path.isfile(path) or os.path.islink(path):
+        return None
+    git_dir = os.sep.join(parts[:at[0]]) or os.sep
+    if not os.path.isfile(os.path.join(git_dir, "HEAD")) or holders(path):
+        return None
+    return path
+
+
+def clear_own_stale(message: str) -> str | None:
+    """Remove the lock `own_stale(message)` names; its path, or None when there is
+    none or it is gone already. Raises nothing (an unlink that fails leaves the
+    lock, and the failure is said as before)."""
+    path = own_stale(message)
+    if path is None:
+        return None
+    try:
+        os.unlink(path)
+    except OSError:
+        return None
+    return path
 
 
 def explain(message: str, worktree: str | None = None) -> str:

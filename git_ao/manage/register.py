@@ -199,6 +199,6 @@ def add_all(ctx: Context, path: str, **fields: Any) -> list[Outcome]:
             continue
         name = os.path.basename(e.path.rstrip("/"))
         outcomes.append(guarded(functools.partial(add, ctx, e.path, keep=True, **fields),
-                                name, Action.ADD))
+                                name, Action.ADD, ctx))
     return outcomes
 

@@ -42,7 +42,7 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
                                {"unchanged": True}))
             continue
         o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
-                                      trigger=trigger), s.id, Action.CHECKPOINT)
+                                      trigger=trigger), s.id, Action.CHECKPOINT, ctx)
         o.action = Action.CHECKPOINT
         if o.status == Status.OK and "history_entry" not in o.data:
             o.message += "; the history's newest entry holds this state already"

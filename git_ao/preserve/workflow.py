@@ -104,7 +104,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
         def one(s: Session) -> Outcome:
             with git.bounded(deadline):
                 return guarded(functools.partial(preserve_one, ctx, s.id, True, cache), s.id,
-                               Action.PRESERVE)
+                               Action.PRESERVE, ctx)
 
         for s, out in zip(targets, run_each(targets, one, jobs, None), strict=True):
             commit = out.data.get("preserved_commit")
@@ -130,7 +130,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
         else:
             with git.bounded(deadline):
                 out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache,
-                                                   trigger=trigger), s.id, Action.PRESERVE)
+                                                   trigger=trigger), s.id, Action.PRESERVE, ctx)
             if out.data.get("timed_out"):
                 _after_timeout(ctx, s.id, out)
             if agents_seen is not None:
@@ -374,7 +374,15 @@ def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
     could not be appended: with the lock file in the way, stale or held, see
     git_ao/git/lock.py)."""
     try:
-        entry = history.append_capture(path, s.id, cap, meta, trigger)
+        try:
+            entry = history.append_capture(path, s.id, cap, meta, trigger)
+        except AoError as exc:
+            # A killed git-ao's own lock on the history ref: removed, and once more.
+            removed = None if ctx.dry_run else gitlock.clear_own_stale(str(exc))
+            if removed is None:
+                raise
+            ctx.log("preserve", s.id, "removed-stale-lock", lock=removed)
+            entry = history.append_capture(path, s.id, cap, meta, trigger)
     except AoError as exc:
         ctx.log("preserve", s.id, "history-not-appended", error=str(exc))
         return None, False, gitlock.explain(str(exc), path)
