@@ -293,3 +293,33 @@ def test_an_ancestor_that_cannot_be_read_keeps_the_ones_found_protected(monkeypa
     monkeypatch.setattr(psutil, "Process", Unreadable)
     me, parents = processes._self_and_ancestors()
     assert me == os.getpid() and parents == {parent}
+
+
+def test_the_other_commands_of_its_own_pipeline_are_never_agents(repo, worktrees, tmp_path):
+    """`git ao-preserve --all | tee | grep` run from a shell sitting in a worktree: tee
+    and grep (same parent and process group as the `git` wrapper that runs git-ao)
+    keep running, are named apart, and the output is whole; a process of the same
+    parent in a process group of its own is an agent like any other, and stopped."""
+    from tests.support import ao, dirty
+    wt = worktrees(repo, "pipe")
+    dirty(wt)
+    ao("ao", "config", "set", "preserve.agents", "stop", cwd=repo)
+    out, agent = tmp_path / "out", tmp_path / "agent"
+    script = ('cd "$1" && { setsid sleep 300 & echo $! > "$3"; } && '
+              'git ao-preserve --all 2>&1 | tee "$2" | grep -v "^preserve.ok"; '
+              'echo "${PIPESTATUS[*]}"')
+    res = subprocess.run(["bash", "-c", script, "bash", wt, out, agent],
+                         capture_output=True, text=True, timeout=120, start_new_session=True,
+                         check=False)
+    pid = int(agent.read_text())
+    try:
+        status = res.stdout.split()[-3:]
+        assert status[:2] == ["0", "0"], (res.stdout, res.stderr, out.read_text())
+        text = out.read_text()
+        assert "preserve\tok\tpipe" in text and not wt.exists(), text
+        assert "other commands of this pipeline" in text and "(tee)" in text, text
+        assert "stopped 1 process(es)" in text and f"pid {pid} (sleep)" in text, text
+        assert not _running(pid)
+    finally:
+        if _running(pid):
+            os.kill(pid, 9)

@@ -76,10 +76,14 @@ class Scan:
     tied to the worktree (the user's shell sitting in it, the unit that runs
     git-ao): never stopped, but worth telling the user, whose shell will be
     left in a directory that is gone.
+    pipeline_inside: {path as given: [Agent]} the other commands of git-ao's own
+    pipeline tied to the worktree (`git ao-preserve --all | tee log` run from
+    a shell sitting in it): never stopped either (see _own_pipeline).
     """
 
     agents: dict[str, list[Agent]]
     ancestors_inside: dict[str, list[Agent]]
+    pipeline_inside: dict[str, list[Agent]] = field(default_factory=dict)
 
 
 def _inside(path: str, root: str) -> bool:
@@ -117,6 +121,34 @@ def _self_and_ancestors() -> tuple[int, set[int]]:
     return os.getpid(), parents
 
 
+def _own_pipeline() -> set[int]:
+    """The pids of the other commands of the shell pipeline git-ao runs in: the
+    processes with the same parent and the same process group as git-ao's top
+    process (this one, or the `git` wrapper that started it for `git ao-...`, and
+    its own `git` wrapper in turn). A shell with job control gives each pipeline
+    its own process group; a top process whose parent is pid 1 has no pipeline.
+    A process that cannot be read is left out (it may then be an agent)."""
+    try:
+        top = psutil.Process()
+        parent = top.parent()
+        while parent is not None and parent.name() == "git":
+            top, parent = parent, parent.parent()
+        if parent is None or parent.pid <= 1:
+            return set()
+        group = os.getpgid(top.pid)
+        siblings = parent.children()
+    except (*_ERRORS, OSError):
+        return set()
+    out = set()
+    for proc in siblings:
+        try:
+            if proc.pid != top.pid and os.getpgid(proc.pid) == group:
+                out.add(proc.pid)
+        except OSError:
+            continue
+    return out
+
+
 def scan(paths: Iterable[str]) -> Scan:
     """Find the processes tied to each directory in `paths`, reading every
     process of the machine once.
@@ -125,7 +157,8 @@ def scan(paths: Iterable[str]) -> Scan:
     or one of its open regular files is that directory or lies below it, all
     compared after os.path.realpath (the kernel reports these paths resolved,
     through /proc/<pid>/cwd, exe and fd on Linux). This process is left out;
-    its ancestors go to `ancestors_inside`, never to `agents`. Its children
+    its ancestors go to `ancestors_inside`, the other commands of its own
+    pipeline to `pipeline_inside`, never to `agents`. Its children
     (and any process started by anyone) are agents like the rest: call this
     before git-ao starts processes of its own inside the worktrees.
 
@@ -143,9 +176,11 @@ def scan(paths: Iterable[str]) -> Scan:
     roots = {p: os.path.realpath(p) for p in given}
     agents: dict[str, list[Agent]] = {p: [] for p in given}
     ancestors: dict[str, list[Agent]] = {p: [] for p in given}
+    pipeline: dict[str, list[Agent]] = {p: [] for p in given}
     if not given:
-        return Scan(agents, ancestors)
+        return Scan(agents, ancestors, pipeline)
     me, parents = _self_and_ancestors()
+    mates = _own_pipeline()
     # The name is read only for the processes found tied: reading it for every
     # process of the machine cost as much as the rest of the pass.
     for proc in psutil.process_iter(["pid", "cwd", "exe"]):
@@ -182,16 +217,17 @@ def scan(paths: Iterable[str]) -> Scan:
             continue  # exited between the reads: nothing left to stop
         for p, t in ties.items():
             agent = Agent(pid, name or "", cmdline, tuple(t), create_time)
-            (ancestors if pid in parents else agents)[p].append(agent)
-    for lists in (agents, ancestors):
+            (ancestors if pid in parents else pipeline if pid in mates else agents)[p] \
+                .append(agent)
+    for lists in (agents, ancestors, pipeline):
         for found in lists.values():
             found.sort(key=lambda a: a.pid)
-    return Scan(agents, ancestors)
+    return Scan(agents, ancestors, pipeline)
 
 
 def find(path: str) -> list[Agent]:
     """The processes tied to the directory `path` (see scan), sorted by pid,
-    without this process and its ancestors."""
+    without this process, its ancestors and its own pipeline."""
     return scan([path]).agents[path]
 
 
@@ -272,7 +308,7 @@ class StopReport:
     policy: the policy applied. stopped ("stop" only): agents not running at
     the end (exited after the stop command or SIGTERM, or gone before). still_running: agents alive at the end (for "refuse"
     and "report", every agent that was alive). not_signalled: agents stop()
-    would not touch: this process's ancestors, or a process whose SIGTERM the
+    would not touch: this process's ancestors and its own pipeline, or a process whose SIGTERM the
     kernel refused (another user's); they are in still_running too when alive.
     command: the stop command's result, None when none ran.
     """
@@ -365,7 +401,8 @@ def stop(agents: Sequence[Agent], policy: Policy, *, timeout: float,
        session of its own; wait for it up to the budget, then leave it
        running; then give the agents half of what is left to exit on their own;
     2. send SIGTERM to each agent still running as the same process (pid and
-       start time; never this process or its ancestors, never a recycled pid)
+       start time; never this process, its ancestors or the other commands of
+       its own pipeline, never a recycled pid)
        and wait until they exit or the budget ends (psutil.wait_procs);
     3. go on: an agent still alive is reported in still_running. Never SIGKILL:
        a process that ignores SIGTERM decided to; at shutdown the system kills
@@ -374,7 +411,7 @@ def stop(agents: Sequence[Agent], policy: Policy, *, timeout: float,
     """
     report = StopReport(policy)
     me, parents = _self_and_ancestors()
-    protected = parents | {me}
+    protected = parents | {me} | _own_pipeline()
     mine = [a for a in agents if a.pid in protected]
     report.not_signalled.extend(mine)
     procs = _live(a for a in agents if a.pid not in protected)

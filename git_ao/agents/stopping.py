@@ -45,6 +45,7 @@ class Seen:
     policy: processes.Policy
     found: list[processes.Agent] = field(default_factory=list)
     ancestors: list[processes.Agent] = field(default_factory=list)
+    pipeline: list[processes.Agent] = field(default_factory=list)
     report: processes.StopReport | None = None
 
     @property
@@ -99,9 +100,10 @@ def settle_agents(sessions: Sequence[Session], settings: processes.Settings, *, 
             continue
         found = scan.agents.get(path, [])
         ancestors = scan.ancestors_inside.get(path, [])
-        if found or ancestors:
+        pipeline = scan.pipeline_inside.get(path, [])
+        if found or ancestors or pipeline:
             policy = processes.policy_for(settings, s.harness, shutdown=shutdown)
-            seen[s.id] = Seen(policy, found, ancestors)
+            seen[s.id] = Seen(policy, found, ancestors, pipeline)
     to_stop = [s for s in sessions if s.id in seen and seen[s.id].found
                and seen[s.id].policy == "stop"]
     if dry_run or not to_stop:

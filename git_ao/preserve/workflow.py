@@ -176,6 +176,10 @@ def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
         pids = ", ".join(str(a.pid) for a in seen.ancestors)
         out.message += (f"; your shell (pid {pids}) was working in it: its directory is gone "
                         f"(cd elsewhere); the copy is at {trash_copy}")
+    if seen.pipeline and trash_copy:
+        pids = ", ".join(f"{a.pid} ({a.name})" for a in seen.pipeline)
+        out.message += (f"; the other commands of this pipeline (pid {pids}) were working "
+                        f"in it, left running: their directory is gone")
 
 
 def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
