@@ -107,18 +107,9 @@ def _cmdline(proc: psutil.Process) -> tuple[str, ...]:
 
 
 def _self_and_ancestors() -> tuple[int, set[int]]:
-    """(this process's pid, its ancestors' pids), walked by parent pid up to pid 1.
-    An ancestor that cannot be read ends the walk, and the ones found so far stay
-    protected (psutil's `parents()` raises instead, which left none)."""
-    parents: set[int] = set()
-    pid = os.getppid()
-    while pid > 0 and pid not in parents:
-        parents.add(pid)
-        try:
-            pid = psutil.Process(pid).ppid()
-        except _ERRORS:
-            break
-    return os.getpid(), parents
+    """(this process's pid, its ancestors' pids: `lock.ancestors`)."""
+    from git_ao.git import lock
+    return os.getpid(), lock.ancestors()
 
 
 def _own_pipeline() -> set[int]:

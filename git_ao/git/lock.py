@@ -37,6 +37,13 @@ def _own() -> tuple[set[int], set[int]]:
         mine.update(c.pid for c in me.children(recursive=True))
     except _ERRORS:
         pass
+    return mine, ancestors()
+
+
+def ancestors() -> set[int]:
+    """The pids of this process's ancestors, walked by parent pid up to pid 1. One
+    that cannot be read ends the walk, and those found so far stay (psutil's
+    `parents()` raises instead, which would leave none)."""
     parents: set[int] = set()
     pid = os.getppid()
     while pid > 0 and pid not in parents:
@@ -45,7 +52,7 @@ def _own() -> tuple[set[int], set[int]]:
             pid = psutil.Process(pid).ppid()
         except _ERRORS:
             break
-    return mine, parents
+    return parents
 
 
 def _other_repository(cwd: str, worktree: str | None) -> bool:
