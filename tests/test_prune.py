@@ -264,3 +264,29 @@ def test_prune_keeps_a_pending_record_while_its_repository_is_missing(make_repo,
     checkout_path_only()  # rebuilt from the commit: the index comes from the record
     ao("ao-restore", "r3w", cwd=moved)
     assert git("status", "--porcelain", cwd=wt) == before  # the private config came along
+
+
+def test_a_forced_prune_says_in_one_line_what_goes_and_what_stays(repo, worktrees):
+    """-n and the real run give the same line: the refs that exist, the record and
+    the trash entries, joined as a list; never "no ref" in that list."""
+    wt = worktrees(repo, "chk")
+    (wt / "f").write_text("x")
+    ao("ao", "checkpoint", "chk", cwd=repo)
+    git("update-ref", "-d", "refs/ao/preserved/chk", cwd=repo)  # only the history left
+    hist = git("rev-parse", "refs/ao/history/chk", cwd=repo).strip()
+    dry = ao("ao-prune", "--force", "chk", "-n", cwd=repo).stdout
+    assert f"would delete refs/ao/history/chk (was {hist}) and the record" in dry, dry
+    assert "no ref" not in dry
+    wt2 = worktrees(repo, "gone")
+    (wt2 / "f").write_text("y")
+    ao("ao-preserve", "gone", cwd=repo)
+    ref = git("rev-parse", "refs/ao/preserved/gone", cwd=repo).strip()
+    [entry] = [e for e in os.listdir(os.path.join(os.environ["AO_DATA_DIR"], "trash"))
+               if e.startswith("gone")]
+    dry = ao("ao-prune", "--force", "gone", "-n", cwd=repo).stdout
+    line = re.search(r"^.*would delete refs/ao/preserved/gone.*$", dry, re.MULTILINE)
+    assert line and re.search(rf"would delete refs/ao/preserved/gone \(was {ref}\), "
+                              r"(refs/ao/history/gone \(was \w+\), )?the record and 1 trash "
+                              rf"entry \([^)]*{re.escape(entry)}\)$", line.group(0)), dry
+    real = ao("ao-prune", "--force", "gone", cwd=repo).stdout
+    assert line.group(0).replace("would delete", "deleted") in real, real

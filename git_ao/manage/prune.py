@@ -165,9 +165,6 @@ def _prune_forced(ctx: Context, s: Session) -> Outcome:
     ctx.log("prune", s.id, "forced", ref=ref if oid else None, commit=oid,
             history=hoid)
     verb = "would delete" if ctx.dry_run else "deleted"
-    what = f"{ref} (was {oid})" if oid else "no ref"
-    if hoid:
-        what += f", {href} (was {hoid})"
     gone, kept = [], []
     for entry in trash.of_session(ctx.store.dir, s.id):
         # Only this session's entries; a stray one may hold an agent's latest
@@ -179,10 +176,26 @@ def _prune_forced(ctx: Context, s: Session) -> Outcome:
             _remove_entry(entry)
         gone.append(entry.path)
     data = facts(s, trash_deleted=gone, trash_kept=kept)
-    extra = f", {len(gone)} trash entr{'y' if len(gone) == 1 else 'ies'}" if gone else ""
-    extra += f"; kept {', '.join(kept)}" if kept else ""
-    return Outcome(s.id, Action.PRUNE_REF, Status.OK, f"{verb} {what} and the record{extra}",
-                   data)
+    return Outcome(s.id, Action.PRUNE_REF, Status.OK,
+                   _forced_line(verb, [(ref, oid), (href, hoid)], gone, kept), data)
+
+
+def _forced_line(verb: str, refs: list[tuple[str, str | None]], gone: list[str],
+                 kept: list[str]) -> str:
+    """The one line of a forced prune, the same words for -n and the real run: each
+    thing deleted (only the refs that exist), then each trash entry kept and why."""
+    what = [f"{ref} (was {oid})" for ref, oid in refs if oid]
+    what.append("the record")
+    if gone:
+        what.append(f"{len(gone)} trash entr{'y' if len(gone) == 1 else 'ies'} "
+                    f"({', '.join(gone)})")
+    line = f"{verb} {', '.join(what[:-1])} and {what[-1]}" if len(what) > 1 \
+        else f"{verb} {what[0]}"
+    if kept:
+        line += (f"; kept {len(kept)} trash entr{'y' if len(kept) == 1 else 'ies'} "
+                 f"({', '.join(kept)}): each is a directory restore set aside or holds "
+                 "a mount point; remove it by hand once nothing in it is needed")
+    return line
 
 
 def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outcome]:
