@@ -576,3 +576,19 @@ def test_restore_at_on_a_detached_head_says_it_moved_and_what_it_left(repo, work
     assert f"the detached HEAD moved from {mine[:12]} to {start[:12]}" in doc["message"]
     assert doc["branch_moved"]["branch"] is None and doc["branch_moved"]["left"] == 1
     assert git("cat-file", "-t", mine, cwd=repo).strip() == "commit"
+
+
+def test_a_checkpoint_of_a_held_state_names_the_entry_that_holds_it(repo, worktrees):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    top = _entries(repo, "agent")[0]
+    # Same content written again: the stat data differs, so the full path runs.
+    app = wt / "src" / "app.py"
+    app.write_text(app.read_text())
+    res = ao("ao", "checkpoint", "agent", cwd=wt)
+    assert len(_entries(repo, "agent")) == 1
+    ref = git("rev-parse", "refs/ao/preserved/agent", cwd=repo).strip()
+    out = res.stdout
+    assert f"history entry 1 ({top['commit'][:12]}) holds this state already" in out, out
+    assert "newest entry" not in out and f"saved in {ref[:12]}" not in out, out
+    assert f"refs/ao/preserved/agent at {ref[:12]}" in out, out

@@ -44,8 +44,6 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
         o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
                                       trigger=trigger), s.id, Action.CHECKPOINT, ctx)
         o.action = Action.CHECKPOINT
-        if o.status == Status.OK and "history_entry" not in o.data:
-            o.message += "; the history's newest entry holds this state already"
         log_failure(ctx, o)
         out.append(o)
     return out

@@ -278,7 +278,17 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
-        summary = _summary(cap) + (f"; {warn}" if warn else "") + hist
+        top = history.newest(path, s.id) if (in_history and appended is None
+                                             and cap.commit) else None
+        if top is not None:
+            # Nothing appended: name the entry that holds the state, and the preserve
+            # ref only as the ref it is (it is no history entry).
+            data["history_held"] = top.save
+            at = s.save.preserved_commit if held and s.save is not None else cap.commit
+            summary = _summary(cap, at, held_by=top, ref=preserve_ref(s.id))
+        else:
+            summary = _summary(cap)
+        summary += (f"; {warn}" if warn else "") + hist
         if held:
             assert s.save is not None
             ctx.log("preserve", s.id, "checkpoint", commit=cap.commit,
@@ -646,8 +656,11 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
                    "recorded so restore re-adds it", facts(s))
 
 
-def _summary(cap: capture.Capture, commit: str | None = None) -> str:
-    """What was saved; `commit` names the ref's commit when a later capture moved it."""
+def _summary(cap: capture.Capture, commit: str | None = None, *,
+             held_by: history.Entry | None = None, ref: str = "") -> str:
+    """What was saved; `commit` names the ref's commit when a later capture moved it;
+    `held_by`: the history entry that already holds the capture (nothing appended),
+    `ref` the preserve ref then named beside it."""
     ignored = _ignored_note(cap)
     if not cap.commit:
         return "clean, nothing to save" + ignored
@@ -655,8 +668,12 @@ def _summary(cap: capture.Capture, commit: str | None = None) -> str:
     # capture saves it as it is on disk, so a count of the others alone misleads.
     hidden = (f", {len(cap.hidden)} behind index flags (assume-unchanged, skip-worktree)"
               if cap.hidden else "")
-    return (f"{len(cap.changed)} changed, {len(cap.untracked)} untracked{hidden} saved in "
-            f"{preserve_ref_short(commit or cap.commit)}{ignored}")
+    counts = f"{len(cap.changed)} changed, {len(cap.untracked)} untracked{hidden}"
+    if held_by is not None:
+        return (f"{counts}: history entry {held_by.number} ({preserve_ref_short(held_by.save)})"
+                f" holds this state already ({ref} at {preserve_ref_short(commit or cap.commit)})"
+                f"{ignored}")
+    return f"{counts} saved in {preserve_ref_short(commit or cap.commit)}{ignored}"
 
 
 def _ignored_note(cap: capture.Capture) -> str:
