@@ -290,3 +290,30 @@ def test_a_forced_prune_says_in_one_line_what_goes_and_what_stays(repo, worktree
                               rf"entry \([^)]*{re.escape(entry)}\)$", line.group(0)), dry
     real = ao("ao-prune", "--force", "gone", cwd=repo).stdout
     assert line.group(0).replace("would delete", "deleted") in real, real
+
+
+def test_a_pending_sessions_older_trash_entry_says_which_one_restore_uses(repo, worktrees):
+    """Restore puts back only the newest entry of a pending session: that one is
+    kept for it; an older one is kept for its own reason (here the grace period),
+    named with the entry restore uses instead."""
+    wt = worktrees(repo, "twice")
+    (wt / "f").write_text("two\n")
+    ao("ao-preserve", "twice", cwd=repo)
+    trash = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    [new] = [os.path.join(trash, n) for n in os.listdir(trash)]
+    # An older entry of the same session, as an earlier run that left one behind.
+    stamp = int(new.rsplit(".", 1)[1]) - 10**9
+    old = f"{new.rsplit('.', 1)[0]}.{stamp}"
+    shutil.copytree(new, old, symlinks=True)
+    _age(old, 1)
+    lines = [ln for ln in ao("ao-prune", "-n", cwd=repo).stdout.splitlines()
+             if ln.startswith("prune-trash")]
+    [used] = [ln for ln in lines if f"kept {new} (" in ln]
+    assert used.endswith("): its session is pending: restore puts this entry back"), lines
+    [older] = [ln for ln in lines if f"kept {old} (" in ln]
+    assert older.endswith(f"): restore of its pending session uses {new}, not this entry; "
+                          "newer than 2.weeks.ago; --expire=now deletes it"), lines
+    ao("ao-prune", "--expire=now", cwd=repo)
+    assert os.listdir(trash) == [os.path.basename(new)]
+    ao("ao-restore", "twice", cwd=repo)
+    assert (wt / "f").read_text() == "two\n"

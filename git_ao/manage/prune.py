@@ -309,22 +309,46 @@ def _alive(pid: int) -> bool:
 def _prune_trash(ctx: Context, expire_before: float | None,
                  pending: set[str], expire_text: str | None = None) -> list[Outcome]:
     """Delete the trash entries older than `expire_before`, under every trash root
-    (`trash.entries`), with their size. Kept, and said: the entries of sessions in
-    `pending` (restore puts them back), stray entries (a directory restore set
+    (`trash.entries`), with their size. Kept, and said: the entries restore reads
+    for a session in `pending` (`trash.latest_for`, whole or for its ignored files,
+    or one a killed restore was putting back; an older entry is judged like any
+    other, named with the one restore uses), stray entries (a directory restore set
     aside), entries a restore found changed after the last capture or could not
     put back as saved (a merge driver, filter or rename decided), and any
     entry holding a file that is neither ignored nor in a saved tree, or a mount
     point (`witness.unsaved_in`). A deleted entry's ignored files (the only copy
     of an `.env`, say) are named in its outcome (`ignored`, top-level paths)."""
     out = []
+    used: dict[str, tuple[str | None, str | None]] = {}
+    for sid in pending:
+        whole = trash.latest_for(ctx.store.dir, sid)
+        env = trash.latest_for(ctx.store.dir, sid, environment=True)
+        used[sid] = (whole.path if whole else None, env.path if env else None)
     for entry in trash.entries(ctx.store.dir):
         sid = entry.session_id
         size = trash.size(entry.path)
         data: OutcomeData = {"path": entry.path, "size": size}
         why = ""
         young = expire_before is not None and entry.created_ns / 1e9 >= expire_before
-        if sid in pending:
-            why = "its session is pending (restore brings it back)"
+        whole, env = used.get(sid, (None, None))
+        # Of a pending session only the entries restore reads are kept for that;
+        # an older one is judged like any other entry, and the line says which
+        # entry restore uses instead.
+        other = ""
+        if sid in pending and whole and entry.path != whole and entry.path != env \
+                and not entry.meta.reinstating:
+            other = f"restore of its pending session uses {whole}, not this entry; "
+        if sid in pending and not other:
+            if entry.meta.reinstating:
+                why = ("its session is pending and a killed restore was putting this "
+                       "entry back: git ao-restore finishes it")
+            elif entry.path == whole:
+                why = "its session is pending: restore puts this entry back"
+            elif entry.path == env:
+                why = ("its session is pending: restore takes the ignored files from "
+                       "this entry")
+            else:
+                why = "its session is pending (restore brings it back)"
         elif entry.stray and entry.meta.checkout_trees:
             # git-ao's own interrupted checkout, set aside by the restore that ran
             # again: deleted after the grace period once proven only that checkout.
@@ -358,7 +382,7 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             why = witness.unsaved_in(entry, s.save.preserved_commit if s and s.save else None)
         if why:
             out.append(Outcome(sid, Action.PRUNE_TRASH, Status.NOTHING,
-                               f"kept {entry.path} ({_size(size)}): {why}", data))
+                               f"kept {entry.path} ({_size(size)}): {other}{why}", data))
             continue
         ignored = listing.entry_ignored(entry, s.common_dir if (s := ctx.store.get(sid))
                                         else None)
