@@ -321,9 +321,9 @@ def _prune_trash(ctx: Context, expire_before: float | None,
     out = []
     used: dict[str, tuple[str | None, str | None]] = {}
     for sid in pending:
-        whole = trash.latest_for(ctx.store.dir, sid)
-        env = trash.latest_for(ctx.store.dir, sid, environment=True)
-        used[sid] = (whole.path if whole else None, env.path if env else None)
+        put_back = trash.latest_for(ctx.store.dir, sid)
+        env_from = trash.latest_for(ctx.store.dir, sid, environment=True)
+        used[sid] = (put_back.path if put_back else None, env_from.path if env_from else None)
     for entry in trash.entries(ctx.store.dir):
         sid = entry.session_id
         size = trash.size(entry.path)
