@@ -106,6 +106,7 @@ class OutcomeData(TypedDict, total=False):
     ignored: int | list[str]  # preserve: a count; prune-trash: the top-level paths
     history_entry: ObjectId | None
     history_error: str  # why the capture was not appended to the history
+    remote_commit: ObjectId  # restore --from: the remote's other save of a session pending here
     history_held: ObjectId  # nothing appended: the newest entry's save holds the capture
     kept_work: bool  # checkpoint: the ref holds work a restore left, and stays as it is
     warning: str

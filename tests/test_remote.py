@@ -442,3 +442,28 @@ def test_a_delete_whose_commit_was_replaced_keeps_the_new_save(repo, worktrees, 
     assert remote_refs(repo, "plain") == {"d1": other}
     res = ao("ao-prune", cwd=repo)  # said once: nothing is retried
     assert "push\t" not in res.stdout, res.stdout
+
+
+def test_a_local_pending_save_is_restored_and_the_remotes_other_commit_named(
+        repo, worktrees, machines, tmp_path):
+    clone, b = machines
+    wt_b = tmp_path / "machine-b" / "same"
+    git("worktree", "add", "-q", "-b", "same", wt_b, cwd=clone)
+    ao("ao", "add", wt_b, "--id", "same", cwd=clone, env=b)
+    (wt_b / "from-b.txt").write_text("machine b\n")
+    ao("ao-preserve", "same", cwd=clone, env=b)
+    b_commit = local_ref(clone, "same")
+    wt = worktrees(repo, "same")
+    (wt / "from-a.txt").write_text("machine a\n")
+    ao("ao-preserve", "same", "--push", "origin", cwd=repo)
+    a_commit = local_ref(repo, "same")
+    assert a_commit != b_commit
+    look = (f"git fetch origin {REF}same && git stash show -p --include-untracked "
+            "FETCH_HEAD")
+    res = ao("ao-restore", "--from", "origin", "-n", cwd=clone, env=b, rc=3)
+    assert a_commit[:12] in res.stdout and look in res.stdout, res.stdout
+    res = ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b, rc=3)
+    assert a_commit[:12] in res.stdout and look in res.stdout, res.stdout
+    assert (wt_b / "from-b.txt").read_text() == "machine b\n"  # its own save, kept
+    assert not (wt_b / "from-a.txt").exists()
+    assert remote_refs(repo) == {"same": a_commit}  # the remote's save is left alone

@@ -61,6 +61,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                                f"{remote_name} has no {REF_PREFIX}{sid}"))
     known: list[Session] = []
     fetch: list[str] = []
+    others: dict[str, ObjectId] = {}  # pending here, another commit on the remote
     for sid in (ids or sorted(refs)):
         if sid not in refs:
             continue
@@ -69,17 +70,28 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
             fetch.append(sid)
         elif s.pending:
             known.append(s)
+            local = s.save.preserved_commit if s.save is not None else None
+            if local != refs[sid]:
+                others[sid] = refs[sid]
         else:
             out.append(Outcome(sid, Action.RESTORE, Status.NOTHING, f"already known here "
                                f"({s.state}); {remote_name}'s copy is left as it is",
                                facts(s)))
+
+    def shown(o: Outcome) -> object:
+        # The restore workflow shows each outcome as it ends: named before that.
+        _name_others([o], remote_name, others)
+        return progress(o) if progress is not None else None
+
     if ctx.dry_run:
         out += _would_adopt(repo, remote_name, fetch, refs, maps, timeout)
         if progress is not None:
             for o in out:
                 progress(o)
-        return out + restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop,
-                               set_aside_stray=set_aside_stray, timeout=bound)
+        return out + _name_others(restore.restore(
+            ctx, known, jobs=jobs, progress=shown if progress is not None else None,
+            stop=stop,
+            set_aside_stray=set_aside_stray, timeout=bound), remote_name, others)
     adopted: dict[str, str] = {}
     if fetch:
         namespace.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
@@ -96,7 +108,8 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
     if progress is not None:
         for o in out:  # the restore workflow reports its own through `progress`
             progress(o)
-    restored = restore.restore(ctx, known, jobs=jobs, progress=progress, stop=stop,
+    restored = restore.restore(ctx, known, jobs=jobs,
+                               progress=shown if progress is not None else None, stop=stop,
                                set_aside_stray=set_aside_stray, timeout=bound)
     for o in restored:
         if o.status == Status.OK and o.session_id in adopted:
@@ -105,7 +118,27 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
             pushes.set_have(ctx.store, o.session_id, remote_name, repo, adopted[o.session_id],
                             want="")
     pushes.queue_restored(ctx, restored)
-    return out + restored
+    return out + _name_others(restored, remote_name, others)
+
+
+def _name_others(restored: list[Outcome], remote_name: str,
+                 others: Mapping[str, ObjectId]) -> list[Outcome]:
+    """Say, in the outcome of each session restored from this machine's own save,
+    that `remote_name` holds another commit for its id (`others`), and how to look at
+    it: two saves of one session need the user (attention). The local save is the
+    one restored; the remote's is never fetched into the preserve ref."""
+    for o in restored:
+        oid = others.get(o.session_id)
+        if oid is None or "remote_commit" in o.data:  # said once, before it is shown
+            continue
+        o.message += (f"; {remote_name} holds another commit for {o.session_id} "
+                      f"({oid[:12]}), left as it is: look at it with git fetch {remote_name} "
+                      f"{REF_PREFIX}{o.session_id} && git stash show -p --include-untracked "
+                      "FETCH_HEAD")
+        o.data["remote_commit"] = oid
+        if o.status in (Status.OK, Status.NOTHING):
+            o.status = Status.ATTENTION
+    return restored
 
 
 def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
