@@ -137,6 +137,9 @@ def test_push_at_preserve_then_restore_on_another_machine(repo, worktrees, machi
     assert remote_refs(repo) == {}
     assert local_ref(clone, "s1") is None
     assert f"deleted {REF}s1" in res.stdout, res.stdout
+    # Never a trash copy here: the ignored files stay on machine A, never pushed.
+    assert "stay on the machine that saved it (ignored files are never pushed)" in res.stdout
+    assert "no trash copy" not in res.stdout, res.stdout
 
 
 def test_restore_from_maps_an_impossible_path(repo, machines, tmp_path):

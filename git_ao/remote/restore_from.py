@@ -29,6 +29,7 @@ from git_ao.git.parse import ObjectId
 from git_ao.manage.recover import Orphan, rebuild
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.remote import namespace, pushes
+from git_ao.restore import target as target_mod
 from git_ao.restore import workflow as restore
 from git_ao.store import pathmap
 from git_ao.store.records import Session
@@ -78,9 +79,12 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                                f"({s.state}); {remote_name}'s copy is left as it is",
                                facts(s)))
 
+    adopted: dict[str, str] = {}
+
     def shown(o: Outcome) -> object:
         # The restore workflow shows each outcome as it ends: named before that.
         _name_others([o], remote_name, others)
+        _say_elsewhere(o, adopted)
         return progress(o) if progress is not None else None
 
     if ctx.dry_run:
@@ -92,7 +96,6 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
             ctx, known, jobs=jobs, progress=shown if progress is not None else None,
             stop=stop,
             set_aside_stray=set_aside_stray, timeout=bound), remote_name, others)
-    adopted: dict[str, str] = {}
     if fetch:
         namespace.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
         try:
@@ -112,6 +115,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                                progress=shown if progress is not None else None, stop=stop,
                                set_aside_stray=set_aside_stray, timeout=bound)
     for o in restored:
+        _say_elsewhere(o, adopted)
         if o.status == Status.OK and o.session_id in adopted:
             # Back in full here: the remote copy is deleted by the next push, only
             # while the remote still holds what was fetched.
@@ -119,6 +123,15 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                             want="")
     pushes.queue_restored(ctx, restored)
     return out + _name_others(restored, remote_name, others)
+
+
+def _say_elsewhere(o: Outcome, adopted: Mapping[str, str]) -> None:
+    """A session adopted from the remote never had a trash copy on this machine: its
+    ignored paths stay on the machine that saved it, and the outcome says so."""
+    lost = o.data.get("environment_lost")
+    if o.session_id in adopted and isinstance(lost, int):
+        o.message = o.message.replace(target_mod.environment_note(lost),
+                                      target_mod.environment_elsewhere_note(lost))
 
 
 def _name_others(restored: list[Outcome], remote_name: str,

@@ -149,8 +149,21 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
     if count.isdigit() and int(count):
         outcome.data["environment_lost"] = int(count)
         # The save records how many, not which: name none rather than guess.
-        outcome.message += (f"; the {count} ignored path(s) it held at the save have no "
-                            "trash copy left: they did not come back")
+        outcome.message += environment_note(int(count))
+
+
+def environment_note(count: int) -> str:
+    """What a restore says of the `count` ignored paths a save held when no trash copy
+    of them is left on this machine."""
+    return (f"; the {count} ignored path(s) it held at the save have no trash copy left: "
+            "they did not come back")
+
+
+def environment_elsewhere_note(count: int) -> str:
+    """`environment_note` for a session saved on another machine (restore --from):
+    there never was a trash copy here, and ignored files are never pushed."""
+    return (f"; the {count} ignored path(s) it held at the save stay on the machine that "
+            "saved it (ignored files are never pushed)")
 
 
 def after_apply(ctx: Context, s: Session, save: Save, path: str, reused: bool,
