@@ -4,6 +4,7 @@ or the new one, never half an entry, no entry is lost, and the next run converge
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -66,3 +67,33 @@ def test_a_kill_while_restore_at_records_the_state_it_replaces(point, repo, work
     assert [e["trigger"] for e in got] == ["restore", "checkpoint"]
     ao("ao-restore", "agent", "--at", "1", cwd=repo)
     assert_restored(wiped, exact_state(wt))
+
+
+def test_a_rerun_after_a_kill_mid_restore_at_names_the_state_before_the_first_run(
+        repo, worktrees):
+    """Killed while removing the untracked files: the rerun does not record the
+    half-done worktree as the user's state, and its undo hint names the entry the
+    killed run appended (the state before it), which brings all of it back."""
+    wt = worktrees(repo, "agent")
+    dirty(wt)
+    wanted = exact_state(wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    git("reset", "-q", "--hard", cwd=wt)
+    git("clean", "-qfd", cwd=wt)
+    for n in range(6):
+        (wt / f"mine{n}.txt").write_text(f"the user's file {n}\n")
+    before = exact_state(wt)
+    target = _entries(repo)[0]["commit"]
+    res = ao("ao-restore", "agent", "--at", target, cwd=repo, rc=None,
+             env=crash_env("restore-at:clear:3"))
+    assert res.returncode == KILLED, res.stderr
+    assert len([p for p in os.listdir(wt) if p.startswith("mine")]) == 3  # half done
+    replaced = _entries(repo)[0]
+    assert replaced["trigger"] == "restore" and replaced["untracked"] == 6
+    out = ao("ao-restore", "agent", "--at", target, cwd=repo).stdout
+    assert_restored(wanted, exact_state(wt))
+    assert f"git ao-restore agent --at {replaced['commit'][:12]} undoes it" in out, out
+    got = _chain_whole(repo)
+    assert [e["trigger"] for e in got] == ["restore", "checkpoint"]
+    ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)
+    assert_restored(before, exact_state(wt))

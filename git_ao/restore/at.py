@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from git_ao import git
+from git_ao import crashpoint, git
 from git_ao.context import Context, facts, lookup
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
@@ -85,6 +85,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             # Compared before any append: the state this run would replace is the
             # entry itself, and an entry added for it would renumber the others.
             ctx.log("restore", s.id, "at-nothing", entry=entry.commit)
+            _unmark(ctx.store.dir, s.id)  # a killed run that had finished its work
             return Outcome(s.id, Action.RESTORE, Status.NOTHING,
                            f"{path} already holds entry {entry.number} ({entry.save[:12]}): "
                            "nothing changed and no entry was added",
@@ -92,8 +93,18 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                  entry_number=entry.number, replaced=None,
                                  replaced_number=None, history_entry=None))
         _check_mounts(path, cap.untracked)  # before the append: a refusal adds nothing
-        before = history.append_capture(path, s.id, cap, meta, "restore")
-        undo = history.newest(path, s.id)
+        resumed = _interrupted(ctx.store.dir, path, s.id, cap)
+        if resumed is not None:
+            # A killed run of this command appended the state it replaced, then
+            # changed part of the worktree: what is here now is its half-done work,
+            # not the user's; that entry is still what undoes this one. The half-done
+            # capture is only logged (its commit stays readable until git gc).
+            before = None
+            undo: history.Entry | None = resumed
+            ctx.log("restore", s.id, "at-resumed", replaced=resumed.save, half_done=cap.commit)
+        else:
+            before = history.append_capture(path, s.id, cap, meta, "restore")
+            undo = history.newest(path, s.id)
         assert undo is not None  # the capture was appended, or the newest holds it
         # The numbers after the append (a checkpoint takes no session lock: read them).
         numbers = {e.commit: e.number for e in history.entries(path, s.id)}
@@ -110,6 +121,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                  done=True)
         label = f"entry {number} ({entry.save[:12]})"
         ctx.log("restore", s.id, "at-start", entry=entry.commit, replaced=undo.save)
+        _mark(ctx.store.dir, s.id, undo.commit, entry.commit)  # a rerun reads it
         _clear_untracked(path, cap.untracked, local_state.load(cap.private_config).empty_dirs
                          or [])
         git.reset_hard(path, entry.head)
@@ -142,6 +154,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             f"{undo.save[:12]} undoes it"
         ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
                 entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
+        _unmark(ctx.store.dir, s.id)
         if problems:
             return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                            f"{path} brought to {label}{moved}, but {'; '.join(problems)}; the "
@@ -180,6 +193,56 @@ def _check_mounts(path: str, untracked: list[str]) -> None:
             continue
 
 
+_MARKS = "restore-at"  # under the data dir: one file per session, the entry commit
+
+
+def _mark_path(data_dir: str, session_id: str) -> str:
+    return os.path.join(data_dir, _MARKS, session_id)
+
+
+def _mark(data_dir: str, session_id: str, undo_entry: str, target: str) -> None:
+    """Say, before the worktree changes, that a run is under way whose replaced
+    state is the history entry commit `undo_entry` and whose target is the entry
+    commit `target`. Raises OSError."""
+    os.makedirs(os.path.join(data_dir, _MARKS), exist_ok=True)
+    tmp = _mark_path(data_dir, session_id) + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(f"{undo_entry} {target}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, _mark_path(data_dir, session_id))
+
+
+def _unmark(data_dir: str, session_id: str) -> None:
+    try:
+        os.unlink(_mark_path(data_dir, session_id))
+    except FileNotFoundError:
+        pass
+
+
+def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
+                 ) -> history.Entry | None:
+    """The newest history entry when a killed run of this command appended it (its
+    mark is left and names it, trigger "restore") and the worktree (`cap`) does not
+    hold that run's target, else None. A mark naming another entry (a checkpoint
+    came since) is stale and removed."""
+    try:
+        with open(_mark_path(data_dir, session_id)) as fh:
+            marked, _, target = fh.read().strip().partition(" ")
+    except FileNotFoundError:
+        return None
+    top = history.newest(path, session_id)
+    if top is not None and top.commit == marked and top.trigger == "restore":
+        try:
+            aim = history.find(path, session_id, target)
+        except AoError:
+            aim = None
+        if aim is None or not aim.same_state(history.current_state(path, cap)):
+            return top
+    _unmark(data_dir, session_id)
+    return None
+
+
 def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str]) -> None:
     """Remove the untracked files (not ignored) the capture just saved, and the
     directories they leave empty, and the empty directories it recorded (the
@@ -194,6 +257,7 @@ def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str]) -> 
             os.unlink(f)
         except FileNotFoundError:
             pass
+        crashpoint.hit("restore-at:clear")
         d = os.path.dirname(f)
         while d != path and d.startswith(path + os.sep):
             parents.add(d)
