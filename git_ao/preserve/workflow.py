@@ -278,11 +278,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
-        top = history.newest(path, s.id) if (in_history and appended is None
+        top = history.newest(path, s.id) if (keep_worktree and in_history and appended is None
                                              and cap.commit) else None
         if top is not None:
-            # Nothing appended: name the entry that holds the state, and the preserve
-            # ref only as the ref it is (it is no history entry).
+            # A checkpoint is its history entry; nothing appended: name the entry that
+            # holds the state, and the preserve ref only as the ref it is. (A preserve
+            # says the ref it saved in: the removal relies on that ref.)
             data["history_held"] = top.save
             at = s.save.preserved_commit if held and s.save is not None else cap.commit
             summary = _summary(cap, at, held_by=top, ref=preserve_ref(s.id))
