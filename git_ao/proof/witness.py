@@ -165,11 +165,9 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
     common = str(entry.meta.common_dir or "")
     if not common or not os.path.isdir(common):
         return "its repository is gone, so what it holds cannot be checked"
-    w = walk.walk(entry.worktree)
-    if w.blockers:
-        return f"{w.blockers[0]}"
-    if w.nested:
-        return f"it holds a nested repository: {w.nested[0]}"
+    w, why = _walk_copy(entry)
+    if why:
+        return why
     commits = [c for c in (entry.meta.commit, saved_commit) if c]
     trees = []
     for c in commits:
@@ -192,6 +190,18 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
         if oid not in known[p]:
             return f"{p} differs from every saved copy"
     return ""
+
+
+def _walk_copy(entry: trash.Entry) -> tuple[Walk, str]:
+    """The walk of a trash entry's worktree copy, and why it alone keeps the entry
+    ('' when nothing does): the first blocker (a mount, an unreadable directory)
+    or a nested repository, neither of which a prune judges."""
+    w = walk.walk(entry.worktree)
+    if w.blockers:
+        return w, f"{w.blockers[0]}"
+    if w.nested:
+        return w, f"it holds a nested repository: {w.nested[0]}"
+    return w, ""
 
 
 def partly_written(common_dir: str, file: str, oids: set[str]) -> bool:
@@ -224,11 +234,9 @@ def not_from_checkout(entry: trash.Entry) -> str:
         return "its repository is gone, so what it holds cannot be checked"
     if not trees or not all(git.object_exists(common, t) for t in trees):
         return "the trees its checkout was writing are gone, so what it holds cannot be checked"
-    w = walk.walk(entry.worktree)
-    if w.blockers:
-        return f"{w.blockers[0]}"
-    if w.nested:
-        return f"it holds a nested repository: {w.nested[0]}"
+    w, why = _walk_copy(entry)
+    if why:
+        return why
     known = query.blobs_by_path(common, trees)
     rest = sorted(w.entries)
     missing = [p for p in rest if p not in known or w.entries[p].kind == "other"]
