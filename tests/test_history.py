@@ -385,6 +385,33 @@ def test_an_unchanged_checkpoint_is_proven_without_git_and_every_change_is_seen(
     assert_restored(wanted, exact_state(wt))
 
 
+def test_the_stat_comparison_shared_among_processes_sees_a_change_in_any_share(
+        repo, worktrees, monkeypatch):
+    from git_ao.save import unchanged
+    wt = _session(repo, worktrees)
+    for i in range(40):
+        (wt / f"many{i:02}.txt").write_text(f"{i}\n")
+    time.sleep(0.1)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    assert _checkpoint_json(repo).get("unchanged") is True
+    data = os.environ["AO_DATA_DIR"]
+    monkeypatch.setattr(unchanged, "_SPLIT_FROM", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)  # four shares: three in children
+    assert unchanged.unchanged(data, "agent", str(wt))
+    with monkeypatch.context() as m:  # no fork: this process compares every share
+        m.setattr(os, "fork", lambda: (_ for _ in ()).throw(OSError(11, "no fork")))
+        assert unchanged.unchanged(data, "agent", str(wt))
+    for name in ("many00.txt", "many20.txt", "many39.txt"):  # first, middle, last share
+        st = os.stat(wt / name)
+        (wt / name).write_text("X\n")  # same size, new times
+        assert not unchanged.unchanged(data, "agent", str(wt)), name
+        (wt / name).unlink()
+        assert not unchanged.unchanged(data, "agent", str(wt)), name
+        (wt / name).write_text("Y\n")
+        os.utime(wt / name, ns=(st.st_atime_ns, st.st_mtime_ns))  # ctime still tells
+        assert not unchanged.unchanged(data, "agent", str(wt)), name
+
+
 def test_the_quick_entry_point_answers_an_unchanged_checkpoint_and_passes_changes_on(
         repo, worktrees):
     wt = _session(repo, worktrees)

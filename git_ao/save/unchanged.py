@@ -157,23 +157,58 @@ def drop(data_dir: str, session_id: str) -> None:
         pass
 
 
-# From this many paths on, `unchanged` stats them in two threads.
+# From this many paths on, `unchanged` shares the stat calls among processes.
 _SPLIT_FROM = 4000
+_MAX_SHARES = 4
 
 
-def _sigs(fd: int, names: list[bytes]) -> array[int] | None:
-    """The stat signatures of `names` (relative to the directory `fd`), in order;
-    None when one cannot be stat'ed (gone: a change)."""
-    got = array("q")
-    add = got.extend
+def _same(fd: int, names: list[bytes], want: array[int], lo: int, hi: int) -> bool:
+    """Do `names[lo:hi]` (relative to the directory `fd`) have the signatures
+    `want` holds for them? False when one cannot be stat'ed (gone: a change)."""
     stat_at = os.stat
+    i = lo * 4
     try:
-        for rel in names:
+        for rel in names[lo:hi]:
             st = stat_at(rel, dir_fd=fd, follow_symlinks=False)
-            add((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+            if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != \
+                    (want[i], want[i + 1], want[i + 2], want[i + 3]):
+                return False
+            i += 4
     except OSError:
-        return None
-    return got
+        return False
+    return True
+
+
+def _same_shared(fd: int, names: list[bytes], want: array[int]) -> bool:
+    """`_same` over all of `names`, shared among one process per core (at most
+    _MAX_SHARES), as git's preload-index shares its lstat calls among threads:
+    a stat costs mostly the kernel's time, and Python threads would hand the GIL
+    back and forth on every call. Each forked child compares its share and says
+    the answer by its exit status; a fork that fails leaves the share to this
+    process."""
+    n = len(names)
+    shares = min(os.cpu_count() or 1, _MAX_SHARES) if n >= _SPLIT_FROM else 1
+    bounds = [n * k // shares for k in range(shares + 1)]
+    children = []
+    mine = [(bounds[0], bounds[1])]
+    for lo, hi in zip(bounds[1:-1], bounds[2:]):
+        try:
+            pid = os.fork()
+        except OSError:
+            mine.append((lo, hi))
+            continue
+        if pid == 0:  # the child: compare, answer, and leave without cleanup
+            os._exit(0 if _same(fd, names, want, lo, hi) else 1)
+        children.append(pid)
+    ok = all(_same(fd, names, want, lo, hi) for lo, hi in mine)
+    for pid in children:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            ok = False
+            continue
+        ok = ok and os.waitstatus_to_exitcode(status) == 0
+    return ok
 
 
 def unchanged_any(data_dir: str, session_id: str) -> bool:
@@ -219,23 +254,7 @@ def unchanged(data_dir: str, session_id: str, path: str, doc: object = None) -> 
         return False
     try:
         names = doc["names"].split(b"\0")
-        if len(names) < _SPLIT_FROM:
-            return _sigs(fd, names) == want_sigs and stat.S_ISDIR(os.fstat(fd).st_mode)
-        # Two halves side by side, as git's preload-index does: the stat calls
-        # release the GIL, and one core's latency per call is most of the cost.
-        import threading
-        half = len(names) // 2
-        other: list[array[int] | None] = [None]
-
-        def run() -> None:
-            other[0] = _sigs(fd, names[half:])
-
-        t = threading.Thread(target=run)
-        t.start()
-        mine = _sigs(fd, names[:half])
-        t.join()
-        if mine is None or other[0] is None:
-            return False
-        return mine + other[0] == want_sigs and stat.S_ISDIR(os.fstat(fd).st_mode)
+        return len(want_sigs) == 4 * len(names) and stat.S_ISDIR(os.fstat(fd).st_mode) \
+            and _same_shared(fd, names, want_sigs)
     finally:
         os.close(fd)
