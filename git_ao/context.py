@@ -9,16 +9,18 @@ import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Unpack
 
 from git_ao import git
 from git_ao.errors import AoError, Refused, Usage
-from git_ao.fs import walk
-from git_ao.git.worktree import same_path
+from git_ao.fs.gone import gone_worktree
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.store import locks, log
 from git_ao.store.database import Store
 from git_ao.store.records import Session
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
+if TYPE_CHECKING:
+    from typing import Any, Unpack
 
 REF_PREFIX = "refs/ao/preserved/"
 # Commits only a taken-away worktree's admin dir kept alive (per-worktree refs,
@@ -118,64 +120,6 @@ def work_present_elsewhere(s: Session, oid: str) -> str:
     except (AoError, IndexError):
         return ""
     return ""
-
-
-@dataclass(frozen=True)
-class Gone:
-    """Why a live session's worktree is not at its recorded path. kind: "moved"
-    (`git worktree move` took it to `moved_to`, which git's registration names now),
-    "removed" (no directory there) or "emptied" (an empty directory there: a tmpfs
-    cleared by a reboot, a `rm -rf` of its contents)."""
-
-    kind: str
-    path: str
-    moved_to: str | None = None
-
-    def advice(self, s: Session) -> str:
-        """What is true and what brings the worktree back, as one clause starting
-        "live, but its worktree": the same words in list, restore and doctor."""
-        if self.kind == "moved":
-            return (f"live, but its worktree {self.path} was moved to {self.moved_to} "
-                    f"(git worktree move); git worktree move {self.moved_to} {self.path} "
-                    "moves it back (git ao-preserve refuses it until then)")
-        ref = s.save.preserve_ref if s.save and s.save.holds_ref else ""
-        last = f" and its last checkpoint in {ref}" if ref else ""
-        what = ("is gone (removed)" if self.kind == "removed"
-                else "is empty (a tmpfs cleared by a reboot?)")
-        return (f"live, but its worktree {self.path} {what}: git ao-preserve {s.id} records "
-                f"that, then git ao-restore re-creates it from its branch{last}")
-
-
-def moved_to(entries: Sequence[git.WorktreeEntry], s: Session) -> str | None:
-    """The existing worktree git's registration names for the session's branch at
-    another path than the recorded one (a `git worktree move`), else None. A branch
-    is checked out in one worktree at a time, so that worktree is the session's."""
-    if not s.branch:
-        return None
-    for e in entries:
-        if e.branch == f"refs/heads/{s.branch}" and not same_path(e.path, s.worktree_path) \
-                and os.path.isdir(e.path):
-            return e.path
-    return None
-
-
-def gone_worktree(s: Session, entries: Sequence[git.WorktreeEntry] | None = None) -> Gone | None:
-    """Why a live session's worktree is not at its recorded path, or None when it is
-    there (or the session is not live). entries: `git.worktree_list` of its
-    repository, read here when None and the path is missing (a listing of sessions
-    whose worktrees are in place runs no git)."""
-    path = s.worktree_path
-    if not s.live or not path:
-        return None
-    if os.path.lexists(path):
-        return Gone("emptied", path) if walk.is_empty_dir(path) else None
-    if entries is None:
-        try:
-            entries = git.worktree_list(s.common_dir) if os.path.isdir(s.common_dir) else []
-        except AoError:
-            entries = []
-    where = moved_to(entries, s)
-    return Gone("moved", path, where) if where else Gone("removed", path)
 
 
 def gone_live(sessions: Sequence[Session]) -> list[Outcome]:

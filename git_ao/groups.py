@@ -12,15 +12,18 @@ directory goes inside the root's).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar, cast
 
-from git_ao.store.records import Session
+# A listing imports no more than it runs, not even typing (mypy takes any name
+# TYPE_CHECKING as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import TypeVar
 
-if TYPE_CHECKING:  # a listing imports no more than it runs
     from git_ao.outcome import OutcomeData
+    from git_ao.store.records import Session
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 
@@ -51,12 +54,12 @@ def in_waves(sessions: Sequence[Session], run: Callable[[list[Session]], list[T]
     order = sorted(set(levels), reverse=inner_first)
     if len(order) <= 1:
         return run(list(sessions))
-    results: list[T | None] = [None] * len(sessions)
+    results: dict[int, T] = {}
     for level in order:
         idx = [i for i, d in enumerate(levels) if d == level]
         for i, out in zip(idx, run([sessions[i] for i in idx]), strict=True):
             results[i] = out
-    return cast("list[T]", results)  # every index is set: each level is run once
+    return [results[i] for i in range(len(sessions))]  # each level ran once: all are set
 
 
 def child_id(daemon_id: str, repo_name: str) -> str:

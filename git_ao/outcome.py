@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, TypedDict
 
 from git_ao.errors import ExitStatus
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypedDict
+
     # Types only: both modules import nothing of git-ao's (pyproject's layer
     # contract lets these two edges through).
     from git_ao.git.parse import BranchName, ObjectId
@@ -56,123 +58,130 @@ class Action(StrEnum):
     RESTORE = "restore"
 
 
-class AgentSeen(TypedDict):
-    """One process found working in a worktree (`processes` in OutcomeData)."""
+# The records' shapes for mypy; at run time each is a plain dict, which spares
+# every command the import of typing (mypy takes any name TYPE_CHECKING as true).
+if TYPE_CHECKING:
+    class AgentSeen(TypedDict):
+        """One process found working in a worktree (`processes` in OutcomeData)."""
 
-    pid: int
-    name: str
-    ties: list[str]
-
-
-# What `git ao-restore --at` did to the branch (`branch_moved` in OutcomeData);
-# functional form: "from" is a Python keyword.
-BranchMoved = TypedDict("BranchMoved", {
-    "branch": "str | None", "from": str, "to": str,
-    "left": int,  # commits left on no branch
-    "kept_by": "ObjectId",  # the history entry's save that keeps them
-})
+        pid: int
+        name: str
+        ties: list[str]
 
 
-class OutcomeData(TypedDict, total=False):
-    """The facts an Outcome carries: what `--json` prints merged into each result's
-    record, in the order they were put in, and what plain output shows. Every key
-    any step writes is here, so mypy checks each write and read."""
-
-    # every session's facts (context.facts), in this order
-    workspace_path: str
-    kind: str
-    harness: str
-    branch: BranchName | None
-    repo: str
-    # the `git ao list --json` record (import, add)
-    id: str
-    state: State | str | None  # a State after the step (cli.app); relaunch: its Launch
-    agent_session_id: str | None
-    preserve_ref: str | None
-    preserved_commit: ObjectId | None
-    detached: bool | None
-    saved_at: str | None
-    restored_at: str | None
-    created_at: str
-    tool: str | None
-    tool_id: str | None
-    tmux_session: str | None
-    group: str | None
-    session_mode: str | None
-    provider_conversation_id: str | None
-    # preserve and checkpoint
-    changed: int
-    untracked: int
-    ignored: int | list[str]  # preserve: a count; prune-trash: the top-level paths
-    history_entry: ObjectId | None
-    history_error: str  # why the capture was not appended to the history
-    remote_commit: ObjectId  # restore --from: the remote's other save of a session pending here
-    history_held: ObjectId  # nothing appended: the newest entry's save holds the capture
-    kept_work: bool  # checkpoint: the ref holds work a restore left, and stays as it is
-    warning: str
-    blocked: list[str]
-    trash: str
-    volatile_trash: str
-    late_check_hung: list[str]
-    still_changing: list[str]
-    captured_late: list[str]
-    before_stop: ObjectId
-    processes: list[AgentSeen]
-    agent_policy: str
-    stopped: list[int]
-    still_running: list[int]
-    # a step stopped by --timeout (batch.guarded)
-    timed_out: bool
-    hung: list[str]
-    removed: list[str]
-    # relaunch
-    argv0: str
-    returncode: int | None
-    # restore
-    from_trash: bool
-    entry: ObjectId
-    entry_number: int
-    replaced: ObjectId | None
-    replaced_number: int | None
-    branch_moved: BranchMoved
-    flags_put_back: bool
-    late_writes: list[str]
-    late_deleted: list[str]
-    admin_restored: list[str]
-    admin_not_restored: list[str]
-    applied: bool
-    placed: list[str]
-    not_as_saved: dict[str, str]
-    paths: list[str]
-    index_not_kept: list[str]
-    trash_skipped: str
-    set_aside: str
-    set_aside_files: list[str]
-    set_aside_unfinished: str
-    unsaved_files: list[str]
-    stray_newer: list[str]
-    modes_not_set: list[str]
-    environment: list[str]
-    environment_kept: list[str]
-    environment_lost: int
-    trash_holds_unsaved: str
-    trash_changes: dict[str, str]
-    # checkpoint
-    unchanged: bool
-    # prune
-    path: str
-    size: int
-    dropped: int
-    kept: int
-    trash_deleted: list[str]
-    trash_kept: list[str]
-    # push and remote
-    remote: str
-    ref: str
-    commit: str | None  # a push row's or the remote's commit, as recorded
+    # What `git ao-restore --at` did to the branch (`branch_moved` in OutcomeData);
+    # functional form: "from" is a Python keyword.
+    BranchMoved = TypedDict("BranchMoved", {
+        "branch": "str | None", "from": str, "to": str,
+        "left": int,  # commits left on no branch
+        "kept_by": "ObjectId",  # the history entry's save that keeps them
+    })
 
 
-# The exit status each Outcome status implies.
+    class OutcomeData(TypedDict, total=False):
+        """The facts an Outcome carries: what `--json` prints merged into each result's
+        record, in the order they were put in, and what plain output shows. Every key
+        any step writes is here, so mypy checks each write and read."""
+
+        # every session's facts (context.facts), in this order
+        workspace_path: str
+        kind: str
+        harness: str
+        branch: BranchName | None
+        repo: str
+        # the `git ao list --json` record (import, add)
+        id: str
+        state: State | str | None  # a State after the step (cli.app); relaunch: its Launch
+        agent_session_id: str | None
+        preserve_ref: str | None
+        preserved_commit: ObjectId | None
+        detached: bool | None
+        saved_at: str | None
+        restored_at: str | None
+        created_at: str
+        tool: str | None
+        tool_id: str | None
+        tmux_session: str | None
+        group: str | None
+        session_mode: str | None
+        provider_conversation_id: str | None
+        # preserve and checkpoint
+        changed: int
+        untracked: int
+        ignored: int | list[str]  # preserve: a count; prune-trash: the top-level paths
+        history_entry: ObjectId | None
+        history_error: str  # why the capture was not appended to the history
+        remote_commit: ObjectId  # restore --from: the remote's other save of a session pending here
+        history_held: ObjectId  # nothing appended: the newest entry's save holds the capture
+        kept_work: bool  # checkpoint: the ref holds work a restore left, and stays as it is
+        warning: str
+        blocked: list[str]
+        trash: str
+        volatile_trash: str
+        late_check_hung: list[str]
+        still_changing: list[str]
+        captured_late: list[str]
+        before_stop: ObjectId
+        processes: list[AgentSeen]
+        agent_policy: str
+        stopped: list[int]
+        still_running: list[int]
+        # a step stopped by --timeout (batch.guarded)
+        timed_out: bool
+        hung: list[str]
+        removed: list[str]
+        # relaunch
+        argv0: str
+        returncode: int | None
+        # restore
+        from_trash: bool
+        entry: ObjectId
+        entry_number: int
+        replaced: ObjectId | None
+        replaced_number: int | None
+        branch_moved: BranchMoved
+        flags_put_back: bool
+        late_writes: list[str]
+        late_deleted: list[str]
+        admin_restored: list[str]
+        admin_not_restored: list[str]
+        applied: bool
+        placed: list[str]
+        not_as_saved: dict[str, str]
+        paths: list[str]
+        index_not_kept: list[str]
+        trash_skipped: str
+        set_aside: str
+        set_aside_files: list[str]
+        set_aside_unfinished: str
+        unsaved_files: list[str]
+        stray_newer: list[str]
+        modes_not_set: list[str]
+        environment: list[str]
+        environment_kept: list[str]
+        environment_lost: int
+        trash_holds_unsaved: str
+        trash_changes: dict[str, str]
+        # checkpoint
+        unchanged: bool
+        # prune
+        path: str
+        size: int
+        dropped: int
+        kept: int
+        trash_deleted: list[str]
+        trash_kept: list[str]
+        # push and remote
+        remote: str
+        ref: str
+        commit: str | None  # a push row's or the remote's commit, as recorded
+
+
+    # The exit status each Outcome status implies.
+else:
+    AgentSeen = BranchMoved = OutcomeData = dict
+
+
 STATUS_EXIT = {Status.OK: ExitStatus.OK, Status.NOTHING: ExitStatus.OK,
                Status.ATTENTION: ExitStatus.ATTENTION, Status.REFUSED: ExitStatus.FAILED,
                Status.FAILED: ExitStatus.FAILED}

@@ -99,6 +99,38 @@ def test_the_version_is_asked_again_of_another_git(tmp_path, repo, monkeypatch):
         version.check_version()
 
 
+def test_a_passed_check_is_remembered_in_the_data_dir_for_that_git_only(
+        tmp_path, repo, monkeypatch):
+    from git_ao import git
+    from git_ao.errors import Fatal
+    from git_ao.git import version
+    monkeypatch.chdir(repo)
+    where = tmp_path / "data"
+    where.mkdir()
+    seen = []
+    git.set_trace(lambda argv, cwd: seen.append(argv))
+    try:
+        monkeypatch.setattr(version, "_new_enough", set())
+        version.check_version(remember_in=str(where))
+        assert [a for a in seen if "--version" in a] and (where / "git-checked").is_file()
+        seen.clear()
+        monkeypatch.setattr(version, "_new_enough", set())  # as a new process starts
+        version.check_version(remember_in=str(where))
+        assert not [a for a in seen if "--version" in a]  # remembered: no process
+        monkeypatch.setenv("PATH", f"{_old_git(tmp_path)}:{os.environ['PATH']}")
+        with pytest.raises(Fatal, match="this is git 2.30.1"):
+            version.check_version(remember_in=str(where))  # another git: asked again
+    finally:
+        git.set_trace(None)
+    res = subprocess.run([sys.executable, str(BIN / "git-ao"), "list"], cwd=repo,
+                         env=dict(os.environ, AO_DATA_DIR=str(where)),
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 128 and "2.30.1" in res.stderr  # and across processes too
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(":", 1)[1])
+    version.check_version(remember_in=str(tmp_path / "absent"))  # no dir: nothing written
+    assert not (tmp_path / "absent").exists()
+
+
 def _fake_man(tmp_path):
     """A `man` that prints what git asked it for: git help runs man (man.viewer)."""
     bin_dir = tmp_path / "fakeman"

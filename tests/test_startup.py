@@ -3,6 +3,7 @@
 Nothing here times anything (bench/run.py does, against a bare interpreter
 start); these tests pin down which modules a start imports."""
 
+import os
 import subprocess
 import sys
 
@@ -72,3 +73,41 @@ def test_a_listing_opens_the_database_in_a_directory_named_oddly(repo, worktrees
     ao("ao", "add", tmp_path / "wt" / "w1", "--id", "w1", cwd=repo, env=env)
     res = ao("ao", "list", cwd=repo, env=env)
     assert res.stdout.startswith("w1\t")
+
+
+# What a listing, the boot's restore with nothing pending and a TAB on ids never
+# need: typing (most of all), inspect (which dataclasses reads only for a class
+# without a docstring), shutil and its compression modules, click, the parser of
+# git-ao.toml when there is no such file.
+NOT_FOR_A_QUICK_START = {"typing", "inspect", "shutil", "lzma", "click", "tomllib",
+                         "git_ao.manage.doctor", "git_ao.context"}
+
+
+@pytest.mark.parametrize("entry,argv", [("ao", ["list"]), ("ao", ["list", "--json"]),
+                                        ("restore", ["-q"])])
+def test_a_listing_and_the_boot_import_no_typing_inspect_or_shutil(repo, worktrees, entry,
+                                                                   argv):
+    worktrees(repo, "w1")
+    ao("ao", "list", cwd=repo)  # the database exists, git's version is remembered
+    code = (f"import sys\nsys.argv = ['git-ao', *{argv!r}]\nfrom git_ao.cli import entry\n"
+            f"try:\n    entry.{entry}()\nexcept SystemExit:\n    pass")
+    script = f"{code}\nprint('\\n'.join(sorted(sys.modules)))"
+    res = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True,
+                         text=True, check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    held = set(res.stdout.split())
+    assert "git_ao.cli.entry" in held
+    quick = NOT_FOR_A_QUICK_START - ({"git_ao.context"} if entry == "restore" else set())
+    assert not held & quick, sorted(held & quick)
+
+
+def test_a_tab_on_ids_imports_no_typing_re_or_click(repo, worktrees):
+    worktrees(repo, "w1")
+    ao("ao", "list", cwd=repo)
+    code = ("import os, sys\nos.environ.update(COMP_WORDS='git-ao-preserve ', COMP_CWORD='1',"
+            " _GIT_AO_PRESERVE_COMPLETE='bash_complete')\nfrom git_ao.cli import entry\n"
+            "entry.preserve()\nprint('\\n'.join(sorted(sys.modules)))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                         text=True, check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "plain,w1" in res.stdout.split()
+    held = set(res.stdout.split())
+    assert not held & {"typing", "re", "click", "subprocess"}, held & {"typing", "re", "click"}

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from git_ao.errors import AoError, ExitStatus, Fatal, GitError, Usage
 
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from types import FrameType
+    from typing import Any, NoReturn, Self
+
     from git_ao.cli.output import Printer
     from git_ao.context import Context
     from git_ao.outcome import Action, Outcome
@@ -50,7 +52,8 @@ class App:
         from git_ao.store import log
         # Said once per run: a shutdown that logs nothing must not do so silently.
         log.on_failure(lambda message: self.printer.error("warning", message))
-        version.check_version()
+        from git_ao.store.datadir import data_dir
+        version.check_version(remember_in=data_dir())
         if not json_mode:
             where, tty = os.getcwd(), self.printer.tty
             self.printer.decide_colour = lambda: _colour(color, tty, where)
@@ -75,11 +78,11 @@ class App:
 
     def notice_unrecorded_refs(self) -> None:
         """Say when the repository this command ran in holds preserve refs that no
-        record knows (doctor.unrecorded_here: no process unless such refs may
+        record knows (unrecorded.unrecorded_here: no process unless such refs may
         exist), unless the command said so itself (`refs_noticed`)."""
         if self.refs_noticed:
             return
-        from git_ao.manage.doctor import unrecorded_here
+        from git_ao.manage.unrecorded import unrecorded_here
         from git_ao.store.database import Store
 
         def opened() -> Store:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from git_ao.cli.app import (
     App,
@@ -19,7 +18,12 @@ from git_ao.cli.app import (
     with_state,
 )
 from git_ao.errors import ExitStatus
-from git_ao.outcome import Action, Outcome
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from git_ao.outcome import Outcome
 
 
 def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
@@ -27,7 +31,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     """`git ao list`: the sessions of this repository (of `repo_path`, of every one
     with `all_` or outside a repository) in `states` (all when empty), then the
     hint lines. Returns the exit status."""
-    from git_ao.context import gone_worktree
+    from git_ao.fs.gone import gone_worktree
     from git_ao.manage.listing import list_json, preserve_refs
     if all_ and repo_path:
         usage("give --repo or --all, not both")
@@ -46,6 +50,13 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
         app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
                          "'git ao list --all' lists them")
+    if repo is not None and repo in refs and repo_path is None:
+        # The notice every command gives, from the refs read above.
+        from git_ao.manage.unrecorded import unrecorded_here
+        app.refs_noticed = True
+        notice = unrecorded_here(os.getcwd(), lambda: app.store, refs[repo])
+        if notice:
+            app.printer.error("warning", notice)
     return ExitStatus.OK
 
 
@@ -69,6 +80,7 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     """`git ao-restore`: see its click command. timeout: `--timeout` seconds (None:
     the restore.timeout setting, else no bound). Returns the exit status."""
     from git_ao.context import gone_live
+    from git_ao.outcome import Action
     check_ids(ids)
     if at is not None:
         return _restore_at(app, ids, at, from_ or map_path)
@@ -136,6 +148,7 @@ def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
     from git_ao.batch import guarded
     from git_ao.cli.app import usage
     from git_ao.cli.common import session_here
+    from git_ao.outcome import Action
     from git_ao.restore.at import restore_at
     if remote:
         usage("--at restores a live session from its own history; it takes no --from")

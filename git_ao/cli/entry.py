@@ -24,11 +24,41 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import types
 
+# Not typing's: importing typing costs more than the quick paths' own work.
+# mypy takes any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from git_ao.cli.app import App
+
+class _Deferred(types.ModuleType):
+    """Stands in for a standard module until something reads from it; then the
+    real module is imported and answers."""
+
+    def __getattr__(self, name: str) -> object:
+        import importlib
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def _dataclasses_without_inspect() -> None:
+    """Import dataclasses with a stand-in for inspect, which it reads only to give
+    a class without a docstring its signature as __doc__: inspect (with ast, dis
+    and tokenize) costs a third of a bare interpreter's start, which a listing
+    should not pay. A class that needs it gets the real one."""
+    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+        return
+    stand_in = _Deferred("inspect")
+    sys.modules["inspect"] = stand_in
+    try:
+        import dataclasses  # noqa: F401
+    finally:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]
+
 
 # context.ID_RE's characters, checked without importing re.
 _ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -174,6 +204,7 @@ def ao() -> None:
         from git_ao.cli.ao import main
         main()
         return
+    _dataclasses_without_inspect()
     from git_ao.cli.bodies import list_sessions
     states = tuple(got.pop("states"))
     all_ = got.pop("all_")
@@ -230,6 +261,7 @@ def restore() -> None:
         from git_ao.cli.restore import main
         main()
         return
+    _dataclasses_without_inspect()
     from git_ao.cli.bodies import restore as body
     _run("git ao-restore", "git ao-restore",
          lambda app: body(app, (), False, None, None, (), False, None), quiet=bool(args))

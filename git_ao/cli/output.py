@@ -21,22 +21,27 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
-from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any
 
-from git_ao.outcome import Outcome, Status
-
+# Not typing's: a listing imports nothing it does not run (mypy takes any name
+# TYPE_CHECKING as true).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from contextlib import AbstractContextManager
+    from types import TracebackType
+    from typing import IO, Any
+
     from rich.console import Console
+
+    from git_ao.outcome import Outcome
 
 JSON_SCHEMA = 1
 # The records a summary counts apart from the sessions of the command.
 APART = ("import", "push", "relaunch")
 
-_STYLE = {Status.OK: "green", Status.NOTHING: "dim", Status.ATTENTION: "yellow",
-          Status.REFUSED: "red", Status.FAILED: "red"}
+# By outcome.Status, whose members are these strings.
+_STYLE = {"ok": "green", "nothing": "dim", "attention": "yellow", "refused": "red",
+          "failed": "red"}
 
 
 _SGR = {"green": "32", "dim": "2", "yellow": "33", "red": "31"}
@@ -177,6 +182,7 @@ class Printer:
 
     def outcome(self, o: Outcome) -> None:
         """One session's result, as it happens (not in JSON mode)."""
+        from git_ao.outcome import Status
         if self.json_mode or (self.quiet and o.status in (Status.OK, Status.NOTHING)):
             return
         if self.quiet:
@@ -232,6 +238,10 @@ class Printer:
                  label: str) -> AbstractContextManager[Callable[[Outcome], None]]:
         """A context manager yielding `advance(outcome)`; a rich bar on a terminal for
         batches of more than a few sessions, else printing each outcome."""
+        from collections.abc import Callable
+        from contextlib import AbstractContextManager
+
+        from git_ao.outcome import Outcome
         printer = self
 
         class _Plain(AbstractContextManager[Callable[[Outcome], None]]):

@@ -26,6 +26,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from git_ao.fs import is_empty_dir
+
+__all__ = ["is_empty_dir"]  # callers read it here too
+
 PATH_MAX = 4096
 S_ISDIR, S_ISREG, S_ISLNK = stat.S_ISDIR, stat.S_ISREG, stat.S_ISLNK
 _new_entry = tuple.__new__
@@ -92,15 +96,6 @@ class Walk:
         """Were this entry's times set so close to the walk that a later write in the
         same clock tick could have left them unchanged?"""
         return self.entries[rel].touched_since(self.started_ns)
-
-
-def is_empty_dir(path: str) -> bool:
-    """Is `path` a directory (not a symlink to one) with nothing in it, not even a
-    `.git`? False when it cannot be read."""
-    try:
-        return os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path)
-    except OSError:
-        return False
 
 
 def mount_points() -> set[str]:

@@ -11,12 +11,19 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NewType
 
 # Typed ids, so that an object id and a ref or branch name cannot be swapped
-# where a git operation takes both (update-ref <ref> <new> <old>).
-ObjectId = NewType("ObjectId", str)  # a full hex object id, as git prints it
-BranchName = NewType("BranchName", str)  # a short branch name: topic, not refs/heads/topic
+# where a git operation takes both (update-ref <ref> <new> <old>). At run time
+# both are str, as NewType would make them, without importing typing (a listing
+# costs less than that import; mypy takes any name TYPE_CHECKING as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NewType
+
+    ObjectId = NewType("ObjectId", str)  # a full hex object id, as git prints it
+    BranchName = NewType("BranchName", str)  # a short branch name: topic, not refs/heads/topic
+else:
+    ObjectId = BranchName = str
 NO_OBJECT = ObjectId("")  # update-ref's <old> for "the ref must not exist yet"
 
 

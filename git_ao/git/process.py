@@ -24,11 +24,14 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from git_ao.errors import Fatal, GitError, TimedOut
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any
 
 # Variables that point git at a particular repository. git-ao works on many
 # repositories at once, each named by its own directory, so they are dropped

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from git_ao import git, groups
 from git_ao.errors import AoError
-from git_ao.fs import walk
-from git_ao.git.parse import ObjectId
-from git_ao.store.records import Session
+from git_ao.fs import is_empty_dir
 from git_ao.store.states import State
 
-# context.REF_PREFIX: `git ao list` does not import the workflows' context (the
-# capture, the locks), which costs every listing its import time.
-_PRESERVED = "refs/ao/preserved/"
+# context.REF_PREFIX: `git ao list` imports only what a listing runs (not the
+# workflows' context, the capture, the locks, nor typing), which would cost every
+# listing more than its own work. mypy takes any name TYPE_CHECKING as true.
+PRESERVED = "refs/ao/preserved/"
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from git_ao.git.parse import ObjectId
     from git_ao.outcome import OutcomeData
     from git_ao.store import trash
+    from git_ao.store.records import Session
 
-# {common dir: {ref: commit}} of the preserve refs, read once per repository.
-Refs = dict[str, dict[str, ObjectId]]
+    # {common dir: {ref: commit}} of the preserve refs, read once per repository.
+    Refs = dict[str, dict[str, ObjectId]]
 
 
 def preserve_refs(sessions: Sequence[Session]) -> Refs:
@@ -31,7 +34,7 @@ def preserve_refs(sessions: Sequence[Session]) -> Refs:
     out: Refs = {}
     for repo in sorted({s.common_dir for s in sessions}):
         try:
-            out[repo] = dict(git.for_each_ref(repo, _PRESERVED)) if os.path.isdir(repo) else {}
+            out[repo] = dict(git.for_each_ref(repo, PRESERVED)) if os.path.isdir(repo) else {}
         except AoError:
             out[repo] = {}
     return out
@@ -55,10 +58,10 @@ def holds_ref(s: Session, refs: Refs | None = None) -> bool:
 
 def worktree_gone(s: Session) -> bool:
     """Is a live session's worktree not at its path (moved, removed, or emptied: see
-    `context.gone_worktree`, which says why)? Nothing is pending, yet its work is not
+    `gone.gone_worktree`, which says why)? Nothing is pending, yet its work is not
     where it was."""
     path = s.worktree_path
-    return s.live and bool(path) and (not os.path.lexists(path) or walk.is_empty_dir(path))
+    return s.live and bool(path) and (not os.path.lexists(path) or is_empty_dir(path))
 
 
 def state(s: Session, refs: Refs | None = None) -> State:

@@ -24,12 +24,12 @@ from git_ao.context import (
     Context,
     facts,
     lookup,
-    moved_to,
     preserve_ref,
     work_present_elsewhere,
 )
 from git_ao.errors import AoError, GitError, Refused, TimedOut
 from git_ao.fs import nested, walk
+from git_ao.fs.gone import moved_to
 from git_ao.git import index, query, worktree
 from git_ao.git import lock as gitlock
 from git_ao.git.parse import BranchName, ObjectId

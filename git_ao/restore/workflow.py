@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from git_ao import crashpoint, git, groups
 from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
-from git_ao.context import Context, facts, gone_worktree, lookup
+from git_ao.context import Context, facts, lookup
 from git_ao.errors import AoError, Failed, Refused
+from git_ao.fs.gone import gone_worktree
 from git_ao.git import index, query, worktree
 from git_ao.git.parse import ObjectId
 from git_ao.outcome import Action, Outcome, Status

@@ -27,15 +27,24 @@ a stat file from another version) also means the full path.
 
 from __future__ import annotations
 
-import hashlib
+import itertools
 import marshal
 import os
 import stat
 from array import array
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the check below runs before anything else is imported
+# The check below runs before anything else is imported: not even typing
+# (mypy takes any name TYPE_CHECKING as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from hashlib import sha1
+
     from git_ao.fs import walk
+else:
+    try:  # the C module hashlib wraps, without loading OpenSSL for one digest
+        from _sha1 import sha1
+    except ImportError:  # a Python built without its own hash modules
+        from hashlib import sha1
 
 VERSION = 3
 _DIR = "history-stat"
@@ -51,7 +60,7 @@ def _file(data_dir: str, session_id: str) -> str:
 def _by_path(data_dir: str, path: str) -> str:
     """The file naming the session whose worktree is at `path`."""
     return os.path.join(data_dir, _DIR,
-                        "path-" + hashlib.sha1(os.fsencode(path)).hexdigest())
+                        "path-" + sha1(os.fsencode(path)).hexdigest())
 
 
 def session_at(data_dir: str, path: str) -> str | None:
@@ -190,8 +199,9 @@ def _same_shared(fd: int, names: list[bytes], want: array[int]) -> bool:
     shares = min(os.cpu_count() or 1, _MAX_SHARES) if n >= _SPLIT_FROM else 1
     bounds = [n * k // shares for k in range(shares + 1)]
     children = []
-    mine = [(bounds[0], bounds[1])]
-    for lo, hi in zip(bounds[1:-1], bounds[2:]):
+    first, *rest = itertools.pairwise(bounds)
+    mine = [first]
+    for lo, hi in rest:
         try:
             pid = os.fork()
         except OSError:

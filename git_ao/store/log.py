@@ -11,11 +11,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
+    from typing import Any
 
 LOG_NAME = "git-ao.log"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"

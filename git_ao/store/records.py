@@ -14,8 +14,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from git_ao.git.parse import BranchName, ObjectId
 from git_ao.store.states import State, is_pending
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
+if TYPE_CHECKING:
+    from git_ao.git.parse import BranchName, ObjectId
 
 
 def now_ns() -> int:

@@ -23,14 +23,15 @@ import math
 import os
 import re
 import shlex
-import tomllib
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from git_ao.errors import Fatal, Usage
 
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a start
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
     import tomlkit
 
 CONFIG_NAME = "git-ao.toml"
@@ -334,10 +335,11 @@ class Settings:
         self.unreadable: str | None = None
         try:
             with open(self.path, "rb") as f:
+                import tomllib  # here: with no file, no parser (it imports typing)
                 self.raw = tomllib.load(f)
         except FileNotFoundError:
             return
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
             # A typo must never stop a shutdown's preserve: warn, run on defaults,
             # and refuse to write over a file that could not be read.
             self.unreadable = f"cannot read {self.path}: {exc}"

@@ -1,0 +1,108 @@
+"""The notice every command gives when its repository holds preserve refs that no
+record knows (a lost data dir, a new home directory), at no cost when it holds
+none: the file system says so before any git process or heavy import."""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from git_ao.store.database import Store
+
+
+def _git_dir_above(path: str) -> str | None:
+    """The git dir of the repository `path` is in, found as git's discovery finds it
+    but from the file system alone (no process): the first `.git` directory, or
+    `.git` file's `gitdir:`, walking up, or a directory that is itself a git dir
+    (HEAD, objects and refs). None when there is none or it cannot be read."""
+    d = os.path.realpath(path)
+    while True:
+        dot = os.path.join(d, ".git")
+        if os.path.isdir(dot):
+            return dot
+        if os.path.isfile(dot):
+            try:
+                with open(dot, encoding="utf-8", errors="surrogateescape") as fh:
+                    line = fh.readline().strip()
+            except OSError:
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            return os.path.join(d, line[len("gitdir:"):].strip())
+        if os.path.isfile(os.path.join(d, "HEAD")) and os.path.isdir(os.path.join(d, "objects")) \
+                and os.path.isdir(os.path.join(d, "refs")):
+            return d
+        up = os.path.dirname(d)
+        if up == d:
+            return None
+        d = up
+
+
+def may_hold_preserve_refs(path: str) -> bool:
+    """Might the repository `path` is in hold refs under refs/ao/preserved/? From the
+    file system alone, so that a command run anywhere pays nothing when it holds
+    none: a loose ref under `refs/ao/preserved/`, the name in `packed-refs`, or a
+    reftable (which only git can read). False outside a repository."""
+    git_dir = _git_dir_above(path)
+    if git_dir is None:
+        return False
+    common = git_dir
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8",
+                  errors="surrogateescape") as fh:
+            common = os.path.join(git_dir, fh.read().strip())
+    except OSError:
+        pass
+    loose = os.path.join(common, "refs", "ao", "preserved")
+    try:
+        with os.scandir(loose) as it:
+            if any(True for _ in it):
+                return True
+    except OSError:
+        pass
+    if os.path.isdir(os.path.join(common, "reftable")):
+        return True
+    try:
+        with open(os.path.join(common, "packed-refs"), "rb") as fh:
+            return any(b" refs/ao/preserved/" in line for line in fh)
+    except OSError:
+        return False
+
+
+def unrecorded_here(path: str, open_store: Callable[[], Store],
+                    refs: Iterable[str] | None = None) -> str | None:
+    """When the repository `path` is in holds git-ao preserve refs that no record of
+    the database knows (a lost data dir, a new home directory): one line saying
+    so and what rebuilds them; None otherwise, also when the database cannot be
+    read (the command said so). Costs no process unless such refs may exist
+    (`may_hold_preserve_refs`); then `git for-each-ref`, one read of the sessions
+    and `git log -1` per unknown ref (the ao daemon's are left out). refs: the
+    repository's preserve refs when the caller read them already."""
+    if not may_hold_preserve_refs(path):
+        return None
+    from git_ao import git
+    from git_ao.errors import AoError
+    from git_ao.manage.listing import PRESERVED
+    try:
+        listed = list(refs) if refs is not None else \
+            [ref for ref, _ in git.for_each_ref(path, PRESERVED)]
+        if not listed:
+            return None
+        known = {s.id for s in open_store().sessions()}
+        unknown = [r for r in listed if r[len(PRESERVED):] not in known]
+        if not unknown:
+            return None
+        from git_ao.manage.doctor import shell_path, split_daemon_refs, worktree_of
+        ours = split_daemon_refs(path, unknown)[0]
+        if not ours:
+            return None
+        repo = os.path.realpath(git.common_dir_of(path))
+    except AoError:
+        return None
+    more = f" and {len(ours) - 3} more" if len(ours) > 3 else ""
+    return (f"{repo} holds preserve refs no record knows ({', '.join(ours[:3])}{more}): "
+            f"git ao doctor --recover -C {shell_path(worktree_of(repo))} rebuilds their "
+            "records")
