@@ -18,11 +18,7 @@ from git_ao.git import parse
 from git_ao.git.parse import (
     NO_OBJECT,
     BranchName,
-    IndexFlags,
     ObjectId,
-    Status,
-    StatusEntry,
-    WorktreeEntry,
     check_ref_format,
     join_z,
     split_z,
@@ -46,6 +42,17 @@ __all__ = ["IDENTITY", "NO_OBJECT", "TIMED_OUT", "BranchName", "Completed", "Ind
            "ObjectId", "Status", "StatusEntry", "WorktreeEntry", "bounded", "call",
            "call_bounded", "check_ref_format", "current_deadline", "join_z", "line", "run",
            "set_trace", "show_manual", "split_z", "unbounded"]
+
+# The records of the longer outputs: imported when first read (porcelain.py), so a
+# command that reads none of those outputs does not build their classes.
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
+if TYPE_CHECKING:
+    from git_ao.git.porcelain import IndexFlags, Status, StatusEntry, WorktreeEntry
+else:
+    def __getattr__(name: str) -> object:
+        if name in ("IndexFlags", "Status", "StatusEntry", "WorktreeEntry"):
+            return getattr(parse, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------- repositories
