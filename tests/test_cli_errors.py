@@ -5,6 +5,7 @@ format everywhere."""
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 
@@ -75,7 +76,7 @@ def test_one_time_format_everywhere(repo, worktrees):
 
 def _old_git(tmp_path):
     bindir = tmp_path / "old-git"
-    bindir.mkdir()
+    bindir.mkdir(exist_ok=True)
     (bindir / "git").write_text("#!/bin/sh\necho 'git version 2.30.1'\n")
     (bindir / "git").chmod(0o755)
     return bindir
@@ -101,34 +102,32 @@ def test_the_version_is_asked_again_of_another_git(tmp_path, repo, monkeypatch):
 
 def test_a_passed_check_is_remembered_in_the_data_dir_for_that_git_only(
         tmp_path, repo, monkeypatch):
-    from git_ao import git
     from git_ao.errors import Fatal
     from git_ao.git import version
+    data = tmp_path / "data"
+    env = dict(os.environ, AO_DATA_DIR=str(data), GIT_AO_DEBUG="")
+
+    def listed(path_env):
+        return subprocess.run([sys.executable, str(BIN / "git-ao"), "list", "-v"], cwd=repo,
+                              env=dict(env, PATH=path_env), capture_output=True, text=True,
+                              check=False)
+    res = listed(os.environ["PATH"])
+    assert res.returncode == 0 and "trace: git --version" in res.stderr
+    assert not data.exists()  # a listing creates no data dir, so nothing is kept
+    data.mkdir(mode=0o700)
+    assert "trace: git --version" in listed(os.environ["PATH"]).stderr
+    assert stat.S_IMODE((data / "git-checked").stat().st_mode) == 0o600
+    res = listed(os.environ["PATH"])
+    assert res.returncode == 0 and "trace: git --version" not in res.stderr  # remembered
+    res = listed(f"{_old_git(tmp_path)}:{os.environ['PATH']}")  # another git: asked again
+    assert res.returncode == 128 and "this is git 2.30.1" in res.stderr
     monkeypatch.chdir(repo)
-    where = tmp_path / "data"
-    where.mkdir()
-    seen = []
-    git.set_trace(lambda argv, cwd: seen.append(argv))
-    try:
-        monkeypatch.setattr(version, "_new_enough", set())
-        version.check_version(remember_in=str(where))
-        assert [a for a in seen if "--version" in a] and (where / "git-checked").is_file()
-        seen.clear()
-        monkeypatch.setattr(version, "_new_enough", set())  # as a new process starts
-        version.check_version(remember_in=str(where))
-        assert not [a for a in seen if "--version" in a]  # remembered: no process
-        monkeypatch.setenv("PATH", f"{_old_git(tmp_path)}:{os.environ['PATH']}")
-        with pytest.raises(Fatal, match="this is git 2.30.1"):
-            version.check_version(remember_in=str(where))  # another git: asked again
-    finally:
-        git.set_trace(None)
-    res = subprocess.run([sys.executable, str(BIN / "git-ao"), "list"], cwd=repo,
-                         env=dict(os.environ, AO_DATA_DIR=str(where)),
-                         capture_output=True, text=True, check=False)
-    assert res.returncode == 128 and "2.30.1" in res.stderr  # and across processes too
-    monkeypatch.setenv("PATH", os.environ["PATH"].split(":", 1)[1])
-    version.check_version(remember_in=str(tmp_path / "absent"))  # no dir: nothing written
-    assert not (tmp_path / "absent").exists()
+    monkeypatch.setattr(version, "_new_enough", set())
+    key = (data / "git-checked").read_text()
+    assert version.check_version(key) == key  # the same git, no process
+    monkeypatch.setenv("PATH", f"{_old_git(tmp_path)}:{os.environ['PATH']}")
+    with pytest.raises(Fatal, match="this is git 2.30.1"):
+        version.check_version(key)
 
 
 def _fake_man(tmp_path):

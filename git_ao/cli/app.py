@@ -43,7 +43,6 @@ class App:
             except OSError as exc:
                 raise Fatal(f"cannot change to '{d}': {exc.strerror}") from exc
         from git_ao import git
-        from git_ao.git import version
         self.dry_run = dry_run
         from git_ao.cli.output import Printer  # lazily: json and rich are not needed for a TAB
         self.printer: Printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose, nul=nul)
@@ -52,8 +51,7 @@ class App:
         from git_ao.store import log
         # Said once per run: a shutdown that logs nothing must not do so silently.
         log.on_failure(lambda message: self.printer.error("warning", message))
-        from git_ao.store.datadir import data_dir
-        version.check_version(remember_in=data_dir())
+        _check_git_version()
         if not json_mode:
             where, tty = os.getcwd(), self.printer.tty
             self.printer.decide_colour = lambda: _colour(color, tty, where)
@@ -113,6 +111,19 @@ class App:
             for w in self._settings.warnings:
                 self.printer.error("warning", w)
         return self._settings
+
+
+def _check_git_version() -> None:
+    """version.check_version, remembering the git that passed in the data dir
+    (`git-checked`) when the data dir exists, so the next command starts no
+    `git --version` for the same git."""
+    from git_ao.git import version
+    from git_ao.store.datadir import data_dir, read_private, write_private
+    path = os.path.join(data_dir(), "git-checked")
+    known = read_private(path)
+    key = version.check_version(known)
+    if key is not None and key != known and os.path.isdir(os.path.dirname(path)):
+        write_private(path, key)
 
 
 def _colour(when: str | None, tty: bool, where: str) -> bool:

@@ -106,7 +106,7 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
     status's ignored paths ('dir/' for a whole directory); conf:
     `query.config_map`. Returns whether it was written (not when a time is racy,
     the worktree has submodules or nested repositories, or git uses a reftable).
-    Raises OSError only when the data dir cannot be written."""
+    Raises Fatal when its directory in the data dir cannot be made private."""
     from git_ao.fs import walk  # here: `unchanged` must import nothing heavy
     drop(data_dir, session_id)
     if walked.nested or walked.blockers or os.path.exists(os.path.join(common_dir, "reftable")) \
@@ -147,15 +147,11 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
             return False
     doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
            "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs.tobytes()}
+    from git_ao.store.datadir import ensure_private_dir, write_private
     target = _file(data_dir, session_id)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    for dest, data in ((target, marshal.dumps(doc)),
-                       (_by_path(data_dir, path), session_id.encode())):
-        tmp = f"{dest}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, dest)
-    return True
+    ensure_private_dir(os.path.dirname(target))
+    return write_private(target, marshal.dumps(doc)) and \
+        write_private(_by_path(data_dir, path), session_id)
 
 
 def drop(data_dir: str, session_id: str) -> None:

@@ -156,6 +156,35 @@ def ensure_private_dir(path: str) -> None:
     tighten(path, st, 0o700, "data dir")
 
 
+def read_private(path: str) -> str | None:
+    """The text of a small file of the data dir, None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def write_private(path: str, text: str | bytes) -> bool:
+    """Replace the data dir's file `path` with `text`, mode 0600 whatever the umask:
+    written beside it and renamed, so a reader sees the old content or the new,
+    never half. Returns False when it cannot be written (nothing is left behind)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+    return True
+
+
 def tighten(path: str, st: os.stat_result, mode: int, what: str) -> None:
     """chmod `path` to `mode` when group or others have any access; Fatal when that fails."""
     if stat.S_IMODE(st.st_mode) & 0o077:
