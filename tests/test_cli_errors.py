@@ -116,6 +116,9 @@ def test_a_passed_check_is_remembered_in_the_data_dir_for_that_git_only(
     assert not data.exists()  # a listing creates no data dir, so nothing is kept
     data.mkdir(mode=0o700)
     assert "trace: git --version" in listed(os.environ["PATH"]).stderr
+    assert not (data / "git-checked").exists()  # nor writes into one: it changes nothing
+    subprocess.run([sys.executable, str(BIN / "git-ao"), "checkpoint", "--all"], cwd=repo,
+                   env=env, capture_output=True, check=True)  # a command that writes
     assert stat.S_IMODE((data / "git-checked").stat().st_mode) == 0o600
     res = listed(os.environ["PATH"])
     assert res.returncode == 0 and "trace: git --version" not in res.stderr  # remembered

@@ -51,7 +51,8 @@ class App:
         from git_ao.store import log
         # Said once per run: a shutdown that logs nothing must not do so silently.
         log.on_failure(lambda message: self.printer.error("warning", message))
-        _check_git_version()
+        # A command that changes nothing writes nothing, this key included.
+        _check_git_version(remember=not (read_only or dry_run))
         if not json_mode:
             where, tty = os.getcwd(), self.printer.tty
             self.printer.decide_colour = lambda: _colour(color, tty, where)
@@ -113,16 +114,16 @@ class App:
         return self._settings
 
 
-def _check_git_version() -> None:
-    """version.check_version, remembering the git that passed in the data dir
-    (`git-checked`) when the data dir exists, so the next command starts no
-    `git --version` for the same git."""
+def _check_git_version(*, remember: bool) -> None:
+    """version.check_version, reading the git that passed before from the data dir
+    (`git-checked`), and with `remember` writing it there when the data dir exists,
+    so the next command starts no `git --version` for the same git."""
     from git_ao.git import version
     from git_ao.store.datadir import data_dir, read_private, write_private
     path = os.path.join(data_dir(), "git-checked")
     known = read_private(path)
     key = version.check_version(known)
-    if key is not None and key != known and os.path.isdir(os.path.dirname(path)):
+    if remember and key is not None and key != known and os.path.isdir(os.path.dirname(path)):
         write_private(path, key)
 
 
