@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -79,7 +80,7 @@ def _flags_reference(out: bytes):
 
 
 def test_index_flags_matches_a_plain_reading(repo):
-    names = ["H", "H x", "a/H", "S", ".gitattributes", "a/.gitattributes", "b.gitattributes",
+    names = ["!first", "H", "H x", "a/H", "S", ".gitattributes", "a/.gitattributes", "b.gitattributes",
              "c/d/.gitattributes", "sp ace/.gitattributes", "new\nline", "nl\ndir/.gitattributes",
              "é/f", "x.gitattributes/y"]
     names += [f"many/f{i}" for i in range(300)]
@@ -88,7 +89,8 @@ def test_index_flags_matches_a_plain_reading(repo):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(n + "\n")
     git_(repo, "add", "-A")
-    git_(repo, "update-index", "--assume-unchanged", "H", "a/.gitattributes", "many/f7")
+    git_(repo, "update-index", "--assume-unchanged", "!first", "H", "a/.gitattributes",
+         "many/f7")
     git_(repo, "update-index", "--skip-worktree", "S", "many/f9", "c/d/.gitattributes")
     git_(repo, "update-index", "--assume-unchanged", "many/f9", "new\nline")
     out = subprocess.run(["git", "ls-files", "-v", "-z"], cwd=repo, capture_output=True,
@@ -99,6 +101,20 @@ def test_index_flags_matches_a_plain_reading(repo):
     assert "many/f9" in flags.skip_worktree and "many/f9" in flags.assume_unchanged
     assert flags.attributes == [".gitattributes", "a/.gitattributes", "c/d/.gitattributes",
                                 "nl\ndir/.gitattributes", "sp ace/.gitattributes"]
+
+
+@pytest.mark.parametrize("out", [
+    b"", b"h a\0", b"S .gitattributes\0H b\0", b"H .gitattributes\0", b"s x/.gitattributes\0",
+    b"H a.gitattributes\0H a/b.gitattributes\0H a/.gitattributes/c\0h a/.gitattributes\0",
+    b"H /.gitattributes\0H .gitattributes.\0M .gitattributes\0", b"H x\0S y\0h z\0H w\0",
+    b"c .gitattributes\0" + b"".join(b"H f%d\0" % i for i in range(50)) + b"S last\0",
+])
+def test_index_flags_parse_matches_a_plain_reading_first_and_last_records(out):
+    """The first record (no NUL before it) and the last are read like the others."""
+    from git_ao.git import porcelain
+    flags = porcelain.index_flags(out)
+    assert (flags.assume_unchanged, flags.skip_worktree, flags.attributes) == \
+        _flags_reference(out)
 
 
 def git_(cwd, *args):

@@ -188,10 +188,11 @@ class IndexFlags:
         return [os.fsdecode(rec[2:]) for rec in self.raw.split(b"\0") if len(rec) > 2]
 
 
-# Records of `git ls-files -v -z` ("<tag> <path>\0") whose tag is not plain "H",
-# and records of tracked .gitattributes files.
-_FLAGGED = re.compile(rb"(?:^|\0)([^H\0] [^\0]*)")
-_ATTRIBUTES = re.compile(rb"(?:^|\0)(. (?:[^\0]*/)?\.gitattributes)(?=\0|$)")
+# Records of `git ls-files -v -z` ("<tag> <path>\0") after the first whose tag is
+# not plain "H", and the ends of paths named .gitattributes. Each starts with a
+# literal, which the regular expression engine finds by a plain scan.
+_FLAGGED = re.compile(rb"\0([^H\0] [^\0]*)")
+_ATTRIBUTES = re.compile(rb"\.gitattributes(?=\0|$)")
 
 
 def index_flags(out: bytes) -> IndexFlags:
@@ -201,7 +202,14 @@ def index_flags(out: bytes) -> IndexFlags:
     # expressions pick out the few others in C, so a 20,000-file index costs no
     # Python loop over every file. Sorted by position to keep git's order.
     hits = {m.start(1): m.group(1) for m in _FLAGGED.finditer(out)}
-    hits.update((m.start(1), m.group(1)) for m in _ATTRIBUTES.finditer(out))
+    if out[:1] not in (b"", b"H"):
+        hits[0] = out.partition(b"\0")[0]
+    if b".gitattributes" in out:
+        for m in _ATTRIBUTES.finditer(out):
+            start = out.rfind(b"\0", 0, m.start()) + 1
+            if m.start() == start + 2 or (m.start() > start + 2
+                                          and out[m.start() - 1] == 0x2F):  # "/"
+                hits[start] = out[start:m.end()]
     for _, rec in sorted(hits.items()):
         if len(rec) < 3:
             continue
