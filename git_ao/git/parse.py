@@ -8,7 +8,7 @@ encoding they have.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 # Typed ids, so that an object id and a ref or branch name cannot be swapped
 # where a git operation takes both (update-ref <ref> <new> <old>). At run time
@@ -96,13 +96,33 @@ def gitlinks(out: bytes) -> list[str]:
             if rec.startswith(b"160000 ")]
 
 
-def config_map(out: bytes) -> dict[str, str]:
-    """Parse `git config -z --list` as {lower-case key: last value}."""
-    conf = {}
+class Config(dict[str, str]):
+    """Every effective git config value as {lower-case key: last value}, with every
+    (key as git prints it, value) pair in git's order in `pairs`, for the keys that
+    take several values (`remote.<name>.fetch`)."""
+
+    pairs: Sequence[tuple[str, str]] = ()
+
+    def values_of(self, prefix: str, suffix: str) -> list[tuple[str, str]]:
+        """The (key, value) pairs whose lower-case key starts with `prefix` and ends
+        with `suffix` (both lower case, apart: `git config --get-regexp
+        '^prefix.*suffix$'`), in git's order."""
+        least = len(prefix) + len(suffix)
+        return [(k, v) for k, v in self.pairs if len(k) >= least
+                and k.lower().startswith(prefix) and k.lower().endswith(suffix)]
+
+
+def config_map(out: bytes) -> Config:
+    """Parse `git config -z --list` as a Config ({lower-case key: last value})."""
+    conf = Config()
+    pairs: list[tuple[str, str]] = []
+    conf.pairs = pairs
     for rec in out.split(b"\0"):
         if rec:
             key, _, value = rec.partition(b"\n")
-            conf[key.decode("utf-8", "replace").lower()] = value.decode("utf-8", "surrogateescape")
+            k, v = key.decode("utf-8", "replace"), value.decode("utf-8", "surrogateescape")
+            pairs.append((k, v))
+            conf[k.lower()] = v
     return conf
 
 

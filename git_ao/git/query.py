@@ -108,8 +108,11 @@ def objects_complete(cwd: str, commit: str, known: str) -> bool:
     return git.call(["rev-list", "--objects", commit, "--not", known], cwd).status == 0
 
 
-def fetch_refspecs(cwd: str) -> list[tuple[str, str]]:
-    """[(key, refspec)] of every `remote.<name>.fetch` setting."""
+def fetch_refspecs(cwd: str, conf: parse.Config | None = None) -> list[tuple[str, str]]:
+    """[(key, refspec)] of every `remote.<name>.fetch` setting; conf: the repository's
+    `config_map`, read already (no process then)."""
+    if conf is not None:
+        return conf.values_of("remote.", ".fetch")
     res = git.call(["config", "-z", "--get-regexp", r"^remote\..*\.fetch$"], cwd)
     if res.status != 0:
         return []
@@ -278,8 +281,9 @@ def index_flags(cwd: str, *, index_file: str | None = None) -> IndexFlags:
     return parse.index_flags(git.run(["ls-files", "-v", "-z"], cwd, env=git.index_env(index_file)))
 
 
-def config_map(cwd: str) -> dict[str, str]:
-    """Every effective git config value (`git config -z --list`) as {lower-case key: last value}."""
+def config_map(cwd: str) -> parse.Config:
+    """Every effective git config value (`git config -z --list`) as {lower-case key: last
+    value}, with every pair in order (`parse.Config`)."""
     return parse.config_map(git.run(["config", "-z", "--list"], cwd))
 
 

@@ -30,7 +30,7 @@ from git_ao.context import (
 from git_ao.errors import AoError, GitError, Refused, TimedOut
 from git_ao.fs import nested, walk
 from git_ao.fs.gone import moved_to
-from git_ao.git import index, query, worktree
+from git_ao.git import index, parse, query, worktree
 from git_ao.git import lock as gitlock
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, Status
@@ -274,7 +274,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             data["history_entry"] = appended.commit
         if not_appended:
             data["history_error"] = not_appended
-        warn = _mirror_warning(path)
+        warn = _mirror_warning(path, cap.config)
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
@@ -413,7 +413,7 @@ def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
     nothing changed (`unchanged.record`); a failure only costs that speed."""
     try:
         unchanged.record(ctx.store.dir, s.id, path, git_dir, s.common_dir, cap.branch,
-                         walked, cap.ignored, query.config_map(path))
+                         walked, cap.ignored, cap.config)
     except (OSError, AoError) as exc:
         ctx.log("preserve", s.id, "stat-not-recorded", error=str(exc))
 
@@ -490,11 +490,11 @@ def _write_ref(ctx: Context, s: Session, path: str, cap: capture.Capture, git_di
     return ref
 
 
-def _mirror_warning(path: str) -> str:
+def _mirror_warning(path: str, conf: parse.Config) -> str:
     """A warning when a fetch refspec covers refs/ao/ (a mirror clone): the next
     `git fetch --prune` deletes the preserve refs (the trash copy still holds the
-    work)."""
-    specs = witness.fetch_refspecs_covering(path)
+    work). conf: the repository's config, as the capture read it."""
+    specs = witness.fetch_refspecs_covering(path, conf=conf)
     if not specs:
         return ""
     return (f"warning: {specs[0]} covers refs/ao/, so git fetch --prune deletes the preserve "

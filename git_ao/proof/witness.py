@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from git_ao import git
 from git_ao.fs import nested, walk
 from git_ao.fs.walk import Blocker, Walk
-from git_ao.git import query
+from git_ao.git import parse, query
 from git_ao.git.parse import ObjectId
 from git_ao.save import capture, local_state
 from git_ao.store import trash
@@ -129,12 +129,13 @@ def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
     return commit
 
 
-def fetch_refspecs_covering(cwd: str, prefix: str = "refs/ao/") -> list[str]:
+def fetch_refspecs_covering(cwd: str, prefix: str = "refs/ao/", *,
+                            conf: parse.Config | None = None) -> list[str]:
     """The `remote.<name>.fetch` refspecs whose destination covers `prefix`
     (a mirror clone's `+refs/*:refs/*`): `git fetch --prune` would delete the
-    preserve refs there."""
+    preserve refs there. conf: the repository's config, read already."""
     out = []
-    for key, value in query.fetch_refspecs(cwd):
+    for key, value in query.fetch_refspecs(cwd, conf):
         dst = value.lstrip("+").partition(":")[2]
         if not dst:
             continue

@@ -32,7 +32,7 @@ from git_ao import crashpoint, git
 from git_ao.errors import AoError, GitError
 from git_ao.fs import walk
 from git_ao.fs.nested import linked_worktree_of
-from git_ao.git import index, query
+from git_ao.git import index, parse, query
 from git_ao.git.index import TEMP_INDEX_PREFIX, TempIndex
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.save import local_state
@@ -91,6 +91,9 @@ class Capture:
     # The checksum of the index the trees were made from (index.checksum): an
     # index with the same one holds exactly this index tree and these flags.
     index_checksum: str | None = None
+    # The repository's config as the capture read it (`query.config_map`): what
+    # else the save needs of it is read here, not asked of git again.
+    config: parse.Config = field(default_factory=parse.Config, repr=False, compare=False)
 
     @property
     def detached(self) -> bool:
@@ -353,7 +356,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
     cap = Capture(head=head, branch=st.branch,
                   changed=[e.path for e in st.changed], untracked=list(st.untracked),
-                  ignored=list(st.ignored), hidden=hidden)
+                  ignored=list(st.ignored), hidden=hidden, config=conf)
     subs = _check_submodules(path, git_dir, st)
     wc = local_state.collect(path, git_dir, conf, flags, st, hidden, walked)
     if subs:

@@ -14,6 +14,7 @@ import os
 import stat
 from collections import Counter
 from dataclasses import dataclass, field, fields
+from operator import itemgetter
 from typing import Any
 
 from git_ao import git
@@ -231,21 +232,23 @@ def _walked_modes(walked: walk.Walk, ignored: list[str]
     under another umask gives back the bits the files had. Ignored paths and those
     of nested repositories are left out: they come back, if at all, by a rename
     that keeps their bits."""
-    kinds: dict[str, Counter[int]] = {"file": Counter(), "exec": Counter(), "dir": Counter()}
-    for e in walked.entries.values():
-        if e.kind == "file":
-            kinds["exec" if e.mode & 0o100 else "file"][stat.S_IMODE(e.mode)] += 1
-    for mode in walked.dirs.values():
-        kinds["dir"][stat.S_IMODE(mode)] += 1
+    # One count of each full st_mode in C (a worktree has few distinct ones), then
+    # a Python loop over the files only when some file is off its base.
+    counts = Counter(map(itemgetter(1), walked.entries.values()))
+    kinds: dict[str, Counter[int]] = {"file": Counter(), "exec": Counter(),
+                                      "dir": Counter(map(stat.S_IMODE, walked.dirs.values()))}
+    for mode, n in counts.items():
+        if stat.S_ISREG(mode):
+            kinds["exec" if mode & 0o100 else "file"][stat.S_IMODE(mode)] += n
     mask = _umask()
     base = {k: c.most_common(1)[0][0] if c else _default(0o100 * (k != "file"), mask)
             for k, c in kinds.items()}
+    off = {mode for mode in counts if stat.S_ISREG(mode)
+           and stat.S_IMODE(mode) != base["exec" if mode & 0o100 else "file"]}
     files, dirs = {}, {}
-    for rel, e in walked.entries.items():
-        perm = stat.S_IMODE(e.mode)
-        if e.kind == "file" and perm != base["exec" if e.mode & 0o100 else "file"] \
-                and not walked.under_nested(rel) and not walk.under(rel, ignored):
-            files[rel] = f"{perm:04o}"
+    for rel, e in walked.entries.items() if off else ():
+        if e.mode in off and not walked.under_nested(rel) and not walk.under(rel, ignored):
+            files[rel] = f"{stat.S_IMODE(e.mode):04o}"
     for rel, mode in walked.dirs.items():
         if stat.S_IMODE(mode) != base["dir"] and rel not in walked.nested \
                 and not walked.under_nested(rel) and not walk.under(rel, ignored):
