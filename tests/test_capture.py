@@ -49,6 +49,24 @@ def test_commit_shape_and_git_stash_reads_it(repo, worktrees, tmp_path):
         {k: v for k, v in mine.items() if k not in ("ignored", "status")}
 
 
+def test_the_commits_are_written_as_commit_tree_writes_them(repo, worktrees):
+    """I, U and W are computed and written in one process; a commit encoding other than
+    UTF-8 is left to git commit-tree, which records it, as before."""
+    wt = worktrees(repo, "cap")
+    dirty(wt)
+    ao("ao-preserve", "--keep-worktree", "cap", cwd=repo)
+    w = git("rev-parse", REF, cwd=repo).strip()
+    git("fsck", "--strict", "--no-dangling", cwd=repo)
+    raw = git("cat-file", "commit", w, cwd=repo)
+    assert "\nauthor git-ao <git-ao@localhost> " in raw and "\nencoding " not in raw
+    git("config", "i18n.commitEncoding", "ISO-8859-1", cwd=repo)
+    (wt / "a.txt").write_text("latin\n")
+    ao("ao-preserve", "--keep-worktree", "cap", cwd=repo)
+    w2 = git("rev-parse", REF, cwd=repo).strip()
+    assert w2 != w and "\nencoding ISO-8859-1\n" in git("cat-file", "commit", w2, cwd=repo)
+    assert "a.txt" in git("stash", "show", "--include-untracked", "--name-only", w2, cwd=repo)
+
+
 def test_reflog_keeps_an_earlier_preserve(repo, worktrees):
     wt = worktrees(repo, "cap")
     (wt / "a.txt").write_text("one\n")

@@ -119,3 +119,43 @@ def test_index_flags_parse_matches_a_plain_reading_first_and_last_records(out):
 
 def git_(cwd, *args):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("fmt", ["sha1", "sha256"])
+@pytest.mark.parametrize("message", ["index on main: abc1234\n", "two\n\nlines é\nAo-X: y\n",
+                                     "no newline at the end", ""])
+@pytest.mark.parametrize("parents", [0, 1, 3])
+def test_build_commit_gives_commit_trees_id_and_bytes(tmp_path, fmt, message, parents):
+    """The commits a capture computes and writes in one hash-object are those `git
+    commit-tree` writes: same bytes, same id, in either hash."""
+    import os
+    import time
+    path = tmp_path / fmt
+    git_(tmp_path, "init", "-q", f"--object-format={fmt}", str(path))
+    tree = subprocess.run(["git", "hash-object", "-w", "-t", "tree", "--stdin"], cwd=path,
+                          input=b"", capture_output=True, check=True).stdout.decode().strip()
+    when = 1_700_000_000 + parents
+    made = []
+    for _ in range(parents):
+        oid, data = git.build_commit(tree, made[-1:], "p\n", when=when)
+        git.write_objects(str(path), str(path / ".git"), "commit", [(oid, data)])
+        made.append(oid)
+    got = git.build_commit(tree, made, message, when=when)
+    assert got is not None
+    off = time.localtime(when).tm_gmtoff
+    zone = f"{'-' if off < 0 else '+'}{abs(off) // 3600:02d}{abs(off) % 3600 // 60:02d}"
+    env = {**os.environ, **git.IDENTITY, "GIT_AUTHOR_DATE": f"{when} {zone}",
+           "GIT_COMMITTER_DATE": f"{when} {zone}"}
+    args = ["git", "commit-tree", tree] + [a for p in made for a in ("-p", p)]
+    want = subprocess.run(args, cwd=path, input=message.encode(), env=env, capture_output=True,
+                          check=True).stdout.decode().strip()
+    assert got[0] == want
+    assert subprocess.run(["git", "cat-file", "commit", want], cwd=path, capture_output=True,
+                          check=True).stdout == got[1]
+    git.write_objects(str(path), str(path / ".git"), "commit", [got])
+    assert not [n for n in os.listdir(path / ".git") if n.startswith(git.OBJECT_PREFIX)]
+
+
+def test_build_commit_leaves_a_message_git_would_rewrite_to_commit_tree():
+    assert git.build_commit("4b825dc642cb6eb9a060e54bf8d69288fbee4904", [],
+                            "bad \udcff byte\n") is None

@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import stat
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,7 +41,7 @@ from git_ao.save import local_state
 VERIFY_PREFIX = "git-ao-verify."
 # Every scratch name starts with one of these, then "<pid>.": `git ao-prune`
 # removes those whose process is gone.
-SCRATCH_PREFIXES = (TEMP_INDEX_PREFIX, VERIFY_PREFIX, query.MERGE_PREFIX)
+SCRATCH_PREFIXES = (TEMP_INDEX_PREFIX, VERIFY_PREFIX, query.MERGE_PREFIX, git.OBJECT_PREFIX)
 
 # State files of an operation in progress. They live in the worktree's private
 # git dir and die with it, so a worktree in one of these states is not captured.
@@ -94,6 +95,7 @@ class Capture:
     # The repository's config as the capture read it (`query.config_map`): what
     # else the save needs of it is read here, not asked of git again.
     config: parse.Config = field(default_factory=parse.Config, repr=False, compare=False)
+    git_dir: str = ""  # the worktree's git dir, where scratch files go
 
     @property
     def detached(self) -> bool:
@@ -356,7 +358,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
     cap = Capture(head=head, branch=st.branch,
                   changed=[e.path for e in st.changed], untracked=list(st.untracked),
-                  ignored=list(st.ignored), hidden=hidden, config=conf)
+                  ignored=list(st.ignored), hidden=hidden, config=conf, git_dir=git_dir)
     subs = _check_submodules(path, git_dir, st)
     wc = local_state.collect(path, git_dir, conf, flags, st, hidden, walked)
     if subs:
@@ -430,16 +432,44 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         return cap
     if not write:
         return cap
-    label = st.branch or "(no branch)"
-    short = head[:7]
-    i_commit = git.commit_tree(path, cap.index_tree, [head], f"index on {label}: {short}\n")
-    parents = [head, i_commit]
+    assert meta is not None, "writing a preserve commit needs its trailers"
+    _stash_commits(path, git_dir, cap, meta)
+    return cap
+
+
+def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta) -> None:
+    """Write I, U (when there are untracked files) and W for the trees of `cap`, as
+    `git stash` shapes them, and set `cap.commit`. The ids are computed here and
+    the three objects written by one `git hash-object` (`git.build_commit`); a
+    message git would rewrite (not UTF-8) or a commit encoding other than UTF-8
+    (`i18n.commitEncoding`) takes one `git commit-tree` each instead. Raises
+    GitError."""
+    assert cap.index_tree and cap.worktree_tree
+    label = cap.branch or "(no branch)"
+    short = cap.head[:7]
+    when = int(time.time())
+    encoding = cap.config.get("i18n.commitencoding", "utf-8").lower()
+    if encoding in ("utf-8", "utf8"):
+        i_commit = git.build_commit(cap.index_tree, [cap.head],
+                                    f"index on {label}: {short}\n", when=when)
+        u_commit = git.build_commit(cap.untracked_tree, [],
+                                    f"untracked files on {label}: {short}\n", when=when) \
+            if cap.untracked_tree else None
+        if i_commit is not None:
+            parents = [cap.head, i_commit[0]] + ([u_commit[0]] if u_commit else [])
+            w_commit = git.build_commit(cap.worktree_tree, parents, message(meta, cap),
+                                        when=when)
+            if w_commit is not None:
+                git.write_objects(path, git_dir, "commit",
+                                  [i_commit, *([u_commit] if u_commit else []), w_commit])
+                cap.commit = w_commit[0]
+                return
+    i_oid = git.commit_tree(path, cap.index_tree, [cap.head], f"index on {label}: {short}\n")
+    parents = [cap.head, i_oid]
     if cap.untracked_tree:
         parents.append(git.commit_tree(path, cap.untracked_tree, [],
                                        f"untracked files on {label}: {short}\n"))
-    assert meta is not None, "writing a preserve commit needs its trailers"
     cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
-    return cap
 
 
 def ensure_commit(path: str, cap: Capture, meta: Meta) -> str:
@@ -453,14 +483,8 @@ def ensure_commit(path: str, cap: Capture, meta: Meta) -> str:
         assert head_tree is not None
         cap.index_tree = cap.index_tree or head_tree
         cap.worktree_tree = cap.worktree_tree or head_tree
-    label = cap.branch or "(no branch)"
-    i_commit = git.commit_tree(path, cap.index_tree, [cap.head],
-                               f"index on {label}: {cap.head[:7]}\n")
-    parents = [cap.head, i_commit]
-    if cap.untracked_tree:
-        parents.append(git.commit_tree(path, cap.untracked_tree, [],
-                                       f"untracked files on {label}: {cap.head[:7]}\n"))
-    cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
+    _stash_commits(path, cap.git_dir or git.repo_dirs(path).git_dir, cap, meta)
+    assert cap.commit is not None
     return cap.commit
 
 
