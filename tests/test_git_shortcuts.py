@@ -159,3 +159,67 @@ def test_build_commit_gives_commit_trees_id_and_bytes(tmp_path, fmt, message, pa
 def test_build_commit_leaves_a_message_git_would_rewrite_to_commit_tree():
     assert git.build_commit("4b825dc642cb6eb9a060e54bf8d69288fbee4904", [],
                             "bad \udcff byte\n") is None
+
+
+def test_head_reflog_read_from_its_file_is_git_log_g(repo, worktrees):
+    wt = worktrees(repo, "rl", register=False)
+    assert query.head_reflog_commits(str(wt)) == query.reflog_commits(str(wt), "HEAD")
+    for n in range(3):
+        (wt / f"f{n}").write_text(f"{n}\n")
+        git_(wt, "add", "-A")
+        git_(wt, "commit", "-q", "-m", f"c{n}")
+    git_(wt, "commit", "-q", "--amend", "-m", "amended")
+    git_(wt, "reset", "-q", "--hard", "HEAD~2")
+    git_(wt, "checkout", "-q", "--detach", "HEAD~1")
+    got = query.head_reflog_commits(str(wt))
+    assert len(got) >= 7 and got == query.reflog_commits(str(wt), "HEAD")
+    assert query.head_reflog_commits(str(repo)) == query.reflog_commits(str(repo), "HEAD")
+
+
+def test_read_refs_is_rev_parse_and_cat_file(repo, worktrees):
+    from git_ao.save import history
+    wt = worktrees(repo, "rr", register=False)
+    tree = git.trees_of(str(repo), ["HEAD"])[0]
+    head = git.rev_parse(str(repo), "HEAD")
+    for name, msg in (("a", "one\n\nAo-Session: x\n"), ("b", "\n\nleading blank\n"),
+                      ("c", "no end")):
+        oid = subprocess.run(["git", "commit-tree", tree, "-p", head], cwd=repo,
+                             input=msg.encode(), capture_output=True, check=True).stdout
+        git_(repo, "update-ref", f"refs/ao/preserved/{name}", oid.decode().strip())
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=b"x",
+                          capture_output=True, check=True).stdout.decode().strip()
+    git_(repo, "update-ref", "refs/ao/preserved/blob", blob)
+    git_(wt, "update-ref", "refs/worktree/mine", head)
+    git_(wt, "update-ref", "refs/bisect/bad", head)
+    got = git.read_refs(str(wt), "refs/ao/preserved/a", "refs/ao/preserved/b",
+                        "refs/ao/preserved/c", "refs/ao/preserved/blob", "refs/ao/history/a",
+                        "refs/worktree/", "refs/bisect/")
+    assert got is not None
+    assert sorted(got) == ["refs/ao/preserved/a", "refs/ao/preserved/b", "refs/ao/preserved/blob",
+                           "refs/ao/preserved/c", "refs/bisect/bad", "refs/worktree/mine"]
+    for ref, r in got.items():
+        assert r.oid == git.rev_parse(str(wt), ref)
+        if ref.endswith("blob"):
+            assert (r.tree, r.parents, r.message) == ("", [], "")
+            continue
+        t, parents, message = query.commit_object(str(wt), r.oid)
+        assert (r.tree, r.parents) == (t, parents)
+        assert r.message == message.lstrip("\n")
+    assert git.read_refs(str(repo), "refs/worktree/") == {}  # another worktree's refs
+    assert history.newest_of(got, "a") is None
+    assert history.newest_of(None, "a") is history.UNREAD
+
+
+@pytest.mark.parametrize("message", [
+    "WIP on x: abc git-ao preserve of s\n\nAo-Session: s\nAo-Kind: worker\n",
+    "ao preserved s\n", "Ao-Session: s\n", "subject\n\nbody Ao-Session: s\n",
+    "subject\n\nAo-Session: s\nnot a trailer\n", "subject\n\nAo-Session: \n",
+    "subject\n\nAo-Session: s\n\n\n", "s\n\nfirst\n\nAo-Kind: w\nAo-Session: s2\n",
+])
+def test_a_preserve_commit_is_told_from_its_message_as_git_reads_its_trailers(repo, message):
+    from git_ao.save import daemon_refs
+    tree = git.trees_of(str(repo), ["HEAD"])[0]
+    oid = subprocess.run(["git", "commit-tree", tree], cwd=repo, input=message.encode(),
+                         capture_output=True, check=True).stdout.decode().strip()
+    assert daemon_refs.written_by_git_ao(str(repo), oid, message) == \
+        daemon_refs.written_by_git_ao(str(repo), oid)

@@ -287,7 +287,58 @@ def test_objects_pruned_between_capture_and_ref_are_written_again(repo, worktree
         capture.capture = real
     assert out.status == "ok", out.message
     assert len(calls) >= 2
+    from git_ao.store import log
+    log.close()
+    logged = (Path(os.environ["AO_DATA_DIR"]) / "logs" / log.LOG_NAME).read_text()
+    # The refs moved together, the proof found the trees gone, both were moved back.
+    assert "objects-pruned" in logged and "attempt=0" in logged, logged
+    git("fsck", "--no-dangling", "--connectivity-only", cwd=repo)
     ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_objects_pruned_between_their_writing_and_the_refs_are_written_again(
+        repo, worktrees, keep):
+    """The commits are written, then a `git gc --prune=now` drops them (no ref holds
+    them yet), then the one transaction that moves both refs fails: the refs are
+    written one at a time, the capture taken again, and the history holds a whole
+    entry (a checkpoint and a preserve alike)."""
+    from git_ao.context import Context
+    from git_ao.preserve import workflow as preserve_mod
+    from git_ao.save import capture
+    from git_ao.store.database import Store
+
+    wt = worktrees(repo, "gc")
+    (wt / "new.txt").write_text("work written during a gc\n")
+    (wt / "README.md").write_text("edited\n")
+    before = state(wt)
+    real = capture.flush
+    pruned = []
+
+    def flush_then_gc(*args, **kw):
+        real(*args, **kw)
+        if not pruned:
+            pruned.append(git("gc", "-q", "--prune=now", cwd=repo))
+
+    capture.flush = flush_then_gc
+    try:
+        out = preserve_mod.preserve_one(Context(Store()), "gc", keep)
+    finally:
+        capture.flush = real
+    assert out.status == "ok", out.message
+    assert pruned
+    from git_ao.store import log
+    log.close()
+    logged = (Path(os.environ["AO_DATA_DIR"]) / "logs" / log.LOG_NAME).read_text()
+    assert "refs-one-by-one" in logged and "objects-pruned" in logged, logged
+    git("fsck", "--no-dangling", "--connectivity-only", cwd=repo)
+    import json
+    entries = json.loads(ao("ao", "history", "gc", "--json", cwd=repo).stdout)["entries"]
+    assert len(entries) == 1
+    assert entries[0]["commit"] == git("rev-parse", "refs/ao/preserved/gc", cwd=repo).strip()
+    if not keep:
+        ao("ao-restore", cwd=repo)
     assert_restored(before, state(wt))
 
 

@@ -40,7 +40,7 @@ from git_ao.git.process import (
 )
 
 __all__ = ["IDENTITY", "NO_OBJECT", "TIMED_OUT", "BranchName", "Completed", "IndexFlags",
-           "ObjectId", "Status", "StatusEntry", "WorktreeEntry", "bounded", "call",
+           "ObjectId", "RefRead", "Status", "StatusEntry", "WorktreeEntry", "bounded", "call",
            "call_bounded", "check_ref_format", "current_deadline", "join_z", "line", "run",
            "set_trace", "show_manual", "split_z", "unbounded"]
 
@@ -48,10 +48,10 @@ __all__ = ["IDENTITY", "NO_OBJECT", "TIMED_OUT", "BranchName", "Completed", "Ind
 # command that reads none of those outputs does not build their classes.
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
 if TYPE_CHECKING:
-    from git_ao.git.porcelain import IndexFlags, Status, StatusEntry, WorktreeEntry
+    from git_ao.git.porcelain import IndexFlags, RefRead, Status, StatusEntry, WorktreeEntry
 else:
     def __getattr__(name: str) -> object:
-        if name in ("IndexFlags", "Status", "StatusEntry", "WorktreeEntry"):
+        if name in ("IndexFlags", "RefRead", "Status", "StatusEntry", "WorktreeEntry"):
             return getattr(parse, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -318,6 +318,32 @@ def swap_ref(cwd: str, ref: str, new: str, old: str | None, *,
     return False
 
 
+def update_refs(cwd: str, updates: Sequence[tuple[str, str | None, str | None]], *,
+                message: str = "git-ao") -> bool:
+    """Move several refs in one transaction (`git update-ref --create-reflog -m
+    <message> --stdin -z`): each (ref, new, old) moves `ref` to `new` (None: deletes
+    it) only while it points at `old` (None: only while it does not exist). All
+    move or none does. Returns False when a ref was elsewhere (another writer won);
+    raises GitError for any other failure (a lock held, an object missing)."""
+    lines = []
+    for ref, new, old in updates:
+        if new is None:
+            assert old, "a ref is deleted only from what it holds"
+            lines.append(f"delete {ref}\0{old}\0")
+        elif old is None:
+            lines.append(f"create {ref}\0{new}\0")
+        else:
+            lines.append(f"update {ref}\0{new}\0{old}\0")
+    res = call(["update-ref", "--create-reflog", "-m", message, "--stdin", "-z"], cwd,
+               input="".join(lines).encode("utf-8", "surrogateescape"))
+    if res.status == 0:
+        return True
+    if any(rev_parse(cwd, ref) != old for ref, _new, old in updates):
+        return False
+    res.check()
+    return False
+
+
 def reset_hard(cwd: str, commit: str) -> None:
     """`git reset -q --hard <commit>` in the worktree at `cwd`: HEAD (the branch it
     names, or a detached HEAD), the index and the tracked files take `commit`;
@@ -376,6 +402,19 @@ def commit_parents(cwd: str, commit: str) -> list[ObjectId]:
 def trees_of(cwd: str, commits: Iterable[str]) -> list[ObjectId | None]:
     """The tree id of each commit, in one `git rev-parse c^{tree} ...`."""
     return rev_parse_many(cwd, [f"{c}^{{tree}}" for c in commits])
+
+
+_READ_FORMAT = "%(refname)%00%(objectname)%00%(tree)%00%(parent)%00%(contents)%00"
+
+
+def read_refs(cwd: str, *patterns: str) -> dict[str, RefRead] | None:
+    """{ref: RefRead} of every ref `patterns` name (as `git for-each-ref` matches them:
+    a whole name, or a prefix ending at a '/'), each with its commit's tree,
+    parents and message, in one `git for-each-ref` run in `cwd` (per-worktree refs
+    are that worktree's). None when git's answer cannot be read back (a message
+    holding a NUL). Raises GitError."""
+    from git_ao.git import porcelain
+    return porcelain.ref_reads(run(["for-each-ref", f"--format={_READ_FORMAT}", *patterns], cwd))
 
 
 def for_each_ref(cwd: str, *prefixes: str) -> list[tuple[str, ObjectId]]:

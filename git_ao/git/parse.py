@@ -175,7 +175,7 @@ def ls_remote(text: str) -> list[tuple[str, ObjectId]]:
 # The records of the longer outputs live in porcelain.py; they are read here too.
 _IN_PORCELAIN = frozenset({"WorktreeEntry", "worktree_list", "StatusEntry", "Status", "status",
                            "Change", "tree_diffs", "IndexFlags", "index_flags", "PushedRef",
-                           "push_porcelain"})
+                           "push_porcelain", "RefRead", "ref_reads"})
 if TYPE_CHECKING:
     from git_ao.git.porcelain import *  # the names above, for mypy
 else:

@@ -1,5 +1,6 @@
 """The records git's longer porcelain outputs parse into: `git worktree list`,
-`git status`, `git diff-tree`, `git ls-files -v` and `git push --porcelain`.
+`git status`, `git diff-tree`, `git ls-files -v`, `git push --porcelain` and
+`git for-each-ref` with the commits' fields (`git.read_refs`).
 Apart from parse.py (which names them too) so that a command reading none of
 these outputs, a listing, does not build their classes at start-up."""
 
@@ -11,8 +12,9 @@ from dataclasses import dataclass, field
 
 from git_ao.git.parse import BranchName, ObjectId
 
-__all__ = ["Change", "IndexFlags", "PushedRef", "Status", "StatusEntry", "WorktreeEntry",
-           "index_flags", "push_porcelain", "status", "tree_diffs", "worktree_list"]
+__all__ = ["Change", "IndexFlags", "PushedRef", "RefRead", "Status", "StatusEntry",
+           "WorktreeEntry", "index_flags", "push_porcelain", "ref_reads", "status", "tree_diffs",
+           "worktree_list"]
 
 
 @dataclass
@@ -250,3 +252,31 @@ def push_porcelain(text: str) -> list[PushedRef]:
         src, _, dst = parts[1].rpartition(":")
         out.append(PushedRef(parts[0], src, dst, parts[2]))
     return out
+
+
+@dataclass
+class RefRead:
+    """A ref and, when it names a commit, that commit's tree, parents and message."""
+
+    ref: str
+    oid: ObjectId
+    tree: str = ""  # "" when the ref names no commit
+    parents: list[str] = field(default_factory=list)
+    message: str = ""  # as %(contents) gives it: blank lines before the subject dropped
+
+
+def ref_reads(out: bytes) -> dict[str, RefRead] | None:
+    """Parse `git for-each-ref --format=%(refname)%00%(objectname)%00%(tree)%00%(parent)
+    %00%(contents)%00` as {ref: RefRead}; None when a record does not have its five
+    fields (a message holding a NUL)."""
+    fields = out.split(b"\0")
+    # Five fields a ref, each record ending in a newline that starts the next one.
+    if len(fields) % 5 != 1 or fields[-1] not in (b"", b"\n"):
+        return None
+    got = {}
+    for i in range(0, len(fields) - 1, 5):
+        name, oid, tree, parents, message = fields[i:i + 5]
+        ref = name.lstrip(b"\n").decode("utf-8", "surrogateescape")
+        got[ref] = RefRead(ref, ObjectId(oid.decode()), tree.decode(), parents.decode().split(),
+                           message.decode("utf-8", "replace"))
+    return got

@@ -102,10 +102,12 @@ def hash_bytes(cwd: str, data: bytes) -> str:
     return git.line(["hash-object", "--stdin"], cwd, input=data)
 
 
-def objects_complete(cwd: str, commit: str, known: str) -> bool:
-    """Does every object `commit` needs, beyond what `known` reaches, exist?
-    (`git rev-list --objects <commit> --not <known>` fails on a missing one.)"""
-    return git.call(["rev-list", "--objects", commit, "--not", known], cwd).status == 0
+def objects_complete(cwd: str, commit: str, known: str, *more: str) -> bool:
+    """Does every object `commit` needs, beyond what `known` (and `more`) reach,
+    exist? (`git rev-list --objects <commit> --not <known>...` fails on a missing
+    one.)"""
+    return git.call(["rev-list", "--objects", commit, "--not", known, *more],
+                    cwd).status == 0
 
 
 def fetch_refspecs(cwd: str, conf: parse.Config | None = None) -> list[tuple[str, str]]:
@@ -153,6 +155,55 @@ def index_matches_tree(cwd: str, tree: str) -> bool:
     if res.status not in (0, 1):
         res.check()
     return res.status == 0
+
+
+def head_reflog_commits(cwd: str) -> list[ObjectId]:
+    """`reflog_commits(cwd, "HEAD")` of the worktree whose top is `cwd`, read from
+    its `logs/HEAD` file (each entry's new value, newest first) when the repository
+    keeps its refs in files; `git log -g` otherwise (a reftable, or no `.git` at
+    `cwd` to read)."""
+    git_dir = _git_dir_of(cwd)
+    if git_dir is None or os.path.exists(os.path.join(_common_of(git_dir), "reftable")):
+        return reflog_commits(cwd, "HEAD")
+    try:
+        with open(os.path.join(git_dir, "logs", "HEAD"), "rb") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return reflog_commits(cwd, "HEAD")
+    out = []
+    for ln in reversed(lines):
+        parts = ln.split(b" ", 2)
+        if len(parts) == 3 and len(parts[1]) in (40, 64) and parts[1].strip(b"0"):
+            out.append(ObjectId(parts[1].decode("ascii", "replace")))
+    return out
+
+
+def _git_dir_of(path: str) -> str | None:
+    """The git dir a worktree's `.git` names: the directory itself, or the `gitdir:`
+    line of a `.git` file (a linked worktree); None when neither reads."""
+    dot = os.path.join(path, ".git")
+    if os.path.isdir(dot):
+        return dot
+    try:
+        with open(dot, encoding="utf-8", errors="surrogateescape") as fh:
+            named = fh.read().strip()
+    except OSError:
+        return None
+    if not named.startswith("gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(path, named[7:].strip()))
+
+
+def _common_of(git_dir: str) -> str:
+    """The common dir of `git_dir` (its `commondir` file, else itself)."""
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8",
+                  errors="surrogateescape") as fh:
+            return os.path.normpath(os.path.join(git_dir, fh.read().strip()))
+    except OSError:
+        return git_dir
 
 
 def reflog_commits(cwd: str, ref: str) -> list[ObjectId]:

@@ -10,6 +10,7 @@ Nothing here prints: every function returns Outcomes and logs its decisions.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -242,13 +243,19 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {counts}"
                            + (held_note(s) if held else ""), facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
+        # The session's refs and the per-worktree ones, with the history's newest
+        # entry, in one reading (the session's lock is held: only another program
+        # moves them meanwhile, and every write compares and swaps).
+        read = git.read_refs(path, preserve_ref(s.id), history.history_ref(s.id),
+                             *witness.ADMIN_REFS)
         cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked,
-                              targeted=keep_worktree)
+                              targeted=keep_worktree, defer=True)
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
-        ref = _write_ref(ctx, s, path, cap, v.git_dir, meta) if cap.commit and not held else ""
-        appended, in_history, not_appended = _append_history(ctx, s, path, cap, meta, trigger or (
-            "checkpoint" if keep_worktree else "preserve"))
+        ref, appended, holder, not_appended = _store(
+            ctx, s, path, cap, meta, read, held, v.git_dir,
+            trigger or ("checkpoint" if keep_worktree else "preserve"))
+        in_history = holder is not None
         if keep_worktree and in_history and walked is not None:
             _record_unchanged(ctx, s, path, v.git_dir, cap, walked)
         captured: dict[str, str] = {}
@@ -258,7 +265,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             keep += [removal.where(path, b) for b in witness.blockers(
                 path, before, captured, cap.ignored, private_config=cap.private_config,
                 sessions=cache.session_paths(ctx, exclude=s.id))]
-        private = _with_admin_only(ctx, s, path, cap.private_config)
+        private = _with_admin_only(ctx, s, path, cap.private_config, read, cap.head)
         if cap.ignored:
             ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
                     first=",".join(cap.ignored[:5]))
@@ -278,8 +285,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
-        top = history.newest(path, s.id) if (keep_worktree and in_history and appended is None
-                                             and cap.commit) else None
+        top = holder if (keep_worktree and appended is None and cap.commit) else None
         if top is not None:
             # A checkpoint is its history entry; nothing appended: name the entry that
             # holds the state, and the preserve ref only as the ref it is. (A preserve
@@ -379,32 +385,136 @@ def _late_check_note(hung: list[str]) -> str:
     return f"the check after the move ran past --timeout, running {running}, and was stopped"
 
 
+def _store(ctx: Context, s: Session, path: str, cap: capture.Capture, meta: capture.Meta,
+           read: dict[str, git.RefRead] | None, held: bool, git_dir: str, trigger: str
+           ) -> tuple[str, history.Entry | None, history.Entry | None, str | None]:
+    """Write the capture's commits (capture(defer=True)), point the preserve ref at
+    W (not when `held`: the ref keeps work a restore left) and append the save to
+    the history. In the usual case that is one `git hash-object` (the entry's
+    commit with the capture's), one ref transaction and one proof that every
+    object is there (`_store_at_once`); anything else (a ref another program
+    moved or wrote, a lock, an object pruned meanwhile, a message git would
+    rewrite) takes the steps one at a time, reading the refs again
+    (`_write_ref`, `_append_history`). Returns (the preserve ref written or "",
+    the new entry or None, the newest entry holding the save or None, why it is
+    not in the history)."""
+    fast = _store_at_once(ctx, s, path, cap, meta, read, held, git_dir, trigger)
+    if fast is not None:
+        return fast
+    capture.flush(path, cap)
+    ref = _write_ref(ctx, s, path, cap, git_dir, meta) if cap.commit and not held else ""
+    appended, holder, not_appended = _append_history(ctx, s, path, cap, meta, trigger)
+    return ref, appended, holder, not_appended
+
+
+def _store_at_once(ctx: Context, s: Session, path: str, cap: capture.Capture,
+                   meta: capture.Meta, read: dict[str, git.RefRead] | None, held: bool,
+                   git_dir: str, trigger: str
+                   ) -> tuple[str, history.Entry | None, history.Entry | None, str | None] | None:
+    """`_store` in one hash-object, one `git update-ref --stdin` moving both refs
+    from what `read` holds (compare and swap: all or nothing) and one `git rev-list
+    --objects`. None when it did not apply or did not go through: nothing of it
+    stays (a ref moved is moved back), and `_store` takes the steps one by one."""
+    top = history.newest_of(read, s.id)
+    if read is None or isinstance(top, history.Unread):
+        return None
+    ref = preserve_ref(s.id)
+    known = read.get(ref)
+    older = known.oid if known is not None else None
+    updates: list[tuple[str, str | None, str | None]] = []
+    if cap.commit and not held:
+        if older is not None and not daemon_refs.written_by_git_ao(
+                path, older, known.message if known is not None and known.tree else None):
+            return None  # another program's save: set aside first, one step at a time
+        updates.append((ref, cap.commit, older))
+    saved = cap
+    entry: history.Entry | None = None
+    more: list[tuple[ObjectId, bytes]] = []
+    if not history.clean_as_newest(cap, top):
+        if cap.commit is None:
+            saved = dataclasses.replace(cap, unwritten=[])  # the capture says "nothing written"
+            capture.ensure_commit(path, saved, meta, write=False)
+            if not saved.unwritten:
+                return None
+        assert saved.commit is not None
+        state = history.state_of(saved)
+        if top is None or not top.same_state(state):
+            plan = history.planned(s.id, saved.commit, state, trigger, changed=len(cap.changed),
+                                   untracked=len(cap.untracked), top=top)
+            if plan is None:
+                return None
+            entry, body = plan
+            more = [*saved.unwritten] if saved is not cap else []
+            more.append((entry.commit, body))
+            updates.append((history.history_ref(s.id), entry.commit,
+                            top.commit if top is not None else None))
+    capture.flush(path, cap, more)
+    holder = entry or top
+    if not updates:
+        return "", None, holder, None
+    if entry is not None:
+        crashpoint.hit("history:before-ref")
+    try:
+        moved = git.update_refs(path, updates, message=f"git-ao {trigger} {s.id}")
+    except GitError as exc:
+        ctx.log("preserve", s.id, "refs-one-by-one", error=str(exc))
+        return None
+    if not moved:
+        return None
+    written = "" if held or not cap.commit else ref
+    if written:
+        crashpoint.hit("preserve:after-ref")
+    if entry is not None:
+        crashpoint.hit("history:after-ref")
+    # Every object the refs now need exists (a `git gc --prune=now` meanwhile)?
+    tip = entry.commit if entry is not None else saved.commit
+    assert tip is not None
+    if not query.objects_complete(path, tip, cap.head, *([top.commit] if entry and top else [])):
+        # Moved back (or deleted) from what was just written; then one step at a time,
+        # which writes the capture again.
+        ctx.log("preserve", s.id, "objects-pruned", commit=tip, attempt=0)
+        if not git.update_refs(path, [(r, old, new) for r, new, old in updates],
+                               message=f"git-ao {trigger} {s.id} (objects pruned)"):
+            raise GitError(["update-ref", "--stdin"], 1,
+                           f"{ref} moved while a pruned capture was taken back")
+        return None
+    if older and older != cap.commit and written:
+        # The reflog keeps it while the ref lives; the log keeps its id for good.
+        ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
+    if entry is not None:
+        ctx.log("preserve", s.id, "history-appended", trigger=trigger, entry=entry.commit,
+                commit=entry.save)
+    return written, entry, holder, None
+
+
 def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
-                    meta: capture.Meta, trigger: str
-                    ) -> tuple[history.Entry | None, bool, str | None]:
-    """Append the capture to the session's history (`history.append_capture`). The
+                    meta: capture.Meta, trigger: str,
+                    top: history.Entry | None | history.Unread = history.UNREAD
+                    ) -> tuple[history.Entry | None, history.Entry | None, str | None]:
+    """Append the capture to the session's history (`history.add_capture`). The
     save itself is in the preserve ref already (or the worktree was clean), so a
-    failure here is logged and said, and costs the preserve nothing. Returns (the
-    new entry or None, whether the newest entry now holds the capture, why it
-    could not be appended: with the lock file in the way, stale or held, see
-    git_ao/git/lock.py)."""
+    failure here is logged and said, and costs the preserve nothing. top: the
+    newest entry as read before the capture (`history.newest_of`). Returns (the
+    new entry or None, the newest entry now holding the capture or None when it
+    could not be appended, why it could not be appended: with the lock file in the
+    way, stale or held, see git_ao/git/lock.py)."""
     try:
         try:
-            entry = history.append_capture(path, s.id, cap, meta, trigger)
+            entry, holder = history.add_capture(path, s.id, cap, meta, trigger, top=top)
         except AoError as exc:
             # A killed git-ao's own lock on the history ref: removed, and once more.
             removed = None if ctx.dry_run else gitlock.clear_own_stale(str(exc))
             if removed is None:
                 raise
             ctx.log("preserve", s.id, "removed-stale-lock", lock=removed)
-            entry = history.append_capture(path, s.id, cap, meta, trigger)
+            entry, holder = history.add_capture(path, s.id, cap, meta, trigger)
     except AoError as exc:
         ctx.log("preserve", s.id, "history-not-appended", error=str(exc))
-        return None, False, gitlock.explain(str(exc), path)
+        return None, None, gitlock.explain(str(exc), path)
     if entry is not None:
         ctx.log("preserve", s.id, "history-appended", trigger=trigger, entry=entry.commit,
                 commit=entry.save)
-    return entry, True, None
+    return entry, holder, None
 
 
 def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
@@ -436,12 +546,15 @@ def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
 
 
 
-def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -> str | None:
+def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None,
+                     read: dict[str, git.RefRead] | None = None, head: str | None = None
+                     ) -> str | None:
     """Keep the commits only the worktree's admin dir holds (per-worktree refs, HEAD
     reflog entries) reachable under refs/ao/kept/<id>, and record the per-worktree
-    refs in the save's private config so restore puts them back. Returns the
-    private config JSON."""
-    found = witness.admin_only(path)
+    refs in the save's private config so restore puts them back. read: the refs
+    read before the capture (`git.read_refs`, with `witness.ADMIN_REFS`); head:
+    HEAD as the capture found it. Returns the private config JSON."""
+    found = witness.admin_only(path, read, head)
     if not found:
         return private
     witness.keep_alive(path, KEPT_PREFIX + s.id, found)
@@ -454,40 +567,73 @@ def _with_admin_only(ctx: Context, s: Session, path: str, private: str | None) -
 
 
 def _write_ref(ctx: Context, s: Session, path: str, cap: capture.Capture, git_dir: str,
-               meta: capture.Meta) -> str:
+               meta: capture.Meta, read: dict[str, git.RefRead] | None = None) -> str:
     """Point the session's preserve ref at the capture, after setting aside a ref
     git-ao did not write, then prove every object the commit needs exists: a
     `git gc --prune=now` running between the objects' writing and the ref's could
-    have pruned them. The capture is written again (once) when they are gone."""
+    have pruned them. The capture is written again (once) when they are gone.
+    read: the session's refs as read before the capture (`git.read_refs`), else
+    the ref is read here. The ref moves only from the commit read (compare and
+    swap): one written meanwhile by another program is read again and judged."""
     ref = preserve_ref(s.id)
-    older = git.rev_parse(path, ref)
-    if daemon_refs.set_aside_foreign(ctx, path, ref, older, s.id):  # never replace another's save
-        older = None
-    if older and older != cap.commit:
-        # The reflog keeps it while the ref lives; the log keeps its id for good.
-        ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
+    known = read.get(ref) if read is not None else None
+    older = known.oid if known is not None else None if read is not None \
+        else git.rev_parse(path, ref)
+    message = known.message if known is not None and known.tree else None
+    for _moved in range(3):
+        if daemon_refs.set_aside_foreign(ctx, path, ref, older, s.id, message):
+            older = None  # never replace another's save
+        if older and older != cap.commit:
+            # The reflog keeps it while the ref lives; the log keeps its id for good.
+            ctx.log("preserve", s.id, "superseded", ref=ref, commit=older)
+        try:
+            _move_ref(ctx, s, path, cap, git_dir, meta, ref, older)
+        except _RefMoved as exc:
+            older, message = exc.now, None
+            continue
+        crashpoint.hit("preserve:after-ref")
+        return ref
+    raise GitError(["update-ref", ref], 1, f"{ref} kept moving while it was written")
+
+
+class _RefMoved(Exception):
+    """The preserve ref no longer held what was read (`now`: what it holds)."""
+
+    def __init__(self, now: ObjectId | None) -> None:
+        super().__init__(now)
+        self.now = now
+
+
+def _move_ref(ctx: Context, s: Session, path: str, cap: capture.Capture, git_dir: str,
+              meta: capture.Meta, ref: str, older: ObjectId | None) -> None:
+    """`_write_ref`'s write from `older` (None: the ref must not exist) and proof
+    that every object is there. Raises _RefMoved, CannotCapture, GitError."""
+    expect = older or git.NO_OBJECT
     for attempt in (1, 2):
         assert cap.commit is not None
         try:
-            git.update_ref(path, ref, cap.commit, message=f"git-ao preserve {s.id}")
+            git.update_ref(path, ref, cap.commit, expect, message=f"git-ao preserve {s.id}")
             missing = witness.objects_missing(path, cap.commit, cap.head)
         except GitError:
             # update-ref itself refuses a commit that is gone.
-            if git.object_exists(path, cap.commit):
+            if not git.object_exists(path, cap.commit):
+                missing = True
+            else:
+                now = git.rev_parse(path, ref)
+                if now != (expect or None):
+                    raise _RefMoved(now) from None
                 raise
-            missing = True
         if not missing:
-            break
+            return
         ctx.log("preserve", s.id, "objects-pruned", commit=cap.commit, attempt=attempt)
         if attempt == 2:
             raise capture.CannotCapture(f"the objects of the capture of '{path}' were pruned "
                                          "while it was written (a git gc --prune=now?); run "
                                          "git ao-preserve again")
+        expect = git.rev_parse(path, ref) or git.NO_OBJECT
         again = capture.capture(path, git_dir, meta)
         cap.commit, cap.worktree_tree, cap.index_tree, cap.untracked_tree = (
             again.commit, again.worktree_tree, again.index_tree, again.untracked_tree)
-    crashpoint.hit("preserve:after-ref")
-    return ref
 
 
 def _mirror_warning(path: str, conf: parse.Config) -> str:

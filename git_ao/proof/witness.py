@@ -103,15 +103,26 @@ class AdminOnly:
         return bool(self.refs or self.reflog)
 
 
-def admin_only(path: str) -> AdminOnly:
+# The per-worktree refs a worktree's admin dir holds (seen from inside it).
+ADMIN_REFS = ("refs/worktree/", "refs/bisect/")
+
+
+def admin_only(path: str, read: dict[str, git.RefRead] | None = None,
+               head: str | None = None) -> AdminOnly:
     """Read the per-worktree refs (`refs/worktree/*`, `refs/bisect/*`, seen from
-    inside the worktree) and the HEAD reflog commits that nothing else reaches."""
+    inside the worktree) and the HEAD reflog commits that nothing else reaches.
+    read: refs read already in the worktree with ADMIN_REFS among the patterns
+    (`git.read_refs`); head: the worktree's HEAD, reachable by definition."""
     found = AdminOnly()
-    for ref, oid in git.for_each_ref(path, "refs/worktree/", "refs/bisect/"):
-        found.refs[ref] = oid
+    if read is None:
+        for ref, oid in git.for_each_ref(path, *ADMIN_REFS):
+            found.refs[ref] = oid
+    else:
+        found.refs = {ref: r.oid for ref, r in sorted(read.items()) if ref.startswith(ADMIN_REFS)}
     # --all from inside a worktree counts the refs and every worktree's HEAD, but
     # not reflogs: what it does not reach dies with this worktree's reflog.
-    found.reflog = query.unreachable_from_all(path, sorted(set(query.reflog_commits(path, "HEAD"))))
+    logged = set(query.head_reflog_commits(path)) - {head} - set(found.refs.values())
+    found.reflog = query.unreachable_from_all(path, sorted(logged))
     return found
 
 

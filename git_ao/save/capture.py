@@ -96,6 +96,10 @@ class Capture:
     # else the save needs of it is read here, not asked of git again.
     config: parse.Config = field(default_factory=parse.Config, repr=False, compare=False)
     git_dir: str = ""  # the worktree's git dir, where scratch files go
+    # The commits computed and not written yet (capture(defer=True)): `flush`
+    # writes them, with any other objects, in one process.
+    unwritten: list[tuple[ObjectId, bytes]] = field(default_factory=list, repr=False,
+                                                     compare=False)
 
     @property
     def detached(self) -> bool:
@@ -312,7 +316,7 @@ TRIES = 5
 
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             st: git.Status | None = None, walked: walk.Walk | None = None,
-            targeted: bool = False) -> Capture:
+            targeted: bool = False, defer: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -324,6 +328,9 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     status` saw change (`git update-index`) instead of every tracked one (`git
     add -u`), where no index flag hides a file, no sparse checkout and no
     submodule is involved.
+    defer: compute the commits but leave them in `Capture.unwritten` (`cap.commit`
+    names an object not written yet) for the caller to write with its own
+    (`flush`).
     Returns a Capture. Raises CannotCapture (also when a file kept changing
     under git's reads TRIES times in a row), GitError. Temporary index files are
     removed on every path out.
@@ -335,7 +342,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     """
     for attempt in range(1, TRIES + 1):
         try:
-            return _capture_once(path, git_dir, meta, write, st, walked, targeted)
+            return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -348,7 +355,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
 
 def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   st: git.Status | None, walked: walk.Walk | None,
-                  targeted: bool = False) -> Capture:
+                  targeted: bool = False, defer: bool = False) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -433,17 +440,27 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     if not write:
         return cap
     assert meta is not None, "writing a preserve commit needs its trailers"
-    _stash_commits(path, git_dir, cap, meta)
+    _stash_commits(path, git_dir, cap, meta, write=not defer)
     return cap
 
 
-def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta) -> None:
+def flush(path: str, cap: Capture, more: Sequence[tuple[ObjectId, bytes]] = ()) -> None:
+    """Write the commits `cap` left unwritten (capture(defer=True)) and the commits
+    `more`, in one `git hash-object`. Raises GitError."""
+    objects = [*cap.unwritten, *more]
+    if objects:
+        git.write_objects(path, cap.git_dir or git.repo_dirs(path).git_dir, "commit", objects)
+    cap.unwritten = []
+
+
+def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta, *,
+                   write: bool = True) -> None:
     """Write I, U (when there are untracked files) and W for the trees of `cap`, as
     `git stash` shapes them, and set `cap.commit`. The ids are computed here and
-    the three objects written by one `git hash-object` (`git.build_commit`); a
-    message git would rewrite (not UTF-8) or a commit encoding other than UTF-8
-    (`i18n.commitEncoding`) takes one `git commit-tree` each instead. Raises
-    GitError."""
+    the three objects written by one `git hash-object` (`git.build_commit`), or
+    left in `cap.unwritten` when not `write`; a message git would rewrite (not
+    UTF-8) or a commit encoding other than UTF-8 (`i18n.commitEncoding`) takes one
+    `git commit-tree` each instead, written at once. Raises GitError."""
     assert cap.index_tree and cap.worktree_tree
     label = cap.branch or "(no branch)"
     short = cap.head[:7]
@@ -460,9 +477,10 @@ def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta) -> None:
             w_commit = git.build_commit(cap.worktree_tree, parents, message(meta, cap),
                                         when=when)
             if w_commit is not None:
-                git.write_objects(path, git_dir, "commit",
-                                  [i_commit, *([u_commit] if u_commit else []), w_commit])
+                cap.unwritten = [i_commit, *([u_commit] if u_commit else []), w_commit]
                 cap.commit = w_commit[0]
+                if write:
+                    flush(path, cap)
                 return
     i_oid = git.commit_tree(path, cap.index_tree, [cap.head], f"index on {label}: {short}\n")
     parents = [cap.head, i_oid]
@@ -472,10 +490,11 @@ def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta) -> None:
     cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
 
 
-def ensure_commit(path: str, cap: Capture, meta: Meta) -> str:
+def ensure_commit(path: str, cap: Capture, meta: Meta, *, write: bool = True) -> str:
     """The stash-shaped commit of `cap`, writing one for a clean worktree (W and I
     both holding HEAD's tree) when the capture wrote none: a history entry needs a
-    save even when there was nothing to change. Returns W's id. Raises GitError."""
+    save even when there was nothing to change. write=False: leave the commits in
+    `cap.unwritten` where it can (`flush`). Returns W's id. Raises GitError."""
     if cap.commit:
         return cap.commit
     if not cap.index_tree or not cap.worktree_tree:
@@ -483,7 +502,7 @@ def ensure_commit(path: str, cap: Capture, meta: Meta) -> str:
         assert head_tree is not None
         cap.index_tree = cap.index_tree or head_tree
         cap.worktree_tree = cap.worktree_tree or head_tree
-    _stash_commits(path, cap.git_dir or git.repo_dirs(path).git_dir, cap, meta)
+    _stash_commits(path, cap.git_dir or git.repo_dirs(path).git_dir, cap, meta, write=write)
     assert cap.commit is not None
     return cap.commit
 

@@ -11,6 +11,7 @@ trailer. A commit git-ao did not write is never replaced: it is moved to
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from git_ao import git
@@ -28,12 +29,24 @@ class _Logger(Protocol):
             **fields: Any) -> None: ...
 
 
-def written_by_git_ao(cwd: str, oid: str) -> bool:
+def written_by_git_ao(cwd: str, oid: str, message: str | None = None) -> bool:
     """Does commit `oid` carry an Ao-Session trailer (git-ao wrote it)?
 
-    Runs `git log -1 --format=%(trailers:key=Ao-Session,valueonly)`; raises GitError
-    when `oid` is not a commit of the repository at `cwd`."""
+    message: the commit's message, read already (`git.read_refs`): when its last
+    paragraph is all trailers, as git-ao writes it, it is read here; else (and
+    without it) `git log -1 --format=%(trailers:key=Ao-Session,valueonly)` decides.
+    Raises GitError when `oid` is not a commit of the repository at `cwd`."""
+    if message is not None:
+        # git reads trailers in the last paragraph, never in the subject's.
+        title, sep, last = message.strip("\n").rpartition("\n\n")
+        block = last.split("\n")
+        if sep and title and all(_TRAILER.match(ln) for ln in block):
+            return any(ln.startswith("Ao-Session: ") and ln[12:].strip() for ln in block)
     return bool(query.trailer(cwd, oid, "Ao-Session"))
+
+
+# One line of a trailer block as git-ao writes them ("Key: value").
+_TRAILER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*: \S")
 
 
 def is_daemon_commit(cwd: str, oid: str) -> bool:
@@ -50,14 +63,15 @@ def daemon_ref(session_id: str) -> str:
 
 
 def set_aside_foreign(ctx: _Logger, cwd: str, ref: str, oid: ObjectId | None,
-                      session_id: str) -> str | None:
+                      session_id: str, message: str | None = None) -> str | None:
     """Before git-ao writes `ref`, which holds `oid` (None: no such ref): when that
     is a commit git-ao did not write (the daemon's), move it to
     refs/ao/daemon/<id> (refs/ao/daemon/<id>.<oid> when that name holds another
-    commit), so it stays reachable and `git ao show` names it. Returns the new
+    commit), so it stays reachable and `git ao show` names it. message: the
+    commit's message when read already (`written_by_git_ao`). Returns the new
     ref, or None when there was nothing to move. Raises GitError when git cannot
     write or delete the refs (then git-ao writes nothing)."""
-    if oid is None or written_by_git_ao(cwd, oid):
+    if oid is None or written_by_git_ao(cwd, oid, message):
         return None
     target = daemon_ref(session_id)
     held = git.rev_parse(cwd, target)

@@ -178,6 +178,26 @@ def newest(cwd: str, session_id: str) -> Entry | None:
     return _parse(tip, tree, parents, message, 1)
 
 
+class Unread:
+    """The newest entry not read yet: `add` reads it (`newest`)."""
+
+
+UNREAD = Unread()
+
+
+def newest_of(refs: dict[str, git.RefRead] | None, session_id: str) -> Entry | None | Unread:
+    """The newest entry as `git.read_refs` read the history ref with the others: None
+    when the ref does not exist, UNREAD when it could not be read that way or names
+    no entry (`add` then reads it as `newest` does)."""
+    if refs is None:
+        return UNREAD
+    got = refs.get(history_ref(session_id))
+    if got is None:
+        return None
+    entry = _parse(got.oid, got.tree, got.parents, got.message, 1) if got.tree else None
+    return UNREAD if entry is None else entry
+
+
 def entries(cwd: str, session_id: str) -> list[Entry]:
     """Every entry, newest first, numbered from 1 (`git cat-file` of the tip, then
     one `git log --first-parent -n <seq>`). [] when the session has no history."""
@@ -224,20 +244,33 @@ def append(cwd: str, session_id: str, save: str, st: State, trigger: str, *,
            changed: int, untracked: int, time_ns: int | None = None) -> Entry | None:
     """Append save W (`save`, holding `st`) to the session's history, unless the
     newest entry holds the same state. Returns the new Entry, or None when nothing
-    was added.
+    was added (`add`). Raises GitError."""
+    return add(cwd, session_id, save, st, trigger, changed=changed, untracked=untracked,
+               time_ns=time_ns)[0]
+
+
+def add(cwd: str, session_id: str, save: str, st: State, trigger: str, *,
+        changed: int, untracked: int, time_ns: int | None = None,
+        top: Entry | None | Unread = UNREAD) -> tuple[Entry | None, Entry]:
+    """Append save W (`save`, holding `st`) to the session's history, unless the
+    newest entry holds the same state. Returns (the new Entry or None when nothing
+    was added, the newest entry now: the new one, or the one that holds `st`).
+    top: the newest entry as the caller read it (`newest_of`), else it is read here.
 
     The entry commit is written, then the ref moved with compare-and-swap on the
     tip read (`git update-ref <ref> <new> <old>`; for the first entry, the ref must
     not exist yet): another append landing in between makes git refuse, and this
-    one is built again on the new tip, up to APPEND_TRIES times. Raises GitError.
+    one is built again on the new tip, read again, up to APPEND_TRIES times.
+    Raises GitError.
     """
     assert trigger in TRIGGERS, trigger
     ref = history_ref(session_id)
     when = time_ns if time_ns is not None else time.time_ns()
     for _attempt in range(APPEND_TRIES):
-        top = newest(cwd, session_id)
+        if isinstance(top, Unread):
+            top = newest(cwd, session_id)
         if top is not None and top.same_state(st):
-            return None
+            return None, top
         seq = top.seq + 1 if top is not None else 1
         parents = ([top.commit] if top is not None else []) + [save]
         commit = git.commit_tree(cwd, st.worktree_tree, parents,
@@ -246,10 +279,42 @@ def append(cwd: str, session_id: str, save: str, st: State, trigger: str, *,
         if git.swap_ref(cwd, ref, commit, top.commit if top is not None else None,
                         message=f"git-ao history {trigger}"):
             crashpoint.hit("history:after-ref")
-            return Entry(1, commit, ObjectId(save), when, trigger, changed, untracked, st.head, st.branch,
-                         st.worktree_tree, st.index_tree, st.untracked_tree, seq,
-                         st.private_config)
+            entry = Entry(1, commit, ObjectId(save), when, trigger, changed, untracked, st.head,
+                          st.branch, st.worktree_tree, st.index_tree, st.untracked_tree, seq,
+                          st.private_config)
+            return entry, entry
+        top = UNREAD
     raise GitError(["update-ref", ref], 1, f"{ref} kept moving under {APPEND_TRIES} appends")
+
+
+def planned(session_id: str, save: str, st: State, trigger: str, *, changed: int,
+            untracked: int, top: Entry | None, time_ns: int | None = None
+            ) -> tuple[Entry, bytes] | None:
+    """The entry `add` would append on `top` for save W (`save`, holding `st`), as
+    (the Entry, its commit's bytes for `git.write_objects`), computed without a
+    process; None when git would rewrite its message (`git.build_commit`). The
+    caller writes the commit and moves the ref from `top` with compare and swap."""
+    assert trigger in TRIGGERS, trigger
+    when = time_ns if time_ns is not None else time.time_ns()
+    seq = top.seq + 1 if top is not None else 1
+    parents = ([top.commit] if top is not None else []) + [save]
+    built = git.build_commit(st.worktree_tree, parents, _message(
+        session_id, trigger, seq, when, changed, untracked, st), when=when // 1_000_000_000)
+    if built is None:
+        return None
+    return Entry(1, built[0], ObjectId(save), when, trigger, changed, untracked, st.head,
+                 st.branch, st.worktree_tree, st.index_tree, st.untracked_tree, seq,
+                 st.private_config), built[1]
+
+
+def clean_as_newest(cap: capture.Capture, top: Entry | None) -> bool:
+    """Does `top` hold the clean worktree `cap` found (no commit written: the same
+    HEAD and branch, nothing changed, the same private config)? Then nothing is
+    appended for it."""
+    return cap.commit is None and top is not None and top.head == cap.head \
+        and top.branch == cap.branch and top.changed == 0 and top.untracked == 0 \
+        and top.untracked_tree is None and top.worktree_tree == top.index_tree \
+        and _norm(top.private_config) == _norm(cap.private_config)
 
 
 def append_capture(cwd: str, session_id: str, cap: capture.Capture, meta: capture.Meta,
@@ -257,18 +322,25 @@ def append_capture(cwd: str, session_id: str, cap: capture.Capture, meta: captur
     """Append what `cap` holds, writing a stash-shaped commit for a clean worktree
     first (`capture.ensure_commit`) only when the newest entry differs. Returns the
     new Entry or None (identical to the newest). Raises GitError."""
+    return add_capture(cwd, session_id, cap, meta, trigger)[0]
+
+
+def add_capture(cwd: str, session_id: str, cap: capture.Capture, meta: capture.Meta,
+                trigger: str, *, top: Entry | None | Unread = UNREAD
+                ) -> tuple[Entry | None, Entry]:
+    """`append_capture`, returning (the new Entry or None, the newest entry now) as
+    `add` does; top: the newest entry as the caller read it. Raises GitError."""
     if cap.commit is None:
-        top = newest(cwd, session_id)
-        if top is not None and top.head == cap.head and top.branch == cap.branch \
-                and top.changed == 0 and top.untracked == 0 and top.untracked_tree is None \
-                and top.worktree_tree == top.index_tree \
-                and _norm(top.private_config) == _norm(cap.private_config):
-            return None  # clean at the same HEAD, as the newest entry was
+        if isinstance(top, Unread):
+            top = newest(cwd, session_id)
+        if clean_as_newest(cap, top):
+            assert top is not None
+            return None, top  # clean at the same HEAD, as the newest entry was
         cap = dataclasses.replace(cap)  # the caller's capture still says "nothing written"
         capture.ensure_commit(cwd, cap, meta)
     assert cap.commit is not None
-    return append(cwd, session_id, cap.commit, state_of(cap), trigger,
-                  changed=len(cap.changed), untracked=len(cap.untracked))
+    return add(cwd, session_id, cap.commit, state_of(cap), trigger,
+               changed=len(cap.changed), untracked=len(cap.untracked), top=top)
 
 
 def rewrite(cwd: str, session_id: str, keep: list[Entry], old_tip: str) -> str | None:
