@@ -129,3 +129,36 @@ def test_edits_behind_index_flags_are_counted_in_the_summary(repo, worktrees):
     assert res.stdout == (f"preserve\tok\tflags\t0 changed, 0 untracked, 1 behind index flags "
                           f"(assume-unchanged, skip-worktree) saved in {commit}; worktree "
                           "removed\n")
+
+
+def test_an_index_written_while_status_ran_is_read_again_not_its_copy(repo, worktrees):
+    """The capture copies the index beside `git status`; when the index is written
+    between the copy and the end of status (an agent's `git add`), status saw the
+    new index, so the copy is dropped and the index copied again: what was staged
+    meanwhile is in I and W, and no scratch index is left behind."""
+    from git_ao.save import capture
+    wt = worktrees(repo, "cap")
+    git_dir = git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+    ahead = capture.read_ahead(str(wt), git_dir)
+    assert ahead is not None and ahead.still_current()
+    (wt / "staged-meanwhile.txt").write_text("staged while status ran\n")
+    git("add", "staged-meanwhile.txt", cwd=wt)
+    assert not ahead.still_current()
+    st = capture.inspect(str(wt), git_dir)
+    meta = capture.Meta("cap", "worker", "", str(wt))
+    cap = capture.capture(str(wt), git_dir, meta, st=st, ahead=ahead)
+    for tree in (cap.index_tree, cap.worktree_tree):
+        assert "staged-meanwhile.txt" in git("ls-tree", "--name-only", tree, cwd=wt)
+    assert not [n for n in os.listdir(git_dir) if n.startswith("git-ao-")]
+    # unchanged, the copy is the capture's own
+    again = capture.read_ahead(str(wt), git_dir)
+    cap2 = capture.capture(str(wt), git_dir, meta, st=capture.inspect(str(wt), git_dir),
+                           ahead=again)
+    assert (cap2.index_tree, cap2.worktree_tree) == (cap.index_tree, cap.worktree_tree)
+    # the checksum is the real index's, as restore proves it (not the copy's once
+    # write-tree wrote its cache tree there)
+    from git_ao.git import index
+    assert cap2.index_checksum == index.checksum(os.path.join(git_dir, "index"), 40)
+    assert cap2.index_checksum is not None
+    assert again.copy is None
+    assert not [n for n in os.listdir(git_dir) if n.startswith("git-ao-")]

@@ -220,13 +220,20 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # A checkpoint walks too: the walk's stat data gives the history entry every
         # path's permission bits and the empty directories.
         walking = None if ctx.dry_run else walk.Background(path, since)
+        # What the capture reads that status does not decide (the config, a copy of
+        # the index with its flags and tree, the session's refs) is read beside it.
+        beside = None if ctx.dry_run else capture.Beside(lambda: _read_ahead(s, path, v.git_dir))
         try:
             st = capture.inspect(path, v.git_dir)
+            # A checkpoint waits for its walk only once the capture's trees are
+            # written; a preserve's walk is over before the capture reads a file.
+            walked = walking.result() if walking is not None and not keep_worktree else None
         except BaseException:
             if walking is not None:
                 walking.abandon()
+            _drop_ahead(beside)
             raise
-        walked = walking.result() if walking is not None else None
+        ahead, read = _ahead_of(beside)
         before = None if keep_worktree else walked
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
@@ -243,13 +250,14 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {counts}"
                            + (held_note(s) if held else ""), facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
-        # The session's refs and the per-worktree ones, with the history's newest
-        # entry, in one reading (the session's lock is held: only another program
-        # moves them meanwhile, and every write compares and swaps).
-        read = git.read_refs(path, preserve_ref(s.id), history.history_ref(s.id),
-                             *witness.ADMIN_REFS)
-        cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked,
-                              targeted=keep_worktree, defer=True)
+        try:
+            cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
+                                  targeted=keep_worktree, defer=True, ahead=ahead)
+        finally:
+            if walked is None and walking is not None:
+                walking.abandon()
+        if walked is None and walking is not None:
+            walked = walking.result()
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
         ref, appended, holder, not_appended = _store(
@@ -383,6 +391,46 @@ def _late_check_note(hung: list[str]) -> str:
     """The note of a check after the move stopped at the `--timeout` deadline."""
     running = ", ".join(f"'{h}'" for h in hung[:3]) or "git"
     return f"the check after the move ran past --timeout, running {running}, and was stopped"
+
+
+def _read_ahead(s: Session, path: str, git_dir: str
+                ) -> tuple[capture.Ahead | None, dict[str, git.RefRead] | None]:
+    """Beside the status: `capture.read_ahead`, and the session's refs with the
+    per-worktree ones and the history's newest entry in one reading (the session's
+    lock is held: only another program moves them meanwhile, and every write
+    compares and swaps). Either is None when git failed to give it (the steps
+    that need it read it again and meet the failure there)."""
+    ahead = capture.read_ahead(path, git_dir)
+    try:
+        read = git.read_refs(path, preserve_ref(s.id), history.history_ref(s.id),
+                             *witness.ADMIN_REFS)
+    except AoError:
+        read = None
+    except BaseException:
+        if ahead is not None:
+            ahead.close()
+        raise
+    return ahead, read
+
+
+def _ahead_of(beside: capture.Beside | None
+              ) -> tuple[capture.Ahead | None, dict[str, git.RefRead] | None]:
+    """What `_read_ahead` gave, (None, None) without it."""
+    if beside is None:
+        return None, None
+    got = beside.result()
+    assert isinstance(got, tuple)
+    return got
+
+
+def _drop_ahead(beside: capture.Beside | None) -> None:
+    """Wait for `_read_ahead` and remove its copy of the index."""
+    try:
+        ahead, _read = _ahead_of(beside)
+    except BaseException:  # noqa: BLE001 - the caller is raising its own failure
+        return
+    if ahead is not None:
+        ahead.close()
 
 
 def _store(ctx: Context, s: Session, path: str, cap: capture.Capture, meta: capture.Meta,

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from git_ao import crashpoint, git
@@ -213,6 +213,7 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
     """
+    import shutil  # here: only a worktree with content conversion is checked out again
     scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{os.urandom(4).hex()}")
     bad: dict[str, None] = {}
     try:
@@ -314,16 +315,119 @@ _CHANGED_WHILE_READ = ("short read while indexing", "read error while indexing",
 TRIES = 5
 
 
+class Beside:
+    """`fn()` run in a thread of its own while the caller goes on (a git process
+    waits in the kernel, so the two overlap); `result()` waits for it and returns
+    what it returned or raises what it raised. Its git processes keep the caller's
+    deadline (`git.bounded`)."""
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self._fn = fn
+        self._deadline = git.current_deadline()
+        self._out: object = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="git-ao-beside", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with git.bounded(self._deadline):
+                self._out = self._fn()
+        except BaseException as exc:  # noqa: BLE001 - raised again by result()
+            self._error = exc
+
+    def result(self) -> object:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._out
+
+    def wait(self) -> None:
+        """Wait for it and drop what it gave."""
+        self._thread.join()
+
+
+def _index_sig(index_file: str) -> tuple[int, int, int, int] | None:
+    """What changes whenever an index file is written (git writes one by a rename)."""
+    try:
+        st = os.stat(index_file)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+class Ahead:
+    """What a capture reads that `git status` does not decide, read while it runs
+    (`read_ahead`): the config, and a copy of the real index with its flags (`git
+    ls-files -v` of the copy) and its tree I. The capture uses the copy only when
+    the real index is still the file that was copied once status is done (same
+    inode, size and times): status then saw the index the copy holds, as when
+    the copy is made after it. `close` removes the copy when it goes unused."""
+
+    def __init__(self, path: str, git_dir: str) -> None:
+        self.real = os.path.join(git_dir, "index")
+        self.seen = _index_sig(self.real)
+        self.conf = query.config_map(path)
+        self.copy: TempIndex | None = None
+        self.tree: ObjectId | None = None
+        self.checksum: str | None = None  # SHA-1 or SHA-256, as the index is written
+        self.flags: git.IndexFlags | None = None
+        if self.seen is None:
+            return
+        self.copy = TempIndex(path, git_dir)
+        try:
+            self.copy.copy_from(self.real)
+            # Before write-tree, which writes its cache tree into the copy: the
+            # checksum is the real index's (restore proves the index it puts back).
+            self.checksum = index.checksum(self.copy.path, 40) \
+                or index.checksum(self.copy.path, 64)
+            self.flags = query.index_flags(path, index_file=self.copy.path)
+            self.tree = self.copy.write_tree()
+        except BaseException:
+            self.close()
+            raise
+
+    def still_current(self) -> bool:
+        """Is the real index still the file that was copied?"""
+        return self.copy is not None and self.seen is not None \
+            and _index_sig(self.real) == self.seen
+
+    def take(self) -> TempIndex:
+        """The copy, now the caller's to remove."""
+        assert self.copy is not None
+        copy, self.copy = self.copy, None
+        return copy
+
+    def close(self) -> None:
+        if self.copy is not None:
+            self.copy.__exit__(None, None, None)
+            self.copy = None
+
+
+def read_ahead(path: str, git_dir: str) -> Ahead | None:
+    """An Ahead for the worktree at `path`, or None when git failed to give it (the
+    capture then reads it all itself and meets the failure there)."""
+    try:
+        return Ahead(path, git_dir)
+    except AoError:
+        return None
+
+
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
-            st: git.Status | None = None, walked: walk.Walk | None = None,
-            targeted: bool = False, defer: bool = False) -> Capture:
+            st: git.Status | None = None,
+            walked: walk.Walk | walk.Background | None = None,
+            targeted: bool = False, defer: bool = False, ahead: Ahead | None = None
+            ) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
     (used to recognise a worktree that already holds a save) and writes no commit.
     st: a git.Status from `inspect`, to avoid reading the worktree twice.
     walked: the walk of the worktree, whose stat data gives every file's
-    permission bits to the private config (`local_state.collect`).
+    permission bits to the private config (`local_state.collect`); one still
+    running in the background is waited for only once the trees are written.
+    ahead: what `read_ahead` read while `st`'s status ran (used once, removed on
+    every way out).
     targeted: a checkpoint's capture, which reads again only the paths `git
     status` saw change (`git update-index`) instead of every tracked one (`git
     add -u`), where no index flag hides a file, no sparse checkout and no
@@ -342,7 +446,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     """
     for attempt in range(1, TRIES + 1):
         try:
-            return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer)
+            return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
+                                 ahead if st is not None else None)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -350,88 +455,125 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
                 raise CannotCapture(f"'{path}' kept changing while it was read ({TRIES} "
                                     f"captures): {exc}") from exc
             st = None  # read the worktree again
+        finally:
+            if ahead is not None:
+                ahead.close()
     raise AssertionError("unreachable")
 
 
 def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
-                  st: git.Status | None, walked: walk.Walk | None,
-                  targeted: bool = False, defer: bool = False) -> Capture:
+                  st: git.Status | None, walked: walk.Walk | walk.Background | None,
+                  targeted: bool = False, defer: bool = False,
+                  ahead: Ahead | None = None) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
-    flags = query.index_flags(path)
-    conf = query.config_map(path)
+    if ahead is not None and not ahead.still_current():
+        ahead.close()  # the index was written since the copy: read it all again here
+        conf = ahead.conf
+        ahead = None
+    else:
+        conf = ahead.conf if ahead is not None else query.config_map(path)
+    flags = ahead.flags if ahead is not None and ahead.flags is not None \
+        else query.index_flags(path)
     hidden = sorted(set(flags.assume_unchanged) | {
         p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
     cap = Capture(head=head, branch=st.branch,
                   changed=[e.path for e in st.changed], untracked=list(st.untracked),
                   ignored=list(st.ignored), hidden=hidden, config=conf, git_dir=git_dir)
     subs = _check_submodules(path, git_dir, st)
-    wc = local_state.collect(path, git_dir, conf, flags, st, hidden, walked)
-    if subs:
-        wc.submodules = subs
-        wc.submodule_heads = dict(submodule_heads(path, subs))
-        branches = submodule_branches(path, subs)
-        if branches:
-            wc.submodule_branches = dict(branches)
     reason = _conversion_reason(path, git_dir, conf, flags, st)
-    if reason and any(p == ".gitattributes" or p.endswith("/.gitattributes")
-                      for p in cap.changed + cap.untracked):
-        # The saved attributes arrive during the apply, after other files were
-        # written under the old ones: restore writes the files again (`recheckout`).
-        wc.recheckout = True
-    cap.private_config = wc.to_json()
+    intent: list[str] = []
+
+    def private() -> str | None:
+        # The walk may still be running: it is waited for here, once the trees are
+        # written (or when a clean worktree needs nothing else).
+        done = walked.result() if isinstance(walked, walk.Background) else walked
+        wc = local_state.collect(path, git_dir, conf, flags, st, hidden, done)
+        if subs:
+            wc.submodules = subs
+            wc.submodule_heads = dict(submodule_heads(path, subs))
+            branches = submodule_branches(path, subs)
+            if branches:
+                wc.submodule_branches = dict(branches)
+        if reason and any(p == ".gitattributes" or p.endswith("/.gitattributes")
+                          for p in cap.changed + cap.untracked):
+            # The saved attributes arrive during the apply, after other files were
+            # written under the old ones: restore writes the files again (`recheckout`).
+            wc.recheckout = True
+        if intent:
+            wc.intent_to_add = intent
+        return wc.to_json()
+
     if cap.clean and not hidden and not reason:
         if not cap.detached and write:
+            cap.private_config = private()
             return cap  # nothing to write, and nobody reads the trees
         if not write:
+            cap.private_config = private()
             head_tree = git.trees_of(path, [head])[0]
             cap.index_tree = cap.worktree_tree = head_tree
             return cap
         # A detached HEAD would become unreachable once the worktree is gone:
         # write a commit with no changes so the ref keeps it alive.
     crashpoint.hit("capture:after-status")
-    with index.TempIndex(path, git_dir) as tmp_i, \
-            index.TempIndex(path, git_dir) as tmp_u:
-        real_index = os.path.join(git_dir, "index")
-        if os.path.exists(real_index):
-            tmp_i.copy_from(real_index)
-            cap.index_checksum = index.checksum(tmp_i.path, len(head))
-        cap.index_tree = tmp_i.write_tree()
-        ita = local_state.intent_to_add(st, tmp_i, cap.index_tree)
-        if ita:
-            wc.intent_to_add = ita
-            cap.private_config = wc.to_json()
-        if hidden:
-            tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
-            tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
-                           "--no-skip-worktree")
-        unstaged = [e.path for e in st.changed if e.xy[1] != "."]
-        if unstaged and not hidden and targeted and conf.get("core.sparsecheckout") != "true" \
-                and not any(e.sub.startswith("S") for e in st.changed):
-            # A checkpoint reads again only the paths status saw change (`git add -u`
-            # would stat every tracked file once more); the witness below still
-            # holds, and a file written since status is the next checkpoint's.
-            tmp_i.update(unstaged)
-            cap.worktree_tree = tmp_i.write_tree()
-            if not reason:
-                _check_witness(path, cap, [p for p in unstaged if p not in set(ita)])
-        elif hidden or unstaged:
-            tmp_i.add_tracked()
-            cap.worktree_tree = tmp_i.write_tree()
-            if not reason:
-                # With conversion on, git may call a file modified whose bytes
-                # clean to the same blob; `verify` below is the proof there.
-                # An intent-to-add entry whose file is gone is in neither tree: the
-                # private config holds it.
-                _check_witness(path, cap, [p for p in unstaged if p not in set(ita)])
-        else:
-            cap.worktree_tree = cap.index_tree
-        if cap.untracked:
-            tmp_u.update(cap.untracked)
-            cap.untracked_tree = tmp_u.write_tree()
+    if ahead is not None:
+        tmp_i = ahead.take()
+        cap.index_tree = ahead.tree
+        cap.index_checksum = ahead.checksum \
+            if ahead.checksum and len(ahead.checksum) == len(head) else None
+    else:
+        tmp_i = index.TempIndex(path, git_dir)
+    with tmp_i, index.TempIndex(path, git_dir) as tmp_u:
+        if ahead is None:
+            real_index = os.path.join(git_dir, "index")
+            if os.path.exists(real_index):
+                tmp_i.copy_from(real_index)
+                cap.index_checksum = index.checksum(tmp_i.path, len(head))
+            cap.index_tree = tmp_i.write_tree()
+        assert cap.index_tree is not None
+        intent += local_state.intent_to_add(st, tmp_i, cap.index_tree)
+        # The untracked files' tree is made beside the worktree's (its own index).
+        untracked = Beside(lambda: _untracked_tree(tmp_u, cap.untracked)) \
+            if cap.untracked else None
+        try:
+            if hidden:
+                tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
+                tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
+                               "--no-skip-worktree")
+            unstaged = [e.path for e in st.changed if e.xy[1] != "."]
+            if unstaged and not hidden and targeted \
+                    and conf.get("core.sparsecheckout") != "true" \
+                    and not any(e.sub.startswith("S") for e in st.changed):
+                # A checkpoint reads again only the paths status saw change (`git
+                # add -u` would stat every tracked file once more); the witness below
+                # still holds, and a file written since status is the next checkpoint's.
+                tmp_i.update(unstaged)
+                cap.worktree_tree = tmp_i.write_tree()
+                if not reason:
+                    _check_witness(path, cap, [p for p in unstaged if p not in set(intent)])
+            elif hidden or unstaged:
+                tmp_i.add_tracked()
+                cap.worktree_tree = tmp_i.write_tree()
+                if not reason:
+                    # With conversion on, git may call a file modified whose bytes
+                    # clean to the same blob; `verify` below is the proof there.
+                    # An intent-to-add entry whose file is gone is in neither tree: the
+                    # private config holds it.
+                    _check_witness(path, cap, [p for p in unstaged if p not in set(intent)])
+            else:
+                cap.worktree_tree = cap.index_tree
+        except BaseException:
+            if untracked is not None:
+                untracked.wait()  # its own failure, if any, is this one's echo
+            raise
+        if untracked is not None:
+            got = untracked.result()
+            assert isinstance(got, str)
+            cap.untracked_tree = ObjectId(got)
         if reason:
             verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []))
+    cap.private_config = private()
     if hidden and not cap.changed and not cap.untracked:
         head_tree = git.trees_of(path, [head])[0]
         cap.hidden_changed = not (cap.worktree_tree == cap.index_tree == head_tree)
@@ -488,6 +630,12 @@ def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta, *,
         parents.append(git.commit_tree(path, cap.untracked_tree, [],
                                        f"untracked files on {label}: {short}\n"))
     cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
+
+
+def _untracked_tree(tmp_u: TempIndex, paths: list[str]) -> ObjectId:
+    """U's tree: `paths` added to the fresh index `tmp_u`, written as a tree."""
+    tmp_u.update(paths)
+    return tmp_u.write_tree()
 
 
 def ensure_commit(path: str, cap: Capture, meta: Meta, *, write: bool = True) -> str:
