@@ -7,7 +7,6 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from git_ao import git
 from git_ao.context import Context
@@ -46,6 +45,7 @@ def run_each(sessions: Sequence[Session], one: Callable[[Session], Outcome], job
         for i in range(len(sessions)):
             work(i)
     else:
+        from concurrent.futures import ThreadPoolExecutor  # here: one session needs none
         with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
             list(pool.map(work, range(len(sessions))))
     return [r for r in results if r is not None]

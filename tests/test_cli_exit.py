@@ -95,9 +95,11 @@ def test_json_mode_gets_a_document_on_errors_too(repo):
     assert doc["exit_status"] == 1 and doc["error"].startswith("error: no session")
 
 
-def test_a_missing_dependency_is_named_not_an_internal_error(repo, tmp_path):
+def test_a_missing_dependency_is_named_not_an_internal_error(repo, worktrees, tmp_path):
     """A python3 without `psutil` (bin/ run from a checkout before installing): the
-    message names the package and the interpreter."""
+    message names the package and the interpreter, when a command needs it (a
+    preserve looks for the agents in its worktrees)."""
+    worktrees(repo, "w1")
     fake = tmp_path / "nopsutil"
     fake.mkdir()
     (fake / "psutil.py").write_text(

@@ -35,6 +35,18 @@ def test_listing_modules_import_no_capture_logging_or_secrets(module):
     assert not held & set(NOT_FOR_A_LISTING), sorted(held & set(NOT_FOR_A_LISTING))
 
 
+# What a checkpoint never runs: the agents' process scan, a pool of threads for a
+# batch, the compression modules shutil loads, a scratch file for a merge.
+NOT_FOR_A_CHECKPOINT = ("psutil", "git_ao.agents.processes", "concurrent.futures", "shutil",
+                        "tempfile", "logging")
+
+
+def test_a_checkpoint_imports_no_agent_scan_pool_or_shutil():
+    held = _imported("import git_ao.preserve.checkpoint")
+    assert "git_ao.save.capture" in held
+    assert not held & set(NOT_FOR_A_CHECKPOINT), sorted(held & set(NOT_FOR_A_CHECKPOINT))
+
+
 def test_the_log_still_writes_after_a_lazy_import(tmp_path):
     from git_ao.store import log
     log.event(str(tmp_path), "list", "s1", "ok", note="two words")

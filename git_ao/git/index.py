@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
@@ -134,10 +133,13 @@ class TempIndex:
     def copy_from(self, index_file: str) -> None:
         """Start from a copy of `index_file`. A copy keeps git's stat cache (unchanged
         files are not re-hashed) and the skip-worktree bits of a sparse checkout.
-        copy2 keeps the index's mtime too: git compares file times against it to spot
+        The copy keeps the index's mtime too: git compares file times against it to spot
         "racily clean" entries, and a fresh mtime would hide an edit made in the same
         second as the last index write."""
-        shutil.copy2(index_file, self.path)
+        with open(index_file, "rb") as src, open(self.path, "wb") as dst:
+            dst.write(src.read())
+            st = os.fstat(src.fileno())
+        os.utime(self.path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
     def read_tree(self, tree: str) -> None:
         """`git read-tree <tree>` into this index."""

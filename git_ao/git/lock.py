@@ -15,10 +15,17 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:  # psutil is imported where a process is looked at: a save that
+    import psutil  # meets no lock never loads it
 
-_ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
+
+def _errors() -> tuple[type[Exception], ...]:
+    """psutil's errors of a process that ended or denies access."""
+    import psutil
+    return psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess
+
 # git's message when a lock file exists (lockfile.c, unable_to_lock_message).
 _IN_THE_WAY = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 
@@ -31,11 +38,12 @@ def _own() -> tuple[set[int], set[int]]:
     """(this process and its descendants, its ancestors): git-ao's own gits never
     hold a lock it reports; an ancestor (the `git` wrapper that ran git-ao, a git
     running a hook) counts only with the lock open."""
+    import psutil
     me = psutil.Process()
     mine = {me.pid}
     try:
         mine.update(c.pid for c in me.children(recursive=True))
-    except _ERRORS:
+    except _errors():
         pass
     return mine, ancestors()
 
@@ -44,13 +52,14 @@ def ancestors() -> set[int]:
     """The pids of this process's ancestors, walked by parent pid up to pid 1. One
     that cannot be read ends the walk, and those found so far stay (psutil's
     `parents()` raises instead, which would leave none)."""
+    import psutil
     parents: set[int] = set()
     pid = os.getppid()
     while pid > 0 and pid not in parents:
         parents.add(pid)
         try:
             pid = psutil.Process(pid).ppid()
-        except _ERRORS:
+        except _errors():
             break
     return parents
 
@@ -78,9 +87,11 @@ def holders(lock: str, worktree: str | None = None) -> list[int]:
     (psutil.process_iter), open files read only for git processes, then each one
     found read again: it must still run as the same process (not a zombie) with
     the same tie. A process that exits or denies access is skipped. Never raises."""
+    import psutil
     lock = os.path.realpath(lock)
     roots = [os.path.realpath(p) for p in (os.path.dirname(lock), worktree) if p]
     mine, parents = _own()
+    errors = _errors()
 
     def tie(proc: psutil.Process, name: str, cwd: str) -> bool:
         if not name.startswith("git"):
@@ -90,7 +101,7 @@ def holders(lock: str, worktree: str | None = None) -> list[int]:
             return True
         try:
             return any(f.path == lock for f in proc.open_files())
-        except _ERRORS:
+        except errors:
             return False
 
     found: list[int] = []
@@ -106,7 +117,7 @@ def holders(lock: str, worktree: str | None = None) -> list[int]:
             proc = psutil.Process(pid)
             if proc.status() != psutil.STATUS_ZOMBIE and tie(proc, proc.name(), proc.cwd()):
                 alive.append(pid)
-        except _ERRORS:
+        except errors:
             continue
     return sorted(alive)
 

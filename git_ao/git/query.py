@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Sequence
 
 from git_ao import git
@@ -443,6 +442,7 @@ def merge_texts(cwd: str, scratch: str, base: bytes, ours: bytes, theirs: bytes)
     git's own text merge: no merge driver, no attributes, no filter), or None when
     it conflicts or git cannot merge them (binary). scratch: a directory for the
     three temporary files it needs, removed before it returns."""
+    import tempfile  # here: only a restore onto a moved branch merges
     names = []
     try:
         for data in (ours, base, theirs):

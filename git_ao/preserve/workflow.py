@@ -16,9 +16,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from git_ao import crashpoint, git, groups
-from git_ao.agents import processes, stopping
 from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
 from git_ao.context import (
     KEPT_PREFIX,
@@ -41,6 +41,9 @@ from git_ao.save import capture, daemon_refs, history, local_state, unchanged
 from git_ao.store import trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
+
+if TYPE_CHECKING:  # the agents are looked at only by a preserve that removes worktrees
+    from git_ao.agents import processes, stopping
 
 
 def sessions_for_all(store: Store) -> list[Session]:
@@ -97,6 +100,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     "preserve").
     Returns one Outcome per session, in input order.
     """
+    from git_ao.agents import stopping
     cache = RepoCache(batch=True)
     deadline = time.monotonic() + timeout if timeout is not None else None
     before_stop: dict[str, ObjectId] = {}

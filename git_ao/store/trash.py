@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
 import time
 from collections.abc import Iterator
@@ -244,6 +243,7 @@ def new_entry(root: str, session_id: str, meta: Meta) -> Entry:
 def copy_admin(entry: Entry, admin_dir: str) -> None:
     """Copy the worktree's private git dir into the entry (small files: the index,
     HEAD, the reflog, per-worktree refs, config.worktree, sparse-checkout)."""
+    import shutil  # here: a save that keeps its worktree touches no trash
     shutil.copytree(admin_dir, entry.admin, symlinks=True,
                     ignore=lambda _d, names: [n for n in names if n.startswith(_ADMIN_SKIP)])
 
@@ -304,6 +304,7 @@ def set_aside(data_dir: str, session_id: str, path: str, common_dir: str,
         mark(entry)
         os.rename(path, entry.worktree)
     except OSError:
+        import shutil
         shutil.rmtree(entry.path, ignore_errors=True)
         raise
     return entry
@@ -398,6 +399,7 @@ def move_in(data_dir: str, session_id: str, v: Verified, meta: Meta) -> Entry:
         copy_admin(entry, v.git_dir)
         os.rename(v.path, entry.worktree)
     except OSError:
+        import shutil
         shutil.rmtree(entry.path, ignore_errors=True)
         raise
     return entry
