@@ -54,7 +54,7 @@ def git(*args, cwd, check=True, env=None, input=None) -> str:
 _COMMANDS = {"ao": "git_ao.cli.ao", "ao-preserve": "git_ao.cli.preserve",
              "ao-restore": "git_ao.cli.restore", "ao-prune": "git_ao.cli.prune"}
 COMMAND_MODULES = tuple(_COMMANDS.values())
-# What each executable runs first (pyproject.toml's [project.scripts]).
+# What each executable runs first (bin/'s scripts, which the wheel installs).
 _ENTRY = {"ao": ("git_ao.cli.entry", "ao"), "ao-restore": ("git_ao.cli.entry", "restore"),
           "ao-preserve": ("git_ao.cli.entry", "preserve"),
           "ao-prune": ("git_ao.cli.entry", "prune")}
