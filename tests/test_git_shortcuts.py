@@ -223,3 +223,55 @@ def test_a_preserve_commit_is_told_from_its_message_as_git_reads_its_trailers(re
                          capture_output=True, check=True).stdout.decode().strip()
     assert daemon_refs.written_by_git_ao(str(repo), oid, message) == \
         daemon_refs.written_by_git_ao(str(repo), oid)
+
+
+def _cat_file_commit(cwd, oid):
+    """git's own reading of a commit object, as `query.commit_object` returns it."""
+    body = subprocess.run(["git", "cat-file", "commit", oid], cwd=cwd, capture_output=True,
+                          check=True).stdout
+    headers, _, message = body.partition(b"\n\n")
+    tree = [ln[5:].decode() for ln in headers.split(b"\n") if ln.startswith(b"tree ")][0]
+    parents = [ln[7:].decode() for ln in headers.split(b"\n") if ln.startswith(b"parent ")]
+    return tree, parents, message.decode("utf-8", "replace")
+
+
+def test_a_commit_read_from_its_loose_file_is_cat_file_and_packed_ones_ask_git(repo, worktrees):
+    wt = worktrees(repo, "lo", register=False)
+    (wt / "f").write_text("x\n")
+    git_(wt, "add", "f")
+    git_(wt, "commit", "-q", "-m", "subject\n\nbody \xe9\n")
+    oid = git.rev_parse(str(wt), "HEAD")
+    assert oid is not None
+    want = _cat_file_commit(wt, oid)
+    for cwd in (wt, repo, repo / ".git"):
+        assert query.loose_object(str(cwd), oid, b"commit") is not None
+        assert query.commit_object(str(cwd), oid) == want
+    assert query.loose_object(str(wt), oid, b"blob") is None  # another type: git is asked
+    tree = want[0]
+    assert query.loose_object(str(wt), tree, b"commit") is None
+    git_(repo, "gc", "-q", "--prune=now")  # packed: only git reads it
+    assert query.loose_object(str(wt), oid, b"commit") is None
+    assert query.commit_object(str(wt), oid) == want
+    with pytest.raises(git.GitError):
+        query.commit_object(str(wt), "0" * 40)
+
+
+def test_a_branch_tip_read_from_the_ref_files_is_rev_parse(repo, worktrees):
+    wt = worktrees(repo, "bt", register=False)
+    common = git.common_dir_of(str(repo))
+    head = git.rev_parse(str(repo), "HEAD")
+    git_(repo, "branch", "packed-one")
+    git_(repo, "branch", "nested/deep")
+    git_(repo, "pack-refs", "--all")
+    git_(repo, "branch", "loose-one")
+    git_(repo, "branch", "-f", "nested/deep", "HEAD")  # loose again, over its packed line
+    (wt / "g").write_text("y\n")
+    git_(wt, "add", "g")
+    git_(wt, "commit", "-q", "-m", "moved")
+    git_(repo, "update-ref", "refs/heads/packed-one", git.rev_parse(str(wt), "HEAD"))
+    git_(repo, "symbolic-ref", "refs/heads/sym", "refs/heads/loose-one")
+    for branch in ("packed-one", "loose-one", "nested/deep", "bt", "sym", "gone", "nested",
+                   "packed", "nested/deep/er"):
+        assert query.branch_tip(common, branch) == git.rev_parse(common, f"refs/heads/{branch}"), \
+            branch
+    assert query.branch_tip(common, "loose-one") == head

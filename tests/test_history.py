@@ -401,6 +401,18 @@ def test_the_stat_comparison_shared_among_processes_sees_a_change_in_any_share(
     with monkeypatch.context() as m:  # no fork: this process compares every share
         m.setattr(os, "fork", lambda: (_ for _ in ()).throw(OSError(11, "no fork")))
         assert unchanged.unchanged(data, "agent", str(wt))
+    stat_file = os.path.join(data, "history-stat", "agent")
+    with open(stat_file, "rb") as fh:
+        kept = fh.read()
+    import marshal
+    doc = marshal.loads(kept)
+    for sigs in (doc["sigs"][:-3], b"", doc["sigs"][:-8]):  # torn, empty, one short
+        with open(stat_file, "wb") as fh:
+            fh.write(marshal.dumps(dict(doc, sigs=sigs)))
+        assert not unchanged.unchanged(data, "agent", str(wt))
+    with open(stat_file, "wb") as fh:
+        fh.write(kept)
+    assert unchanged.unchanged(data, "agent", str(wt))
     for name in ("many00.txt", "many20.txt", "many39.txt"):  # first, middle, last share
         st = os.stat(wt / name)
         (wt / name).write_text("X\n")  # same size, new times

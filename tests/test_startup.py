@@ -123,3 +123,19 @@ def test_a_tab_on_ids_imports_no_typing_re_or_click(repo, worktrees):
     assert "plain,w1" in res.stdout.split()
     held = set(res.stdout.split())
     assert not held & {"typing", "re", "click", "subprocess"}, held & {"typing", "re", "click"}
+
+
+def test_an_unchanged_checkpoint_imports_no_array_collections_or_subprocess(repo, worktrees):
+    import time
+    worktrees(repo, "w1")
+    time.sleep(0.1)  # out of the racy window: the checkpoint writes its stat file
+    ao("ao", "checkpoint", "w1", cwd=repo)
+    code = ("import sys\nsys.argv = ['git-ao', 'checkpoint', 'w1', '-q']\n"
+            "from git_ao.cli import entry\ntry:\n    entry.ao()\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code\nprint('\\n'.join(sorted(sys.modules)))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                         text=True, check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    held = set(res.stdout.split())
+    assert "git_ao.save.unchanged" in held  # answered by the quick path
+    unwanted = {"array", "collections", "subprocess", "typing", "click", "sqlite3"}
+    assert not held & unwanted, sorted(held & unwanted)

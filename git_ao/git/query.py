@@ -377,10 +377,14 @@ def blob_bytes(cwd: str, oid: str) -> bytes:
 
 
 def commit_object(cwd: str, commit: str) -> tuple[str, list[str], str]:
-    """(tree id, parent ids, message) read from the commit object itself (`git
-    cat-file commit`). Raises GitError when the object is missing or not a commit."""
+    """(tree id, parent ids, message) read from the commit object itself: from its
+    loose object file when there is one (`loose_object`), else `git cat-file
+    commit`. Raises GitError when the object is missing or not a commit."""
     tree, parents = "", []
-    headers, _, message = git.run(["cat-file", "commit", commit], cwd).partition(b"\n\n")
+    body = loose_object(cwd, commit, b"commit")
+    if body is None:
+        body = git.run(["cat-file", "commit", commit], cwd)
+    headers, _, message = body.partition(b"\n\n")
     for ln in headers.split(b"\n"):
         key, _, value = ln.partition(b" ")
         if key == b"tree":
@@ -388,6 +392,67 @@ def commit_object(cwd: str, commit: str) -> tuple[str, list[str], str]:
         elif key == b"parent":
             parents.append(value.decode())
     return tree, parents, message.decode("utf-8", "replace")
+
+
+def loose_object(cwd: str, oid: str, kind: bytes) -> bytes | None:
+    """The content of the object `oid` of type `kind` (b"commit"...) read from its
+    loose file (`objects/<2 hex>/<rest>`, zlib-compressed `<type> <size>\\0<content>`)
+    in the repository of the worktree or git dir `cwd`, with no git process; None
+    whenever only git can tell (packed, in an alternate, another type, unreadable),
+    so the caller asks git. The object is not hashed again: `git cat-file` does not
+    either."""
+    git_dir = cwd if os.path.isfile(os.path.join(cwd, "HEAD")) else _git_dir_of(cwd)
+    if git_dir is None or len(oid) not in (40, 64):
+        return None
+    import zlib
+    try:
+        with open(os.path.join(_common_of(git_dir), "objects", oid[:2], oid[2:]), "rb") as fh:
+            raw = zlib.decompress(fh.read())
+    except (OSError, zlib.error):
+        return None
+    header, nul, content = raw.partition(b"\0")
+    if not nul or header != kind + b" %d" % len(content):
+        return None
+    return content
+
+
+def branch_tip(common_dir: str, branch: str) -> ObjectId | None:
+    """The commit `refs/heads/<branch>` points at, None when the branch does not
+    exist: read from the loose ref file or `packed-refs` (git's own order: a loose
+    ref wins), with no git process; `git rev-parse` where only git can tell (a
+    reftable, a symbolic ref, a file that does not read as an object id)."""
+    ref = f"refs/heads/{branch}"
+    loose = os.path.join(common_dir, *ref.split("/"))
+    if os.path.exists(os.path.join(common_dir, "reftable")) or ".." in ref.split("/"):
+        return git.rev_parse(common_dir, ref)
+    try:
+        with open(loose, "rb") as fh:
+            value = fh.read().strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        value = b""
+    except OSError:
+        return git.rev_parse(common_dir, ref)
+    if value:
+        return _object_id(value) or git.rev_parse(common_dir, ref)
+    want = b" " + os.fsencode(ref)
+    try:
+        with open(os.path.join(common_dir, "packed-refs"), "rb") as fh:
+            for ln in fh:
+                ln = ln.rstrip(b"\n")
+                if ln.endswith(want) and len(ln) == len(want) + len(ln.split(b" ", 1)[0]):
+                    return _object_id(ln[:-len(want)]) or git.rev_parse(common_dir, ref)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return git.rev_parse(common_dir, ref)
+    return None
+
+
+def _object_id(value: bytes) -> ObjectId | None:
+    """`value` as an object id when it is one (40 or 64 lowercase hex digits)."""
+    if len(value) in (40, 64) and value.strip(b"0123456789abcdef") == b"":
+        return ObjectId(value.decode("ascii"))
+    return None
 
 
 def tree_diffs(cwd: str, lines: Sequence[Sequence[str]]) -> dict[str, dict[str, parse.Change]]:

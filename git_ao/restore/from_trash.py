@@ -124,7 +124,7 @@ def usable(data_dir: str, save: Save) -> Usable:
     if not save.head:
         return Usable(None, Skip.NO_HEAD, "no HEAD was saved")
     if not save.detached:
-        tip = git.rev_parse(save.common_dir, f"refs/heads/{save.branch}") if save.branch else None
+        tip = query.branch_tip(save.common_dir, save.branch) if save.branch else None
         if tip is None:
             return Usable(None, Skip.BRANCH_GONE, f"branch '{save.branch}' is gone")
         if tip != save.head:

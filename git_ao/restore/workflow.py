@@ -301,7 +301,7 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
     elif use.skip not in (from_trash.Skip.NO_COPY, from_trash.Skip.BRANCH_MOVED):
         msg += f" (not from the trash: {use.why})"
     if not save.detached and save.branch and save.head:
-        tip = git.rev_parse(s.common_dir, f"refs/heads/{save.branch}")
+        tip = query.branch_tip(s.common_dir, save.branch)
         if tip is not None and tip != save.head:
             msg += (f"; branch '{save.branch}' moved since the save ({save.head[:12]} -> "
                     f"{tip[:12]}): the work is applied on its new tip and may conflict")

@@ -31,7 +31,6 @@ import itertools
 import marshal
 import os
 import stat
-from array import array
 
 # The check below runs before anything else is imported: not even typing
 # (mypy takes any name TYPE_CHECKING as true).
@@ -117,6 +116,7 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
     ign_files = {p for p in ignored if not p.endswith("/")}
     ign_dirs = tuple(p for p in ignored if p.endswith("/"))
     names: list[str] = []
+    from array import array  # here: the check below reads the signatures without it
     sigs = array("q")
     for rel in [".", *walked.dirs]:
         if ign_dirs and rel != "." and (rel + "/").startswith(ign_dirs):
@@ -167,7 +167,7 @@ _SPLIT_FROM = 4000
 _MAX_SHARES = 4
 
 
-def _same(fd: int, names: list[bytes], want: array[int], lo: int, hi: int) -> bool:
+def _same(fd: int, names: list[bytes], want: memoryview, lo: int, hi: int) -> bool:
     """Do `names[lo:hi]` (relative to the directory `fd`) have the signatures
     `want` holds for them? False when one cannot be stat'ed (gone: a change)."""
     stat_at = os.stat
@@ -184,7 +184,7 @@ def _same(fd: int, names: list[bytes], want: array[int], lo: int, hi: int) -> bo
     return True
 
 
-def _same_shared(fd: int, names: list[bytes], want: array[int]) -> bool:
+def _same_shared(fd: int, names: list[bytes], want: memoryview) -> bool:
     """`_same` over all of `names`, shared among one process per core (at most
     _MAX_SHARES), as git's preload-index shares its lstat calls among threads:
     a stat costs mostly the kernel's time, and Python threads would hand the GIL
@@ -252,8 +252,10 @@ def unchanged(data_dir: str, session_id: str, path: str, doc: object = None) -> 
             return False
         if want is None or _sig(st) != want:
             return False
-    want_sigs = array("q")
-    want_sigs.frombytes(doc["sigs"])
+    try:  # the signatures as int64s, read in place (array would import collections)
+        want_sigs = memoryview(doc["sigs"]).cast("q")
+    except (TypeError, ValueError):
+        return False
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
