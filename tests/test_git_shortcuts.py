@@ -6,6 +6,7 @@ docs/PERFORMANCE.md); these tests hold the replacement to git's own answer.
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -275,3 +276,39 @@ def test_a_branch_tip_read_from_the_ref_files_is_rev_parse(repo, worktrees):
         assert query.branch_tip(common, branch) == git.rev_parse(common, f"refs/heads/{branch}"), \
             branch
     assert query.branch_tip(common, "loose-one") == head
+
+
+def test_free_by_files_proves_only_what_git_worktree_list_shows(repo, worktrees, tmp_path):
+    from git_ao.git import worktree
+    common = git.common_dir_of(str(repo))
+    wt = worktrees(repo, "fb", register=False)
+    main_branch = git.current_branch(str(repo))
+    git_(repo, "branch", "free-one")
+    elsewhere = tmp_path / "elsewhere"
+
+    def git_says_free(path, branch):
+        entries = git.worktree_list(common)
+        return worktree.find(entries, str(path)) is None and not any(
+            e.branch == f"refs/heads/{branch}" for e in entries)
+
+    cases = [(elsewhere, "free-one"), (elsewhere, None), (wt, "free-one"),
+             (elsewhere, "fb"), (elsewhere, main_branch), (repo, "free-one")]
+    for path, branch in cases:
+        got = worktree.free_by_files(common, str(path), branch)
+        assert not got or git_says_free(path, branch or "-"), (path, branch)
+    assert worktree.free_by_files(common, str(elsewhere), "free-one")
+    git_(wt, "checkout", "-q", "--detach")
+    assert worktree.free_by_files(common, str(elsewhere), "fb")  # detached: the branch is free
+    import shutil
+    shutil.rmtree(wt)  # prunable: still registered until pruned, so not proven free
+    assert not worktree.free_by_files(common, str(wt), "free-one")
+    git_(repo, "worktree", "prune")
+    assert worktree.free_by_files(common, str(wt), "free-one")
+    other = worktrees(repo, "rel", register=False)
+    admin = os.path.join(common, "worktrees", "rel")
+    with open(os.path.join(admin, "gitdir"), "w") as fh:
+        fh.write("../../../rel/.git\n")  # as worktree.useRelativePaths writes it
+    assert not worktree.free_by_files(common, str(elsewhere), "free-one")
+    os.unlink(os.path.join(admin, "gitdir"))
+    assert not worktree.free_by_files(common, str(elsewhere), "free-one")
+    assert other.exists()

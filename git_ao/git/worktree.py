@@ -40,6 +40,50 @@ def find(entries: list[git.WorktreeEntry], path: str) -> git.WorktreeEntry | Non
     return None
 
 
+def free_by_files(common_dir: str, path: str, branch: str | None) -> bool:
+    """Do the repository's own files prove that no worktree is registered at `path`
+    and that no worktree has `branch` checked out? Read, with no process, from the
+    files `git worktree list` reads: each `worktrees/<id>/gitdir` (the worktree's
+    `.git`) and `HEAD`, and the main worktree's `HEAD`. False whenever they do not
+    prove it (a match, a bare repository's HEAD, a relative or unreadable gitdir,
+    a reftable, whose HEAD files name no branch): the caller then asks git."""
+    if os.path.exists(os.path.join(common_dir, "reftable")):
+        return False
+    real = os.path.realpath(path)
+    if os.path.realpath(os.path.dirname(common_dir)) == real:
+        return False  # the main worktree's own path
+    heads = [os.path.join(common_dir, "HEAD")]
+    try:
+        with os.scandir(os.path.join(common_dir, "worktrees")) as it:
+            admins = [e.path for e in it if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        admins = []
+    except OSError:
+        return False
+    for admin in admins:
+        try:
+            with open(os.path.join(admin, "gitdir"), "rb") as fh:
+                named = os.fsdecode(fh.read().rstrip(b"\n"))
+        except OSError:
+            return False
+        if not os.path.isabs(named) or os.path.basename(named) != ".git":
+            return False
+        if os.path.realpath(os.path.dirname(named)) == real:
+            return False
+        heads.append(os.path.join(admin, "HEAD"))
+    if branch is None:
+        return True
+    want = f"ref: refs/heads/{branch}".encode()
+    for head in heads:
+        try:
+            with open(head, "rb") as fh:
+                if fh.readline().strip() == want:
+                    return False
+        except OSError:
+            return False
+    return True
+
+
 def main_path(entries: list[git.WorktreeEntry]) -> str | None:
     """The main worktree's path (None for a bare repository)."""
     if entries and entries[0].is_main and not entries[0].bare:
