@@ -436,3 +436,26 @@ def test_preserve_says_when_the_ignored_paths_stay_on_a_tmpfs(repo, tmp_path):
                                 "removed"), r["message"]
         ao("ao-restore", cwd=repo)
         assert (wt / "a.log").read_text() == "ignored\n"
+
+
+def test_a_sessions_trash_entries_are_read_from_its_own_directories(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    root = data / "trash"
+    root.mkdir(parents=True)
+    made = {}
+    for sid in ("a", "a.b", "ab", "a-1"):
+        e = trash.new_entry(str(root), sid, trash.Meta(commit="c" * 40))
+        os.mkdir(e.worktree)
+        made[sid] = e.path
+    loaded = []
+    real_load = trash.load
+    monkeypatch.setattr(trash, "load", lambda p: loaded.append(p) or real_load(p))
+    for sid, path in made.items():
+        loaded.clear()
+        got = trash.latest_for(str(data), sid)
+        assert got is not None and got.path == path, sid
+        assert [e.path for e in trash.of_session(str(data), sid)] == [path], sid
+        # only entries named for it, and for an id it prefixes with a dot ("a" and "a.b")
+        assert {os.path.basename(p).rsplit(".", 1)[0] for p in loaded} <= {sid, *(
+            s for s in made if s.startswith(sid + "."))}, (sid, loaded)
+    assert len(list(trash.entries(str(data)))) == 4

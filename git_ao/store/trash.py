@@ -323,15 +323,21 @@ def load(path: str) -> Entry:
     return Entry(path, meta)
 
 
-def entries(data_dir: str) -> Iterator[Entry]:
-    """Every entry under every trash root, oldest first within a root."""
+def entries(data_dir: str, session_id: str | None = None) -> Iterator[Entry]:
+    """Every entry under every trash root, oldest first within a root; with
+    `session_id`, only that session's (read from the directories named for it:
+    an entry's name starts with its session's id and a dot, so a restore of many
+    sessions reads each entry once, not once per session)."""
+    prefix = None if session_id is None else session_id + "."
     for root in roots(data_dir):
         try:
             names = os.listdir(root)
         except OSError:
             continue
-        found = [load(os.path.join(root, n)) for n in names]
-        yield from sorted(found, key=lambda e: e.created_ns)
+        found = [load(os.path.join(root, n)) for n in names
+                 if prefix is None or n.startswith(prefix)]
+        yield from sorted((e for e in found if session_id is None or e.session_id == session_id),
+                          key=lambda e: e.created_ns)
 
 
 def latest_for(data_dir: str, session_id: str, *, environment: bool = False) -> Entry | None:
@@ -339,7 +345,7 @@ def latest_for(data_dir: str, session_id: str, *, environment: bool = False) -> 
     (`Entry.candidate`), or None. environment=True: the newest whose ignored files
     a fallback restore may still move out (one whose proof failed counts too)."""
     best = None
-    for e in entries(data_dir):
+    for e in entries(data_dir, session_id):
         ok = e.candidate or (environment and e.holds_worktree and not e.legacy
                              and not e.stray and not e.meta.killed
                              and not e.meta.restored)
@@ -351,8 +357,7 @@ def latest_for(data_dir: str, session_id: str, *, environment: bool = False) -> 
 
 def of_session(data_dir: str, session_id: str) -> list[Entry]:
     """Every entry of `session_id` under every root, oldest first."""
-    return sorted((e for e in entries(data_dir) if e.session_id == session_id),
-                  key=lambda e: e.created_ns)
+    return sorted(entries(data_dir, session_id), key=lambda e: e.created_ns)
 
 
 def size(path: str) -> int:
