@@ -458,6 +458,25 @@ def tmpfs(path: Path, size: str = "16m", mode: str | None = None):
         subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
 
 
+@contextlib.contextmanager
+def bind_mount(source: Path, path: Path):
+    """`source` bind-mounted at `path` (made when missing) for the block, then lazily
+    unmounted: a mount of the same file system, which keeps its st_dev. Skips the
+    test where mounting is not allowed (not root)."""
+    import pytest
+    if os.geteuid() != 0:
+        pytest.skip("a bind mount needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(["mount", "--bind", str(source), str(path)], capture_output=True,
+                         check=False)
+    if res.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {res.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
 def man_source_text(text: str) -> str:
     """A man page's roff source with the font escapes dropped and `\\-`, `\\e`
     read as `-` and `\\`: what a reader sees, for matching option names."""

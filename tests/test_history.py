@@ -14,6 +14,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from tests.support import ao, dirty, git, log_text
 from tests.worktree_state import assert_restored, exact_state
 
@@ -631,3 +633,54 @@ def test_a_checkpoint_of_a_held_state_names_the_entry_that_holds_it(repo, worktr
     assert f"history entry 1 ({top['commit'][:12]}) holds this state already" in out, out
     assert "newest entry" not in out and f"saved in {ref[:12]}" not in out, out
     assert f"refs/ao/preserved/agent at {ref[:12]}" in out, out
+
+
+@pytest.mark.parametrize("how", ["bind-untracked", "bind-tracked", "tmpfs"])
+def test_restore_at_never_removes_across_a_mount_of_any_kind(repo, worktrees, tmp_path, how):
+    from tests.support import bind_mount, tmpfs
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "later.txt").write_text("later\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("not the worktree's\n")
+    if how == "bind-tracked":  # over a tracked directory: a hard reset would write in it
+        target = wt / "src"
+        assert git("ls-files", "src", cwd=wt).strip()
+        for f in (wt / "src").iterdir():
+            shutil.copy2(f, outside / f.name)
+    else:
+        target = wt / "shared"
+    mount = bind_mount(outside, target) if how.startswith("bind") else tmpfs(target)
+    with mount:
+        if how == "tmpfs":
+            (target / "precious.txt").write_text("not the worktree's\n")
+        before = {p.name: p.read_bytes() for p in target.iterdir()}
+        heads = git("rev-parse", "HEAD", cwd=wt), len(_entries(repo, "agent"))
+        res = ao("ao-restore", "agent", "--at", "2", cwd=repo, rc=1)
+        assert "mount" in res.stdout + res.stderr
+        assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+        assert (git("rev-parse", "HEAD", cwd=wt), len(_entries(repo, "agent"))) == heads
+    assert (outside / "precious.txt").read_text() == "not the worktree's\n"
+
+
+def test_a_restore_into_the_worktree_left_in_place_never_removes_across_a_mount(
+        repo, worktrees, tmp_path):
+    from tests.support import bind_mount, crash_env
+    wt = worktrees(repo, "kept")
+    tracked = git("ls-files", cwd=wt).split()
+    victim = next(p for p in tracked if "/" in p)
+    folder = victim.rsplit("/", 1)[0]
+    (wt / victim).unlink()  # the agent's work deletes a tracked file
+    (wt / "new.txt").write_text("new\n")
+    ao("ao-preserve", "kept", cwd=repo, env=crash_env("preserve:after-db"), rc=None)
+    assert wt.exists()  # recorded, not yet taken away
+    git("reset", "-q", "--hard", cwd=wt)
+    git("clean", "-q", "-fd", cwd=wt)
+    outside = tmp_path / "outside"
+    shutil.copytree(wt / folder, outside)
+    with bind_mount(outside, wt / folder):
+        res = ao("ao-restore", "kept", cwd=repo, rc=None)
+        assert "mount" in res.stdout + res.stderr, res.stdout + res.stderr
+    assert (outside / victim.rsplit("/", 1)[1]).exists()

@@ -157,6 +157,36 @@ def is_mount_point(path: str, mounts: set[str] | None = None) -> bool:
     return real in (mounts if mounts is not None else mount_points())
 
 
+def mounts_inside(root: str) -> list[str]:
+    """Every mount point strictly inside the directory `root`, sorted: those the
+    kernel's mount table lists below its real path (a bind mount of the same file
+    system keeps its `st_dev`, so only the table shows it), and every directory
+    below it on another device than `root` (where there is no table). The scan
+    reads directories only, never follows a symlink and never enters `.git`.
+    Raises OSError when `root` cannot be read."""
+    real = os.path.realpath(root)
+    found = {m for m in mount_points() if m.startswith(real.rstrip("/") + "/")}
+    dev = os.lstat(real).st_dev
+    stack = [real]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                subdirs = [e for e in it if e.name != ".git" and e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue  # unreadable: the walk of a removal names it; nothing is entered
+        for e in subdirs:
+            try:
+                if e.stat(follow_symlinks=False).st_dev != dev:
+                    found.add(e.path)
+                    continue
+            except OSError:
+                continue
+            if e.path not in found:
+                stack.append(e.path)
+    return sorted(found)
+
+
 def walk(root: str, *, mounts: set[str] | None = None,
          skip: frozenset[str] = frozenset(), started_ns: int | None = None) -> Walk:
     """Walk the directory `root` without following symlinks or crossing mounts.

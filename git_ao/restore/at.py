@@ -180,8 +180,18 @@ def _move(branch: str | None, old: str, new: str, left: int, kept_by: int = 1,
 
 
 def _check_mounts(path: str, untracked: list[str]) -> None:
-    """Raise Refused when an untracked file lies on another file system than the
-    worktree (a mount point inside it): nothing is removed across a mount."""
+    """Raise Refused when a mount point lies inside the worktree (`walk.mounts_inside`:
+    another file system, or a bind mount of the same one) or an untracked file lies
+    on another file system than it: the hard reset, the apply and the clearing of
+    untracked files would remove across it, and nothing is removed across a mount."""
+    try:
+        inside = walk.mounts_inside(path)
+    except OSError as exc:
+        raise Refused(f"'{path}' cannot be read ({exc.strerror}), so it is not known to hold "
+                      "no mount point; nothing changed") from None
+    if inside:
+        raise Refused(f"'{inside[0]}' is a mount point inside the worktree; nothing is removed "
+                      "across a mount (nothing changed)")
     dev = os.lstat(path).st_dev
     for rel in untracked:
         f = os.path.join(path, rel)

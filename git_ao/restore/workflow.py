@@ -533,6 +533,14 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                        f"worktree at {path} has other changes; the work stays in {ref}: "
                        f"git stash apply --index {ref}", data)
+    if reused:
+        from git_ao.fs.walk import mounts_inside
+        inside = mounts_inside(path)
+        if inside:
+            return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                           f"'{inside[0]}' is a mount point inside the worktree at {path}; "
+                           f"nothing is removed across a mount, so the work stays in {ref}: "
+                           f"git stash apply --index {ref} once it is unmounted", data)
     crashpoint.hit("restore:during-apply")
     applied = apply.apply(path, commit, sparse=wc.sparse_checkout is not None)
     crashpoint.hit("restore:after-apply")
