@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from git_ao import git
-from git_ao.errors import AoError, Refused, Usage
+from git_ao.errors import AoError, Refused, Usage, one_line
 from git_ao.fs.gone import gone_worktree
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.store import locks, log
@@ -71,9 +71,7 @@ def validate_id(session_id: object) -> None:
     '.' or '-', and refs/ao/preserved/<id> passes `git check-ref-format`."""
     if not isinstance(session_id, str) or not ID_RE.match(session_id) \
             or not git.check_ref_format(preserve_ref(session_id)):
-        shown = str(session_id)
-        if not shown.isprintable():  # one line, whatever was typed
-            shown = shown.encode("unicode_escape", "backslashreplace").decode("ascii")
+        shown = one_line(str(session_id))  # one line, whatever was typed
         raise Usage(f"invalid session id '{shown}': use 1 to {MAX_ID} of A-Z a-z 0-9 "
                     ". _ -, not starting with '.' or '-', forming a valid ref name")
 

@@ -7,6 +7,33 @@ into one line (`fatal: ...` or `error: ...`) and the matching exit status.
 from collections.abc import Iterable
 from enum import IntEnum
 
+_NAMED = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+          "\f": "\\f", "\r": "\\r"}
+
+
+def one_line(text: str, *, quoted: bool = False) -> str:
+    """`text` fit for one line of output: unchanged when every character prints;
+    else each control character as a C escape (`\\n`, `\\t`), each byte that was
+    not UTF-8 (a surrogate escape) and each other unprintable character as octal
+    escapes of its bytes, as git quotes a path. quoted: the C-style quoted form
+    (in double quotes, `"` and `\\` escaped) whenever any of that was needed or
+    `text` starts with a double quote, so a reader can tell the two apart."""
+    if text.isprintable() and not (quoted and text.startswith('"')):
+        return text
+    out = []
+    for c in text:
+        if c in _NAMED:
+            out.append(_NAMED[c])
+        elif quoted and c in '"\\':
+            out.append("\\" + c)
+        elif c.isprintable():
+            out.append(c)
+        else:
+            raw = c.encode("utf-8", "surrogatepass") if not "\udc80" <= c <= "\udcff" \
+                else bytes([ord(c) - 0xDC00])
+            out.append("".join(f"\\{b:03o}" for b in raw))
+    return '"' + "".join(out) + '"' if quoted else "".join(out)
+
 
 class ExitStatus(IntEnum):
     """Every exit status git-ao's commands use, as git's own commands use them."""

@@ -231,7 +231,7 @@ def _cat_file_commit(cwd, oid):
     body = subprocess.run(["git", "cat-file", "commit", oid], cwd=cwd, capture_output=True,
                           check=True).stdout
     headers, _, message = body.partition(b"\n\n")
-    tree = [ln[5:].decode() for ln in headers.split(b"\n") if ln.startswith(b"tree ")][0]
+    tree = next(ln[5:].decode() for ln in headers.split(b"\n") if ln.startswith(b"tree "))
     parents = [ln[7:].decode() for ln in headers.split(b"\n") if ln.startswith(b"parent ")]
     return tree, parents, message.decode("utf-8", "replace")
 

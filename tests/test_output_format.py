@@ -7,7 +7,7 @@ import pty
 import re
 import subprocess
 
-from tests.support import ao, dirty
+from tests.support import ao, dirty, git
 
 ANSI = re.compile(r"\x1b\[")
 COLOUR = re.compile(r"\x1b\[[0-9;]*?(?:\b3[0-9]|\b9[0-7])[;m]")
@@ -116,3 +116,18 @@ def test_show_writes_booleans_as_git_does(repo, worktrees):
     ao("ao-preserve", "b", "--keep-worktree", cwd=repo)
     out = ao("ao", "show", "b", cwd=repo).stdout
     assert re.search(r"^detached: +false$", out, re.MULTILINE) and "False" not in out
+
+
+def test_a_path_or_a_field_holding_a_newline_or_a_tab_stays_on_its_line(repo, worktrees,
+                                                                       tmp_path):
+    worktrees(repo, "tabbed", harness="cl\taude", agent_session_id="a\nb")
+    odd = os.fsdecode(bytes(tmp_path) + b"/wt sp\nnl \xff")
+    git("worktree", "add", "-q", "-b", "spnl", odd, cwd=repo)  # a worktree no session holds
+    res = ao("ao-preserve", "--all", "--keep-worktree", cwd=repo)
+    warned = [ln for ln in res.stderr.splitlines() if ln.startswith("warning: ")]
+    assert any("wt sp\\nnl \\377" in ln for ln in warned), res.stderr
+    assert all(ln.startswith(("warning: ", "hint: ", "preserve: ", "nothing"))
+               for ln in res.stderr.splitlines()), res.stderr
+    shown = ao("ao", "show", "tabbed", cwd=repo).stdout.split("\n\n")[0].splitlines()
+    assert any(ln.endswith('"cl\\taude"') for ln in shown), shown
+    assert any(ln.endswith('"a\\nb"') for ln in shown), shown

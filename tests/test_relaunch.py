@@ -80,3 +80,20 @@ def test_no_command_prints_the_resume_hint(repo, worktrees):
     line = next(ln for ln in res.stderr.splitlines() if ln.startswith("hint: resume hint: "))
     assert line.startswith("hint: resume hint: cd /") and line.endswith(
         " && claude --resume 7f3a")
+
+
+def test_an_agent_id_read_from_another_tool_never_becomes_an_option_or_a_broken_line(
+        repo, worktrees):
+    for n, bad in enumerate(["--dangerous", "a b", "x\ny", "nul\x00id", "z" * 300]):
+        sid = f"odd{n}"
+        worktrees(repo, sid, harness="claude-code", agent_session_id=bad)
+        ao("ao-preserve", sid, cwd=repo)
+        res = ao("ao-restore", sid, cwd=repo)
+        hints = [ln for ln in res.stderr.splitlines() if ln.startswith("hint: resume")]
+        assert len(hints) == 1 and "claude --resume" not in hints[0], (bad, res.stderr)
+        assert all(ln.startswith(("hint: ", "restore: ")) for ln in res.stderr.splitlines()), \
+            res.stderr  # each line is one message: a newline in the id is escaped
+        shown = ao("ao", "show", sid, cwd=repo).stdout
+        facts = shown.split("\n\n")[0].splitlines()
+        assert "\x00" not in shown and all(": " in ln or ln.endswith(":") for ln in facts), \
+            shown

@@ -96,7 +96,7 @@ def test_a_worktree_path_that_is_not_utf8_is_refused_in_one_line(repo, tmp_path)
     wt = os.fsdecode(bytes(tmp_path) + b"/wt odd \xffname")
     git("worktree", "add", "-q", "-b", "odd", wt, cwd=repo)
     res = ao("ao", "add", wt, "--id", "odd", cwd=repo, rc=129)
-    shown = f"{tmp_path}/wt odd \\xffname"
+    shown = f"{tmp_path}/wt odd \\377name"
     assert res.stderr == (f"error: worktree path '{shown}' is not valid UTF-8, which git-ao "
                           "records paths as; rename the directory\n")
     assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
@@ -105,7 +105,8 @@ def test_a_worktree_path_that_is_not_utf8_is_refused_in_one_line(repo, tmp_path)
 @pytest.mark.parametrize("bad, shown", [
     *((b, b) for b in ["-x", ".hidden", "a b", "x" * 201, "a..b", "a.lock", "a/b", ""]),
     # the error stays one line: control characters are shown escaped
-    ("bad\nid", "bad\\nid"), ("tab\tid", "tab\\tid")])
+    ("bad\nid", "bad\\nid"), ("tab\tid", "tab\\tid"),
+    (os.fsdecode(b"\xffbyte"), "\\377byte")])
 def test_invalid_session_ids_are_rejected(repo, tmp_path, bad, shown):
     wt = tmp_path / "wtbad"
     git("worktree", "add", "-q", "-b", "bad", wt, cwd=repo)

@@ -61,9 +61,20 @@ def resume_argv(session: Session) -> list[str] | None:
     harness's RESUME form with its agent session id, or None (no id, or a harness
     that does not resume by id)."""
     form = RESUME.get(session.harness or "")
-    if form is None or not session.agent_session_id:
+    if form is None or not resumable_id(session.agent_session_id):
         return None
+    assert session.agent_session_id is not None
     return expand(form, {"AO_AGENT_SESSION_ID": session.agent_session_id})
+
+
+def resumable_id(agent_session_id: str | None) -> bool:
+    """Can this agent session id go into a built-in resume command as one plain
+    argument? Not when it is empty, holds a space or a character that does not
+    print, starts with '-' (the agent program would read an option), or is longer
+    than 256 characters: an id read from another tool's files is not trusted."""
+    v = agent_session_id or ""
+    return 0 < len(v) <= 256 and v.isprintable() and not v.startswith("-") \
+        and not any(c.isspace() for c in v)
 
 
 def in_tmux(argv: list[str], session: Session) -> list[str]:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import sys
 import threading
 
+from git_ao.errors import one_line
+
 # Not typing's: a listing imports nothing it does not run (mypy takes any name
 # TYPE_CHECKING as true).
 TYPE_CHECKING = False
@@ -45,24 +47,11 @@ _STYLE = {"ok": "green", "nothing": "dim", "attention": "yellow", "refused": "re
 
 
 _SGR = {"green": "32", "dim": "2", "yellow": "33", "red": "31"}
-_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
-              "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-
-
 def quote_field(text: str) -> str:
     """`text` as it goes into a plain record: unchanged, or C-style quoted (as git
-    quotes paths) when it holds a control character, a double quote or a backslash."""
-    if not any(c in _C_ESCAPES or ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-        return text
-    out = []
-    for c in text:
-        if c in _C_ESCAPES:
-            out.append(_C_ESCAPES[c])
-        elif ord(c) < 0x20 or ord(c) == 0x7F:
-            out.append(f"\\{ord(c):03o}")
-        else:
-            out.append(c)
-    return '"' + "".join(out) + '"'
+    quotes paths) when it holds a character that does not print (a newline, a tab,
+    a byte that was not UTF-8) or starts with a double quote (`errors.one_line`)."""
+    return one_line(text, quoted=True)
 
 
 def colour_wanted(when: str | None, tty: bool, config: dict[str, str] | None) -> bool:
@@ -157,14 +146,15 @@ class Printer:
     # ------------------------------------------------------------ messages
 
     def error(self, prefix: str, message: str) -> None:
-        """One line on stderr: `error: ...` or `fatal: ...`."""
-        sys.stderr.write(f"{prefix}: {message}\n")
+        """One line on stderr: `error: ...` or `fatal: ...` (what does not print in
+        `message` escaped, so a path holding a newline keeps it one line)."""
+        sys.stderr.write(f"{prefix}: {one_line(message)}\n")
         sys.stderr.flush()
 
     def hint(self, message: str) -> None:
         """One `hint:` line on stderr (not with -q or --json)."""
         if not self.quiet and not self.json_mode:
-            sys.stderr.write(f"hint: {message}\n")
+            sys.stderr.write(f"hint: {one_line(message)}\n")
 
     def trace(self, argv: Iterable[str], cwd: str) -> None:
         """The -v trace of one git command, on stderr like GIT_TRACE."""
@@ -317,6 +307,8 @@ class Printer:
         for k, v in pairs:
             if isinstance(v, bool):
                 v = "true" if v else "false"  # as git config and the JSON write them
+            if isinstance(v, str):
+                v = quote_field(v)  # an id or a name with a newline stays on its line
             self.stream.write(f"{k + ':':<{width + 1}} {'-' if v in (None, '') else v}\n")
         if stat_text:
             self.stream.write("\n" + stat_text)

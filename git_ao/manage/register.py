@@ -10,7 +10,7 @@ from typing import Any
 
 from git_ao import git
 from git_ao.context import MAX_ID, Context, validate_id
-from git_ao.errors import Refused, Usage
+from git_ao.errors import Refused, Usage, one_line
 from git_ao.manage.listing import list_json
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
@@ -76,7 +76,7 @@ def linked_worktree(path: str) -> tuple[git.RepoDirs, str]:
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:
-            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+            shown = one_line(name)  # the bytes that are not UTF-8 in octal, as git shows them
             raise Usage(f"{what} path '{shown}' is not valid UTF-8, which git-ao records "
                         "paths as; rename the directory") from None
     return dirs, top
