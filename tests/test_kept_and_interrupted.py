@@ -382,3 +382,28 @@ def test_a_lock_holder_is_a_live_git_of_someone_else_in_that_repository(repo, wo
     except psutil.NoSuchProcess:
         pass
     assert gitlock.holders(str(lock), str(wt)) == []
+
+
+def test_the_admin_dir_a_killed_worktree_add_left_is_removed_by_the_rerun(repo, worktrees):
+    import time
+
+    from git_ao.store.database import Store
+    wt = worktrees(repo, "k3")
+    (wt / "work.txt").write_text("mine\n")
+    ao("ao-preserve", "k3", cwd=repo)
+    Store(os.environ["AO_DATA_DIR"]).mark_restore_started("k3")  # started, then killed
+    time.sleep(0.01)
+    common = git("rev-parse", "--git-common-dir", cwd=repo).strip()
+    common = os.path.join(repo, common) if not os.path.isabs(common) else common
+    left = os.path.join(common, "worktrees", "k3")
+    os.makedirs(left)
+    with open(os.path.join(left, "locked"), "w") as fh:
+        fh.write("initializing\n")  # git's first write; killed before anything else
+    foreign = os.path.join(common, "worktrees", "k3other")
+    os.makedirs(foreign)
+    with open(os.path.join(foreign, "locked"), "w") as fh:
+        fh.write("initializing\n")  # not named for this path: left alone
+    ao("ao-restore", "k3", cwd=repo)
+    assert (wt / "work.txt").read_text() == "mine\n"
+    assert (wt / ".git").read_text().strip().endswith("/worktrees/k3")
+    assert os.path.isdir(foreign)

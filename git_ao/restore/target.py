@@ -331,6 +331,7 @@ def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
                 and made >= save.restore_started_at - 2_000_000_000:
             os.unlink(lock)
             ctx.log("restore", s.id, "stale-branch-lock-removed", lock=lock)
+    _clear_lock_only_admin(ctx, s, save, path)
     admin = from_trash.only_git_file(path) if os.path.isdir(path) else None
     base = os.path.realpath(os.path.join(s.common_dir, "worktrees"))
     if admin is None or not os.path.realpath(admin).startswith(base + os.sep):
@@ -344,6 +345,36 @@ def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
     os.rmdir(path)
     git.worktree_prune(s.common_dir)
     ctx.log("restore", s.id, "killed-add-cleared", workspace=path, admin=admin)
+
+
+def _clear_lock_only_admin(ctx: Context, s: Session, save: Save, path: str) -> None:
+    """Remove the admin dirs a `git worktree add` of `path` killed at its start left:
+    named for the path (`<name>` or `<name><n>`), holding nothing but the `locked`
+    file git writes first, made after this save's restore started. `git worktree
+    prune` keeps them (they are locked) and every later add would take the next
+    name. They hold no index, HEAD or ref, so nothing is lost with them."""
+    started = save.restore_started_at
+    root = os.path.join(s.common_dir, "worktrees")
+    name = os.path.basename(os.path.normpath(path))
+    if started is None or not name:
+        return
+    try:
+        with os.scandir(root) as it:
+            candidates = [e for e in it if e.name.startswith(name)
+                          and (e.name == name or e.name[len(name):].isdigit())
+                          and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for e in candidates:
+        try:
+            if os.listdir(e.path) != ["locked"] or \
+                    os.lstat(os.path.join(e.path, "locked")).st_mtime_ns < started - 2_000_000_000:
+                continue
+            os.unlink(os.path.join(e.path, "locked"))
+            os.rmdir(e.path)
+        except OSError:
+            continue
+        ctx.log("restore", s.id, "killed-add-admin-removed", admin=e.path)
 
 
 def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
