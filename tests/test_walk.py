@@ -122,6 +122,8 @@ def test_unaccounted_names_what_neither_the_capture_nor_ignore_rules_cover(d):
     (d / "lost.txt").write_text("l")
     (d / "KEPT.TXT").write_text("case")
     os.mkfifo(d / "pipe")
+    import time
+    time.sleep(0.1)  # older than the walk's racy window: not "written as the capture began"
     w = _walk(d)
     blockers = walk.unaccounted(w, {"kept.txt"}, ["env/"], lambda paths: {"other.log"})
     assert [(b.path, b.reason.split(",")[0].split(" ")[0]) for b in blockers] == [
@@ -166,3 +168,15 @@ def test_a_clean_pushed_clone_is_safe_and_anything_else_is_not(tmp_path):
     git("init", "-q", lone, cwd=tmp_path)
     git("commit", "-q", "--allow-empty", "-m", "only here", cwd=lone)
     assert "no remote" in nested.unsafe_reason(str(lone))
+
+
+def test_a_file_written_as_the_capture_began_is_named_so_not_as_unseen_by_git(tmp_path):
+    import time
+    (tmp_path / "old.txt").write_text("old\n")
+    time.sleep(0.1)  # out of the racy window of the walk below
+    w = walk.walk(str(tmp_path))
+    (tmp_path / "new.txt").write_text("new\n")  # an agent still writing
+    w.entries["new.txt"] = walk.Entry.of(os.lstat(tmp_path / "new.txt"))
+    found = {b.path: b.reason for b in walk.unaccounted(w, set(), [], lambda paths: set())}
+    assert found["old.txt"] == "git does not show it, so it is not in the capture"
+    assert found["new.txt"].startswith("written as the capture began or since")

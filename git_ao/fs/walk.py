@@ -347,13 +347,16 @@ def _refused_name(rel: str) -> bool:
     return False
 
 
-def _why_missing(rel: str, e: Entry, captured_lower: set[str]) -> str:
+def _why_missing(rel: str, e: Entry, captured_lower: set[str], started_ns: int) -> str:
     if e.kind == "other":
         return "a FIFO, socket or device, which git cannot store"
     if _refused_name(rel):
         return "a name git refuses to store (.git, GIT~1 and their variants)"
     if rel.lower() in captured_lower:
         return "its name differs only in case from a saved path (core.ignorecase)"
+    if e.touched_since(started_ns):
+        return ("written as the capture began or since (something is still writing here), "
+                "so the capture does not hold it")
     return "git does not show it, so it is not in the capture"
 
 
@@ -399,7 +402,7 @@ def unaccounted(w: Walk, captured: set[str], ignored: Iterable[str],
     for rel in sorted(rest):
         if rel in ign or _replaced(w.root, rel, w.entries[rel]):
             continue
-        found.append(Blocker(rel, _why_missing(rel, w.entries[rel], lower)))
+        found.append(Blocker(rel, _why_missing(rel, w.entries[rel], lower, w.started_ns)))
     return found
 
 
