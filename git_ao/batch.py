@@ -141,7 +141,7 @@ class RepoCache:
             repos, self._prune = sorted(self._prune), set()
         for repo in repos:
             try:
-                git.worktree_prune(repo)
+                ctx.prune_worktrees(repo)
             except AoError as exc:
                 ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
 

@@ -55,6 +55,21 @@ class Context:
             return contextlib.nullcontext()
         return locks.repo_lock(self.store.dir, common_dir)
 
+    def prune_worktrees(self, common_dir: str, *, dry_run: bool = False) -> list[str]:
+        """`git.worktree_prune` of the repository, keeping the registration of every
+        live session whose worktree directory is missing (its disk not mounted yet:
+        its index and HEAD live in that registration). Returns git's report lines."""
+        return git.worktree_prune(common_dir, dry_run=dry_run,
+                                  keep=self.missing_live_worktrees(common_dir))
+
+    def missing_live_worktrees(self, common_dir: str) -> list[str]:
+        """The worktree paths of the repository's live sessions whose directory is
+        missing: registrations a `git worktree prune` must keep."""
+        real = os.path.realpath(common_dir)
+        return [s.worktree_path for s in self.store.sessions()
+                if s.live and os.path.realpath(s.common_dir) == real
+                and not os.path.lexists(s.worktree_path)]
+
     def log(self, action: str, session_id: str | None, decision: str, **fields: Any) -> None:
         """Write one decision to the log (not on a dry run)."""
         if not self.dry_run:

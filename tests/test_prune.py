@@ -317,3 +317,52 @@ def test_a_pending_sessions_older_trash_entry_says_which_one_restore_uses(repo, 
     assert os.listdir(trash) == [os.path.basename(new)]
     ao("ao-restore", "twice", cwd=repo)
     assert (wt / "f").read_text() == "two\n"
+
+
+def test_a_forced_prune_never_says_it_deleted_an_entry_it_could_not(repo, worktrees):
+    import subprocess
+    wt = worktrees(repo, "stuck")
+    (wt / "f").write_text("y")
+    ao("ao-preserve", "stuck", cwd=repo)
+    root = os.path.join(os.environ["AO_DATA_DIR"], "trash")
+    [entry] = [os.path.join(root, e) for e in os.listdir(root) if e.startswith("stuck")]
+    pinned = os.path.join(entry, "worktree", "f")
+    res = subprocess.run(["chattr", "+i", pinned], capture_output=True, check=False)
+    if res.returncode != 0:
+        pytest.skip("no immutable files here (chattr +i)")
+    try:
+        out = ao("ao-prune", "--force", "stuck", cwd=repo).stdout
+        assert os.path.exists(pinned)
+        assert "trash entr" in out and f"kept 1 trash entry ({entry})" in out, out
+        assert "deleted refs/ao/preserved/stuck" in out and "1 trash entry" not in \
+            out.split("; kept")[0], out
+    finally:
+        subprocess.run(["chattr", "-i", pinned], capture_output=True, check=False)
+
+
+def test_a_live_worktree_on_a_disk_not_mounted_keeps_its_registration(repo, worktrees,
+                                                                       tmp_path):
+    import subprocess
+
+    from tests.support import bind_mount
+    store, disk = tmp_path / "store", tmp_path / "disk"
+    store.mkdir()
+    with bind_mount(store, disk):
+        wt = disk / "away"
+        git("worktree", "add", "-q", "-b", "away", wt, cwd=repo)
+        ao("ao", "add", wt, "--id", "away", cwd=repo)
+        (wt / "staged.txt").write_text("staged\n")
+        git("add", "staged.txt", cwd=wt)
+    assert not wt.exists()  # the disk is not mounted now
+    other = worktrees(repo, "other")
+    (other / "f").write_text("x\n")
+    ao("ao-preserve", "--all", cwd=repo, rc=None)  # its prune runs in this repository
+    ao("ao-prune", cwd=repo, rc=None)
+    common = git("rev-parse", "--git-common-dir", cwd=repo).strip()
+    admin = os.path.join(repo, common, "worktrees", "away")
+    assert os.path.isfile(os.path.join(admin, "index"))
+    assert not os.path.exists(os.path.join(admin, "locked"))  # the prune's lock is gone
+    with bind_mount(store, disk):
+        st = subprocess.run(["git", "status", "--porcelain"], cwd=wt, capture_output=True,
+                            text=True, check=True)
+        assert "A  staged.txt" in st.stdout

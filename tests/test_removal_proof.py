@@ -503,3 +503,61 @@ def test_a_write_just_after_git_status_and_before_the_walk_is_saved(repo, worktr
     monkeypatch.setattr(capture, "inspect", real_inspect)
     ao("ao-restore", "late", cwd=repo)
     assert (wt / "README.md").read_text() == "written after git status\n"
+
+
+# ---------------------------------------------------------------- files from elsewhere
+
+
+@pytest.mark.parametrize("target", ["tracked", ".git"])
+def test_a_file_bind_mounted_into_the_worktree_keeps_it(repo, worktrees, tmp_path, target):
+    wt = worktrees(repo, "fm")
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"someone else's\n")
+    name = next(p for p in git("ls-files", cwd=wt).split() if "/" not in p) \
+        if target == "tracked" else ".git"
+    if name == ".git":
+        outside.write_bytes((wt / ".git").read_bytes())  # a .git file git can still read
+    kept = outside.read_bytes()
+    with _file_bind(outside, wt / name, tmp_path):
+        res = ao("ao-preserve", "fm", cwd=repo, rc=1)
+        assert "mount point" in res.stdout + res.stderr, res.stdout + res.stderr
+        assert wt.is_dir() and states(repo)["fm"] == "live"
+        res = ao("ao", "kill", "fm", cwd=repo, rc=1)
+        assert wt.is_dir()
+    assert outside.read_bytes() == kept
+
+
+def _file_bind(source: Path, path: Path, under: Path):
+    """`source` bind-mounted over the file `path` (a mount of one file); afterwards
+    every mount below `under` is undone, wherever a failing run moved it."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def mounted():
+        if os.geteuid() != 0:
+            pytest.skip("a bind mount needs root")
+        res = subprocess.run(["mount", "--bind", str(source), str(path)], capture_output=True,
+                             check=False)
+        if res.returncode != 0:
+            pytest.skip(f"cannot bind-mount here: {res.stderr.decode().strip()}")
+        try:
+            yield path
+        finally:
+            from git_ao.fs import walk
+            for point in walk.mount_points():
+                if point.startswith(str(under) + "/"):
+                    subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+    return mounted()
+
+
+def test_a_hard_link_to_the_worktrees_git_file_keeps_its_bytes(repo, worktrees, tmp_path):
+    wt = worktrees(repo, "hl")
+    (wt / "work.txt").write_text("mine\n")
+    elsewhere = tmp_path / "gitfile"
+    os.link(wt / ".git", elsewhere)
+    kept = elsewhere.read_bytes()
+    ao("ao-preserve", "hl", cwd=repo)
+    assert elsewhere.read_bytes() == kept
+    ao("ao-restore", "hl", cwd=repo)
+    assert (wt / "work.txt").read_text() == "mine\n"
+    assert elsewhere.read_bytes() == kept

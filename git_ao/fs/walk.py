@@ -246,6 +246,12 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
             except OSError as exc:
                 blockers.append(Blocker(path, f"cannot stat: {exc.strerror}"))
                 continue
+            if inner_mounts and os.path.join(real_root, path) in inner_mounts:
+                # A file bind-mounted over one of the worktree's (its own .git too):
+                # another file's content, which nothing may move or write through.
+                blockers.append(Blocker(path, "a mount point; nothing is taken away across "
+                                              "a mount"))
+                continue
             if name == ".git":
                 if rel:
                     w.nested.append(rel)

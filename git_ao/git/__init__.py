@@ -9,6 +9,7 @@ remotes (`remotes`) and the version floor (`version`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -187,13 +188,57 @@ def worktree_unlock(common_dir: str, path: str) -> None:
     run(["worktree", "unlock", path], common_dir)
 
 
-def worktree_prune(common_dir: str, *, dry_run: bool = False) -> list[str]:
+def worktree_prune(common_dir: str, *, dry_run: bool = False,
+                   keep: Iterable[str] = ()) -> list[str]:
     """`git worktree prune -v [-n]`: deregister worktrees whose directory is gone.
 
+    keep: worktree paths whose registration must stay although their directory is
+    missing (a live session's worktree on a disk not mounted yet: pruning it
+    would drop its index and HEAD). git leaves a locked worktree alone, so each
+    of them that is not locked gets a `locked` file for the prune, removed after.
     Returns git's report lines (it prints them on stderr)."""
     args = ["worktree", "prune", "-v"] + (["-n"] if dry_run else [])
-    res = call(args, common_dir).check()
+    locked = [] if dry_run else _lock_for_prune(common_dir, keep)
+    try:
+        res = call(args, common_dir).check()
+    finally:
+        for f in locked:
+            with contextlib.suppress(OSError):
+                os.unlink(f)
     return [ln for ln in res.errtext.splitlines() if ln.strip()]
+
+
+def _lock_for_prune(common_dir: str, keep: Iterable[str]) -> list[str]:
+    """Write a `locked` file into the admin dir of each path of `keep` that has one
+    and is not locked already; returns the files written."""
+    wanted = {os.path.realpath(p) for p in keep}
+    written: list[str] = []
+    if not wanted:
+        return written
+    root = os.path.join(common_dir, "worktrees")
+    try:
+        with os.scandir(root) as it:
+            admins = [e.path for e in it if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return written
+    for admin in admins:
+        try:
+            with open(os.path.join(admin, "gitdir"), "rb") as fh:
+                named = os.fsdecode(fh.read().rstrip(b"\n"))
+        except OSError:
+            continue
+        if os.path.realpath(os.path.dirname(named)) not in wanted:
+            continue
+        lock = os.path.join(admin, "locked")
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError:
+            continue  # locked already (git keeps it), or unwritable
+        with os.fdopen(fd, "w") as fh:
+            fh.write("git-ao: a live session's worktree, its directory missing "
+                     "(a disk not mounted?)\n")
+        written.append(lock)
+    return written
 
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-from git_ao import git
 from git_ao.context import Context, facts, lookup
 from git_ao.errors import Refused
 from git_ao.fs import walk
@@ -56,7 +55,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             except OSError as exc:
                 raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc
             trash.detach(entry)
-            git.worktree_prune(s.common_dir)
+            ctx.prune_worktrees(s.common_dir)
             ctx.log("kill", s.id, "trash", trash=entry.worktree)
             trashed = entry.worktree
             gone = f"{path} moved to the trash ({trashed}; git ao-prune deletes it)"

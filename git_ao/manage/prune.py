@@ -174,6 +174,9 @@ def _prune_forced(ctx: Context, s: Session) -> Outcome:
             continue
         if not ctx.dry_run:
             _remove_entry(entry)
+            if os.path.lexists(entry.path):  # part of it could not be deleted: it stays
+                kept.append(entry.path)
+                continue
         gone.append(entry.path)
     data = facts(s, trash_deleted=gone, trash_kept=kept)
     return Outcome(s.id, Action.PRUNE_REF, Status.OK,
@@ -193,14 +196,15 @@ def _forced_line(verb: str, refs: list[tuple[str, str | None]], gone: list[str],
         else f"{verb} {what[0]}"
     if kept:
         line += (f"; kept {len(kept)} trash entr{'y' if len(kept) == 1 else 'ies'} "
-                 f"({', '.join(kept)}): each is a directory restore set aside or holds "
-                 "a mount point; remove it by hand once nothing in it is needed")
+                 f"({', '.join(kept)}): each is a directory restore set aside, holds "
+                 "a mount point or could not be deleted whole; remove it by hand once "
+                 "nothing in it is needed")
     return line
 
 
 def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outcome]:
     out = []
-    for ln in git.worktree_prune(repo, dry_run=ctx.dry_run):
+    for ln in ctx.prune_worktrees(repo, dry_run=ctx.dry_run):
         ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
         out.append(Outcome("-", Action.PRUNE_WORKTREE, Status.OK, ln, {"repo": repo}))
     for path in _leftover_scratch(repo):

@@ -157,7 +157,7 @@ def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | 
     if cache.batch:
         cache.defer_prune(s.common_dir)
     else:
-        git.worktree_prune(s.common_dir)
+        ctx.prune_worktrees(s.common_dir)
     crashpoint.hit("preserve:after-remove")
     ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=entry.worktree)
     return Outcome(s.id, Action.PRESERVE, Status.OK, "already preserved; finished the interrupted "

@@ -371,7 +371,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             if cache.batch:
                 cache.defer_prune(s.common_dir)
             else:
-                git.worktree_prune(s.common_dir)
+                ctx.prune_worktrees(s.common_dir)
             crashpoint.hit("preserve:after-remove")
             ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
                     commit=final or save.preserved_commit, trash=taken.worktree,

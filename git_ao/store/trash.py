@@ -273,15 +273,17 @@ def detach(entry: Entry) -> None:
     admin dir it named is pruned, and a later `git worktree add` of the same
     basename takes that name again: an agent still running in the copy would
     then commit onto another worktree's branch. git now refuses there instead;
-    a restore writes the link anew. Written in place (no file beside it, which
-    could be an agent's): cut short, it names no admin dir either. Errors are
-    ignored (a copy without a `.git` file, a read-only entry)."""
+    a restore writes the link anew. The old file is unlinked and a new one made
+    under the same name (no file beside it, which could be an agent's), so a hard
+    link to it elsewhere keeps its bytes; cut short, it names no admin dir
+    either. Errors are ignored (a copy without a `.git` file, a read-only entry)."""
     link = os.path.join(entry.worktree, ".git")
     if os.path.islink(link) or not os.path.isfile(link):
         return
     line = f"gitdir: {os.path.join(entry.path, 'admin-taken-away')}\n"
     with contextlib.suppress(OSError):
-        fd = os.open(link, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        os.unlink(link)  # a file mounted there refuses (EBUSY): nothing is written
+        fd = os.open(link, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         try:
             os.write(fd, os.fsencode(line))
         finally:
