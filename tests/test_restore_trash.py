@@ -459,3 +459,29 @@ def test_a_sessions_trash_entries_are_read_from_its_own_directories(tmp_path, mo
         assert {os.path.basename(p).rsplit(".", 1)[0] for p in loaded} <= {sid, *(
             s for s in made if s.startswith(sid + "."))}, (sid, loaded)
     assert len(list(trash.entries(str(data)))) == 4
+
+
+def test_a_worktree_under_a_bind_mount_of_the_same_file_system_goes_to_a_trash_on_it(
+        repo, tmp_path):
+    from tests.support import bind_mount
+    store, disk = tmp_path / "store", tmp_path / "disk"
+    store.mkdir()
+    with bind_mount(store, disk):
+        wt = disk / "inside"
+        git("worktree", "add", "-q", "-b", "inside", str(wt), cwd=repo)
+        ao("ao", "add", str(wt), "--id", "inside", cwd=repo)
+        (wt / "work.txt").write_text("mine\n")
+        (wt / "ignored.log").write_text("kept too\n")
+        with open(os.path.join(repo, ".git", "info", "exclude"), "a") as fh:
+            fh.write("*.log\n")
+        res = ao("ao-preserve", "inside", cwd=repo)
+        assert not wt.exists(), res.stdout + res.stderr
+        res = ao("ao-restore", "inside", cwd=repo)
+        assert "from the trash" in res.stdout, res.stdout
+        assert (wt / "work.txt").read_text() == "mine\n"
+        assert (wt / "ignored.log").read_text() == "kept too\n"
+        for root in trash.roots(os.environ["AO_DATA_DIR"]):  # the root lies on the mount
+            if root.startswith(str(disk)):
+                break
+        else:
+            raise AssertionError(trash.roots(os.environ["AO_DATA_DIR"]))

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from git_ao.fs import is_empty_dir
+from git_ao.mounts import fs_type, mount_points
 
-__all__ = ["is_empty_dir"]  # callers read it here too
+__all__ = ["fs_type", "is_empty_dir", "mount_points"]  # callers read them here too
 
 PATH_MAX = 4096
 S_ISDIR, S_ISREG, S_ISLNK = stat.S_ISDIR, stat.S_ISREG, stat.S_ISLNK
@@ -96,56 +97,6 @@ class Walk:
         """Were this entry's times set so close to the walk that a later write in the
         same clock tick could have left them unchanged?"""
         return self.entries[rel].touched_since(self.started_ns)
-
-
-def mount_points() -> set[str]:
-    """Every mount point the kernel lists for this process (`/proc/self/mountinfo`),
-    empty where there is no such file. A bind mount of a directory of the same file
-    system keeps its `st_dev`, so only this table shows it."""
-    return {point for point, _ in _mounts()}
-
-
-def fs_type(path: str) -> str | None:
-    """The type of the file system `path` lies on ('tmpfs', 'ext4'...): the mount
-    with the longest mount point above its real path in `/proc/self/mountinfo`;
-    None where the table cannot be read."""
-    real = os.path.realpath(path)
-    best: tuple[int, str] | None = None
-    for point, kind in _mounts():
-        if (real == point or real.startswith(point.rstrip("/") + "/")) and (
-                best is None or len(point) >= best[0]):
-            best = (len(point), kind)
-    return best[1] if best else None
-
-
-def _mounts() -> list[tuple[str, str]]:
-    """(mount point, file system type) of each line of `/proc/self/mountinfo`, in
-    its order (a later mount over the same point comes later); [] without it."""
-    try:
-        with open("/proc/self/mountinfo", "rb") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    out = []
-    for ln in lines:
-        parts = ln.split(b" ")
-        if len(parts) > 4:
-            # Spaces, tabs, newlines and backslashes are written as \ooo.
-            raw = parts[4]
-            decoded = bytearray()
-            i = 0
-            while i < len(raw):
-                if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
-                    decoded.append(int(raw[i + 1:i + 4], 8))
-                    i += 4
-                else:
-                    decoded.append(raw[i])
-                    i += 1
-            # The optional fields end at a lone "-"; the type follows it.
-            kind = parts[parts.index(b"-") + 1].decode(errors="replace") \
-                if b"-" in parts[5:] and parts.index(b"-") + 1 < len(parts) else ""
-            out.append((os.fsdecode(bytes(decoded)), kind))
-    return out
 
 
 def is_mount_point(path: str, mounts: set[str] | None = None) -> bool:

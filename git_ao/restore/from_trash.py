@@ -30,6 +30,7 @@ from enum import Enum
 from git_ao import crashpoint, git
 from git_ao.errors import AoError
 from git_ao.git import index, query, worktree
+from git_ao.mounts import mount_of
 from git_ao.store import trash
 from git_ao.store.records import Save
 
@@ -60,11 +61,13 @@ class Placed:
     missed: tuple[str, ...] = ()  # admin files not put back (copy_admin)
 
 
-def _nearest_dev(path: str) -> int | None:
+def _nearest_dev(path: str) -> tuple[int, str | None] | None:
+    """The device and the mount (`mounts.mount_of`) of `path`, or of its nearest
+    existing parent: a rename works only where both are the same."""
     cur = os.path.abspath(path)
     while True:
         try:
-            return os.stat(cur).st_dev
+            return os.stat(cur).st_dev, mount_of(cur)
         except FileNotFoundError:
             parent = os.path.dirname(cur)
             if parent == cur:

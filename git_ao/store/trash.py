@@ -11,8 +11,11 @@ worktree, the first of these on the worktree's own file system:
 1. `<data dir>/trash`;
 2. `<common git dir>/ao-trash` (inside a `.git`: no `git status` sees it);
 3. `.git-ao-trash-<uid>` in the highest writable directory above the
-   worktree on its file system (at worst its parent, which preserve can
-   write to, since it renames out of it).
+   worktree on its file system and its mount (at worst its parent, which
+   preserve can write to, since it renames out of it).
+
+"Its file system" is the device and the mount: a bind mount of a directory of
+the same file system keeps the device, but a rename across it fails (EXDEV).
 
 Roots other than the first are listed in `<data dir>/trash-roots`, so prune
 and restore find them. An entry is a directory `<session id>.<ns>/` (mode
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from git_ao.git.worktree import Verified
+from git_ao.mounts import mount_of
 
 TRASH_DIR = "trash"
 ROOTS_FILE = "trash-roots"
@@ -62,13 +66,13 @@ def _dev(path: str) -> int | None:
         return None
 
 
-def _highest_writable(start: str, dev: int) -> str | None:
-    """The highest directory from `start` upwards on device `dev` that this user
-    can write to, or None."""
+def _highest_writable(start: str, dev: int, mount: str | None) -> str | None:
+    """The highest directory from `start` upwards on device `dev` and on the mount
+    `mount` (None: the table is unknown) that this user can write to, or None."""
     best = None
     cur = os.path.realpath(start)
     while True:
-        if _dev(cur) != dev:
+        if _dev(cur) != dev or (mount is not None and mount_of(cur) != mount):
             break
         if os.access(cur, os.W_OK | os.X_OK):
             best = cur
@@ -81,14 +85,20 @@ def _highest_writable(start: str, dev: int) -> str | None:
 
 def root_for(worktree: str, data_dir: str, common_dir: str) -> str:
     """The trash root for the worktree at `worktree`: a directory on its file
-    system (see the module docstring). Creates nothing."""
-    dev = _dev(os.path.dirname(os.path.realpath(worktree)) or "/")
+    system and its mount (a rename across a bind mount of the same file system
+    fails too; see the module docstring). Creates nothing."""
+    parent = os.path.dirname(os.path.realpath(worktree)) or "/"
+    dev, mount = _dev(parent), mount_of(parent)
+
+    def same(path: str) -> bool:
+        return _dev(path) == dev and (mount is None or mount_of(path) == mount)
+
     own = os.path.join(data_dir, TRASH_DIR)
-    if dev is None or _dev(data_dir) == dev:
+    if dev is None or same(data_dir):
         return own
-    if _dev(common_dir) == dev:
+    if same(common_dir):
         return os.path.join(common_dir, "ao-trash")
-    top = _highest_writable(os.path.dirname(os.path.realpath(worktree)), dev)
+    top = _highest_writable(parent, dev, mount)
     if top is None:
         return own  # the rename will fail with EXDEV and say so
     return os.path.join(top, f".git-ao-trash-{os.getuid()}")
