@@ -658,6 +658,8 @@ def test_restore_at_never_removes_across_a_mount_of_any_kind(repo, worktrees, tm
             (target / "precious.txt").write_text("not the worktree's\n")
         before = {p.name: p.read_bytes() for p in target.iterdir()}
         heads = git("rev-parse", "HEAD", cwd=wt), len(_entries(repo, "agent"))
+        dry = ao("ao-restore", "agent", "--at", "2", "-n", cwd=repo, rc=1)
+        assert "mount" in dry.stdout + dry.stderr  # the dry run says what the real one will
         res = ao("ao-restore", "agent", "--at", "2", cwd=repo, rc=1)
         assert "mount" in res.stdout + res.stderr
         assert {p.name: p.read_bytes() for p in target.iterdir()} == before

@@ -74,6 +74,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         left = query.left_behind(path, st.head, entry.head, st.branch) \
             if st.head != entry.head else 0
         if ctx.dry_run:
+            _check_mounts(path, st.untracked)  # the refusal the real run gives
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
             return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
