@@ -439,42 +439,41 @@ def round_trip(repo, wt: Path, sid: str, *, exact: bool = False, how: str | None
     return res
 
 
-@contextlib.contextmanager
 def tmpfs(path: Path, size: str = "16m", mode: str | None = None):
     """A tmpfs of `size` mounted at `path` (made when missing) for the block, then
     lazily unmounted. Skips the test where mounting is not allowed (not root)."""
-    import pytest
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    path.mkdir(parents=True, exist_ok=True)
     opts = f"size={size}" + (f",mode={mode}" if mode else "")
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)],
-                         capture_output=True, check=False)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+    return _mounted(["-t", "tmpfs", "-o", opts, "tmpfs"], path, "a tmpfs")
+
+
+def bind_mount(source: Path, path: Path, under: Path | None = None):
+    """`source` bind-mounted at `path` (a directory made when missing, or a file
+    over a file) for the block: a mount of the same file system, which keeps its
+    st_dev. Afterwards `path` is lazily unmounted, or, with `under`, every mount
+    below it (wherever a failing run moved the mount). Skips the test where
+    mounting is not allowed (not root)."""
+    return _mounted(["--bind", str(source)], path, "a bind mount", under)
 
 
 @contextlib.contextmanager
-def bind_mount(source: Path, path: Path):
-    """`source` bind-mounted at `path` (made when missing) for the block, then lazily
-    unmounted: a mount of the same file system, which keeps its st_dev. Skips the
-    test where mounting is not allowed (not root)."""
+def _mounted(args: list[str], path: Path, what: str, under: Path | None = None):
     import pytest
     if os.geteuid() != 0:
-        pytest.skip("a bind mount needs root")
-    path.mkdir(parents=True, exist_ok=True)
-    res = subprocess.run(["mount", "--bind", str(source), str(path)], capture_output=True,
-                         check=False)
+        pytest.skip(f"{what} needs root")
+    if not path.exists():
+        path.mkdir(parents=True)
+    res = subprocess.run(["mount", *args, str(path)], capture_output=True, check=False)
     if res.returncode != 0:
-        pytest.skip(f"cannot bind-mount here: {res.stderr.decode().strip()}")
+        pytest.skip(f"cannot mount {what} here: {res.stderr.decode().strip()}")
     try:
         yield path
     finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+        points = [str(path)]
+        if under is not None:
+            from git_ao.fs import walk
+            points = [p for p in walk.mount_points() if p.startswith(str(under) + "/")]
+        for point in points:
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
 def man_source_text(text: str) -> str:

@@ -518,36 +518,14 @@ def test_a_file_bind_mounted_into_the_worktree_keeps_it(repo, worktrees, tmp_pat
     if name == ".git":
         outside.write_bytes((wt / ".git").read_bytes())  # a .git file git can still read
     kept = outside.read_bytes()
-    with _file_bind(outside, wt / name, tmp_path):
+    from tests.support import bind_mount
+    with bind_mount(outside, wt / name, under=tmp_path):
         res = ao("ao-preserve", "fm", cwd=repo, rc=1)
         assert "mount point" in res.stdout + res.stderr, res.stdout + res.stderr
         assert wt.is_dir() and states(repo)["fm"] == "live"
         res = ao("ao", "kill", "fm", cwd=repo, rc=1)
         assert wt.is_dir()
     assert outside.read_bytes() == kept
-
-
-def _file_bind(source: Path, path: Path, under: Path):
-    """`source` bind-mounted over the file `path` (a mount of one file); afterwards
-    every mount below `under` is undone, wherever a failing run moved it."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def mounted():
-        if os.geteuid() != 0:
-            pytest.skip("a bind mount needs root")
-        res = subprocess.run(["mount", "--bind", str(source), str(path)], capture_output=True,
-                             check=False)
-        if res.returncode != 0:
-            pytest.skip(f"cannot bind-mount here: {res.stderr.decode().strip()}")
-        try:
-            yield path
-        finally:
-            from git_ao.fs import walk
-            for point in walk.mount_points():
-                if point.startswith(str(under) + "/"):
-                    subprocess.run(["umount", "-l", point], capture_output=True, check=False)
-    return mounted()
 
 
 def test_a_hard_link_to_the_worktrees_git_file_keeps_its_bytes(repo, worktrees, tmp_path):

@@ -208,26 +208,35 @@ def worktree_prune(common_dir: str, *, dry_run: bool = False,
     return [ln for ln in res.errtext.splitlines() if ln.strip()]
 
 
+def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
+    """Each linked worktree's admin dir under `common_dir/worktrees/` with the path
+    its `gitdir` file names (the worktree's `.git`; None when it does not read), as
+    `git worktree list` reads them; [] when there is none, None when the directory
+    cannot be listed."""
+    try:
+        with os.scandir(os.path.join(common_dir, "worktrees")) as it:
+            admins = [e.path for e in it if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+    out: list[tuple[str, str | None]] = []
+    for admin in admins:
+        try:
+            with open(os.path.join(admin, "gitdir"), "rb") as fh:
+                out.append((admin, os.fsdecode(fh.read().rstrip(b"\n"))))
+        except OSError:
+            out.append((admin, None))
+    return out
+
+
 def _lock_for_prune(common_dir: str, keep: Iterable[str]) -> list[str]:
     """Write a `locked` file into the admin dir of each path of `keep` that has one
     and is not locked already; returns the files written."""
     wanted = {os.path.realpath(p) for p in keep}
     written: list[str] = []
-    if not wanted:
-        return written
-    root = os.path.join(common_dir, "worktrees")
-    try:
-        with os.scandir(root) as it:
-            admins = [e.path for e in it if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return written
-    for admin in admins:
-        try:
-            with open(os.path.join(admin, "gitdir"), "rb") as fh:
-                named = os.fsdecode(fh.read().rstrip(b"\n"))
-        except OSError:
-            continue
-        if os.path.realpath(os.path.dirname(named)) not in wanted:
+    for admin, named in (admin_dirs(common_dir) or []) if wanted else []:
+        if named is None or os.path.realpath(os.path.dirname(named)) not in wanted:
             continue
         lock = os.path.join(admin, "locked")
         try:

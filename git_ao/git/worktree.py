@@ -53,20 +53,11 @@ def free_by_files(common_dir: str, path: str, branch: str | None) -> bool:
     if os.path.realpath(os.path.dirname(common_dir)) == real:
         return False  # the main worktree's own path
     heads = [os.path.join(common_dir, "HEAD")]
-    try:
-        with os.scandir(os.path.join(common_dir, "worktrees")) as it:
-            admins = [e.path for e in it if e.is_dir(follow_symlinks=False)]
-    except FileNotFoundError:
-        admins = []
-    except OSError:
+    admins = git.admin_dirs(common_dir)
+    if admins is None:
         return False
-    for admin in admins:
-        try:
-            with open(os.path.join(admin, "gitdir"), "rb") as fh:
-                named = os.fsdecode(fh.read().rstrip(b"\n"))
-        except OSError:
-            return False
-        if not os.path.isabs(named) or os.path.basename(named) != ".git":
+    for admin, named in admins:
+        if named is None or not os.path.isabs(named) or os.path.basename(named) != ".git":
             return False
         if os.path.realpath(os.path.dirname(named)) == real:
             return False
