@@ -4,6 +4,8 @@ import json
 import os
 import shutil
 
+import pytest
+
 from tests.support import ao, ao_refs, commit_on, dirty, git, ref_of, states
 from tests.worktree_state import same_but_ignored, state
 
@@ -45,6 +47,8 @@ def test_stray_directory_is_refused_and_untouched(repo, worktrees):
     os.utime(wt / "someone-elses", (1_000_000, 1_000_000))
     res = ao("ao-restore", cwd=repo, rc=1)
     assert "stray" in res.stdout and "not a worktree" in res.stdout
+    line = next(ln for ln in res.stdout.splitlines() if "\tstray\t" in ln)
+    assert line.count("pending") == 1, line  # the state said once, no advice to rerun
     assert (wt / "someone-elses").read_text() == "keep me"
     assert sorted(p.name for p in wt.iterdir()) == ["someone-elses"]
     assert (ok / "g").read_text() == "y"
@@ -206,3 +210,21 @@ def test_attention_names_every_path_not_as_saved(repo, worktrees):
         in res.stdout, res.stdout
     assert "b.txt (" in res.stdout and "c.txt" not in res.stdout
     assert ref_of(repo, "named")  # the work stays in the ref
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symbolic_link_at_the_path_is_named_so_and_left(repo, worktrees, tmp_path, dangling):
+    wt = worktrees(repo, "linked")
+    (wt / "f").write_text("x")
+    ao("ao-preserve", "linked", cwd=repo)
+    target = tmp_path / ("nowhere" if dangling else "elsewhere")
+    if not dangling:
+        target.mkdir()
+        (target / "theirs").write_text("keep\n")
+    os.symlink(target, wt)
+    res = ao("ao-restore", "linked", cwd=repo, rc=1)
+    line = next(ln for ln in res.stdout.splitlines() if "\tlinked\t" in ln)
+    assert "symbolic link" in line and line.count("pending") == 1, line
+    assert os.path.islink(wt)
+    if not dangling:
+        assert sorted(os.listdir(target)) == ["theirs"]

@@ -73,7 +73,7 @@ def refuse_stray(s: Session, path: str) -> None:
     raise Refused(f"'{path}' exists and is not a worktree of this repository "
                   f"({len(files)} file(s): {listed}); nothing there is touched (still "
                   f"pending); to move it into the trash and restore: git ao-restore "
-                  f"{STRAY_OPTION} {s.id}")
+                  f"{STRAY_OPTION} {s.id}", names_state=True)
 
 
 def set_aside_stray(ctx: Context, s: Session, path: str) -> trash.Entry | None:
@@ -449,14 +449,16 @@ def check_reusable(s: Session, save: Save, entry: git.WorktreeEntry | None, path
                     want_branch: str | None) -> None:
     """Raise Refused unless the worktree at `path` is this session's, on its branch."""
     if entry is None:
-        what = "is a mount point and" if walk.is_mount_point(path) else "exists and is"
+        what = "is a symbolic link, so" if os.path.islink(path) else \
+            "is a mount point and" if walk.is_mount_point(path) else "exists and is"
         raise Refused(f"'{path}' {what} not a worktree of this repository; "
-                      "nothing there is touched (still pending)")
+                      "nothing there is touched (still pending)", names_state=True)
     if entry.is_main:
-        raise Refused(f"'{path}' is the main worktree; the record is damaged (still pending)")
+        raise Refused(f"'{path}' is the main worktree; the record is damaged (still pending)",
+                      names_state=True)
     on_branch = entry.branch == f"refs/heads/{want_branch}" if want_branch else \
         (entry.detached and entry.head == save.head)
     if not on_branch:
         now = entry.branch or f"detached at {entry.head}"
         raise Refused(f"'{path}' is a worktree on {now}, not this session's; "
-                      "nothing there is touched (still pending)")
+                      "nothing there is touched (still pending)", names_state=True)

@@ -456,7 +456,8 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
         for e in entries:
             if e.branch == f"refs/heads/{want_branch}" and not worktree.same_path(e.path, path):
                 raise Refused(f"branch '{want_branch}' is checked out in {e.path}; "
-                              "free it and run git ao-restore again (still pending)")
+                              "free it and run git ao-restore again (still pending)",
+                              names_state=True)
     # An empty directory (an empty mount point kept by _clear_empty): git worktree
     # add fills it.
     reused = os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path))
