@@ -18,16 +18,29 @@ def mount_points() -> set[str]:
 
 
 def fs_type(path: str) -> str | None:
-    """The type of the file system `path` lies on ('tmpfs', 'ext4'...): the mount
-    with the longest mount point above its real path in `/proc/self/mountinfo`;
-    None where the table cannot be read."""
+    """The type of the file system `path` lies on ('tmpfs', 'ext4'...); None where
+    the table cannot be read."""
+    found = _mount_above(path)
+    return found[1] if found else None
+
+
+def mount_of(path: str) -> str | None:
+    """The mount point of the mount `path` lies on; None where the table cannot be
+    read."""
+    found = _mount_above(path)
+    return found[0] if found else None
+
+
+def _mount_above(path: str) -> tuple[str, str] | None:
+    """(mount point, type) of the mount with the longest mount point above the real
+    path of `path` (the later of two over the same point: the one seen)."""
     real = os.path.realpath(path)
-    best: tuple[int, str] | None = None
+    best: tuple[str, str] | None = None
     for point, kind in _mounts():
         if (real == point or real.startswith(point.rstrip("/") + "/")) and (
-                best is None or len(point) >= best[0]):
-            best = (len(point), kind)
-    return best[1] if best else None
+                best is None or len(point) >= len(best[0])):
+            best = (point, kind)
+    return best
 
 
 def _mounts() -> list[tuple[str, str]]:
@@ -58,15 +71,3 @@ def _mounts() -> list[tuple[str, str]]:
                 if b"-" in parts[5:] and parts.index(b"-") + 1 < len(parts) else ""
             out.append((os.fsdecode(bytes(decoded)), kind))
     return out
-
-
-def mount_of(path: str) -> str | None:
-    """The mount point of the mount `path` lies on (the longest one above its real
-    path), or None where the table cannot be read."""
-    real = os.path.realpath(path)
-    best = None
-    for point, _kind in _mounts():
-        if (real == point or real.startswith(point.rstrip("/") + "/")) and (
-                best is None or len(point) >= len(best)):
-            best = point
-    return best

@@ -219,7 +219,7 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                         and len(os.fsencode(os.path.join(real_root, path))) >= PATH_MAX):
                     blockers.append(Blocker(path, "its path is longer than PATH_MAX, so git "
                                                   "cannot read or store it"))
-            elif st.st_dev != dev or os.path.join(real_root, path) in inner_mounts:
+            elif st.st_dev != dev:  # (one the mount table lists was caught above)
                 blockers.append(Blocker(path, "a mount point; nothing is taken away across "
                                               "a mount"))
             elif path in skip:

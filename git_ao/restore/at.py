@@ -74,7 +74,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         left = query.left_behind(path, st.head, entry.head, st.branch) \
             if st.head != entry.head else 0
         if ctx.dry_run:
-            _check_mounts(path, st.untracked)  # the refusal the real run gives
+            _check_mounts(path)  # the refusal the real run gives
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
             return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
@@ -93,7 +93,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                            facts(s, entry=entry.commit, preserved_commit=entry.save,
                                  entry_number=entry.number, replaced=None,
                                  replaced_number=None, history_entry=None))
-        _check_mounts(path, cap.untracked)  # before the append: a refusal adds nothing
+        _check_mounts(path)  # before the append: a refusal adds nothing
         resumed = _interrupted(ctx.store.dir, path, s.id, cap)
         if resumed is not None:
             # A killed run of this command appended the state it replaced, then
@@ -180,11 +180,11 @@ def _move(branch: str | None, old: str, new: str, left: int, kept_by: int = 1,
             f"keeps {them}, git branch rescue {old[:12]} gets {them} back")
 
 
-def _check_mounts(path: str, untracked: list[str]) -> None:
+def _check_mounts(path: str) -> None:
     """Raise Refused when a mount point lies inside the worktree (`walk.mounts_inside`:
-    another file system, or a bind mount of the same one) or an untracked file lies
-    on another file system than it: the hard reset, the apply and the clearing of
-    untracked files would remove across it, and nothing is removed across a mount."""
+    another file system, or a bind mount of the same one, of a directory or a
+    file): the hard reset, the apply and the clearing of untracked files would
+    remove across it, and nothing is removed across a mount."""
     try:
         inside = walk.mounts_inside(path)
     except OSError as exc:
@@ -193,15 +193,6 @@ def _check_mounts(path: str, untracked: list[str]) -> None:
     if inside:
         raise Refused(f"'{inside[0]}' is a mount point inside the worktree; nothing is removed "
                       "across a mount (nothing changed)")
-    dev = os.lstat(path).st_dev
-    for rel in untracked:
-        f = os.path.join(path, rel)
-        try:
-            if os.lstat(f).st_dev != dev:
-                raise Refused(f"'{f}' is on another file system than the worktree; nothing "
-                              "is removed across a mount (nothing changed)")
-        except FileNotFoundError:
-            continue
 
 
 _MARKS = "restore-at"  # under the data dir: one file per session, the entry commit
@@ -257,10 +248,10 @@ def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
 def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str]) -> None:
     """Remove the untracked files (not ignored) the capture just saved, and the
     directories they leave empty, and the empty directories it recorded (the
-    entry makes its own again). Raises Refused before removing anything when one
-    lies on another file system than the worktree (see _check_mounts; checked
-    again here, as a mount may have come since)."""
-    _check_mounts(path, untracked)
+    entry makes its own again). Raises Refused before removing anything when a
+    mount point lies inside the worktree (`_check_mounts`, checked again here, as
+    a mount may have come since)."""
+    _check_mounts(path)
     full = [os.path.join(path, p) for p in untracked]
     parents = {os.path.join(path, d) for d in empty_dirs}
     for f in full:

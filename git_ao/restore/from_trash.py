@@ -61,7 +61,7 @@ class Placed:
     missed: tuple[str, ...] = ()  # admin files not put back (copy_admin)
 
 
-def _nearest_dev(path: str) -> tuple[int, str | None] | None:
+def _nearest_place(path: str) -> tuple[int, str | None] | None:
     """The device and the mount (`mounts.mount_of`) of `path`, or of its nearest
     existing parent: a rename works only where both are the same."""
     cur = os.path.abspath(path)
@@ -121,7 +121,7 @@ def usable(data_dir: str, save: Save) -> Usable:
         return Usable(None, Skip.OLDER, "the trash copy is older than the save")
     if entry.meta.path not in (None, save.worktree_path):
         return Usable(None, Skip.OTHER_PATH, "the trash copy was taken from another path")
-    if _nearest_dev(entry.worktree) != _nearest_dev(os.path.dirname(save.worktree_path)):
+    if _nearest_place(entry.worktree) != _nearest_place(os.path.dirname(save.worktree_path)):
         return Usable(None, Skip.OTHER_FS, "the trash copy is on another file system")
     if not os.path.isfile(os.path.join(entry.admin, "index")):
         return Usable(None, Skip.NO_INDEX, "the trash copy has no saved index")
