@@ -139,3 +139,44 @@ def test_an_unchanged_checkpoint_imports_no_array_collections_or_subprocess(repo
     assert "git_ao.save.unchanged" in held  # answered by the quick path
     unwanted = {"array", "collections", "subprocess", "typing", "click", "sqlite3"}
     assert not held & unwanted, sorted(held & unwanted)
+
+
+def _run_entry(cwd, argv, main="from git_ao.cli import entry\nentry.ao()", stdin=""):
+    """Run an entry point in a fresh interpreter: (exit status, stdout, modules held)."""
+    code = (f"import sys\nsys.argv = ['git-ao', *{argv!r}]\ntry:\n    "
+            + main.replace("\n", "\n    ") + "\nexcept SystemExit as e:\n    rc = e.code\n"
+            "else:\n    rc = 0\nsys.stdout.flush()\n"
+            "sys.stderr.write('\\n'.join(sorted(sys.modules)))\nsys.exit(rc)")
+    res = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                         input=stdin, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
+    return res.returncode, res.stdout, set(res.stderr.split())
+
+
+def test_a_checkpoint_with_something_to_save_imports_no_click(repo, worktrees):
+    """A hook's or timer's checkpoint to a pipe runs the command's body without
+    click, and says and exits as the click command does."""
+    import re
+    for name in ("w1", "w2"):
+        (worktrees(repo, name) / "new.txt").write_text("work\n")
+    quick = _run_entry(repo, ["checkpoint", "w1"])
+    full = _run_entry(repo, ["checkpoint", "w2"], main="from git_ao.cli.ao import main\nmain()")
+    assert "click" not in quick[2] and "click" in full[2]
+
+    def same(out):
+        return re.sub(r"\b[0-9a-f]{12,40}\b", "OID", out.replace("w2", "w1"))
+    assert (quick[0], same(quick[1])) == (full[0], same(full[1])) == (0, same(quick[1]))
+    assert "1 untracked" in quick[1]
+    # A usage error is git's, from either path alike.
+    bad = _run_entry(repo, ["checkpoint", "w1", "--all"])
+    assert bad[0] == 129 and "click" not in bad[2]
+
+
+def test_a_hook_checkpoint_reads_its_json_once_on_the_quick_path(repo, worktrees):
+    import json
+    w = worktrees(repo, "w1")
+    (w / "new.txt").write_text("work\n")
+    rc, out, held = _run_entry(repo, ["checkpoint", "--hook-input", "--trigger", "hook", "-q"],
+                               stdin=json.dumps({"cwd": str(w), "session_id": "x"}))
+    assert (rc, out) == (0, "") and "click" not in held
+    res = ao("ao", "history", "w1", "--json", cwd=repo)
+    assert [e["trigger"] for e in json.loads(res.stdout)["entries"]] == ["hook"]

@@ -12,7 +12,6 @@ from git_ao.cli.app import (
     App,
     check_ids,
     finish,
-    named_sessions,
     usage,
 )
 from git_ao.cli.common import (
@@ -163,40 +162,8 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     --keep-worktree): the worktree, its index and the agents are left alone, and a
     state identical to the newest entry adds nothing. With no ID, the session of
     the current worktree."""
-    if sum(map(bool, (ids, all_, hook_input))) > 1:
-        usage("give session ids, --all or --hook-input, not more than one")
-    from git_ao.manage.register import current_session
-    from git_ao.preserve import checkpoint as cp
-    check_ids(ids)
-    refused: list[Outcome] = []
-    if hook_input:
-        import sys
-
-        from git_ao.cli.entry import hook_cwd
-        from git_ao.errors import AoError
-        from git_ao.outcome import Status
-        where = hook_cwd(sys.stdin.buffer.read()) or os.getcwd()
-        try:
-            outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
-                                     trigger=trigger)
-        except AoError as exc:
-            outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
-        for o in outcomes:
-            app.printer.outcome(o)
-        # A refusal or failure says so (1, or 3 for attention), as the command does; a
-        # tool's hook runner shows it without failing the turn (never 2, which blocks
-        # in Claude Code). No session at that directory is nothing to do (0).
-        return finish(app, "checkpoint", outcomes)
-    if all_:
-        sessions = [s for s in app.store.sessions() if s.live]
-    elif ids:
-        sessions, refused = named_sessions(app, ids, Action.CHECKPOINT)
-    else:
-        sessions = [current_session(app.ctx, os.getcwd())]
-    outcomes = cp.checkpoint(app.ctx, sessions, trigger=trigger)
-    for o in outcomes:
-        app.printer.outcome(o)
-    return finish(app, "checkpoint", refused + outcomes)
+    from git_ao.cli.bodies import checkpoint as body
+    return body(app, ids, all_, trigger, hook_input)
 
 
 @group.command("add", context_settings=CONTEXT_SETTINGS,

@@ -162,3 +162,40 @@ def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
     return finish(app, "restore", [o])
 
 
+def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
+               hook_input: bool) -> int:
+    """`git ao checkpoint`: each named session (every live one with `all_`, the one
+    whose worktree holds the hook's "cwd" with `hook_input`, else the current
+    worktree's) appended to its history with `trigger`. Returns the exit status."""
+    if sum(map(bool, (ids, all_, hook_input))) > 1:
+        usage("give session ids, --all or --hook-input, not more than one")
+    from git_ao.manage.register import current_session
+    from git_ao.outcome import Action, Outcome, Status
+    from git_ao.preserve import checkpoint as cp
+    check_ids(ids)
+    refused: list[Outcome] = []
+    if hook_input:
+        from git_ao.cli.entry import hook_cwd
+        from git_ao.errors import AoError
+        where = hook_cwd(sys.stdin.buffer.read()) or os.getcwd()
+        try:
+            outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
+                                     trigger=trigger)
+        except AoError as exc:
+            outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
+        for o in outcomes:
+            app.printer.outcome(o)
+        # A refusal or failure says so (1, or 3 for attention), as the command does; a
+        # tool's hook runner shows it without failing the turn (never 2, which blocks
+        # in Claude Code). No session at that directory is nothing to do (0).
+        return finish(app, "checkpoint", outcomes)
+    if all_:
+        sessions = [s for s in app.store.sessions() if s.live]
+    elif ids:
+        sessions, refused = named_sessions(app, ids, Action.CHECKPOINT)
+    else:
+        sessions = [current_session(app.ctx, os.getcwd())]
+    outcomes = cp.checkpoint(app.ctx, sessions, trigger=trigger)
+    for o in outcomes:
+        app.printer.outcome(o)
+    return finish(app, "checkpoint", refused + outcomes)

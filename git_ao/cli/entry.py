@@ -93,24 +93,41 @@ def _top(start: str) -> str | None:
         d = parent
 
 
-def _unchanged(argv: list[str]) -> bool:
-    """Is `argv` a quiet checkpoint of one session whose worktree is provably
-    unchanged? Reads the hook's JSON from stdin when asked (and puts it back for
-    the full command line when the answer is no)."""
+# The switches of `git ao checkpoint` the light entry takes; any other goes to click.
+_CHECKPOINT_FLAGS = {"-q": "quiet", "--quiet": "quiet", "--hook-input": "hook_input",
+                     "--all": "all_"}
+
+
+def _checkpoint_args(argv: list[str]) -> dict[str, Any] | None:
+    """The options of `git ao checkpoint [ID]... [--all] [--hook-input] [-q]
+    [--trigger T]`, or None when `argv` is anything else (click then parses it)."""
     if not argv or argv[0] != "checkpoint":
-        return False
-    rest = argv[1:]
-    if "-q" not in rest and "--quiet" not in rest:
-        return False
-    rest = [a for a in rest if a not in ("-q", "--quiet")]
-    if "--trigger" in rest:
-        i = rest.index("--trigger")
-        if rest[i + 1:i + 2] not in (["checkpoint"], ["timer"], ["hook"]):
-            return False
-        del rest[i:i + 2]
-    hook = "--hook-input" in rest
-    rest = [a for a in rest if a != "--hook-input"]
-    if len(rest) > (0 if hook else 1) or any(a.startswith("-") for a in rest):
+        return None
+    got: dict[str, Any] = {"ids": [], "all_": False, "hook_input": False, "quiet": False,
+                           "trigger": "checkpoint"}
+    words = iter(argv[1:])
+    for word in words:
+        if word in _CHECKPOINT_FLAGS:
+            got[_CHECKPOINT_FLAGS[word]] = True
+        elif word == "--trigger":
+            value = next(words, None)
+            if value not in ("checkpoint", "timer", "hook"):
+                return None
+            got["trigger"] = value
+        elif word.startswith("-"):
+            return None
+        else:
+            got["ids"].append(word)
+    got["ids"] = tuple(got["ids"])
+    return got
+
+
+def _unchanged(got: dict[str, Any]) -> bool:
+    """Is `got` (_checkpoint_args) a quiet checkpoint of one session whose worktree
+    is provably unchanged? Reads the hook's JSON from stdin when asked (and puts it
+    back for the full command when the answer is no)."""
+    ids, hook = got["ids"], got["hook_input"]
+    if not got["quiet"] or got["all_"] or len(ids) > (0 if hook else 1) or (hook and ids):
         return False
     from git_ao.save import unchanged
     env = os.environ.get("AO_DATA_DIR")
@@ -121,12 +138,12 @@ def _unchanged(argv: list[str]) -> bool:
         raw = sys.stdin.buffer.read()
         sys.stdin = io.TextIOWrapper(io.BytesIO(raw))  # for the full command line
         where = hook_cwd(raw) or where
-    if rest:
-        if not _valid_id(rest[0]):
+    if ids:
+        if not _valid_id(ids[0]):
             return False
-        sid: str | None = rest[0]
+        sid: str | None = ids[0]
         try:
-            with open(os.path.join(data, "history-stat", rest[0]), "rb"):
+            with open(os.path.join(data, "history-stat", ids[0]), "rb"):
                 pass
         except OSError:
             return False
@@ -194,13 +211,23 @@ def _run(prog_name: str, command_path: str, body: Callable[[App], int],
 def ao() -> None:
     """The `git-ao` executable: an unchanged quiet checkpoint answered at once
     (exit 0), a listing without click, anything else through click."""
+    checkpoint = _checkpoint_args(sys.argv[1:])
     try:
-        if _unchanged(sys.argv[1:]):
+        if checkpoint is not None and _unchanged(checkpoint):
             sys.exit(0)
     except (OSError, ValueError):
         pass
+    light = "_GIT_AO_COMPLETE" not in os.environ and not sys.stdout.isatty()
+    if checkpoint is not None and light:
+        # A hook's or timer's checkpoint with something to save: the same body as
+        # click's command, without importing click.
+        _dataclasses_without_inspect()
+        from git_ao.cli.bodies import checkpoint as body
+        quiet = checkpoint.pop("quiet")
+        _run("git ao", "git ao checkpoint", lambda app: body(app, **checkpoint), quiet=quiet)
+        return
     got = _list_args(sys.argv[1:])
-    if got is None or "_GIT_AO_COMPLETE" in os.environ or sys.stdout.isatty():
+    if got is None or not light:
         from git_ao.cli.ao import main
         main()
         return

@@ -38,7 +38,7 @@ from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import removal
 from git_ao.proof import witness
 from git_ao.save import capture, daemon_refs, history, local_state, unchanged
-from git_ao.store import trash
+from git_ao.store import log, trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
 
@@ -221,6 +221,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # check after the move compares with, and every entry touched since `since`
         # (taken before both) is compared by content there, so no write is missed.
         since = time.time_ns()
+        log.warm()
         # A checkpoint walks too: the walk's stat data gives the history entry every
         # path's permission bits and the empty directories.
         walking = None if ctx.dry_run else walk.Background(path, since)
@@ -238,6 +239,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             _drop_ahead(beside)
             raise
         ahead, read = _ahead_of(beside)
+        # A checkpoint's stat file for the next one is computed from the walk while
+        # the capture's git processes run.
+        signing = capture.Beside(lambda: unchanged.signatures(
+            path, walking.result(), st.ignored)) if keep_worktree and walking else None
         before = None if keep_worktree else walked
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
@@ -257,6 +262,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
                                   targeted=keep_worktree, defer=True, ahead=ahead)
+        except BaseException:
+            if signing is not None:
+                signing.wait()
+            raise
         finally:
             if walked is None and walking is not None:
                 walking.abandon()
@@ -264,12 +273,21 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             walked = walking.result()
         crashpoint.hit("preserve:after-capture")
         keep += cap.keep_reasons
-        ref, appended, holder, not_appended = _store(
-            ctx, s, path, cap, meta, read, held, v.git_dir,
-            trigger or ("checkpoint" if keep_worktree else "preserve"))
+        if signing is not None and walked is not None and cap.ignored != st.ignored:
+            # The capture read the worktree again: the stat file follows its reading.
+            signing.wait()
+            seen = walked
+            signing = capture.Beside(lambda: unchanged.signatures(path, seen, cap.ignored))
+        try:
+            ref, appended, holder, not_appended = _store(
+                ctx, s, path, cap, meta, read, held, v.git_dir,
+                trigger or ("checkpoint" if keep_worktree else "preserve"))
+        finally:
+            if signing is not None:
+                signing.wait()
         in_history = holder is not None
-        if keep_worktree and in_history and walked is not None:
-            _record_unchanged(ctx, s, path, v.git_dir, cap, walked)
+        if signing is not None and in_history:
+            _record_unchanged(ctx, s, path, v.git_dir, cap, signing)
         captured: dict[str, str] = {}
         if before is not None:
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
@@ -570,12 +588,15 @@ def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
 
 
 def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
-                      cap: capture.Capture, walked: walk.Walk) -> None:
+                      cap: capture.Capture, signing: capture.Beside) -> None:
     """Leave the stat file that lets the next checkpoint prove, without git, that
-    nothing changed (`unchanged.record`); a failure only costs that speed."""
+    nothing changed (`unchanged.record` of `signing`'s `unchanged.signatures`); a
+    failure only costs that speed."""
     try:
+        signed = signing.result()
+        assert signed is None or isinstance(signed, tuple)
         unchanged.record(ctx.store.dir, s.id, path, git_dir, s.common_dir, cap.branch,
-                         walked, cap.ignored, cap.config)
+                         signed, cap.config)
     except (OSError, AoError) as exc:
         ctx.log("preserve", s.id, "stat-not-recorded", error=str(exc))
 

@@ -536,6 +536,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         # The untracked files' tree is made beside the worktree's (its own index).
         untracked = Beside(lambda: _untracked_tree(tmp_u, cap.untracked)) \
             if cap.untracked else None
+        witness: Beside | None = None  # a checkpoint's check of W, beside the rest
         try:
             if hidden:
                 tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
@@ -551,7 +552,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 tmp_i.update(unstaged)
                 cap.worktree_tree = tmp_i.write_tree()
                 if not reason:
-                    _check_witness(path, cap, [p for p in unstaged if p not in set(intent)])
+                    unseen = [p for p in unstaged if p not in set(intent)]
+                    witness = Beside(lambda: _check_witness(path, cap, unseen))
             elif hidden or unstaged:
                 tmp_i.add_tracked()
                 cap.worktree_tree = tmp_i.write_tree()
@@ -563,17 +565,20 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                     _check_witness(path, cap, [p for p in unstaged if p not in set(intent)])
             else:
                 cap.worktree_tree = cap.index_tree
-        except BaseException:
             if untracked is not None:
-                untracked.wait()  # its own failure, if any, is this one's echo
+                got = untracked.result()
+                assert isinstance(got, str)
+                cap.untracked_tree = ObjectId(got)
+            if reason:
+                verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []))
+            cap.private_config = private()
+            if witness is not None:
+                witness.result()
+        except BaseException:
+            for side in (untracked, witness):
+                if side is not None:
+                    side.wait()  # its own failure, if any, is this one's echo
             raise
-        if untracked is not None:
-            got = untracked.result()
-            assert isinstance(got, str)
-            cap.untracked_tree = ObjectId(got)
-        if reason:
-            verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []))
-    cap.private_config = private()
     if hidden and not cap.changed and not cap.untracked:
         head_tree = git.trees_of(path, [head])[0]
         cap.hidden_changed = not (cap.worktree_tree == cap.index_tree == head_tree)

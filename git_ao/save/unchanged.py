@@ -96,22 +96,17 @@ def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
     return [f for f in files if f]
 
 
-def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: str,
-           branch: str | None, walked: walk.Walk, ignored: list[str],
-           conf: dict[str, str]) -> bool:
-    """After a checkpoint whose state the history's newest entry holds: write the
-    stat file `unchanged` compares with. walked: the walk taken before the
-    checkpoint's `git status` (its start is the racy bound); ignored: the
-    status's ignored paths ('dir/' for a whole directory); conf:
-    `query.config_map`. Returns whether it was written (not when a time is racy,
-    the worktree has submodules or nested repositories, or git uses a reftable).
-    Raises Fatal when its directory in the data dir cannot be made private."""
+def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> tuple[list[str], bytes] | None:
+    """The stat file's paths (every directory and walked entry of the worktree at
+    `path` that is not ignored) and their signatures (size, mtime_ns, ctime_ns, ino
+    as int64s), the heavy half of `record`, computed while a caller's git
+    processes run. walked: the checkpoint's walk (its start is the racy bound);
+    ignored: the status's ignored paths ('dir/' for a whole directory). None when
+    the stat file must not be written: nested repositories, blockers, a time within
+    the racy window, a directory that cannot be stat'ed."""
     from git_ao.fs import walk  # here: `unchanged` must import nothing heavy
-    drop(data_dir, session_id)
-    if walked.nested or walked.blockers or os.path.exists(os.path.join(common_dir, "reftable")) \
-            or os.path.exists(os.path.join(git_dir, "modules")) \
-            or os.path.exists(os.path.join(common_dir, "modules")):
-        return False
+    if walked.nested or walked.blockers:
+        return None
     bound = walked.started_ns - walk.RACY_NS
     ign_files = {p for p in ignored if not p.endswith("/")}
     ign_dirs = tuple(p for p in ignored if p.endswith("/"))
@@ -124,9 +119,9 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
         try:
             st = os.lstat(os.path.join(path, rel))
         except OSError:
-            return False
+            return None
         if st.st_ctime_ns >= bound or st.st_mtime_ns >= bound:
-            return False
+            return None
         names.append(rel)
         sigs.extend(_sig(st))
     add_name, add_sig = names.append, sigs.extend
@@ -134,9 +129,26 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
         if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)):
             continue
         if e.ctime_ns >= bound or e.mtime_ns >= bound:
-            return False
+            return None
         add_name(rel)
         add_sig(e[2:6])  # size, mtime_ns, ctime_ns, ino
+    return names, sigs.tobytes()
+
+
+def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: str,
+           branch: str | None, signed: tuple[list[str], bytes] | None,
+           conf: dict[str, str]) -> bool:
+    """After a checkpoint whose state the history's newest entry holds: write the
+    stat file `unchanged` compares with. signed: `signatures` of the checkpoint's
+    walk; conf: `query.config_map`. Returns whether it was written (not when
+    `signed` is None, the worktree has submodules, or git uses a reftable).
+    Raises Fatal when its directory in the data dir cannot be made private."""
+    drop(data_dir, session_id)
+    if signed is None or os.path.exists(os.path.join(common_dir, "reftable")) \
+            or os.path.exists(os.path.join(git_dir, "modules")) \
+            or os.path.exists(os.path.join(common_dir, "modules")):
+        return False
+    names, sigs = signed
     watch: list[tuple[str, tuple[int, int, int, int] | None]] = []
     for f in _watched(path, git_dir, common_dir, session_id, branch, conf):
         try:
@@ -146,7 +158,7 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
         except OSError:
             return False
     doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
-           "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs.tobytes()}
+           "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs}
     from git_ao.store.datadir import ensure_private_dir, write_private
     target = _file(data_dir, session_id)
     ensure_private_dir(os.path.dirname(target))

@@ -54,6 +54,17 @@ def _the_logger() -> logging.Logger:
     return _logger
 
 
+def warm() -> None:
+    """Import logging in a thread of its own, for a command about to wait on git:
+    its first line is then written without paying for the import."""
+    if _logger is None:
+        threading.Thread(target=_import, name="git-ao-log-import", daemon=True).start()
+
+
+def _import() -> None:
+    import logging.handlers  # noqa: F401
+
+
 def on_failure(callback: Callable[[str], None] | None) -> None:
     """Install callback(message) to hear, once per log file, that it cannot be written."""
     global _on_failure
