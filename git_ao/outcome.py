@@ -140,6 +140,7 @@ if TYPE_CHECKING:
         replaced: ObjectId | None
         replaced_number: int | None
         branch_moved: BranchMoved
+        left_in_place: list[str]  # ignored before the run, untracked under the entry's rules
         flags_put_back: bool
         late_writes: list[str]
         late_deleted: list[str]

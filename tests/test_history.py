@@ -11,6 +11,7 @@ import plistlib
 import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import time
 
@@ -517,7 +518,7 @@ def test_restore_at_says_the_numbers_as_they_are_after_the_run(repo, worktrees):
     assert f"is at entry 2 ({saved['commit'][:12]})" in msg, msg
     assert f"replaced is entry 1 ({replaced['commit'][:12]})" in msg, msg
     assert "entry 1 (" + saved["commit"][:12] not in msg
-    assert f"git ao-restore agent --at {replaced['commit'][:12]} undoes it" in msg
+    assert f"git ao-restore agent --at {replaced['entry'][:12]} undoes it" in msg
 
 
 def test_restore_at_says_the_branch_moved_and_where_the_commits_it_left_are(
@@ -686,3 +687,116 @@ def test_a_restore_into_the_worktree_left_in_place_never_removes_across_a_mount(
         res = ao("ao-restore", "kept", cwd=repo, rc=None)
         assert "mount" in res.stdout + res.stderr, res.stdout + res.stderr
     assert (outside / victim.rsplit("/", 1)[1]).exists()
+
+
+def test_restore_at_refuses_while_a_process_works_in_the_worktree(repo, worktrees):
+    """What a live agent writes between the capture and the reset would be in no
+    entry: a process working there (its cwd, an open file) refuses the run."""
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    _destroy(wt)
+    before = exact_state(wt)
+    for how in ({"cwd": wt}, {"cwd": repo, "args": f"open('{wt}/held.log', 'a')"}):
+        code = f"import time\nf = {how.get('args', 'None')}\nprint('up', flush=True)\n" \
+            "time.sleep(60)"
+        agent = subprocess.Popen([sys.executable, "-c", code], cwd=how["cwd"],
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            assert agent.stdout is not None and agent.stdout.readline() == "up\n"
+            doc = _restore_json(repo, "agent", "--at", "1", rc=1)
+        finally:
+            agent.kill()
+            agent.wait()
+            assert agent.stdout is not None
+            agent.stdout.close()
+        assert doc["status"] == "refused" and f"pid {agent.pid} (" in doc["message"]
+        assert "stop them first (nothing changed)" in doc["message"]
+        (wt / "held.log").unlink(missing_ok=True)
+        assert exact_state(wt) == before and len(_entries(repo, "agent")) == 1
+
+
+def test_restore_at_refuses_when_the_worktree_is_written_while_it_is_recorded(
+        repo, worktrees):
+    """A writer no process scan ties to the worktree (its cwd elsewhere, each write
+    a fresh open): a write after the walk refuses the run before the reset, and
+    every line it wrote is in the worktree or in an entry."""
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    _destroy(wt)
+    stop = threading.Event()
+    written = []
+
+    def write():
+        while not stop.is_set():
+            with open(wt / "log.txt", "a") as fh:
+                fh.write(f"line {len(written)}\n")
+            written.append(1)
+            time.sleep(0.001)
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        time.sleep(0.05)
+        doc = _restore_json(repo, "agent", "--at", "1", rc=1)
+    finally:
+        stop.set()
+        writer.join()
+    assert "still writing" in doc["message"], doc["message"]
+    found = set((wt / "log.txt").read_text().splitlines())
+    for e in _entries(repo, "agent"):
+        res = subprocess.run(["git", "show", f"{e['commit']}^3:log.txt"], cwd=wt,
+                             capture_output=True, text=True, check=False)
+        found.update(res.stdout.splitlines())
+    assert found == {f"line {i}" for i in range(len(written))}
+
+
+def test_restore_at_leaves_files_ignored_before_and_the_undo_keeps_them(repo, worktrees):
+    """An agent ignores dist/ and builds; going back to an entry whose rules do
+    not ignore it leaves dist/ as it is, and so does the undo, whose rules do."""
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    rules = (wt / ".gitignore").read_text() if (wt / ".gitignore").exists() else ""
+    (wt / ".gitignore").write_text(rules + "dist/\n")
+    (wt / "dist").mkdir()
+    (wt / "dist" / "out.bin").write_bytes(b"artefact")
+    ino = os.lstat(wt / "dist" / "out.bin").st_ino
+    doc = _restore_json(repo, "agent", "--at", "1")
+    assert doc["status"] == "ok" and doc["left_in_place"] == ["dist/out.bin"], doc
+    assert "dist/" not in ((wt / ".gitignore").read_text() if (wt / ".gitignore").exists() else "")
+    undo = doc["message"].rsplit("--at ", 1)[1].split()[0]
+    doc = _restore_json(repo, "agent", "--at", undo)
+    assert doc["status"] == "ok", doc
+    assert (wt / ".gitignore").read_text() == rules + "dist/\n"
+    assert os.lstat(wt / "dist" / "out.bin").st_ino == ino  # never removed
+
+
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+def test_restore_at_rewrites_a_file_an_index_flag_hides(repo, worktrees, flag):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = exact_state(wt)
+    git("update-index", flag, "README.md", cwd=wt)
+    (wt / "README.md").write_text("the agent's edit\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    doc = _restore_json(repo, "agent", "--at", "2")
+    assert doc["status"] == "ok", doc
+    assert_restored(wanted, exact_state(wt))
+    doc = _restore_json(repo, "agent", "--at", "1")  # the undo: flag and edit back
+    assert (wt / "README.md").read_text() == "the agent's edit\n"
+    assert git("ls-files", "-v", "README.md", cwd=wt)[0] in "Sh"
+
+
+def test_an_entry_commit_names_one_entry_where_saves_are_shared(repo, worktrees):
+    """Two entries may hold one save (the same trees, other private state): the
+    undo the run prints names the entry commit, which names one entry."""
+    from git_ao.save import history
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    got = history.entries(str(wt), "agent")
+    twin = got[0]
+    from dataclasses import replace
+    shared = [replace(twin, number=2, commit="f" * 40), twin]
+    from unittest import mock
+    with mock.patch.object(history, "entries", return_value=shared):
+        assert history.find(str(wt), "agent", twin.commit[:12]) is twin
+        with pytest.raises(Exception, match="more than one"):
+            history.find(str(wt), "agent", twin.save[:12])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from git_ao import git
@@ -57,16 +58,17 @@ def prove(path: str, save: Save, admin: str) -> Proof:
     return full(path, save)
 
 
-def holds(path: str, git_dir: str, save: Save) -> bool:
+def holds(path: str, git_dir: str, save: Save, left: Sequence[str] = ()) -> bool:
     """Does the worktree at `path` (admin dir `git_dir`) hold exactly the save? The
     one answer to it (after an apply, after a crash between save and removal, for
     a worktree an interrupted restore left): `settled` with the index compared to
     the saved index tree, else `capture.holds` (a capture that writes nothing).
     `prove` answers the same for a directory back from the trash, whose index
-    the commit's checksum proves."""
+    the commit's checksum proves. left: untracked paths that do not count (see
+    `capture.holds`)."""
     assert save.preserved_commit
-    return settled(path, save, git_dir, index_from_commit=False) or \
-        capture.holds(path, git_dir, save.preserved_commit)
+    return settled(path, save, git_dir, index_from_commit=False, left=left) or \
+        capture.holds(path, git_dir, save.preserved_commit, left)
 
 
 def _file_mode(st: os.stat_result) -> str | None:
@@ -85,7 +87,8 @@ def _link_blob(path: str, oid_hex_len: int) -> str:
     return h.hexdigest()
 
 
-def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bool:
+def settled(path: str, save: Save, admin: str, *, index_from_commit: bool,
+            left: Sequence[str] = ()) -> bool:
     """The cheap proof (module docstring): True when the worktree at `path` (admin
     dir `admin`) provably holds exactly the save, False when it cannot tell. The
     index is proven by the checksum the commit records (`index_from_commit`), else
@@ -119,7 +122,8 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool) -> bo
     if any(e.kind != "1" for e in st.changed):
         return False
     changed = {e.path: e for e in st.changed if e.xy[1] != "."}
-    if changed.keys() != worktree_side.keys() or set(st.untracked) != untracked.keys():
+    if changed.keys() != worktree_side.keys() \
+            or set(st.untracked) - set(left) != untracked.keys():
         return False
     want: dict[str, str] = {}
     for p, e in changed.items():

@@ -1,18 +1,23 @@
 """`git ao-restore ID --at N|COMMIT`: a live worktree takes the state of one entry
 of its session's history, exactly, and the session stays live.
 
-The order, under the session's lock: find the entry; refuse a locked index or a
-HEAD now on another branch than the entry's; capture the current state; when it
-is the entry's already, stop there and add nothing (an entry added then would
-shift every number a script reuses); else append it to the history (trigger
-"restore"), so this restore can itself be undone; only then change the
-worktree: the untracked files that capture holds are removed, `git reset --hard`
-puts HEAD (and the branch it names), the index and the tracked files on the
-entry's HEAD, and the entry's save is applied like `git stash apply
---index` (git_ao/save/apply.py), its index flags, modes and empty directories
-put back (git_ao/save/local_state.py), and the result proven to hold exactly the
-entry (git_ao/proof/restored.py). Ignored files are never touched. A kill at
-any point leaves both the replaced state and the entry in the history.
+The order, under the session's lock: find the entry; refuse a locked index, a
+HEAD now on another branch than the entry's, or a process working in the
+worktree (what it writes after the capture would be in no entry); capture the
+current state; when it is the entry's already, stop there and add nothing (an
+entry added then would shift every number a script reuses); else append it to
+the history (trigger "restore"), so this restore can itself be undone; refuse
+when a second walk sees a write since the first; only then change the
+worktree: the untracked files the entry's paths would meet (and untracked
+.gitignore files) are removed, the index flags that hide files from the reset
+cleared, `git reset --hard` puts HEAD (and the branch it names), the index and
+the tracked files on the entry's HEAD, the entry's save is applied like `git
+stash apply --index` (git_ao/save/apply.py), the other captured untracked files
+are removed unless the entry's rules ignore them, its index flags, modes and
+empty directories are put back (git_ao/save/local_state.py), and the result
+proven to hold exactly the entry (git_ao/proof/restored.py). Ignored files are
+never touched: one the entry's rules no longer ignore is left and named. A kill
+at any point leaves both the replaced state and the entry in the history.
 
 A branch the reset moves is said, from which commit to which, with the commits
 it leaves on no branch: the entry of the replaced state keeps them (its save's
@@ -25,11 +30,12 @@ from __future__ import annotations
 import os
 
 from git_ao import crashpoint, git
+from git_ao.agents import processes
 from git_ao.context import Context, facts, lookup
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
+from git_ao.git import index, query, worktree
 from git_ao.git import lock as gitlock
-from git_ao.git import query, worktree
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds
@@ -60,6 +66,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         if os.path.exists(index_lock):
             raise Refused(f"the index of '{path}' is locked: "
                           f"{gitlock.describe(index_lock, path)} (nothing changed)")
+        _check_working(path)
         walked = walk.walk(path)  # before the status: its stat data gives the modes
         try:
             st = capture.inspect(path, v.git_dir)
@@ -107,6 +114,15 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             before = history.append_capture(path, s.id, cap, meta, "restore")
             undo = history.newest(path, s.id)
         assert undo is not None  # the capture was appended, or the newest holds it
+        # A write that lands after the capture and before the reset would be in no
+        # entry and gone: anything written since the walk refuses the run.
+        written = walk.changed_since(walked, walk.walk(path))
+        if written:
+            ctx.log("restore", s.id, "at-written", paths=",".join(written[:5]))
+            raise Refused(f"{_listed(written)} changed while the current state was recorded: "
+                          f"something is still writing in '{path}'; stop it first (the state "
+                          f"recorded is entry {numbers_now(path, s.id, undo.commit)} of the "
+                          "history; nothing else changed)")
         # The numbers after the append (a checkpoint takes no session lock: read them).
         numbers = {e.commit: e.number for e in history.entries(path, s.id)}
         number = numbers.get(entry.commit, entry.number + (1 if before else 0))
@@ -123,8 +139,16 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         label = f"entry {number} ({entry.save[:12]})"
         ctx.log("restore", s.id, "at-start", entry=entry.commit, replaced=undo.save)
         _mark(ctx.store.dir, s.id, undo.commit, entry.commit)  # a rerun reads it
-        _clear_untracked(path, cap.untracked, local_state.load(cap.private_config).empty_dirs
-                         or [])
+        # The untracked files the entry's paths would meet go first, and the untracked
+        # .gitignore files (their rules are not the entry's); the others once the
+        # entry is in place, where its ignore rules decide: one they ignore is left
+        # as it is, as every ignored file is.
+        meeting = _meets(cap.untracked, _entry_paths(path, entry))
+        met = set(meeting)
+        meeting += [p for p in cap.untracked if p not in met
+                    and p.rpartition("/")[2] == ".gitignore"]
+        _clear_untracked(path, meeting, local_state.load(cap.private_config).empty_dirs or [])
+        _unflag(path, cap.config)
         git.reset_hard(path, entry.head)
         wc = local_state.load(entry.private_config)
         problems: list[str] = []
@@ -137,6 +161,13 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                 + ")")
             elif wc.recheckout:
                 apply.recheckout(path, v.git_dir, entry.save)
+        in_place: list[str] = []
+        rest = set(cap.untracked) - set(meeting)
+        if not problems and (rest or cap.ignored):
+            untracked_now = git.status(path, ignored=False).untracked
+            _clear_untracked(path, [p for p in untracked_now if p in rest], [])
+            # Ignored before this run, untracked under the entry's rules: left in place.
+            in_place = [p for p in untracked_now if p not in rest and walk.under(p, cap.ignored)]
         if not problems:
             problems += apply.put_flags(path, wc, fresh=False)
             for rel in wc.empty_dirs or []:
@@ -149,10 +180,12 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         save = Save(s.id, s.common_dir, path, BranchName(entry.branch) if entry.branch else None,
                     ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
                     entry.private_config, now_ns())
-        if not problems and not holds(path, v.git_dir, save):
+        if not problems and not holds(path, v.git_dir, save, in_place):
             problems.append("the worktree does not hold exactly the entry")
+        if in_place:
+            data["left_in_place"] = in_place
         undo_hint = f"entry {undo_number} ({undo.save[:12]}): git ao-restore {s.id} --at " \
-            f"{undo.save[:12]} undoes it"
+            f"{undo.commit[:12]} undoes it"
         ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
                 entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
         _unmark(ctx.store.dir, s.id)
@@ -160,8 +193,11 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                            f"{path} brought to {label}{moved}, but {'; '.join(problems)}; the "
                            f"state it replaced is {undo_hint}", data)
+        kept = f"; {_listed(in_place)}, ignored before, left in place (untracked under " \
+            "the entry's ignore rules)" if in_place else ""
         return Outcome(s.id, Action.RESTORE, Status.OK,
-                       f"{path} is at {label}{moved}; the state it replaced is {undo_hint}", data)
+                       f"{path} is at {label}{moved}{kept}; the state it replaced is "
+                       f"{undo_hint}", data)
 
 
 def _move(branch: str | None, old: str, new: str, left: int, kept_by: int = 1,
@@ -178,6 +214,62 @@ def _move(branch: str | None, old: str, new: str, left: int, kept_by: int = 1,
         else "the entry of the replaced state"
     return (f"{line}, leaving {left} commit{'' if left == 1 else 's'} on no branch: {where} "
             f"keeps {them}, git branch rescue {old[:12]} gets {them} back")
+
+
+def _check_working(path: str) -> None:
+    """Raise Refused when a process other than this command and its own shell works
+    in the worktree (`processes.find`: its working directory, an open file or its
+    executable there): --at rewrites files under it, and what it writes between the
+    capture and the reset would be in no entry."""
+    found = processes.find(path)
+    if found:
+        shown = "; ".join(a.describe() for a in found[:3]) + (
+            f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise Refused(f"processes work in '{path}' ({shown}): --at rewrites the worktree "
+                      "under them; stop them first (nothing changed)")
+
+
+def _unflag(path: str, conf: dict[str, str]) -> None:
+    """Clear the index flags that make `git reset --hard` pass a file by (assume-
+    unchanged; skip-worktree outside a sparse checkout, whose patterns own it), so
+    the reset writes every tracked file; the entry's own flags are put back after."""
+    flags = query.index_flags(path)
+    index.set_index_flag(path, flags.assume_unchanged, "--no-assume-unchanged")
+    if conf.get("core.sparsecheckout") != "true":
+        index.set_index_flag(path, flags.skip_worktree, "--no-skip-worktree")
+
+
+def _listed(paths: list[str]) -> str:
+    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+
+
+def numbers_now(path: str, session_id: str, commit: str) -> int:
+    """The number the history entry `commit` has now (1 when it is not found)."""
+    for e in history.entries(path, session_id):
+        if e.commit == commit:
+            return e.number
+    return 1
+
+
+def _entry_paths(path: str, entry: history.Entry) -> set[str]:
+    """The paths an entry writes beyond its HEAD's tree (those `git reset --hard`
+    does not clear the way for): its changed tracked paths and its untracked files."""
+    out = set(query.changed_paths(path, entry.head, entry.worktree_tree))
+    out.update(query.changed_paths(path, entry.head, entry.index_tree))
+    if entry.untracked_tree:
+        out.update(query.ls_tree_paths(path, entry.untracked_tree))
+    return out
+
+
+def _meets(untracked: list[str], paths: set[str]) -> list[str]:
+    """Those of `untracked` at one of `paths`, inside one, or holding one."""
+    dirs = {p[:i] for p in paths for i, c in enumerate(p) if c == "/"}
+    out = []
+    for p in untracked:
+        parents = {p[:i] for i, c in enumerate(p) if c == "/"}
+        if p in paths or p in dirs or parents & paths:
+            out.append(p)
+    return out
 
 
 def _check_mounts(path: str) -> None:

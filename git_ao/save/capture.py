@@ -729,11 +729,17 @@ def saved_trees(cwd: str, commit: str) -> tuple[str, str | None, str | None, str
     return parents[0], trees[1], trees[0], trees[2] if len(parents) > 2 else None
 
 
-def holds(path: str, git_dir: str, commit: str) -> bool:
+def holds(path: str, git_dir: str, commit: str, left: Sequence[str] = ()) -> bool:
     """Does the worktree at `path` hold exactly the work saved in `commit` (same HEAD,
-    index, tracked and untracked trees)? Used to recognise a crash between save and removal."""
+    index, tracked and untracked trees)? Used to recognise a crash between save and
+    removal. left: untracked paths that do not count (files a restore left in place
+    by design: ignored before it, untracked under the ignore rules it brought)."""
     try:
-        cap = capture(path, git_dir, None, write=False)
+        st = inspect(path, git_dir) if left else None
+        if st is not None:
+            skip = set(left)
+            st.untracked = [p for p in st.untracked if p not in skip]
+        cap = capture(path, git_dir, None, write=False, st=st)
     except CannotCapture:
         return False
     head, i_tree, w_tree, u_tree = saved_trees(path, commit)

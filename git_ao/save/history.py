@@ -231,9 +231,13 @@ def find(cwd: str, session_id: str, at: str) -> Entry:
         return found[n - 1]
     low = at.lower()
     oid = git.rev_parse(cwd, f"{at}^{{commit}}") if len(at) >= 4 else None
-    hits = [e for e in found if oid in (e.commit, e.save)] if oid else []
+    # An entry commit names one entry; a save may be held by several (the same
+    # trees taken twice with other private state), so an entry match goes first.
+    hits = ([e for e in found if oid == e.commit] or [e for e in found if oid == e.save]) \
+        if oid else []
     if not hits:
-        hits = [e for e in found if e.commit.startswith(low) or e.save.startswith(low)]
+        hits = [e for e in found if e.commit.startswith(low)] or \
+            [e for e in found if e.save.startswith(low)]
     if len(hits) != 1:
         raise AoError(f"'{at}' names {'no' if not hits else 'more than one'} entry of the "
                       f"history of '{session_id}' (git ao history {session_id})")
