@@ -70,6 +70,22 @@ _PROCESS_ONLY = ("GIT_AO_CRASH_AT", "GIT_AO_CRASH_SIGNAL", "GIT_AO_DEBUG",
                  "GIT_AO_TEST_PROCESSES")
 
 
+@contextlib.contextmanager
+def held_open(path):
+    """A python process (no git: a libgit2 or JGit tool stands so) with the file at
+    `path` open, made when missing, until the block ends; yields its pid. Run
+    git-ao with process=True beside it: git-ao never counts its own descendants."""
+    code = ("import os, sys; fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); "
+            "print(flush=True); sys.stdin.read()")
+    with subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE) as proc:
+        try:
+            proc.stdout.readline()  # it has the file open
+            yield proc.pid
+        finally:
+            proc.communicate(b"")
+
+
 def ao(*args, cwd=None, rc=0, env=None, process=False) -> subprocess.CompletedProcess:
     """Run `git <args>` (e.g. ao("ao-preserve", "--all")) as a user would and return a
     CompletedProcess with text stdout and stderr. Asserts the exit status when rc is

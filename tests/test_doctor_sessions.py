@@ -122,3 +122,51 @@ def test_doctor_names_each_live_session_preserve_would_refuse_and_writes_nothing
     ao("ao-preserve", "--all", cwd=repo)
     assert "work.txt" in git("stash", "show", "--include-untracked", "--name-only",
                              "refs/ao/preserved/broken", cwd=repo)
+
+
+def _files_of(top):
+    """Every file under `top` with its bytes."""
+    out = {}
+    for root, _dirs, names in os.walk(top):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as fh:
+                out[path] = fh.read()
+    return out
+
+
+def test_doctor_names_each_state_preserve_refuses_in_one_line_and_writes_nothing(
+        repo, make_repo, worktrees):
+    """Each state git ao-preserve refuses (an operation in progress, unmerged paths,
+    an unborn branch, a nested repository, a submodule's work) keeps a live session
+    from being saved at shutdown: doctor names each session once with preserve's
+    own reason, exits 1, and writes nothing (the data dir, the git dirs)."""
+    from tests.test_hard_states import _with_submodule
+    sub = _with_submodule(repo, make_repo, worktrees, "sub")
+    (sub / "lib" / "README.md").write_text("edited inside the submodule\n")
+    worktrees(repo, "fine")
+    stopped = {}
+    for sid in ("rebase", "merge"):
+        stopped[sid] = wt = worktrees(repo, sid)
+        (wt / "README.md").write_text(f"{sid}'s\n")
+        git("commit", "-qam", sid, cwd=wt)
+    (repo / "README.md").write_text("main's\n")
+    git("commit", "-qam", "main's", cwd=repo)
+    for sid, wt in stopped.items():  # each stops on the conflict in README.md
+        git(sid, "main", cwd=wt, check=False)
+    unborn = worktrees(repo, "unborn")
+    git("switch", "-q", "--orphan", "fresh", cwd=unborn)
+    nested = worktrees(repo, "nested")
+    git("init", "-q", "inner", cwd=nested)
+    refused = ao("ao-preserve", "--all", "-n", cwd=repo, rc=1).stdout
+    before = _tree_of_data_dir(repo), _files_of(repo / ".git"), _files_of(sub / "lib")
+    res = ao("ao", "doctor", "--json", cwd=repo, rc=1)
+    assert (_tree_of_data_dir(repo), _files_of(repo / ".git"), _files_of(sub / "lib")) == before
+    lines = [c["detail"] for c in json.loads(res.stdout)["checks"] if c["name"] == "preserve"]
+    named = sorted(d.split(":", 1)[0] for d in lines)
+    assert named == ["merge", "nested", "rebase", "sub", "unborn"], lines
+    for detail in lines:
+        sid, why = detail.split(": git ao-preserve refuses it, so a shutdown would not save "
+                                "it: ", 1)
+        assert f"preserve\trefused\t{sid}\t{why}\n" in refused, (detail, refused)
+    assert "preserve\tok\tfine\t" in refused

@@ -567,6 +567,22 @@ def test_restore_at_calls_a_stale_index_lock_stale_with_the_rm_that_clears_it(
     os.unlink(lock)
 
 
+def test_restore_at_calls_an_index_lock_a_program_has_open_held_never_stale(
+        repo, worktrees):
+    """A process that is not git (a libgit2 or JGit tool) with index.lock open holds
+    it: named with its pid and name, and no `rm` is offered."""
+    from tests.support import held_open
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    lock = os.path.join(git("rev-parse", "--absolute-git-dir", cwd=wt).strip(), "index.lock")
+    with held_open(lock) as pid:
+        res = ao("ao-restore", "agent", "--at", "1", cwd=repo, rc=1, process=True)
+    assert f"{lock} is held by pid {pid} (python" in res.stdout, res.stdout
+    assert "stale" not in res.stdout and "rm " not in res.stdout, res.stdout
+    assert len(_entries(repo, "agent")) == 1
+    os.unlink(lock)
+
+
 def test_history_with_no_id_lists_the_current_worktrees_session(repo, worktrees):
     wt = _session(repo, worktrees)
     ao("ao", "checkpoint", "agent", cwd=repo)

@@ -237,7 +237,7 @@ def test_a_lock_file_is_called_stale_or_held_with_what_clears_it(repo, worktrees
             res = ao("ao-preserve", "lk", cwd=repo, rc=1, process=True)
         finally:
             held.communicate(b"")
-    assert f"is held by a running git (pid {held.pid})" in res.stdout, res.stdout
+    assert f"is held by pid {held.pid} (git)" in res.stdout, res.stdout
     lock.unlink()
     # Any git failing on a lock of another file is said the same way.
     ref_lock = repo / ".git" / "refs" / "ao" / "preserved" / "lk.lock"
@@ -253,11 +253,57 @@ def test_a_lock_file_is_called_stale_or_held_with_what_clears_it(repo, worktrees
                 keep.communicate(b"")
     finally:
         os.close(fd)
-    assert f"{ref_lock} is held by a running git (pid {keep.pid})" in res.stdout, res.stdout
+    # This process has it open too (it passed the fd on), and is named with it.
+    assert f"{ref_lock} is held by " in res.stdout, res.stdout
+    assert f"pid {keep.pid} (git)" in res.stdout, res.stdout
     assert res.returncode != 0 and wt.is_dir() and ref_lock.exists()
     ref_lock.unlink()
     ao("ao-preserve", "lk", cwd=repo)
     assert not wt.exists()
+
+
+def test_a_lock_a_program_other_than_git_has_open_is_held_never_stale_nor_removed(
+        repo, worktrees):
+    """A libgit2 or JGit tool (here python) with a lock open holds it: named with its
+    pid and name, never called stale, and git-ao's own ref locks stay while it does."""
+    from tests.support import held_open, log_text
+    wt = worktrees(repo, "lk")
+    dirty(wt)
+    common = repo / ".git"
+    index_lock = common / "worktrees" / "lk" / "index.lock"
+    hist = common / "refs" / "ao" / "history" / "lk.lock"
+    ref_lock = common / "refs" / "ao" / "preserved" / "lk.lock"
+    ref_lock.parent.mkdir(parents=True, exist_ok=True)
+    for i, (lock, argv) in enumerate(((index_lock, ("ao-preserve", "lk")),
+                                      (ref_lock, ("ao-preserve", "lk")),
+                                      (hist, ("ao", "checkpoint", "lk")))):
+        (wt / "more.txt").write_text(f"a state not saved yet {i}\n")
+        with held_open(lock) as pid:
+            res = ao(*argv, cwd=repo, rc=None, process=True)
+            assert lock.exists(), (lock, res.stdout)
+        assert f"{lock} is held by pid {pid} (python" in res.stdout, res.stdout
+        assert "stale" not in res.stdout and wt.is_dir(), res.stdout
+        assert "removed-stale-lock" not in log_text()
+        lock.unlink()
+    ao("ao-preserve", "lk", cwd=repo)
+    assert not wt.exists()
+
+
+def test_an_interrupted_restore_whose_index_lock_a_process_holds_is_not_set_aside(
+        repo, worktrees):
+    """Setting the worktree aside drops its index.lock: while a process has it open
+    the restore is refused and touches nothing; once it is stale the rerun goes on."""
+    from git_ao.store import trash
+    from tests.support import held_open
+    wt, before = _interrupted_after_add(repo, worktrees, "lh")
+    lock = repo / ".git" / "worktrees" / "lh" / "index.lock"
+    with held_open(lock) as pid:
+        res = ao("ao-restore", cwd=repo, rc=1, process=True)
+    assert f"{lock} is held by pid {pid} (python" in res.stdout, res.stdout
+    assert lock.exists() and wt.is_dir()
+    assert not [e for e in trash.entries(os.environ["AO_DATA_DIR"]) if e.stray]
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
 
 
 def test_a_killed_git_aos_own_ref_lock_is_removed_and_the_rerun_converges(repo, worktrees):

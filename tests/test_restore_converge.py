@@ -186,6 +186,22 @@ def test_a_killed_add_that_left_a_branch_lock(repo, worktrees):
     assert not (repo / ".git" / "refs" / "heads" / "bl.lock").exists()
 
 
+def test_a_killed_adds_branch_lock_a_process_has_open_is_not_removed(repo, worktrees):
+    from tests.support import held_open
+    wt = worktrees(repo, "bh")
+    (wt / "a.txt").write_text("saved\n")
+    ao("ao-preserve", "bh", cwd=repo)
+    git("branch", "-D", "bh", cwd=repo)
+    _started("bh")
+    lock = repo / ".git" / "refs" / "heads" / "bh.lock"
+    with held_open(lock) as pid:
+        res = ao("ao-restore", cwd=repo, rc=None, process=True)
+    assert res.returncode != 0 and lock.exists(), res.stdout
+    assert f"bh.lock is held by pid {pid} (python" in res.stdout, res.stdout
+    ao("ao-restore", cwd=repo)  # no process has it open now: removed, and restored
+    assert (wt / "a.txt").read_text() == "saved\n" and not lock.exists()
+
+
 def test_the_initializing_lock_does_not_survive_a_rerun(repo, worktrees):
     wt = worktrees(repo, "il2")
     dirty(wt)

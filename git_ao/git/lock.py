@@ -1,21 +1,23 @@
 """A git lock file (`index.lock`, `HEAD.lock`, a ref's `.lock`) in the way: held by a
-running git, or stale (a killed git left it), and what clears it.
+running process (git, or any program with it open), stale (no process has it open,
+which this system can tell: a killed git left it), or not known, and what clears it.
+`judge` is the one judgement; every message and every removal goes by it.
 
 git takes a lock by creating `<file>.lock` with O_EXCL and keeps it open while it
 writes, then renames it over the file; a git killed in between leaves it behind,
 and every later git that needs the file fails with "Unable to create
 '<file>.lock': File exists." until it is removed. The one lock removed here is
-git-ao's own (`clear_own_stale`): a ref's under refs/ao/ that no process holds,
-left by a killed git-ao. Any other only the user knows no git of theirs is about
+git-ao's own (`clear_own_stale`): a ref's under refs/ao/ judged stale, left by a killed git-ao. Any other only the user knows no git of theirs is about
 to finish with.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # psutil is imported where a process is looked at: a save that
     import psutil  # meets no lock never loads it
@@ -78,65 +80,194 @@ def _other_repository(cwd: str, worktree: str | None) -> bool:
     return False
 
 
-def holders(lock: str, worktree: str | None = None) -> list[int]:
-    """Pids of the processes that may hold `lock`: those with it open, and the git
-    processes whose working directory is in `worktree` (not in a repository nested
-    in it) or in the lock's directory (between two writes a git may have it
-    closed). Never this process or its descendants (git-ao's own gits), and an
-    ancestor only with the lock open. One pass over the process table
-    (psutil.process_iter), open files read only for git processes, then each one
-    found read again: it must still run as the same process (not a zombie) with
-    the same tie. A process that exits or denies access is skipped. Never raises."""
+def _proc_name(pid: int) -> str:
+    """The process's name (its `comm`), or '?' when it cannot be read."""
     import psutil
-    lock = os.path.realpath(lock)
-    roots = [os.path.realpath(p) for p in (os.path.dirname(lock), worktree) if p]
+    try:
+        return psutil.Process(pid).name() or "?"
+    except (psutil.Error, OSError):
+        return "?"
+
+
+class Holder(NamedTuple):
+    """A process that has a lock file open, or may hold it (a git at work there)."""
+
+    pid: int
+    name: str
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} ({self.name})"
+
+
+class Judgement(NamedTuple):
+    """What is known of who holds a lock file (see `judge`).
+
+    holders: the processes that hold it or may. unread: processes that may have it
+    open but whose open files could not be read (they run as the lock file's owner,
+    who created it, and deny the reading). known: the open files of every process
+    could be read at all on this system (Linux /proc, else psutil's open_files)."""
+
+    lock: str
+    holders: tuple[Holder, ...]
+    unread: tuple[Holder, ...]
+    known: bool
+
+    @property
+    def stale(self) -> bool:
+        """No process has the lock open, and that is known: only then may it be
+        removed, or called stale."""
+        return self.known and not self.holders and not self.unread
+
+
+def _same_file(a: str, st: os.stat_result) -> bool:
+    try:
+        other = os.stat(a)
+    except OSError:
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _open_by_proc(lock: str, st: os.stat_result) -> tuple[set[int], set[int]]:
+    """(the pids with `lock` open, the pids running as its owner whose fds cannot
+    be read), from the readlinks of /proc/<pid>/fd/*. A link naming the lock's
+    path is it; one with the same base name is compared by inode (a path seen
+    through another mount). A process that ends meanwhile is skipped."""
+    base = os.path.basename(lock)
+    found: set[int] = set()
+    unread: set[int] = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        fd_dir = f"/proc/{name}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except PermissionError:
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{name}").st_uid == st.st_uid:
+                    unread.add(int(name))
+            continue
+        except OSError:
+            continue  # ended
+        for fd in fds:
+            link = f"{fd_dir}/{fd}"
+            try:
+                target = os.readlink(link)
+            except OSError:
+                continue
+            if target == lock or (os.path.basename(target) == base and _same_file(link, st)):
+                found.add(int(name))
+                break
+    return found, unread
+
+
+def _open_by_psutil(lock: str, st: os.stat_result) -> tuple[set[int], set[int]] | None:
+    """As `_open_by_proc`, from psutil's open_files of every process; None when
+    psutil cannot list open files here."""
+    import psutil
+    found: set[int] = set()
+    unread: set[int] = set()
+    for proc in psutil.process_iter(["pid", "uids"]):
+        try:
+            if any(f.path == lock or _same_file(f.path, st) for f in proc.open_files()):
+                found.add(proc.pid)
+        except psutil.AccessDenied:
+            uids = proc.info.get("uids")
+            if uids is None or uids.real == st.st_uid:
+                unread.add(proc.pid)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        except (NotImplementedError, OSError):
+            return None
+    return found, unread
+
+
+def open_by(lock: str) -> tuple[set[int], set[int]] | None:
+    """(the pids of every process, of any program, with the file `lock` open; the
+    pids running as its owner whose open files cannot be read), or None when this
+    system cannot say (no /proc, and psutil lists no open files). A lock that is
+    gone has no holder: (set(), set())."""
+    try:
+        st = os.stat(lock)
+    except OSError:
+        return set(), set()
+    real = os.path.realpath(lock)
+    if os.path.isdir("/proc/self/fd"):
+        return _open_by_proc(real, st)
+    return _open_by_psutil(real, st)
+
+
+def judge(lock: str, worktree: str | None = None) -> Judgement:
+    """Who holds the lock file `lock`, the one judgement every caller shares: the
+    processes of any program with it open (git, a libgit2 or JGit tool), and the
+    git processes whose working directory is in `worktree` (not in a repository
+    nested in it) or in the lock's directory (between two writes a git may have it
+    closed). Never this process or its descendants (git-ao's own gits), and an
+    ancestor only with the lock open. Each git found by its directory is read
+    again: it must still run as the same process (not a zombie) with the same tie.
+    git and libgit2 create a lock with O_EXCL, so no process opens one that exists:
+    a lock no process has open when it is looked at stays so. Never raises."""
+    import psutil
+    real = os.path.realpath(lock)
+    roots = [os.path.realpath(p) for p in (os.path.dirname(real), worktree) if p]
     mine, parents = _own()
     errors = _errors()
+    scanned = open_by(lock)
+    opened, unread = scanned if scanned is not None else (set(), set())
+    opened -= mine
+    unread -= mine
 
-    def tie(proc: psutil.Process, name: str, cwd: str) -> bool:
-        if not name.startswith("git"):
-            return False
-        if cwd and proc.pid not in parents and _inside(cwd, roots) \
-                and not _other_repository(cwd, worktree):
-            return True
-        try:
-            return any(f.path == lock for f in proc.open_files())
-        except errors:
-            return False
+    def at_work(proc: psutil.Process, name: str, cwd: str) -> bool:
+        # A git at work where the lock is, which may hold it between two writes.
+        return name.startswith("git") and bool(cwd) and proc.pid not in parents \
+            and _inside(cwd, roots) and not _other_repository(cwd, worktree)
 
-    found: list[int] = []
+    working: list[int] = []
     for proc in psutil.process_iter(["pid", "name", "cwd"]):
         info = proc.info
-        if info["pid"] in mine:
+        if info["pid"] in mine or info["pid"] in opened:
             continue
-        if tie(proc, info.get("name") or "", info.get("cwd") or ""):
-            found.append(info["pid"])
-    alive = []
-    for pid in found:  # read again: a git that ended meanwhile holds nothing
+        if at_work(proc, info.get("name") or "", info.get("cwd") or ""):
+            working.append(info["pid"])
+    alive = set(opened)
+    for pid in working:  # read again: a git that ended meanwhile holds nothing
         try:
             proc = psutil.Process(pid)
-            if proc.status() != psutil.STATUS_ZOMBIE and tie(proc, proc.name(), proc.cwd()):
-                alive.append(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE and at_work(proc, proc.name(), proc.cwd()):
+                alive.add(pid)
         except errors:
             continue
-    return sorted(alive)
+    return Judgement(lock, tuple(Holder(p, _proc_name(p)) for p in sorted(alive)),
+                     tuple(Holder(p, _proc_name(p)) for p in sorted(unread)),
+                     scanned is not None)
 
 
-def describe(lock: str, worktree: str | None = None) -> str:
-    """One line for the lock file `lock`: held by which running git, or stale with
-    the command that clears it (see holders)."""
-    pids = holders(lock, worktree)
-    if pids:
-        return f"{lock} is held by a running git (pid {', '.join(map(str, pids))}); " \
-               "wait for it to finish"
-    return f"{lock} is stale (no process holds it; a killed git left it): clear it " \
-           f"with: rm {shlex.quote(lock)}"
+def holders(lock: str, worktree: str | None = None) -> list[int]:
+    """The pids of the processes that hold `lock` or may (see judge)."""
+    return [h.pid for h in judge(lock, worktree).holders]
+
+
+def describe(lock: str, worktree: str | None = None, judged: Judgement | None = None) -> str:
+    """One line for the lock file `lock` (see judge; `judged`, when given, is that
+    judgement made already): held by which processes (pid and name); stale, with the
+    command that clears it, only when no process has it open and that is known;
+    else that it cannot be told."""
+    j = judged if judged is not None else judge(lock, worktree)
+    rm = f"rm {shlex.quote(lock)}"
+    if j.holders:
+        return f"{lock} is held by {', '.join(map(str, j.holders))}; wait for it to finish"
+    if j.stale:
+        return f"{lock} is stale (no process holds it; a killed git left it): clear it " \
+               f"with: {rm}"
+    why = f"the open files of {', '.join(map(str, j.unread))} cannot be read" if j.unread \
+        else "this system cannot tell which processes have it open"
+    return f"{lock} may be held ({why}): once no program is writing in the repository, " \
+           f"clear it with: {rm}"
 
 
 def own_stale(message: str) -> str | None:
     """The lock file `message` (a git failure) says is in the way, when it is one of
     git-ao's own and stale: a ref's lock under `<git dir>/refs/ao/` (only git-ao
-    writes there) that still exists and no process holds (see holders). Else
+    writes there) that still exists and is stale (see judge). Else
     None: index.lock, refs/heads and every other lock stay the user's."""
     m = _IN_THE_WAY.search(message)
     if m is None:
@@ -147,7 +278,7 @@ def own_stale(message: str) -> str | None:
     if not at or not os.path.isfile(path) or os.path.islink(path):
         return None
     git_dir = os.sep.join(parts[:at[0]]) or os.sep
-    if not os.path.isfile(os.path.join(git_dir, "HEAD")) or holders(path):
+    if not os.path.isfile(os.path.join(git_dir, "HEAD")) or not judge(path).stale:
         return None
     return path
 

@@ -246,6 +246,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         before = None if keep_worktree else walked
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
+            # The real run refuses these in its capture, which a dry run never makes.
+            capture.refuse(path, v.git_dir, st)
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
             counts = (f"{len(st.changed)} changed, {len(st.untracked)} untracked, "
@@ -721,16 +723,26 @@ def _mirror_warning(path: str, conf: parse.Config) -> str:
 
 
 def refusal(ctx: Context, s: Session, cache: RepoCache | None = None) -> str | None:
-    """Why `preserve_one` would refuse the live session `s` before it captures, or
-    None when it would go on (a session not live, or with nothing to save, is never
-    refused). The same checks, in the same order; nothing is captured, locked or
-    written (give a dry-run ctx: its log writes nothing). Runs `git worktree list`
-    and `git rev-parse`."""
+    """Why `preserve_one` would refuse the live session `s`, or None when it would
+    go on (a session not live, or with nothing to save, is never refused). The same
+    checks, in the same order: `_check`, then the states its capture refuses
+    (`capture.refuse`: an operation in progress, an unborn branch, unmerged paths,
+    a nested repository, a submodule's work); a git that fails there fails the
+    preserve too, and is said the same way. A linked worktree nested in it that is
+    a session is none (git ao-preserve --all takes inner ones first; its own
+    refusal is its own). Nothing is captured, locked or written (give a dry-run
+    ctx: its log writes nothing). Runs `git worktree list`, `git rev-parse` and
+    `git status`."""
     if not s.live or (not s.branch and not s.worktree_path):
         return None
+    cache = cache or RepoCache()
     try:
-        _check(ctx, s, cache or RepoCache())
-    except Refused as exc:
+        _entry, v = _check(ctx, s, cache)
+        if v is not None:
+            capture.refuse(s.worktree_path, v.git_dir)
+    except capture.NestedWorktree as exc:
+        return None if exc.path in cache.session_paths(ctx, exclude=s.id) else str(exc)
+    except AoError as exc:
         return str(exc)
     return None
 

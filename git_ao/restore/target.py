@@ -16,6 +16,7 @@ from git_ao import git
 from git_ao.context import Context
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
+from git_ao.git import lock as gitlock
 from git_ao.git import query, worktree
 from git_ao.outcome import Outcome, Status
 from git_ao.proof import restored, witness
@@ -317,8 +318,9 @@ def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
     rerun converges: a directory holding only the `.git` file git wrote first (and
     perhaps an all-zero HEAD) is deregistered (`git worktree unlock`, the file and
     the empty directory removed, `git worktree prune`); a `refs/heads/<branch>.lock`
-    it left, made after the restore started, is removed. Only a restore that
-    started and never finished (`Save.restore_interrupted`) does this."""
+    it left, made after the restore started and stale (`gitlock.judge`: no process
+    has it open), is removed. Only a restore that started and never finished
+    (`Save.restore_interrupted`) does this."""
     if not save.restore_interrupted:
         return
     if save.branch and not save.detached:
@@ -328,7 +330,8 @@ def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
         except OSError:
             made = None
         if made is not None and save.restore_started_at is not None \
-                and made >= save.restore_started_at - 2_000_000_000:
+                and made >= save.restore_started_at - 2_000_000_000 \
+                and gitlock.judge(lock).stale:
             os.unlink(lock)
             ctx.log("restore", s.id, "stale-branch-lock-removed", lock=lock)
     _clear_lock_only_admin(ctx, s, save, path)
@@ -386,16 +389,23 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     prune keeps) and deregister it, so the restore starts again. Files whose
     content no saved tree holds (an edit made there before the rerun) are listed
     in the entry (its `files`), which the outcome names. Returns the entry, or
-    None when the worktree was left where it is."""
+    None when the worktree was left where it is. Raises Refused when its index.lock
+    is not stale (`gitlock.judge`): a process may be writing there."""
     commit = save.preserved_commit
     dirs = git.repo_dirs(path)
     if commit and restored.holds(path, dirs.git_dir, save):
         return None  # the apply finished: _apply_saved recognises it
     st = git.status(path, ignored=False)
-    # A killed git leaves its index.lock behind; in a session no one has had back
-    # yet, no other git can be holding it, and the apply would fail on it.
-    stale_lock = os.path.exists(os.path.join(dirs.git_dir, "index.lock"))
-    if st.clean and not stale_lock:
+    # A killed git leaves its index.lock behind, and the apply would fail on it;
+    # setting the worktree aside drops it, so never while a process has it open.
+    index_lock = os.path.join(dirs.git_dir, "index.lock")
+    locked = os.path.exists(index_lock)
+    if locked:
+        judged = gitlock.judge(index_lock, path)
+        if not judged.stale:
+            raise Refused(f"the index of '{path}' is locked: "
+                          f"{gitlock.describe(index_lock, path, judged)} (still pending)")
+    if st.clean and not locked:
         return None  # killed before the apply: the apply goes on in this worktree
     trees = [f"{save.head}^{{tree}}"] if save.head else []
     if commit:

@@ -56,6 +56,15 @@ class CannotCapture(AoError):
     """Some uncommitted work cannot be captured faithfully: nothing may be deleted."""
 
 
+class NestedWorktree(CannotCapture):
+    """A linked worktree (`path`, its real path) nested untracked in the one to
+    capture: once it is preserved and removed the capture may go on."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 @dataclass
 class Meta:
     """Facts about the session written into W's message as trailers."""
@@ -130,12 +139,23 @@ def inspect(path: str, git_dir: str) -> git.Status:
         full = os.path.join(path, nested[0])
         common = linked_worktree_of(full.rstrip("/"))
         if common:
-            raise CannotCapture(f"'{full}' is a linked worktree of {common} nested in this "
+            raise NestedWorktree(f"'{full}' is a linked worktree of {common} nested in this "
                                 "one: preserve it first if it is a session (git ao-preserve "
                                 "--all takes inner ones first), else git worktree remove it "
-                                "or git ao add it")
+                                "or git ao add it", os.path.realpath(full))
         raise CannotCapture(f"'{full}' is an untracked nested repository;"
                             " its files cannot be captured")
+    return st
+
+
+def refuse(path: str, git_dir: str, st: git.Status | None = None) -> git.Status:
+    """Raise CannotCapture for each state `capture` refuses that stays until the user
+    acts: `inspect`'s (read now, unless `st` is its result already), then the
+    submodules' (`_check_submodules`). Writes nothing (git status runs with
+    GIT_OPTIONAL_LOCKS=0). Returns the git.Status; raises GitError as git status."""
+    if st is None:
+        st = inspect(path, git_dir)
+    _check_submodules(path, git_dir, st)
     return st
 
 
