@@ -4,6 +4,7 @@ Every error the commands report is one of these; the command layer turns them
 into one line (`fatal: ...` or `error: ...`) and the matching exit status.
 """
 
+import os
 from collections.abc import Iterable
 from enum import IntEnum
 
@@ -65,6 +66,15 @@ class Fatal(AoError):
 
     exit_status = ExitStatus.FATAL
     prefix = "fatal"
+
+
+def current_directory() -> str:
+    """os.getcwd(), or Fatal in git's words when the directory the command runs in
+    no longer exists (or cannot be read), as git says it for its own commands."""
+    try:
+        return os.getcwd()
+    except OSError as exc:
+        raise Fatal(f"Unable to read current working directory: {exc.strerror}") from exc
 
 
 class Usage(AoError):

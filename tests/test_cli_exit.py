@@ -108,3 +108,54 @@ def test_a_missing_dependency_is_named_not_an_internal_error(repo, worktrees, tm
              env={"PYTHONPATH": str(fake)})
     _one_line(res.stderr, "fatal: git-ao needs the Python package 'psutil'")
     assert "internal error" not in res.stderr
+
+
+def _from_gone(tmp_path, *args, env=None):
+    """`git <args>` started in a directory removed just before (the shell stands in
+    it), as after `rm -rf` of the directory a terminal was in."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    import subprocess
+    return subprocess.run(["sh", "-c", 'cd "$0" && rmdir "$0" && exec git "$@"', str(gone),
+                           *args], capture_output=True, text=True, check=False,
+                          env=dict(os.environ, **(env or {})))
+
+
+def test_a_command_started_in_a_directory_that_is_gone_says_so_as_git_does(repo, tmp_path):
+    """Every executable, on the light entry path and on click's: git's own line and
+    128, never an internal error; -C with an absolute path still runs, as for git."""
+    said = _from_gone(tmp_path, "status").stderr
+    assert said == "fatal: Unable to read current working directory: No such file or " \
+        "directory\n"
+    for args in (("ao", "list"), ("ao", "list", "--color=never"), ("ao", "log"),
+                 ("ao", "checkpoint", "-q"), ("ao", "checkpoint"), ("ao", "show", "x"),
+                 ("ao-preserve", "--all", "-n"), ("ao-preserve",), ("ao-restore",),
+                 ("ao-restore", "--at", "1"), ("ao-restore", "--json"),
+                 ("ao-prune", "-n"), ("ao-prune",)):
+        res = _from_gone(tmp_path, *args)
+        assert (res.returncode, res.stderr) == (128, said), args
+    # A relative data dir is resolved there first: the same line.
+    res = _from_gone(tmp_path, "ao", "list", env={"AO_DATA_DIR": "data"})
+    assert (res.returncode, res.stderr) == (128, said)
+    res = _from_gone(tmp_path, "ao-restore", env={"AO_DATA_DIR": "data"})
+    assert (res.returncode, res.stderr) == (128, said)
+    res = _from_gone(tmp_path, "ao", "list", "-C", str(repo))
+    assert (res.returncode, res.stderr) == (0, "")
+
+
+def test_a_restore_that_removes_the_directory_it_runs_in_exits_with_its_status(
+        repo, worktrees):
+    """`--at 1` run from a new directory the restore rightly removes: the work is done,
+    so its status (0); the notice that follows reads the repository from the nearest
+    directory still there."""
+    wt = worktrees(repo, "wt")
+    (wt / "README.md").write_text("work\n")
+    ao("ao", "checkpoint", "-q", cwd=wt)
+    sub = wt / "newdir" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "n").write_text("n\n")
+    git("update-ref", "refs/ao/preserved/ghost", "HEAD", cwd=repo)
+    res = ao("ao-restore", "--at", "1", cwd=sub, rc=0)
+    assert not sub.parent.exists()
+    assert "internal error" not in res.stderr
+    assert "holds preserve refs no record knows (refs/ao/preserved/ghost)" in res.stderr

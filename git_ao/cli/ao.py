@@ -24,7 +24,7 @@ from git_ao.cli.common import (
     run,
     short_help_option,
 )
-from git_ao.errors import ExitStatus
+from git_ao.errors import ExitStatus, current_directory
 from git_ao.outcome import Action, Outcome
 from git_ao.store.states import KINDS, STATES
 
@@ -188,13 +188,13 @@ def add(app: App, path: str | None, all_: bool, session_id: str | None, kind: st
                             ("--agent-session-id", agent_session_id), ("--prompt", prompt)):
             if value is not None:
                 usage(f"--all registers every linked worktree; {name} names one")
-        outcomes = add_all(app.ctx, os.getcwd(), kind=kind, harness=harness)
+        outcomes = add_all(app.ctx, current_directory(), kind=kind, harness=harness)
         for o in outcomes:
             app.printer.outcome(o)
         if not outcomes and not app.printer.json_mode and not app.printer.quiet:
             click.echo("nothing to add: this repository has no linked worktrees", err=True)
         return finish(app, "add", outcomes)
-    o = add(app.ctx, path or os.getcwd(), session_id=session_id, kind=kind, harness=harness,
+    o = add(app.ctx, path or current_directory(), session_id=session_id, kind=kind, harness=harness,
             agent_session_id=agent_session_id, prompt=prompt)
     app.printer.outcome(o)
     return finish(app, "add", [o])
@@ -282,7 +282,8 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     from git_ao.manage import doctor as doc
     app.refs_noticed = True  # its checks name them
     chdirs = click.get_current_context().params.get("chdir") or ()
-    named = [p for p in chdirs if os.path.isabs(p)] + ([os.getcwd()] if chdirs else [])
+    named = [p for p in chdirs if os.path.isabs(p)] + \
+        ([current_directory()] if chdirs else [])
     from git_ao.manage.recover import Search, repositories
     named_any = bool(named or scan)
     if recover and not named_any:

@@ -42,6 +42,10 @@ class App:
                 os.chdir(d)
             except OSError as exc:
                 raise Fatal(f"cannot change to '{d}': {exc.strerror}") from exc
+        from git_ao.errors import current_directory
+        # As git does, a command started in a directory that is gone stops here,
+        # in one line; `where` is kept for what runs after the work.
+        self.where = current_directory()
         from git_ao import git
         self.dry_run = dry_run
         from git_ao.cli.output import Printer  # lazily: json and rich are not needed for a TAB
@@ -54,7 +58,7 @@ class App:
         # A command that changes nothing writes nothing, this key included.
         _check_git_version(remember=not (read_only or dry_run))
         if not json_mode:
-            where, tty = os.getcwd(), self.printer.tty
+            where, tty = self.where, self.printer.tty
             self.printer.decide_colour = lambda: _colour(color, tty, where)
         stray = [v for v in REPO_ENV if os.environ.get(v)]
         if stray:
@@ -86,7 +90,7 @@ class App:
 
         def opened() -> Store:
             return self._store if self._store is not None else Store(read_only=True)
-        line = unrecorded_here(os.getcwd(), opened)
+        line = unrecorded_here(existing_dir(self.where), opened)
         if line:
             self.printer.error("warning", line)
 
@@ -112,6 +116,16 @@ class App:
             for w in self._settings.warnings:
                 self.printer.error("warning", w)
         return self._settings
+
+
+def existing_dir(path: str) -> str:
+    """`path`, or its nearest directory above that still exists: the work may have
+    removed the directory the command started in (a restore, a preserve run inside
+    the worktree it removes), and what runs after the work reads the repository
+    from there."""
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
 
 
 def _check_git_version(*, remember: bool) -> None:

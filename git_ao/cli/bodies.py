@@ -11,13 +11,14 @@ from git_ao.cli.app import (
     App,
     SignalStop,
     check_ids,
+    existing_dir,
     finish,
     import_first,
     named_sessions,
     usage,
     with_state,
 )
-from git_ao.errors import ExitStatus
+from git_ao.errors import ExitStatus, current_directory
 
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         # The notice every command gives, from the refs read above.
         from git_ao.manage.unrecorded import unrecorded_here
         app.refs_noticed = True
-        notice = unrecorded_here(os.getcwd(), lambda: app.store, refs[repo])
+        notice = unrecorded_here(existing_dir(app.where), lambda: app.store, refs[repo])
         if notice:
             app.printer.error("warning", notice)
     return ExitStatus.OK
@@ -66,7 +67,7 @@ def _repo_of(path: str | None) -> str | None:
     from git_ao import git
     from git_ao.errors import Fatal
     try:
-        dirs = git.repo_dirs(path or os.getcwd())
+        dirs = git.repo_dirs(path or current_directory())
     except Fatal:
         if path is not None:
             raise
@@ -177,7 +178,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     if hook_input:
         from git_ao.cli.entry import hook_cwd
         from git_ao.errors import AoError
-        where = hook_cwd(sys.stdin.buffer.read()) or os.getcwd()
+        where = hook_cwd(sys.stdin.buffer.read()) or current_directory()
         try:
             outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
                                      trigger=trigger)
@@ -194,7 +195,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     elif ids:
         sessions, refused = named_sessions(app, ids, Action.CHECKPOINT)
     else:
-        sessions = [current_session(app.ctx, os.getcwd())]
+        sessions = [current_session(app.ctx, current_directory())]
     outcomes = cp.checkpoint(app.ctx, sessions, trigger=trigger)
     for o in outcomes:
         app.printer.outcome(o)

@@ -15,7 +15,7 @@ import click
 # Only light imports here: shell completion runs these modules on every TAB, so
 # git_ao.git, the workflows and rich are imported where they are used.
 from git_ao.cli.app import _json_error, begin, end, failed, invoke
-from git_ao.errors import ExitStatus
+from git_ao.errors import ExitStatus, current_directory
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -154,7 +154,11 @@ def complete_remotes(ctx: click.Context, _param: click.Parameter,
     line runs in (after -C, as git applies it), as git's completion offers them
     after `git push`; one `git remote`."""
     from git_ao import git
-    where = os.getcwd()
+    from git_ao.errors import AoError
+    try:
+        where = current_directory()
+    except AoError:
+        return []  # a TAB in a directory that is gone: no repository, no remotes
     for d in ctx.params.get("chdir") or ():
         where = os.path.join(where, d)
     return [r for r in git.remote_names(where) if r.startswith(incomplete)]
@@ -326,8 +330,9 @@ def options(*, changes: bool = True,
 def run(command: click.Command, prog_name: str) -> None:
     """Run a click command the way git runs its own: usage errors exit 129, fatal
     errors 128, one line on stderr and no traceback (unless GIT_AO_DEBUG is set)."""
-    var = begin(prog_name)
     try:
+        # Inside: a relative AO_DATA_DIR in a directory that is gone is a Fatal.
+        var = begin(prog_name)
         rv = command.main(prog_name=prog_name, complete_var=var, standalone_mode=False)
     except click.exceptions.Exit as exc:
         rv = exc.exit_code
@@ -391,7 +396,7 @@ def session_here(app: Any) -> Any:
     error (exit 129) when there is none."""
     from git_ao import git
     from git_ao.cli.app import usage
-    top = git.repo_dirs(os.getcwd()).toplevel
+    top = git.repo_dirs(current_directory()).toplevel
     found = [s for s in app.store.sessions()
              if top and s.live and s.worktree_path == os.path.realpath(top)]
     if not found:

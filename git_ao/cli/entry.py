@@ -187,8 +187,8 @@ def _run(prog_name: str, command_path: str, body: Callable[[App], int],
     """Run `body` as common.run runs a click command: the same start, the same
     App, the same one-line errors and exit statuses."""
     from git_ao.cli.app import begin, end, failed, invoke
-    begin(prog_name)
     try:
+        begin(prog_name)  # inside: a relative AO_DATA_DIR where the directory is gone
         rv = invoke(command_path, body, **app_options)
     except KeyboardInterrupt as exc:
         sys.stderr.write("\n")  # as click does before it aborts
@@ -257,7 +257,11 @@ def _completed_ids(prog_name: str, var: str, state: str) -> bool:
     if not words or any(w.startswith("-") for w in args) or incomplete.startswith("-"):
         return False
     from git_ao.cli.app import begin
-    begin(prog_name)
+    from git_ao.errors import Fatal
+    try:
+        begin(prog_name)
+    except Fatal:
+        return False  # click's path says why, in one line
     from git_ao.cli.completion import id_candidates
     items = [f"plain,{i}" for i, _ in id_candidates(state, incomplete, set(args))]
     sys.stdout.write("\n".join(items) + "\n")
@@ -314,9 +318,13 @@ def _any_pending() -> bool:
     """Does the database hold a pending session (read-only, no process)? A database
     that cannot be read says no: the body then meets the same error click's
     path would."""
+    from git_ao.errors import Fatal
     from git_ao.store.datadir import completion_rows, pin_data_dir, pin_home
     # As begin() does, so the data dir read is the one the run uses (both are
     # idempotent; begin's warning about a missing HOME still comes once).
     pin_home()
-    pin_data_dir()
+    try:
+        pin_data_dir()
+    except Fatal:
+        return True  # click's path says why, in one line
     return bool(completion_rows("pending"))

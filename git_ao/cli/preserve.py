@@ -1,7 +1,5 @@
 """git ao-preserve: save sessions' uncommitted work and take their worktrees away."""
 
-import os
-
 import click
 
 from git_ao.cli import remote_opts
@@ -25,6 +23,7 @@ from git_ao.cli.common import (
     options,
     run,
 )
+from git_ao.errors import current_directory
 from git_ao.outcome import Action, Outcome
 
 
@@ -64,7 +63,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
     elif ids:
         sessions, refused = named_sessions(app, ids, Action.PRESERVE)
     else:
-        sessions = [current_session(ctx, os.getcwd())]
+        sessions = [current_session(ctx, current_directory())]
         sessions, refused = remote_opts.pushable(app, sessions, push)
         if sessions and app.dry_run and app.store.get(sessions[0].id) is None:
             # The real run registers it first; a dry run registers nothing.

@@ -4,7 +4,6 @@ that every one of them runs (git_ao/remote/pushes.py, git_ao/remote/restore_from
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from git_ao.cli.app import (
     finish,
     usage,
 )
+from git_ao.errors import current_directory
 
 # restore --from and prune --remote fetch history, interactively: their bound is
 # longer than a shutdown's push.
@@ -35,7 +35,7 @@ def check_preserve(app: Any, push: str | None, push_branch: bool) -> str | None:
     name = push or app.settings.get("preserve.push")
     if push_branch and not name:
         usage("--push-branch needs --push REMOTE (or the preserve.push setting)")
-    return resolve_remote(check_remote(name), os.getcwd()) if name else None
+    return resolve_remote(check_remote(name), current_directory()) if name else None
 
 
 def pushable(app: Any, sessions: list[Any], name: str | None) -> tuple[list[Any], list[Any]]:
@@ -98,7 +98,7 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
     timeout = max(_push_timeout(app), MIN_FETCH_TIMEOUT)
     with SignalStop() as signals:
         with app.printer.progress(max(len(ids), 1), "restoring") as advance:
-            outcomes = restore_from.restore_from(app.ctx, os.getcwd(), name, ids, maps,
+            outcomes = restore_from.restore_from(app.ctx, current_directory(), name, ids, maps,
                                                 timeout=timeout, jobs=jobs, progress=advance,
                                                 stop=signals.event,
                                                 set_aside_stray=set_aside_stray, bound=bound)
@@ -126,7 +126,7 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
         out += pushes.push_pending(ctx, timeout=_push_timeout(app))
     if name:
         pushes.check_remote(name)
-        repos = namespace.repositories_with(ctx.store, name, os.getcwd())
+        repos = namespace.repositories_with(ctx.store, name, current_directory())
         if not repos:
             usage(f"no repository here or of any session has a remote '{name}'")
         try:

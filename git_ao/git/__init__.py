@@ -96,7 +96,7 @@ def repo_dirs(path: str, *, inherit_repo_env: bool = False) -> RepoDirs:
     if res.status != 0 or len(lines) < 3:
         msg = git_message(res.errtext, res.status) if res.errtext.strip() else ""
         msg = msg.removeprefix("fatal: ")
-        if msg.startswith("not a git repository") and not _same_dir(path, os.getcwd()):
+        if msg.startswith("not a git repository") and not _same_dir(path, os.curdir):
             # git names `.git` and not the directory it was given: name it.
             msg = f"not a git repository (or any of the parent directories): '{path}'"
         raise Fatal(msg or f"not a git repository: '{path}'")

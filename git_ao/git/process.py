@@ -307,13 +307,17 @@ def show_manual(command: str) -> int:
     its exec path). Returns git's exit status. Raises Fatal when git itself
     cannot be started."""
     argv = ["help", command]
+    try:
+        where = os.getcwd()
+    except OSError:
+        where = os.curdir  # gone: `git help` needs no directory of its own
     if _trace is not None:
-        _trace(argv, os.getcwd())
+        _trace(argv, where)
     try:
         # The user's own environment and locale: the page is for a person.
         return _status(subprocess.run(["git", *argv], check=False).returncode)
     except OSError as exc:
-        raise _start_error(argv, os.getcwd(), exc) from exc
+        raise _start_error(argv, where, exc) from exc
 
 
 def run(args: Sequence[object], cwd: str, **kw: Any) -> bytes:

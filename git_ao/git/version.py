@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from git_ao import git
-from git_ao.errors import Fatal
+from git_ao.errors import Fatal, current_directory
 from git_ao.git import parse
 
 MIN_VERSION = (2, 36)
@@ -39,7 +39,11 @@ def check_version(known: str | None = None) -> str | None:
     if key is not None and (key in _new_enough or key == known):
         _new_enough.add(key)
         return key
-    have = version(os.getcwd() if os.path.isdir(os.getcwd()) else "/")
+    try:
+        where = current_directory()
+    except Fatal:
+        where = "/"  # `git --version` needs no repository: any directory that exists
+    have = version(where if os.path.isdir(where) else "/")
     if have < MIN_VERSION:
         need = ".".join(map(str, MIN_VERSION))
         raise Fatal(f"git {need} or newer is needed; this is git {'.'.join(map(str, have))}")

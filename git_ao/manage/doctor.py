@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from git_ao import git
 from git_ao.context import REF_PREFIX
-from git_ao.errors import AoError, ExitStatus
+from git_ao.errors import AoError, ExitStatus, current_directory
 from git_ao.fs.gone import gone_worktree
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
@@ -249,7 +249,7 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
 def current_repo() -> list[str]:
     """The common git dir of the repository the command runs in, if any."""
     try:
-        return [os.path.realpath(git.repo_dirs(os.getcwd()).common_dir)]
+        return [os.path.realpath(git.repo_dirs(current_directory()).common_dir)]
     except AoError:
         return []
 

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import stat
 
-from git_ao.errors import Fatal
+from git_ao.errors import Fatal, current_directory
 from git_ao.store.states import PENDING_SQL, State
 
 DB_NAME = "git-ao.db"
@@ -42,10 +42,13 @@ def data_dir() -> str:
 def pin_data_dir() -> None:
     """Resolve a relative `$AO_DATA_DIR` once, against the directory the command was
     started in, before -C changes it: every later use (and every child, such as a
-    relaunch command) then sees the same absolute path."""
+    relaunch command) then sees the same absolute path. Raises Fatal when that
+    directory no longer exists."""
     env = os.environ.get("AO_DATA_DIR")
     if env and not os.path.isabs(os.path.expanduser(env)):
-        os.environ["AO_DATA_DIR"] = os.path.abspath(os.path.expanduser(env))
+        # Fatal in git's words when that directory is gone.
+        os.environ["AO_DATA_DIR"] = os.path.normpath(
+            os.path.join(current_directory(), os.path.expanduser(env)))
 
 
 def pin_home() -> str | None:
