@@ -144,5 +144,7 @@ def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
     for s in sessions:
         gone = gone_worktree(s)
         if gone is not None:
-            out.append(Outcome(s.id, Action.RESTORE, Status.ATTENTION, gone.advice(s), facts(s)))
+            from git_ao.save import history
+            out.append(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                               history.gone_advice(gone, s), facts(s)))
     return out

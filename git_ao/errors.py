@@ -36,6 +36,17 @@ def one_line(text: str, *, quoted: bool = False) -> str:
     return '"' + "".join(out) + '"' if quoted else "".join(out)
 
 
+# Every time git-ao prints or logs: UTC, with a Z.
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def utc_time(ns: int) -> str:
+    """A wall-clock time in nanoseconds as git-ao prints every time:
+    2026-12-01T04:30:19Z (UTC)."""
+    import time
+    return time.strftime(TIME_FORMAT, time.gmtime(ns / 1e9))
+
+
 class ExitStatus(IntEnum):
     """Every exit status git-ao's commands use, as git's own commands use them."""
 

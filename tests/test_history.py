@@ -801,18 +801,57 @@ def test_restore_at_rewrites_a_file_an_index_flag_hides(repo, worktrees, flag):
     assert git("ls-files", "-v", "README.md", cwd=wt)[0] in "Sh"
 
 
-def test_an_entry_commit_names_one_entry_where_saves_are_shared(repo, worktrees):
-    """Two entries may hold one save (the same trees, other private state): the
-    undo the run prints names the entry commit, which names one entry."""
-    from git_ao.save import history
-    wt = _session(repo, worktrees)
-    ao("ao", "checkpoint", "agent", cwd=repo)
-    got = history.entries(str(wt), "agent")
-    twin = got[0]
-    from dataclasses import replace
-    shared = [replace(twin, number=2, commit="f" * 40), twin]
-    from unittest import mock
-    with mock.patch.object(history, "entries", return_value=shared):
-        assert history.find(str(wt), "agent", twin.commit[:12]) is twin
-        with pytest.raises(Exception, match="more than one"):
-            history.find(str(wt), "agent", twin.save[:12])
+def _checkpoint_then_lost(repo, worktrees):
+    """A checkpoint whose preserve ref a routine prune drops (its work is in the
+    worktree), then the worktree removed with plain git: only the history holds it."""
+    wt = worktrees(repo, "lost")
+    (wt / "README.md").write_text("work\n")
+    (wt / "notes.txt").write_text("notes\n")
+    ao("ao", "checkpoint", "-q", cwd=wt)
+    ao("ao-prune", cwd=repo)
+    assert git("for-each-ref", "refs/ao/preserved/", cwd=repo) == ""
+    git("worktree", "remove", "--force", str(wt), cwd=repo)
+    return wt, _entries(repo, "lost")[0]["time"]
+
+
+def test_nothing_saved_names_the_newest_history_entry_and_the_command_that_brings_it(
+        repo, worktrees):
+    """Every outcome that says nothing was saved for a session whose history holds
+    work names the newest entry's time and `git ao-restore ID --at 1`: the hints of
+    list and doctor for the worktree gone, the preserve that finds it gone, the
+    restore and its dry run; that command then brings the work back."""
+    wt, when = _checkpoint_then_lost(repo, worktrees)
+    at = "git ao-restore lost --at 1 brings it back"
+    for args in (("ao", "list"), ("ao", "doctor")):
+        res = ao(*args, cwd=repo, rc=None)
+        assert f"({when}, checkpoint: 1 changed, 1 untracked)" in res.stderr + res.stdout, args
+        assert f"after those, {at}" in res.stderr + res.stdout, args
+    for args in (("ao-preserve", "lost", "-n"), ("ao-preserve", "lost"),
+                 ("ao-restore", "lost", "-n")):
+        out = ao(*args, cwd=repo).stdout
+        assert "nothing was saved" in out and f"({when}, checkpoint:" in out, args
+        assert f"after git ao-restore lost, {at}" in out, args
+    out = ao("ao-restore", "lost", cwd=repo).stdout
+    assert f"(nothing was saved); its newest history entry ({when}, checkpoint: 1 changed, " \
+        f"1 untracked) holds work: {at}" in out
+    assert not (wt / "notes.txt").exists()
+    ao("ao-restore", "lost", "--at", "1", cwd=repo)
+    assert (wt / "notes.txt").read_text() == "notes\n"
+
+
+def test_nothing_saved_of_a_clean_session_names_no_entry_and_reads_no_history_ref(
+        repo, worktrees):
+    """A clean worktree's entries hold no work: the outcome stays as it was. A
+    session with no history ref costs no git process for it."""
+    wt = worktrees(repo, "clean")
+    ao("ao", "checkpoint", "-q", cwd=wt)
+    git("worktree", "remove", str(wt), cwd=repo)
+    assert ao("ao-preserve", "clean", cwd=repo).stdout.endswith("restore re-adds it\n")
+    assert ao("ao-restore", "clean", cwd=repo).stdout.endswith("(nothing was saved)\n")
+    wt2 = worktrees(repo, "never")
+    git("worktree", "remove", str(wt2), cwd=repo)
+    res = ao("ao-preserve", "never", "-v", cwd=repo)
+    assert res.stdout.endswith("restore re-adds it\n")
+    res2 = ao("ao-restore", "never", "-v", cwd=repo)
+    assert res2.stdout.endswith("(nothing was saved)\n")
+    assert HIST not in res.stderr + res2.stderr

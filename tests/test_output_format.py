@@ -131,3 +131,24 @@ def test_a_path_or_a_field_holding_a_newline_or_a_tab_stays_on_its_line(repo, wo
     shown = ao("ao", "show", "tabbed", cwd=repo).stdout.split("\n\n")[0].splitlines()
     assert any(ln.endswith('"cl\\taude"') for ln in shown), shown
     assert any(ln.endswith('"a\\nb"') for ln in shown), shown
+
+
+def test_every_time_printed_is_utc_with_a_z(repo, worktrees):
+    """show, list --json, history (plain and --json), log and the outcomes that name
+    a history entry write times one way: UTC with a Z, also where TZ is not UTC."""
+    wt = worktrees(repo, "when")
+    (wt / "README.md").write_text("work\n")
+    env = {"TZ": "Asia/Kolkata"}  # +0530: a local time would show
+    ao("ao", "checkpoint", "-q", cwd=wt, env=env)
+    texts = [ao("ao", "show", "when", cwd=repo, env=env).stdout,
+             ao("ao", "show", "when", "--json", cwd=repo, env=env).stdout,
+             ao("ao", "list", "--json", cwd=repo, env=env).stdout,
+             ao("ao", "history", "when", cwd=repo, env=env).stdout,
+             ao("ao", "history", "when", "--json", cwd=repo, env=env).stdout,
+             ao("ao", "log", cwd=repo, env=env).stdout]
+    ao("ao-prune", cwd=repo, env=env)
+    git("worktree", "remove", "--force", str(wt), cwd=repo)
+    texts.append(ao("ao-preserve", "when", cwd=repo, env=env).stdout)
+    for text in texts:
+        after = re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(.?)", text)
+        assert after and set(after) == {"Z"}, text

@@ -47,7 +47,8 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     for s in shown:
         gone = gone_worktree(s) if s.id in listed else None
         if gone is not None:
-            app.printer.hint(f"{s.id}: {gone.advice(s)}")
+            from git_ao.save import history  # only for a worktree gone: a listing needs none
+            app.printer.hint(f"{s.id}: {history.gone_advice(gone, s)}")
     if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
         app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
                          "'git ao list --all' lists them")

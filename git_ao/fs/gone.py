@@ -11,7 +11,7 @@ from git_ao.fs import is_empty_dir
 
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from git_ao.git.parse import WorktreeEntry
     from git_ao.store.records import Session
@@ -28,9 +28,11 @@ class Gone:
     def __init__(self, kind: str, path: str, moved_to: str | None = None) -> None:
         self.kind, self.path, self.moved_to = kind, path, moved_to
 
-    def advice(self, s: Session) -> str:
+    def advice(self, s: Session, newest: Callable[[], str] | None = None) -> str:
         """What is true and what brings the worktree back, as one clause starting
-        "live, but its worktree": the same words in list, restore and doctor."""
+        "live, but its worktree": the same words in list, restore and doctor.
+        newest: when no preserve ref holds the last checkpoint, what names the
+        newest history entry that holds work ("" for none; history.gone_advice)."""
         if self.kind == "moved":
             return (f"live, but its worktree {self.path} was moved to {self.moved_to} "
                     f"(git worktree move); git worktree move {self.moved_to} {self.path} "
@@ -39,8 +41,10 @@ class Gone:
         last = f" and its last checkpoint in {ref}" if ref else ""
         what = ("is gone (removed)" if self.kind == "removed"
                 else "is empty (a tmpfs cleared by a reboot?)")
+        note = newest() if newest is not None and not ref else ""
         return (f"live, but its worktree {self.path} {what}: git ao-preserve {s.id} records "
-                f"that, then git ao-restore re-creates it from its branch{last}")
+                f"that, then git ao-restore re-creates it from its branch{last}"
+                + (f"; no preserve ref holds its last checkpoint, but {note}" if note else ""))
 
 
 def moved_to(entries: Sequence[WorktreeEntry], s: Session) -> str | None:

@@ -418,10 +418,15 @@ def loose_object(cwd: str, oid: str, kind: bytes) -> bytes | None:
 
 def branch_tip(common_dir: str, branch: str) -> ObjectId | None:
     """The commit `refs/heads/<branch>` points at, None when the branch does not
+    exist, with no git process as `ref_tip` reads it."""
+    return ref_tip(common_dir, f"refs/heads/{branch}")
+
+
+def ref_tip(common_dir: str, ref: str) -> ObjectId | None:
+    """The object `ref` (a full name, `refs/...`) points at, None when it does not
     exist: read from the loose ref file or `packed-refs` (git's own order: a loose
     ref wins), with no git process; `git rev-parse` where only git can tell (a
     reftable, a symbolic ref, a file that does not read as an object id)."""
-    ref = f"refs/heads/{branch}"
     loose = os.path.join(common_dir, *ref.split("/"))
     if os.path.exists(os.path.join(common_dir, "reftable")) or ".." in ref.split("/"):
         return git.rev_parse(common_dir, ref)

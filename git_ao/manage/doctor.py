@@ -13,6 +13,7 @@ from git_ao.fs.gone import gone_worktree
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
 from git_ao.outcome import Outcome, Status
+from git_ao.save import history
 from git_ao.store.records import Session
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
             continue
         gone = gone_worktree(s, entries)
         if gone is not None:
-            out.append(Check("session", False, f"{s.id}: {gone.advice(s)}"))
+            out.append(Check("session", False, f"{s.id}: {history.gone_advice(gone, s)}"))
         elif s.live and not os.path.lexists(os.path.join(s.worktree_path, ".git")):
             # files, but no .git file: not one of the three cases, said as before
             out.append(Check("session", False, f"{s.id}: live, but its worktree "

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
-import time
 
 from git_ao import git, groups
-from git_ao.errors import AoError
+from git_ao.errors import AoError, utc_time
 from git_ao.fs import is_empty_dir
 from git_ao.store.states import State
 
@@ -88,18 +87,14 @@ def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
         "preserve_ref": save.preserve_ref if save and held else None,
         "preserved_commit": save.preserved_commit if save and held else None,
         "detached": save.detached if save else None,
-        "saved_at": _iso(save.saved_at) if save else None,
+        "saved_at": utc_time(save.saved_at) if save else None,
         # a checkpoint records restored_at = saved_at: it was never restored
-        "restored_at": _iso(save.restored_at) if save and save.restored_at
+        "restored_at": utc_time(save.restored_at) if save and save.restored_at
         and not save.pending and save.restored_at != save.saved_at else None,
-        "created_at": _iso(s.created_at),
+        "created_at": utc_time(s.created_at),
         "tool": s.tool, "tool_id": s.tool_id, "tmux_session": s.tmux_session,
         **groups.facts(s),
     }
-
-
-def _iso(ns: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
 
 
 def show_stat(s: Session) -> str:

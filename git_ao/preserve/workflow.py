@@ -878,14 +878,19 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
     # worktree: carry it over so restore applies it instead of forgetting it.
     ref = preserve_ref(s.id)
     kept = git.rev_parse(s.common_dir, ref)
+    # Nothing kept: the history may still hold work no save does (a prune dropped
+    # the ref of a checkpoint whose work was in the worktree).
+    note = "" if kept else history.newest_note(s.common_dir, s.id,
+                                               then=f"after git ao-restore {s.id}, ")
+    note = f"; nothing was saved, but {note}" if note else ""
     if ctx.dry_run:
-        return Outcome(s.id, Action.PRESERVE, Status.OK, "would record the missing worktree",
-                       facts(s))
+        return Outcome(s.id, Action.PRESERVE, Status.OK,
+                       f"would record the missing worktree{note}", facts(s))
     ctx.store.record_save(Save(s.id, s.common_dir, s.worktree_path, branch, head, detached,
                                ref if kept else "", kept, None, now_ns()), terminate=True)
     ctx.log("preserve", s.id, "recorded-missing", workspace=s.worktree_path, branch=branch)
     return Outcome(s.id, Action.PRESERVE, Status.OK, "worktree directory was already gone; "
-                   "recorded so restore re-adds it", facts(s))
+                   f"recorded so restore re-adds it{note}", facts(s))
 
 
 def _summary(cap: capture.Capture, commit: str | None = None, *,

@@ -24,7 +24,7 @@ from git_ao.git.parse import ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds, not_as_saved, prove
 from git_ao.restore import from_trash, target
-from git_ao.save import apply, local_state
+from git_ao.save import apply, history, local_state
 from git_ao.save.apply import ApplyResult
 from git_ao.store import trash
 from git_ao.store.records import Save, Session
@@ -186,7 +186,7 @@ def _not_pending(s: Session) -> Outcome:
     last = s.save
     gone = gone_worktree(s)
     if gone is not None:
-        return Outcome(s.id, Action.RESTORE, Status.ATTENTION, gone.advice(s), facts(s))
+        return Outcome(s.id, Action.RESTORE, Status.ATTENTION, history.gone_advice(gone, s), facts(s))
     if s.live and last is not None and last.needs_attention and last.preserve_ref \
             and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
         ref = last.preserve_ref
@@ -290,21 +290,29 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
     """What a dry run says the real run would do: which way (put back whole from
     the trash, or a checkout and the save applied, and why not the trash), and
     when the branch moved since the save, that the work lands on its new tip."""
+    # Nothing to apply: say so, and (as the real run's outcome will) the newest
+    # history entry that holds work. A trash copy is the worktree as preserved.
+    saved = bool(save.preserved_commit)
+    apply_it = " and apply the save" if saved else " (nothing was saved)"
+    note = "" if saved else history.newest_note(s.common_dir, s.id,
+                                                then=f"after git ao-restore {s.id}, ")
     if reused:
-        return f"would reuse the worktree at {path} and apply the save"
+        return f"would reuse the worktree at {path}{apply_it}" + (f"; {note}" if note else "")
     use = from_trash.usable(ctx.store.dir, save)
     if use.entry is not None and not os.path.lexists(path):
         return f"would put the worktree back at {path} from the trash ({use.entry.worktree})"
-    msg = f"would re-create the worktree at {path} by a checkout and apply the save"
+    msg = f"would re-create the worktree at {path} by a checkout{apply_it}"
     if use.entry is not None:
         msg += f" (not from the trash: '{path}' exists)"
     elif use.skip not in (from_trash.Skip.NO_COPY, from_trash.Skip.BRANCH_MOVED):
         msg += f" (not from the trash: {use.why})"
-    if not save.detached and save.branch and save.head:
+    if saved and not save.detached and save.branch and save.head:
         tip = query.branch_tip(s.common_dir, save.branch)
         if tip is not None and tip != save.head:
             msg += (f"; branch '{save.branch}' moved since the save ({save.head[:12]} -> "
                     f"{tip[:12]}): the work is applied on its new tip and may conflict")
+    if note:
+        msg += f"; {note}"
     return msg
 
 
@@ -517,11 +525,15 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         wc.intent_to_add = apply.intent_to_add_of(path, commit) or None
     if not commit:
         problems = [] if reused else apply.put_flags(path, wc)
+        # A history entry may hold work no save does (a prune dropped the ref of a
+        # checkpoint whose work was in the worktree, and then the worktree went).
+        note = history.newest_note(s.common_dir, s.id)
         if problems:
-            return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"worktree back at {path}; "
-                           + "; ".join(problems), data)
-        return Outcome(s.id, Action.RESTORE, Status.OK,
-                       f"worktree back at {path} (nothing was saved)", data)
+            said = problems + ([f"nothing was saved, but {note}"] if note else [])
+            return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                           f"worktree back at {path}; " + "; ".join(said), data)
+        return Outcome(s.id, Action.RESTORE, Status.OK, f"worktree back at {path} (nothing was "
+                       "saved)" + (f"; {note}" if note else ""), data)
     dirs = git.repo_dirs(path)
     ref = save.preserve_ref
     if not git.object_exists(path, commit):

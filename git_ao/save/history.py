@@ -30,10 +30,15 @@ import time
 from dataclasses import dataclass
 
 from git_ao import crashpoint, git
-from git_ao.errors import AoError, GitError
+from git_ao.errors import AoError, GitError, utc_time
 from git_ao.git import query
 from git_ao.git.parse import ObjectId
 from git_ao.save import capture
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
+if TYPE_CHECKING:
+    from git_ao.fs.gone import Gone
+    from git_ao.store.records import Session
 
 HISTORY_PREFIX = "refs/ao/history/"
 TRIGGERS = ("checkpoint", "preserve", "restore", "timer", "hook")
@@ -89,7 +94,7 @@ class Entry:
 
     def as_json(self) -> dict[str, object]:
         return {"number": self.number, "commit": self.save, "entry": self.commit,
-                "time_ns": self.time_ns, "time": _iso(self.time_ns), "trigger": self.trigger,
+                "time_ns": self.time_ns, "time": utc_time(self.time_ns), "trigger": self.trigger,
                 "changed": self.changed, "untracked": self.untracked, "head": self.head,
                 "branch": self.branch}
 
@@ -112,8 +117,6 @@ def _norm(private_config: str | None) -> str:
     return json.dumps(json.loads(private_config), sort_keys=True, separators=(",", ":"))
 
 
-def _iso(ns: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ns / 1e9))
 
 
 def state_of(cap: capture.Capture) -> State:
@@ -176,6 +179,39 @@ def newest(cwd: str, session_id: str) -> Entry | None:
         return None
     tree, parents, message = query.commit_object(cwd, tip)
     return _parse(tip, tree, parents, message, 1)
+
+
+def newest_cheaply(common_dir: str, session_id: str) -> Entry | None:
+    """`newest`, with no git process when the session has no history ref (read from
+    the ref file or `packed-refs`, `query.ref_tip`) or its tip is a loose object.
+    Raises GitError when the ref names something unreadable."""
+    tip = query.ref_tip(common_dir, history_ref(session_id))
+    if tip is None:
+        return None
+    tree, parents, message = query.commit_object(common_dir, tip)
+    return _parse(tip, tree, parents, message, 1)
+
+
+def newest_note(common_dir: str, session_id: str, *, then: str = "") -> str:
+    """For an outcome that says nothing was saved: one clause naming the newest
+    history entry that holds changes, its time and the command that brings it back
+    (`then` goes before it: "after git ao-restore ID, " for a session still
+    pending); "" when there is none or the history cannot be read."""
+    try:
+        top = newest_cheaply(common_dir, session_id)
+    except AoError:
+        return ""
+    if top is None or not (top.changed or top.untracked):
+        return ""  # a clean entry: a checkout of the branch already brings it back
+    return (f"its newest history entry ({utc_time(top.time_ns)}, {top.trigger}: "
+            f"{top.changed} changed, {top.untracked} untracked) holds work: "
+            f"{then}git ao-restore {session_id} --at 1 brings it back")
+
+
+def gone_advice(gone: Gone, s: Session) -> str:
+    """`gone.advice(s)`, naming the newest history entry that holds work when no
+    preserve ref holds the session's last checkpoint."""
+    return gone.advice(s, lambda: newest_note(s.common_dir, s.id, then="after those, "))
 
 
 class Unread:

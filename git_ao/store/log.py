@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+from git_ao.errors import TIME_FORMAT
+
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
     import logging
@@ -19,7 +21,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 LOG_NAME = "git-ao.log"
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 MAX_BYTES = 1 << 20
 BACKUPS = 5
 
