@@ -855,3 +855,20 @@ def test_nothing_saved_of_a_clean_session_names_no_entry_and_reads_no_history_re
     res2 = ao("ao-restore", "never", "-v", cwd=repo)
     assert res2.stdout.endswith("(nothing was saved)\n")
     assert HIST not in res.stderr + res2.stderr
+
+
+def test_no_history_on_an_unborn_branch_says_make_a_first_commit(repo, worktrees):
+    """A checkpoint refuses an unborn branch, so what says there is no history yet
+    (the hint of `git ao history`, the refusal of `--at`) asks for a first commit
+    before it, never for the checkpoint alone."""
+    wt = worktrees(repo, "unborn")
+    git("checkout", "-q", "--orphan", "fresh", cwd=wt)
+    ao("ao", "checkpoint", "unborn", cwd=wt, rc=1)
+    first = f"its branch has no commit yet: make a first commit in {wt}, then git ao " \
+        "checkpoint unborn takes one"
+    assert ao("ao", "history", "unborn", cwd=repo).stderr == f"hint: no history yet: {first}\n"
+    out = ao("ao-restore", "unborn", "--at", "1", cwd=wt, rc=1).stdout
+    assert f"has no history yet ({first})" in out
+    born = worktrees(repo, "born")
+    assert ao("ao", "history", "born", cwd=born).stderr == \
+        "hint: no history yet: git ao checkpoint born takes one\n"

@@ -138,7 +138,7 @@ def history_(app: App, session_id: str | None) -> int:
         return 0
     app.printer.history(entries)
     if not entries and not app.printer.quiet:
-        app.printer.hint(f"no history yet: git ao checkpoint {s.id} takes one")
+        app.printer.hint(f"no history yet: {history.first_entry(s.worktree_path, s.id)}")
     return 0
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from dataclasses import dataclass
 
@@ -252,13 +253,25 @@ def entries(cwd: str, session_id: str) -> list[Entry]:
     return out
 
 
+def first_entry(worktree: str, session_id: str) -> str:
+    """What takes a session's first history entry: `git ao checkpoint ID`, or a first
+    commit when the worktree's branch is unborn (a checkpoint refuses it)."""
+    try:
+        unborn = os.path.isdir(worktree) and git.rev_parse(worktree, "HEAD") is None
+    except AoError:
+        unborn = False
+    if unborn:
+        return f"its branch has no commit yet: make a first commit in {worktree}, then " \
+            f"git ao checkpoint {session_id} takes one"
+    return f"git ao checkpoint {session_id} takes one"
+
+
 def find(cwd: str, session_id: str, at: str) -> Entry:
     """The entry `at` names: its number (1 the newest), or a commit id or prefix of
     the entry or of its save. Raises AoError naming what exists."""
     found = entries(cwd, session_id)
     if not found:
-        raise AoError(f"session '{session_id}' has no history yet "
-                      f"(git ao checkpoint {session_id} takes one)")
+        raise AoError(f"session '{session_id}' has no history yet ({first_entry(cwd, session_id)})")
     if at.isdigit() and len(at) < 7:
         n = int(at)
         if not 1 <= n <= len(found):
