@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     # Types only: both modules import nothing of git-ao's (pyproject's layer
     # contract lets these two edges through).
     from git_ao.git.parse import BranchName, ObjectId
+    from git_ao.store.records import Session
     from git_ao.store.states import State
 
 
@@ -202,6 +203,9 @@ class Outcome:
     data: OutcomeData = field(default_factory=lambda: OutcomeData())
     started: bool = True  # False: a signal stopped the batch before this session began
     names_state: bool = False  # the message already says the session's state
+    # import: the session registered (on a dry run, the one the real run would
+    # register, stored nowhere), so a dry run's preserve --all can judge it
+    registered: Session | None = None
 
     @property
     def exit_status(self) -> ExitStatus:

@@ -262,3 +262,36 @@ def test_codex_cli_worktree_beside_its_repository_found_from_its_rollout(repo, a
     got = sessions_by_id(repo)
     assert set(got) == {f"{repo.name}.cx-side"}
     assert got[f"{repo.name}.cx-side"]["agent_session_id"] == CX_ID
+
+
+def _tree(root):
+    """Every path under `root` with its bytes and mtime (what a write would change)."""
+    out = {}
+    for d, _dirs, files in os.walk(root):
+        out[d] = None
+        for f in files:
+            p = os.path.join(d, f)
+            out[p] = (Path(p).read_bytes(), os.stat(p).st_mtime_ns)
+    return out
+
+
+def test_a_dry_run_of_preserve_all_shows_what_the_import_first_would_preserve(repo, ao_env):
+    """With import.tools set, the real --all imports other tools' sessions, then
+    preserves them: the dry run says both for each, as the real run would judge it,
+    and writes nothing (no data dir change, no ref, the worktree left)."""
+    ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
+    wt = ts.claude_worktree(repo, "night")
+    ts.claude_transcript(wt, CC_ID)
+    dirty(wt)
+    data, refs = _tree(os.environ["AO_DATA_DIR"]), git("for-each-ref", cwd=repo)
+    before = state(wt)
+    res = ao("ao-preserve", "--all", "-n", "--json", cwd=repo)
+    got = [(r["action"], r["id"], r["status"], r["message"].split(":")[0])
+           for r in json.loads(res.stdout)["results"]]
+    assert got == [("import", "night", "ok", f"would register worker from claude-code at {wt}"),
+                   ("preserve", "night", "ok", "would register and preserve and remove")]
+    plain = ao("ao-preserve", "--all", "-n", cwd=repo)
+    assert "nothing to preserve" not in plain.stderr
+    assert _tree(os.environ["AO_DATA_DIR"]) == data
+    assert git("for-each-ref", cwd=repo) == refs
+    assert state(wt) == before

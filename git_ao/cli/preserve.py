@@ -1,5 +1,9 @@
 """git ao-preserve: save sessions' uncommitted work and take their worktrees away."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import click
 
 from git_ao.cli import remote_opts
@@ -25,6 +29,9 @@ from git_ao.cli.common import (
 )
 from git_ao.errors import current_directory
 from git_ao.outcome import Action, Outcome
+
+if TYPE_CHECKING:
+    from git_ao.store.records import Session
 
 
 @click.command("ao-preserve", cls=Command, context_settings=CONTEXT_SETTINGS)
@@ -57,9 +64,18 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
     push = remote_opts.check_preserve(app, push, push_branch)
     ctx = app.ctx
     refused: list[Outcome] = []
+    unsaved: dict[str, Session] = {}
     if all_:
-        refused += [o for o in import_first(app) if o.status != "nothing"]
+        imported = import_first(app)
+        refused += [o for o in imported if o.status != "nothing"]
         sessions = preserve.sessions_for_all(app.store)
+        if app.dry_run:
+            # A dry run registers nothing: what the real run would import, it
+            # judges as the real run would preserve it.
+            unsaved = {o.registered.id: o.registered for o in imported
+                       if o.registered is not None and o.registered.live
+                       and app.store.get(o.registered.id) is None}
+            sessions += list(unsaved.values())
     elif ids:
         sessions, refused = named_sessions(app, ids, Action.PRESERVE)
     else:
@@ -87,7 +103,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
         outcomes = refused + preserve.preserve(
             ctx, sessions, keep_worktree=keep_worktree, jobs=jobs, timeout=timeout,
             progress=with_state(app, advance), stop=signals.event, settings=app.settings,
-            shutdown=all_)
+            shutdown=all_, unsaved=unsaved)
         outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event)
     if all_:
         _say_unregistered(app)

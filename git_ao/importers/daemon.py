@@ -136,7 +136,7 @@ def _one(ctx: Context, u: Unit) -> Outcome:
     rec = list_json(s)
     return Outcome(s.id, Action.IMPORT, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
-                   f"at {s.worktree_path}{note}{part}", rec)
+                   f"at {s.worktree_path}{note}{part}", rec, registered=s)
 
 
 def _linked_worktree(path: str) -> bool:

@@ -198,7 +198,7 @@ def _one(ctx: Context, f: Found) -> Outcome:
             workspace=s.worktree_path, harness=s.harness or None, group=f.group)
     return Outcome(s.id, Action.IMPORT, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} from "
-                   f"{f.tool} at {s.worktree_path}{note}", list_json(s))
+                   f"{f.tool} at {s.worktree_path}{note}", list_json(s), registered=s)
 
 
 def _known(ctx: Context, s: Session, f: Found) -> Outcome:

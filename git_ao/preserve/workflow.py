@@ -15,7 +15,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from git_ao import crashpoint, git, groups
@@ -81,7 +81,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
              jobs: int = 1, timeout: float | None = None,
              progress: Callable[[Outcome], object] | None = None,
              stop: threading.Event | None = None, settings: processes.Settings | None = None,
-             shutdown: bool = False, trigger: str | None = None) -> list[Outcome]:
+             shutdown: bool = False, trigger: str | None = None,
+             unsaved: Mapping[str, Session] | None = None) -> list[Outcome]:
     """Preserve each session; one session's failure never stops the others.
 
     First the processes still working in the worktrees are found and dealt with
@@ -97,7 +98,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     stop: a threading.Event; once set (SIGTERM, SIGINT) no new session starts and
     the ones in flight run to their end. trigger: what the history entry names as
     its cause (history.TRIGGERS; default "checkpoint" with keep_worktree, else
-    "preserve").
+    "preserve"). unsaved: on a dry run, by id, the sessions of `sessions` that an
+    import would register (stored nowhere; see `preserve_one`).
     Returns one Outcome per session, in input order.
     """
     from git_ao.agents import stopping
@@ -134,8 +136,9 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                           "preserve.agents = \"stop\")", agents_seen.data())
         else:
             with git.bounded(deadline):
-                out = guarded(lambda: preserve_one(ctx, s.id, keep_worktree, cache,
-                                                   trigger=trigger), s.id, Action.PRESERVE, ctx)
+                out = guarded(lambda: preserve_one(
+                    ctx, s.id, keep_worktree, cache, trigger=trigger,
+                    unsaved=(unsaved or {}).get(s.id)), s.id, Action.PRESERVE, ctx)
             if out.data.get("timed_out"):
                 _after_timeout(ctx, s.id, out)
             if agents_seen is not None:
