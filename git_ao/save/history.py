@@ -118,8 +118,6 @@ def _norm(private_config: str | None) -> str:
     return json.dumps(json.loads(private_config), sort_keys=True, separators=(",", ":"))
 
 
-
-
 def state_of(cap: capture.Capture) -> State:
     """The State a capture holds (its trees must be computed)."""
     assert cap.worktree_tree and cap.index_tree
