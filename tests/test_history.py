@@ -872,3 +872,66 @@ def test_no_history_on_an_unborn_branch_says_make_a_first_commit(repo, worktrees
     born = worktrees(repo, "born")
     assert ao("ao", "history", "born", cwd=born).stderr == \
         "hint: no history yet: git ao checkpoint born takes one\n"
+
+
+def test_restore_at_refuses_a_background_job_of_the_same_script(repo, worktrees, tmp_path):
+    """A job a script started in the background has git-ao's parent and process
+    group, but is no part of its pipeline: it is a process working in the worktree."""
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "new.txt").write_text("more\n")
+    script = tmp_path / "run.sh"
+    script.write_text(f"(cd '{wt}' && exec sleep 30) &\nP=$!\nsleep 0.3\n"
+                      "git ao-restore agent --at 1 | cat\nrc=${PIPESTATUS[0]}\n"
+                      "kill $P\nexit $rc\n")
+    res = subprocess.run(["bash", str(script)], cwd=repo, capture_output=True, text=True,
+                         check=False)
+    assert res.returncode == 1 and "processes work in" in res.stdout, res
+    assert (wt / "new.txt").read_text() == "more\n"
+    # The pipeline's own commands are not: cat sits in the worktree too.
+    res = subprocess.run(["bash", "-c", "git ao-restore agent --at 1 | (cd . && cat)"],
+                         cwd=wt, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res
+
+
+def test_restore_at_refuses_when_its_output_is_a_file_in_the_worktree(repo, worktrees):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "notes.txt").write_text("mine\n")
+    res = subprocess.run(["bash", "-c", "git ao-restore agent --at 1 >> notes.txt"], cwd=wt,
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 1 and (wt / "notes.txt").read_text().startswith("mine\n")
+    assert "standard output of this command is 'notes.txt'" in (wt / "notes.txt").read_text()
+
+
+def test_restore_at_refuses_an_entry_file_where_an_ignored_file_lies_now(repo, worktrees):
+    wt = _session(repo, worktrees)
+    (wt / "x.out").write_text("x1\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "ignore-logs").mkdir()
+    git("config", "core.excludesFile", str(wt / "ignore-logs" / "rules"), cwd=wt)
+    (wt / "ignore-logs" / "rules").write_text("*.out\nignore-logs/\n")
+    (wt / "x.out").write_text("x2\n")
+    before = exact_state(wt)
+    doc = _restore_json(repo, "agent", "--at", "1", rc=1)
+    assert "x.out of entry 1 would land on a file ignored here" in doc["message"], doc
+    assert exact_state(wt) == before and (wt / "x.out").read_text() == "x2\n"
+
+
+def test_a_save_the_history_lists_twice_names_the_newest_of_its_entries(repo, worktrees):
+    """Two entries may hold one save (the same trees, other private state, in the
+    same second): the commit `git ao history` prints for them is taken."""
+    wt = _session(repo, worktrees)
+    (wt / "emptydir").mkdir()
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    for _ in range(5):
+        (wt / "emptydir").rmdir()
+        ao("ao", "checkpoint", "agent", cwd=repo)
+        got = _entries(repo, "agent")
+        if got[0]["commit"] == got[1]["commit"]:
+            break
+        (wt / "emptydir").mkdir()
+    else:
+        pytest.skip("no two checkpoints within one second here")
+    doc = _restore_json(repo, "agent", "--at", got[0]["commit"])
+    assert doc["status"] == "nothing" and doc["entry"] == got[0]["entry"], doc

@@ -116,9 +116,10 @@ def _own_pipeline() -> set[int]:
     """The pids of the other commands of the shell pipeline git-ao runs in: the
     processes with the same parent and the same process group as git-ao's top
     process (this one, or the `git` wrapper that started it for `git ao-...`, and
-    its own `git` wrapper in turn). A shell with job control gives each pipeline
-    its own process group; a top process whose parent is pid 1 has no pipeline.
-    A process that cannot be read is left out (it may then be an agent)."""
+    its own `git` wrapper in turn), joined to it by their standard input and
+    output pipes where /proc shows them. A shell with job control gives each
+    pipeline its own process group; a top process whose parent is pid 1 has no
+    pipeline. A process that cannot be read is left out (it may then be an agent)."""
     try:
         top = psutil.Process()
         parent = top.parent()
@@ -130,14 +131,47 @@ def _own_pipeline() -> set[int]:
         siblings = parent.children()
     except (*_ERRORS, OSError):
         return set()
-    out = set()
+    mates = set()
     for proc in siblings:
         try:
             if proc.pid != top.pid and os.getpgid(proc.pid) == group:
-                out.add(proc.pid)
+                mates.add(proc.pid)
         except OSError:
             continue
+    ends = {pid: _pipe_ends(pid) for pid in mates | {top.pid}}
+    if ends[top.pid] is None:
+        return mates  # no /proc to tell a pipeline from a background job
+    # A background job of the same script has the same parent and group: only the
+    # commands joined to git-ao's by their pipes (one's stdout the next one's
+    # stdin) are its pipeline.
+    out: set[int] = set()
+    todo = [top.pid]
+    while todo:
+        here = ends[todo.pop()]
+        assert here is not None
+        for pid in mates - out:
+            there = ends[pid]
+            if there is not None and (here[1] and here[1] == there[0]
+                                      or here[0] and here[0] == there[1]):
+                out.add(pid)
+                todo.append(pid)
     return out
+
+
+def _pipe_ends(pid: int) -> tuple[str, str] | None:
+    """The pipes a process reads on standard input and writes on standard output
+    (`pipe:[inode]` from /proc/<pid>/fd, '' where that is no pipe), None where
+    /proc cannot tell."""
+    found = []
+    for fd in (0, 1):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            link = ""
+        except OSError:
+            return None
+        found.append(link if link.startswith("pipe:") else "")
+    return found[0], found[1]
 
 
 def scan(paths: Iterable[str]) -> Scan:

@@ -28,6 +28,7 @@ The numbers said are those after the run; what a script would reuse is a commit.
 from __future__ import annotations
 
 import os
+import stat
 
 from git_ao import crashpoint, git
 from git_ao.agents import processes
@@ -36,7 +37,7 @@ from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import index, query, worktree
 from git_ao.git import lock as gitlock
-from git_ao.git.parse import BranchName, ObjectId
+from git_ao.git.parse import BranchName, IndexFlags, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds
 from git_ao.save import apply, capture, history, local_state
@@ -68,6 +69,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                           f"{gitlock.describe(index_lock, path)} (nothing changed)")
         _check_working(path)
         walked = walk.walk(path)  # before the status: its stat data gives the modes
+        _check_output(path, walked)
         try:
             st = capture.inspect(path, v.git_dir)
         except capture.CannotCapture as exc:
@@ -101,6 +103,9 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                  entry_number=entry.number, replaced=None,
                                  replaced_number=None, history_entry=None))
         _check_mounts(path)  # before the append: a refusal adds nothing
+        ahead = _entry_paths(path, entry)
+        _check_ignored_in_the_way(path, entry, cap)
+        flags = query.index_flags(path)
         resumed = _interrupted(ctx.store.dir, path, s.id, cap)
         if resumed is not None:
             # A killed run of this command appended the state it replaced, then
@@ -114,15 +119,6 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             before = history.append_capture(path, s.id, cap, meta, "restore")
             undo = history.newest(path, s.id)
         assert undo is not None  # the capture was appended, or the newest holds it
-        # A write that lands after the capture and before the reset would be in no
-        # entry and gone: anything written since the walk refuses the run.
-        written = walk.changed_since(walked, walk.walk(path))
-        if written:
-            ctx.log("restore", s.id, "at-written", paths=",".join(written[:5]))
-            raise Refused(f"{_listed(written)} changed while the current state was recorded: "
-                          f"something is still writing in '{path}'; stop it first (the state "
-                          f"recorded is entry {numbers_now(path, s.id, undo.commit)} of the "
-                          "history; nothing else changed)")
         # The numbers after the append (a checkpoint takes no session lock: read them).
         numbers = {e.commit: e.number for e in history.entries(path, s.id)}
         number = numbers.get(entry.commit, entry.number + (1 if before else 0))
@@ -143,15 +139,31 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         # .gitignore files (their rules are not the entry's); the others once the
         # entry is in place, where its ignore rules decide: one they ignore is left
         # as it is, as every ignored file is.
-        meeting = _meets(cap.untracked, _entry_paths(path, entry))
+        meeting = _meets(cap.untracked, ahead)
         met = set(meeting)
         meeting += [p for p in cap.untracked if p not in met
                     and p.rpartition("/")[2] == ".gitignore"]
-        _clear_untracked(path, meeting, local_state.load(cap.private_config).empty_dirs or [])
-        _unflag(path, cap.config)
+        # A write that lands after the capture and before the reset would be in no
+        # entry and gone: anything written since the walk refuses the run, looked for
+        # right before the worktree changes, and each file is compared again as it
+        # is removed.
+        again = walk.walk(path)
+        written = walk.changed_since(walked, again)
+        if written:
+            if resumed is None:
+                _unmark(ctx.store.dir, s.id)
+            ctx.log("restore", s.id, "at-written", paths=",".join(written[:5]))
+            raise Refused(f"{_listed(written)} changed while the current state was recorded: "
+                          f"something is still writing in '{path}'; stop it first (the state "
+                          f"recorded is entry {undo_number} of the history; nothing else "
+                          "changed)")
+        late = _clear_untracked(path, meeting,
+                                local_state.load(cap.private_config).empty_dirs or [], again)
+        _unflag(path, flags, cap.config)
         git.reset_hard(path, entry.head)
         wc = local_state.load(entry.private_config)
-        problems: list[str] = []
+        problems: list[str] = [f"{_listed(late)} written during the run, kept as written"] \
+            if late else []
         if not (entry.changed == 0 and entry.untracked == 0
                 and entry.worktree_tree == entry.index_tree):
             applied = apply.apply(path, entry.save, sparse=wc.sparse_checkout is not None)
@@ -165,7 +177,9 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         rest = set(cap.untracked) - set(meeting)
         if not problems and (rest or cap.ignored):
             untracked_now = git.status(path, ignored=False).untracked
-            _clear_untracked(path, [p for p in untracked_now if p in rest], [])
+            late = _clear_untracked(path, [p for p in untracked_now if p in rest], [], again)
+            if late:
+                problems.append(f"{_listed(late)} written during the run, kept as written")
             # Ignored before this run, untracked under the entry's rules: left in place.
             in_place = [p for p in untracked_now if p not in rest and walk.under(p, cap.ignored)]
         if not problems:
@@ -229,26 +243,52 @@ def _check_working(path: str) -> None:
                       "under them; stop them first (nothing changed)")
 
 
-def _unflag(path: str, conf: dict[str, str]) -> None:
+def _unflag(path: str, flags: IndexFlags, conf: dict[str, str]) -> None:
     """Clear the index flags that make `git reset --hard` pass a file by (assume-
     unchanged; skip-worktree outside a sparse checkout, whose patterns own it), so
-    the reset writes every tracked file; the entry's own flags are put back after."""
-    flags = query.index_flags(path)
+    the reset writes every tracked file; the entry's own flags are put back after.
+    flags: `query.index_flags` of the worktree, read before the run changed it."""
     index.set_index_flag(path, flags.assume_unchanged, "--no-assume-unchanged")
     if conf.get("core.sparsecheckout") != "true":
         index.set_index_flag(path, flags.skip_worktree, "--no-skip-worktree")
 
 
+def _check_output(path: str, walked: walk.Walk) -> None:
+    """Raise Refused when this command's standard output or error is a file inside
+    the worktree (`git ao-restore --at 2 >> notes.txt`): --at would remove it
+    (it is saved in the replaced state) and write the outcome into a file that is
+    gone."""
+    try:
+        dev = os.lstat(path).st_dev
+    except OSError:
+        return
+    inodes = {e.ino: rel for rel, e in walked.entries.items() if e.kind == "file"}
+    for fd, name in ((1, "standard output"), (2, "standard error")):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_dev == dev and st.st_ino in inodes:
+            raise Refused(f"the {name} of this command is '{inodes[st.st_ino]}' inside the "
+                          "worktree, which --at rewrites; send it elsewhere (nothing changed)")
+
+
+def _check_ignored_in_the_way(path: str, entry: history.Entry, cap: capture.Capture) -> None:
+    """Raise Refused when an untracked file of the entry lies where the worktree now
+    has an ignored file: --at never touches an ignored file, and the entry's
+    could not be written."""
+    if not entry.untracked_tree or not cap.ignored:
+        return
+    clash = [p for p in query.ls_tree_paths(path, entry.untracked_tree)
+             if walk.under(p, cap.ignored) and os.path.lexists(os.path.join(path, p))]
+    if clash:
+        raise Refused(f"{_listed(clash)} of entry {entry.number} would land on a file ignored "
+                      "here, and --at never touches an ignored file: move it away first "
+                      "(nothing changed)")
+
+
 def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-
-
-def numbers_now(path: str, session_id: str, commit: str) -> int:
-    """The number the history entry `commit` has now (1 when it is not found)."""
-    for e in history.entries(path, session_id):
-        if e.commit == commit:
-            return e.number
-    return 1
 
 
 def _entry_paths(path: str, entry: history.Entry) -> set[str]:
@@ -337,17 +377,23 @@ def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
     return None
 
 
-def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str]) -> None:
+def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str],
+                     seen: walk.Walk) -> list[str]:
     """Remove the untracked files (not ignored) the capture just saved, and the
     directories they leave empty, and the empty directories it recorded (the
     entry makes its own again). Raises Refused before removing anything when a
     mount point lies inside the worktree (`_check_mounts`, checked again here, as
-    a mount may have come since)."""
+    a mount may have come since). seen: the walk taken right before; a file whose
+    stat data differs from it was written since and is kept. Returns those kept."""
     _check_mounts(path)
-    full = [os.path.join(path, p) for p in untracked]
+    kept: list[str] = []
     parents = {os.path.join(path, d) for d in empty_dirs}
-    for f in full:
+    for rel in untracked:
+        f = os.path.join(path, rel)
         try:
+            if walk.Entry.of(os.lstat(f)) != seen.entries.get(rel):
+                kept.append(rel)  # written since `seen`: its bytes are in no entry
+                continue
             os.unlink(f)
         except FileNotFoundError:
             pass
@@ -365,3 +411,4 @@ def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str]) -> 
             os.rmdir(d)
         except OSError:
             pass  # not empty: an ignored file or another's work stays
+    return kept

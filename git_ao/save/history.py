@@ -285,6 +285,10 @@ def find(cwd: str, session_id: str, at: str) -> Entry:
     if not hits:
         hits = [e for e in found if e.commit.startswith(low)] or \
             [e for e in found if e.save.startswith(low)]
+    if len(hits) > 1 and all(e.save == hits[0].save for e in hits):
+        # One save the history lists for several entries (the same trees taken
+        # again with other private state): the newest of them, as listed first.
+        return hits[0]
     if len(hits) != 1:
         raise AoError(f"'{at}' names {'no' if not hits else 'more than one'} entry of the "
                       f"history of '{session_id}' (git ao history {session_id})")
