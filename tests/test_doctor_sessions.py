@@ -81,14 +81,7 @@ def _tree_of_data_dir(repo):
     """Every file of the data dir with its bytes, and the repository's refs: what a
     doctor run must leave as it found them."""
     from tests.support import db_path
-    base = os.path.dirname(db_path())
-    files = {}
-    for root, _dirs, names in os.walk(base):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as fh:
-                files[path] = fh.read()
-    return files, git("for-each-ref", cwd=repo)
+    return _files_of(os.path.dirname(db_path())), git("for-each-ref", cwd=repo)
 
 
 def test_doctor_names_each_live_session_preserve_would_refuse_and_writes_nothing(
