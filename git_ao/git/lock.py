@@ -7,8 +7,9 @@ git takes a lock by creating `<file>.lock` with O_EXCL and keeps it open while i
 writes, then renames it over the file; a git killed in between leaves it behind,
 and every later git that needs the file fails with "Unable to create
 '<file>.lock': File exists." until it is removed. The one lock removed here is
-git-ao's own (`clear_own_stale`): a ref's under refs/ao/ judged stale, left by a killed git-ao. Any other only the user knows no git of theirs is about
-to finish with.
+git-ao's own (`clear_own_stale`): a ref's under refs/ao/ judged stale, left by a
+killed git-ao. Any other only the user knows no git of theirs is about to finish
+with.
 """
 
 from __future__ import annotations
@@ -164,11 +165,14 @@ def _open_by_psutil(lock: str, st: os.stat_result) -> tuple[set[int], set[int]] 
     """As `_open_by_proc`, from psutil's open_files of every process; None when
     psutil cannot list open files here."""
     import psutil
+    base = os.path.basename(lock)
     found: set[int] = set()
     unread: set[int] = set()
     for proc in psutil.process_iter(["pid", "uids"]):
         try:
-            if any(f.path == lock or _same_file(f.path, st) for f in proc.open_files()):
+            if any(f.path == lock or (os.path.basename(f.path) == base
+                                      and _same_file(f.path, st))
+                   for f in proc.open_files()):
                 found.add(proc.pid)
         except psutil.AccessDenied:
             uids = proc.info.get("uids")

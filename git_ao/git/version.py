@@ -43,7 +43,7 @@ def check_version(known: str | None = None) -> str | None:
         where = current_directory()
     except Fatal:
         where = "/"  # `git --version` needs no repository: any directory that exists
-    have = version(where if os.path.isdir(where) else "/")
+    have = version(where)
     if have < MIN_VERSION:
         need = ".".join(map(str, MIN_VERSION))
         raise Fatal(f"git {need} or newer is needed; this is git {'.'.join(map(str, have))}")

@@ -103,8 +103,10 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                  entry_number=entry.number, replaced=None,
                                  replaced_number=None, history_entry=None))
         _check_mounts(path)  # before the append: a refusal adds nothing
-        ahead = _entry_paths(path, entry)
-        _check_ignored_in_the_way(path, entry, cap)
+        entry_untracked = query.ls_tree_paths(path, entry.untracked_tree) \
+            if entry.untracked_tree else []
+        _check_ignored_in_the_way(path, entry, entry_untracked, cap.ignored)
+        ahead = _entry_paths(path, entry, entry_untracked)
         flags = query.index_flags(path)
         resumed = _interrupted(ctx.store.dir, path, s.id, cap)
         if resumed is not None:
@@ -273,14 +275,13 @@ def _check_output(path: str, walked: walk.Walk) -> None:
                           "worktree, which --at rewrites; send it elsewhere (nothing changed)")
 
 
-def _check_ignored_in_the_way(path: str, entry: history.Entry, cap: capture.Capture) -> None:
-    """Raise Refused when an untracked file of the entry lies where the worktree now
-    has an ignored file: --at never touches an ignored file, and the entry's
-    could not be written."""
-    if not entry.untracked_tree or not cap.ignored:
-        return
-    clash = [p for p in query.ls_tree_paths(path, entry.untracked_tree)
-             if walk.under(p, cap.ignored) and os.path.lexists(os.path.join(path, p))]
+def _check_ignored_in_the_way(path: str, entry: history.Entry, untracked: list[str],
+                              ignored: list[str]) -> None:
+    """Raise Refused when one of the entry's `untracked` files lies where the
+    worktree now has an `ignored` file: --at never touches an ignored file, and
+    the entry's could not be written."""
+    clash = [p for p in untracked if ignored and walk.under(p, ignored)
+             and os.path.lexists(os.path.join(path, p))]
     if clash:
         raise Refused(f"{_listed(clash)} of entry {entry.number} would land on a file ignored "
                       "here, and --at never touches an ignored file: move it away first "
@@ -291,13 +292,13 @@ def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
-def _entry_paths(path: str, entry: history.Entry) -> set[str]:
+def _entry_paths(path: str, entry: history.Entry, untracked: list[str]) -> set[str]:
     """The paths an entry writes beyond its HEAD's tree (those `git reset --hard`
-    does not clear the way for): its changed tracked paths and its untracked files."""
+    does not clear the way for): its changed tracked paths and its `untracked`
+    files."""
     out = set(query.changed_paths(path, entry.head, entry.worktree_tree))
     out.update(query.changed_paths(path, entry.head, entry.index_tree))
-    if entry.untracked_tree:
-        out.update(query.ls_tree_paths(path, entry.untracked_tree))
+    out.update(untracked)
     return out
 
 
