@@ -180,3 +180,32 @@ def test_a_file_written_as_the_capture_began_is_named_so_not_as_unseen_by_git(tm
     found = {b.path: b.reason for b in walk.unaccounted(w, set(), [], lambda paths: set())}
     assert found["old.txt"] == "git does not show it, so it is not in the capture"
     assert found["new.txt"].startswith("written as the capture began or since")
+
+
+def test_a_time_on_a_whole_second_stays_racy_for_two_seconds(d):
+    """FAT (even seconds), ext3 and HFS+ stamp whole seconds: a write up to two
+    seconds after such a stamp can leave it as it was, so the walk calls the file
+    racy (compared by content) and no unchanged-checkpoint stat file is made of it;
+    the same time with nanoseconds is out of the window once 50 ms have passed."""
+    import time
+
+    from git_ao.save import unchanged
+    (d / "coarse.txt").write_text("x\n")
+    (d / "fine.txt").write_text("y\n")
+    now = time.time_ns()
+    whole = now - now % 1_000_000_000
+    os.utime(d / "coarse.txt", ns=(whole, whole))  # as a FAT or ext3 write leaves it
+    os.utime(d / "fine.txt", ns=(whole + 1, whole + 1))
+    time.sleep(0.2)  # the ctimes (set just now, in nanoseconds) leave the 50 ms window
+    w = _walk(d)
+    if w.started_ns - whole >= walk.COARSE_NS:
+        pytest.skip("the machine took two seconds to get here")
+    assert w.racy("coarse.txt")
+    assert not w.racy("fine.txt")
+    assert unchanged.signatures(str(d), w, []) is None
+    (d / "coarse.txt").unlink()
+    time.sleep(0.2)  # the directory's times, set by the unlink, leave the window too
+    w = _walk(d)
+    assert unchanged.signatures(str(d), w, []) is not None
+    assert not walk.Entry("file", 0o100644, 2, whole, whole, 1).touched_since(
+        whole + walk.COARSE_NS + 1)

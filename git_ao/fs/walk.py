@@ -38,6 +38,16 @@ _new_entry = tuple.__new__
 # write within one tick of a stat may leave mtime and ctime as they were. A file
 # whose times fall within this window of the walk is compared by content.
 RACY_NS = 50_000_000
+# A time on a whole second may come from a file system whose stamps are whole
+# seconds (FAT's even ones, ext3, HFS+): a write up to two seconds after it may
+# leave it as it was, so its window is that long.
+COARSE_NS = 2_000_000_000
+
+
+def near(t_ns: int, ns: int) -> bool:
+    """Is the file time `t_ns` at `ns` or after, or within its racy window before it
+    (RACY_NS, or COARSE_NS for a time on a whole second)? Both in ns since the epoch."""
+    return t_ns >= ns - RACY_NS or (t_ns >= ns - COARSE_NS and t_ns % 1_000_000_000 == 0)
 
 
 class Entry(NamedTuple):
@@ -60,8 +70,9 @@ class Entry(NamedTuple):
 
     def touched_since(self, ns: int) -> bool:
         """Were its times set at `ns` (the clock file times use) or after, or within
-        RACY_NS before it? ctime cannot be set back, so False means unchanged since."""
-        return max(self.mtime_ns, self.ctime_ns) >= ns - RACY_NS
+        their racy window before it (`near`)? ctime cannot be set back, so False
+        means unchanged since."""
+        return near(self.mtime_ns, ns) or near(self.ctime_ns, ns)
 
 
 @dataclass(frozen=True)

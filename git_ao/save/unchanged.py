@@ -18,10 +18,10 @@ descriptor, no git process): all equal means nothing changed, since
   (a new inode and ctime).
 
 The racy case: file times come from a clock that ticks every few
-milliseconds, so `record` writes nothing when any recorded time lies within
-`walk.RACY_NS` of the start of the checkpoint's walk (a later write in the same
-tick could leave the times as they were); the next checkpoint then takes the
-full path. Anything unusual (submodules, a reftable, another git environment,
+milliseconds (every two seconds on FAT), so `record` writes nothing when any
+recorded time lies within its racy window of the start of the checkpoint's
+walk (`walk.near`: a later write in the same tick could leave the times as they
+were); the next checkpoint then takes the full path. Anything unusual (submodules, a reftable, another git environment,
 a stat file from another version) also means the full path.
 """
 
@@ -106,7 +106,7 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> tuple[list[s
     from git_ao.fs import walk  # here: `unchanged` must import nothing heavy
     if walked.nested or walked.blockers:
         return None
-    bound = walked.started_ns - walk.RACY_NS
+    started, near = walked.started_ns, walk.near
     ign_files = {p for p in ignored if not p.endswith("/")}
     ign_dirs = tuple(p for p in ignored if p.endswith("/"))
     names: list[str] = []
@@ -119,7 +119,7 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> tuple[list[s
             st = os.lstat(os.path.join(path, rel))
         except OSError:
             return None
-        if st.st_ctime_ns >= bound or st.st_mtime_ns >= bound:
+        if near(st.st_ctime_ns, started) or near(st.st_mtime_ns, started):
             return None
         names.append(rel)
         sigs.extend(_sig(st))
@@ -127,7 +127,7 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> tuple[list[s
     for rel, e in walked.entries.items():
         if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)):
             continue
-        if e.ctime_ns >= bound or e.mtime_ns >= bound:
+        if near(e.ctime_ns, started) or near(e.mtime_ns, started):
             return None
         add_name(rel)
         add_sig(e[2:6])  # size, mtime_ns, ctime_ns, ino
