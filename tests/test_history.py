@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -935,3 +936,74 @@ def test_a_save_the_history_lists_twice_names_the_newest_of_its_entries(repo, wo
         pytest.skip("no two checkpoints within one second here")
     doc = _restore_json(repo, "agent", "--at", got[0]["commit"])
     assert doc["status"] == "nothing" and doc["entry"] == got[0]["entry"], doc
+
+
+def test_a_rules_file_under_an_ignore_rule_and_an_included_config_are_watched(
+        repo, worktrees, tmp_path):
+    """git reads a cache directory's own '.gitignore' of '*' (ignored by itself) and
+    every config file include.path names: an edit in place to either changes what
+    is untracked, and the unchanged checkpoint must see it."""
+    wt = _session(repo, worktrees)
+    (wt / "cache").mkdir()
+    (wt / "cache" / ".gitignore").write_text("*\n")
+    (wt / "cache" / "keep.txt").write_text("keep\n")
+    (wt / "untracked.txt").write_text("u\n")
+    absolute, relative = tmp_path / "included.cfg", "included-here.cfg"
+    common = git("rev-parse", "--git-common-dir", cwd=wt).strip()
+    common = os.path.join(str(wt), common) if not os.path.isabs(common) else common
+    here = Path(common) / relative
+    absolute.write_text("")
+    here.write_text("")
+    git("config", "--add", "include.path", str(absolute), cwd=repo)
+    git("config", "--add", "include.path", relative, cwd=repo)
+    excludes = tmp_path / "excludes"
+    excludes.write_text("untracked.txt\n")
+    edits = [
+        lambda: (wt / "cache" / ".gitignore").write_text("*\n!keep.txt\n"),  # same inode
+        lambda: absolute.write_text(f"[core]\n\texcludesFile = {excludes}\n"),
+        lambda: absolute.write_text(""),
+        lambda: here.write_text(f"[core]\n\texcludesFile = {excludes}\n"),
+    ]
+    time.sleep(0.1)
+    _checkpoint_json(repo)
+    assert _checkpoint_json(repo).get("unchanged") is True
+    for n, edit in enumerate(edits):
+        edit()
+        assert "unchanged" not in _checkpoint_json(repo), n
+        time.sleep(0.1)
+        _checkpoint_json(repo)  # records the stat file again
+        assert _checkpoint_json(repo).get("unchanged") is True, n
+
+
+def test_a_file_git_reads_that_changes_while_a_checkpoint_runs_records_no_stat_file(
+        repo, worktrees):
+    """The capture may read the index, HEAD or a ref before an agent's git command
+    replaces it and the stat file is written after: a change since the walk began
+    means the next checkpoint takes the full path."""
+    from git_ao.fs import walk
+    from git_ao.git import query
+    from git_ao.save import unchanged
+    wt = _session(repo, worktrees)
+    time.sleep(0.1)
+    data = os.environ["AO_DATA_DIR"]
+    git_dir = git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+    common = os.path.dirname(os.path.dirname(git_dir))
+    conf = query.config_map(str(wt))
+    ignored = [p for p in git("ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                              "--directory", cwd=wt).split("\0") if p]
+
+    def record() -> bool:
+        return unchanged.record(data, "agent", str(wt), git_dir, common, "agent", signed, conf)
+
+    walked = walk.walk(str(wt))
+    signed = unchanged.signatures(str(wt), walked, ignored)
+    assert signed is not None
+    assert record()
+    for change in (lambda: git("update-index", "--chmod=+x", "README.md", cwd=wt),
+                   lambda: git("commit", "-qm", "the agent commits meanwhile", cwd=wt)):
+        time.sleep(0.1)
+        walked = walk.walk(str(wt))
+        signed = unchanged.signatures(str(wt), walked, ignored)
+        assert signed is not None
+        change()  # after the walk began, before the stat file is written
+        assert not record()

@@ -46,6 +46,11 @@ else:
 
 VERSION = 3
 _DIR = "history-stat"
+# Files git reads from the worktree even when an ignore rule covers them (a cache
+# directory's own '.gitignore' of '*'): an edit may make an ignored file untracked.
+_RULES = (".gitignore", ".gitattributes")
+# The paths a stat file records, their signatures and the walk's start (ns).
+Signed = tuple[list[str], bytes, int]
 # Variables that change where git reads its config, ignore and attribute files.
 _ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
         "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_COUNT")
@@ -92,14 +97,28 @@ def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
     for key in ("core.excludesfile", "core.attributesfile"):
         if conf.get(key):
             files.append(os.path.expanduser(conf[key]))
+    # The files include.path and includeIf.<condition>.path name: a relative one
+    # lies beside the file that includes it, which the listing does not say, so
+    # every place it may be is watched.
+    bases = [os.path.expanduser("~"), os.path.join(xdg, "git"), common_dir, git_dir]
+    for key, value in getattr(conf, "pairs", ()):
+        k = key.lower()
+        if k == "include.path" or (k.startswith("includeif.") and k.endswith(".path")):
+            named = os.path.expanduser(value)
+            if os.path.isabs(named):
+                files.append(named)
+                bases.append(os.path.dirname(named))
+            else:
+                files += [os.path.join(b, named) for b in bases]
     return [f for f in files if f]
 
 
-def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> tuple[list[str], bytes] | None:
+def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> Signed | None:
     """The stat file's paths (every directory and walked entry of the worktree at
-    `path` that is not ignored) and their signatures (size, mtime_ns, ctime_ns, ino
-    as int64s), the heavy half of `record`, computed while a caller's git
-    processes run. walked: the checkpoint's walk (its start is the racy bound);
+    `path` that is not ignored, and every .gitignore and .gitattributes, which git
+    reads though ignored), their signatures (size, mtime_ns, ctime_ns, ino as
+    int64s) and the walk's start (ns), the heavy half of `record`, computed while
+    a caller's git processes run. walked: the checkpoint's walk (its start is the racy bound);
     ignored: the status's ignored paths ('dir/' for a whole directory). None when
     the stat file must not be written: nested repositories, blockers, a time within
     the racy window, a directory that cannot be stat'ed."""
@@ -125,37 +144,46 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> tuple[list[s
         sigs.extend(_sig(st))
     add_name, add_sig = names.append, sigs.extend
     for rel, e in walked.entries.items():
-        if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)):
+        if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)) \
+                and rel.rpartition("/")[2] not in _RULES:
             continue
         if near(e.ctime_ns, started) or near(e.mtime_ns, started):
             return None
         add_name(rel)
         add_sig(e[2:6])  # size, mtime_ns, ctime_ns, ino
-    return names, sigs.tobytes()
+    return names, sigs.tobytes(), started
 
 
 def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: str,
-           branch: str | None, signed: tuple[list[str], bytes] | None,
-           conf: dict[str, str]) -> bool:
+           branch: str | None, signed: Signed | None, conf: dict[str, str]) -> bool:
     """After a checkpoint whose state the history's newest entry holds: write the
     stat file `unchanged` compares with. signed: `signatures` of the checkpoint's
     walk; conf: `query.config_map`. Returns whether it was written (not when
-    `signed` is None, the worktree has submodules, or git uses a reftable).
+    `signed` is None, the worktree has submodules, git uses a reftable, or a
+    file git reads (the index, HEAD, a ref, a config) changed since the walk
+    began: the capture may have read it before that change).
     Raises Fatal when its directory in the data dir cannot be made private."""
     drop(data_dir, session_id)
     if signed is None or os.path.exists(os.path.join(common_dir, "reftable")) \
             or os.path.exists(os.path.join(git_dir, "modules")) \
             or os.path.exists(os.path.join(common_dir, "modules")):
         return False
-    names, sigs = signed
+    from git_ao.fs import walk
+    names, sigs, started = signed
+    own = os.path.join(common_dir, "refs", "ao", "history", session_id)  # this run wrote it
     watch: list[tuple[str, tuple[int, int, int, int] | None]] = []
     for f in _watched(path, git_dir, common_dir, session_id, branch, conf):
         try:
-            watch.append((f, _sig(os.stat(f))))
+            st = os.stat(f)
         except FileNotFoundError:
             watch.append((f, None))
+            continue
         except OSError:
             return False
+        if f != own and (walk.near(st.st_ctime_ns, started)
+                         or walk.near(st.st_mtime_ns, started)):
+            return False
+        watch.append((f, _sig(st)))
     doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
            "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs}
     from git_ao.store.datadir import ensure_private_dir, write_private
