@@ -20,9 +20,10 @@ descriptor, no git process): all equal means nothing changed, since
 The racy case: file times come from a clock that ticks every few
 milliseconds (every two seconds on FAT), so `record` writes nothing when any
 recorded time lies within its racy window of the start of the checkpoint's
-walk (`walk.near`: a later write in the same tick could leave the times as they
-were); the next checkpoint then takes the full path. Anything unusual (submodules, a reftable, another git environment,
-a stat file from another version) also means the full path.
+walk (`walk.near`: a later write in the same tick could leave the times as
+they were); the next checkpoint then takes the full path. Anything unusual
+(submodules, a reftable, another git environment, a stat file from another
+version) also means the full path.
 """
 
 from __future__ import annotations
@@ -118,10 +119,11 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> Signed | Non
     `path` that is not ignored, and every .gitignore and .gitattributes, which git
     reads though ignored), their signatures (size, mtime_ns, ctime_ns, ino as
     int64s) and the walk's start (ns), the heavy half of `record`, computed while
-    a caller's git processes run. walked: the checkpoint's walk (its start is the racy bound);
-    ignored: the status's ignored paths ('dir/' for a whole directory). None when
-    the stat file must not be written: nested repositories, blockers, a time within
-    the racy window, a directory that cannot be stat'ed."""
+    a caller's git processes run. walked: the checkpoint's walk (its start
+    bounds the racy window); ignored: the status's ignored paths ('dir/' for a
+    whole directory). None when the stat file must not be written: nested
+    repositories, blockers, a time within the racy window, a directory that
+    cannot be stat'ed."""
     from git_ao.fs import walk  # here: `unchanged` must import nothing heavy
     if walked.nested or walked.blockers:
         return None
