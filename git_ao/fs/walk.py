@@ -44,10 +44,14 @@ RACY_NS = 50_000_000
 COARSE_NS = 2_000_000_000
 
 
-def near(t_ns: int, ns: int) -> bool:
-    """Is the file time `t_ns` at `ns` or after, or within its racy window before it
-    (RACY_NS, or COARSE_NS for a time on a whole second)? Both in ns since the epoch."""
+def _near(t_ns: int, ns: int) -> bool:
     return t_ns >= ns - RACY_NS or (t_ns >= ns - COARSE_NS and t_ns % 1_000_000_000 == 0)
+
+
+def near(mtime_ns: int, ctime_ns: int, ns: int) -> bool:
+    """Is either file time at `ns` or after, or within its racy window before it
+    (RACY_NS, or COARSE_NS for a time on a whole second)? All in ns since the epoch."""
+    return _near(mtime_ns, ns) or _near(ctime_ns, ns)
 
 
 class Entry(NamedTuple):
@@ -72,7 +76,7 @@ class Entry(NamedTuple):
         """Were its times set at `ns` (the clock file times use) or after, or within
         their racy window before it (`near`)? ctime cannot be set back, so False
         means unchanged since."""
-        return near(self.mtime_ns, ns) or near(self.ctime_ns, ns)
+        return near(self.mtime_ns, self.ctime_ns, ns)
 
 
 @dataclass(frozen=True)

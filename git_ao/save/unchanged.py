@@ -81,6 +81,10 @@ def _sig(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
+def _history_ref(common_dir: str, session_id: str) -> str:
+    return os.path.join(common_dir, "refs", "ao", "history", session_id)
+
+
 def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
              branch: str | None, conf: dict[str, str]) -> list[str]:
     """The files outside the worktree's walk whose change may change its state."""
@@ -89,7 +93,8 @@ def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
                                                 os.path.join("info", "sparse-checkout"))]
     files += [os.path.join(common_dir, n) for n in (
         "config", "packed-refs", os.path.join("info", "exclude"),
-        os.path.join("info", "attributes"), os.path.join("refs", "ao", "history", session_id))]
+        os.path.join("info", "attributes"))]
+    files.append(_history_ref(common_dir, session_id))
     if branch:
         files.append(os.path.join(common_dir, "refs", "heads", *branch.split("/")))
     files += [os.path.expanduser("~/.gitconfig"), os.path.join(xdg, "git", "config"),
@@ -140,7 +145,7 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> Signed | Non
             st = os.lstat(os.path.join(path, rel))
         except OSError:
             return None
-        if near(st.st_ctime_ns, started) or near(st.st_mtime_ns, started):
+        if near(st.st_mtime_ns, st.st_ctime_ns, started):
             return None
         names.append(rel)
         sigs.extend(_sig(st))
@@ -149,7 +154,7 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> Signed | Non
         if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)) \
                 and rel.rpartition("/")[2] not in _RULES:
             continue
-        if near(e.ctime_ns, started) or near(e.mtime_ns, started):
+        if e.touched_since(started):
             return None
         add_name(rel)
         add_sig(e[2:6])  # size, mtime_ns, ctime_ns, ino
@@ -172,7 +177,7 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
         return False
     from git_ao.fs import walk
     names, sigs, started = signed
-    own = os.path.join(common_dir, "refs", "ao", "history", session_id)  # this run wrote it
+    own = _history_ref(common_dir, session_id)  # this run wrote it
     watch: list[tuple[str, tuple[int, int, int, int] | None]] = []
     for f in _watched(path, git_dir, common_dir, session_id, branch, conf):
         try:
@@ -182,8 +187,7 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
             continue
         except OSError:
             return False
-        if f != own and (walk.near(st.st_ctime_ns, started)
-                         or walk.near(st.st_mtime_ns, started)):
+        if f != own and walk.near(st.st_mtime_ns, st.st_ctime_ns, started):
             return False
         watch.append((f, _sig(st)))
     doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
