@@ -65,3 +65,27 @@ def test_switching_data_dir_in_one_process_closes_the_previous_log(tmp_path):
     assert _open_files_under(first) == []
     assert "preserve a saved" in (first / "logs" / "git-ao.log").read_text()
     assert "preserve b saved" in (second / "logs" / "git-ao.log").read_text()
+
+
+def test_the_log_rotates_by_size_keeping_whole_lines_and_the_backups(tmp_path, monkeypatch):
+    from git_ao.store import log
+    monkeypatch.setattr(log, "MAX_BYTES", 400)
+    data = str(tmp_path / "data")
+    try:
+        for i in range(60):
+            log.event(data, "preserve", f"s{i}", "ok", note="x" * 20)
+    finally:
+        log.close()
+    logs = tmp_path / "data" / "logs"
+    names = sorted(p.name for p in logs.iterdir())
+    assert names == ["git-ao.log"] + [f"git-ao.log.{n}" for n in range(1, log.BACKUPS + 1)]
+    lines = []
+    for name in reversed(names[1:]):
+        lines += (logs / name).read_text().splitlines()
+    lines += (logs / "git-ao.log").read_text().splitlines()
+    assert all(os.path.getsize(logs / n) <= 400 for n in names)
+    assert all(ln.split(" ")[1] == f"pid={os.getpid()}" for ln in lines)
+    # The newest lines, whole and in order; the oldest went with the last backup.
+    kept = [int(ln.split(" ")[3][1:]) for ln in lines]
+    assert kept == list(range(60 - len(kept), 60))
+    assert oct(os.stat(logs / "git-ao.log").st_mode & 0o777) == "0o600"

@@ -453,6 +453,30 @@ def test_the_quick_entry_point_answers_an_unchanged_checkpoint_and_passes_change
     assert res.returncode == 129 and "bogus" in res.stderr
 
 
+def test_a_checkpoint_with_something_to_save_compares_the_stat_data_once(repo, worktrees):
+    # The entry point's quick check found the change; the checkpoint it then runs
+    # does not stat every path again for the same answer.
+    wt = _session(repo, worktrees)
+    time.sleep(0.1)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    assert _checkpoint_json(repo).get("unchanged") is True
+    (wt / "src" / "app.py").write_text("print('CHANGED')\n")
+    script = ("import atexit, sys\n"
+              "from git_ao.save import unchanged\n"
+              "calls = []\n"
+              "real = unchanged._same_shared\n"
+              "unchanged._same_shared = lambda *a: calls.append(1) or real(*a)\n"
+              "atexit.register(lambda: sys.stderr.write(f'compared {len(calls)}\\n'))\n"
+              "sys.argv = ['git-ao', 'checkpoint', 'agent', '-q']\n"
+              "from git_ao.cli.entry import ao\n"
+              "ao()\n")
+    res = subprocess.run([sys.executable, "-c", script], cwd=wt, capture_output=True,
+                         text=True, check=False)
+    assert res.returncode == 0, res
+    assert "compared 1\n" in res.stderr, res.stderr
+    assert [e["trigger"] for e in _entries(repo, "agent")] == ["checkpoint", "checkpoint"]
+
+
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(
         repo, worktrees):
     wt = worktrees(repo, "agent")

@@ -385,7 +385,7 @@ class SignalStop:
         for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1
         if not app.dry_run:
-            from git_ao.store import log  # lazy: logging.handlers costs -h and completion ~5 ms
+            from git_ao.store import log  # lazy: -h and completion log nothing
             log.event(app.store.dir, command, None, "interrupted", signal=name,
                       not_started=left, **counts)
         if not app.printer.quiet and not app.printer.json_mode:

@@ -38,7 +38,7 @@ from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import removal
 from git_ao.proof import witness
 from git_ao.save import capture, daemon_refs, history, local_state, unchanged
-from git_ao.store import log, trash
+from git_ao.store import trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
 
@@ -224,7 +224,6 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # check after the move compares with, and every entry touched since `since`
         # (taken before both) is compared by content there, so no write is missed.
         since = time.time_ns()
-        log.warm()
         # A checkpoint walks too: the walk's stat data gives the history entry every
         # path's permission bits and the empty directories.
         walking = None if ctx.dry_run else walk.Background(path, since)

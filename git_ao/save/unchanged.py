@@ -52,6 +52,9 @@ _DIR = "history-stat"
 _RULES = (".gitignore", ".gitattributes")
 # The paths a stat file records, their signatures and the walk's start (ns).
 Signed = tuple[list[str], bytes, int]
+# The checks this process answered no, each with the stat file it read: the entry
+# point's check is followed by the checkpoint's own, for the same change.
+_changed: set[tuple[str, str, str, tuple[int, int, int, int]]] = set()
 # Variables that change where git reads its config, ignore and attribute files.
 _ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
         "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_COUNT")
@@ -295,7 +298,21 @@ def unchanged_any(data_dir: str, session_id: str) -> bool:
 def unchanged(data_dir: str, session_id: str, path: str, doc: object = None) -> bool:
     """Is the worktree at `path` provably as it was at the checkpoint `record`
     described, and the history's newest entry still that checkpoint's? Stats every
-    recorded path; starts no git process. False whenever it cannot tell."""
+    recorded path; starts no git process. False whenever it cannot tell (and from
+    then on in this process, for the same session, path and stat file)."""
+    try:
+        key = (data_dir, session_id, path, _sig(os.stat(_file(data_dir, session_id))))
+    except OSError:
+        return False
+    if key in _changed:
+        return False
+    same = _unchanged(data_dir, session_id, path, doc)
+    if not same:
+        _changed.add(key)
+    return same
+
+
+def _unchanged(data_dir: str, session_id: str, path: str, doc: object) -> bool:
     if doc is None:
         try:
             with open(_file(data_dir, session_id), "rb") as fh:

@@ -8,7 +8,6 @@ as `key=value` with repr-quoting where needed; prompt text is never passed in.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 
@@ -16,7 +15,6 @@ from git_ao.errors import TIME_FORMAT
 
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
-    import logging
     from collections.abc import Callable
     from typing import Any
 
@@ -24,46 +22,13 @@ LOG_NAME = "git-ao.log"
 MAX_BYTES = 1 << 20
 BACKUPS = 5
 
+# Written with os alone: logging and its rotating handler cost a checkpoint more
+# to import (socket, pickle, queue) than all it logs.
 _lock = threading.Lock()
-# logging (and logging.handlers) is imported on the first line written: a
-# command that logs nothing (a listing, a completion) does not pay for it.
-_logger: logging.Logger | None = None
+_fd: int | None = None
 _path: str | None = None
 _warned: set[str] = set()  # the log paths a "cannot write" warning was given for
 _on_failure: Callable[[str], None] | None = None  # set by the command layer
-
-
-def _handler(path: str) -> logging.Handler:
-    """A rotating handler on `path` that reports a failed write (a full disk, a log
-    turned into a directory) to `event` instead of printing logging's traceback."""
-    import logging.handlers
-
-    class _Handler(logging.handlers.RotatingFileHandler):
-        def handleError(self, record: logging.LogRecord) -> None:
-            raise sys.exc_info()[1] or OSError("cannot write the log")
-
-    return _Handler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS)
-
-
-def _the_logger() -> logging.Logger:
-    global _logger
-    if _logger is None:
-        import logging
-        _logger = logging.getLogger("git-ao")
-        _logger.propagate = False
-        _logger.setLevel(logging.INFO)
-    return _logger
-
-
-def warm() -> None:
-    """Import logging in a thread of its own, for a command about to wait on git:
-    its first line is then written without paying for the import."""
-    if _logger is None:
-        threading.Thread(target=_import, name="git-ao-log-import", daemon=True).start()
-
-
-def _import() -> None:
-    import logging.handlers  # noqa: F401
 
 
 def on_failure(callback: Callable[[str], None] | None) -> None:
@@ -72,29 +37,50 @@ def on_failure(callback: Callable[[str], None] | None) -> None:
     _on_failure = callback
 
 
-def _get(data_dir: str) -> logging.Logger:
-    global _path
-    import logging
+def _open(path: str) -> int:
+    """The log's descriptor for appending, the file made private when new."""
+    global _fd, _path
+    if _path != path or _fd is None:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        # One process may serve several data dirs (tests, importers): the previous
+        # file is closed here, not left open.
+        _close()
+        _fd, _path = fd, path
+    return _fd
+
+
+def _close() -> None:
+    global _fd, _path
+    if _fd is not None:
+        os.close(_fd)
+    _fd, _path = None, None
+
+
+def _rotate(path: str) -> None:
+    """git-ao.log becomes git-ao.log.1, each .N becomes .N+1, the last is dropped."""
+    _close()
+    for n in range(BACKUPS - 1, 0, -1):
+        try:
+            os.replace(f"{path}.{n}", f"{path}.{n + 1}")
+        except FileNotFoundError:
+            pass
+    os.replace(path, f"{path}.1")
+
+
+def _write(data_dir: str, message: str) -> None:
     path = os.path.join(data_dir, "logs", LOG_NAME)
+    now = time.time()
+    line = (f"{time.strftime(TIME_FORMAT, time.gmtime(now))} pid={os.getpid()} "
+            f"{message}\n").encode("utf-8", "backslashreplace")
     with _lock:
-        logger = _the_logger()
-        if _path != path:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            if not os.path.exists(path):
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-            handler = _handler(path)
-            # UTC with a Z, the one time format git-ao prints (as in --json).
-            fmt = logging.Formatter("%(asctime)s pid=%(process)d %(message)s", TIME_FORMAT)
-            fmt.converter = time.gmtime
-            handler.setFormatter(fmt)
-            # One process may serve several data dirs (tests, importers): the
-            # previous file is closed here, not left for the garbage collector.
-            for old in list(logger.handlers):
-                logger.removeHandler(old)
-                old.close()
-            logger.addHandler(handler)
-            _path = path
-        return logger
+        fd = _open(path)
+        size = os.fstat(fd).st_size
+        if size and size + len(line) > MAX_BYTES:
+            _rotate(path)
+            fd = _open(path)
+        # One write of the whole line: O_APPEND keeps lines of several processes whole.
+        os.write(fd, line)
 
 
 def _fmt(value: object) -> str:
@@ -113,7 +99,7 @@ def event(data_dir: str, action: str, session_id: str | None, decision: str,
     try:
         parts = [action, _fmt(session_id or "-"), _fmt(decision)]
         parts += [f"{k}={_fmt(v)}" for k, v in fields.items() if v is not None]
-        _get(data_dir).info(" ".join(parts))
+        _write(data_dir, " ".join(parts))
     except Exception as exc:  # noqa: BLE001 - logging is best effort by design
         _report(path(data_dir), exc)
 
@@ -133,15 +119,10 @@ def close() -> None:
     its data dir (the tests run commands in-process, one data dir each) calls this
     so no file stays open and nothing holds the command's objects (its database
     connection among them) alive."""
-    global _path, _on_failure
+    global _on_failure
     _on_failure = None
     with _lock:
-        logger = _logger
-        if logger is not None:
-            for old in list(logger.handlers):
-                logger.removeHandler(old)
-                old.close()
-        _path = None
+        _close()
 
 
 def path(data_dir: str) -> str:
