@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -178,3 +181,57 @@ def test_a_hanging_filter_during_restore(repo, worktrees, tmp_path, filt):
     assert states(repo) == {"sm": "live"}
     assert (wt / "notes.txt").read_text() == "first\nthe agent's notes\n"
     _no_stale_locks(wt)
+
+
+def test_a_stopped_gits_lock_another_program_still_has_open_is_left(tmp_path):
+    """A lock the stopped group held is removed only while it is the same file and
+    nobody has it open: a program that left the group (a filter's daemon) and
+    still holds it, or another git that made a lock of the same inode since, keeps
+    it."""
+    from git_ao.git import process
+    lock = tmp_path / "index.lock"
+    pidfile = tmp_path / "escaped.pid"
+    ready = tmp_path / "ready"
+    # The leader opens the lock, as git does; a grandchild leaves the group with
+    # the descriptor still open and lives on.
+    script = (
+        "import os, sys, time\n"
+        f"fd = os.open({str(lock)!r}, os.O_CREAT | os.O_EXCL | os.O_WRONLY)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    null = os.open(os.devnull, os.O_RDWR)\n"
+        "    for k in (0, 1, 2): os.dup2(null, k)\n"
+        "    if os.fork() == 0:\n"
+        f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(60)\n"
+        "    os._exit(0)\n"
+        f"while not os.path.exists({str(pidfile)!r}): time.sleep(0.01)\n"
+        f"open({str(ready)!r}, 'w').close()\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0)
+    escaped = None
+    try:
+        for _ in range(500):
+            if ready.exists():
+                break
+            time.sleep(0.01)
+        escaped = int(pidfile.read_text())
+        _hung, removed = process._stop_group(proc)
+        assert removed == [] and lock.exists()
+    finally:
+        if escaped is not None:
+            os.kill(escaped, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+    # With nobody holding it, the same file is the stopped git's and goes.
+    again = (f"import os, time\nfd = os.open({str(lock)!r}, os.O_WRONLY)\n"
+             f"open({str(ready)!r} + '2', 'w').close()\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", again], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0)
+    for _ in range(500):
+        if os.path.exists(str(ready) + "2"):
+            break
+        time.sleep(0.01)
+    _hung, removed = process._stop_group(proc)
+    assert removed == [str(lock)] and not lock.exists()

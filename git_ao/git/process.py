@@ -201,13 +201,14 @@ def _call_until(argv: list[str], cwd: str, env: dict[str, str], input: bytes | N
 def _stop_group(proc: subprocess.Popen[bytes]) -> tuple[list[str], list[str]]:
     """Stop git `proc` and its process group: SIGTERM (git removes its lock files on
     it), then SIGKILL after `_TERM_GRACE`. Lock files the group held open and
-    left behind are removed (the same file: its inode is checked), and so are
+    left behind are removed when they are the same files (device, inode and
+    change time) and no process has them open any more, and so are
     the scratch files git wrote for a merge driver (`_merge_scratch`). Returns
     (the programs it was running, as their command lines; the files removed)."""
     import psutil  # lazily: completion must not import it
 
     hung: list[str] = []
-    held: dict[str, int] = {}
+    held: dict[str, tuple[int, int, int]] = {}
     scratch: set[str] = set()
     try:
         family = [psutil.Process(proc.pid)]
@@ -219,7 +220,7 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> tuple[list[str], list[str]]:
             for f in p.open_files():
                 if f.path.endswith(".lock"):
                     with contextlib.suppress(OSError):
-                        held[f.path] = os.stat(f.path).st_ino
+                        held[f.path] = _identity(os.stat(f.path))
             if p.pid != proc.pid and not _is_git(p):
                 cmdline = p.cmdline()
                 hung.append(_shown(cmdline))
@@ -239,9 +240,9 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> tuple[list[str], list[str]]:
                 pipe.close()
         proc.wait()
     removed = []
-    for path, ino in held.items():
+    for path, ident in held.items():
         with contextlib.suppress(OSError):
-            if os.lstat(path).st_ino == ino:
+            if _identity(os.lstat(path)) == ident and _unheld(path):
                 os.unlink(path)
                 removed.append(path)
     for path in sorted(scratch):
@@ -250,6 +251,20 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> tuple[list[str], list[str]]:
                 os.unlink(path)
                 removed.append(path)
     return hung, removed
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    # An inode number is soon reused (ext4, tmpfs): with the change time, a lock
+    # another git made at the same path since is not taken for the stopped one's.
+    return st.st_dev, st.st_ino, st.st_ctime_ns
+
+
+def _unheld(lock: str) -> bool:
+    """Does no process have `lock` open (a program that left the stopped group, or
+    another git), as far as this system can tell?"""
+    from git_ao.git.lock import open_by
+    holders = open_by(lock)
+    return holders is not None and not holders[0] and not holders[1]
 
 
 def _merge_scratch(cmdline: list[str], cwd: str) -> list[str]:
