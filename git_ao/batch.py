@@ -128,6 +128,9 @@ class RepoCache:
         self.batch = batch
         self._prune: set[str] = set()
         self._sessions: dict[str, str] | None = None
+        # A dry run's sessions that the real run would remove: a worktree nested in
+        # another is gone by the time the outer one is captured.
+        self.taken_first: set[str] = set()
 
     def defer_prune(self, common_dir: str) -> None:
         with self._lock:

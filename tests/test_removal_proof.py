@@ -82,6 +82,47 @@ def test_nested_sessions_go_inner_first_and_come_back_outer_first(repo, worktree
     assert_restored(before["inner"], state(inner))
 
 
+def _dry_and_real(repo) -> tuple[dict[str, str], dict[str, str]]:
+    """{id: status} of `git ao-preserve --all -n`, then of the real run."""
+    import json
+
+    def run() -> dict[str, str]:
+        res = subprocess.run(["git", "ao-preserve", "--all", *extra, "--json"], cwd=repo,
+                             capture_output=True, text=True, check=False)
+        return {r["id"]: r["status"] for r in json.loads(res.stdout)["results"]}
+
+    extra = ["-n"]
+    dry = run()
+    extra = []
+    return dry, run()
+
+
+@pytest.mark.parametrize("under", ["sub", ".claude/worktrees/sub"])
+def test_a_dry_run_of_all_says_what_the_real_run_does_with_nested_sessions(
+        repo, worktrees, under):
+    outer = worktrees(repo, "outer")
+    (outer / ".gitignore").write_text(".claude/\n")
+    (outer / "outer.txt").write_text("outer work\n")
+    inner = outer / under
+    git("worktree", "add", "-q", "-b", "sub", inner, cwd=repo)
+    ao("ao", "add", inner, "--id", "sub", cwd=repo)
+    (inner / "inner.txt").write_text("inner work\n")
+    # The real run takes the inner one first, so the outer one follows.
+    dry, real = _dry_and_real(repo)
+    assert dry == real == {"sub": "ok", "outer": "ok"}, (dry, real)
+
+
+def test_a_dry_run_of_all_keeps_the_outer_session_where_the_inner_one_stays(
+        repo, worktrees):
+    outer = worktrees(repo, "outer")
+    inner = outer / "sub"
+    git("worktree", "add", "-q", "-b", "sub", inner, cwd=repo)
+    ao("ao", "add", inner, "--id", "sub", cwd=repo)
+    os.mkfifo(inner / "pipe")  # the inner worktree is kept, so the outer one is too
+    dry, real = _dry_and_real(repo)
+    assert dry == real == {"sub": "refused", "outer": "refused"}, (dry, real)
+
+
 def test_the_outer_session_alone_is_kept_while_the_inner_one_is_live(repo, worktrees):
     outer = worktrees(repo, "outer")
     (outer / ".gitignore").write_text("*.log\nbuild/\n.claude/\n")
@@ -484,8 +525,8 @@ def test_a_write_just_after_git_status_and_before_the_walk_is_saved(repo, worktr
     wt = worktrees(repo, "late")
     real_inspect = capture.inspect
 
-    def inspect_then_write(path, git_dir):
-        st = real_inspect(path, git_dir)
+    def inspect_then_write(path, git_dir, *more):
+        st = real_inspect(path, git_dir, *more)
         if path == str(wt):  # once: a capture of the moved copy reads it as it is
             (wt / "README.md").write_text("written after git status\n")
             time.sleep(0.2)  # past the racy window of a walk that starts now

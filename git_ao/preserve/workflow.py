@@ -139,6 +139,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                 out = guarded(lambda: preserve_one(
                     ctx, s.id, keep_worktree, cache, trigger=trigger,
                     unsaved=(unsaved or {}).get(s.id)), s.id, Action.PRESERVE, ctx)
+            if ctx.dry_run and not keep_worktree and out.status == Status.OK:
+                cache.taken_first.add(os.path.realpath(s.worktree_path))
             if out.data.get("timed_out"):
                 _after_timeout(ctx, s.id, out)
             if agents_seen is not None:
@@ -231,7 +233,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # the index with its flags and tree, the session's refs) is read beside it.
         beside = None if ctx.dry_run else capture.Beside(lambda: _read_ahead(s, path, v.git_dir))
         try:
-            st = capture.inspect(path, v.git_dir)
+            st = capture.inspect(path, v.git_dir, cache.taken_first if ctx.dry_run else ())
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
             walked = walking.result() if walking is not None and not keep_worktree else None
@@ -611,9 +613,14 @@ def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
     save would account for (the walk's own blockers, such as a mount point, a
     FIFO, an unreadable directory; a path neither tracked, changed, untracked nor
     ignored; a nested repository or worktree that must stay), as the real run's
-    `witness.blockers` judges it with the saved trees. Writes nothing."""
+    `witness.blockers` judges it with the saved trees, once the worktrees nested
+    here that it removes first are gone. Writes nothing."""
     assert st.head is not None  # inspect refuses an unborn branch
-    w = walk.walk(path)
+    real = os.path.realpath(path)
+    # The worktrees nested here that this run removes first are gone by then.
+    gone = frozenset(os.path.relpath(p, real) for p in cache.taken_first
+                     if p.startswith(real.rstrip("/") + "/"))
+    w = walk.walk(path, skip=gone)
     tracked = set(query.ls_tree_paths(path, st.head))
     captured = tracked | {e.path for e in st.changed} | set(st.untracked)
     found = walk.unaccounted(w, captured, st.ignored, lambda paths: query.check_ignore(path, paths))

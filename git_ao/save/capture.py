@@ -26,7 +26,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from git_ao import crashpoint, git
@@ -120,10 +120,12 @@ class Capture:
             self.hidden and self.hidden_changed)
 
 
-def inspect(path: str, git_dir: str) -> git.Status:
+def inspect(path: str, git_dir: str, taken_first: Collection[str] = ()) -> git.Status:
     """Read the worktree's state (one `git status`) and raise CannotCapture for states
     whose work would not survive: an unborn branch, unmerged paths, an operation in
-    progress, an untracked nested repository. Returns the git.Status."""
+    progress, an untracked nested repository. taken_first: the real paths of nested
+    worktrees a dry run's real run removes before this one, left out of its
+    untracked paths as they would be. Returns the git.Status."""
     for name, what in _IN_PROGRESS.items():
         if os.path.exists(os.path.join(git_dir, name)):
             raise CannotCapture(f"{what} is in progress in '{path}'; finish or abort it first")
@@ -134,6 +136,9 @@ def inspect(path: str, git_dir: str) -> git.Status:
     if st.unmerged:
         raise CannotCapture(f"'{path}' has unmerged paths ({', '.join(st.unmerged)}); "
                             "resolve them first")
+    if taken_first:
+        st.untracked = [p for p in st.untracked if not p.endswith("/") or
+                        os.path.realpath(os.path.join(path, p)) not in taken_first]
     nested = [p for p in st.untracked if p.endswith("/")]
     if nested:
         full = os.path.join(path, nested[0])
