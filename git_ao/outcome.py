@@ -116,6 +116,7 @@ if TYPE_CHECKING:
         history_held: ObjectId  # nothing appended: the newest entry's save holds the capture
         kept_work: bool  # checkpoint: the ref holds work a restore left, and stays as it is
         warning: str
+        inexact: list[str]  # checkpoint: paths saved as git checks them out
         blocked: list[str]
         trash: str
         volatile_trash: str

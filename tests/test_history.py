@@ -477,6 +477,42 @@ def test_a_checkpoint_with_something_to_save_compares_the_stat_data_once(repo, w
     assert [e["trigger"] for e in _entries(repo, "agent")] == ["checkpoint", "checkpoint"]
 
 
+@pytest.mark.parametrize("lossy", ["crlf", "filemode"])
+def test_a_file_that_would_not_come_back_byte_for_byte_leaves_the_rest_checkpointed(
+        repo, worktrees, lossy):
+    # One such file refuses a preserve (it keeps the worktree); a checkpoint saves
+    # the rest of the work with it as git checks it out, and names it.
+    wt = worktrees(repo, "agent")
+
+    def lossy_file():
+        if lossy == "crlf":
+            (wt / "fixture.txt").write_bytes(b"line\r\n")
+        else:
+            (wt / "fixture.txt").write_text("#!/bin/sh\n")
+            os.chmod(wt / "fixture.txt", 0o755)
+
+    if lossy == "crlf":
+        (wt / ".gitattributes").write_text("* text=auto\n")
+    else:
+        git("config", "core.fileMode", "false", cwd=wt)
+    lossy_file()
+    (wt / "README.md").write_text("important edit\n")
+    (wt / "module.py").write_text("new module\n")
+    res = ao("ao", "checkpoint", "agent", "--json", cwd=repo)
+    got = json.loads(res.stdout)["results"][0]
+    assert got["status"] == "ok" and got["inexact"] == ["fixture.txt"], got
+    assert "fixture.txt" in got["warning"] and "not byte for byte" in got["warning"]
+    _destroy(wt)
+    git("clean", "-q", "-fdx", cwd=wt)
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert (wt / "README.md").read_text() == "important edit\n"
+    assert (wt / "module.py").read_text() == "new module\n"
+    assert (wt / "fixture.txt").exists()
+    lossy_file()
+    ao("ao-preserve", "agent", cwd=repo, rc=1)  # the worktree stays: nothing is lost
+    assert wt.is_dir()
+
+
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(
         repo, worktrees):
     wt = worktrees(repo, "agent")

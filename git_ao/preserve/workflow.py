@@ -267,7 +267,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
-                                  targeted=keep_worktree, defer=True, ahead=ahead)
+                                  targeted=keep_worktree, defer=True, ahead=ahead,
+                                  lossy_ok=keep_worktree)
         except BaseException:
             if signing is not None:
                 signing.wait()
@@ -318,6 +319,13 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if not_appended:
             data["history_error"] = not_appended
         warn = _mirror_warning(path, cap.config)
+        if cap.inexact:
+            # A checkpoint saves the rest of the work rather than nothing.
+            data["inexact"] = cap.inexact
+            shown = ", ".join(cap.inexact[:5]) + (", ..." if len(cap.inexact) > 5 else "")
+            warn = "; ".join(w for w in (warn, (
+                f"warning: {len(cap.inexact)} path(s) saved as git checks them out, not byte "
+                f"for byte (line-ending or filter conversion, core.fileMode): {shown}")) if w)
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""

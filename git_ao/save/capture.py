@@ -97,6 +97,8 @@ class Capture:
     keep_reasons: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)  # paths index flags hide from git status
     hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
+    # Paths saved as git checks them out, not byte for byte (capture(lossy_ok=True)).
+    inexact: list[str] = field(default_factory=list)
     private_config: str | None = None  # JSON for Save.private_config
     # The checksum of the index the trees were made from (index.checksum): an
     # index with the same one holds exactly this index tree and these flags.
@@ -227,14 +229,16 @@ def _same_file(a: str, b: str) -> bool:
                 return True
 
 
-def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
+def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
+           lossy_ok: bool = False) -> list[str]:
     """Prove that every file present under the worktree comes back byte for byte and
     mode for mode: check out each captured index (`git checkout-index -a
     --prefix`, so smudge filters, end-of-line conversion and core.fileMode apply
     exactly as on restore) into a scratch dir inside the worktree's git dir and
     compare every file with the worktree's.
 
-    Raises CannotCapture naming every path that would not come back. Costs one
+    Raises CannotCapture naming every path that would not come back; with
+    `lossy_ok`, returns them (sorted, relative) instead. Costs one
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
     """
@@ -257,12 +261,14 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex]) -> None:
                         bad[rel] = None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if bad:
+    if bad and not lossy_ok:
         # Every such file: fixing them one refusal at a time takes a run each.
         raise CannotCapture(
             f"{_paths(path, sorted(bad))} would not come back byte for byte or with "
-            "its mode (line-ending or filter conversion, core.fileMode); commit them "
-            "or fix them first")
+            "its mode (line-ending or filter conversion, core.fileMode); give them "
+            "attributes that keep their bytes (-text in .gitattributes) or write them "
+            "as git checks them out first")
+    return sorted(bad)
 
 
 def _paths(top: str, rels: Sequence[str]) -> str:
@@ -441,8 +447,8 @@ def read_ahead(path: str, git_dir: str) -> Ahead | None:
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             st: git.Status | None = None,
             walked: walk.Walk | walk.Background | None = None,
-            targeted: bool = False, defer: bool = False, ahead: Ahead | None = None
-            ) -> Capture:
+            targeted: bool = False, defer: bool = False, ahead: Ahead | None = None,
+            lossy_ok: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -457,6 +463,9 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     status` saw change (`git update-index`) instead of every tracked one (`git
     add -u`), where no index flag hides a file, no sparse checkout and no
     submodule is involved.
+    lossy_ok: a checkpoint, which keeps the worktree: a file that would not come
+    back byte for byte (`verify`) is saved as git checks it out and named in
+    `Capture.inexact`, not refused, so the rest of the work has its entry.
     defer: compute the commits but leave them in `Capture.unwritten` (`cap.commit`
     names an object not written yet) for the caller to write with its own
     (`flush`).
@@ -472,7 +481,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     for attempt in range(1, TRIES + 1):
         try:
             return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
-                                 ahead if st is not None else None)
+                                 ahead if st is not None else None, lossy_ok)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -489,7 +498,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
 def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   st: git.Status | None, walked: walk.Walk | walk.Background | None,
                   targeted: bool = False, defer: bool = False,
-                  ahead: Ahead | None = None) -> Capture:
+                  ahead: Ahead | None = None, lossy_ok: bool = False) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -595,7 +604,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 assert isinstance(got, str)
                 cap.untracked_tree = ObjectId(got)
             if reason:
-                verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []))
+                cap.inexact = verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []),
+                                     lossy_ok=lossy_ok)
             cap.private_config = private()
             if witness is not None:
                 witness.result()
