@@ -513,6 +513,28 @@ def test_a_file_that_would_not_come_back_byte_for_byte_leaves_the_rest_checkpoin
     assert wt.is_dir()
 
 
+@pytest.mark.parametrize("under", ["sub", ".claude/worktrees/sub"])
+def test_a_session_nested_in_another_leaves_the_outer_ones_checkpoints_alone(
+        repo, worktrees, under):
+    outer = worktrees(repo, "outer")
+    (outer / ".gitignore").write_text(".claude/\n")
+    inner = outer / under
+    git("worktree", "add", "-q", "-b", "sub", inner, cwd=repo)
+    ao("ao", "add", inner, "--id", "sub", cwd=repo)
+    (outer / "outer.txt").write_text("outer work\n")
+    (inner / "inner.txt").write_text("inner work\n")
+    for sid in ("outer", "sub"):
+        got = json.loads(ao("ao", "checkpoint", sid, "--json", cwd=repo).stdout)["results"][0]
+        assert got["status"] == "ok", got
+    # Each save holds its own worktree's work only.
+    for sid, mine, other in (("outer", "outer.txt", "inner.txt"), ("sub", "inner.txt",
+                                                                    "outer.txt")):
+        save = _entries(repo, sid)[0]["commit"]
+        files = git("ls-tree", "-r", "--name-only", f"{save}^3", cwd=repo).split()
+        assert mine in files and not [f for f in files if f.endswith(other)], (sid, files)
+    assert (inner / "inner.txt").read_text() == "inner work\n"
+
+
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(
         repo, worktrees):
     wt = worktrees(repo, "agent")

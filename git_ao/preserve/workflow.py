@@ -15,7 +15,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from git_ao import crashpoint, git, groups
@@ -233,7 +233,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # the index with its flags and tree, the session's refs) is read beside it.
         beside = None if ctx.dry_run else capture.Beside(lambda: _read_ahead(s, path, v.git_dir))
         try:
-            st = capture.inspect(path, v.git_dir, cache.taken_first if ctx.dry_run else ())
+            st = capture.inspect(path, v.git_dir, _left_out(ctx, s, cache, keep_worktree))
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
             walked = walking.result() if walking is not None and not keep_worktree else None
@@ -421,6 +421,16 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 data["captured_late"] = late
                 summary += f"; {len(late)} path(s) written after the first capture saved too"
             return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
+
+
+def _left_out(ctx: Context, s: Session, cache: RepoCache, keep_worktree: bool
+              ) -> Collection[str]:
+    """The worktrees nested in `s`'s that its save leaves out: a checkpoint, every
+    other session's (each has a history of its own, and stays); a dry run, those
+    its real run removes first."""
+    if keep_worktree:
+        return set(cache.session_paths(ctx, exclude=s.id))
+    return cache.taken_first if ctx.dry_run else ()
 
 
 def _late_check_note(hung: list[str]) -> str:

@@ -122,12 +122,13 @@ class Capture:
             self.hidden and self.hidden_changed)
 
 
-def inspect(path: str, git_dir: str, taken_first: Collection[str] = ()) -> git.Status:
+def inspect(path: str, git_dir: str, left_out: Collection[str] = ()) -> git.Status:
     """Read the worktree's state (one `git status`) and raise CannotCapture for states
     whose work would not survive: an unborn branch, unmerged paths, an operation in
-    progress, an untracked nested repository. taken_first: the real paths of nested
-    worktrees a dry run's real run removes before this one, left out of its
-    untracked paths as they would be. Returns the git.Status."""
+    progress, an untracked nested repository. left_out: the real paths of nested
+    worktrees that are not this save's (other sessions' a checkpoint leaves alone,
+    or those a dry run's real run removes first), left out of its untracked paths.
+    Returns the git.Status."""
     for name, what in _IN_PROGRESS.items():
         if os.path.exists(os.path.join(git_dir, name)):
             raise CannotCapture(f"{what} is in progress in '{path}'; finish or abort it first")
@@ -138,9 +139,9 @@ def inspect(path: str, git_dir: str, taken_first: Collection[str] = ()) -> git.S
     if st.unmerged:
         raise CannotCapture(f"'{path}' has unmerged paths ({', '.join(st.unmerged)}); "
                             "resolve them first")
-    if taken_first:
+    if left_out:
         st.untracked = [p for p in st.untracked if not p.endswith("/") or
-                        os.path.realpath(os.path.join(path, p)) not in taken_first]
+                        os.path.realpath(os.path.join(path, p)) not in left_out]
     nested = [p for p in st.untracked if p.endswith("/")]
     if nested:
         full = os.path.join(path, nested[0])
