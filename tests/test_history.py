@@ -313,6 +313,22 @@ def test_the_claude_code_hook_checkpoints_the_worktree_its_json_names(repo, work
     assert len(_entries(repo, "agent")) == 1
 
 
+def test_hook_input_that_names_no_directory_is_nothing_to_do_even_inside_a_worktree(
+        repo, worktrees):
+    wt = _session(repo, worktrees)
+    (wt / "work.txt").write_text("work\n")
+    for bad in ("not json", "[1, 2]", '"a string"', json.dumps({"cwd": 5}),
+                json.dumps({"cwd": ""})):
+        res = _hook(bad, wt)
+        assert res.returncode == 0 and "nothing to do" in res.stdout, (bad, res)
+    assert _entries(repo, "agent") == []
+    # No input, or an object without "cwd": the hook runs where the agent works.
+    for none in ("", json.dumps({"hook_event_name": "Stop"})):
+        res = _hook(none, wt)
+        assert res.returncode == 0, res
+    assert [e["trigger"] for e in _entries(repo, "agent")] == ["hook"]
+
+
 def test_the_timer_units_run_a_timer_checkpoint_of_every_session(repo, worktrees):
     wt = _session(repo, worktrees)
     cp = configparser.ConfigParser(strict=False, interpolation=None)

@@ -179,12 +179,18 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     if hook_input:
         from git_ao.cli.entry import hook_cwd
         from git_ao.errors import AoError
-        where = hook_cwd(sys.stdin.buffer.read()) or current_directory()
         try:
-            outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
-                                     trigger=trigger)
-        except AoError as exc:
-            outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
+            where = hook_cwd(sys.stdin.buffer.read()) or current_directory()
+        except ValueError as exc:
+            where = None
+            outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING,
+                                f"the hook's input names no directory ({exc}): nothing to do")]
+        if where is not None:
+            try:
+                outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
+                                         trigger=trigger)
+            except AoError as exc:
+                outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
         for o in outcomes:
             app.printer.outcome(o)
         # A refusal or failure says so (1, or 3 for attention), as the command does; a

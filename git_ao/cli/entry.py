@@ -71,14 +71,21 @@ def _valid_id(sid: str) -> bool:
 def hook_cwd(data: bytes) -> str | None:
     """The working directory an agent tool's hook names in the JSON it gives on stdin
     (Claude Code: {"cwd": ..., "session_id": ..., "hook_event_name": ...}), None
-    when there is none."""
+    when it names none (no input, or an object without "cwd"). Raises ValueError
+    for input that is not a JSON object or a "cwd" that is not a directory name."""
     import json
     try:
-        doc = json.loads(data.decode("utf-8", "replace") or "{}")
+        doc = json.loads(data.decode("utf-8", "replace").strip() or "{}")
     except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        raise ValueError("it is not a JSON object")  # noqa: TRY004 - the input, not a caller
+    cwd = doc.get("cwd")
+    if cwd is None:
         return None
-    cwd = doc.get("cwd") if isinstance(doc, dict) else None
-    return cwd if isinstance(cwd, str) and cwd else None
+    if not isinstance(cwd, str) or not cwd:
+        raise ValueError('its "cwd" is not a directory name')
+    return cwd
 
 
 def _top(start: str) -> str | None:
