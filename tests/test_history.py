@@ -617,7 +617,27 @@ def test_restore_at_says_the_numbers_as_they_are_after_the_run(repo, worktrees):
     assert f"is at entry 2 ({saved['commit'][:12]})" in msg, msg
     assert f"replaced is entry 1 ({replaced['commit'][:12]})" in msg, msg
     assert "entry 1 (" + saved["commit"][:12] not in msg
-    assert f"git ao-restore agent --at {replaced['entry'][:12]} undoes it" in msg
+    assert f"git ao-restore agent --at {replaced['commit'][:12]} undoes it" in msg
+
+
+def test_the_undo_restore_at_prints_still_works_after_retention_rewrites_the_history(
+        repo, worktrees):
+    wt = _session(repo, worktrees)
+    for i in range(5):
+        (wt / "f.txt").write_text(f"v{i}\n")
+        ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "f.txt").write_text("latest\n")
+    wanted = exact_state(wt)
+    doc = _restore_json(repo, "agent", "--at", "3")
+    undo = doc["message"].rsplit("--at ", 1)[1].split()[0]
+    ao("ao", "config", "set", "history.keep", "2", cwd=repo)
+    try:
+        ao("ao-prune", cwd=repo)
+    finally:
+        ao("ao", "config", "unset", "history.keep", cwd=repo)
+    assert len(_entries(repo, "agent")) == 2
+    _restore_json(repo, "agent", "--at", undo)
+    assert_restored(wanted, exact_state(wt))
 
 
 def test_restore_at_says_the_branch_moved_and_where_the_commits_it_left_are(

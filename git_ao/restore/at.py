@@ -122,9 +122,15 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             undo = history.newest(path, s.id)
         assert undo is not None  # the capture was appended, or the newest holds it
         # The numbers after the append (a checkpoint takes no session lock: read them).
-        numbers = {e.commit: e.number for e in history.entries(path, s.id)}
+        listed = history.entries(path, s.id)
+        numbers = {e.commit: e.number for e in listed}
         number = numbers.get(entry.commit, entry.number + (1 if before else 0))
         undo_number = numbers.get(undo.commit, 1)
+        # The undo names the replaced state's save: retention (git ao-prune) writes
+        # the entries it keeps again, with new commits, but not their saves. A save
+        # two entries share (the same trees, other private state) needs the entry.
+        undo_name = undo.save if sum(e.save == undo.save for e in listed) == 1 \
+            else undo.commit
         data = facts(s, entry=entry.commit, preserved_commit=entry.save, entry_number=number,
                      replaced=undo.save, replaced_number=undo_number,
                      history_entry=before.commit if before else None)
@@ -201,7 +207,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         if in_place:
             data["left_in_place"] = in_place
         undo_hint = f"entry {undo_number} ({undo.save[:12]}): git ao-restore {s.id} --at " \
-            f"{undo.commit[:12]} undoes it"
+            f"{undo_name[:12]} undoes it"
         ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
                 entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
         _unmark(ctx.store.dir, s.id)
