@@ -1013,6 +1013,26 @@ def test_restore_at_refuses_a_background_job_of_the_same_script(repo, worktrees,
     assert res.returncode == 0, res
 
 
+@pytest.mark.parametrize("line", [
+    "{ git ao-restore agent --at 1 $DRY; echo done; } 2>&1 | (cd . && cat)",
+    "r() { git ao-restore \"$@\"; }; r agent --at 1 $DRY | (cd . && tee /dev/null)",
+    "( git ao-restore agent --at 1 $DRY ) | (cd . && cat) | (cd . && cat)",
+])
+def test_restore_at_from_a_group_or_function_in_a_pipeline_runs_beside_its_own_pipeline(
+        repo, worktrees, line):
+    # The pipeline's other commands sit in the worktree too: they read git-ao's
+    # output, and are no process working there.
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "new.txt").write_text("more\n")
+    for dry in ("-n", ""):
+        res = subprocess.run(["bash", "-c", f"set -o pipefail; {line}"], cwd=wt,
+                             env=dict(os.environ, DRY=dry), capture_output=True, text=True,
+                             check=False)
+        assert res.returncode == 0 and "refused" not in res.stdout, (dry, res)
+    assert not (wt / "new.txt").exists()
+
+
 def test_restore_at_refuses_when_its_output_is_a_file_in_the_worktree(repo, worktrees):
     wt = _session(repo, worktrees)
     ao("ao", "checkpoint", "agent", cwd=repo)

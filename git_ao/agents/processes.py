@@ -117,20 +117,44 @@ def _own_pipeline() -> set[int]:
     processes with the same parent and the same process group as git-ao's top
     process (this one, or the `git` wrapper that started it for `git ao-...`, and
     its own `git` wrapper in turn), joined to it by their standard input and
-    output pipes where /proc shows them. A shell with job control gives each
-    pipeline its own process group; a top process whose parent is pid 1 has no
-    pipeline. A process that cannot be read is left out (it may then be an agent)."""
+    output pipes where /proc shows them; and so on above it, for each subshell
+    that reads or writes the same pipe as the process below (a group or a
+    function in the pipeline: `{ git ao-restore ...; } | tee log`). A shell with
+    job control gives each pipeline its own process group; a top process whose
+    parent is pid 1 has no pipeline. A process that cannot be read is left out
+    (it may then be an agent)."""
     try:
         top = psutil.Process()
         parent = top.parent()
         while parent is not None and parent.name() == "git":
             top, parent = parent, parent.parent()
-        if parent is None or parent.pid <= 1:
-            return set()
+    except (*_ERRORS, OSError):
+        return set()
+    out: set[int] = set()
+    while parent is not None and parent.pid > 1:
+        mates = _joined(top, parent)
+        if mates is None:
+            break
+        out |= mates
+        mine = _pipe_ends(top.pid)
+        try:
+            if mine is None or not _same_pipe(mine, _pipe_ends(parent.pid)):
+                break
+            top, parent = parent, parent.parent()
+        except (*_ERRORS, OSError):
+            break
+    return out
+
+
+def _joined(top: psutil.Process, parent: psutil.Process) -> set[int] | None:
+    """The children of `parent` in `top`'s process group joined to `top` by their
+    pipes (every one of them where /proc cannot tell), or None when they cannot
+    be read."""
+    try:
         group = os.getpgid(top.pid)
         siblings = parent.children()
     except (*_ERRORS, OSError):
-        return set()
+        return None
     mates = set()
     for proc in siblings:
         try:
@@ -156,6 +180,11 @@ def _own_pipeline() -> set[int]:
                 out.add(pid)
                 todo.append(pid)
     return out
+
+
+def _same_pipe(a: tuple[str, str], b: tuple[str, str] | None) -> bool:
+    """Do two processes read, or write, the same pipe (as _pipe_ends gives them)?"""
+    return b is not None and bool(a[0] and a[0] == b[0] or a[1] and a[1] == b[1])
 
 
 def _pipe_ends(pid: int) -> tuple[str, str] | None:
