@@ -444,6 +444,40 @@ def test_the_stat_comparison_shared_among_processes_sees_a_change_in_any_share(
         assert not unchanged.unchanged(data, "agent", str(wt)), name
 
 
+def test_a_change_the_stat_data_cannot_see_is_saved_once_the_stat_file_is_old(
+        repo, worktrees):
+    # A write through a shared mapping into a dirty page sets no file time: here
+    # the stat file is made to hold the changed file's stat data, as such a write
+    # leaves it. The proof holds for TRUSTED_NS only; then the worktree is read.
+    import marshal
+
+    from git_ao.save import unchanged
+    wt = _session(repo, worktrees)
+    (wt / "mapped.bin").write_bytes(b"BBBB")
+    time.sleep(0.1)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    assert _checkpoint_json(repo).get("unchanged") is True
+    (wt / "mapped.bin").write_bytes(b"CCCC")
+    stat_file = os.path.join(os.environ["AO_DATA_DIR"], "history-stat", "agent")
+    with open(stat_file, "rb") as fh:
+        doc = marshal.load(fh)
+    names = doc["names"].split(b"\0")
+    sigs = memoryview(doc["sigs"]).cast("q").tolist()
+    k = names.index(b"mapped.bin")
+    st = os.lstat(wt / "mapped.bin")
+    sigs[4 * k:4 * k + 4] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    for age in (0, unchanged.TRUSTED_NS + 1):
+        from array import array
+        doc = dict(doc, sigs=array("q", sigs).tobytes(), at=time.time_ns() - age)
+        with open(stat_file, "wb") as fh:
+            fh.write(marshal.dumps(doc))
+        got = _checkpoint_json(repo)
+        assert bool(got.get("unchanged")) is (age == 0), (age, got)
+    entries = _entries(repo, "agent")
+    newest = git("show", f"{entries[0]['commit']}^3:mapped.bin", cwd=repo)
+    assert newest == "CCCC" and len(entries) == 2
+
+
 def test_the_quick_entry_point_answers_an_unchanged_checkpoint_and_passes_changes_on(
         repo, worktrees):
     wt = _session(repo, worktrees)

@@ -92,7 +92,7 @@ def test_a_rerun_after_a_kill_mid_restore_at_names_the_state_before_the_first_ru
     assert replaced["trigger"] == "restore" and replaced["untracked"] == 6
     out = ao("ao-restore", "agent", "--at", target, cwd=repo).stdout
     assert_restored(wanted, exact_state(wt))
-    assert f"git ao-restore agent --at {replaced['entry'][:12]} undoes it" in out, out
+    assert f"git ao-restore agent --at {replaced['commit'][:12]} undoes it" in out, out
     got = _chain_whole(repo)
     assert [e["trigger"] for e in got] == ["restore", "checkpoint"]
     ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)

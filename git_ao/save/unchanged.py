@@ -21,7 +21,11 @@ The racy case: file times come from a clock that ticks every few
 milliseconds (every two seconds on FAT), so `record` writes nothing when any
 recorded time lies within its racy window of the start of the checkpoint's
 walk (`walk.near`: a later write in the same tick could leave the times as
-they were); the next checkpoint then takes the full path. Anything unusual
+they were); the next checkpoint then takes the full path. A write through a
+shared memory mapping into a page already dirty sets no file time at all (git's
+own stat cache misses it too), so a stat file proves nothing once it is older
+than TRUSTED_NS: the next checkpoint reads every untracked file again, and the
+timer's every five minutes bound how long such a change goes unsaved. Anything unusual
 (submodules, a reftable, another git environment, a stat file from another
 version) also means the full path.
 """
@@ -31,6 +35,7 @@ from __future__ import annotations
 import marshal
 import os
 import stat
+import time
 
 # The check below runs before anything else is imported: not even typing
 # (mypy takes any name TYPE_CHECKING as true).
@@ -45,7 +50,7 @@ else:
     except ImportError:  # a Python built without its own hash modules
         from hashlib import sha1
 
-VERSION = 3
+VERSION = 4
 _DIR = "history-stat"
 # Files git reads from the worktree even when an ignore rule covers them (a cache
 # directory's own '.gitignore' of '*'): an edit may make an ignored file untracked.
@@ -194,7 +199,8 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
             return False
         watch.append((f, _sig(st)))
     doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
-           "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs}
+           "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs,
+           "at": started}
     from git_ao.store.datadir import ensure_private_dir, write_private
     target = _file(data_dir, session_id)
     ensure_private_dir(os.path.dirname(target))
@@ -210,6 +216,10 @@ def drop(data_dir: str, session_id: str) -> None:
         pass
 
 
+# How long a stat file proves anything (ns): a write through a shared mapping into
+# a page already dirty changes no file time, so after this a checkpoint reads the
+# worktree again. The timer checkpoints every five minutes too.
+TRUSTED_NS = 300 * 1_000_000_000
 # From this many paths on, `unchanged` shares the stat calls among processes.
 _SPLIT_FROM = 4000
 _MAX_SHARES = 4
@@ -321,6 +331,9 @@ def _unchanged(data_dir: str, session_id: str, path: str, doc: object) -> bool:
             return False
     if not isinstance(doc, dict) or doc.get("v") != VERSION or doc.get("path") != path \
             or doc.get("env") != [os.environ.get(k) for k in _ENV]:
+        return False
+    at = doc.get("at")
+    if not isinstance(at, int) or not 0 <= time.time_ns() - at <= TRUSTED_NS:
         return False
     for f, want in doc["watch"]:
         try:
