@@ -55,8 +55,12 @@ def isolate():
         fh.write("[user]\n\tname = Bench\n\temail = bench@localhost\n"
                  "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
-                 "GIT_AO_CRASH_AT", "GIT_AO_DEBUG", "GIT_TRACE"):
+                 "GIT_AO_CRASH_AT", "GIT_AO_DEBUG", "GIT_TRACE", "PYTHONDONTWRITEBYTECODE"):
         os.environ.pop(name, None)
+    # An installed git-ao has its bytecode compiled (pip does it); a checkout's is
+    # compiled here, so no timed command compiles a module.
+    import compileall
+    compileall.compile_dir(os.path.join(ROOT, "git_ao"), quiet=1)
     os.environ.update(HOME=home, GIT_CONFIG_GLOBAL=os.path.join(home, ".gitconfig"),
                       GIT_CONFIG_NOSYSTEM="1", AO_DATA_DIR=os.path.join(WORK, "aodata"),
                       NO_COLOR="1")
