@@ -89,3 +89,17 @@ def test_the_log_rotates_by_size_keeping_whole_lines_and_the_backups(tmp_path, m
     kept = [int(ln.split(" ")[3][1:]) for ln in lines]
     assert kept == list(range(60 - len(kept), 60))
     assert oct(os.stat(logs / "git-ao.log").st_mode & 0o777) == "0o600"
+
+
+def test_a_log_another_process_rotated_is_written_where_its_path_now_points(tmp_path):
+    from git_ao.store import log
+    data = str(tmp_path / "data")
+    logs = tmp_path / "data" / "logs"
+    try:
+        log.event(data, "preserve", "a", "ok")
+        os.replace(logs / "git-ao.log", logs / "git-ao.log.1")  # as another process rotates
+        log.event(data, "preserve", "b", "ok")
+    finally:
+        log.close()
+    assert " b ok" in (logs / "git-ao.log").read_text()
+    assert " b " not in (logs / "git-ao.log.1").read_text()

@@ -75,8 +75,17 @@ def _write(data_dir: str, message: str) -> None:
             f"{message}\n").encode("utf-8", "backslashreplace")
     with _lock:
         fd = _open(path)
-        size = os.fstat(fd).st_size
-        if size and size + len(line) > MAX_BYTES:
+        st = os.fstat(fd)
+        try:
+            moved = not os.path.samestat(st, os.stat(path))
+        except FileNotFoundError:
+            moved = True
+        if moved:
+            # Another process rotated it: write to the file the path names now.
+            _close()
+            fd = _open(path)
+            st = os.fstat(fd)
+        if st.st_size and st.st_size + len(line) > MAX_BYTES:
             _rotate(path)
             fd = _open(path)
         # One write of the whole line: O_APPEND keeps lines of several processes whole.
