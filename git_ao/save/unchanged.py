@@ -25,9 +25,9 @@ they were); the next checkpoint then takes the full path. A write through a
 shared memory mapping into a page already dirty sets no file time at all (git's
 own stat cache misses it too), so a stat file proves nothing once it is older
 than TRUSTED_NS: the next checkpoint reads every untracked file again, and the
-timer's every five minutes bound how long such a change goes unsaved. Anything unusual
-(submodules, a reftable, another git environment, a stat file from another
-version) also means the full path.
+timer, every five minutes, bounds how long such a change goes unsaved.
+Anything unusual (submodules, a reftable, another git environment, a stat file
+from another version) also means the full path.
 """
 
 from __future__ import annotations
