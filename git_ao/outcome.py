@@ -117,6 +117,7 @@ if TYPE_CHECKING:
         kept_work: bool  # checkpoint: the ref holds work a restore left, and stays as it is
         warning: str
         inexact: list[str]  # checkpoint: paths saved as git checks them out
+        unstorable: list[str]  # untracked paths whose names git will not store
         blocked: list[str]
         trash: str
         volatile_trash: str

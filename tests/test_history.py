@@ -318,7 +318,7 @@ def test_hook_input_that_names_no_directory_is_nothing_to_do_even_inside_a_workt
     wt = _session(repo, worktrees)
     (wt / "work.txt").write_text("work\n")
     for bad in ("not json", "[1, 2]", '"a string"', json.dumps({"cwd": 5}),
-                json.dumps({"cwd": ""})):
+                json.dumps({"cwd": ""}), "[" * 100_000, '{"a": ' * 100_000):
         res = _hook(bad, wt)
         assert res.returncode == 0 and "nothing to do" in res.stdout, (bad, res)
     assert _entries(repo, "agent") == []
@@ -583,6 +583,31 @@ def test_a_session_nested_in_another_leaves_the_outer_ones_checkpoints_alone(
         files = git("ls-tree", "-r", "--name-only", f"{save}^3", cwd=repo).split()
         assert mine in files and not [f for f in files if f.endswith(other)], (sid, files)
     assert (inner / "inner.txt").read_text() == "inner work\n"
+
+
+def test_files_whose_names_git_will_not_store_are_named_and_never_removed(repo, worktrees):
+    # git status lists GIT~1 and .git. as untracked, but update-index skips them
+    # (exit 0): a checkpoint names them, --at leaves them, a preserve keeps the
+    # worktree, and its dry run says so.
+    wt = worktrees(repo, "agent")
+    (wt / "GIT~1").write_text("precious\n")
+    (wt / "dd").mkdir()
+    (wt / "dd" / ".git.").write_text("precious too\n")
+    (wt / "mine.txt").write_text("mine\n")
+    got = json.loads(ao("ao", "checkpoint", "agent", "--json", cwd=repo).stdout)["results"][0]
+    assert got["unstorable"] == ["GIT~1", "dd/.git."] and got["untracked"] == 1, got
+    assert "will not store" in got["warning"]
+    (wt / "later.txt").write_text("later\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    for n in ("2", "1"):  # back to the first entry, then its undo
+        res = ao("ao-restore", "agent", "--at", n, cwd=repo)
+        assert "whose names git will not store, left in place" in res.stdout, res.stdout
+        assert (wt / "GIT~1").read_text() == "precious\n"
+        assert (wt / "dd" / ".git.").read_text() == "precious too\n"
+    assert (wt / "later.txt").exists()
+    for extra in (["-n"], []):
+        res = ao("ao-preserve", "agent", *extra, cwd=repo, rc=1)
+        assert "GIT~1" in res.stdout and wt.is_dir(), (extra, res.stdout)
 
 
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(

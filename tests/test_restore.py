@@ -228,3 +228,33 @@ def test_a_symbolic_link_at_the_path_is_named_so_and_left(repo, worktrees, tmp_p
     assert os.path.islink(wt)
     if not dangling:
         assert sorted(os.listdir(target)) == ["theirs"]
+
+
+def test_a_checkpointed_session_whose_worktree_and_branch_were_deleted_comes_back(
+        repo, worktrees):
+    # The agent's tool removed its worktree and deleted its branch; the checkpoint's
+    # save still has the HEAD it was taken on, where restore makes the branch again.
+    from tests.worktree_state import assert_restored, exact_state
+    wt = worktrees(repo, "gone")
+    (wt / "new.txt").write_text("work\n")
+    (wt / "README.md").write_text("edited\n")
+    wanted = exact_state(wt)
+    ao("ao", "checkpoint", "gone", cwd=repo)
+    git("worktree", "remove", "--force", wt, cwd=repo)
+    git("branch", "-q", "-D", "gone", cwd=repo)
+    ao("ao-preserve", "gone", cwd=repo)
+    dry = ao("ao-restore", "gone", "-n", cwd=repo)
+    assert "would re-create" in dry.stdout, dry.stdout
+    ao("ao-restore", "gone", cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+
+
+def test_a_dry_run_refuses_a_worktree_whose_branch_and_every_save_are_gone(
+        repo, worktrees):
+    wt = worktrees(repo, "bare")
+    git("worktree", "remove", "--force", wt, cwd=repo)
+    git("branch", "-q", "-D", "bare", cwd=repo)
+    ao("ao-preserve", "bare", cwd=repo)
+    for extra in (["-n"], []):
+        res = ao("ao-restore", "bare", *extra, cwd=repo, rc=1)
+        assert "branch 'bare' is gone and no commit was saved" in res.stdout, (extra, res)

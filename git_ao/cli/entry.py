@@ -76,7 +76,7 @@ def hook_cwd(data: bytes) -> str | None:
     import json
     try:
         doc = json.loads(data.decode("utf-8", "replace").strip() or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: no object either
         doc = None
     if not isinstance(doc, dict):
         raise ValueError("it is not a JSON object")  # noqa: TRY004 - the input, not a caller

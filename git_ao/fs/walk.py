@@ -311,7 +311,9 @@ def _list(w: Walk, fd: int, rel: str) -> list[os.DirEntry[str]]:
 
 
 # Names git will not store in a tree (update-index says "Ignoring path" and exits 0).
-def _refused_name(rel: str) -> bool:
+def refused_name(rel: str) -> bool:
+    """Is `rel` a path git will not store in a tree (a part `.git` or `GIT~1`, in any
+    case, with trailing dots or spaces; `.` or `..`)?"""
     for part in rel.split("/"):
         low = part.lower().rstrip(" .")
         if low == ".git" or low == "git~1" or part in (".", ".."):
@@ -322,7 +324,7 @@ def _refused_name(rel: str) -> bool:
 def _why_missing(rel: str, e: Entry, captured_lower: set[str], started_ns: int) -> str:
     if e.kind == "other":
         return "a FIFO, socket or device, which git cannot store"
-    if _refused_name(rel):
+    if refused_name(rel):
         return "a name git refuses to store (.git, GIT~1 and their variants)"
     if rel.lower() in captured_lower:
         return "its name differs only in case from a saved path (core.ignorecase)"

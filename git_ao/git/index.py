@@ -149,12 +149,21 @@ class TempIndex:
         """`git write-tree` from this index; the tree id."""
         return ObjectId(git.line(["write-tree"], self.cwd, env=self._env))
 
-    def update(self, paths: Sequence[str]) -> None:
+    def update(self, paths: Sequence[str]) -> list[str]:
         """`git update-index --add --remove -z --stdin`: each path is read again from the
-        worktree, updated when present, removed when gone."""
-        if paths:
-            git.run(["update-index", "--add", "--remove", "-z", "--stdin"], self.cwd,
-                    env=self._env, input=git.join_z(paths))
+        worktree, updated when present, removed when gone. Returns the paths git
+        would not store (a name `core.protectNTFS` or `.git` rules refuse, such as
+        `GIT~1`), which git skips with "Ignoring path" and still exits 0."""
+        if not paths:
+            return []
+        res = git.call(["update-index", "--add", "--remove", "-z", "--stdin"], self.cwd,
+                       env=self._env, input=git.join_z(paths)).check()
+        if not res.err:
+            return []
+        given = set(paths)
+        said = res.err.decode("utf-8", "surrogateescape").splitlines()
+        return [p for p in (ln.removeprefix("Ignoring path ") for ln in said
+                            if ln.startswith("Ignoring path ")) if p in given]
 
     def intent_to_add(self, tree: str) -> list[str]:
         """The intent-to-add entries of this index: `git diff-index --cached

@@ -326,6 +326,14 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             warn = "; ".join(w for w in (warn, (
                 f"warning: {len(cap.inexact)} path(s) saved as git checks them out, not byte "
                 f"for byte (line-ending or filter conversion, core.fileMode): {shown}")) if w)
+        if cap.unstorable:
+            # Left where they are; a preserve's removal proof keeps the worktree.
+            data["unstorable"] = cap.unstorable
+            shown = ", ".join(cap.unstorable[:5]) + (", ..." if len(cap.unstorable) > 5
+                                                     else "")
+            warn = "; ".join(w for w in (warn, (
+                f"warning: {len(cap.unstorable)} untracked path(s) whose names git will not "
+                f"store are in no save: {shown}")) if w)
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
@@ -640,7 +648,8 @@ def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
                      if p.startswith(real.rstrip("/") + "/"))
     w = walk.walk(path, skip=gone)
     tracked = set(query.ls_tree_paths(path, st.head))
-    captured = tracked | {e.path for e in st.changed} | set(st.untracked)
+    captured = {p for p in tracked | {e.path for e in st.changed} | set(st.untracked)
+                if not walk.refused_name(p)}  # the capture leaves those out
     found = walk.unaccounted(w, captured, st.ignored, lambda paths: query.check_ignore(path, paths))
     found += nested.judge(path, w.nested, sessions=cache.session_paths(ctx, exclude=s.id),
                           submodules=tracked)
@@ -905,6 +914,10 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
     # worktree: carry it over so restore applies it instead of forgetting it.
     ref = preserve_ref(s.id)
     kept = git.rev_parse(s.common_dir, ref)
+    if not head and kept:
+        # The branch went with the worktree (`git branch -D`): the save's first
+        # parent is the HEAD it was taken on, which restore re-creates the branch at.
+        head = git.rev_parse(s.common_dir, f"{kept}^1")
     # Nothing kept: the history may still hold work no save does (a prune dropped
     # the ref of a checkpoint whose work was in the worktree).
     note = "" if kept else history.newest_note(s.common_dir, s.id,

@@ -202,7 +202,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         save = Save(s.id, s.common_dir, path, BranchName(entry.branch) if entry.branch else None,
                     ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
                     entry.private_config, now_ns())
-        if not problems and not holds(path, v.git_dir, save, in_place):
+        if not problems and not holds(path, v.git_dir, save, in_place + cap.unstorable):
             problems.append("the worktree does not hold exactly the entry")
         if in_place:
             data["left_in_place"] = in_place
@@ -217,6 +217,11 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                            f"state it replaced is {undo_hint}", data)
         kept = f"; {_listed(in_place)}, ignored before, left in place (untracked under " \
             "the entry's ignore rules)" if in_place else ""
+        if cap.unstorable:
+            # In no entry, so never removed: the undo could not bring them back.
+            data["unstorable"] = cap.unstorable
+            kept += f"; {_listed(cap.unstorable)}, whose names git will not store, left " \
+                "in place"
         return Outcome(s.id, Action.RESTORE, Status.OK,
                        f"{path} is at {label}{moved}{kept}; the state it replaced is "
                        f"{undo_hint}", data)

@@ -301,6 +301,9 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
     use = from_trash.usable(ctx.store.dir, save)
     if use.entry is not None and not os.path.lexists(path):
         return f"would put the worktree back at {path} from the trash ({use.entry.worktree})"
+    if save.branch and not save.detached and not save.head \
+            and not query.branch_exists(s.common_dir, save.branch):
+        raise _no_commit(save.branch)  # as the real run's checkout refuses
     msg = f"would re-create the worktree at {path} by a checkout{apply_it}"
     if use.entry is not None:
         msg += f" (not from the trash: '{path}' exists)"
@@ -495,6 +498,10 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
     return Placement(reused, unfinished)
 
 
+def _no_commit(branch: str) -> Refused:
+    return Refused(f"branch '{branch}' is gone and no commit was saved to re-create it")
+
+
 def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> None:
     """`git worktree add` at the recorded path; when the save recorded private config
     (sparse-checkout patterns, config.worktree) it is put in place before checkout."""
@@ -508,7 +515,7 @@ def _add_worktree(repo: str, path: str, save: Save, want_branch: str | None) -> 
         git.worktree_add(repo, path, new_branch=want_branch, commit=save.head,
                          checkout=not first)
     else:
-        raise Refused(f"branch '{want_branch}' is gone and no commit was saved to re-create it")
+        raise _no_commit(want_branch)
     if first:
         local_state.put_config(git.repo_dirs(path).git_dir, wc)
         index.checkout_head(path)

@@ -99,6 +99,9 @@ class Capture:
     hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
     # Paths saved as git checks them out, not byte for byte (capture(lossy_ok=True)).
     inexact: list[str] = field(default_factory=list)
+    # Untracked paths git will not store (a name it refuses): in no tree, and not in
+    # `untracked`; a preserve's removal proof keeps the worktree for them.
+    unstorable: list[str] = field(default_factory=list)
     private_config: str | None = None  # JSON for Save.private_config
     # The checksum of the index the trees were made from (index.checksum): an
     # index with the same one holds exactly this index tree and these flags.
@@ -602,8 +605,15 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 cap.worktree_tree = cap.index_tree
             if untracked is not None:
                 got = untracked.result()
-                assert isinstance(got, str)
-                cap.untracked_tree = ObjectId(got)
+                assert isinstance(got, tuple)
+                tree, refused = got
+                cap.untracked_tree = ObjectId(tree)
+                if refused:
+                    # Not in U: counted, removed and restored as what they are.
+                    cap.unstorable = sorted(refused)
+                    cap.untracked = [p for p in cap.untracked if p not in set(refused)]
+                    if not cap.untracked:
+                        cap.untracked_tree = None
             if reason:
                 cap.inexact = verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []),
                                      lossy_ok=lossy_ok)
@@ -673,10 +683,11 @@ def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta, *,
     cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
 
 
-def _untracked_tree(tmp_u: TempIndex, paths: list[str]) -> ObjectId:
-    """U's tree: `paths` added to the fresh index `tmp_u`, written as a tree."""
-    tmp_u.update(paths)
-    return tmp_u.write_tree()
+def _untracked_tree(tmp_u: TempIndex, paths: list[str]) -> tuple[ObjectId, list[str]]:
+    """U's tree: `paths` added to the fresh index `tmp_u`, written as a tree; and the
+    paths git would not store (`TempIndex.update`)."""
+    refused = tmp_u.update(paths)
+    return tmp_u.write_tree(), refused
 
 
 def ensure_commit(path: str, cap: Capture, meta: Meta, *, write: bool = True) -> str:
