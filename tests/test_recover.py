@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 
@@ -164,6 +165,21 @@ def test_checkpoint_recovers_as_live(repo, worktrees):
     ao("ao-restore", cwd=repo)  # nothing pending: nothing applied over the live worktree
     assert same_but_ignored(before, state(wt))
     assert ref_of(repo, "s00")
+
+
+def test_a_recovered_record_restores_permission_bits_and_empty_directories(
+        repo, worktrees):
+    wt = worktrees(repo, "keys")
+    (wt / "id_key").write_text("secret\n")
+    os.chmod(wt / "id_key", 0o600)
+    (wt / "emptydir").mkdir()
+    ao("ao-preserve", "keys", cwd=repo)
+    _lose("deleted")
+    shutil.rmtree(os.path.join(os.environ["AO_DATA_DIR"], "trash"))  # the data dir lost whole
+    ao("ao", "doctor", "--recover", "-C", repo, cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert oct(os.stat(wt / "id_key").st_mode & 0o777) == "0o600"
+    assert (wt / "emptydir").is_dir()
 
 
 def test_foreign_ref_is_reported_not_recovered(repo, worktrees):

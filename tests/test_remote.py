@@ -142,6 +142,21 @@ def test_push_at_preserve_then_restore_on_another_machine(repo, worktrees, machi
     assert "no trash copy" not in res.stdout, res.stdout
 
 
+def test_restore_from_brings_back_permission_bits_and_empty_directories(
+        repo, worktrees, machines):
+    # What a worktree keeps outside its commits travels in the save's own message:
+    # the other machine has no record and no history of the session.
+    clone, b = machines
+    wt = worktrees(repo, "s1")
+    (wt / "id_key").write_text("secret\n")
+    os.chmod(wt / "id_key", 0o600)
+    (wt / "emptydir").mkdir()
+    ao("ao-preserve", "s1", "--push", "origin", cwd=repo)
+    ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b)
+    assert oct(os.stat(wt / "id_key").st_mode & 0o777) == "0o600"
+    assert (wt / "emptydir").is_dir()
+
+
 def test_restore_from_maps_an_impossible_path(repo, machines, tmp_path):
     clone, b = machines
     home_a = tmp_path / "home-a"

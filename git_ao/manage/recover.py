@@ -183,13 +183,28 @@ def rebuild(store: Store | None, orphan: Orphan, read: tuple[int | None, str] | 
     saved_at = stamp * 1_000_000_000 if stamp is not None else 0
     live = os.path.isdir(path) and worktree.find(git.worktree_list(orphan.repo), path) is not None
     save = Save(sid, orphan.repo, path, branch, ObjectId(t["Ao-Head"]), detached, orphan.ref, orphan.oid,
-                None, saved_at, saved_at if live else None)
+                _private_config(orphan.repo, sid, orphan.oid) or t.get(capture.LOCAL_TRAILER),
+                saved_at,
+                saved_at if live else None)
     session = Session(sid, kind, "" if t["Ao-Harness"] == "-" else t["Ao-Harness"], orphan.repo,
                       branch, path, terminated=not live)
     for key, attr in capture.FACT_TRAILERS.items():
         if t.get(key):
             setattr(session, attr, t[key])
     return session, save
+
+
+def _private_config(repo: str, session_id: str, save: str) -> str | None:
+    """What the worktree kept outside its commits at `save` (permission bits, empty
+    directories, flags), which the record held: the history entry of that save
+    has it whole (what the save's own message has leaves out the admin dir's
+    part). None when no entry here holds it."""
+    from git_ao.save import history
+    try:
+        return next((e.private_config for e in history.entries(repo, session_id)
+                     if e.save == save), None)
+    except AoError:
+        return None
 
 
 def recover(store: Store, repos: Iterable[str], *, dry_run: bool = False) -> list[Outcome]:

@@ -736,6 +736,10 @@ INDEX_TRAILER = "Ao-Index"
 # How many ignored paths the worktree held (git status --ignored=matching): a
 # restore that finds no trash copy says they are gone.
 IGNORED_TRAILER = "Ao-Ignored"
+# What the worktree keeps outside its commits (local_state's JSON: permission bits,
+# empty directories, index flags), so a record rebuilt from the ref alone (doctor
+# --recover, restore --from) restores them too.
+LOCAL_TRAILER = "Ao-Local-State"
 
 
 def message(meta: Meta, cap: Capture) -> str:
@@ -754,6 +758,8 @@ def message(meta: Meta, cap: Capture) -> str:
         body += f"\n{INDEX_TRAILER}: {cap.index_checksum}"
     if cap.ignored:
         body += f"\n{IGNORED_TRAILER}: {len(cap.ignored)}"
+    if cap.private_config:
+        body += f"\n{LOCAL_TRAILER}: {cap.private_config}"
     return f"WIP on {label}: {cap.head[:7]} git-ao preserve of {meta.session_id}\n\n{body}\n"
 
 
@@ -763,7 +769,7 @@ def parse_trailers(text: str) -> dict[str, str]:
     for ln in text.splitlines():
         key, sep, value = ln.partition(": ")
         if sep and (key in TRAILERS or key in FACT_TRAILERS
-                    or key in (INDEX_TRAILER, IGNORED_TRAILER)):
+                    or key in (INDEX_TRAILER, IGNORED_TRAILER, LOCAL_TRAILER)):
             out[key] = value
     return out
 

@@ -57,7 +57,7 @@ _T_BRANCH = "Ao-Branch"
 _T_INDEX = "Ao-Index-Tree"
 _T_UNTRACKED_TREE = "Ao-Untracked-Tree"
 _T_SEQ = "Ao-Seq"
-_T_LOCAL = "Ao-Local-State"
+_T_LOCAL = capture.LOCAL_TRAILER
 
 
 def history_ref(session_id: str) -> str:
