@@ -159,3 +159,23 @@ def test_a_restore_that_removes_the_directory_it_runs_in_exits_with_its_status(
     assert not sub.parent.exists()
     assert "internal error" not in res.stderr
     assert "holds preserve refs no record knows (refs/ao/preserved/ghost)" in res.stderr
+
+
+def test_a_reader_that_goes_away_stops_no_session_and_is_no_error(repo, worktrees):
+    # `git ao-preserve --all | head -1` at a shutdown: the rest of the sessions are
+    # preserved all the same, and the run's status is its own.
+    import subprocess
+
+    from tests.support import states
+    for i in range(6):
+        worktrees(repo, f"p{i}")
+    line = "git ao-preserve --all -j 1 | true; echo ${PIPESTATUS[0]}"
+    res = subprocess.run(["bash", "-c", line], cwd=repo, capture_output=True, text=True,
+                         check=False)
+    assert res.stdout.split()[-1] == "0", res
+    assert set(states(repo).values()) == {"pending"}
+    line = "git ao-restore -j 1 | head -c 1 >/dev/null; echo ${PIPESTATUS[0]}"
+    res = subprocess.run(["bash", "-c", line], cwd=repo, capture_output=True, text=True,
+                         check=False)
+    assert res.stdout.split()[-1] == "0", res
+    assert set(states(repo).values()) == {"live"}

@@ -175,11 +175,61 @@ def _json_error(command_path: str, status: int, error: str) -> None:
                                      "exit_status": status, "error": error}) + "\n")
 
 
+class _PipeSafe:
+    """A standard stream whose reader may go away (`git ao-preserve --all | head`):
+    the first write that meets a closed pipe points the descriptor at /dev/null,
+    so the run goes on to its end (every session preserved) with its own status,
+    and what it would have printed is dropped."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _gone(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self._stream.fileno())
+        finally:
+            os.close(null)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+            self._stream.flush()  # what the buffer held goes to /dev/null
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _pipe_safe() -> None:
+    """Wrap stdout and stderr in _PipeSafe where they are files of their own (not in
+    a caller's StringIO, and not twice)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, _PipeSafe):
+            continue
+        try:
+            stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        setattr(sys, name, _PipeSafe(stream))
+
+
 def begin(prog_name: str) -> str:
-    """What every run does first: HOME and the data dir pinned (a warning when HOME
-    is unusable, not during a completion). Returns the completion variable, which
+    """What every run does first: stdout and stderr made safe from a reader that
+    goes away (_PipeSafe); HOME and the data dir pinned (a warning when HOME is
+    unusable, not during a completion). Returns the completion variable, which
     follows the executable (git-ao-preserve -> _GIT_AO_PRESERVE_COMPLETE), not the
     "git ao-preserve" shown in messages."""
+    _pipe_safe()
     from git_ao.store.datadir import pin_data_dir, pin_home
     homeless = pin_home()
     pin_data_dir()

@@ -200,16 +200,6 @@ def _run(prog_name: str, command_path: str, body: Callable[[App], int],
     except KeyboardInterrupt as exc:
         sys.stderr.write("\n")  # as click does before it aborts
         rv = failed(exc, prog_name)
-    except OSError as exc:
-        import errno
-        if exc.errno != errno.EPIPE:
-            rv = failed(exc, prog_name)
-        else:
-            # A reader that went away mid-output: as click's main handles it.
-            from click.utils import PacifyFlushWrapper
-            wrap: Any = PacifyFlushWrapper
-            sys.stdout, sys.stderr = wrap(sys.stdout), wrap(sys.stderr)
-            rv = 1
     except Exception as exc:  # noqa: BLE001 - failed() maps each kind as run() does
         rv = failed(exc, prog_name)
     end(rv)
