@@ -610,6 +610,24 @@ def test_files_whose_names_git_will_not_store_are_named_and_never_removed(repo, 
         assert "GIT~1" in res.stdout and wt.is_dir(), (extra, res.stdout)
 
 
+def test_dry_runs_refuse_a_file_that_would_not_come_back_as_the_real_runs_do(
+        repo, worktrees):
+    wt = worktrees(repo, "agent")
+    (wt / ".gitattributes").write_text("* text=auto\n")
+    git("add", ".gitattributes", cwd=wt)
+    git("commit", "-q", "-m", "attributes", cwd=wt)
+    (wt / "a.txt").write_text("one\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "a.txt").write_text("two\n")
+    (wt / "win.txt").write_bytes(b"line\r\n")
+    for argv in (["ao-restore", "agent", "--at", "1"], ["ao-preserve", "agent"]):
+        dry = ao(*argv, "-n", cwd=repo, rc=1).stdout
+        real = ao(*argv, cwd=repo, rc=1).stdout
+        assert "win.txt" in dry and "byte for byte" in dry, (argv, dry)
+        assert dry.split("\t")[1:] == real.split("\t")[1:], (dry, real)
+    assert (wt / "win.txt").read_bytes() == b"line\r\n" and wt.is_dir()
+
+
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(
         repo, worktrees):
     wt = worktrees(repo, "agent")

@@ -251,7 +251,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
             # The real run refuses these in its capture, which a dry run never makes.
-            capture.refuse(path, v.git_dir, st)
+            capture.refuse(path, v.git_dir, st, lossy=not keep_worktree)
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
             counts = (f"{len(st.changed)} changed, {len(st.untracked)} untracked, "
@@ -775,7 +775,7 @@ def refusal(ctx: Context, s: Session, cache: RepoCache | None = None) -> str | N
     try:
         _entry, v = _check(ctx, s, cache)
         if v is not None:
-            capture.refuse(s.worktree_path, v.git_dir)
+            capture.refuse(s.worktree_path, v.git_dir, lossy=True)
     except capture.NestedWorktree as exc:
         return None if exc.path in cache.session_paths(ctx, exclude=s.id) else str(exc)
     except AoError as exc:

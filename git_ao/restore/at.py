@@ -83,14 +83,21 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         left = query.left_behind(path, st.head, entry.head, st.branch) \
             if st.head != entry.head else 0
         if ctx.dry_run:
-            _check_mounts(path)  # the refusal the real run gives
+            _check_mounts(path)  # the refusals the real run gives
+            try:
+                capture.refuse(path, v.git_dir, st, lossy=True)
+            except capture.CannotCapture as exc:
+                raise Refused(f"the current state cannot be recorded first: {exc}") from None
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
             return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
                            f"bring {path} to entry {entry.number} ({entry.save[:12]}){moving}",
                            facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
-        cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
+        try:
+            cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
+        except capture.CannotCapture as exc:
+            raise Refused(f"the current state cannot be recorded first: {exc}") from None
         if entry.same_state(history.current_state(path, cap)):
             # Compared before any append: the state this run would replace is the
             # entry itself, and an entry added for it would renumber the others.

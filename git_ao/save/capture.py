@@ -159,14 +159,22 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = ()) -> git.Stat
     return st
 
 
-def refuse(path: str, git_dir: str, st: git.Status | None = None) -> git.Status:
+def refuse(path: str, git_dir: str, st: git.Status | None = None, *,
+           lossy: bool = False) -> git.Status:
     """Raise CannotCapture for each state `capture` refuses that stays until the user
     acts: `inspect`'s (read now, unless `st` is its result already), then the
-    submodules' (`_check_submodules`). Writes nothing (git status runs with
-    GIT_OPTIONAL_LOCKS=0). Returns the git.Status; raises GitError as git status."""
+    submodules' (`_check_submodules`), and with `lossy` a file that would not come
+    back byte for byte (`verify`, where content conversion or lossy modes may
+    apply: the trees are made, in temporary index files, and no commit). Writes no
+    ref, record or worktree file (git status runs with GIT_OPTIONAL_LOCKS=0).
+    Returns the git.Status; raises GitError as git status."""
     if st is None:
         st = inspect(path, git_dir)
     _check_submodules(path, git_dir, st)
+    if lossy and not st.clean:
+        conf = query.config_map(path)
+        if _conversion_reason(path, git_dir, conf, query.index_flags(path), st):
+            capture(path, git_dir, None, write=False, st=st)
     return st
 
 
