@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.support import ao, ao_refs, git
+from tests.support import ao, ao_refs, git, states
 
 
 def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees):
@@ -366,3 +366,25 @@ def test_a_live_worktree_on_a_disk_not_mounted_keeps_its_registration(repo, work
         st = subprocess.run(["git", "status", "--porcelain"], cwd=wt, capture_output=True,
                             text=True, check=True)
         assert "A  staged.txt" in st.stdout
+
+
+def test_a_terminated_session_whose_ref_holds_work_keeps_its_record(repo, worktrees):
+    # Killed after a checkpoint whose work the agent then removed: the ref holds
+    # the only copy. Its record stays (dry run and real run alike), so no command
+    # names an unrecorded ref and no recovery makes the killed session pending.
+    import subprocess
+    wt = worktrees(repo, "k")
+    (wt / "new.txt").write_text("work\n")
+    ao("ao", "checkpoint", "k", cwd=repo)
+    (wt / "new.txt").unlink()
+    ao("ao", "kill", "k", cwd=repo)
+    lines = [ao("ao-prune", *extra, cwd=repo).stdout for extra in (["-n"], [])]
+    for out in lines:
+        assert "kept the record: refs/ao/preserved/k holds work" in out, out
+        assert "kept refs/ao/preserved/k" in out, out
+    res = subprocess.run(["git", "ao", "list"], cwd=repo, capture_output=True, text=True,
+                         check=True)
+    assert "no record knows" not in res.stderr, res.stderr
+    assert states(repo) == {"k": "terminated"}
+    ao("ao-prune", "--force", "k", cwd=repo)
+    assert git("for-each-ref", "refs/ao/preserved/", cwd=repo) == ""

@@ -67,7 +67,16 @@ def prune(ctx: Context, *, expire_before: float | None = None,
             elif not os.path.isdir(s.common_dir):
                 out.append(_prune_record(ctx, s, f"repository {s.common_dir} is gone"))
             elif not s.live and not s.pending:
-                out.append(_prune_record(ctx, s, "terminated, nothing pending"))
+                kept = _holds_work(s)
+                if kept:
+                    # Dropped, the record would leave the ref to no one: every
+                    # command would name it, and a recovery make the session pending.
+                    out.append(Outcome(s.id, Action.PRUNE_RECORD, Status.NOTHING,
+                                       f"kept the record: {kept} holds work found nowhere "
+                                       f"else (git ao-prune --force {s.id} drops both)",
+                                       facts(s)))
+                else:
+                    out.append(_prune_record(ctx, s, "terminated, nothing pending"))
     for repo in repos:
         if os.path.isdir(repo):
             out += _prune_repo(ctx, repo, {s.id: s for s in sessions if s.common_dir == repo})
@@ -140,6 +149,13 @@ def _prune_named(ctx: Context, sid: str) -> Outcome:
             return Outcome(sid, Action.PRUNE_REF, Status.REFUSED,
                            f"no session '{sid}' (see 'git ao list'); nothing pruned for it")
         return _prune_forced(ctx, s)
+
+
+def _holds_work(s: Session) -> str:
+    """The session's preserve ref when it holds work found nowhere else, or ''."""
+    ref = preserve_ref(s.id)
+    oid = git.rev_parse(s.common_dir, ref)
+    return ref if oid and not work_present_elsewhere(s, oid) else ""
 
 
 def _prune_record(ctx: Context, s: Session, why: str) -> Outcome:
