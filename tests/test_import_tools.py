@@ -64,6 +64,20 @@ def test_claude_code_worktree_removed_is_not_imported(repo, ao_env):
     assert sessions_by_id(repo) == {}
 
 
+def test_a_claude_code_directory_that_is_no_worktree_is_not_called_gone(repo, ao_env):
+    # The worktree's directory is there, as a plain directory (a clone, a copy):
+    # not imported, and said as what it is.
+    wt = ts.claude_worktree(repo, "plain")
+    ts.claude_transcript(wt, CC_ID)
+    git("worktree", "remove", str(wt), cwd=repo)
+    wt.mkdir(parents=True)
+    (wt / "notes.txt").write_text("still here\n")
+    got = _results(ao("ao", "import", "--tool", "claude-code", "--json", cwd=repo))["plain"]
+    assert got["status"] == "nothing" and "no linked worktree" in got["message"], got
+    assert "gone" not in got["message"]
+    assert sessions_by_id(repo) == {}
+
+
 def test_corrupt_transcript_refused_naming_it_and_other_tools_import(repo, ao_env):
     cc = ts.claude_worktree(repo, "cc")
     bad = ts.claude_transcript(cc, CC_ID, first="{not json")

@@ -170,11 +170,14 @@ def read(source: Path) -> list[Found]:
     for root in roots:
         sid = newest_session(ts, root)
         live = linked_root(root)
+        # Say what is there: a directory that is no linked worktree (a clone, a plain
+        # directory) is not gone.
+        why = "its worktree is gone, so ended in Claude Code" if not os.path.lexists(root) \
+            else "it is no linked worktree of a repository now, so not a session to save"
         out.append(Found(
             tool=TOOL, tool_id=root, worktree=Path(root), branch=None, harness=HARNESS,
             agent_session_id=sid, kind=Kind.WORKER, live=live,
-            note=None if live else "its worktree is gone, so ended in Claude Code",
-            name=os.path.basename(root)))
+            note=None if live else why, name=os.path.basename(root)))
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise Unreadable(f"{bad[0]}{more}; the other transcripts were read", out)
