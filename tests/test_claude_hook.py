@@ -87,9 +87,12 @@ def test_create_then_remove_as_claude_code_runs_them(repo, ao_env):
 
 def test_bad_input_fails_the_creation_with_one_line(repo, ao_env):
     cmd = "git ao hooks run claude-code"
-    res = _fire(cmd, {"hook_event_name": "WorktreeCreate", "name": "../escape"}, repo)
-    assert res.returncode != 0 and res.stdout == ""
-    assert len(res.stderr.strip().splitlines()) == 1 and "unusable worktree name" in res.stderr
-    res = subprocess.run(["sh", "-c", cmd], check=False, input="nope", capture_output=True, text=True,
-                         cwd=repo, timeout=60)
-    assert res.returncode != 0 and "not JSON" in res.stderr
+    for name in ("../escape", "x..y", "a.lock", "dot.", ".."):  # no path, or no branch name
+        res = _fire(cmd, {"hook_event_name": "WorktreeCreate", "name": name}, repo)
+        assert res.returncode == 129 and res.stdout == "", (name, res)
+        assert len(res.stderr.strip().splitlines()) == 1, (name, res.stderr)
+        assert "unusable worktree name" in res.stderr, (name, res.stderr)
+    for text in ("nope", "[" * 100_000):
+        res = subprocess.run(["sh", "-c", cmd], check=False, input=text, capture_output=True,
+                             text=True, cwd=repo, timeout=60)
+        assert res.returncode == 129 and "not JSON" in res.stderr, res

@@ -117,7 +117,7 @@ def event(text: str) -> dict[str, Any]:
     """The hook's input. Raises Usage when it is not the JSON object of a worktree event."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: no event either
         raise Usage("the hook's standard input is not JSON") from None
     if not isinstance(data, dict) or data.get("hook_event_name") not in EVENTS:
         raise Usage("the hook's input names no WorktreeCreate or WorktreeRemove event")
@@ -129,7 +129,7 @@ def create(ctx: Context, data: dict[str, Any]) -> str:
     Raises Usage (a bad name or cwd) or AoError (git refused)."""
     name, cwd = data.get("name"), data.get("cwd")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", name) \
-            or name in (".", ".."):
+            or not git.check_ref_format(f"refs/heads/worktree-{name}"):
         raise Usage(f"WorktreeCreate: unusable worktree name {name!r}")
     if not isinstance(cwd, str) or not os.path.isdir(cwd):
         raise Usage(f"WorktreeCreate: cwd {cwd!r} is not a directory")
