@@ -58,7 +58,8 @@ def test_a_nested_linked_worktree_git_shows_as_untracked_is_named_as_one(repo, w
     assert (inner / "work.txt").read_text() == "the sub-agent's work\n"
     # Registered, it is preserved first by --all, and the outer one follows.
     ao("ao", "add", inner, "--id", "sub", cwd=repo)
-    _kept(repo, outer, "outer", "preserve it first if it is a session")
+    res = _kept(repo, outer, "outer", "session 'sub' lives in", "preserve it first")
+    assert "git ao add it" not in res.stdout  # it is a session already
     ao("ao-preserve", "--all", cwd=repo)
     assert not outer.exists()
 

@@ -237,10 +237,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
             walked = walking.result() if walking is not None and not keep_worktree else None
-        except BaseException:
+        except BaseException as exc:
             if walking is not None:
                 walking.abandon()
             _drop_ahead(beside)
+            if isinstance(exc, capture.NestedWorktree):
+                _refuse_nested_session(ctx, s, cache, exc)
             raise
         ahead, read = _ahead_of(beside)
         # A checkpoint's stat file for the next one is computed from the walk while
@@ -429,6 +431,17 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 data["captured_late"] = late
                 summary += f"; {len(late)} path(s) written after the first capture saved too"
             return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
+
+
+def _refuse_nested_session(ctx: Context, s: Session, cache: RepoCache,
+                           exc: capture.NestedWorktree) -> None:
+    """Raise NestedWorktree naming the session whose worktree `exc` found nested in
+    `s`'s, when it is one (what to do then is to preserve that one first)."""
+    inner = cache.session_paths(ctx, exclude=s.id).get(exc.path)
+    if inner is not None:
+        raise capture.NestedWorktree(
+            f"session '{inner}' lives in '{exc.path}', nested in this worktree: preserve "
+            "it first (git ao-preserve --all takes inner ones first)", exc.path) from None
 
 
 def _left_out(ctx: Context, s: Session, cache: RepoCache, keep_worktree: bool
