@@ -142,6 +142,26 @@ def test_push_at_preserve_then_restore_on_another_machine(repo, worktrees, machi
     assert "no trash copy" not in res.stdout, res.stdout
 
 
+def test_a_clean_session_whose_agent_committed_its_work_is_pushed_too(
+        repo, worktrees, machines):
+    # Nothing uncommitted, but the branch holds commits no remote has: the save
+    # (a commit with no changes) carries them, and the other machine has them back.
+    clone, b = machines
+    wt = worktrees(repo, "done")
+    (wt / "result.txt").write_text("the agent's result\n")
+    git("add", "result.txt", cwd=wt)
+    git("commit", "-q", "-m", "agent work", cwd=wt)
+    tip = git("rev-parse", "HEAD", cwd=wt).strip()
+    for extra in (["-n"], []):
+        res = ao("ao-preserve", "done", "--push", "origin", *extra, cwd=repo)
+        assert f"push {REF}done" in res.stdout.replace("would push", "push")\
+            .replace("pushed", "push"), (extra, res.stdout)
+    assert set(remote_refs(repo)) == {"done"}
+    ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b)
+    assert git("rev-parse", "HEAD", cwd=wt).strip() == tip
+    assert (wt / "result.txt").read_text() == "the agent's result\n"
+
+
 def test_restore_from_brings_back_permission_bits_and_empty_directories(
         repo, worktrees, machines):
     # What a worktree keeps outside its commits travels in the save's own message:

@@ -103,7 +103,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
         outcomes = refused + preserve.preserve(
             ctx, sessions, keep_worktree=keep_worktree, jobs=jobs, timeout=timeout,
             progress=with_state(app, advance), stop=signals.event, settings=app.settings,
-            shutdown=all_, unsaved=unsaved)
+            shutdown=all_, unsaved=unsaved, pushing=push is not None)
         outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event)
     if all_:
         _say_unregistered(app)

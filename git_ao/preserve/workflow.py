@@ -82,7 +82,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
              progress: Callable[[Outcome], object] | None = None,
              stop: threading.Event | None = None, settings: processes.Settings | None = None,
              shutdown: bool = False, trigger: str | None = None,
-             unsaved: Mapping[str, Session] | None = None) -> list[Outcome]:
+             unsaved: Mapping[str, Session] | None = None,
+             pushing: bool = False) -> list[Outcome]:
     """Preserve each session; one session's failure never stops the others.
 
     First the processes still working in the worktrees are found and dealt with
@@ -99,7 +100,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     the ones in flight run to their end. trigger: what the history entry names as
     its cause (history.TRIGGERS; default "checkpoint" with keep_worktree, else
     "preserve"). unsaved: on a dry run, by id, the sessions of `sessions` that an
-    import would register (stored nowhere; see `preserve_one`).
+    import would register (stored nowhere; see `preserve_one`). pushing: the saves
+    go to a remote, so a clean worktree gets one too (`preserve_one`).
     Returns one Outcome per session, in input order.
     """
     from git_ao.agents import stopping
@@ -138,7 +140,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
             with git.bounded(deadline):
                 out = guarded(lambda: preserve_one(
                     ctx, s.id, keep_worktree, cache, trigger=trigger,
-                    unsaved=(unsaved or {}).get(s.id)), s.id, Action.PRESERVE, ctx)
+                    unsaved=(unsaved or {}).get(s.id), pushing=pushing), s.id,
+                    Action.PRESERVE, ctx)
             if ctx.dry_run and not keep_worktree and out.status == Status.OK:
                 cache.taken_first.add(os.path.realpath(s.worktree_path))
             if out.data.get("timed_out"):
@@ -194,13 +197,15 @@ def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
 
 def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                  cache: RepoCache | None = None, unsaved: Session | None = None,
-                 trigger: str | None = None) -> Outcome:
+                 trigger: str | None = None, pushing: bool = False) -> Outcome:
     """Preserve one session, strictly: check, capture and write the ref, append the
     save to the session's history, commit the row, then remove the verified
     worktree. Returns an Outcome; raises AoError on refusal.
 
     unsaved: on a dry run, a Session that `register` would create (not stored yet).
-    trigger: the history entry's cause (see `preserve`)."""
+    trigger: the history entry's cause (see `preserve`). pushing: a clean worktree
+    is saved too (a commit with no changes), so the ref a push sends carries its
+    HEAD's commits to the remote."""
     cache = cache or RepoCache()
     with ctx.lock(session_id):
         # read again under the lock
@@ -270,7 +275,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
                                   targeted=keep_worktree, defer=True, ahead=ahead,
-                                  lossy_ok=keep_worktree)
+                                  lossy_ok=keep_worktree, always=pushing)
         except BaseException:
             if signing is not None:
                 signing.wait()

@@ -460,7 +460,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             st: git.Status | None = None,
             walked: walk.Walk | walk.Background | None = None,
             targeted: bool = False, defer: bool = False, ahead: Ahead | None = None,
-            lossy_ok: bool = False) -> Capture:
+            lossy_ok: bool = False, always: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -475,6 +475,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     status` saw change (`git update-index`) instead of every tracked one (`git
     add -u`), where no index flag hides a file, no sparse checkout and no
     submodule is involved.
+    always: write the commits of a clean worktree too (as for a detached HEAD),
+    for a ref that must carry HEAD's commits (a push to another machine).
     lossy_ok: a checkpoint, which keeps the worktree: a file that would not come
     back byte for byte (`verify`) is saved as git checks it out and named in
     `Capture.inexact`, not refused, so the rest of the work has its entry.
@@ -493,7 +495,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     for attempt in range(1, TRIES + 1):
         try:
             return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
-                                 ahead if st is not None else None, lossy_ok)
+                                 ahead if st is not None else None, lossy_ok, always)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -510,7 +512,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
 def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   st: git.Status | None, walked: walk.Walk | walk.Background | None,
                   targeted: bool = False, defer: bool = False,
-                  ahead: Ahead | None = None, lossy_ok: bool = False) -> Capture:
+                  ahead: Ahead | None = None, lossy_ok: bool = False,
+                  always: bool = False) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -552,7 +555,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         return wc.to_json()
 
     if cap.clean and not hidden and not reason:
-        if not cap.detached and write:
+        if not cap.detached and write and not always:
             cap.private_config = private()
             return cap  # nothing to write, and nobody reads the trees
         if not write:
@@ -560,8 +563,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             head_tree = git.trees_of(path, [head])[0]
             cap.index_tree = cap.worktree_tree = head_tree
             return cap
-        # A detached HEAD would become unreachable once the worktree is gone:
-        # write a commit with no changes so the ref keeps it alive.
+        # A detached HEAD would become unreachable once the worktree is gone, and
+        # a pushed ref must carry HEAD's commits: write a commit with no changes.
     crashpoint.hit("capture:after-status")
     if ahead is not None:
         tmp_i = ahead.take()
@@ -636,7 +639,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     if hidden and not cap.changed and not cap.untracked:
         head_tree = git.trees_of(path, [head])[0]
         cap.hidden_changed = not (cap.worktree_tree == cap.index_tree == head_tree)
-    if cap.clean and not cap.detached and write:
+    if cap.clean and not cap.detached and write and not always:
         return cap
     if not write:
         return cap
