@@ -388,3 +388,20 @@ def test_a_terminated_session_whose_ref_holds_work_keeps_its_record(repo, worktr
     assert states(repo) == {"k": "terminated"}
     ao("ao-prune", "--force", "k", cwd=repo)
     assert git("for-each-ref", "refs/ao/preserved/", cwd=repo) == ""
+
+
+def test_a_dry_run_keeps_the_registration_of_a_live_session_whose_directory_is_missing(
+        repo, worktrees):
+    # Its disk not mounted yet: the real run locks the registration for git's prune
+    # and keeps it; the dry run, which locks nothing, says the same.
+    wt = worktrees(repo, "away")
+    moved = wt.parent / "away.elsewhere"
+    wt.rename(moved)
+    try:
+        for extra in (["-n"], []):
+            out = ao("ao-prune", *extra, cwd=repo).stdout
+            assert "worktrees/away" not in out, (extra, out)
+        assert os.path.isdir(repo / ".git" / "worktrees" / "away")
+    finally:
+        moved.rename(wt)
+    assert states(repo) == {"away": "live"}

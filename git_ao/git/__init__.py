@@ -205,7 +205,13 @@ def worktree_prune(common_dir: str, *, dry_run: bool = False,
         for f in locked:
             with contextlib.suppress(OSError):
                 os.unlink(f)
-    return [ln for ln in res.errtext.splitlines() if ln.strip()]
+    lines = [ln for ln in res.errtext.splitlines() if ln.strip()]
+    if dry_run:
+        # A dry run locks nothing: leave out what the real run's locks keep.
+        kept = {os.path.basename(admin) for admin in _admins_of(common_dir, keep)}
+        lines = [ln for ln in lines if not any(ln.startswith(f"Removing worktrees/{name}:")
+                                               for name in kept)]
+    return lines
 
 
 def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
@@ -230,14 +236,19 @@ def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
     return out
 
 
+def _admins_of(common_dir: str, paths: Iterable[str]) -> list[str]:
+    """The admin dirs of the worktrees at `paths` (as their `gitdir` files name them)."""
+    wanted = {os.path.realpath(p) for p in paths}
+    listed = (admin_dirs(common_dir) or []) if wanted else []
+    return [admin for admin, named in listed
+            if named is not None and os.path.realpath(os.path.dirname(named)) in wanted]
+
+
 def _lock_for_prune(common_dir: str, keep: Iterable[str]) -> list[str]:
     """Write a `locked` file into the admin dir of each path of `keep` that has one
     and is not locked already; returns the files written."""
-    wanted = {os.path.realpath(p) for p in keep}
     written: list[str] = []
-    for admin, named in (admin_dirs(common_dir) or []) if wanted else []:
-        if named is None or os.path.realpath(os.path.dirname(named)) not in wanted:
-            continue
+    for admin in _admins_of(common_dir, keep):
         lock = os.path.join(admin, "locked")
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
