@@ -258,3 +258,29 @@ def test_a_dry_run_refuses_a_worktree_whose_branch_and_every_save_are_gone(
     for extra in (["-n"], []):
         res = ao("ao-restore", "bare", *extra, cwd=repo, rc=1)
         assert "branch 'bare' is gone and no commit was saved" in res.stdout, (extra, res)
+
+
+def test_a_worktree_deleted_with_staged_work_a_checkpoint_holds_is_recorded_and_restored(
+        repo, worktrees):
+    # The index left in the registration is the one the checkpoint saved: recording
+    # the worktree as gone loses nothing, and restore brings the staged work back.
+    from tests.worktree_state import assert_restored, exact_state
+    wt = worktrees(repo, "rm")
+    (wt / "README.md").write_text("staged\n")
+    git("add", "README.md", cwd=wt)
+    wanted = exact_state(wt)
+    ao("ao", "checkpoint", "rm", cwd=repo)
+    shutil.rmtree(wt)
+    res = ao("ao-preserve", "rm", cwd=repo)
+    assert "already gone" in res.stdout, res.stdout
+    ao("ao-restore", "rm", cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+
+
+def test_a_worktree_deleted_with_staged_work_no_save_holds_is_refused(repo, worktrees):
+    wt = worktrees(repo, "mv")
+    (wt / "README.md").write_text("staged\n")
+    git("add", "README.md", cwd=wt)
+    shutil.rmtree(wt)
+    res = ao("ao-preserve", "mv", cwd=repo, rc=1)
+    assert "still holds staged work" in res.stdout, res.stdout

@@ -896,7 +896,8 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
     """Raise Refused when the worktree directory is gone but its registration still
     holds state that differs from its HEAD (staged work in its index, per-worktree
     refs): the directory was most likely moved (`mv`), not deleted, and recording it
-    as gone would let restore prune the only copy of that index."""
+    as gone would let restore prune the only copy of that index. An index the
+    preserve ref holds (a checkpoint's) is no such copy: it is recorded."""
     if entry is None or not entry.head:
         return
     admin = worktree.admin_dir_of(s.common_dir, entry.path)
@@ -906,7 +907,9 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
     staged = False
     if os.path.exists(index_file):
         try:
-            staged = index.tree_of(s.common_dir, index_file) != git.trees_of(s.common_dir, [entry.head])[0]
+            tree = index.tree_of(s.common_dir, index_file)
+            staged = tree != git.trees_of(s.common_dir, [entry.head])[0] \
+                and not _saved_index(s, entry.head, tree)
         except AoError:
             staged = True
     refs = os.path.isdir(os.path.join(admin, "refs")) and any(
@@ -916,6 +919,16 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
         raise Refused(f"'{s.worktree_path}' is gone, but its registration ({admin}) still "
                       f"holds {what}: if the directory was moved, move it back; nothing is "
                       "recorded")
+
+
+def _saved_index(s: Session, head: str, tree: str) -> bool:
+    """Does the session's preserve ref (a checkpoint's save, which `_record_missing`
+    carries over) hold this index tree on this HEAD?"""
+    kept = git.rev_parse(s.common_dir, preserve_ref(s.id))
+    if not kept:
+        return False
+    saved_head, saved_index, _w, _u = capture.saved_trees(s.common_dir, kept)
+    return (saved_head, saved_index) == (head, tree)
 
 
 def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -> Outcome:
