@@ -218,6 +218,33 @@ _CLEANER = ("import signal, subprocess, sys, time\n"
             "time.sleep(300)\n")
 
 
+def test_a_preserve_killed_while_its_agents_stopped_says_so_when_run_again(repo, tmp_path):
+    # Killed once the stop handler had emptied the work (a stop timeout at a
+    # shutdown): the next run keeps and names the state before the stop, as the
+    # run that is not killed does.
+    from tests.support import KILLED, crash_env
+    wt = _worktree(repo, tmp_path / "wt", "cleaner")
+    (wt / "README.md").write_text("the agent's edit\n")
+    (wt / "notes.txt").write_text("its notes\n")
+    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, "empty"], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+        res = ao("ao-preserve", "--all", cwd=repo, rc=None,
+                 env=crash_env("preserve:after-agents"))
+        assert res.returncode == KILLED, res
+    finally:
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+    res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
+    assert r["status"] == "attention" and "changed while its agents stopped" in r["message"]
+    kept = git("rev-parse", "refs/ao/before-stop/cleaner", cwd=repo).strip()
+    assert git("show", f"{kept}^3:notes.txt", cwd=repo) == "its notes\n"
+
+
 @pytest.mark.parametrize("how", ["reset", "empty", "remove"])
 def test_an_agent_that_discards_its_work_when_stopped_loses_nothing(repo, tmp_path, how):
     wt = _worktree(repo, tmp_path / "wt", "cleaner")

@@ -119,10 +119,12 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
             commit = out.data.get("preserved_commit")
             if out.status == Status.OK and commit:
                 before_stop[s.id] = ObjectId(commit)
+                _mark_stopping(ctx, s.id, commit)
 
     seen = {} if keep_worktree else stopping.settle_agents(
         sessions, settings if settings is not None else stopping.NoSettings(), shutdown=shutdown,
         dry_run=ctx.dry_run, before_stop=checkpoint)
+    crashpoint.hit("preserve:after-agents")
 
     def one(s: Session) -> Outcome:
         if deadline is not None and time.monotonic() > deadline:
@@ -148,8 +150,14 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                 _after_timeout(ctx, s.id, out)
             if agents_seen is not None:
                 _tell_agents(ctx, out, agents_seen)
+            earlier = _stopping_mark(ctx, s)
+            if earlier is not None:
+                # A run killed while the agents stopped: its checkpoint is the state
+                # before, not this run's (taken after their stop handlers ran).
+                before_stop[s.id] = earlier
             if s.id in before_stop:
                 stopping.keep_before_stop(ctx, s, before_stop[s.id], out)
+            _unmark_stopping(ctx, s.id)
         log_failure(ctx, out)
         crashpoint.hit("preserve:between-sessions")
         return out
@@ -160,6 +168,41 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     finally:
         # Even when a session raised past guarded: what was moved away is deregistered.
         cache.flush_prunes(ctx)
+
+
+_STOPPING = "before-stop"  # in the data dir: the checkpoints taken before agents stopped
+
+
+def _mark_stopping(ctx: Context, session_id: str, commit: str) -> None:
+    """Note, until the session's preserve is over, the checkpoint taken before its
+    agents are stopped: a run killed meanwhile leaves it to the next run."""
+    if ctx.dry_run:
+        return
+    from git_ao.store.datadir import ensure_private_dir, write_private
+    d = os.path.join(ctx.store.dir, _STOPPING)
+    ensure_private_dir(d)
+    write_private(os.path.join(d, session_id), commit)
+
+
+def _stopping_mark(ctx: Context, s: Session) -> ObjectId | None:
+    """The checkpoint a killed run took before it stopped the agents of `s`, while it
+    is still among the newest entries of the history (this run's preserve, and its
+    own checkpoint before a stop, may follow it); else None."""
+    try:
+        with open(os.path.join(ctx.store.dir, _STOPPING, s.id), encoding="ascii") as fh:
+            commit = fh.read().strip()
+    except (OSError, ValueError):
+        return None
+    recent = history.entries(s.common_dir, s.id)[:3] if commit else []
+    return ObjectId(commit) if any(e.save == commit for e in recent) else None
+
+
+def _unmark_stopping(ctx: Context, session_id: str) -> None:
+    if not ctx.dry_run:
+        try:
+            os.unlink(os.path.join(ctx.store.dir, _STOPPING, session_id))
+        except FileNotFoundError:
+            pass
 
 
 def _after_timeout(ctx: Context, session_id: str, out: Outcome) -> None:
