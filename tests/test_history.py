@@ -318,7 +318,8 @@ def test_hook_input_that_names_no_directory_is_nothing_to_do_even_inside_a_workt
     wt = _session(repo, worktrees)
     (wt / "work.txt").write_text("work\n")
     for bad in ("not json", "[1, 2]", '"a string"', json.dumps({"cwd": 5}),
-                json.dumps({"cwd": ""}), "[" * 100_000, '{"a": ' * 100_000):
+                json.dumps({"cwd": ""}), json.dumps({"cwd": None}), "[" * 100_000,
+                '{"a": ' * 100_000):
         res = _hook(bad, wt)
         assert res.returncode == 0 and "nothing to do" in res.stdout, (bad, res)
     assert _entries(repo, "agent") == []
@@ -608,6 +609,20 @@ def test_files_whose_names_git_will_not_store_are_named_and_never_removed(repo, 
     for extra in (["-n"], []):
         res = ao("ao-preserve", "agent", *extra, cwd=repo, rc=1)
         assert "GIT~1" in res.stdout and wt.is_dir(), (extra, res.stdout)
+
+
+@pytest.mark.parametrize("name", ["GIT~1::$DATA", ".git::$INDEX_ALLOCATION", ".git:x",
+                                  ".git\\x", "d/.git:z", ".GIT.. "])
+def test_every_name_git_will_not_store_keeps_the_worktree_dry_run_and_real_alike(
+        repo, worktrees, name):
+    wt = worktrees(repo, "agent")
+    (wt / name).parent.mkdir(parents=True, exist_ok=True)
+    (wt / name).write_text("precious\n")
+    (wt / "x.txt").write_text("saved\n")
+    runs = [ao("ao-preserve", "agent", *extra, cwd=repo, rc=1).stdout for extra in (["-n"], [])]
+    for out in runs:
+        assert "a name git refuses to store" in out and "1 untracked" in out, out
+    assert (wt / name).read_text() == "precious\n"
 
 
 def test_dry_runs_refuse_a_file_that_would_not_come_back_as_the_real_runs_do(

@@ -80,9 +80,9 @@ def hook_cwd(data: bytes) -> str | None:
         doc = None
     if not isinstance(doc, dict):
         raise ValueError("it is not a JSON object")  # noqa: TRY004 - the input, not a caller
-    cwd = doc.get("cwd")
-    if cwd is None:
+    if "cwd" not in doc:
         return None
+    cwd = doc["cwd"]
     if not isinstance(cwd, str) or not cwd:
         raise ValueError('its "cwd" is not a directory name')
     return cwd

@@ -312,10 +312,12 @@ def _list(w: Walk, fd: int, rel: str) -> list[os.DirEntry[str]]:
 
 # Names git will not store in a tree (update-index says "Ignoring path" and exits 0).
 def refused_name(rel: str) -> bool:
-    """Is `rel` a path git will not store in a tree (a part `.git` or `GIT~1`, in any
-    case, with trailing dots or spaces; `.` or `..`)?"""
-    for part in rel.split("/"):
-        low = part.lower().rstrip(" .")
+    """Is `rel` a path git will not store in a tree (core.protectNTFS, on by default):
+    a part `.git` or `GIT~1` in any case, with trailing dots or spaces, or with an
+    NTFS stream after a ':' (`.git::$INDEX_ALLOCATION`), a backslash also parting
+    the path; `.` or `..`?"""
+    for part in rel.replace("\\", "/").split("/"):
+        low = part.partition(":")[0].lower().rstrip(" .")
         if low == ".git" or low == "git~1" or part in (".", ".."):
             return True
     return False

@@ -304,8 +304,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             capture.refuse(path, v.git_dir, st, lossy=not keep_worktree)
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
-            counts = (f"{len(st.changed)} changed, {len(st.untracked)} untracked, "
-                      f"{len(st.ignored)} ignored")
+            # As the real run counts: a name git will not store is in no save.
+            saved = sum(not walk.refused_name(p) for p in st.untracked)
+            counts = f"{len(st.changed)} changed, {saved} untracked, {len(st.ignored)} ignored"
             if not keep_worktree:
                 keep += _would_keep(ctx, s, path, st, cache)
             if keep and not keep_worktree:
