@@ -76,6 +76,16 @@ class Context:
             log.event(self.store.dir, action, session_id, decision, **fields)
 
 
+def nested_session(ctx: Context, session_id: str, path: str) -> str | None:
+    """The id of the live or pending session, other than `session_id`, whose
+    worktree is at the real path `path` (one found nested in another's), or None."""
+    for s in ctx.store.sessions():
+        if s.id != session_id and (s.live or s.pending) \
+                and os.path.realpath(s.worktree_path) == path:
+            return s.id
+    return None
+
+
 def preserve_ref(session_id: str) -> str:
     """The preserve ref of a session: refs/ao/preserved/<id>."""
     return REF_PREFIX + session_id

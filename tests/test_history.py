@@ -584,6 +584,11 @@ def test_a_session_nested_in_another_leaves_the_outer_ones_checkpoints_alone(
         files = git("ls-tree", "-r", "--name-only", f"{save}^3", cwd=repo).split()
         assert mine in files and not [f for f in files if f.endswith(other)], (sid, files)
     assert (inner / "inner.txt").read_text() == "inner work\n"
+    if under == "sub":  # not ignored: --at of the outer one names the inner session
+        ao("ao", "checkpoint", "outer", cwd=repo)
+        res = ao("ao-restore", "outer", "--at", "1", cwd=repo, rc=1)
+        assert "session 'sub' lives in" in res.stdout and "git ao add" not in res.stdout, \
+            res.stdout
 
 
 def test_files_whose_names_git_will_not_store_are_named_and_never_removed(repo, worktrees):

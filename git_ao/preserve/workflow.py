@@ -25,6 +25,7 @@ from git_ao.context import (
     Context,
     facts,
     lookup,
+    nested_session,
     preserve_ref,
     work_present_elsewhere,
 )
@@ -290,7 +291,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 walking.abandon()
             _drop_ahead(beside)
             if isinstance(exc, capture.NestedWorktree):
-                _refuse_nested_session(ctx, s, cache, exc)
+                _refuse_nested_session(ctx, s, exc)
             raise
         ahead, read = _ahead_of(beside)
         # A checkpoint's stat file for the next one is computed from the walk while
@@ -482,11 +483,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
 
 
-def _refuse_nested_session(ctx: Context, s: Session, cache: RepoCache,
-                           exc: capture.NestedWorktree) -> None:
+def _refuse_nested_session(ctx: Context, s: Session, exc: capture.NestedWorktree) -> None:
     """Raise NestedWorktree naming the session whose worktree `exc` found nested in
     `s`'s, when it is one (what to do then is to preserve that one first)."""
-    inner = cache.session_paths(ctx, exclude=s.id).get(exc.path)
+    inner = nested_session(ctx, s.id, exc.path)
     if inner is not None:
         raise capture.NestedWorktree(
             f"session '{inner}' lives in '{exc.path}', nested in this worktree: preserve "

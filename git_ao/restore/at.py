@@ -32,7 +32,7 @@ import stat
 
 from git_ao import crashpoint, git
 from git_ao.agents import processes
-from git_ao.context import Context, facts, lookup
+from git_ao.context import Context, facts, lookup, nested_session
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import index, query, worktree
@@ -72,6 +72,13 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         _check_output(path, walked)
         try:
             st = capture.inspect(path, v.git_dir)
+        except capture.NestedWorktree as exc:
+            inner = nested_session(ctx, s.id, exc.path)
+            if inner is None:
+                raise Refused(f"the current state cannot be recorded first: {exc}") from None
+            raise Refused(f"session '{inner}' lives in '{exc.path}', nested in this worktree, "
+                          f"which the reset could meet: git ao-preserve {inner} first, and "
+                          f"git ao-restore {inner} after (nothing changed)") from None
         except capture.CannotCapture as exc:
             raise Refused(f"the current state cannot be recorded first: {exc}") from None
         if st.branch != entry.branch:
