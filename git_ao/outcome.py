@@ -118,6 +118,7 @@ if TYPE_CHECKING:
         warning: str
         inexact: list[str]  # checkpoint: paths saved as git checks them out
         unstorable: list[str]  # untracked paths whose names git will not store
+        left_out: list[str]  # checkpoint: nested repositories and worktrees not saved
         blocked: list[str]
         trash: str
         volatile_trash: str

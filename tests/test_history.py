@@ -648,6 +648,21 @@ def test_dry_runs_refuse_a_file_that_would_not_come_back_as_the_real_runs_do(
     assert (wt / "win.txt").read_bytes() == b"line\r\n" and wt.is_dir()
 
 
+def test_a_repository_nested_in_the_worktree_is_left_out_of_a_checkpoint_and_named(
+        repo, worktrees, tmp_path):
+    # An agent cloned a dependency to read it: the checkpoint saves the session's
+    # own work and names what it left out; a preserve still judges the clone.
+    wt = worktrees(repo, "agent")
+    (wt / "mine.txt").write_text("my work\n")
+    git("clone", "-q", str(repo), str(wt / "dep"), cwd=tmp_path)
+    got = json.loads(ao("ao", "checkpoint", "agent", "--json", cwd=repo).stdout)["results"][0]
+    assert got["status"] == "ok" and got["left_out"] == ["dep/"], got
+    assert "left out of the save: dep/" in got["warning"]
+    save = _entries(repo, "agent")[0]["commit"]
+    files = git("ls-tree", "-r", "--name-only", f"{save}^3", cwd=repo).split()
+    assert files == ["mine.txt"], files
+
+
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(
         repo, worktrees):
     wt = worktrees(repo, "agent")

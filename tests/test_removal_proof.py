@@ -526,8 +526,8 @@ def test_a_write_just_after_git_status_and_before_the_walk_is_saved(repo, worktr
     wt = worktrees(repo, "late")
     real_inspect = capture.inspect
 
-    def inspect_then_write(path, git_dir, *more):
-        st = real_inspect(path, git_dir, *more)
+    def inspect_then_write(path, git_dir, *more, **kw):
+        st = real_inspect(path, git_dir, *more, **kw)
         if path == str(wt):  # once: a capture of the moved copy reads it as it is
             (wt / "README.md").write_text("written after git status\n")
             time.sleep(0.2)  # past the racy window of a walk that starts now

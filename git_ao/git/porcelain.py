@@ -88,6 +88,8 @@ class Status:
     changed: list[StatusEntry] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # directories end in '/'
+    # Nested repositories and worktrees a checkpoint left out of `untracked` ('dir/').
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:

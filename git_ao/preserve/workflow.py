@@ -282,7 +282,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # the index with its flags and tree, the session's refs) is read beside it.
         beside = None if ctx.dry_run else capture.Beside(lambda: _read_ahead(s, path, v.git_dir))
         try:
-            st = capture.inspect(path, v.git_dir, _left_out(ctx, s, cache, keep_worktree))
+            st = capture.inspect(path, v.git_dir, _left_out(ctx, cache, keep_worktree),
+                                 leave_nested=keep_worktree)
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
             walked = walking.result() if walking is not None and not keep_worktree else None
@@ -378,6 +379,13 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             warn = "; ".join(w for w in (warn, (
                 f"warning: {len(cap.inexact)} path(s) saved as git checks them out, not byte "
                 f"for byte (line-ending or filter conversion, core.fileMode): {shown}")) if w)
+        if keep_worktree and st.left_out:
+            # Each its own repository: a checkpoint removes nothing, so it saves the
+            # rest rather than nothing.
+            data["left_out"] = st.left_out
+            warn = "; ".join(w for w in (warn, (
+                f"warning: {len(st.left_out)} nested repository or worktree path(s) left "
+                f"out of the save: {', '.join(st.left_out[:5])}")) if w)
         if cap.unstorable:
             # Left where they are; a preserve's removal proof keeps the worktree.
             data["unstorable"] = cap.unstorable
@@ -493,14 +501,10 @@ def _refuse_nested_session(ctx: Context, s: Session, exc: capture.NestedWorktree
             "it first (git ao-preserve --all takes inner ones first)", exc.path) from None
 
 
-def _left_out(ctx: Context, s: Session, cache: RepoCache, keep_worktree: bool
-              ) -> Collection[str]:
-    """The worktrees nested in `s`'s that its save leaves out: a checkpoint, every
-    other session's (each has a history of its own, and stays); a dry run, those
-    its real run removes first."""
-    if keep_worktree:
-        return set(cache.session_paths(ctx, exclude=s.id))
-    return cache.taken_first if ctx.dry_run else ()
+def _left_out(ctx: Context, cache: RepoCache, keep_worktree: bool) -> Collection[str]:
+    """The worktrees nested in a preserve's that its dry run leaves out: those its real
+    run removes first (a checkpoint leaves out every nested one: `inspect`)."""
+    return cache.taken_first if ctx.dry_run and not keep_worktree else ()
 
 
 def _late_check_note(hung: list[str]) -> str:

@@ -125,12 +125,15 @@ class Capture:
             self.hidden and self.hidden_changed)
 
 
-def inspect(path: str, git_dir: str, left_out: Collection[str] = ()) -> git.Status:
+def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
+            leave_nested: bool = False) -> git.Status:
     """Read the worktree's state (one `git status`) and raise CannotCapture for states
     whose work would not survive: an unborn branch, unmerged paths, an operation in
     progress, an untracked nested repository. left_out: the real paths of nested
     worktrees that are not this save's (other sessions' a checkpoint leaves alone,
     or those a dry run's real run removes first), left out of its untracked paths.
+    leave_nested: a checkpoint, which removes nothing: every nested repository and
+    worktree is left out (named in `Status.left_out`), not refused.
     Returns the git.Status."""
     for name, what in _IN_PROGRESS.items():
         if os.path.exists(os.path.join(git_dir, name)):
@@ -146,6 +149,10 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = ()) -> git.Stat
         st.untracked = [p for p in st.untracked if not p.endswith("/") or
                         os.path.realpath(os.path.join(path, p)) not in left_out]
     nested = [p for p in st.untracked if p.endswith("/")]
+    if nested and leave_nested:
+        st.left_out = nested
+        st.untracked = [p for p in st.untracked if not p.endswith("/")]
+        nested = []
     if nested:
         full = os.path.join(path, nested[0])
         common = linked_worktree_of(full.rstrip("/"))
