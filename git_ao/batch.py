@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from git_ao import git
-from git_ao.context import Context
+from git_ao.context import Context, session_paths
 from git_ao.errors import AoError, Refused, TimedOut, Usage
 from git_ao.git import lock as gitlock
 from git_ao.outcome import Action, Outcome, Status
@@ -153,8 +153,7 @@ class RepoCache:
         `exclude` (read once per run: nested sessions are named by it)."""
         with self._lock:
             if self._sessions is None:
-                self._sessions = {os.path.realpath(x.worktree_path): x.id
-                                  for x in ctx.store.sessions() if x.live or x.pending}
+                self._sessions = session_paths(ctx.store)
             return {p: i for p, i in self._sessions.items() if i != exclude}
 
     def entries(self, common_dir: str, fresh: bool = False) -> list[git.WorktreeEntry]:

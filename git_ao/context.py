@@ -76,14 +76,11 @@ class Context:
             log.event(self.store.dir, action, session_id, decision, **fields)
 
 
-def nested_session(ctx: Context, session_id: str, path: str) -> str | None:
-    """The id of the live or pending session, other than `session_id`, whose
-    worktree is at the real path `path` (one found nested in another's), or None."""
-    for s in ctx.store.sessions():
-        if s.id != session_id and (s.live or s.pending) \
-                and os.path.realpath(s.worktree_path) == path:
-            return s.id
-    return None
+def session_paths(store: Store) -> dict[str, str]:
+    """{real worktree path: id} of the sessions that are live or pending (a worktree
+    found nested in another's is named by it)."""
+    return {os.path.realpath(s.worktree_path): s.id for s in store.sessions()
+            if s.live or s.pending}
 
 
 def preserve_ref(session_id: str) -> str:

@@ -15,7 +15,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from git_ao import crashpoint, git, groups
@@ -25,7 +25,6 @@ from git_ao.context import (
     Context,
     facts,
     lookup,
-    nested_session,
     preserve_ref,
     work_present_elsewhere,
 )
@@ -282,7 +281,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # the index with its flags and tree, the session's refs) is read beside it.
         beside = None if ctx.dry_run else capture.Beside(lambda: _read_ahead(s, path, v.git_dir))
         try:
-            st = capture.inspect(path, v.git_dir, _left_out(ctx, cache, keep_worktree),
+            # A dry run leaves out the nested worktrees its real run removes first; a
+            # checkpoint every nested one.
+            st = capture.inspect(path, v.git_dir,
+                                 cache.taken_first if ctx.dry_run and not keep_worktree else (),
                                  leave_nested=keep_worktree)
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
@@ -292,7 +294,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 walking.abandon()
             _drop_ahead(beside)
             if isinstance(exc, capture.NestedWorktree):
-                _refuse_nested_session(ctx, s, exc)
+                _refuse_nested_session(ctx, s, cache, exc)
             raise
         ahead, read = _ahead_of(beside)
         # A checkpoint's stat file for the next one is computed from the walk while
@@ -372,28 +374,21 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if not_appended:
             data["history_error"] = not_appended
         warn = _mirror_warning(path, cap.config)
-        if cap.inexact:
-            # A checkpoint saves the rest of the work rather than nothing.
-            data["inexact"] = cap.inexact
-            shown = ", ".join(cap.inexact[:5]) + (", ..." if len(cap.inexact) > 5 else "")
-            warn = "; ".join(w for w in (warn, (
-                f"warning: {len(cap.inexact)} path(s) saved as git checks them out, not byte "
-                f"for byte (line-ending or filter conversion, core.fileMode): {shown}")) if w)
-        if keep_worktree and st.left_out:
-            # Each its own repository: a checkpoint removes nothing, so it saves the
-            # rest rather than nothing.
-            data["left_out"] = st.left_out
-            warn = "; ".join(w for w in (warn, (
-                f"warning: {len(st.left_out)} nested repository or worktree path(s) left "
-                f"out of the save: {', '.join(st.left_out[:5])}")) if w)
-        if cap.unstorable:
-            # Left where they are; a preserve's removal proof keeps the worktree.
-            data["unstorable"] = cap.unstorable
-            shown = ", ".join(cap.unstorable[:5]) + (", ..." if len(cap.unstorable) > 5
-                                                     else "")
-            warn = "; ".join(w for w in (warn, (
-                f"warning: {len(cap.unstorable)} untracked path(s) whose names git will not "
-                f"store are in no save: {shown}")) if w)
+        # What a checkpoint saved otherwise than byte for byte, or left out, rather
+        # than save nothing; a preserve's removal proof keeps the worktree for them.
+        for key, paths, what in (
+                ("inexact", cap.inexact, ("path(s) saved as git checks them out, not byte "
+                                          "for byte (line-ending or filter conversion, "
+                                          "core.fileMode)")),
+                ("left_out", st.left_out if keep_worktree else [],
+                 "nested repository or worktree path(s) left out of the save"),
+                ("unstorable", cap.unstorable,
+                 "untracked path(s) whose names git will not store are in no save")):
+            if paths:
+                data[key] = paths  # type: ignore[literal-required]
+                shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")
+                warn = "; ".join(w for w in (warn, f"warning: {len(paths)} {what}: {shown}")
+                                 if w)
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
@@ -491,20 +486,15 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
 
 
-def _refuse_nested_session(ctx: Context, s: Session, exc: capture.NestedWorktree) -> None:
+def _refuse_nested_session(ctx: Context, s: Session, cache: RepoCache,
+                           exc: capture.NestedWorktree) -> None:
     """Raise NestedWorktree naming the session whose worktree `exc` found nested in
     `s`'s, when it is one (what to do then is to preserve that one first)."""
-    inner = nested_session(ctx, s.id, exc.path)
+    inner = cache.session_paths(ctx, exclude=s.id).get(exc.path)
     if inner is not None:
         raise capture.NestedWorktree(
             f"session '{inner}' lives in '{exc.path}', nested in this worktree: preserve "
             "it first (git ao-preserve --all takes inner ones first)", exc.path) from None
-
-
-def _left_out(ctx: Context, cache: RepoCache, keep_worktree: bool) -> Collection[str]:
-    """The worktrees nested in a preserve's that its dry run leaves out: those its real
-    run removes first (a checkpoint leaves out every nested one: `inspect`)."""
-    return cache.taken_first if ctx.dry_run and not keep_worktree else ()
 
 
 def _late_check_note(hung: list[str]) -> str:

@@ -32,7 +32,7 @@ import stat
 
 from git_ao import crashpoint, git
 from git_ao.agents import processes
-from git_ao.context import Context, facts, lookup, nested_session
+from git_ao.context import Context, facts, lookup, session_paths
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import index, query, worktree
@@ -73,14 +73,14 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         try:
             st = capture.inspect(path, v.git_dir)
         except capture.NestedWorktree as exc:
-            inner = nested_session(ctx, s.id, exc.path)
-            if inner is None:
-                raise Refused(f"the current state cannot be recorded first: {exc}") from None
+            inner = session_paths(ctx.store).get(exc.path)
+            if inner is None or inner == s.id:
+                raise _unrecordable(exc) from None
             raise Refused(f"session '{inner}' lives in '{exc.path}', nested in this worktree, "
                           f"which the reset could meet: git ao-preserve {inner} first, and "
                           f"git ao-restore {inner} after (nothing changed)") from None
         except capture.CannotCapture as exc:
-            raise Refused(f"the current state cannot be recorded first: {exc}") from None
+            raise _unrecordable(exc) from None
         if st.branch != entry.branch:
             now = f"branch '{st.branch}'" if st.branch else "a detached HEAD"
             was = f"branch '{entry.branch}'" if entry.branch else "a detached HEAD"
@@ -94,7 +94,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             try:
                 capture.refuse(path, v.git_dir, st, lossy=True)
             except capture.CannotCapture as exc:
-                raise Refused(f"the current state cannot be recorded first: {exc}") from None
+                raise _unrecordable(exc) from None
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
             return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
@@ -104,7 +104,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
         except capture.CannotCapture as exc:
-            raise Refused(f"the current state cannot be recorded first: {exc}") from None
+            raise _unrecordable(exc) from None
         if entry.same_state(history.current_state(path, cap)):
             # Compared before any append: the state this run would replace is the
             # entry itself, and an entry added for it would renumber the others.
@@ -239,6 +239,11 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         return Outcome(s.id, Action.RESTORE, Status.OK,
                        f"{path} is at {label}{moved}{kept}; the state it replaced is "
                        f"{undo_hint}", data)
+
+
+def _unrecordable(exc: capture.CannotCapture) -> Refused:
+    """The refusal of a run whose current state cannot be recorded as an entry first."""
+    return Refused(f"the current state cannot be recorded first: {exc}")
 
 
 def _move(branch: str | None, old: str, new: str, left: int, kept_by: int = 1,

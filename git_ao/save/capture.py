@@ -130,8 +130,7 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
     """Read the worktree's state (one `git status`) and raise CannotCapture for states
     whose work would not survive: an unborn branch, unmerged paths, an operation in
     progress, an untracked nested repository. left_out: the real paths of nested
-    worktrees that are not this save's (other sessions' a checkpoint leaves alone,
-    or those a dry run's real run removes first), left out of its untracked paths.
+    worktrees a dry run's real run removes first, left out of its untracked paths.
     leave_nested: a checkpoint, which removes nothing: every nested repository and
     worktree is left out (named in `Status.left_out`), not refused.
     Returns the git.Status."""
@@ -629,7 +628,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 if refused:
                     # Not in U: counted, removed and restored as what they are.
                     cap.unstorable = sorted(refused)
-                    cap.untracked = [p for p in cap.untracked if p not in set(refused)]
+                    cap.untracked = [p for p in cap.untracked if p not in cap.unstorable]
                     if not cap.untracked:
                         cap.untracked_tree = None
             if reason:
