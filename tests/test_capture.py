@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from pathlib import Path
 
 from tests.support import ao, dirty, git
 from tests.worktree_state import state
@@ -131,34 +132,61 @@ def test_edits_behind_index_flags_are_counted_in_the_summary(repo, worktrees):
                           "removed\n")
 
 
-def test_an_index_written_while_status_ran_is_read_again_not_its_copy(repo, worktrees):
-    """The capture copies the index beside `git status`; when the index is written
-    between the copy and the end of status (an agent's `git add`), status saw the
-    new index, so the copy is dropped and the index copied again: what was staged
-    meanwhile is in I and W, and no scratch index is left behind."""
+def test_status_reads_a_copy_of_the_index_and_an_index_written_after_it_is_not_mixed_in(
+        repo, worktrees):
+    """The capture's status reads a copy of the index taken before it: an index
+    written after the copy (an agent's `git add`) is not half mixed into the
+    save; I, W and the checksum all are the copy's, and no scratch index is left
+    behind."""
+    from git_ao.git import index
     from git_ao.save import capture
     wt = worktrees(repo, "cap")
     git_dir = git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+    real = os.path.join(git_dir, "index")
+    before = index.checksum(real, 40)
     ahead = capture.read_ahead(str(wt), git_dir)
-    assert ahead is not None and ahead.still_current()
-    (wt / "staged-meanwhile.txt").write_text("staged while status ran\n")
+    (wt / "staged-meanwhile.txt").write_text("staged after the copy\n")
     git("add", "staged-meanwhile.txt", cwd=wt)
-    assert not ahead.still_current()
-    st = capture.inspect(str(wt), git_dir)
+    st = capture.inspect(str(wt), git_dir, ahead=ahead)
+    assert st.untracked == ["staged-meanwhile.txt"]
     meta = capture.Meta("cap", "worker", "", str(wt))
     cap = capture.capture(str(wt), git_dir, meta, st=st, ahead=ahead)
-    for tree in (cap.index_tree, cap.worktree_tree):
-        assert "staged-meanwhile.txt" in git("ls-tree", "--name-only", tree, cwd=wt)
+    assert "staged-meanwhile.txt" not in git("ls-tree", "--name-only", cap.index_tree, cwd=wt)
+    assert "staged-meanwhile.txt" in git("ls-tree", "--name-only", cap.untracked_tree, cwd=wt)
+    assert cap.index_checksum == before is not None
     assert not [n for n in os.listdir(git_dir) if n.startswith("git-ao-")]
-    # unchanged, the copy is the capture's own
+    # read again: the staged file is in I and W, the checksum the real index's
     again = capture.read_ahead(str(wt), git_dir)
-    cap2 = capture.capture(str(wt), git_dir, meta, st=capture.inspect(str(wt), git_dir),
-                           ahead=again)
-    assert (cap2.index_tree, cap2.worktree_tree) == (cap.index_tree, cap.worktree_tree)
-    # the checksum is the real index's, as restore proves it (not the copy's once
-    # write-tree wrote its cache tree there)
-    from git_ao.git import index
-    assert cap2.index_checksum == index.checksum(os.path.join(git_dir, "index"), 40)
-    assert cap2.index_checksum is not None
+    cap2 = capture.capture(str(wt), git_dir, meta,
+                           st=capture.inspect(str(wt), git_dir, ahead=again), ahead=again)
+    for tree in (cap2.index_tree, cap2.worktree_tree):
+        assert "staged-meanwhile.txt" in git("ls-tree", "--name-only", tree, cwd=wt)
+    assert cap2.index_checksum == index.checksum(real, 40) is not None
     assert again.copy is None
+    assert not [n for n in os.listdir(git_dir) if n.startswith("git-ao-")]
+
+
+def test_status_writes_its_refresh_into_the_copy_never_the_real_index(repo, worktrees):
+    """A racily clean index (files as new as the index file) makes git hash every
+    such file's content on each reading; the capture's status writes what it
+    learnt into its copy, so the copy is no longer racy for the git processes
+    after it, and the real index is left byte for byte and time for time."""
+    from git_ao.save import capture
+    wt = worktrees(repo, "racy")
+    git_dir = git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+    real = os.path.join(git_dir, "index")
+    for name in os.listdir(wt):
+        if os.path.isfile(wt / name):
+            os.utime(wt / name, ns=(os.stat(real).st_mtime_ns,) * 2)  # as new as the index
+    (wt / "README.md").write_text("edited\n")
+    os.utime(wt / "README.md", ns=(os.stat(real).st_mtime_ns,) * 2)
+    seen = (Path(real).read_bytes(), os.stat(real).st_mtime_ns)
+    ahead = capture.read_ahead(str(wt), git_dir)
+    assert ahead.copy is not None
+    copied = os.stat(ahead.copy.path).st_mtime_ns
+    st = capture.inspect(str(wt), git_dir, ahead=ahead)
+    assert [e.path for e in st.changed] == ["README.md"]
+    assert os.stat(ahead.copy.path).st_mtime_ns > copied  # status wrote its refresh
+    assert (Path(real).read_bytes(), os.stat(real).st_mtime_ns) == seen
+    ahead.close()
     assert not [n for n in os.listdir(git_dir) if n.startswith("git-ao-")]

@@ -270,11 +270,14 @@ def index_env(index_file: str | None) -> dict[str, str] | None:
     return {"GIT_INDEX_FILE": index_file} if index_file else None
 
 
-def status(cwd: str, *, index_file: str | None = None, ignored: bool = True) -> Status:
+def status(cwd: str, *, index_file: str | None = None, ignored: bool = True,
+           refresh_copy: bool = False) -> Status:
     """Run `git status --porcelain=v2 -z --branch --untracked-files=all` in `cwd`.
 
     ignored=True adds `--ignored=matching`, so an ignored directory counts once.
     index_file: read this index instead of the real one (GIT_INDEX_FILE).
+    refresh_copy: let git write the refreshed stat data into `index_file` (a copy
+    of the caller's own; the real index is never written: GIT_OPTIONAL_LOCKS).
     Raises GitError.
     """
     # --ignore-submodules=none: submodule.<name>.ignore and diff.ignoreSubmodules
@@ -283,7 +286,11 @@ def status(cwd: str, *, index_file: str | None = None, ignored: bool = True) -> 
             "--no-renames", "--ignore-submodules=none"]
     if ignored:
         args.append("--ignored=matching")
-    return parse.status(run(args, cwd, env=index_env(index_file)))
+    env = index_env(index_file)
+    if refresh_copy:
+        assert env is not None, "only a copy of the index is written"
+        env["GIT_OPTIONAL_LOCKS"] = "1"
+    return parse.status(run(args, cwd, env=env))
 
 
 # ---------------------------------------------------------------- objects and refs

@@ -130,16 +130,19 @@ class TempIndex:
             except FileNotFoundError:
                 pass
 
-    def copy_from(self, index_file: str) -> None:
+    def copy_from(self, index_file: str, *, mtime_ns: int | None = None) -> None:
         """Start from a copy of `index_file`. A copy keeps git's stat cache (unchanged
         files are not re-hashed) and the skip-worktree bits of a sparse checkout.
         The copy keeps the index's mtime too: git compares file times against it to spot
         "racily clean" entries, and a fresh mtime would hide an edit made in the same
-        second as the last index write."""
+        second as the last index write. mtime_ns: stamp the copy with this mtime
+        instead (0: git judges no entry racy, for a copy no git process compares
+        with the worktree). Raises OSError (FileNotFoundError: no such index)."""
         with open(index_file, "rb") as src, open(self.path, "wb") as dst:
             dst.write(src.read())
             st = os.fstat(src.fileno())
-        os.utime(self.path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.utime(self.path, ns=(st.st_atime_ns, st.st_mtime_ns) if mtime_ns is None
+                 else (mtime_ns, mtime_ns))
 
     def read_tree(self, tree: str) -> None:
         """`git read-tree <tree>` into this index."""

@@ -277,26 +277,33 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # A checkpoint walks too: the walk's stat data gives the history entry every
         # path's permission bits and the empty directories.
         walking = None if ctx.dry_run else walk.Background(path, since)
-        # What the capture reads that status does not decide (the config, a copy of
-        # the index with its flags and tree, the session's refs) is read beside it.
-        beside = None if ctx.dry_run else capture.Beside(lambda: _read_ahead(s, path, v.git_dir))
+        # What the capture reads that status does not decide (the config, the
+        # index's flags and tree, the session's refs) is read beside it; status
+        # reads a copy of the index (a dry run the real one, writing nothing).
+        ahead = beside = None
         try:
+            if not ctx.dry_run:
+                ahead = capture.read_ahead(path, v.git_dir)
+                beside = capture.Beside(lambda: _read_refs(s, path))
             # A dry run leaves out the nested worktrees its real run removes first; a
             # checkpoint every nested one.
             st = capture.inspect(path, v.git_dir,
                                  cache.taken_first if ctx.dry_run and not keep_worktree else (),
-                                 leave_nested=keep_worktree)
+                                 leave_nested=keep_worktree, ahead=ahead)
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
             walked = walking.result() if walking is not None and not keep_worktree else None
+            read = _refs_of(beside)
         except BaseException as exc:
             if walking is not None:
                 walking.abandon()
-            _drop_ahead(beside)
+            if beside is not None:
+                beside.wait()
+            if ahead is not None:
+                ahead.close()
             if isinstance(exc, capture.NestedWorktree):
                 _refuse_nested_session(ctx, s, cache, exc)
             raise
-        ahead, read = _ahead_of(beside)
         # A checkpoint's stat file for the next one is computed from the walk while
         # the capture's git processes run.
         signing = capture.Beside(lambda: unchanged.signatures(
@@ -503,44 +510,26 @@ def _late_check_note(hung: list[str]) -> str:
     return f"the check after the move ran past --timeout, running {running}, and was stopped"
 
 
-def _read_ahead(s: Session, path: str, git_dir: str
-                ) -> tuple[capture.Ahead | None, dict[str, git.RefRead] | None]:
-    """Beside the status: `capture.read_ahead`, and the session's refs with the
-    per-worktree ones and the history's newest entry in one reading (the session's
-    lock is held: only another program moves them meanwhile, and every write
-    compares and swaps). Either is None when git failed to give it (the steps
-    that need it read it again and meet the failure there)."""
-    ahead = capture.read_ahead(path, git_dir)
+def _read_refs(s: Session, path: str) -> dict[str, git.RefRead] | None:
+    """Beside the status: the session's refs with the per-worktree ones and the
+    history's newest entry in one reading (the session's lock is held: only
+    another program moves them meanwhile, and every write compares and swaps).
+    None when git failed to give them (the steps that need them read them again
+    and meet the failure there)."""
     try:
-        read = git.read_refs(path, preserve_ref(s.id), history.history_ref(s.id),
+        return git.read_refs(path, preserve_ref(s.id), history.history_ref(s.id),
                              *witness.ADMIN_REFS)
     except AoError:
-        read = None
-    except BaseException:
-        if ahead is not None:
-            ahead.close()
-        raise
-    return ahead, read
+        return None
 
 
-def _ahead_of(beside: capture.Beside | None
-              ) -> tuple[capture.Ahead | None, dict[str, git.RefRead] | None]:
-    """What `_read_ahead` gave, (None, None) without it."""
+def _refs_of(beside: capture.Beside | None) -> dict[str, git.RefRead] | None:
+    """What `_read_refs` gave, None without it."""
     if beside is None:
-        return None, None
+        return None
     got = beside.result()
-    assert isinstance(got, tuple)
+    assert got is None or isinstance(got, dict)
     return got
-
-
-def _drop_ahead(beside: capture.Beside | None) -> None:
-    """Wait for `_read_ahead` and remove its copy of the index."""
-    try:
-        ahead, _read = _ahead_of(beside)
-    except BaseException:  # noqa: BLE001 - the caller is raising its own failure
-        return
-    if ahead is not None:
-        ahead.close()
 
 
 def _store(ctx: Context, s: Session, path: str, cap: capture.Capture, meta: capture.Meta,

@@ -126,18 +126,20 @@ class Capture:
 
 
 def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
-            leave_nested: bool = False) -> git.Status:
+            leave_nested: bool = False, ahead: Ahead | None = None) -> git.Status:
     """Read the worktree's state (one `git status`) and raise CannotCapture for states
     whose work would not survive: an unborn branch, unmerged paths, an operation in
     progress, an untracked nested repository. left_out: the real paths of nested
     worktrees a dry run's real run removes first, left out of its untracked paths.
     leave_nested: a checkpoint, which removes nothing: every nested repository and
     worktree is left out (named in `Status.left_out`), not refused.
-    Returns the git.Status."""
+    ahead: status reads its copy of the index and writes its refresh there (the
+    real index is never written). Returns the git.Status."""
     for name, what in _IN_PROGRESS.items():
         if os.path.exists(os.path.join(git_dir, name)):
             raise CannotCapture(f"{what} is in progress in '{path}'; finish or abort it first")
-    st = git.status(path)
+    copy = ahead.status_index if ahead is not None else None
+    st = git.status(path, index_file=copy, refresh_copy=copy is not None)
     if st.head is None:
         raise CannotCapture(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
                             "commit once first")
@@ -396,50 +398,59 @@ class Beside:
         self._thread.join()
 
 
-def _index_sig(index_file: str) -> tuple[int, int, int, int] | None:
-    """What changes whenever an index file is written (git writes one by a rename)."""
-    try:
-        st = os.stat(index_file)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
 class Ahead:
-    """What a capture reads that `git status` does not decide, read while it runs
-    (`read_ahead`): the config, and a copy of the real index with its flags (`git
-    ls-files -v` of the copy) and its tree I. The capture uses the copy only when
-    the real index is still the file that was copied once status is done (same
-    inode, size and times): status then saw the index the copy holds, as when
-    the copy is made after it. `close` removes the copy when it goes unused."""
+    """The capture's reading of the real index, begun before its `git status`
+    (`read_ahead`). The real index is copied once (`copy`, its checksum taken
+    then): status reads that copy and writes back into it what its refresh
+    learnt. git hashes the content of every racily clean entry (one no older than
+    the index file) to judge it, and the copy keeps the real index's mtime, so
+    without that write each later git process on the copy would hash those files
+    again. Beside status, a second copy (`spare`) gives the index's flags (`git
+    ls-files -v`) and its tree I, and the config is read. The spare is stamped
+    with mtime 0, for which git judges no entry racy: writing its cache tree
+    hashes no file, and nothing reads it after. `ready` waits for that reading;
+    `close` removes both copies."""
 
     def __init__(self, path: str, git_dir: str) -> None:
-        self.real = os.path.join(git_dir, "index")
-        self.seen = _index_sig(self.real)
-        self.conf = query.config_map(path)
-        self.copy: TempIndex | None = None
-        self.tree: ObjectId | None = None
+        self.copy: TempIndex | None = TempIndex(path, git_dir)
         self.checksum: str | None = None  # SHA-1 or SHA-256, as the index is written
+        self.conf: parse.Config | None = None
         self.flags: git.IndexFlags | None = None
-        if self.seen is None:
-            return
-        self.copy = TempIndex(path, git_dir)
+        self.tree: ObjectId | None = None
         try:
-            self.copy.copy_from(self.real)
-            # Before write-tree, which writes its cache tree into the copy: the
-            # checksum is the real index's (restore proves the index it puts back).
+            self.copy.copy_from(os.path.join(git_dir, "index"))
+        except FileNotFoundError:
+            self.copy = None  # no index yet: status reads (no) real one
+        if self.copy is not None:
             self.checksum = index.checksum(self.copy.path, 40) \
                 or index.checksum(self.copy.path, 64)
-            self.flags = query.index_flags(path, index_file=self.copy.path)
-            self.tree = self.copy.write_tree()
-        except BaseException:
-            self.close()
-            raise
+        self._reading = Beside(lambda: self._read(path, git_dir))
 
-    def still_current(self) -> bool:
-        """Is the real index still the file that was copied?"""
-        return self.copy is not None and self.seen is not None \
-            and _index_sig(self.real) == self.seen
+    def _read(self, path: str, git_dir: str) -> None:
+        self.conf = query.config_map(path)
+        if self.copy is None:
+            return
+        # Copied from the copy while status may write it: either file names the
+        # same entries and flags, so I and the flags are the ones status saw.
+        with TempIndex(path, git_dir) as spare:
+            spare.copy_from(self.copy.path, mtime_ns=0)
+            self.flags = query.index_flags(path, index_file=spare.path)
+            self.tree = spare.write_tree()
+
+    @property
+    def status_index(self) -> str | None:
+        """The copy `git status` reads and refreshes, None without an index."""
+        return self.copy.path if self.copy is not None else None
+
+    def ready(self) -> bool:
+        """Wait for the reading beside status: True when it gave the flags, tree and
+        config; False when git failed to (the capture reads them itself and meets
+        the failure there)."""
+        try:
+            self._reading.result()
+        except AoError:
+            return False
+        return self.conf is not None
 
     def take(self) -> TempIndex:
         """The copy, now the caller's to remove."""
@@ -448,18 +459,16 @@ class Ahead:
         return copy
 
     def close(self) -> None:
+        self._reading.wait()
         if self.copy is not None:
             self.copy.__exit__(None, None, None)
             self.copy = None
 
 
-def read_ahead(path: str, git_dir: str) -> Ahead | None:
-    """An Ahead for the worktree at `path`, or None when git failed to give it (the
-    capture then reads it all itself and meets the failure there)."""
-    try:
-        return Ahead(path, git_dir)
-    except AoError:
-        return None
+def read_ahead(path: str, git_dir: str) -> Ahead:
+    """An Ahead for the worktree at `path`: call before its `inspect`, which then
+    reads `Ahead.status_index`. Raises OSError when the index cannot be copied."""
+    return Ahead(path, git_dir)
 
 
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
@@ -475,8 +484,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     walked: the walk of the worktree, whose stat data gives every file's
     permission bits to the private config (`local_state.collect`); one still
     running in the background is waited for only once the trees are written.
-    ahead: what `read_ahead` read while `st`'s status ran (used once, removed on
-    every way out).
+    ahead: the `read_ahead` whose copy of the index `st`'s status read (used
+    once, removed on every way out).
     targeted: a checkpoint's capture, which reads again only the paths `git
     status` saw change (`git update-index`) instead of every tracked one (`git
     add -u`), where no index flag hides a file, no sparse checkout and no
@@ -523,12 +532,11 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
-    if ahead is not None and not ahead.still_current():
-        ahead.close()  # the index was written since the copy: read it all again here
-        conf = ahead.conf
+    if ahead is not None and (ahead.copy is None or not ahead.ready()):
+        ahead.close()  # no index, or git failed beside status: read it all here
         ahead = None
-    else:
-        conf = ahead.conf if ahead is not None else query.config_map(path)
+    conf = ahead.conf if ahead is not None and ahead.conf is not None \
+        else query.config_map(path)
     flags = ahead.flags if ahead is not None and ahead.flags is not None \
         else query.index_flags(path)
     hidden = sorted(set(flags.assume_unchanged) | {
