@@ -444,10 +444,11 @@ def test_a_session_another_machine_restored_is_pushed_again(repo, worktrees, mac
     mine = local_ref(clone, "again")
     git("push", "-q", f"--force-with-lease={REF}again:{second}", "origin", f"{mine}:{REF}again",
         cwd=clone)
-    res = ao("ao-prune", cwd=clone, env=b)
+    res = ao("ao-prune", cwd=clone, env=b, rc=3)
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
-    assert line.startswith("push\tok\tagain\torigin already holds"), line
-    # B's history is a chain of its own: the remote keeps this machine's, and says so.
+    # B's history is a chain of its own: the remote keeps this machine's, and the
+    # line, never ok while a ref it pushed is not there, says so.
+    assert line.startswith("push\tattention\tagain\torigin already holds"), line
     assert "refs/ao/history/again not pushed" in line, line
     assert git("rev-parse", "refs/ao/history/again", cwd=repo) == \
         git("ls-remote", "origin", "refs/ao/history/again", cwd=repo).split("\t")[0] + "\n"
@@ -505,3 +506,31 @@ def test_a_local_pending_save_is_restored_and_the_remotes_other_commit_named(
     assert (wt_b / "from-b.txt").read_text() == "machine b\n"  # its own save, kept
     assert not (wt_b / "from-a.txt").exists()
     assert remote_refs(repo) == {"same": a_commit}  # the remote's save is left alone
+
+
+def _plain_remote(repo, tmp_path):
+    """A bare repository beside `repo`, its remote 'plain'."""
+    plain = tmp_path / "plain.git"
+    git("init", "-q", "--bare", plain, cwd=tmp_path)
+    git("remote", "add", "plain", plain, cwd=repo)
+    return plain
+
+
+def test_a_branch_the_remote_refuses_is_never_reported_ok(repo, worktrees, tmp_path):
+    plain = _plain_remote(repo, tmp_path)
+    wt = worktrees(repo, "pb2")
+    (wt / "new.txt").write_text("new\n")
+    ao("ao-preserve", "pb2", "--keep-worktree", "--push", "plain", "--push-branch", cwd=repo)
+    # The branch moves on there (another machine's commit); here it moves elsewhere.
+    other = git("commit-tree", "-p", "refs/heads/pb2", "-m", "elsewhere", "refs/heads/pb2^{tree}",
+                cwd=repo).strip()
+    git("push", "-q", "plain", f"{other}:refs/heads/pb2", cwd=repo)
+    (wt / "mine.txt").write_text("mine\n")
+    git("add", "mine.txt", cwd=wt)
+    git("commit", "-q", "-m", "here", cwd=wt)
+    res = ao("ao-preserve", "pb2", "--keep-worktree", "--push", "plain", "--push-branch",
+             cwd=repo, rc=3)
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+    assert line.startswith("push\tattention\tpb2\tpushed refs/ao/preserved/pb2"), line
+    assert "branch pb2 not pushed: [rejected]" in line, line
+    assert git("rev-parse", "refs/heads/pb2", cwd=plain).strip() == other

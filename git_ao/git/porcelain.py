@@ -230,8 +230,9 @@ def index_flags(out: bytes) -> IndexFlags:
 @dataclass
 class PushedRef:
     """One line of `git push --porcelain`: the flag git prints (' ' fast-forward,
-    '+' forced, '-' deleted, '*' new, '=' up to date, '!' rejected), the source and
-    destination of the refspec, and git's summary (with its reason in parentheses)."""
+    '+' forced, '-' deleted, '*' new, '=' up to date, '!' rejected or failed), the
+    source and destination of the refspec, and git's summary (with its reason in
+    parentheses)."""
 
     flag: str
     src: str
@@ -240,7 +241,12 @@ class PushedRef:
 
     @property
     def ok(self) -> bool:
-        return self.flag != "!"
+        """Does the remote hold what was pushed? Only the flags that say so count:
+        git prints others than '!' for a ref it did not update ('X', no match)."""
+        return self.flag in _PUSHED_FLAGS
+
+
+_PUSHED_FLAGS = frozenset(" +-*=")
 
 
 def push_porcelain(text: str) -> list[PushedRef]:

@@ -389,16 +389,26 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
                             "session; pushed on the condition that nothing is there)")
             else:
                 msg = f"deleted {r.ref} (was {r.have[:12]}) from {remote}"
-            branch = sent.lines.get(f"refs/heads/{r.branch}") if r.branch else None
-            if branch is not None and not branch.ok:
-                msg += f"; branch {r.branch} not pushed: {branch.summary}"
+            # The branch and the history went in the same push: one not there makes the
+            # line attention, never ok, though the save itself is there.
+            missed = []
+            if r.branch:
+                branch = sent.lines.get(f"refs/heads/{r.branch}")
+                if branch is None or not branch.ok:
+                    missed.append(f"branch {r.branch} not pushed: "
+                                  f"{branch.summary if branch is not None else sent.why}")
+                    ctx.log("push", r.session_id, "branch-not-pushed", remote=remote,
+                            branch=r.branch, detail=missed[-1])
             h = histories.get(r.session_id)
             hline = sent.lines.get(h) if h else None
-            if h and hline is not None and not hline.ok:
-                msg += (f"; {h} not pushed ({hline.summary}): {remote}'s is not an older "
-                        "state of this machine's (another machine's, or pruned here), and "
-                        "it is kept as it is")
-            out.append(_outcome(r, Status.OK, msg))
+            if h and (hline is None or not hline.ok):
+                missed.append(f"{h} not pushed ({hline.summary if hline else sent.why}): "
+                              f"{remote}'s is not an older state of this machine's (another "
+                              "machine's, or pruned here), and it is kept as it is")
+                ctx.log("push", r.session_id, "history-not-pushed", remote=remote, ref=h,
+                        detail=missed[-1])
+            status = Status.ATTENTION if missed else Status.OK
+            out.append(_outcome(r, status, "; ".join([msg, *missed])))
         elif _lease_failed(line):
             out.append(_stale(ctx, r, remote, repo, seen.get(r.ref), unread))
         else:
