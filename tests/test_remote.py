@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ao, commit_on, dirty, git
+from tests.support import db_path
 from tests.worktree_state import differences, state
 
 REF = "refs/ao/preserved/"
@@ -449,7 +450,7 @@ def test_a_session_another_machine_restored_is_pushed_again(repo, worktrees, mac
     # B's history is a chain of its own: the remote keeps this machine's, and the
     # line, never ok while a ref it pushed is not there, says so.
     assert line.startswith("push\tattention\tagain\torigin already holds"), line
-    assert "refs/ao/history/again not pushed" in line, line
+    assert "refs/ao/history/again not pushed: origin holds" in line, line
     assert git("rev-parse", "refs/ao/history/again", cwd=repo) == \
         git("ls-remote", "origin", "refs/ao/history/again", cwd=repo).split("\t")[0] + "\n"
     assert "push:" not in ao("ao", "doctor", cwd=clone, env=b, rc=None).stdout
@@ -515,6 +516,84 @@ def _plain_remote(repo, tmp_path):
     git("remote", "add", "plain", plain, cwd=repo)
     return plain
 
+
+def test_a_history_retention_rewrote_reaches_the_remote_under_a_lease(repo, worktrees,
+                                                                      tmp_path):
+    """Retention rewrites the history this machine pushed: the next push replaces that
+    chain on the remote, under a lease on what this machine last pushed there, so a
+    chain someone else pushed there since is kept, and the line is attention."""
+    plain = _plain_remote(repo, tmp_path)
+    ao("ao", "config", "set", "preserve.push", "plain", cwd=repo)
+    wt = worktrees(repo, "h1")
+    hist = "refs/ao/history/h1"
+
+    def checkpoint(text, rc=0):
+        (wt / "f.txt").write_text(text)
+        res = ao("ao-preserve", "--keep-worktree", "h1", cwd=repo, rc=rc)
+        return next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+
+    for n in range(3):
+        checkpoint(f"{n}\n")
+    pushed = git("rev-parse", hist, cwd=repo).strip()
+    assert git("rev-parse", hist, cwd=plain).strip() == pushed
+    ao("ao", "config", "set", "history.keep", "1", cwd=repo)
+    assert "prune-history\tok\th1\tdropped 2 of the 3" in ao("ao-prune", cwd=repo).stdout
+    line = checkpoint("later\n")
+    assert line.startswith("push\tok\th1\tpushed") and "not pushed" not in line, line
+    assert f"{hist} (" in line and f"the chain this machine last pushed ({pushed[:12]})" in line
+    now = git("rev-parse", hist, cwd=repo).strip()
+    assert git("rev-parse", hist, cwd=plain).strip() == now
+    # Another chain lands there (another machine's of the same id): this machine's
+    # next rewrite is not forced over it, and the line says what to do.
+    theirs = git("commit-tree", "-m", "another machine's history", f"{now}^{{tree}}",
+                 cwd=repo).strip()
+    git("push", "-q", "--force", "plain", f"{theirs}:{hist}", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    line = checkpoint("again\n", rc=3)
+    assert line.startswith("push\tattention\th1\tpushed refs/ao/preserved/h1"), line
+    assert f"{hist} not pushed: plain holds {theirs[:12]}" in line, line
+    assert f"--force-with-lease={hist}:{theirs}" in line, line
+    assert git("rev-parse", hist, cwd=plain).strip() == theirs
+
+
+
+def test_a_history_push_whose_record_was_lost_goes_through(repo, worktrees, tmp_path):
+    """The lease on the history is what this machine last recorded pushing; when the
+    remote holds an older state of this chain (a push a kill left unrecorded) or
+    nothing (deleted there), the push goes again at once under a lease on that."""
+    plain = _plain_remote(repo, tmp_path)
+    wt = worktrees(repo, "h2")
+    hist = "refs/ao/history/h2"
+    first = None
+    for n in range(3):
+        (wt / "f.txt").write_text(f"{n}\n")
+        ao("ao-preserve", "--keep-worktree", "--push", "plain", "h2", cwd=repo)
+        first = first or git("rev-parse", hist, cwd=repo).strip()
+    db = sqlite3.connect(db_path())
+    with db:  # as if a kill had lost the record of the last two pushes
+        db.execute("UPDATE remote_histories SET pushed = ?", (first,))
+    db.close()
+    ao("ao", "config", "set", "history.keep", "1", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    (wt / "f.txt").write_text("later\n")
+    res = ao("ao-preserve", "--keep-worktree", "--push", "plain", "h2", cwd=repo, rc=3)
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
+    # The rewritten chain does not continue what the remote holds, and the lease is
+    # not on it: kept there, and said.
+    assert line.startswith("push\tattention\th2\t") and f"{hist} not pushed: plain holds" \
+        in line, line
+    # Without retention, what the remote holds is an older state of this chain.
+    git("push", "-q", "--force", "plain", f"{hist}~1:{hist}", cwd=repo)
+    (wt / "f.txt").write_text("later still\n")
+    line = next(ln for ln in ao("ao-preserve", "--keep-worktree", "--push", "plain", "h2",
+                                cwd=repo).stdout.splitlines() if ln.startswith("push\t"))
+    assert line.startswith("push\tok\th2\tpushed") and "not pushed" not in line, line
+    assert git("rev-parse", hist, cwd=plain) == git("rev-parse", hist, cwd=repo)
+    # Gone from there: pushed again on the condition that nothing is there.
+    git("push", "-q", "plain", f":{hist}", cwd=repo)
+    (wt / "f.txt").write_text("last\n")
+    ao("ao-preserve", "--keep-worktree", "--push", "plain", "h2", cwd=repo)
+    assert git("rev-parse", hist, cwd=plain) == git("rev-parse", hist, cwd=repo)
 
 def test_a_branch_the_remote_refuses_is_never_reported_ok(repo, worktrees, tmp_path):
     plain = _plain_remote(repo, tmp_path)

@@ -81,14 +81,15 @@ def _path_like(remote: str) -> bool:
     return "/" in remote or remote.startswith((".", "~"))
 
 
-def ls_remote(cwd: str, remote: str, pattern: str, *,
+def ls_remote(cwd: str, remote: str, *patterns: str,
               timeout: float) -> list[tuple[str, ObjectId]]:
-    """(ref, oid) of every ref of `remote` matching `pattern` (`git ls-remote --refs
-    <remote> <pattern>`, e.g. 'refs/ao/preserved/*'), within `timeout` seconds.
+    """(ref, oid) of every ref of `remote` matching one of `patterns` (`git ls-remote
+    --refs <remote> <pattern>...`, e.g. 'refs/ao/preserved/*'), within `timeout`
+    seconds.
 
     remote: a remote name, URL or path (never starting with '-'). Raises GitError
     when git fails or times out (status git.TIMED_OUT)."""
-    res = git.call_bounded(["ls-remote", "--refs", remote, pattern], network_dir(cwd),
+    res = git.call_bounded(["ls-remote", "--refs", remote, *patterns], network_dir(cwd),
                            timeout).check()
     return parse.ls_remote(res.text)
 

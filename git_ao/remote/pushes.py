@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from git_ao import git
 from git_ao.context import REF_PREFIX, Context, facts
 from git_ao.errors import AoError, Usage
-from git_ao.git import remotes
+from git_ao.git import query, remotes
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.save import history
 from git_ao.store.database import Store
@@ -331,18 +331,23 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
     if not ready:
         return out
     specs = [s for r in ready for s in _refspecs(r)]
-    # The session's history goes along, never forced and with no lease: the remote
-    # takes it only while it holds an ancestor of it (an older chain of this
-    # machine), so no other machine's entries are ever replaced.
-    histories = {r.session_id: h for r in ready if r.want
-                 for h in (history.history_ref(r.session_id),) if git.rev_parse(repo, h)}
-    specs += [f"{h}:{h}" for h in histories.values()]
-    sent = _send(repo, remote, specs, [(r.ref, r.have) for r in ready], timeout)
+    # The session's history goes along (see _History for its lease).
+    hists = _histories(ctx.store, repo, remote, ready)
+    sent = _send(repo, remote, specs + [h.spec for h in hists.values()],
+                 [(r.ref, r.have) for r in ready]
+                 + [(h.ref, h.lease) for h in hists.values() if h.lease is not None], timeout)
+    for h in hists.values():
+        h.line, h.why = sent.lines.get(h.ref), sent.why
     # A lease that failed says only that the remote no longer holds what this machine
-    # last saw there: read what it holds, once for the whole group.
+    # last saw there, and a history refused says only that it holds something else:
+    # read what it holds, once for the whole group.
     stale = [r for r in ready if _lease_failed(sent.lines.get(r.ref))]
-    # seen: what the remote holds for each stale ref ('' nothing, None unread).
-    seen, unread = _remote_holds(repo, remote, stale, timeout)
+    refused = [h for h in hists.values() if _refused_for_value(h.line)]
+    # seen: what the remote holds for each of those refs ('' nothing, None unread).
+    seen, unread = _remote_holds(repo, remote, [r.ref for r in stale] + [h.ref for h in refused],
+                                 timeout)
+    for h in refused:
+        h.held = seen.get(h.ref)
     final: dict[str, _Sent] = {r.session_id: sent for r in ready}
     gone_there = [r for r in stale if seen.get(r.ref) == ""]
     if gone_there:
@@ -353,16 +358,21 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
         set_haves(ctx.store, [(r.session_id, remote, repo, "", None) for r in gone_there])
         for r in gone_there:
             r.have = ""
-        again = [r for r in gone_there if r.want]
-        if again:
-            second = _send(repo, remote, [f"{r.want}:{r.ref}" for r in again],
-                           [(r.ref, "") for r in again], timeout)
-            still = [r for r in again if _lease_failed(second.lines.get(r.ref))]
-            seen2, unread2 = _remote_holds(repo, remote, still, timeout)
-            seen.update(seen2)
-            unread = unread or unread2
-            for r in again:
-                final[r.session_id] = second
+    again = [r for r in gone_there if r.want]
+    retried = [h for h in refused if h.worth_retrying(repo)]
+    if again or retried:
+        second = _send(repo, remote, [f"{r.want}:{r.ref}" for r in again]
+                       + [h.spec for h in retried],
+                       [(r.ref, "") for r in again] + [(h.ref, h.held or "") for h in retried],
+                       timeout)
+        still = [r for r in again if _lease_failed(second.lines.get(r.ref))]
+        seen2, unread2 = _remote_holds(repo, remote, [r.ref for r in still], timeout)
+        seen.update(seen2)
+        unread = unread or unread2
+        for r in again:
+            final[r.session_id] = second
+        for h in retried:
+            h.line, h.why, h.retried = second.lines.get(h.ref), second.why, True
     pushed: list[tuple[str, str, str, str, str | None]] = []
     unsent: list[PushRow] = []
     for r in ready:
@@ -399,14 +409,14 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
                                   f"{branch.summary if branch is not None else sent.why}")
                     ctx.log("push", r.session_id, "branch-not-pushed", remote=remote,
                             branch=r.branch, detail=missed[-1])
-            h = histories.get(r.session_id)
-            hline = sent.lines.get(h) if h else None
-            if h and (hline is None or not hline.ok):
-                missed.append(f"{h} not pushed ({hline.summary if hline else sent.why}): "
-                              f"{remote}'s is not an older state of this machine's (another "
-                              "machine's, or pruned here), and it is kept as it is")
-                ctx.log("push", r.session_id, "history-not-pushed", remote=remote, ref=h,
-                        detail=missed[-1])
+            hist = hists.get(r.session_id)
+            said = hist.said(remote, unread) if hist is not None else ""
+            if hist is not None and not hist.pushed:
+                missed.append(said)
+                ctx.log("push", r.session_id, "history-not-pushed", remote=remote,
+                        ref=hist.ref, commit=hist.tip, held=hist.held or None, detail=said)
+            elif said:
+                msg += f"; {said}"
             status = Status.ATTENTION if missed else Status.OK
             out.append(_outcome(r, status, "; ".join([msg, *missed])))
         elif _lease_failed(line):
@@ -414,6 +424,8 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
         else:
             out.append(_rejected(ctx, r, remote, line.summary))
     set_haves(ctx.store, pushed)
+    set_histories_pushed(ctx.store, [(sid, remote, h.tip) for sid, h in hists.items()
+                                     if h.pushed])
     for r in unsent:
         _set_error(ctx.store, r, final[r.session_id].why)
     return out
@@ -444,18 +456,133 @@ def _lease_failed(line: git.parse.PushedRef | None) -> bool:
     return line is not None and not line.ok and "stale info" in line.summary
 
 
-def _remote_holds(repo: str, remote: str, stale: Sequence[PushRow], timeout: float
+def _refused_for_value(line: git.parse.PushedRef | None) -> bool:
+    """Did git refuse a ref because of what the remote holds for it (a failed lease,
+    not a fast-forward, a commit this repository lacks), rather than the remote
+    refusing the update itself (a hook)?"""
+    return line is not None and not line.ok and any(
+        why in line.summary for why in ("stale info", "non-fast-forward", "fetch first"))
+
+
+def _remote_holds(repo: str, remote: str, refs: Sequence[str], timeout: float
                   ) -> tuple[dict[str, str | None], str]:
-    """What `remote` holds for the ref of each of `stale` (its commit, '' for none,
-    None when it could not be read), from one `git ls-remote` of refs/ao/preserved/*,
-    and git's reason when it could not be read."""
-    if not stale:
+    """What `remote` holds for each of `refs` (preserve or history refs: its commit,
+    '' for none, None when it could not be read), from one `git ls-remote` of their
+    namespaces, and git's reason when it could not be read."""
+    if not refs:
         return {}, ""
+    patterns = sorted({prefix + "*" for prefix in (REF_PREFIX, history.HISTORY_PREFIX)
+                       if any(ref.startswith(prefix) for ref in refs)})
     try:
-        listed = dict(remotes.ls_remote(repo, remote, REF_PREFIX + "*", timeout=timeout))
+        listed = dict(remotes.ls_remote(repo, remote, *patterns, timeout=timeout))
     except AoError as exc:
-        return {r.ref: None for r in stale}, str(exc)
-    return {r.ref: listed.get(r.ref, "") for r in stale}, ""
+        return {ref: None for ref in refs}, str(exc)
+    return {ref: listed.get(ref, "") for ref in refs}, ""
+
+
+@dataclass
+class _History:
+    """A session's history, `refs/ao/history/<id>`, pushed beside its preserve ref.
+
+    With no lease when this machine has no record of pushing it there (a
+    fast-forward or a new ref only: the remote takes it while it holds an older
+    state of it); with a lease on what this machine last pushed when it has, so
+    a chain retention rewrote here replaces the one this machine pushed, and
+    only that one. Refused, the push goes again only when the remote holds
+    nothing or an older state of this chain; anything else (another machine's
+    chain of the same session id) is kept there.
+
+    tip: this repository's. lease: what this machine last pushed there, None for
+    no record. line: git's line for it from the last push, and why: git's reason
+    when it printed none. held: what the remote holds, read after a refusal (''
+    nothing, None unread)."""
+
+    ref: str
+    tip: str
+    lease: str | None
+    line: git.parse.PushedRef | None = None
+    why: str = ""
+    held: str | None = None
+    retried: bool = False
+
+    @property
+    def spec(self) -> str:
+        return f"{self.tip}:{self.ref}"
+
+    @property
+    def pushed(self) -> bool:
+        """Does the remote hold this chain now?"""
+        return (self.line is not None and self.line.ok) or self.held == self.tip
+
+    def worth_retrying(self, repo: str) -> bool:
+        """After a refusal: does the remote hold nothing there, or an older state of
+        this chain (a push whose record a kill lost), which pushing again under a
+        lease on it replaces with nothing lost?"""
+        if self.held is None or self.held == self.tip or self.retried:
+            return False
+        if self.held == "":
+            return True
+        try:
+            return query.is_ancestor(repo, self.held, self.tip)
+        except AoError:  # a commit this repository lacks: another machine's
+            return False
+
+    def said(self, remote: str, unread: str) -> str:
+        """The clause of the push line about this history: what was forced when it
+        was, else why the remote does not hold it."""
+        if self.pushed:
+            if self.line is not None and self.line.flag == "+":
+                return (f"{self.ref} ({self.tip[:12]}) replaced there the chain this machine "
+                        f"last pushed ({(self.lease or '')[:12]}), which it no longer "
+                        "continues (retention or a prune rewrote it here)")
+            return ""
+        if self.line is None:
+            return f"{self.ref} not pushed: {self.why}"
+        if self.held is None and _refused_for_value(self.line):
+            return (f"{self.ref} not pushed ({self.line.summary}), and what {remote} holds "
+                    f"could not be read ({unread or 'it changed again'})")
+        if self.held and not self.retried:
+            last = self.lease[:12] if self.lease else "no push of it recorded"
+            return (f"{self.ref} not pushed: {remote} holds {self.held[:12]} there, neither "
+                    f"what this machine last pushed ({last}) nor an older state of this "
+                    f"machine's chain (another machine's history of this session id); it "
+                    f"is kept as it is. To replace it with this machine's: git push "
+                    f"--force-with-lease={self.ref}:{self.held} {remote} {self.ref}:{self.ref}")
+        return f"{self.ref} not pushed: {self.line.summary}; tried again by the next push"
+
+
+def _histories(store: Store, repo: str, remote: str, rows_: Sequence[PushRow]
+               ) -> dict[str, _History]:
+    """The history to push beside each preserve ref pushed (none beside a delete), by
+    session id, with its lease (`_History`)."""
+    leases = history_leases(store, remote)
+    out = {}
+    for r in rows_:
+        ref = history.history_ref(r.session_id)
+        tip = query.ref_tip(repo, ref) if r.want else None
+        if tip:
+            out[r.session_id] = _History(ref, tip, leases.get(r.session_id))
+    return out
+
+
+def history_leases(store: Store, remote: str) -> dict[str, str]:
+    """{session id: the history tip this machine last pushed to `remote`}."""
+    return {r["session_id"]: r["pushed"] for r in store.read(
+        "SELECT session_id, pushed FROM remote_histories WHERE remote = ?", (remote,))}
+
+
+def set_histories_pushed(store: Store, pushed: Sequence[tuple[str, str, str]]) -> None:
+    """Record, for each (session id, remote, tip), that the remote holds that history
+    tip: the lease of the next push that replaces it. One commit."""
+    if not pushed:
+        return
+    t = now_ns()
+    with store.transaction() as c:
+        c.executemany(
+            "INSERT INTO remote_histories (session_id, remote, pushed, updated_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, remote) DO UPDATE SET "
+            "pushed = excluded.pushed, updated_at = excluded.updated_at",
+            [(*p, t) for p in pushed])
 
 
 def why_failed(res: git.Completed) -> str:

@@ -93,5 +93,18 @@ MIGRATIONS = [
     ALTER TABLE sessions ADD COLUMN tool_id TEXT;
     ALTER TABLE sessions ADD COLUMN tmux_session TEXT
     """,
+    # 7: per session and remote, the tip of the session's history this machine last
+    # pushed there (or found there): the lease of the push that replaces a chain
+    # retention rewrote, so no other machine's chain is ever replaced
+    # (git_ao/remote/pushes.py).
+    """
+    CREATE TABLE IF NOT EXISTS remote_histories (
+        session_id TEXT NOT NULL,
+        remote TEXT NOT NULL,
+        pushed TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, remote)
+    )
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
