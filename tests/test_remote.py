@@ -343,6 +343,46 @@ def test_restore_drops_the_remote_ref_and_prune_cleans_the_namespace(repo, workt
     assert git("for-each-ref", "refs/ao/incoming/", cwd=repo) == ""
 
 
+
+def _prune_lines(res) -> dict:
+    """{session id: [its prune-remote lines]} of a git ao-prune --remote."""
+    out: dict = {}
+    for ln in res.stdout.splitlines():
+        if ln.startswith("prune-remote\t"):
+            out.setdefault(ln.split("\t")[2], []).append(ln)
+    return out
+
+
+@pytest.mark.parametrize("where", ["saved", "other"])
+def test_two_clones_of_one_remote_judge_each_remote_ref_once(repo, worktrees, tmp_path, where):
+    """Two clones of one remote hold sessions: each remote ref is judged once, over
+    both, and the dry run says exactly the line the real run says, run from either."""
+    plain = tmp_path / "plain.git"
+    git("init", "-q", "--bare", plain, cwd=tmp_path)
+    git("remote", "add", "origin", plain, cwd=repo)
+    git("push", "-q", "origin", "main", cwd=repo)
+    other = tmp_path / "other"
+    git("clone", "-q", plain, other, cwd=tmp_path)
+    worktrees(other, "c1")  # the other clone holds a session too
+    w3 = worktrees(repo, "r3")
+    (w3 / "README.md").write_text("hello\ncommitted later\n")
+    w2 = worktrees(repo, "r2")
+    (w2 / "keep.txt").write_text("only here\n")
+    ao("ao-preserve", "r2", "r3", "--push", "origin", cwd=repo)
+    commit_on(repo, "r3", {"README.md": "hello\ncommitted later\n"})
+    cwd = repo if where == "saved" else other
+    dry = _prune_lines(ao("ao-prune", "--remote", "origin", "-n", cwd=cwd))
+    assert set(remote_refs(repo)) == {"r2", "r3"}
+    real = _prune_lines(ao("ao-prune", "--remote", "origin", cwd=cwd))
+    assert [len(v) for v in dry.values()] == [1, 1], dry
+    assert dry["r3"][0].startswith(f"prune-remote\tok\tr3\twould delete {REF}r3"), dry
+    assert "committed on r3" in dry["r3"][0], dry
+    assert dry["r2"][0].startswith(f"prune-remote\tnothing\tr2\tkept {REF}r2"), dry
+    assert real["r2"] == dry["r2"], (dry, real)
+    assert [ln.replace("would delete", "deleted") for ln in dry["r3"]] == real["r3"], \
+        (dry, real)
+    assert set(remote_refs(repo)) == {"r2"}
+
 def test_config_set_preserve_push_warns_about_untracked_files(repo):
     res = ao("ao", "config", "set", "preserve.push", "origin", cwd=repo)
     assert "untracked file" in res.stderr and "remote" in res.stderr, res.stderr

@@ -45,6 +45,25 @@ def push_url(cwd: str, remote: str) -> str | None:
         else None
 
 
+def place(cwd: str, remote: str) -> str:
+    """Where `remote` of the repository at `cwd` lies, the same string for two clones
+    of one remote: the URL `git ls-remote` reads (`git ls-remote --get-url`, with
+    insteadOf rewrites; `remote` itself when it is no configured remote) and the
+    one `git push` writes, each local path made absolute as git reads it (from the
+    main worktree) with its symbolic links resolved."""
+    base = network_dir(cwd)
+    res = git.call(["ls-remote", "--get-url", remote], base)
+    fetch = res.text.strip() if res.status == 0 and res.text.strip() else remote
+    return "\n".join(_place(u, base) for u in (fetch, push_url(cwd, remote) or fetch))
+
+
+def _place(url: str, base: str) -> str:
+    if _NETWORK_URL.match(url):
+        return url.rstrip("/")
+    path = os.path.expanduser(url.removeprefix("file://"))
+    return os.path.realpath(os.path.join(base, path))
+
+
 def push_problem(cwd: str, remote: str) -> str | None:
     """Why the repository at `cwd` can never push to `remote`, in one line; None when
     it can (a configured remote, a network URL, or an existing local repository).

@@ -13,6 +13,7 @@ from git_ao import git
 from git_ao.context import REF_PREFIX, Context, validate_id, work_present_elsewhere
 from git_ao.errors import AoError, Usage
 from git_ao.git import remotes
+from git_ao.git.parse import ObjectId
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.remote.pushes import INCOMING_PREFIX, has_remote, set_have, why_failed
 from git_ao.store.database import Store
@@ -52,64 +53,93 @@ def drop_incoming(repo: str, ids: Iterable[str]) -> None:
 
 def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
                  timeout: float) -> list[Outcome]:
-    """List the preserve refs on `remote` for each of `repos` and delete those whose
-    work is provably elsewhere: restored here (the session's save recorded that
-    commit and is no longer pending), or committed on the session's branch
+    """List the preserve refs on `remote` for `repos` and delete those whose work is
+    provably elsewhere: restored here (the session's save recorded that commit and
+    is no longer pending), or committed on the session's branch
     (`session.work_present_elsewhere`, read from the commit's own trailers). A ref
     of a session this machine does not know, whose work is nowhere else, is
     another machine's pending save: kept and reported. Deletes carry a lease on
     the commit seen, so a concurrent update is never lost.
 
+    Repositories whose `remote` lies in one place (two clones of one remote) are
+    one remote: it is listed once and each of its refs judged once over all of
+    them, before anything is deleted, so the dry run and the real run make one
+    decision per ref whichever clone the command runs in.
+
     Returns one Outcome per remote ref. Raises GitError when the remote cannot be
     listed or fetched within `timeout` seconds."""
-    from git_ao.manage.recover import Orphan, rebuild
-    out: list[Outcome] = []
+    places: dict[str, list[str]] = {}
     for repo in repos:
-        listed = remotes.ls_remote(repo, remote, REF_PREFIX + "*", timeout=timeout)
-        refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed
-                if _valid_id(ref[len(REF_PREFIX):])}
-        doomed: dict[str, tuple[str, str]] = {}
-        judge = []
-        for sid, oid in sorted(refs.items()):
-            s = ctx.store.get(sid)
-            if s is not None and s.common_dir == repo and s.save is not None \
-                    and s.save.preserved_commit == oid:
-                where = work_present_elsewhere(s, oid)
-                if where:
-                    doomed[sid] = (oid, f"its work is {where}")
-                elif s.pending or s.save.needs_attention \
-                        or git.rev_parse(repo, REF_PREFIX + sid) == oid:
-                    # Pending, kept after a conflict, or a checkpoint: the ref here
-                    # still holds work no worktree was proven to have.
-                    out.append(_kept(sid, repo, remote, oid, "its save is pending or kept "
-                                     "here"))
-                else:
-                    doomed[sid] = (oid, "restored here")
+        places.setdefault(remotes.place(repo, remote), []).append(repo)
+    out: list[Outcome] = []
+    for same in places.values():
+        out += _prune_one(ctx, remote, same, timeout)
+    return out
+
+
+def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float
+               ) -> list[Outcome]:
+    """prune_remote of one remote that `repos` (the one here first) all reach."""
+    out: list[Outcome] = []
+    listed = remotes.ls_remote(repos[0], remote, REF_PREFIX + "*", timeout=timeout)
+    refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed
+            if _valid_id(ref[len(REF_PREFIX):])}
+    # By the repository whose proof decided it, which deletes it.
+    doomed: dict[str, dict[str, tuple[str, str]]] = {repo: {} for repo in repos}
+    judge = []
+    for sid, oid in sorted(refs.items()):
+        s = ctx.store.get(sid)
+        if s is not None and s.common_dir in doomed and s.save is not None \
+                and s.save.preserved_commit == oid:
+            # The clone whose save this is decides alone.
+            repo = s.common_dir
+            where = work_present_elsewhere(s, oid)
+            if where:
+                doomed[repo][sid] = (oid, f"its work is {where}")
+            elif s.pending or s.save.needs_attention \
+                    or git.rev_parse(repo, REF_PREFIX + sid) == oid:
+                # Pending, kept after a conflict, or a checkpoint: the ref here
+                # still holds work no worktree was proven to have.
+                out.append(_kept(sid, repo, remote, oid, "its save is pending or kept here"))
             else:
-                judge.append(sid)
-        if judge:
-            fetch_incoming(repo, remote, judge, timeout=timeout)
+                doomed[repo][sid] = (oid, "restored here")
+        else:
+            judge.append(sid)
+    # A ref no clone here knows as its save: judged in each clone in turn, until one
+    # proves its work is there.
+    for repo in repos:
+        if not judge:
+            break
+        fetch_incoming(repo, remote, judge, timeout=timeout)
         try:
             for sid in judge:
-                oid = refs[sid]
-                where = ""
-                try:
-                    sess, _save = rebuild(ctx.store, Orphan(repo, REF_PREFIX + sid, oid))
-                    local = ctx.store.get(sid)
-                    if local is not None and local.common_dir == repo:
-                        sess = local
-                    where = work_present_elsewhere(sess, oid)
-                except AoError:
-                    where = ""
+                where = _judged_elsewhere(ctx, repo, sid, refs[sid])
                 if where:
-                    doomed[sid] = (oid, f"its work is {where}")
-                else:
-                    out.append(_kept(sid, repo, remote, oid,
-                                     "its work is neither on its branch nor restored here"))
+                    doomed[repo][sid] = (refs[sid], f"its work is {where}")
         finally:
             drop_incoming(repo, judge)
-        out += _delete_remote(ctx, repo, remote, doomed, timeout)
+        judge = [sid for sid in judge if sid not in doomed[repo]]
+    for sid in judge:
+        out.append(_kept(sid, repos[0], remote, refs[sid],
+                         "its work is neither on its branch nor restored here"))
+    for repo in repos:
+        out += _delete_remote(ctx, repo, remote, doomed[repo], timeout)
     return out
+
+
+def _judged_elsewhere(ctx: Context, repo: str, sid: str, oid: ObjectId) -> str:
+    """Where the work of `oid` (fetched to refs/ao/incoming/<sid>) is in `repo`,
+    judged from the commit's own trailers, or from the session's record when `repo`
+    holds it; '' when nowhere or unreadable."""
+    from git_ao.manage.recover import Orphan, rebuild
+    try:
+        sess, _save = rebuild(ctx.store, Orphan(repo, REF_PREFIX + sid, oid))
+        local = ctx.store.get(sid)
+        if local is not None and local.common_dir == repo:
+            sess = local
+        return work_present_elsewhere(sess, oid)
+    except AoError:
+        return ""
 
 
 def _valid_id(sid: str) -> bool:
@@ -133,8 +163,10 @@ def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple
         return out
     verb = "would delete" if ctx.dry_run else "deleted"
     if ctx.dry_run:
+        # The real run's line, word for word but the verb: the whole commit id, which
+        # `git update-ref` takes to bring the ref back.
         return [Outcome(sid, Action.PRUNE_REMOTE, Status.OK, f"{verb} {REF_PREFIX}{sid} (was "
-                        f"{oid[:12]}) from {remote}: {why}",
+                        f"{oid}) from {remote}: {why}",
                         {"repo": repo, "remote": remote, "commit": oid})
                 for sid, (oid, why) in sorted(doomed.items())]
     ids = sorted(doomed)
