@@ -383,6 +383,36 @@ def test_two_clones_of_one_remote_judge_each_remote_ref_once(repo, worktrees, tm
         (dry, real)
     assert set(remote_refs(repo)) == {"r2"}
 
+
+def test_a_prune_dry_run_says_the_pushes_the_real_run_makes_first(repo, worktrees, tmp_path):
+    """The real run pushes what is pending, then judges the remote as that leaves it:
+    the dry run says those pushes and judges the remote the same way."""
+    plain = _plain_remote(repo, tmp_path)
+    w1 = worktrees(repo, "d1")
+    (w1 / "new.txt").write_text("first\n")
+    ao("ao-preserve", "d1", "--push", "plain", cwd=repo)
+    hook = plain / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    ao("ao-restore", "d1", "--no-launch", cwd=repo, rc=3)  # its delete is refused: pending
+    (worktrees(repo, "p2") / "new.txt").write_text("second\n")
+    ao("ao-preserve", "p2", "--push", "plain", cwd=repo, rc=3)  # refused: pending
+    hook.unlink()
+
+    def lines(*extra):
+        res = ao("ao-prune", "--remote", "plain", *extra, cwd=repo)
+        return [ln for ln in res.stdout.splitlines()
+                if ln.startswith(("push\t", "prune-remote\t"))]
+
+    dry = lines("-n")
+    assert set(remote_refs(repo, "plain")) == {"d1"}
+    real = lines()
+    assert [ln.replace("would ", "").replace("\tpush ", "\tpushed ")
+            .replace("\tdelete ", "\tdeleted ") for ln in dry] == real, (dry, real)
+    assert any(ln.startswith(f"push\tok\td1\tdeleted {REF}d1") for ln in real), real
+    assert any(ln.startswith(f"prune-remote\tnothing\tp2\tkept {REF}p2") for ln in real), real
+    assert set(remote_refs(repo, "plain")) == {"p2"}
+
 def test_config_set_preserve_push_warns_about_untracked_files(repo):
     res = ao("ao", "config", "set", "preserve.push", "origin", cwd=repo)
     assert "untracked file" in res.stderr and "remote" in res.stderr, res.stderr

@@ -121,9 +121,10 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
     from git_ao.outcome import Action, Outcome, Status
     from git_ao.remote import namespace, pushes
     ctx = app.ctx
-    out: list[Any] = []
-    if not app.dry_run:
-        out += pushes.push_pending(ctx, timeout=_push_timeout(app))
+    # A dry run says the pushes it would make too, and judges the remote as they
+    # would leave it: the real run lists the remote after them.
+    pushed = pushes.push_pending(ctx, timeout=_push_timeout(app))
+    out: list[Any] = list(pushed)
     if name:
         pushes.check_remote(name)
         repos = namespace.repositories_with(ctx.store, name, current_directory())
@@ -131,7 +132,8 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
             usage(f"no repository here or of any session has a remote '{name}'")
         try:
             out += namespace.prune_remote(ctx, name, repos,
-                                       timeout=max(_push_timeout(app), MIN_FETCH_TIMEOUT))
+                                          timeout=max(_push_timeout(app), MIN_FETCH_TIMEOUT),
+                                          pushed=pushed if app.dry_run else ())
         except AoError as exc:
             out.append(Outcome("-", Action.PRUNE_REMOTE, Status.FAILED,
                                f"cannot clean {name}: {exc}", {"remote": name}))

@@ -52,7 +52,7 @@ def drop_incoming(repo: str, ids: Iterable[str]) -> None:
 
 
 def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
-                 timeout: float) -> list[Outcome]:
+                 timeout: float, pushed: Sequence[Outcome] = ()) -> list[Outcome]:
     """List the preserve refs on `remote` for `repos` and delete those whose work is
     provably elsewhere: restored here (the session's save recorded that commit and
     is no longer pending), or committed on the session's branch
@@ -66,6 +66,10 @@ def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
     them, before anything is deleted, so the dry run and the real run make one
     decision per ref whichever clone the command runs in.
 
+    pushed: a dry run's Outcomes of `pushes.push_pending`: the remote is judged as
+    the pushes and deletes they say it would make would leave it, as the real
+    run, which makes them first, lists it.
+
     Returns one Outcome per remote ref. Raises GitError when the remote cannot be
     listed or fetched within `timeout` seconds."""
     places: dict[str, list[str]] = {}
@@ -73,17 +77,28 @@ def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
         places.setdefault(remotes.place(repo, remote), []).append(repo)
     out: list[Outcome] = []
     for same in places.values():
-        out += _prune_one(ctx, remote, same, timeout)
+        out += _prune_one(ctx, remote, same, timeout, pushed)
     return out
 
 
-def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float
-               ) -> list[Outcome]:
+def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float,
+               pushed: Sequence[Outcome]) -> list[Outcome]:
     """prune_remote of one remote that `repos` (the one here first) all reach."""
     out: list[Outcome] = []
     listed = remotes.ls_remote(repos[0], remote, REF_PREFIX + "*", timeout=timeout)
     refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed
             if _valid_id(ref[len(REF_PREFIX):])}
+    # A commit a dry run would push is in this machine's repository, not there yet.
+    local: set[str] = set()
+    for o in pushed:
+        if o.status == Status.OK and o.data.get("remote") == remote \
+                and o.data.get("repo") in repos:
+            commit = o.data.get("commit")
+            if commit:
+                refs[o.session_id] = ObjectId(commit)
+                local.add(o.session_id)
+            else:
+                refs.pop(o.session_id, None)
     # By the repository whose proof decided it, which deletes it.
     doomed: dict[str, dict[str, tuple[str, str]]] = {repo: {} for repo in repos}
     judge = []
@@ -110,14 +125,15 @@ def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float
     for repo in repos:
         if not judge:
             break
-        fetch_incoming(repo, remote, judge, timeout=timeout)
+        fetched = [sid for sid in judge if sid not in local]
+        fetch_incoming(repo, remote, fetched, timeout=timeout)
         try:
             for sid in judge:
                 where = _judged_elsewhere(ctx, repo, sid, refs[sid])
                 if where:
                     doomed[repo][sid] = (refs[sid], f"its work is {where}")
         finally:
-            drop_incoming(repo, judge)
+            drop_incoming(repo, fetched)
         judge = [sid for sid in judge if sid not in doomed[repo]]
     for sid in judge:
         out.append(_kept(sid, repos[0], remote, refs[sid],

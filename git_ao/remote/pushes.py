@@ -325,8 +325,10 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
             continue
         ready.append(r)
     if ctx.dry_run:
-        return out + [_outcome(r, Status.OK, f"would {'push' if r.want else 'delete'} "
-                               f"{r.ref} {'to' if r.want else 'from'} {remote}")
+        # The line the real run prints when the push goes through, the verb aside.
+        return out + [_outcome(r, Status.OK, f"would push {r.ref} ({r.want[:12]}) to {remote}"
+                               if r.want else
+                               f"would delete {r.ref} (was {r.have[:12]}) from {remote}")
                       for r in ready]
     if not ready:
         return out
