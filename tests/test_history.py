@@ -706,6 +706,9 @@ def test_a_restore_at_that_changes_nothing_adds_no_entry_and_shifts_no_number(
         res = ao("ao-restore", "agent", "--at", "2", cwd=repo)
         assert git("rev-parse", HIST + "agent", cwd=repo) == tip
         assert "already holds entry 2" in res.stdout and "no entry" in res.stdout, res.stdout
+    # Its dry run says so too, not that it would record and bring the entry.
+    dry = ao("ao-restore", "agent", "--at", "2", "-n", cwd=repo).stdout
+    assert dry.startswith("restore\tnothing\tagent\t") and "already holds entry 2" in dry, dry
     assert _entries(repo, "agent") == whole
     doc = _restore_json(repo, "agent", "--at", whole[1]["commit"][:12])
     assert doc["status"] == "nothing" and doc["history_entry"] is None
@@ -1167,6 +1170,64 @@ def test_restore_at_refuses_an_entry_file_where_an_ignored_file_lies_now(repo, w
     doc = _restore_json(repo, "agent", "--at", "1", rc=1)
     assert "x.out of entry 1 would land on a file ignored here" in doc["message"], doc
     assert exact_state(wt) == before and (wt / "x.out").read_text() == "x2\n"
+
+
+_HOLDS = "dd of entry 1 would land on a directory here that holds "
+_UNSTORABLE = ", whose name git will not store"
+# way: (the entry's file, what stands on it now, the rule that ignores it, said)
+_IN_THE_WAY = {
+    "unstorable": ("dd", "dd/.git.", "", _HOLDS + "dd/.git." + _UNSTORABLE),
+    "ignored": ("dd", "dd/x.log", "", _HOLDS + "dd/x.log, ignored"),
+    "reset": ("dd", "dd/.git.", "", _HOLDS + "dd/.git." + _UNSTORABLE),
+    "ignored-file": ("notes/today.txt", "notes", "notes\n",
+                     "entry 1 has a directory at notes, a file ignored here"),
+    "ignored-dir": ("gen/a.txt", "gen/a.txt", "gen/\n",
+                    "gen/a.txt of entry 1 would land on a file ignored here"),
+}
+
+
+@pytest.mark.parametrize("way", sorted(_IN_THE_WAY))
+def test_restore_at_refuses_what_it_leaves_in_place_on_an_entry_path_dry_run_and_real_alike(
+        repo, worktrees, tmp_path, way):
+    # --at leaves ignored files and names git will not store where they are. One on
+    # a path the entry writes (in a directory where the entry has a file, or a file
+    # where it has a directory) stopped the apply part way (exit 3), or the reset
+    # ("reset": the file is on the entry's HEAD) deleted it with its directory,
+    # while the dry run said ok: both runs refuse now, naming it, before anything
+    # changes.
+    wt = worktrees(repo, "agent")
+    mine, there, rule, said = _IN_THE_WAY[way]
+    top = mine.split("/")[0]
+    (wt / mine).parent.mkdir(exist_ok=True)
+    (wt / mine).write_text("the entry's\n")
+    if way == "reset":
+        git("add", mine, cwd=wt)
+        git("commit", "-q", "-m", mine, cwd=wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "README.md").write_text("edited since\n")
+    if way == "reset":
+        git("rm", "-q", mine, cwd=wt)
+    elif (wt / top).is_dir():
+        shutil.rmtree(wt / top)
+    else:
+        (wt / top).unlink()
+    excludes = repo / ".git" / "info" / "exclude"
+    rules = excludes.read_text()
+    excludes.write_text(rules + rule)
+    (wt / there).parent.mkdir(exist_ok=True)
+    (wt / there).write_text("mine\n")
+    before, count = exact_state(wt), len(_entries(repo, "agent"))
+    dry = ao("ao-restore", "agent", "--at", "1", "-n", cwd=repo, rc=1).stdout
+    real = ao("ao-restore", "agent", "--at", "1", cwd=repo, rc=1).stdout
+    assert said in real and "move it away first (nothing changed)" in real, real
+    assert dry.split("\t")[1:] == real.split("\t")[1:], (dry, real)
+    assert exact_state(wt) == before and (wt / there).read_text() == "mine\n"
+    assert len(_entries(repo, "agent")) == count  # a refusal adds nothing
+    # Done as it says, the run goes through (under the entry's ignore rules).
+    os.rename(wt / top, tmp_path / "moved-away")
+    excludes.write_text(rules)
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert (wt / mine).read_text() == "the entry's\n"
 
 
 def test_a_save_the_history_lists_twice_names_the_newest_of_its_entries(repo, worktrees):

@@ -44,9 +44,35 @@ def blobs_by_path(cwd: str, trees: Sequence[str]) -> dict[str, set[str]]:
     return known
 
 
-def ls_tree_paths(cwd: str, tree: str) -> list[str]:
-    """Every file path in `tree`, recursively (`git ls-tree -r -z --name-only`)."""
+def ls_tree_paths(cwd: str, tree: str, under: str | None = None) -> list[str]:
+    """Every file path in `tree`, recursively (`git ls-tree -r -z --name-only`); under:
+    only those inside that directory."""
+    if under:
+        return git.split_z(git.run(["--literal-pathspecs", "ls-tree", "-r", "-z", "--name-only",
+                                    tree, "--", f"{under}/"], cwd))
     return git.split_z(git.run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))
+
+
+# Paths named on one command line at most (well below the kernel's ARG_MAX).
+_PATHS_AT_ONCE = 2000
+
+
+def tree_kinds(cwd: str, tree: str, paths: Sequence[str]) -> dict[str, str]:
+    """{path: its type in `tree`} of those of `paths` the tree (or commit) holds:
+    'blob' (a file or a symbolic link), 'tree' or 'commit' (a gitlink). Each path
+    is looked up as an entry of its own, a directory not listed into (`git
+    --literal-pathspecs ls-tree -t -z TREE -- PATHS`: without -t, a tree on the
+    way to another path named is passed through unshown). Raises GitError."""
+    wanted = sorted(set(paths))
+    out: dict[str, str] = {}
+    for i in range(0, len(wanted), _PATHS_AT_ONCE):
+        raw = git.run(["--literal-pathspecs", "ls-tree", "-t", "-z", tree, "--",
+                       *wanted[i:i + _PATHS_AT_ONCE]], cwd)
+        for rec in raw.split(b"\0"):
+            meta, _, name = rec.partition(b"\t")
+            if name:
+                out[os.fsdecode(name)] = meta.split()[1].decode()
+    return {p: out[p] for p in wanted if p in out}
 
 
 def ls_tree_entries(cwd: str, tree: str) -> dict[str, tuple[str, str]]:

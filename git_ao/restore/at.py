@@ -5,19 +5,21 @@ The order, under the session's lock: find the entry; refuse a locked index, a
 HEAD now on another branch than the entry's, or a process working in the
 worktree (what it writes after the capture would be in no entry); capture the
 current state; when it is the entry's already, stop there and add nothing (an
-entry added then would shift every number a script reuses); else append it to
-the history (trigger "restore"), so this restore can itself be undone; refuse
-when a second walk sees a write since the first; only then change the
-worktree: the untracked files the entry's paths would meet (and untracked
-.gitignore files) are removed, the index flags that hide files from the reset
-cleared, `git reset --hard` puts HEAD (and the branch it names), the index and
-the tracked files on the entry's HEAD, the entry's save is applied like `git
-stash apply --index` (git_ao/save/apply.py), the other captured untracked files
-are removed unless the entry's rules ignore them, its index flags, modes and
-empty directories are put back (git_ao/save/local_state.py), and the result
-proven to hold exactly the entry (git_ao/proof/restored.py). Ignored files are
-never touched: one the entry's rules no longer ignore is left and named. A kill
-at any point leaves both the replaced state and the entry in the history.
+entry added then would shift every number a script reuses); refuse a path the
+run leaves in place (ignored, or a name git will not store) where the entry
+writes (`_check_in_the_way`); else append the current state to the history
+(trigger "restore"), so this restore can itself be undone; refuse when a second
+walk sees a write since the first; only then change the worktree: the untracked
+files the entry's paths would meet (and untracked .gitignore files) are removed,
+the index flags that hide files from the reset cleared, `git reset --hard` puts
+HEAD (and the branch it names), the index and the tracked files on the entry's
+HEAD, the entry's save is applied like `git stash apply --index`
+(git_ao/save/apply.py), the other captured untracked files are removed unless
+the entry's rules ignore them, its index flags, modes and empty directories are
+put back (git_ao/save/local_state.py), and the result proven to hold exactly the
+entry (git_ao/proof/restored.py). Ignored files are never touched: one the
+entry's rules no longer ignore is left and named. A kill at any point leaves
+both the replaced state and the entry in the history.
 
 A branch the reset moves is said, from which commit to which, with the commits
 it leaves on no branch: the entry of the replaced state keeps them (its save's
@@ -89,25 +91,21 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         assert st.head is not None  # inspect refuses an unborn branch
         left = query.left_behind(path, st.head, entry.head, st.branch) \
             if st.head != entry.head else 0
-        if ctx.dry_run:
-            _check_mounts(path)  # the refusals the real run gives
-            try:
-                capture.refuse(path, v.git_dir, st, lossy=True)
-            except capture.CannotCapture as exc:
-                raise _unrecordable(exc) from None
-            moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
-                if st.head != entry.head else ""
-            return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
-                           f"bring {path} to entry {entry.number} ({entry.save[:12]}){moving}",
-                           facts(s))
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         try:
-            cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked)
+            # A dry run makes the trees (no commit) and judges them as the real run
+            # does, every refusal below included.
+            cap = capture.capture(path, v.git_dir, None if ctx.dry_run else meta,
+                                  write=not ctx.dry_run, st=st, walked=walked)
         except capture.CannotCapture as exc:
             raise _unrecordable(exc) from None
         if entry.same_state(history.current_state(path, cap)):
             # Compared before any append: the state this run would replace is the
             # entry itself, and an entry added for it would renumber the others.
+            if ctx.dry_run:
+                return Outcome(s.id, Action.RESTORE, Status.NOTHING,
+                               f"{path} already holds entry {entry.number} "
+                               f"({entry.save[:12]}): nothing would change", facts(s))
             ctx.log("restore", s.id, "at-nothing", entry=entry.commit)
             _unmark(ctx.store.dir, s.id)  # a killed run that had finished its work
             return Outcome(s.id, Action.RESTORE, Status.NOTHING,
@@ -116,10 +114,17 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                            facts(s, entry=entry.commit, preserved_commit=entry.save,
                                  entry_number=entry.number, replaced=None,
                                  replaced_number=None, history_entry=None))
-        _check_mounts(path)  # before the append: a refusal adds nothing
+        # Before the append: a refusal adds nothing.
+        _check_mounts(path)
+        _check_in_the_way(path, entry, cap.ignored, cap.unstorable)
+        if ctx.dry_run:
+            moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
+                if st.head != entry.head else ""
+            return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
+                           f"bring {path} to entry {entry.number} ({entry.save[:12]}){moving}",
+                           facts(s))
         entry_untracked = query.ls_tree_paths(path, entry.untracked_tree) \
             if entry.untracked_tree else []
-        _check_ignored_in_the_way(path, entry, entry_untracked, cap.ignored)
         ahead = _entry_paths(path, entry, entry_untracked)
         flags = query.index_flags(path)
         resumed = _interrupted(ctx.store.dir, path, s.id, cap)
@@ -305,17 +310,90 @@ def _check_output(path: str, walked: walk.Walk) -> None:
                           "worktree, which --at rewrites; send it elsewhere (nothing changed)")
 
 
-def _check_ignored_in_the_way(path: str, entry: history.Entry, untracked: list[str],
-                              ignored: list[str]) -> None:
-    """Raise Refused when one of the entry's `untracked` files lies where the
-    worktree now has an `ignored` file: --at never touches an ignored file, and
-    the entry's could not be written."""
-    clash = [p for p in untracked if ignored and walk.under(p, ignored)
-             and os.path.lexists(os.path.join(path, p))]
-    if clash:
-        raise Refused(f"{_listed(clash)} of entry {entry.number} would land on a file ignored "
-                      "here, and --at never touches an ignored file: move it away first "
+def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
+                      unstorable: list[str]) -> None:
+    """Raise Refused when a path --at leaves where it is (an `ignored` one, which it
+    never touches, or an untracked one whose name git will not store, which is in
+    no entry: `unstorable`) stands where the entry writes: on one of its files, as
+    a directory holding it where the entry has a file, or as a file where the
+    entry has a directory. `git reset --hard` deletes what is in the way of its
+    files, with everything a directory there holds, and the apply stops part way
+    on it: so this is judged before anything changes, in a dry run too. The
+    entry's files are those of its HEAD (the reset writes them all) and of its
+    index, worktree and untracked trees."""
+    left = {p.rstrip("/"): (p.endswith("/"), "ignored") for p in ignored}
+    left.update({p: (False, "unstorable") for p in unstorable})
+    if not left:
+        return
+    asked = {"/".join(parts[:i]) for parts in (rel.split("/") for rel in left)
+             for i in range(1, len(parts) + 1)}
+    trees = list(dict.fromkeys(t for t in (entry.head, entry.index_tree, entry.worktree_tree,
+                                           entry.untracked_tree) if t))
+    kinds: dict[str, set[str]] = {}
+    for tree in trees:
+        for p, kind in query.tree_kinds(path, tree, sorted(asked)).items():
+            kinds.setdefault(p, set()).add(kind)
+
+    def file_at(rel: str) -> bool:  # a file, symbolic link or gitlink of the entry
+        return bool(kinds.get(rel, set()) - {"tree"})
+
+    n = entry.number
+    clashes: dict[str, str] = {}  # the entry's path -> what stands in its way
+    why: set[str] = set()
+    for rel, (is_dir, what) in sorted(left.items()):
+        found = len(clashes)
+        kind = "directory" if is_dir else "file"
+        held = "ignored" if what == "ignored" else "whose name git will not store"
+        here = f"a {kind} ignored here" if what == "ignored" else f"a {kind} here {held}"
+        parts = rel.split("/")
+        holder = next(("/".join(parts[:i]) for i in range(1, len(parts))
+                       if file_at("/".join(parts[:i]))), None)
+        if holder is not None:
+            clashes.setdefault(holder, f"{holder} of entry {n} would land on a directory here "
+                                       f"that holds {rel}{'/' if is_dir else ''}, {held}")
+        elif file_at(rel):
+            clashes.setdefault(rel, f"{rel} of entry {n} would land on {here}")
+        elif "tree" in kinds.get(rel, set()) and not is_dir:
+            clashes.setdefault(rel, f"entry {n} has a directory at {rel}, {here}")
+        elif "tree" in kinds.get(rel, set()):
+            # The entry's files inside a directory ignored here: what is already on
+            # their way is ignored too.
+            for tree in trees:
+                for f in query.ls_tree_paths(path, tree, under=rel):
+                    stop = _standing(path, rel, f)
+                    if stop is not None and f not in clashes:
+                        what_is = "a directory" if os.path.isdir(os.path.join(path, stop)) \
+                            and not os.path.islink(os.path.join(path, stop)) else "a file"
+                        clashes[f] = f"{f} of entry {n} would land " + (
+                            f"on {what_is} ignored here" if stop == f
+                            else f"under {stop}, {what_is} ignored here")
+        if len(clashes) > found:
+            why.add(what)
+    if clashes:
+        said = list(clashes.values())
+        shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+        rules = [w for w, c in (("--at never touches an ignored file", "ignored"),
+                                ("--at leaves such a name in place (no entry holds it)",
+                                 "unstorable")) if c in why]
+        them = "it" if len(said) == 1 else "them"
+        raise Refused(f"{shown}, and {' and '.join(rules)}: move {them} away first "
                       "(nothing changed)")
+
+
+def _standing(path: str, top: str, rel: str) -> str | None:
+    """What stands on the way to writing the file `rel` below the directory `top`
+    (both relative to `path`): `rel` itself when something is there, else the
+    nearest directory on the way that is not one (a file or a symbolic link), else
+    None."""
+    parts = rel.split("/")
+    for i in range(top.count("/") + 2, len(parts) + 1):
+        sub = "/".join(parts[:i])
+        full = os.path.join(path, sub)
+        if not os.path.lexists(full):
+            return None
+        if sub == rel or os.path.islink(full) or not os.path.isdir(full):
+            return sub
+    return None
 
 
 def _listed(paths: list[str]) -> str:
