@@ -271,18 +271,22 @@ def index_env(index_file: str | None) -> dict[str, str] | None:
 
 
 def status(cwd: str, *, index_file: str | None = None, ignored: bool = True,
-           refresh_copy: bool = False) -> Status:
+           refresh_copy: bool = False, lenient: Sequence[str] = ()) -> Status:
     """Run `git status --porcelain=v2 -z --branch --untracked-files=all` in `cwd`.
 
     ignored=True adds `--ignored=matching`, so an ignored directory counts once.
     index_file: read this index instead of the real one (GIT_INDEX_FILE).
     refresh_copy: let git write the refreshed stat data into `index_file` (a copy
     of the caller's own; the real index is never written: GIT_OPTIONAL_LOCKS).
+    lenient: filter drivers not `required` for this run (`-c
+    filter.<driver>.required=false`): where one fails on a file git reads, git
+    takes the file's bytes as they are instead of stopping.
     Raises GitError.
     """
     # --ignore-submodules=none: submodule.<name>.ignore and diff.ignoreSubmodules
     # must not hide a dirty submodule from the capture.
-    args = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
+    args = [*(a for d in lenient for a in ("-c", f"filter.{d}.required=false")),
+            "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
             "--no-renames", "--ignore-submodules=none"]
     if ignored:
         args.append("--ignored=matching")

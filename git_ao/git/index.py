@@ -111,13 +111,26 @@ class TempIndex:
     `with TempIndex(cwd, git_dir) as idx:` names a fresh file
     (<git_dir>/git-ao-index.<pid>.<random>) and deletes it (and its .lock) on every
     way out. Its operations run git in worktree `cwd` pointed at it (git.index_env),
-    so the real index is never touched."""
+    so the real index is never touched.
 
-    def __init__(self, cwd: str, git_dir: str) -> None:
+    lenient: filter drivers not `required` for its operations but the checkout
+    (`-c filter.<driver>.required=false`). git reads a file again whenever it
+    writes an index that holds the file as racily clean, through its clean
+    filter, and a required one that fails there stops the whole command, though
+    nothing of that file is stored; not required, git takes the file's bytes as
+    they are. Where an operation stores a file (`update`, `add_tracked`), the
+    caller proves first that the filter cleans it (else git would store its
+    bytes as they are)."""
+
+    def __init__(self, cwd: str, git_dir: str, lenient: Sequence[str] = ()) -> None:
         self.cwd = cwd
         self.path = os.path.join(git_dir, f"{TEMP_INDEX_PREFIX}{os.getpid()}."
                                           f"{os.urandom(4).hex()}")
         self._env = git.index_env(self.path)
+        self._opts = [a for d in lenient for a in ("-c", f"filter.{d}.required=false")]
+
+    def _run(self, args: list[str], input: bytes | None = None) -> bytes:
+        return git.run([*self._opts, *args], self.cwd, env=self._env, input=input)
 
     def __enter__(self) -> Self:
         return self
@@ -146,11 +159,11 @@ class TempIndex:
 
     def read_tree(self, tree: str) -> None:
         """`git read-tree <tree>` into this index."""
-        git.run(["read-tree", tree], self.cwd, env=self._env)
+        self._run(["read-tree", tree])
 
     def write_tree(self) -> ObjectId:
         """`git write-tree` from this index; the tree id."""
-        return ObjectId(git.line(["write-tree"], self.cwd, env=self._env))
+        return ObjectId(self._run(["write-tree"]).decode().strip())
 
     def update(self, paths: Sequence[str]) -> list[str]:
         """`git update-index --add --remove -z --stdin`: each path is read again from the
@@ -159,8 +172,8 @@ class TempIndex:
         `GIT~1`), which git skips with "Ignoring path" and still exits 0."""
         if not paths:
             return []
-        res = git.call(["update-index", "--add", "--remove", "-z", "--stdin"], self.cwd,
-                       env=self._env, input=git.join_z(paths)).check()
+        res = git.call([*self._opts, "update-index", "--add", "--remove", "-z", "--stdin"],
+                       self.cwd, env=self._env, input=git.join_z(paths)).check()
         if not res.err:
             return []
         given = set(paths)
@@ -172,23 +185,40 @@ class TempIndex:
         """The intent-to-add entries of this index: `git diff-index --cached
         --ita-visible-in-index` against `tree`, the tree `write_tree` made of this
         index (which leaves those entries out, so they are all that differs)."""
-        return git.split_z(git.run(["diff-index", "--cached", "--ita-visible-in-index",
-                                    "--name-only", "-z", tree], self.cwd, env=self._env))
+        return git.split_z(self._run(["diff-index", "--cached", "--ita-visible-in-index",
+                                      "--name-only", "-z", tree]))
 
     def set_flag(self, paths: Sequence[str], flag: str) -> None:
         """`git update-index <flag>` for `paths` in this index (see set_index_flag)."""
-        set_index_flag(self.cwd, paths, flag, index_file=self.path)
+        if paths:
+            self._run(["update-index", flag, "-z", "--stdin"], input=git.join_z(paths))
 
-    def add_tracked(self) -> None:
-        """`git add -u --sparse`: every tracked path as it is in the worktree. --sparse:
+    def add_tracked(self, leave_out: Sequence[str] = ()) -> None:
+        """`git add -u --sparse`: every tracked path as it is in the worktree, but those
+        in `leave_out` (literal paths, kept as this index holds them). --sparse:
         without it `git add` leaves alone a file present outside the sparse-checkout
         patterns, although git status reports its change."""
-        git.run(["add", "-u", "--sparse"], self.cwd, env=self._env)
+        if not leave_out:
+            self._run(["add", "-u", "--sparse"])
+            return
+        specs = [".", *(f":(exclude,literal){p}" for p in leave_out)]
+        self._run(["add", "-u", "--sparse", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                  input=git.join_z(specs))
 
-    def checkout_all(self, prefix: str) -> None:
-        """`git checkout-index -a -f --prefix=<prefix>`: every entry, written under
-        `prefix` with the same conversion a checkout applies."""
-        git.run(["checkout-index", "-a", "-f", f"--prefix={prefix}"], self.cwd, env=self._env)
+    def paths(self) -> list[str]:
+        """Every path of this index (`git ls-files -z`)."""
+        return git.split_z(self._run(["ls-files", "-z"]))
+
+    def checkout_all(self, prefix: str, paths: Sequence[str] | None = None) -> None:
+        """`git checkout-index -a -f --prefix=<prefix>`: every entry (or only `paths`,
+        read from stdin), written under `prefix` with the same conversion a checkout
+        applies, required filters required (a restore's checkout would stop too)."""
+        if paths is None:
+            git.run(["checkout-index", "-a", "-f", f"--prefix={prefix}"], self.cwd,
+                    env=self._env)
+        elif paths:
+            git.run(["checkout-index", "-f", f"--prefix={prefix}", "-z", "--stdin"], self.cwd,
+                    env=self._env, input=git.join_z(paths))
 
     def checkout_paths(self, paths: Sequence[str]) -> None:
         """`git checkout-index -f -z --stdin`: write `paths` from this index over the

@@ -35,6 +35,35 @@ def join_z(paths: Iterable[str]) -> bytes:
     return b"".join(os.fsencode(p) + b"\0" for p in paths)
 
 
+def required_filters(conf: Config) -> list[str]:
+    """The filter drivers `conf` makes required (`filter.<driver>.required` true),
+    sorted."""
+    last: dict[str, str] = {}
+    for key, value in conf.values_of("filter.", ".required"):
+        last[key[len("filter."):-len(".required")]] = value.strip().lower()
+    return sorted(d for d, v in last.items()
+                  if v not in ("false", "no", "off", "0") and (not v.isdigit() or int(v)))
+
+
+def filter_failure(stderr: str) -> tuple[str, str] | None:
+    """(path, driver) of the line git dies with when a `required` filter
+    (`filter.<driver>.required`) fails on a path, cleaning it ("fatal: PATH:
+    clean filter 'DRIVER' failed") or smudging it ("fatal: PATH: smudge filter
+    DRIVER failed"), else None. git stops the whole command at the first such
+    path."""
+    for ln in stderr.splitlines():
+        if not ln.startswith("fatal: ") or not ln.endswith(" failed"):
+            continue
+        body = ln[len("fatal: "):-len(" failed")]
+        path, sep, driver = body.rpartition(": clean filter ")
+        if sep and len(driver) > 1 and driver[0] == driver[-1] == "'":
+            return path, driver[1:-1]
+        path, sep, driver = body.rpartition(": smudge filter ")
+        if sep and driver:
+            return path, driver
+    return None
+
+
 def quote_c(path: str) -> bytes:
     """`path` as a C-style quoted line, the form git unquotes where it reads one
     path per line (`--stdin-paths`): every byte outside printable ASCII as an

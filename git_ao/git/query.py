@@ -28,6 +28,18 @@ def check_ignore(cwd: str, paths: Sequence[str]) -> set[str]:
     return set(git.split_z(res.out))
 
 
+def attr_values(cwd: str, paths: Sequence[str], attr: str) -> dict[str, str]:
+    """{path: its value of the attribute `attr`} for each of `paths` (relative to the
+    worktree at `cwd`; `git check-attr -z --stdin`): the value, or 'set', 'unset',
+    'unspecified'. Raises GitError."""
+    if not paths:
+        return {}
+    parts = git.run(["check-attr", "-z", "--stdin", attr], cwd,
+                    input=git.join_z(paths)).split(b"\0")
+    return {os.fsdecode(parts[i]): os.fsdecode(parts[i + 2])
+            for i in range(0, len(parts) - 2, 3)}
+
+
 def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
     """{path: object id} of every non-tree entry of `tree`, recursively
     (`git ls-tree -r -z`); gitlinks map to their commit."""
