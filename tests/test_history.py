@@ -564,6 +564,65 @@ def test_a_file_that_would_not_come_back_byte_for_byte_leaves_the_rest_checkpoin
     assert wt.is_dir()
 
 
+@pytest.mark.parametrize("way", ["untracked", "tracked", "tracked, smudge works",
+                                 "tracked, assume-unchanged", "tracked, unmodified"])
+def test_a_required_filter_that_fails_on_one_file_leaves_the_rest_checkpointed(
+        repo, worktrees, way):
+    # A `required` filter whose clean command fails stops git update-index and git
+    # add at that file ("fatal: f.dat: clean filter 'broken' failed"), and with no
+    # smudge command git checkout-index too, even of a file not modified: every
+    # checkpoint failed. A checkpoint now saves the rest and names the file; a
+    # preserve keeps the worktree and says why, as its dry run does; --at, which
+    # must record the state it replaces whole, refuses before anything changes.
+    wt = worktrees(repo, "agent")
+    tracked = way.startswith("tracked")
+    mine = "committed\n" if way.endswith("unmodified") else "the agent's\n"
+    if tracked:
+        (wt / "f.dat").write_text("committed\n")
+        git("add", "f.dat", cwd=wt)
+        git("commit", "-q", "-m", "f.dat", cwd=wt)
+        if way.endswith("assume-unchanged"):
+            git("update-index", "--assume-unchanged", "f.dat", cwd=wt)
+    git("config", "filter.broken.clean", "false", cwd=wt)
+    git("config", "filter.broken.required", "true", cwd=wt)
+    if way.endswith("smudge works"):
+        git("config", "filter.broken.smudge", "cat", cwd=wt)
+    (wt / ".gitattributes").write_text("*.dat filter=broken\n")
+    (wt / "f.dat").write_text(mine)
+    (wt / "README.md").write_text("important edit\n")
+    (wt / "module.py").write_text("new module\n")
+    got = json.loads(ao("ao", "checkpoint", "agent", "--json", cwd=repo).stdout)["results"][0]
+    assert got["status"] == "ok" and got["filter_failed"] == ["f.dat"], got
+    assert "required filter (broken) failed on" in got["warning"] and "f.dat" in got["warning"]
+    save = got["preserved_commit"]
+    assert git("show", f"{save}:README.md", cwd=repo) == "important edit\n"
+    untracked = git("ls-tree", "-r", "--name-only", f"{save}^3", cwd=repo).split()
+    assert untracked == [".gitattributes", "module.py"], untracked
+    if tracked:  # as the index holds it
+        assert git("cat-file", "blob", f"{save}:f.dat", cwd=repo) == "committed\n"
+    res = ao("ao-preserve", "agent", "--keep-worktree", cwd=repo)
+    assert "required filter (broken) failed on" in res.stdout, res.stdout
+    dry = ao("ao-preserve", "agent", "-n", cwd=repo, rc=1).stdout
+    real = ao("ao-preserve", "agent", cwd=repo, rc=1).stdout
+    reason = f"{wt / 'f.dat'}: the required filter 'broken' failed on it"
+    assert reason in real and dry.split("keep the worktree: ", 1)[1] == \
+        real.split("worktree kept: ", 1)[1], (dry, real)
+    # (git status itself stops at a racily clean f.dat: the files are compared.)
+    before = {p: p.read_bytes() for p in wt.rglob("*") if p.is_file() and ".git" not in p.parts}
+    res = ao("ao-restore", "agent", "--at", "1", cwd=repo, rc=1)
+    assert "f.dat' cannot be saved: the required filter 'broken'" in res.stdout, res.stdout
+    assert {p: p.read_bytes() for p in wt.rglob("*")
+            if p.is_file() and ".git" not in p.parts} == before
+    # Mended, the filter runs again at the next checkpoint (no stat proof passes it
+    # by), and the file is saved.
+    git("config", "filter.broken.clean", "cat", cwd=wt)
+    git("config", "filter.broken.smudge", "cat", cwd=wt)
+    got = json.loads(ao("ao", "checkpoint", "agent", "--json", cwd=repo).stdout)["results"][0]
+    assert "filter_failed" not in got, got
+    where = f"{got['preserved_commit']}:f.dat" if tracked else f"{got['preserved_commit']}^3:f.dat"
+    assert git("cat-file", "blob", where, cwd=repo) == mine
+
+
 @pytest.mark.parametrize("under", ["sub", ".claude/worktrees/sub"])
 def test_a_session_nested_in_another_leaves_the_outer_ones_checkpoints_alone(
         repo, worktrees, under):

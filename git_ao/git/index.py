@@ -127,7 +127,11 @@ class TempIndex:
         self.path = os.path.join(git_dir, f"{TEMP_INDEX_PREFIX}{os.getpid()}."
                                           f"{os.urandom(4).hex()}")
         self._env = git.index_env(self.path)
-        self._opts = [a for d in lenient for a in ("-c", f"filter.{d}.required=false")]
+        self.lenient = lenient
+
+    @property
+    def _opts(self) -> list[str]:
+        return [a for d in self.lenient for a in ("-c", f"filter.{d}.required=false")]
 
     def _run(self, args: list[str], input: bytes | None = None) -> bytes:
         return git.run([*self._opts, *args], self.cwd, env=self._env, input=input)

@@ -311,15 +311,21 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         before = None if keep_worktree else walked
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
-            # The real run refuses these in its capture, which a dry run never makes.
-            capture.refuse(path, v.git_dir, st, lossy=not keep_worktree)
+            # The real run refuses these in its capture, which a dry run makes (no
+            # commit) only where content conversion may apply: a filter it runs may
+            # fail, a file may not come back byte for byte.
+            made = capture.refuse(path, v.git_dir, st, lossy=True, lossy_ok=keep_worktree,
+                                  unfiltered_ok=True)
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
-            # As the real run counts: a name git will not store is in no save.
-            saved = sum(not walk.refused_name(p) for p in st.untracked)
+            # As the real run counts: a name git will not store is in no save, nor a
+            # file a required filter failed on.
+            saved = len(made.untracked) if made is not None \
+                else sum(not walk.refused_name(p) for p in st.untracked)
             counts = f"{len(st.changed)} changed, {saved} untracked, {len(st.ignored)} ignored"
             if not keep_worktree:
-                keep += _would_keep(ctx, s, path, st, cache)
+                keep += (made.keep_reasons if made is not None else []) \
+                    + _would_keep(ctx, s, path, st, cache)
             if keep and not keep_worktree:
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
                 return Outcome(s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}) "
@@ -330,7 +336,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
                                   targeted=keep_worktree, defer=True, ahead=ahead,
-                                  lossy_ok=keep_worktree, always=pushing)
+                                  lossy_ok=keep_worktree, always=pushing, unfiltered_ok=True)
         except BaseException:
             if signing is not None:
                 signing.wait()
@@ -355,15 +361,19 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             if signing is not None:
                 signing.wait()
         in_history = holder is not None
-        if signing is not None and in_history:
+        if signing is not None and in_history and not cap.filter_failed:
+            # (With a filter that failed, the next checkpoint runs it again: no stat
+            # data shows the filter's program mended.)
             _record_unchanged(ctx, s, path, v.git_dir, cap, signing)
         captured: dict[str, str] = {}
         if before is not None:
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
                                               cap.untracked_tree)
+            # A file a required filter failed on is named by the capture's reason.
             keep += [removal.where(path, b) for b in witness.blockers(
                 path, before, captured, cap.ignored, private_config=cap.private_config,
-                sessions=cache.session_paths(ctx, exclude=s.id))]
+                sessions=cache.session_paths(ctx, exclude=s.id))
+                if b.path not in cap.filter_failed]
         private = _with_admin_only(ctx, s, path, cap.private_config, read, cap.head)
         if cap.ignored:
             ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
@@ -383,6 +393,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         warn = _mirror_warning(path, cap.config)
         # What a checkpoint saved otherwise than byte for byte, or left out, rather
         # than save nothing; a preserve's removal proof keeps the worktree for them.
+        drivers = ", ".join(sorted(set(cap.filter_failed.values())))
         for key, paths, what in (
                 ("inexact", cap.inexact, ("path(s) saved as git checks them out, not byte "
                                           "for byte (line-ending or filter conversion, "
@@ -390,7 +401,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 ("left_out", st.left_out if keep_worktree else [],
                  "nested repository or worktree path(s) left out of the save"),
                 ("unstorable", cap.unstorable,
-                 "untracked path(s) whose names git will not store are in no save")):
+                 "untracked path(s) whose names git will not store are in no save"),
+                ("filter_failed", sorted(cap.filter_failed),
+                 (f"path(s) a required filter ({drivers}) failed on are saved as the index "
+                  "holds them, an untracked one not at all"))):
             if paths:
                 data[key] = paths  # type: ignore[literal-required]
                 shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")

@@ -102,6 +102,10 @@ class Capture:
     # Untracked paths git will not store (a name it refuses): in no tree, and not in
     # `untracked`; a preserve's removal proof keeps the worktree for them.
     unstorable: list[str] = field(default_factory=list)
+    # Paths a `required` filter (filter.<driver>.required) failed on, {path: driver}:
+    # an untracked one is in no tree and not in `untracked`, a tracked one is saved
+    # as the index holds it; each is a reason in `keep_reasons`.
+    filter_failed: dict[str, str] = field(default_factory=dict)
     private_config: str | None = None  # JSON for Save.private_config
     # The checksum of the index the trees were made from (index.checksum): an
     # index with the same one holds exactly this index tree and these flags.
@@ -138,8 +142,7 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
     for name, what in _IN_PROGRESS.items():
         if os.path.exists(os.path.join(git_dir, name)):
             raise CannotCapture(f"{what} is in progress in '{path}'; finish or abort it first")
-    copy = ahead.status_index if ahead is not None else None
-    st = git.status(path, index_file=copy, refresh_copy=copy is not None)
+    st = _status_past_filters(path, ahead)
     if st.head is None:
         raise CannotCapture(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
                             "commit once first")
@@ -167,23 +170,47 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
     return st
 
 
+def _status_past_filters(path: str, ahead: Ahead | None = None) -> git.Status:
+    """`git.status` of the worktree (of `ahead`'s copy of the index, refreshed
+    there, when given). A `required` filter that fails on a file git status reads
+    (one whose stat data changed) stops it too: it runs again with that filter
+    not required, reading the file's bytes as they are, and the capture meets the
+    failure again where it saves the file, and names it. Raises GitError."""
+    copy = ahead.status_index if ahead is not None else None
+    lenient: list[str] = []
+    while True:
+        try:
+            return git.status(path, index_file=copy, refresh_copy=copy is not None,
+                              lenient=lenient)
+        except GitError as exc:
+            hit = parse.filter_failure(exc.stderr)
+            if hit is None or hit[1] in lenient:
+                raise
+            lenient.append(hit[1])
+
+
 def refuse(path: str, git_dir: str, st: git.Status | None = None, *,
-           lossy: bool = False) -> git.Status:
+           lossy: bool = False, lossy_ok: bool = False,
+           unfiltered_ok: bool = False) -> Capture | None:
     """Raise CannotCapture for each state `capture` refuses that stays until the user
     acts: `inspect`'s (read now, unless `st` is its result already), then the
     submodules' (`_check_submodules`), and with `lossy` a file that would not come
     back byte for byte (`verify`, where content conversion or lossy modes may
-    apply: the trees are made, in temporary index files, and no commit). Writes no
-    ref, record or worktree file (git status runs with GIT_OPTIONAL_LOCKS=0).
-    Returns the git.Status; raises GitError as git status."""
+    apply: the trees are made, in temporary index files, and no commit; with
+    `lossy_ok`, as for a checkpoint, such a file is named, not refused; see
+    `capture` for `unfiltered_ok`). Writes no ref, record or worktree file (git
+    status runs with GIT_OPTIONAL_LOCKS=0). Returns the Capture made then, which
+    names what the real capture would (`filter_failed`, `keep_reasons`,
+    `unstorable`, `inexact`), else None. Raises GitError as git status."""
     if st is None:
         st = inspect(path, git_dir)
     _check_submodules(path, git_dir, st)
     if lossy and not st.clean:
         conf = query.config_map(path)
         if _conversion_reason(path, git_dir, conf, query.index_flags(path), st):
-            capture(path, git_dir, None, write=False, st=st)
-    return st
+            return capture(path, git_dir, None, write=False, st=st, lossy_ok=lossy_ok,
+                           unfiltered_ok=unfiltered_ok)
+    return None
 
 
 # Attributes that make the bytes git stores differ from the bytes on disk.
@@ -250,15 +277,18 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
-           lossy_ok: bool = False) -> list[str]:
+           lossy_ok: bool = False, failed: dict[str, str] | None = None) -> list[str]:
     """Prove that every file present under the worktree comes back byte for byte and
     mode for mode: check out each captured index (`git checkout-index -a
     --prefix`, so smudge filters, end-of-line conversion and core.fileMode apply
     exactly as on restore) into a scratch dir inside the worktree's git dir and
     compare every file with the worktree's.
 
-    Raises CannotCapture naming every path that would not come back; with
-    `lossy_ok`, returns them (sorted, relative) instead. Costs one
+    failed: {path: driver} of paths a required filter failed on, not compared;
+    those its smudge fails on are added there (git cannot write them back, and
+    `_checkout_leaving_out` checks out the rest), where else that failure raises
+    GitError. Raises CannotCapture naming every path that would not come back;
+    with `lossy_ok`, returns them (sorted, relative) instead. Costs one
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
     """
@@ -269,14 +299,17 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
         for temp in indexes:
             shutil.rmtree(scratch, ignore_errors=True)
             os.mkdir(scratch)
-            temp.checkout_all(prefix=scratch + "/")
+            if failed is None:
+                temp.checkout_all(prefix=scratch + "/")
+            else:
+                _checkout_leaving_out(temp, scratch + "/", failed)
             for root, dirs, files in os.walk(scratch):
                 for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
                     got = os.path.join(root, name)
                     rel = os.path.relpath(got, scratch)
                     full = os.path.join(path, rel)
-                    if not os.path.lexists(full):
-                        continue  # deleted in the worktree: nothing to lose
+                    if not os.path.lexists(full) or (failed and rel in failed):
+                        continue  # deleted in the worktree, or named already
                     if not _same_file(got, full):
                         bad[rel] = None
     finally:
@@ -289,6 +322,40 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
             "attributes that keep their bytes (-text in .gitattributes) or write them "
             "as git checks them out first")
     return sorted(bad)
+
+
+def _checkout_leaving_out(temp: TempIndex, prefix: str, failed: dict[str, str]) -> None:
+    """`temp.checkout_all(prefix)`, leaving out each path a `required` smudge filter
+    fails on (git stops at the first: `parse.filter_failure`), added to `failed`
+    as {path: driver}. Once a driver has failed, each path it smudges is tried
+    alone, so the rest is checked out once more, not once per failure. Raises
+    GitError for any other failure."""
+    listed: list[str] | None = None
+    left_out: set[str] = set()
+    while True:
+        try:
+            temp.checkout_all(prefix, None if listed is None
+                              else [p for p in listed if p not in left_out])
+            return
+        except GitError as exc:
+            hit = parse.filter_failure(exc.stderr)
+            if hit is None or hit[0] in left_out:
+                raise
+        if listed is None:
+            listed = temp.paths()
+        values = query.attr_values(temp.cwd, listed, "filter")
+        for p in [q for q in listed if values.get(q) == hit[1] and q not in left_out]:
+            try:
+                temp.checkout_all(prefix, [p])
+            except GitError as exc:
+                if parse.filter_failure(exc.stderr) != (p, hit[1]):
+                    raise
+                failed.setdefault(p, hit[1])
+                left_out.add(p)
+        # Failed with the others though not alone: a failure all the same (and the
+        # loop ends, each round leaving one more out).
+        failed.setdefault(hit[0], hit[1])
+        left_out.add(hit[0])
 
 
 def _paths(top: str, rels: Sequence[str]) -> str:
@@ -475,7 +542,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             st: git.Status | None = None,
             walked: walk.Walk | walk.Background | None = None,
             targeted: bool = False, defer: bool = False, ahead: Ahead | None = None,
-            lossy_ok: bool = False, always: bool = False) -> Capture:
+            lossy_ok: bool = False, always: bool = False,
+            unfiltered_ok: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -494,7 +562,12 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     for a ref that must carry HEAD's commits (a push to another machine).
     lossy_ok: a checkpoint, which keeps the worktree: a file that would not come
     back byte for byte (`verify`) is saved as git checks it out and named in
-    `Capture.inexact`, not refused, so the rest of the work has its entry.
+    `Capture.inexact`, not refused, so the rest of the work has its entry; and a
+    file a `required` filter fails on (filter.<driver>.required, its clean or
+    smudge command failing) is left out, saved as the index holds it, and named
+    in `Capture.filter_failed` with a reason in `keep_reasons`, where else it
+    raises CannotCapture. unfiltered_ok: that for a preserve too, whose removal
+    then keeps the worktree for the reasons.
     defer: compute the commits but leave them in `Capture.unwritten` (`cap.commit`
     names an object not written yet) for the caller to write with its own
     (`flush`).
@@ -510,7 +583,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     for attempt in range(1, TRIES + 1):
         try:
             return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
-                                 ahead if st is not None else None, lossy_ok, always)
+                                 ahead if st is not None else None, lossy_ok, always,
+                                 unfiltered_ok or lossy_ok)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -528,7 +602,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   st: git.Status | None, walked: walk.Walk | walk.Background | None,
                   targeted: bool = False, defer: bool = False,
                   ahead: Ahead | None = None, lossy_ok: bool = False,
-                  always: bool = False) -> Capture:
+                  always: bool = False, unfiltered_ok: bool = False) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -546,6 +620,11 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   ignored=list(st.ignored), hidden=hidden, config=conf, git_dir=git_dir)
     subs = _check_submodules(path, git_dir, st)
     reason = _conversion_reason(path, git_dir, conf, flags, st)
+    # A required filter that fails stops git at the file, stored or not (see
+    # TempIndex): the temporary indexes take these as not required, and the files
+    # they clean are proven first (`_unclean`), so one failure costs that file only.
+    # No attributes file naming a filter (no `reason`): no filter runs.
+    drivers = parse.required_filters(conf) if reason else []
     intent: list[str] = []
 
     def private() -> str | None:
@@ -582,12 +661,13 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     crashpoint.hit("capture:after-status")
     if ahead is not None:
         tmp_i = ahead.take()
+        tmp_i.lenient = drivers
         cap.index_tree = ahead.tree
         cap.index_checksum = ahead.checksum \
             if ahead.checksum and len(ahead.checksum) == len(head) else None
     else:
-        tmp_i = index.TempIndex(path, git_dir)
-    with tmp_i, index.TempIndex(path, git_dir) as tmp_u:
+        tmp_i = index.TempIndex(path, git_dir, lenient=drivers)
+    with tmp_i, index.TempIndex(path, git_dir, lenient=drivers) as tmp_u:
         if ahead is None:
             real_index = os.path.join(git_dir, "index")
             if os.path.exists(real_index):
@@ -597,8 +677,10 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         assert cap.index_tree is not None
         intent += local_state.intent_to_add(st, tmp_i, cap.index_tree)
         # The untracked files' tree is made beside the worktree's (its own index).
-        untracked = Beside(lambda: _untracked_tree(tmp_u, cap.untracked)) \
+        untracked = Beside(lambda: _untracked_tree(tmp_u, cap.untracked, drivers)) \
             if cap.untracked else None
+        failed: dict[str, str] = {}  # tracked paths a required clean filter failed on
+        failed_u: dict[str, str] = {}  # untracked ones
         witness: Beside | None = None  # a checkpoint's check of W, beside the rest
         try:
             if hidden:
@@ -612,36 +694,47 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 # A checkpoint reads again only the paths status saw change (`git
                 # add -u` would stat every tracked file once more); the witness below
                 # still holds, and a file written since status is the next checkpoint's.
-                tmp_i.update(unstaged)
+                failed.update(_unclean(path, unstaged, drivers))
+                tmp_i.update([p for p in unstaged if p not in failed])
                 cap.worktree_tree = tmp_i.write_tree()
                 if not reason:
-                    unseen = [p for p in unstaged if p not in set(intent)]
+                    unseen = [p for p in unstaged if p not in set(intent) and p not in failed]
                     witness = Beside(lambda: _check_witness(path, cap, unseen))
             elif hidden or unstaged:
-                tmp_i.add_tracked()
+                # With the flags cleared, `git add -u` reads the hidden files too.
+                failed.update(_unclean(path, unstaged + hidden, drivers))
+                tmp_i.add_tracked(leave_out=sorted(failed))
                 cap.worktree_tree = tmp_i.write_tree()
                 if not reason:
                     # With conversion on, git may call a file modified whose bytes
                     # clean to the same blob; `verify` below is the proof there.
                     # An intent-to-add entry whose file is gone is in neither tree: the
                     # private config holds it.
-                    _check_witness(path, cap, [p for p in unstaged if p not in set(intent)])
+                    _check_witness(path, cap, [p for p in unstaged
+                                               if p not in set(intent) and p not in failed])
             else:
                 cap.worktree_tree = cap.index_tree
             if untracked is not None:
                 got = untracked.result()
                 assert isinstance(got, tuple)
-                tree, refused = got
+                tree, refused, failed_u = got
                 cap.untracked_tree = ObjectId(tree)
                 if refused:
                     # Not in U: counted, removed and restored as what they are.
                     cap.unstorable = sorted(refused)
-                    cap.untracked = [p for p in cap.untracked if p not in cap.unstorable]
+                cap.filter_failed.update(failed_u)
+                if refused or failed_u:
+                    cap.untracked = [p for p in cap.untracked
+                                     if p not in set(cap.unstorable) and p not in failed_u]
                     if not cap.untracked:
                         cap.untracked_tree = None
+            cap.filter_failed.update(failed)
             if reason:
                 cap.inexact = verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []),
-                                     lossy_ok=lossy_ok)
+                                     lossy_ok=lossy_ok, failed=cap.filter_failed)
+            if cap.filter_failed and not unfiltered_ok:
+                raise CannotCapture(_unfiltered(path, cap.filter_failed))
+            cap.keep_reasons += _filter_reasons(path, cap.filter_failed, failed_u, failed)
             cap.private_config = private()
             if witness is not None:
                 witness.result()
@@ -708,11 +801,75 @@ def _stash_commits(path: str, git_dir: str, cap: Capture, meta: Meta, *,
     cap.commit = git.commit_tree(path, cap.worktree_tree, parents, message(meta, cap))
 
 
-def _untracked_tree(tmp_u: TempIndex, paths: list[str]) -> tuple[ObjectId, list[str]]:
-    """U's tree: `paths` added to the fresh index `tmp_u`, written as a tree; and the
-    paths git would not store (`TempIndex.update`)."""
-    refused = tmp_u.update(paths)
-    return tmp_u.write_tree(), refused
+def _untracked_tree(tmp_u: TempIndex, paths: list[str], drivers: Sequence[str]
+                    ) -> tuple[ObjectId, list[str], dict[str, str]]:
+    """U's tree: `paths` added to the fresh index `tmp_u`, written as a tree; the
+    paths git would not store (`TempIndex.update`); and those the clean command of
+    a required filter of `drivers` failed on, left out ({path: driver},
+    `_unclean`)."""
+    failed = _unclean(tmp_u.cwd, paths, drivers)
+    refused = tmp_u.update([p for p in paths if p not in failed])
+    return tmp_u.write_tree(), refused, failed
+
+
+def _unclean(cwd: str, paths: Sequence[str], drivers: Sequence[str]) -> dict[str, str]:
+    """Those of `paths` (relative to the worktree at `cwd`) a required filter's clean
+    command fails on, {path: driver}: the regular files whose `filter` attribute
+    names one of `drivers` (`query.attr_values`) are cleaned by `git hash-object
+    --stdin-paths`, which stores nothing and reads no other file (an index update
+    reads racily clean entries again), and stops at the first that fails: the
+    rest are cleaned again after it. Raises GitError for any other failure."""
+    if not drivers or not paths:
+        return {}
+    values = query.attr_values(cwd, paths, "filter")
+    todo = [p for p in paths if values.get(p) in drivers
+            and stat.S_ISREG(_lstat_mode(os.path.join(cwd, p)))]
+    failed: dict[str, str] = {}
+    while todo:
+        try:
+            query.hash_paths(cwd, todo)
+            break
+        except GitError as exc:
+            hit = parse.filter_failure(exc.stderr)
+            if hit is None or hit[0] not in todo:
+                raise
+            failed[hit[0]] = hit[1]
+            todo = todo[todo.index(hit[0]) + 1:]
+    return failed
+
+
+def _lstat_mode(full: str) -> int:
+    try:
+        return os.lstat(full).st_mode
+    except OSError:
+        return 0  # gone: the update removes it, no filter runs
+
+
+def _filter_reasons(path: str, failed: dict[str, str], untracked: Collection[str],
+                    tracked: Collection[str]) -> list[str]:
+    """Why a worktree stays for each path a required filter failed on (`failed`,
+    {path: driver}): the `untracked` ones its clean command failed on are in no
+    save, the `tracked` ones are saved as the index holds them, and git cannot
+    write the others (its smudge command failed) back from the save."""
+    def why(p: str) -> str:
+        if p in untracked:
+            return "it is in no save"
+        if p in tracked:
+            return "the save holds it as the index does"
+        return "git cannot write it back from the save"
+    return [f"{os.path.join(path, p)}: the required filter '{d}' failed on it "
+            f"(filter.{d}.required), so {why(p)}; fix the filter and run again"
+            for p, d in sorted(failed.items())]
+
+
+def _unfiltered(path: str, failed: dict[str, str]) -> str:
+    """The refusal of a capture that must hold every file, for the paths a required
+    filter failed on (`failed`, {path: driver})."""
+    drivers = sorted(set(failed.values()))
+    return (f"{_paths(path, sorted(failed))} cannot be saved: the required filter "
+            f"{', '.join(repr(d) for d in drivers)} failed on "
+            f"{'it' if len(failed) == 1 else 'them'} (filter.<driver>.required, its clean "
+            "or smudge command failing); fix the filter first")
 
 
 def ensure_commit(path: str, cap: Capture, meta: Meta, *, write: bool = True) -> str:
