@@ -46,6 +46,8 @@ def test_import_registers_live_sessions_read_only(repo, worktrees, ao_env):
         == "SECRET-PROMPT fix the parser"
     conn.close()
     assert "SECRET-PROMPT" not in (data / "logs" / "git-ao.log").read_text()
+    # The refusal is a decision, logged with its reason.
+    assert "import ao-4 refused detail='workspace path " in (data / "logs" / "git-ao.log").read_text()
     # Again: nothing new. The row that cannot be registered was reported once; it is
     # still mentioned, but it no longer makes the run fail.
     res = ao("ao", "import", "--json", cwd=repo)

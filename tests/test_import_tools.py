@@ -140,7 +140,10 @@ def test_codex_unknown_metadata_version_and_bad_rollout_refused(repo, ao_env):
     assert sessions_by_id(repo) == {}
     ts.codex_rollout(wt, CX_ID, first='{"type": "turn_context"}')
     res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo, rc=1)
-    assert "rollout-" in _results(res)["codex"]["message"]
+    # The rollout is new and refused; the metadata was reported before.
+    got = sorted((r["status"], "rollout-" in r["message"])
+                 for r in json.loads(res.stdout)["results"])
+    assert got == [("nothing", False), ("refused", True)]
 
 
 def test_conductor_workspace_with_claude_code_in_it(repo, ao_env):
@@ -309,3 +312,50 @@ def test_a_dry_run_of_preserve_all_shows_what_the_import_first_would_preserve(re
     assert _tree(os.environ["AO_DATA_DIR"]) == data
     assert git("for-each-ref", cwd=repo) == refs
     assert state(wt) == before
+
+
+def _admin(wt):
+    return Path(git("rev-parse", "--path-format=absolute", "--git-dir", cwd=wt).strip())
+
+
+def test_every_unreadable_codex_file_is_refused_on_a_line_of_its_own(repo, ao_env):
+    """Two malformed codex-worktree.json and a codex-thread.json of an unknown version:
+    each file is named on its own line, in --json and in the log, none folded into
+    a count; the next run says each again as reported before."""
+    bad = []
+    for hexid in ("bad1", "bad2"):
+        wt = ts.codex_worktree(repo, hexid, thread=CX_ID, branch=f"cx-{hexid}")
+        (_admin(wt) / "codex-worktree.json").write_text('{"version":1,')
+        bad.append(str(_admin(wt) / "codex-worktree.json"))
+    wt = ts.codex_worktree(repo, "bad3", thread=CX_ID, branch="cx-bad3")
+    (_admin(wt) / "codex-thread.json").write_text('{"version": 2, "ownerThreadId": "x"}')
+    bad.append(str(_admin(wt) / "codex-thread.json"))
+    good = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-fix")
+    ts.codex_rollout(good, CX_ID)
+    res = ao("ao", "import", "--tool", "codex", cwd=repo, rc=1)
+    refused = [line for line in res.stdout.splitlines() if "\trefused\t" in line]
+    assert len(refused) == 3, res.stdout
+    for path, line in zip(sorted(bad), sorted(refused), strict=True):
+        assert path in line and "more" not in line, line
+    assert "version 2" in next(line for line in refused if "codex-thread.json" in line)
+    assert set(sessions_by_id(repo)) == {f"{repo.name}-4a21"}
+    logged = [e for e in json.loads(ao("ao", "log", "-n", "50", "--json", cwd=repo).stdout)[
+        "entries"] if e["action"] == "import" and e["decision"] == "refused"]
+    assert sorted(p for p in bad if any(p in e["line"] for e in logged)) == sorted(bad)
+    # Said once: each is now a note, still named.
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo)
+    notes = [r for r in json.loads(res.stdout)["results"] if r["id"] == "codex"]
+    assert [r["status"] for r in notes] == ["nothing"] * 3
+    assert all(any(p in r["message"] for r in notes) for p in bad)
+
+
+def test_every_unreadable_transcript_is_refused_on_a_line_of_its_own(repo, ao_env):
+    cc = ts.claude_worktree(repo, "cc")
+    ts.claude_transcript(cc, CC_ID)
+    cut = [ts.claude_transcript(cc / d, sid, first="{cut") for d, sid in (
+        ("a", "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"), ("b", "7a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"))]
+    res = ao("ao", "import", "--tool", "claude-code", "--json", cwd=repo, rc=1)
+    refused = [r["message"] for r in json.loads(res.stdout)["results"] if r["status"] == "refused"]
+    assert len(refused) == 2 and all(str(p) in m for p, m in zip(cut, sorted(refused), strict=True))
+    assert not any("more" in m for m in refused)
+    assert set(sessions_by_id(repo)) == {"cc"}

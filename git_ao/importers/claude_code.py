@@ -152,8 +152,8 @@ def read(source: Path) -> list[Found]:
     source: one project directory, or the projects directory (every project
     directory under it is read). A worktree that is still a linked worktree is
     live; one whose directory is gone (Claude Code removed it) is reported as
-    ended. Raises Unreadable naming the first transcript that cannot be read (and
-    how many more), with the sessions the others gave."""
+    ended. Raises Unreadable naming every transcript that cannot be read, one line
+    each, with the sessions the others gave."""
     if not source.is_dir():
         raise Unreadable(f"'{source}' is not a Claude Code projects directory")
     try:
@@ -179,6 +179,5 @@ def read(source: Path) -> list[Found]:
             agent_session_id=sid, kind=Kind.WORKER, live=live,
             note=None if live else why, name=os.path.basename(root)))
     if bad:
-        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise Unreadable(f"{bad[0]}{more}; the other transcripts were read", out)
+        raise Unreadable(bad, out)
     return out

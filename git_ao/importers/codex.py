@@ -162,7 +162,7 @@ def _str(obj: dict[str, Any] | None, key: str) -> str | None:
 
 def read(source: Path) -> list[Found]:
     """The Codex-managed worktrees of the Codex home `source`. Raises Unreadable naming
-    the first file that cannot be read (and how many more), with what the rest gave."""
+    every file that cannot be read, one line each, with what the rest gave."""
     if not source.is_dir():
         raise Unreadable(f"'{source}' is not a Codex home directory")
     bad: list[str] = []
@@ -205,6 +205,5 @@ def read(source: Path) -> list[Found]:
             tmux_session=_str(meta, "tmuxSession"),
             note=f"its Codex session {sid} is archived" if archived else None, name=name))
     if bad:
-        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise Unreadable(f"{bad[0]}{more}", out)
+        raise Unreadable(bad, out)
     return out

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 
 from git_ao import git, groups
+from git_ao.batch import log_failure
 from git_ao.context import Context, validate_id
 from git_ao.errors import AoError
 from git_ao.importers import daemon_db
@@ -95,6 +96,7 @@ def _said_once(ctx: Context, source: str, notes: dict[str, tuple[str, int]], u: 
                        f"still not importable (reported before): {o.message}", o.data)
     if not ctx.dry_run:
         ctx.store.note_import(source, u.id, o.message)
+    log_failure(ctx, o)
     return o
 
 

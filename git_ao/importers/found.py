@@ -6,8 +6,9 @@ directory; those that exist are read) and `read(source)` (the sessions one sourc
 holds, as Found). An adapter never writes the tool's files: SQLite is opened
 through git_ao.store.foreign, everything else is only read. A file it cannot
 read (corrupt, or of a format version nobody checked it against) raises
-Unreadable with one line naming the file (and what the rest of the source gave);
-the import reports that line, registers the rest and goes on with the other tools.
+Unreadable with one line per such file, each naming it (and what the rest of the
+source gave); the import reports each line as a refusal of its own, registers the
+rest and goes on with the other tools.
 """
 
 from __future__ import annotations
@@ -54,12 +55,14 @@ class Found:
 
 
 class Unreadable(Exception):
-    """A tool's file that cannot be read: corrupt, or of an unknown format version.
-    str() is one line naming the file. found: the sessions the rest of the source
+    """Files of a tool that cannot be read: corrupt, or of an unknown format version.
+    lines: one line per file, each naming it (str() is the first); every one is
+    reported, none folded into a count. found: the sessions the rest of the source
     still gave (an adapter reading many files refuses the bad ones, not all)."""
 
-    def __init__(self, message: str, found: list[Found] | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, lines: str | list[str], found: list[Found] | None = None) -> None:
+        self.lines: list[str] = [lines] if isinstance(lines, str) else list(lines)
+        super().__init__(self.lines[0])
         self.found: list[Found] = list(found or [])
 
 

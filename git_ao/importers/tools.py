@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+from git_ao.batch import log_failure
 from git_ao.context import Context
 from git_ao.errors import AoError, Fatal, Usage
 from git_ao.importers import daemon
@@ -39,7 +40,8 @@ from git_ao.manage.register import id_from_name, register
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
 
-# The import_notes key of a source an adapter could not read at all.
+# The import_notes keys of the files an adapter could not read start with this,
+# then the line that named the file.
 _UNREADABLE = "(unreadable)"
 
 
@@ -126,21 +128,21 @@ def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
     for src in srcs:
         key = f"{name}:{os.path.realpath(src)}"
         notes = ctx.store.import_notes(key)
+        seen = set()
         try:
             found = mod.read(src)
         except Unreadable as exc:
-            out.append(_said_once(ctx, key, _UNREADABLE, Outcome(
-                name, Action.IMPORT, Status.REFUSED, f"{name}: {exc}"), notes))
+            # Each file on its own line and note: a count would hide the others.
+            for line in exc.lines:
+                seen.add(note := f"{_UNREADABLE} {line}")
+                out.append(_said_once(ctx, key, note, Outcome(
+                    name, Action.IMPORT, Status.REFUSED, f"{name}: {line}"), notes))
             found = exc.found
-        else:
-            if _UNREADABLE in notes and not ctx.dry_run:
-                ctx.store.drop_import_note(key, _UNREADABLE)
-        seen = set()
         for f in found:
             seen.add(f.tool_id)
             out.append(_said_once(ctx, key, f.tool_id, _one(ctx, f), notes))
         if not ctx.dry_run:
-            for gone in set(notes) - seen - {_UNREADABLE}:
+            for gone in set(notes) - seen:
                 ctx.store.drop_import_note(key, gone)
     return out
 
@@ -160,6 +162,7 @@ def _said_once(ctx: Context, source: str, key: str, o: Outcome,
                        f"still not importable (reported before): {o.message}", o.data)
     if not ctx.dry_run:
         ctx.store.note_import(source, key, o.message)
+    log_failure(ctx, o)
     return o
 
 
