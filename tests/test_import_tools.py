@@ -359,3 +359,25 @@ def test_every_unreadable_transcript_is_refused_on_a_line_of_its_own(repo, ao_en
     assert len(refused) == 2 and all(str(p) in m for p, m in zip(cut, sorted(refused), strict=True))
     assert not any("more" in m for m in refused)
     assert set(sessions_by_id(repo)) == {"cc"}
+
+
+def test_codex_archived_threads_are_reported_wherever_their_worktree_was(repo, ao_env):
+    """An archived thread is reported (status nothing), never skipped: in a worktree
+    Codex made beside the repository, and in one under ~/.codex/worktrees that is
+    gone; a gone directory Codex is not known to have made is not."""
+    side = ts.codex_sibling_worktree(repo, "cx-side", thread=CX_ID)
+    ts.codex_rollout(side, CX_ID, archived=True)
+    home_wt = ts.codex_worktree(repo, "77aa", thread=None, branch="cx-home")
+    old = "029dbff7-c97d-7511-9af5-1cee07dd1ab3"
+    ts.codex_rollout(home_wt, old, archived=True)
+    git("worktree", "remove", "--force", str(home_wt), cwd=repo)
+    ts.codex_rollout(repo.parent / "elsewhere-gone", "039dbff7-c97d-7511-9af5-1cee07dd1ab4",
+                     archived=True)
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo)
+    got = {r["id"]: (r["status"], r["message"]) for r in json.loads(res.stdout)["results"]}
+    assert got == {
+        side.name: ("nothing", (f"not live in codex: its Codex session {CX_ID} is archived; "
+                    "not imported")),
+        f"{repo.name}-77aa": ("nothing", (f"not live in codex: its Codex session {old} is "
+                              "archived and its worktree is gone; not imported"))}
+    assert sessions_by_id(repo) == {}

@@ -14,7 +14,7 @@ import pytest
 from git_ao.importers import claude_squad, crystal, vibe_kanban
 from git_ao.importers.found import Unreadable
 from tests import tool_state_b as tb
-from tests.support import dirty, git
+from tests.support import ao, dirty, git
 
 CLAUDE_ID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
 CODEX_ID = "019dbff7-c97d-7511-9af5-1cee07dd1ab2"
@@ -184,6 +184,33 @@ def test_vibe_kanban_database_from_before_worktree_deleted(repo, make_repo):
     conn.close()
     (f,) = vibe_kanban.read(db)
     assert (f.tool_id, f.worktree, f.live) == (f"{wid}/{repo.name}", container / repo.name, True)
+
+
+def test_vibe_kanban_archived_workspace_whose_container_was_cleared_is_reported(
+        repo, make_repo):
+    """Before 20260302113031 the cleanup cleared container_ref: an archived workspace
+    so cleaned is still an archived session, reported (not live), never skipped; a
+    workspace never started (no container, not archived) is still skipped."""
+    other = make_repo()
+    db = tb.vk_db(20260220000000)
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE workspaces DROP COLUMN worktree_deleted")
+    conn.commit()
+    conn.close()
+    wid, container = tb.vk_workspace(db, [repo], label="done", branch="vk/done", archived=True)
+    git("worktree", "remove", "--force", str(container / repo.name), cwd=repo)
+    tb.vk_workspace(db, [other], label="never", branch="vk/never", make=False)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE workspaces SET container_ref = NULL")
+    conn.commit()
+    conn.close()
+    (f,) = vibe_kanban.read(db)
+    assert (f.tool_id, f.worktree, f.live, f.name, f.note) == (
+        f"{wid}/{repo.name}", None, False, "done", "archived in vibe-kanban; it records no worktree")
+    res = json.loads(ao("ao", "import", "--tool", "vibe-kanban", "--json", cwd=repo).stdout)
+    assert [(r["id"], r["status"], r["message"]) for r in res["results"]] == [
+        ("done", "nothing", (f"not live in vibe-kanban {wid}/{repo.name}: archived in "
+         "vibe-kanban; it records no worktree; not imported"))]
 
 
 @pytest.mark.parametrize("version", [20251220000000, 20260401000000])

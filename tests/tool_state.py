@@ -92,6 +92,22 @@ def codex_worktree(repo: Path, hexid: str, *, thread: str | None, branch: str,
     return path
 
 
+def codex_sibling_worktree(repo: Path, branch: str, *, thread: str | None = None) -> Path:
+    """`codex --worktree BRANCH`: `<repo>.<branch>` beside the repository, marked by
+    codex-worktree.json (source cli, location sibling) in its admin dir."""
+    path = repo.parent / f"{repo.name}.{branch.replace('/', '-')}"
+    git("worktree", "add", "-q", "-b", branch, str(path), cwd=repo)
+    admin = Path(git("rev-parse", "--path-format=absolute", "--git-dir", cwd=path).strip())
+    (admin / "codex-worktree.json").write_text(json.dumps({
+        "version": 1, "manager": "codex-cli", "backend": "git", "source": "cli",
+        "location": "sibling", "id": "ab", "name": branch, "slug": branch, "branch": branch,
+        "repoId": "ab", "repoName": repo.name, "sourceRepoRoot": str(repo),
+        "originalRelativeCwd": "", "worktreeGitRoot": str(path), "workspaceCwd": str(path),
+        "createdAt": 1, "updatedAt": 1, "ownerThreadId": thread, "tmuxSession": None},
+        indent=2))
+    return path
+
+
 def conductor_workspace(repo: Path, name: str) -> Path:
     path = home() / "conductor" / "workspaces" / repo.name / name
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,10 @@ Format, from openai/codex (read at the commits named):
 A worktree under `$CODEX_HOME/worktrees`, or one whose admin dir holds
 `codex-worktree.json`, is a Codex session; its agent session is the owner thread,
 else the newest rollout whose cwd is inside it. When that session's rollout was
-archived the worktree is reported as archived, not imported as live.
+archived the worktree is reported as archived, not imported as live, wherever it
+is; an archived thread that ran under `$CODEX_HOME/worktrees` in a worktree that
+is gone is reported too (a gone directory elsewhere is not known to have been
+Codex's).
 """
 
 from __future__ import annotations
@@ -169,9 +172,10 @@ def read(source: Path) -> list[Found]:
     rs = rollouts(source, bad)
     managed_root = source / "worktrees"
     candidates = {os.path.normpath(p): True for p in _managed_roots(managed_root)}
-    # Worktrees Codex made beside their repository are known from the sessions run in them.
+    # Worktrees Codex made beside their repository are known from the sessions run in
+    # them, archived ones too: an archived thread's worktree is reported, not skipped.
     for r in rs:
-        if not r.archived and r.cwd not in candidates and os.path.isdir(r.cwd):
+        if r.cwd not in candidates and os.path.isdir(r.cwd):
             candidates.setdefault(r.cwd, False)
     out = []
     seen = set()
@@ -196,14 +200,50 @@ def read(source: Path) -> list[Found]:
         sid = owner or (max(inside, key=lambda r: r.mtime_ns).session_id if inside else None)
         mine = [r for r in inside if r.session_id == sid]
         archived = bool(mine) and all(r.archived for r in mine)
-        name = os.path.basename(top)
-        if under_home and os.path.dirname(top) != str(managed_root):
-            name = f"{name}-{os.path.basename(os.path.dirname(top))}"
         out.append(Found(
             tool=TOOL, tool_id=top, worktree=Path(top), branch=_str(meta, "branch"),
             harness=HARNESS, agent_session_id=sid, kind=Kind.WORKER, live=not archived,
             tmux_session=_str(meta, "tmuxSession"),
-            note=f"its Codex session {sid} is archived" if archived else None, name=name))
+            note=f"its Codex session {sid} is archived" if archived else None,
+            name=_name(top, managed_root, under_home)))
+    out += _archived_elsewhere(rs, managed_root)
     if bad:
         raise Unreadable(bad, out)
     return out
+
+
+def _name(top: str, managed_root: Path, under_home: bool) -> str:
+    """The session id to prefer: the worktree's name, with its parent's under
+    Codex's root when it sits deeper (`<repo>-<hex>`: the app's layout)."""
+    name = os.path.basename(top)
+    if under_home and os.path.dirname(top) != str(managed_root):
+        name = f"{name}-{os.path.basename(os.path.dirname(top))}"
+    return name
+
+
+def _archived_elsewhere(rs: list[Rollout], managed_root: Path) -> list[Found]:
+    """The archived threads that ran under Codex's worktree root in a worktree that
+    is gone: reported, one per directory (the newest thread's), as the archived
+    threads of worktrees still there are. Outside that root a directory that is gone
+    is not known to have been a Codex worktree, and is not reported."""
+    root = str(managed_root)
+    newest: dict[str, Rollout] = {}
+    for r in rs:
+        if r.archived and r.cwd.startswith(root + os.sep) and not _in_a_worktree(r.cwd, root) \
+                and (r.cwd not in newest or r.mtime_ns > newest[r.cwd].mtime_ns):
+            newest[r.cwd] = r
+    return [Found(tool=TOOL, tool_id=cwd, worktree=Path(cwd), branch=None, harness=HARNESS,
+                  agent_session_id=r.session_id, kind=Kind.WORKER, live=False,
+                  note=f"its Codex session {r.session_id} is archived and its worktree is gone",
+                  name=_name(cwd, managed_root, True))
+            for cwd, r in sorted(newest.items())]
+
+
+def _in_a_worktree(path: str, root: str) -> bool:
+    """Is there a `.git` at `path` or above it, below `root`? Such a worktree was read
+    (or refused) above; only a directory with none is gone."""
+    while path != root and path.startswith(root + os.sep):
+        if os.path.lexists(os.path.join(path, ".git")):
+            return True
+        path = os.path.dirname(path)
+    return False

@@ -28,7 +28,8 @@ class Found:
 
     tool: the adapter's TOOL. tool_id: the tool's own stable id for the session
     (an instance title, a task attempt id, the worktree path when it has none).
-    worktree: the linked worktree's absolute path. branch: as the tool recorded it
+    worktree: the linked worktree's absolute path (None: the tool no longer
+    records where it was, said only of a session that is not live). branch: as the tool recorded it
     (None: read from the worktree). harness: the agent program the tool ran, as the
     tool names it ("claude", "codex", "aider", ...; "" when unknown).
     agent_session_id: what resumes the agent, when the tool keeps one.
@@ -42,7 +43,7 @@ class Found:
 
     tool: str
     tool_id: str
-    worktree: Path
+    worktree: Path | None
     branch: str | None
     harness: str
     agent_session_id: str | None

@@ -167,9 +167,9 @@ def _said_once(ctx: Context, source: str, key: str, o: Outcome,
 
 
 def _one(ctx: Context, f: Found) -> Outcome:
-    path = os.path.realpath(f.worktree)
+    path = os.path.realpath(f.worktree) if f.worktree is not None else ""
     what = f"{f.tool} {f.tool_id}" if f.tool_id != str(f.worktree) else f.tool
-    holder = ctx.store.holder_of(path)
+    holder = ctx.store.holder_of(path) if path else None
     sid = holder.id if holder is not None else id_from_name(f.name or os.path.basename(path))
     if holder is not None and not holder.live:
         # Pending in git-ao: its worktree went into git-ao's trash, which the tool
@@ -181,9 +181,9 @@ def _one(ctx: Context, f: Found) -> Outcome:
                        "not imported")
     if holder is not None:
         return _known(ctx, holder, f)
-    if not os.path.isdir(path):
+    if not path or not os.path.isdir(path):
         return Outcome(sid, Action.IMPORT, Status.REFUSED,
-                       f"{what} says live, but its worktree {path} does not exist")
+                       f"{what} says live, but its worktree {path or '(none)'} does not exist")
     try:
         s = register(ctx, path, kind=f.kind, harness=f.harness,
                      agent_session_id=f.agent_session_id, name=f.name)

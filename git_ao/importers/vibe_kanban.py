@@ -35,7 +35,8 @@ Format, from BloopAI/vibe-kanban @ 4deb7eca8f381f7cbc1f9d15515a9ab8f8009053:
   after its last activity), `worktree_deleted` (vibe-kanban's expired-workspace
   cleanup removed the worktrees, crates/local-deployment/src/container.rs
   cleanup_workspace). A workspace with no container_ref has no worktree yet and
-  is skipped.
+  is skipped, unless archived: the cleanup before DELETED_VERSION cleared an
+  archived workspace's container_ref, and it is reported with no worktree.
 * Agent: the workspace's latest session (Session::find_latest_by_workspace_id:
   the newest non-devserver, non-dropped process, else the session's creation),
   its `executor` a BaseCodingAgent name (crates/executors/src/executors/mod.rs)
@@ -116,14 +117,14 @@ def _read(conn: Any, path: Path) -> list[Found]:
                          f"{LATEST_VERSION})")
     out: list[Found] = []
     deleted_col = "worktree_deleted" if version >= DELETED_VERSION else "0"
-    rows = conn.execute(f"SELECT id, container_ref, branch, archived, {deleted_col} "
+    rows = conn.execute(f"SELECT id, container_ref, branch, archived, {deleted_col}, name "
                         "FROM workspaces ORDER BY created_at, id").fetchall()
-    for ws_id, container, branch, archived, deleted in rows:
+    for ws_id, container, branch, archived, deleted, ws_name in rows:
         wid = _uuid(ws_id)
         repos = conn.execute(
             "SELECT r.name, r.path FROM workspace_repos wr JOIN repos r ON r.id = wr.repo_id "
             "WHERE wr.workspace_id = ? ORDER BY r.name", (ws_id,)).fetchall()
-        if not repos or not container:
+        if not repos or not (container or archived):
             continue  # no worktree was ever made: nothing of it to save
         harness, agent_id = _agent(conn, ws_id)
         note = None
@@ -133,14 +134,21 @@ def _read(conn: Any, path: Path) -> list[Found]:
             note = "vibe-kanban removed its worktree (worktree_deleted)"
         group = wid if len(repos) > 1 else None
         for name, _repo_path in repos:
-            root = Path(container)
-            # The old layout: the workspace directory is the one worktree.
-            wt = root if len(repos) == 1 and (root / ".git").is_file() else root / name
-            label = root.name
+            wt: Path | None = None
+            if container:
+                root = Path(container)
+                # The old layout: the workspace directory is the one worktree.
+                wt = root if len(repos) == 1 and (root / ".git").is_file() else root / name
+                label = root.name
+            else:
+                # Archived, its container cleared (the cleanup before worktree_deleted
+                # did so): still an archived session, reported without a worktree.
+                label = ws_name or branch or wid
             out.append(Found(
                 tool=TOOL, tool_id=f"{wid}/{name}", worktree=wt, branch=branch or None,
                 harness=harness, agent_session_id=agent_id, kind=Kind.WORKER,
-                live=note is None, group=group, note=_still_there(note, wt),
+                live=note is None, group=group,
+                note=_still_there(note, wt) if wt else f"{note}; it records no worktree",
                 name=label if len(repos) == 1 else f"{label}-{name}"))
     return out
 
