@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from tests import tool_state as ts
-from tests.support import ao, dirty, git, sessions_by_id
+from tests.support import ao, dirty, git, init_repo, sessions_by_id
 from tests.worktree_state import assert_restored, state
 
 CC_ID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
@@ -381,3 +381,37 @@ def test_codex_archived_threads_are_reported_wherever_their_worktree_was(repo, a
         f"{repo.name}-77aa": ("nothing", (f"not live in codex: its Codex session {old} is "
                               "archived and its worktree is gone; not imported"))}
     assert sessions_by_id(repo) == {}
+
+
+
+NEWLINE = "paths containing a newline are not supported"
+
+
+def test_a_worktree_whose_path_holds_a_newline_is_refused_for_that_reason(tmp_path, ao_env):
+    """git-ao records no path with a newline (`git ao add` refuses one, 129): an
+    import says that, the one true reason, of each tool's worktree there (dry run
+    or not), not that it is no linked worktree, nor nothing at all."""
+    repo = tmp_path / "re\npo"
+    git("init", "-q", str(repo), cwd=tmp_path)
+    init_repo(repo)
+    cc = ts.claude_worktree(repo, "nl")
+    ts.claude_transcript(cc, CC_ID)
+    cx = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-nl")
+    side = ts.codex_sibling_worktree(repo, "cx-side", thread=CX_ID)
+    ts.codex_rollout(side, "029dbff7-c97d-7511-9af5-1cee07dd1ab3")
+    ws = ts.conductor_workspace(repo, "tokyo")
+    add = ao("ao", "add", str(cc), cwd=tmp_path, rc=129)
+    assert add.stderr.strip() == f"error: {NEWLINE}: {str(cc)!r}"
+    expected = {"claude-code": {f"claude-code: {NEWLINE}: {str(cc)!r}"},
+                "codex": {f"codex: {NEWLINE}: {str(p)!r}" for p in (cx, side)},
+                "conductor": {f"conductor {repo.name}/tokyo: {NEWLINE}: {str(ws)!r}"}}
+    for tool, said in expected.items():
+        for dry in (["-n"], []):
+            res = ao("ao", "import", "--tool", tool, "--json", *dry, cwd=tmp_path, rc=1)
+            got = json.loads(res.stdout)["results"]
+            assert {r["status"] for r in got} == {"refused"}, got
+            assert {r["message"] for r in got} == said
+    # Plain output: each still one line.
+    res = ao("ao", "import", "--tool", "codex", "--tool", "claude-code", cwd=tmp_path)
+    assert len(res.stdout.splitlines()) == 3, res.stdout
+    assert sessions_by_id(tmp_path) == {}

@@ -62,3 +62,23 @@ def test_workspace_root_that_is_not_a_worktree(repo, make_repo, tmp_path):
     assert (out["ws-2"]["status"], out["ws-2.api"]["status"]) == ("nothing", "ok")
     assert "is not a linked worktree" in out["ws-2"]["message"]
     assert sessions_by_id(repo)["ws-2.api"]["group"] == "ws-2"
+
+
+def test_workspace_root_whose_path_holds_a_newline_is_refused_for_that_reason(
+        repo, make_repo, tmp_path):
+    """A root that is a linked worktree at a path with a newline is not called a
+    plain directory: it is refused, as `git ao add` refuses it, and so is its child."""
+    api = make_repo()
+    root = tmp_path / "w\ns" / "ws-3"
+    git("worktree", "add", "-q", "-b", "ws-3", root, cwd=repo)
+    git("worktree", "add", "-q", "-b", "ws-3", root / "api", cwd=api)
+    db = daemon_db(tmp_path / "ao.db", 9, projects=[("ws", str(root.parent), "workspace")],
+                   sessions=[daemon_session("ws-3", "ws", root)],
+                   worktrees=[{"session_id": "ws-3", "repo_name": "api", "branch": "ws-3",
+                               "worktree_path": str(root / "api")}])
+    res = ao("ao", "import", "--json", "--from", db, cwd=repo, rc=1)
+    out = {r["id"]: (r["status"], r["message"]) for r in json.loads(res.stdout)["results"]}
+    said = "paths containing a newline are not supported"
+    assert out == {
+        "ws-3": ("refused", f"{said}: {str(root)!r}"),
+        "ws-3.api": ("refused", f"{said}: {str(root / 'api')!r} (part of daemon session ws-3)")}

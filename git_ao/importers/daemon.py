@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from git_ao import git, groups
+from git_ao import groups
 from git_ao.batch import log_failure
 from git_ao.context import Context, validate_id
 from git_ao.errors import AoError
 from git_ao.importers import daemon_db
+from git_ao.importers.worktrees import linked_root
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import register
 from git_ao.outcome import Action, Outcome, Status
@@ -114,7 +115,7 @@ def _one(ctx: Context, u: Unit) -> Outcome:
     if not u.path or not os.path.isdir(u.path):
         return Outcome(u.id, Action.IMPORT, Status.REFUSED,
                        f"workspace path {u.path or '(none)'} does not exist{part}")
-    if u.root_of_workspace and not _linked_worktree(u.path):
+    if u.root_of_workspace and not linked_root(u.path):
         # A workspace root that is a plain directory holds no work of its own: its
         # repositories' worktrees are the sessions.
         return Outcome(u.id, Action.IMPORT, Status.NOTHING, f"workspace root {u.path} is not a linked "
@@ -140,11 +141,3 @@ def _one(ctx: Context, u: Unit) -> Outcome:
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
                    f"at {s.worktree_path}{note}{part}", rec, registered=s)
 
-
-def _linked_worktree(path: str) -> bool:
-    try:
-        dirs = git.repo_dirs(path)
-    except AoError:
-        return False
-    return dirs.is_linked_worktree and dirs.toplevel is not None \
-        and os.path.realpath(dirs.toplevel) == os.path.realpath(path)

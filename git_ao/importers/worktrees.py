@@ -20,6 +20,10 @@ def admin_dir(path: str) -> str | None:
     top directory is `path`, or None when `path` is not one (see linked_root)."""
     if not os.path.isdir(path):
         return None
+    if "\n" in os.path.abspath(path):
+        # git-ao runs no git there (git.repo_dirs refuses it), yet the worktree is
+        # one: so said, registering it is refused for the true reason, the newline.
+        return _admin_dir_from_files(os.path.abspath(path))
     try:
         dirs = git.repo_dirs(path)
     except AoError:
@@ -29,3 +33,25 @@ def admin_dir(path: str) -> str | None:
     if os.path.realpath(dirs.toplevel) != os.path.realpath(path):
         return None
     return dirs.git_dir
+
+
+def _admin_dir_from_files(path: str) -> str | None:
+    """admin_dir read from the files git reads: `<path>/.git` holding `gitdir: <admin
+    dir>` (relative to `path` when not absolute; trailing CR and LF dropped, as git
+    drops them), the admin dir holding `commondir`, and its `gitdir` naming
+    `<path>/.git` back."""
+    try:
+        with open(os.path.join(path, ".git"), "rb") as f:
+            text = os.fsdecode(f.read()).rstrip("\r\n")
+        if not text.startswith("gitdir: "):
+            return None
+        admin = os.path.join(path, text.removeprefix("gitdir: "))
+        if not os.path.isfile(os.path.join(admin, "commondir")):
+            return None
+        with open(os.path.join(admin, "gitdir"), "rb") as f:
+            back = os.fsdecode(f.read()).rstrip("\r\n")
+    except OSError:
+        return None
+    if os.path.realpath(back) != os.path.realpath(os.path.join(path, ".git")):
+        return None
+    return os.path.normpath(admin)
