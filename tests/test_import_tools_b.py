@@ -64,7 +64,34 @@ def test_claude_squad_paused_instance_is_not_live(repo):
     tb.squad_pause(repo, wt, "paused one")
     state = tb.squad_state([tb.squad_instance(repo, wt, "paused one", branch, status=3)])
     (f,) = claude_squad.read(state)
-    assert not f.live and branch in f.note and not wt.exists()
+    assert not f.live and not wt.exists()
+    assert f.note == (f"paused: claude-squad committed its work to branch {branch} and "
+                      "removed the worktree")
+
+
+def test_claude_squad_paused_instance_says_only_what_git_shows(repo, tmp_path):
+    """A paused instance's branch that is not in the repository, a repository that is
+    gone, a worktree still there: each said as it is, never "committed to branch"."""
+    gone_branch = tmp_path / "nowhere"
+    kept, kbranch = tb.squad_worktree(repo, "kept")
+    no_repo = tmp_path / "no-repo-wt"
+    state = tb.squad_state([
+        tb.squad_instance(repo, gone_branch, "no branch", "u/p", status=3),
+        tb.squad_instance(tmp_path / "gone-repo", no_repo, "no repo", "u/q", status=3),
+        tb.squad_instance(repo, kept, "kept", kbranch, status=3)])
+    got = {f.tool_id: (f.live, f.note) for f in claude_squad.read(state)}
+    assert got == {
+        "no branch": (False, ("paused in claude-squad, which keeps its work on branch u/p, "
+                             f"but {repo} has no branch u/p")),
+        "no repo": (False, ("paused in claude-squad, which keeps its work on branch u/q, but "
+                           f"its repository {tmp_path / 'gone-repo'} is no git repository now")),
+        "kept": (False, ("paused in claude-squad, yet its worktree is still there: "
+                        f"`git ao add {shlex.quote(str(kept))}` keeps its work"))}
+    res = json.loads(ao("ao", "import", "--tool", "claude-squad", "--json", cwd=repo).stdout)
+    said = {r["id"]: r["message"] for r in res["results"]}
+    assert said["no-branch"] == ("not live in claude-squad no branch: paused in claude-squad, "
+                                 "which keeps its work on branch u/p, but "
+                                 f"{repo} has no branch u/p; not imported")
 
 
 @pytest.mark.parametrize(("text", "says"), [
@@ -154,7 +181,24 @@ def test_vibe_kanban_archived_and_cleaned_up_workspaces_are_not_live(repo, make_
     assert archived.note == ("archived in vibe-kanban; its worktree is still there: "
                              f"`git ao add {shlex.quote(str(archived.worktree))}` keeps its work")
     assert (got[container.name].live, got[container.name].note) == (
-        False, "vibe-kanban removed its worktree (worktree_deleted)")
+        False, "vibe-kanban marked its worktree removed (worktree_deleted); its worktree is gone")
+
+
+def test_vibe_kanban_cleaned_up_workspace_whose_worktree_is_still_there_says_so(repo):
+    """worktree_deleted is what vibe-kanban recorded, not what is on disk: a worktree
+    its cleanup left is named with how to keep it, never called removed."""
+    db = tb.vk_db()
+    _wid, container = tb.vk_workspace(db, [repo], label="left", branch="vk/left")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE workspaces SET worktree_deleted = TRUE")
+    conn.commit()
+    conn.close()
+    (f,) = vibe_kanban.read(db)
+    wt = container / repo.name
+    assert (f.live, f.note) == (False, (
+        "vibe-kanban marked its worktree removed (worktree_deleted); its worktree is still "
+        f"there: `git ao add {shlex.quote(str(wt))}` keeps its work"))
+    assert "removed its worktree" not in f.note
 
 
 def test_vibe_kanban_old_layout_worktree_is_the_workspace_dir(repo):

@@ -18,7 +18,8 @@ Format, from smtg-ai/claude-squad @ 434ca256854da28eab7d5126c82394b579221b10:
   format this module was not checked against: the file is refused (Unreadable).
 * Paused (Instance.Pause): the worktree was committed (a local commit on its
   branch), removed and pruned; the branch stays. Such an instance is reported,
-  not imported as live.
+  not imported as live, saying what git shows: the branch there, or not; the
+  worktree still there, with how to keep it.
 * tmux: each instance runs in tmux session `claudesquad_` + the title with all
   white space removed and `.` made `_` (session/tmux/tmux.go
   toClaudeSquadTmuxName, TmuxPrefix).
@@ -35,6 +36,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from git_ao import git
+from git_ao.errors import AoError
 from git_ao.importers.found import Found, Unreadable
 from git_ao.store.states import Kind
 
@@ -109,12 +112,34 @@ def _found(path: Path, n: int, inst: Any) -> Found:
         raise bad("has no worktree path")
     program = inst.get("program")
     branch = wt.get("branch_name") or inst.get("branch") or None
+    branch = branch if isinstance(branch, str) else None
+    repo = wt.get("repo_path") or inst.get("path")
     paused = status == PAUSED
     return Found(
-        tool=TOOL, tool_id=title, worktree=Path(wt["worktree_path"]),
-        branch=branch if isinstance(branch, str) else None,
+        tool=TOOL, tool_id=title, worktree=Path(wt["worktree_path"]), branch=branch,
         harness=harness(program) if isinstance(program, str) else "",
         agent_session_id=None, kind=Kind.WORKER, live=not paused,
         tmux_session=tmux_session(title), name=title,
-        note=(f"paused: claude-squad committed its work to branch {branch} and removed "
-              "the worktree") if paused else None)
+        note=_paused(Path(wt["worktree_path"]), branch, repo if isinstance(repo, str) else None)
+        if paused else None)
+
+
+def _paused(wt: Path, branch: str | None, repo: str | None) -> str:
+    """What is known of a paused instance: claude-squad's Pause commits the work to
+    the branch and removes the worktree, so each is checked, never taken as done."""
+    if os.path.isdir(wt):
+        return (f"paused in claude-squad, yet its worktree is still there: "
+                f"`git ao add {shlex.quote(str(wt))}` keeps its work")
+    if not branch:
+        return "paused in claude-squad, which recorded no branch for it"
+    try:
+        common = git.common_dir_of(repo) if repo else None
+    except AoError:
+        common = None
+    if common is None:
+        return (f"paused in claude-squad, which keeps its work on branch {branch}, but its "
+                f"repository {repo or '(none recorded)'} is no git repository now")
+    if git.rev_parse(common, f"refs/heads/{branch}") is None:
+        return (f"paused in claude-squad, which keeps its work on branch {branch}, but "
+                f"{repo} has no branch {branch}")
+    return f"paused: claude-squad committed its work to branch {branch} and removed the worktree"

@@ -131,7 +131,7 @@ def _read(conn: Any, path: Path) -> list[Found]:
         if archived:
             note = "archived in vibe-kanban"
         elif deleted:
-            note = "vibe-kanban removed its worktree (worktree_deleted)"
+            note = "vibe-kanban marked its worktree removed (worktree_deleted)"
         group = wid if len(repos) > 1 else None
         for name, _repo_path in repos:
             wt: Path | None = None
@@ -154,10 +154,13 @@ def _read(conn: Any, path: Path) -> list[Found]:
 
 
 def _still_there(note: str | None, wt: Path) -> str | None:
-    """An archived workspace's worktree vibe-kanban has not removed yet (it does an
-    hour after the last activity): say so, and how to keep it."""
+    """A worktree vibe-kanban has not removed (yet: an archived workspace's goes an
+    hour after the last activity; or its cleanup's removal failed): say so, and how
+    to keep it; one that is gone is said to be gone, not taken as removed."""
     if note and os.path.isdir(wt):
         return f"{note}; its worktree is still there: `git ao add {shlex.quote(str(wt))}` keeps its work"
+    if note and not os.path.lexists(wt):
+        return f"{note}; its worktree is gone"
     return note
 
 
