@@ -415,3 +415,18 @@ def test_a_worktree_whose_path_holds_a_newline_is_refused_for_that_reason(tmp_pa
     res = ao("ao", "import", "--tool", "codex", "--tool", "claude-code", cwd=tmp_path)
     assert len(res.stdout.splitlines()) == 3, res.stdout
     assert sessions_by_id(tmp_path) == {}
+
+
+def test_codex_metadata_not_shaped_as_codex_writes_it_is_refused(repo, ao_env):
+    """codex-worktree.json without the fields Codex itself cannot read it without is
+    refused with its worktree, one line naming the file and what it lacks."""
+    wt = ts.codex_worktree(repo, "4a21", thread=CX_ID, branch="codex-fix")
+    meta = _admin(wt) / "codex-worktree.json"
+    meta.write_text(json.dumps({"version": 1, "ownerThreadId": CX_ID, "createdAt": "today"}))
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo, rc=1)
+    assert [(r["status"], r["message"]) for r in json.loads(res.stdout)["results"]] == [
+        ("refused", (f"codex: '{meta}' has no manager, backend, id, name, slug, repoId, "
+                    "repoName, sourceRepoRoot, originalRelativeCwd, worktreeGitRoot, "
+                    "workspaceCwd, createdAt, updatedAt; Codex metadata git-ao cannot read; "
+                    f"its worktree {wt} is not imported"))]
+    assert sessions_by_id(repo) == {}

@@ -101,6 +101,9 @@ def test_claude_squad_paused_instance_says_only_what_git_shows(repo, tmp_path):
     ('{"instances": [{"title": "x", "status": 4, "worktree": {"worktree_path": "/w"}}]}',
      "status 4"),
     ('{"instances": [{"title": "x", "status": 0}]}', "no worktree path"),
+    # Every field claude-squad writes, read or not, is there in what it wrote.
+    ('{"instances": [{"title": "x", "status": 0, "worktree": {"worktree_path": "/w"}}]}',
+     "instance 0 has no path, branch, program, worktree.repo_path, worktree.branch_name; "),
 ])
 def test_claude_squad_corrupt_or_unknown_state_refused_naming_the_file(text, says):
     state = tb.squad_state([])
@@ -266,6 +269,28 @@ def test_vibe_kanban_unknown_migration_refused_naming_the_file(version):
     _no_sidecars(db)
 
 
+def test_vibe_kanban_database_without_what_its_migrations_leave_is_refused(repo):
+    """A known migration number does not prove the tables: one missing a table or a
+    column read is refused, one line naming the file and each thing it lacks, even
+    with no workspace that would have read it."""
+    db = tb.vk_db()
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE coding_agent_turns")
+    conn.execute("ALTER TABLE workspaces DROP COLUMN worktree_deleted")
+    conn.commit()
+    conn.close()
+    with pytest.raises(Unreadable) as exc:
+        vibe_kanban.read(db)
+    assert str(exc.value) == (
+        f"vibe-kanban database '{db}' at migration {tb.VK_LATEST}: workspaces has no "
+        "worktree_deleted; no coding_agent_turns table; a format this git-ao does not know")
+    res = json.loads(ao("ao", "import", "--tool", "vibe-kanban", "--json", cwd=repo,
+                        rc=1).stdout)
+    assert [(r["status"], r["message"]) for r in res["results"]] == [
+        ("refused", f"vibe-kanban: {exc.value}")]
+    _no_sidecars(db)
+
+
 def test_vibe_kanban_corrupt_or_foreign_database_refused_naming_the_file(tmp_path):
     db = tb.vk_db()
     db.write_bytes(b"SQLite format 3\x00" + b"\x13" * 400)
@@ -347,8 +372,7 @@ def test_crystal_archived_session_is_not_live_and_main_repo_session_skipped(repo
 
 
 def test_crystal_database_from_before_panels_gives_the_claude_session_id(repo):
-    tables = tb.CRYSTAL_TABLES.split("CREATE TABLE tool_panels")[0]
-    db = tb.crystal_db(tables)
+    db = tb.crystal_db(tb.CRYSTAL_TABLES_BEFORE_PANELS)
     sid, _ = tb.crystal_session(db, repo, "early")
     conn = sqlite3.connect(db)
     conn.execute("UPDATE sessions SET claude_session_id = ? WHERE id = ?", (CLAUDE_ID, sid))
@@ -369,6 +393,37 @@ def test_crystal_corrupt_or_unknown_database_refused_naming_the_file(tmp_path):
     with pytest.raises(Unreadable) as exc:
         crystal.read(db)
     assert str(db) in str(exc.value) and "sessions has no archived" in str(exc.value)
+    _no_sidecars(db)
+
+
+@pytest.mark.parametrize(("tables", "lacks"), [
+    (("CREATE TABLE sessions (id TEXT PRIMARY KEY, worktree_path TEXT, archived BOOLEAN, "
+     "tool_type TEXT);"),
+     ("sessions has no name, initial_prompt, worktree_name, status; no tool_panels table, "
+     "which crystal made with sessions.tool_type")),
+    (tb.CRYSTAL_TABLES.split("CREATE TABLE tool_panels")[0],
+     "no tool_panels table, which crystal made with sessions.active_panel_id"),
+    (tb.CRYSTAL_TABLES.replace("title TEXT NOT NULL, state TEXT,", "title TEXT NOT NULL,"),
+     "tool_panels has no state"),
+])
+def test_crystal_database_not_shaped_as_crystal_writes_it_is_refused(repo, tables, lacks):
+    """crystal writes its first schema's sessions columns and archived everywhere, and
+    tool_panels in every release that has tool_type or active_panel_id: a database
+    that lacks any of it is refused, one line naming the file and what it lacks."""
+    db = tb.crystal_db(tables)
+    if "initial_prompt" in tables:
+        tb.crystal_session(db, repo, "x")
+    else:
+        sqlite3.connect(db).execute(
+            "INSERT INTO sessions (id, worktree_path, archived) VALUES ('s', ?, 0)",
+            (str(repo / "worktrees" / "x"),)).connection.commit()
+    with pytest.raises(Unreadable) as exc:
+        crystal.read(db)
+    assert str(exc.value) == (f"crystal database '{db}': {lacks}; a format this git-ao does "
+                              "not know")
+    res = json.loads(ao("ao", "import", "--tool", "crystal", "--json", cwd=repo, rc=1).stdout)
+    assert [(r["status"], r["message"]) for r in res["results"]] == [
+        ("refused", f"crystal: {exc.value}")]
     _no_sidecars(db)
 
 

@@ -222,6 +222,14 @@ CREATE TABLE tool_panels (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, type TE
 """
 
 
+# What crystal wrote before its panels (2025-09-11): no tool_panels table, and
+# sessions without the columns added with them and after (active_panel_id,
+# tool_type).
+CRYSTAL_TABLES_BEFORE_PANELS = CRYSTAL_TABLES.split("CREATE TABLE tool_panels")[0].replace(
+    " tool_type TEXT DEFAULT 'claude',", "").replace(
+    ",\n  active_panel_id TEXT);", ");")
+
+
 def crystal_db(tables: str = CRYSTAL_TABLES) -> Path:
     d = Path(os.environ["HOME"]) / ".crystal"
     d.mkdir(parents=True, exist_ok=True)
@@ -250,12 +258,15 @@ def crystal_session(db: Path, repo: Path, name: str, *, status: str = "stopped",
         "INSERT INTO projects (name, path, active) VALUES (?, ?, 1)",
         (repo.name, str(repo))).lastrowid
     ids = [f"{sid[:8]}-panel-{n}" for n in range(len(panels))]
-    conn.execute(
-        "INSERT INTO sessions (id, name, initial_prompt, worktree_name, worktree_path, status, "
-        "archived, project_id, tool_type, base_branch, active_panel_id) "
-        "VALUES (?, ?, 'fix the parser', ?, ?, ?, ?, ?, ?, 'main', ?)",
-        (sid, name.title(), name, str(wt), status, int(archived), pid, tool_type,
-         ids[active] if active is not None else None))
+    row_values = {"id": sid, "name": name.title(), "initial_prompt": "fix the parser",
+                  "worktree_name": name, "worktree_path": str(wt), "status": status,
+                  "archived": int(archived), "project_id": pid, "tool_type": tool_type,
+                  "base_branch": "main",
+                  "active_panel_id": ids[active] if active is not None else None}
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+    row_values = {k: v for k, v in row_values.items() if k in cols}  # an older crystal's
+    conn.execute(f"INSERT INTO sessions ({', '.join(row_values)}) "
+                 f"VALUES ({', '.join('?' * len(row_values))})", tuple(row_values.values()))
     for n, ((typ, agent), pid_) in enumerate(zip(panels, ids, strict=True)):
         custom = {"isInitialized": True, "panelStatus": "idle"}
         if agent:

@@ -14,8 +14,10 @@ Format, from smtg-ai/claude-squad @ 434ca256854da28eab7d5126c82394b579221b10:
   (GitWorktreeData: `repo_path`, `worktree_path`, `session_name`,
   `branch_name`, `base_commit_sha`, `is_existing_branch`).
 * No format version is written. An instance that is not an object, lacks a
-  string `title` or `worktree.worktree_path`, or has a status outside 0..3 is a
-  format this module was not checked against: the file is refused (Unreadable).
+  string `title`, `path`, `branch`, `program`, `worktree.repo_path`,
+  `worktree.worktree_path` or `worktree.branch_name` (InstanceData has no
+  omitempty: every field is written), or has a status outside 0..3 is a format
+  this module was not checked against: the file is refused (Unreadable).
 * Paused (Instance.Pause): the worktree was committed (a local commit on its
   branch), removed and pruned; the branch stays. Such an instance is reported,
   not imported as live, saying what git shows: the branch there, or not; the
@@ -47,6 +49,11 @@ TMUX_PREFIX = "claudesquad_"
 # session/instance.go Status (Go iota order).
 RUNNING, READY, LOADING, PAUSED = 0, 1, 2, 3
 STATUSES = (RUNNING, READY, LOADING, PAUSED)
+# String fields claude-squad has written for every instance since its state took
+# JSON names (2025-04-02; Go's encoding/json writes each field, empty or not): an
+# instance without one of them is no shape claude-squad wrote.
+WRITTEN = ("path", "branch", "program")
+WRITTEN_WORKTREE = ("repo_path", "branch_name")
 # A shell assignment before the command (`FOO=1 claude`): the shell's own rule.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -110,17 +117,17 @@ def _found(path: Path, n: int, inst: Any) -> Found:
     if not isinstance(wt, dict) or not isinstance(wt.get("worktree_path"), str) \
             or not wt["worktree_path"]:
         raise bad("has no worktree path")
-    program = inst.get("program")
-    branch = wt.get("branch_name") or inst.get("branch") or None
-    branch = branch if isinstance(branch, str) else None
-    repo = wt.get("repo_path") or inst.get("path")
+    lacks = [k for k in WRITTEN if not isinstance(inst.get(k), str)] + [
+        f"worktree.{k}" for k in WRITTEN_WORKTREE if not isinstance(wt.get(k), str)]
+    if lacks:
+        raise bad(f"has no {', '.join(lacks)}")
+    branch = wt["branch_name"] or inst["branch"] or None
     paused = status == PAUSED
     return Found(
         tool=TOOL, tool_id=title, worktree=Path(wt["worktree_path"]), branch=branch,
-        harness=harness(program) if isinstance(program, str) else "",
-        agent_session_id=None, kind=Kind.WORKER, live=not paused,
-        tmux_session=tmux_session(title), name=title,
-        note=_paused(Path(wt["worktree_path"]), branch, repo if isinstance(repo, str) else None)
+        harness=harness(inst["program"]), agent_session_id=None, kind=Kind.WORKER,
+        live=not paused, tmux_session=tmux_session(title), name=title,
+        note=_paused(Path(wt["worktree_path"]), branch, wt["repo_path"] or inst["path"] or None)
         if paused else None)
 
 

@@ -19,7 +19,8 @@ Format, from openai/codex (read at the commits named):
   (codex-rs/worktree/src/metadata.rs @ d6e99455: written at `git rev-parse
   --git-path <name>`), schema `version` 1, camelCase keys; `ownerThreadId` is the
   session bound to the worktree, `tmuxSession` an optional tmux session name.
-  A metadata file of another version, or not JSON, is refused with its worktree.
+  A metadata file of another version, not JSON, or without a field Codex's
+  serde requires (WRITTEN) is refused with its worktree.
 
 A worktree under `$CODEX_HOME/worktrees`, or one whose admin dir holds
 `codex-worktree.json`, is a Codex session; its agent session is the owner thread,
@@ -47,6 +48,14 @@ HARNESS = "codex"
 METADATA = "codex-worktree.json"
 THREAD = "codex-thread.json"
 KNOWN_VERSIONS = (1,)
+# The fields Codex cannot read a metadata file without (WorktreeMetadata's that
+# are neither Option nor defaulted, with their JSON types): a file without one is
+# no shape Codex writes. codex-thread.json has only its version to require.
+WRITTEN: dict[str, dict[str, type]] = {METADATA: {
+    **dict.fromkeys(("manager", "backend", "id", "name", "slug", "repoId", "repoName",
+                     "sourceRepoRoot", "originalRelativeCwd", "worktreeGitRoot",
+                     "workspaceCwd"), str),
+    "createdAt": int, "updatedAt": int}}
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,11 @@ def _metadata(admin: str, name: str) -> dict[str, Any] | None:
     if obj.get("version") not in KNOWN_VERSIONS:
         raise Unreadable(f"'{path}' has Codex metadata version {obj.get('version')!r}; "
                          f"git-ao reads version {KNOWN_VERSIONS[-1]} only")
+    lacks = [k for k, t in WRITTEN.get(name, {}).items()
+             if not isinstance(obj.get(k), t) or isinstance(obj.get(k), bool)]
+    if lacks:
+        raise Unreadable(f"'{path}' has no {', '.join(lacks)}; Codex metadata git-ao "
+                         "cannot read")
     return obj
 
 

@@ -8,12 +8,16 @@ Format, from stravu/crystal @ 1e18e0bc981225f75b5226f82a300fa741970c6f:
   (main/src/services/database.ts), written by better-sqlite3 with its default
   rollback journal. Elsewhere: name it with --from.
 * Schema: main/src/database/schema.sql, then DatabaseService.runMigrations
-  (main/src/database/database.ts), which adds columns it finds missing. There is
-  no migration table and no version number: the columns are the format. This
-  module needs `sessions` with REQUIRED columns and refuses a database without
-  them (a format it does not know); newer optional columns are read when there:
-  `is_main_repo`, `tool_type`, `claude_session_id`, `active_panel_id`, and the
-  `tool_panels` table (id, session_id, type, state, created_at).
+  (main/src/database/database.ts), which adds columns it finds missing, every
+  start, in one order. There is no migration table and no version number: the
+  columns are the format. This module needs `sessions` with REQUIRED columns
+  (schema.sql's since the first release, and `archived`, which every release
+  adds) and refuses a database without them (a format it does not know); newer
+  optional columns are read when there: `is_main_repo`, `tool_type`,
+  `claude_session_id`, `active_panel_id`, and the `tool_panels` table (id,
+  session_id, type, state, created_at). `tool_panels` came in the release that
+  added `active_panel_id`, before `tool_type`, so a database with either column
+  and no `tool_panels` (or one without those columns) is refused too.
 * A session's worktree is `sessions.worktree_path`, a linked worktree of its
   project (`<project>/worktrees/<worktree_name>` by default,
   main/src/services/worktreeManager.ts); crystal records no branch (git's is
@@ -48,7 +52,15 @@ from git_ao.store.states import Kind
 
 TOOL = "crystal"
 DB = "sessions.db"
-REQUIRED = ("id", "worktree_path", "archived")
+# The sessions columns every crystal writes: its first schema.sql's, and archived,
+# which every release adds when it is missing.
+REQUIRED = ("id", "worktree_path", "archived", "name", "initial_prompt", "worktree_name",
+            "status")
+# Columns crystal added to sessions in the release that made tool_panels (the
+# panels came first, 2025-09-11; tool_type with 2025-09-16's agent choice), so a
+# sessions table with one of them and no tool_panels is no shape crystal wrote.
+PANEL_ERA = ("active_panel_id", "tool_type")
+PANEL_COLUMNS = ("id", "session_id", "type", "state", "created_at")
 AI_PANELS = ("claude", "codex")
 _ID_KEYS = ("agentSessionId", "claudeSessionId", "codexSessionId")
 
@@ -69,11 +81,12 @@ def read(source: Path) -> list[Found]:
 
 def _read(conn: Any, path: Path) -> list[Found]:
     cols = foreign.columns(conn, "sessions")
-    missing = [c for c in REQUIRED if c not in cols]
-    if missing:
-        what = "no sessions table" if not cols else f"sessions has no {', '.join(missing)}"
-        raise Unreadable(f"crystal database '{path}': {what}; a format this git-ao does not know")
-    panels = "id" in foreign.columns(conn, "tool_panels")
+    panel_cols = foreign.columns(conn, "tool_panels")
+    lacks = _lacks(cols, panel_cols)
+    if lacks:
+        raise Unreadable(f"crystal database '{path}': {'; '.join(lacks)}; a format this "
+                         "git-ao does not know")
+    panels = bool(panel_cols)
 
     def col(name: str) -> str:
         return name if name in cols else "NULL"
@@ -96,6 +109,24 @@ def _read(conn: Any, path: Path) -> list[Found]:
             tool=TOOL, tool_id=str(sid), worktree=Path(wt), branch=None, harness=harness,
             agent_session_id=agent_id, kind=Kind.WORKER, live=not archived,
             note=_archived_note(Path(wt)) if archived else None))
+    return out
+
+
+def _lacks(cols: set[str], panel_cols: set[str]) -> list[str]:
+    """What a database lacks of the shape crystal writes: every column of sessions in
+    REQUIRED, and the tool_panels table with PANEL_COLUMNS once sessions has a column
+    crystal added with it (PANEL_ERA). Empty when it is that shape."""
+    if not cols:
+        return ["no sessions table"]
+    out = []
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        out.append(f"sessions has no {', '.join(missing)}")
+    era = [c for c in PANEL_ERA if c in cols]
+    if era and not panel_cols:
+        out.append(f"no tool_panels table, which crystal made with sessions.{era[0]}")
+    elif panel_cols and (gaps := [c for c in PANEL_COLUMNS if c not in panel_cols]):
+        out.append(f"tool_panels has no {', '.join(gaps)}")
     return out
 
 

@@ -16,7 +16,9 @@ Format, from BloopAI/vibe-kanban @ 4deb7eca8f381f7cbc1f9d15515a9ab8f8009053:
   (20260317120000_cleanup_attachment_schema.sql); any other is refused. Before
   DELETED_VERSION (20260302113031_add_worktree_deleted_to_workspaces.sql) the
   cleanup cleared container_ref instead of setting `worktree_deleted` (commit
-  9653d929d9, "preserve worktree path across cleanup").
+  9653d929d9, "preserve worktree path across cleanup"). A database at a known
+  migration that lacks a table or column read below is refused too, naming what
+  it lacks.
 * Tables read (columns as the migrations leave them; ids are UUIDs stored as
   16-byte BLOBs): `workspaces` (id, container_ref, branch, archived, name,
   worktree_deleted; renamed from task_attempts by
@@ -55,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from git_ao.importers.found import Found, Unreadable, read_database
+from git_ao.store import foreign
 from git_ao.store.states import Kind
 
 TOOL = "vibe-kanban"
@@ -63,6 +66,16 @@ OLD_DB = "db.sqlite"
 MIN_VERSION = 20251221000000
 DELETED_VERSION = 20260302113031
 LATEST_VERSION = 20260317120000
+# The tables and columns read (see the module docstring); workspaces also has
+# worktree_deleted from DELETED_VERSION on.
+COLUMNS = {
+    "workspaces": ("id", "container_ref", "branch", "archived", "name", "created_at"),
+    "workspace_repos": ("workspace_id", "repo_id"),
+    "repos": ("id", "path", "name"),
+    "sessions": ("id", "workspace_id", "executor", "created_at"),
+    "execution_processes": ("id", "session_id", "run_reason", "dropped", "created_at"),
+    "coding_agent_turns": ("execution_process_id", "agent_session_id"),
+}
 # BaseCodingAgent (SCREAMING_SNAKE_CASE) -> the program its executor runs.
 HARNESS = {
     "CLAUDE_CODE": "claude", "AMP": "amp", "GEMINI": "gemini", "CODEX": "codex",
@@ -115,6 +128,10 @@ def _read(conn: Any, path: Path) -> list[Found]:
         raise Unreadable(f"vibe-kanban database '{path}' is at migration {version}, a format "
                          f"this git-ao does not know (it reads {MIN_VERSION} to "
                          f"{LATEST_VERSION})")
+    lacks = _lacks(conn, version)
+    if lacks:
+        raise Unreadable(f"vibe-kanban database '{path}' at migration {version}: "
+                         f"{'; '.join(lacks)}; a format this git-ao does not know")
     out: list[Found] = []
     deleted_col = "worktree_deleted" if version >= DELETED_VERSION else "0"
     rows = conn.execute(f"SELECT id, container_ref, branch, archived, {deleted_col}, name "
@@ -150,6 +167,22 @@ def _read(conn: Any, path: Path) -> list[Found]:
                 live=note is None, group=group,
                 note=_still_there(note, wt) if wt else f"{note}; it records no worktree",
                 name=label if len(repos) == 1 else f"{label}-{name}"))
+    return out
+
+
+def _lacks(conn: Any, version: int) -> list[str]:
+    """What the database lacks of the tables and columns this module reads (COLUMNS),
+    as its migrations leave them at `version`: empty when it has them all. A
+    migration number alone does not prove the tables are there."""
+    out = []
+    for table, want in COLUMNS.items():
+        have = foreign.columns(conn, table)
+        if table == "workspaces" and version >= DELETED_VERSION:
+            want = (*want, "worktree_deleted")
+        if not have:
+            out.append(f"no {table} table")
+        elif missing := [c for c in want if c not in have]:
+            out.append(f"{table} has no {', '.join(missing)}")
     return out
 
 
