@@ -99,7 +99,7 @@ if TYPE_CHECKING:
         detached: bool | None
         saved_at: str | None
         restored_at: str | None
-        created_at: str
+        created_at: str | None  # None: not registered (a dry run)
         tool: str | None
         tool_id: str | None
         tmux_session: str | None

@@ -430,3 +430,20 @@ def test_codex_metadata_not_shaped_as_codex_writes_it_is_refused(repo, ao_env):
                     "workspaceCwd, createdAt, updatedAt; Codex metadata git-ao cannot read; "
                     f"its worktree {wt} is not imported"))]
     assert sessions_by_id(repo) == {}
+
+
+def test_a_dry_run_gives_no_creation_time_for_what_it_would_register(repo, ao_env):
+    """Nothing is registered by a dry run, so it has no created_at to give (null, not
+    1970); the real run gives the time it registered the session."""
+    import time
+
+    wt = ts.claude_worktree(repo, "when")
+    ts.claude_transcript(wt, CC_ID)
+    (dry,) = json.loads(ao("ao", "import", "-n", "--json", cwd=repo).stdout)["results"]
+    assert dry["message"].startswith("would register") and dry["created_at"] is None
+    before = time.time()
+    (real,) = json.loads(ao("ao", "import", "--json", cwd=repo).stdout)["results"]
+    made = time.mktime(time.strptime(real["created_at"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    assert before - 2 <= made <= time.time() + 1, real["created_at"]
+    assert real["created_at"] == sessions_by_id(repo)["when"]["created_at"]
+    assert set(dry) == set(real)

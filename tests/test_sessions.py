@@ -76,6 +76,10 @@ def test_add_all_registers_every_linked_worktree_of_the_repository(repo, worktre
     assert sorted(res.stdout.splitlines()) == [
         f"add\tnothing\tknown\talready registered as worker at {known}",
         *(f"add\tok\t{p.name}\twould register worker at {p}" for p in loose)]
+    # A would-be session has no creation time (null, not 1970); a known one has its own.
+    got = {r["id"]: r["created_at"] for r in json.loads(
+        ao("ao", "add", "--all", "-n", "--json", cwd=repo).stdout)["results"]}
+    assert got["a"] is None and got["b"] is None and got["known"] > "2000"
     assert [r["id"] for r in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)
             ["sessions"]] == ["known"]
     res = ao("ao", "add", "--all", "--harness", "aider", cwd=loose[0])

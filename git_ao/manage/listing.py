@@ -91,7 +91,8 @@ def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
         # a checkpoint records restored_at = saved_at: it was never restored
         "restored_at": utc_time(save.restored_at) if save and save.restored_at
         and not save.pending and save.restored_at != save.saved_at else None,
-        "created_at": utc_time(s.created_at),
+        # 0: not registered (a dry run's would-be session), so no time to give
+        "created_at": utc_time(s.created_at) if s.created_at else None,
         "tool": s.tool, "tool_id": s.tool_id, "tmux_session": s.tmux_session,
         **groups.facts(s),
     }
