@@ -114,6 +114,16 @@ def test_claude_squad_corrupt_or_unknown_state_refused_naming_the_file(text, say
     assert "\n" not in str(exc.value)
 
 
+def test_claude_squad_state_refused_names_every_instance_not_shaped_as_written(repo):
+    wt, branch = tb.squad_worktree(repo, "good")
+    good = tb.squad_instance(repo, wt, "good", branch)
+    state = tb.squad_state([{**good, "status": 9}, good, {**good, "program": None}])
+    with pytest.raises(Unreadable) as exc:
+        claude_squad.read(state)
+    assert str(exc.value) == (f"claude-squad state '{state}': instance 0 has status 9; "
+                              "instance 2 has no program; a format this git-ao does not know")
+
+
 def test_claude_squad_no_instances_is_nothing():
     state = tb.squad_state([])
     assert claude_squad.read(state) == []

@@ -98,13 +98,25 @@ def read(source: Path) -> list[Found]:
         return []
     if not isinstance(instances, list):
         raise Unreadable(f"claude-squad state '{path}': 'instances' is not a list")
-    return [_found(path, n, inst) for n, inst in enumerate(instances)]
+    out, problems = [], []
+    for n, inst in enumerate(instances):
+        try:
+            out.append(_found(n, inst))
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        # Every instance not shaped as claude-squad writes it, in the one line that
+        # refuses the file: none hidden behind the first.
+        raise Unreadable(f"claude-squad state '{path}': {'; '.join(problems)}; a format "
+                         "this git-ao does not know")
+    return out
 
 
-def _found(path: Path, n: int, inst: Any) -> Found:
-    def bad(what: str) -> Unreadable:
-        return Unreadable(f"claude-squad state '{path}': instance {n} {what}; "
-                          "a format this git-ao does not know")
+def _found(n: int, inst: Any) -> Found:
+    """Instance `n` as a Found; raises ValueError saying how it is not shaped as
+    claude-squad writes one."""
+    def bad(what: str) -> ValueError:
+        return ValueError(f"instance {n} {what}")
 
     if not isinstance(inst, dict):
         raise bad("is not an object")
