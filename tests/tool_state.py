@@ -9,7 +9,9 @@ Codex: a rollout `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` whose
 first line is `{"timestamp", "type": "session_meta", "payload": {id, cwd, ...}}`
 (RolloutLine of codex-rs/protocol); app worktrees `~/.codex/worktrees/<hex>/<repo>`
 with `codex-worktree.json` and `codex-thread.json` (serde camelCase of
-WorktreeMetadata / WorktreeThreadMetadata) at `git rev-parse --git-path`.
+WorktreeMetadata / WorktreeThreadMetadata) at `git rev-parse --git-path`;
+`codex --worktree`'s `<repo>.<branch>` beside the repository, with the same two
+files (manager.rs ensure_worktree writes the thread file first, with no owner).
 Conductor: `~/conductor/workspaces/<repo>/<name>`, a linked worktree.
 """
 
@@ -94,7 +96,8 @@ def codex_worktree(repo: Path, hexid: str, *, thread: str | None, branch: str,
 
 def codex_sibling_worktree(repo: Path, branch: str, *, thread: str | None = None) -> Path:
     """`codex --worktree BRANCH`: `<repo>.<branch>` beside the repository, marked by
-    codex-worktree.json (source cli, location sibling) in its admin dir."""
+    codex-worktree.json (source cli, location sibling) and codex-thread.json in its
+    admin dir."""
     path = repo.parent / f"{repo.name}.{branch.replace('/', '-')}"
     git("worktree", "add", "-q", "-b", branch, str(path), cwd=repo)
     admin = Path(git("rev-parse", "--path-format=absolute", "--git-dir", cwd=path).strip())
@@ -105,6 +108,8 @@ def codex_sibling_worktree(repo: Path, branch: str, *, thread: str | None = None
         "originalRelativeCwd": "", "worktreeGitRoot": str(path), "workspaceCwd": str(path),
         "createdAt": 1, "updatedAt": 1, "ownerThreadId": thread, "tmuxSession": None},
         indent=2))
+    owner = {"version": 1, **({"ownerThreadId": thread} if thread else {})}
+    (admin / "codex-thread.json").write_text(json.dumps(owner, indent=2))
     return path
 
 
