@@ -222,15 +222,22 @@ def test_vibe_kanban_old_layout_worktree_is_the_workspace_dir(repo):
     assert f.worktree == container and f.live
 
 
-def test_vibe_kanban_database_from_before_worktree_deleted(repo, make_repo):
-    """Before 20260302113031 the cleanup cleared container_ref: such a workspace has
-    no worktree to read; the others are read as usual."""
-    other = make_repo()
+def _vk_db_before_worktree_deleted():
+    """A vibe-kanban database at a migration before 20260302113031, which added
+    workspaces.worktree_deleted (its cleanup cleared container_ref instead)."""
     db = tb.vk_db(20260220000000)
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE workspaces DROP COLUMN worktree_deleted")
     conn.commit()
     conn.close()
+    return db
+
+
+def test_vibe_kanban_database_from_before_worktree_deleted(repo, make_repo):
+    """Before 20260302113031 the cleanup cleared container_ref: such a workspace has
+    no worktree to read; the others are read as usual."""
+    other = make_repo()
+    db = _vk_db_before_worktree_deleted()
     wid, container = tb.vk_workspace(db, [repo], label="kept", branch="vk/kept")
     gone, gone_dir = tb.vk_workspace(db, [other], label="gone", branch="vk/gone")
     git("worktree", "remove", "--force", str(gone_dir / other.name), cwd=other)
@@ -249,11 +256,7 @@ def test_vibe_kanban_archived_workspace_whose_container_was_cleared_is_reported(
     so cleaned is still an archived session, reported (not live), never skipped; a
     workspace never started (no container, not archived) is still skipped."""
     other = make_repo()
-    db = tb.vk_db(20260220000000)
-    conn = sqlite3.connect(db)
-    conn.execute("ALTER TABLE workspaces DROP COLUMN worktree_deleted")
-    conn.commit()
-    conn.close()
+    db = _vk_db_before_worktree_deleted()
     wid, container = tb.vk_workspace(db, [repo], label="done", branch="vk/done", archived=True)
     git("worktree", "remove", "--force", str(container / repo.name), cwd=repo)
     tb.vk_workspace(db, [other], label="never", branch="vk/never", make=False)
