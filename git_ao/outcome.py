@@ -127,6 +127,10 @@ if TYPE_CHECKING:
         still_changing: list[str]
         captured_late: list[str]
         before_stop: ObjectId
+        # preserve and restore: an earlier capture of the same preserve holding what
+        # the save lacks (save/lacking.py), and its history entry's number now
+        holds_less_than: ObjectId | None
+        holds_less_entry: int | None
         processes: list[AgentSeen]
         agent_policy: str
         stopped: list[int]

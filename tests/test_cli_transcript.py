@@ -67,6 +67,7 @@ tmux_session:             -
 group:                    -
 session_mode:             -
 provider_conversation_id: -
+holds_less_than:          -
 daemon_refs:              -
 trash:                    <tmp>/aodata/trash/alpha.<ns>/worktree (preserved, <n> bytes, 0 ignored: -)
 history:                  1 entry, <n> bytes only it keeps (refs/ao/history/alpha; git ao history alpha)

@@ -273,3 +273,91 @@ def test_an_agent_that_discards_its_work_when_stopped_loses_nothing(repo, tmp_pa
     assert (f"prune-ref\tnothing\tcleaner\tkept {ref} ({kept[:12]}): the worktree before its "
             "agents were stopped; see it with git stash show -p --include-untracked "
             f"{ref}, drop it with git update-ref -d {ref}\n") in res.stdout
+
+
+@pytest.mark.parametrize("how", ["reset", "empty"])
+def test_a_save_holding_less_than_the_state_before_the_stop_is_named_until_resolved(
+        repo, tmp_path, how):
+    """The stop handler wiped the work: the boot's restore is not a plain ok, and the
+    restore, list and show name the history entry of the state before the stop and
+    the --at that brings it back, until that is done (or resolved)."""
+    wt = _worktree(repo, tmp_path / "wt", "cleaner")
+    (wt / "notes.txt").write_text("its notes\n")
+    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, how], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
+    finally:
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
+    before, n = r["before_stop"], r["holds_less_entry"]
+    assert r["holds_less_than"] == before and n is not None, r
+    assert f"after git ao-restore cleaner, git ao-restore cleaner --at {n} brings it back" \
+        in r["message"], r["message"]
+    [entry] = [e for e in json.loads(ao("ao", "history", "cleaner", "--json", cwd=repo).stdout)
+               ["entries"] if e["number"] == n]
+    assert git("show", f"{entry['commit']}^3:notes.txt", cwd=repo) == "its notes\n"
+    dry = support.json_results(ao("ao-restore", "-n", "--json", cwd=repo, rc=3))
+    assert f"git ao-restore cleaner --at {n} brings it back" in dry[0]["message"], dry
+    res = ao("ao-restore", "--json", cwd=repo, rc=3)
+    [r] = support.json_results(res)
+    assert r["status"] == "attention" and r["holds_less_entry"] == n, r
+    assert "before its agents were stopped" in r["message"], r["message"]
+    lost = "notes.txt" if how == "reset" else "README.md, notes.txt"
+    assert f"not in the save: {lost}" in r["message"], r["message"]
+    assert f"git ao-restore cleaner --at {n} brings it back" in r["message"], r["message"]
+    listed = ao("ao", "list", cwd=repo)
+    assert "\tattention\t" in listed.stdout, listed.stdout
+    assert f"hint: cleaner: the save holds less than the worktree held before its agents " \
+        f"were stopped (entry {n} of its history" in listed.stderr, listed.stderr
+    assert f"git ao-restore cleaner --at {n} brings it back" in listed.stderr
+    shown = ao("ao", "show", "cleaner", cwd=repo)
+    assert f"holds_less_than:          {before}" in shown.stdout, shown.stdout
+    assert f"git ao-restore cleaner --at {n} brings it back" in shown.stderr, shown.stderr
+    # a timer's checkpoint meanwhile does not end it
+    ao("ao", "checkpoint", "cleaner", "--trigger", "timer", cwd=repo)
+    assert support.states(repo)["cleaner"] == "attention"
+    [r] = support.json_results(ao("ao-restore", "cleaner", "--json", cwd=repo, rc=3))
+    m = r["holds_less_entry"]
+    if how == "reset":
+        ao("ao-restore", "cleaner", "--at", str(m), cwd=repo)
+        assert (wt / "notes.txt").read_text() == "its notes\n"
+    else:  # not wanted after all: resolve ends it, the entry and the ref stay
+        res = ao("ao", "resolve", "cleaner", cwd=repo)
+        assert "ended the note that the save holds less" in res.stdout, res.stdout
+        assert git("rev-parse", "refs/ao/before-stop/cleaner", cwd=repo).strip() == before
+    assert support.states(repo)["cleaner"] == "live"
+    listed = ao("ao", "list", cwd=repo)
+    assert "hint" not in listed.stderr, listed.stderr
+
+
+def test_a_file_deleted_after_the_first_capture_is_named_by_its_history_entry(
+        repo, worktrees):
+    """Captured, then deleted before the move, so the capture taken again from the
+    moved copy lacks it: only the history entry of the first capture holds it, and
+    the preserve and the restore name that entry and the --at that brings it back."""
+    wt = worktrees(repo, "deleted-late")
+    (wt / "keep.txt").write_text("keep\n")
+    (wt / "gone.txt").write_text("the only copy\n")
+    with _paused_at("preserve:after-capture", ["ao-preserve", "deleted-late", "--json"],
+                    repo) as result:
+        (wt / "gone.txt").unlink()
+    out, err, rc = result[0]
+    assert rc == 3, out + err
+    [r] = json.loads(out)["results"]
+    n = r["holds_less_entry"]
+    assert r["status"] == "attention" and n == 1, r
+    assert "at the preserve's first capture, before a late write" in r["message"], r
+    assert "not in the save: gone.txt" in r["message"], r["message"]
+    assert "after git ao-restore deleted-late, git ao-restore deleted-late --at 1 brings it " \
+        "back" in r["message"], r["message"]
+    [r] = support.json_results(ao("ao-restore", "--json", cwd=repo, rc=3))
+    assert r["status"] == "attention" and r["holds_less_entry"] == 1, r
+    assert not (wt / "gone.txt").exists()
+    ao("ao-restore", "deleted-late", "--at", "1", cwd=repo)
+    assert (wt / "gone.txt").read_text() == "the only copy\n"
+    assert support.states(repo)["deleted-late"] == "live"

@@ -429,6 +429,7 @@ def test_schema_3_database_gains_the_push_table(repo, worktrees):
     # Back to schema 3: without the push table (4) and the explicit states (5).
     conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
                        "ALTER TABLE sessions DROP COLUMN tmux_session; "
+                       "ALTER TABLE session_worktrees DROP COLUMN holds_less_than; "
                        "DROP TABLE remote_pushes; "
                        "ALTER TABLE session_worktrees DROP COLUMN pending; "
                        "ALTER TABLE session_worktrees DROP COLUMN ref_held; "

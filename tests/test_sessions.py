@@ -260,6 +260,7 @@ def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
     # Back to exactly what schema 1 had (SQLite 3.35+ drops columns).
     conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
                        "ALTER TABLE sessions DROP COLUMN tmux_session; "
+                       "ALTER TABLE session_worktrees DROP COLUMN holds_less_than; "
                        "ALTER TABLE session_worktrees DROP COLUMN needs_attention;"
                        "ALTER TABLE session_worktrees DROP COLUMN restore_started_at;"
                        "ALTER TABLE sessions DROP COLUMN group_id;"

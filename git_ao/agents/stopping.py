@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 from git_ao import git
 from git_ao.agents import processes
 from git_ao.agents.relaunch import facts as relaunch_facts
-from git_ao.context import BEFORE_STOP_PREFIX, Context
-from git_ao.git import query
+from git_ao.context import Context
 from git_ao.git.parse import ObjectId
 from git_ao.outcome import Outcome, OutcomeData, Status
 from git_ao.proof import witness
-from git_ao.save import capture
+from git_ao.save import capture, lacking
 from git_ao.store.records import Session
 
 
@@ -130,12 +129,14 @@ def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -
     When the final capture (`out`) holds other trees, keep `before` reachable under
     refs/ao/before-stop/<id> (the checkpoint itself, or a commit keeping it and
     what that ref held before alive) and say so; when the final holds nothing,
-    or lost what `before` had (`_lost`), the outcome needs attention."""
+    or lost what `before` had (`lacking.lost`), the outcome needs attention, and
+    the record names `before` (`Save.holds_less_than`) so the restore, list and
+    show name the history entry that brings it back."""
     final = out.data.get("preserved_commit") or None
     trees = capture.saved_trees(s.common_dir, before)[1:]
     if final and capture.saved_trees(s.common_dir, final)[1:] == trees:
         return
-    ref = BEFORE_STOP_PREFIX + s.id
+    ref = lacking.before_stop_ref(s.id)
     older = git.rev_parse(s.common_dir, ref)
     if older:
         # One from an earlier shutdown is there: a commit keeps both alive.
@@ -143,22 +144,23 @@ def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -
             refs={"before-stop": before, "kept-before": older}))
     else:  # the checkpoint itself, readable with git stash show
         git.update_ref(s.common_dir, ref, before, message="git-ao keep before stop")
-    lost = final is None or _lost(s.common_dir, before, final)
+    lost = final is None or bool(lacking.lost(s.common_dir, before, final))
     ctx.log("preserve", s.id, "kept-before-stop", ref=ref, commit=before, lost=lost or None)
     out.data["before_stop"] = before
     out.message += (f"; the worktree changed while its agents stopped: its state before is "
                     f"kept in {ref} (git stash show -p --include-untracked {before[:12]})")
-    if lost and out.status in (Status.OK, Status.NOTHING):
+    if not lost:
+        return
+    if out.status in (Status.OK, Status.NOTHING):
         out.status = Status.ATTENTION
-
-
-def _lost(common_dir: str, before: str, final: str) -> bool:
-    """Does the capture `final` lack a path `before` had, or hold empty a file that
-    was not (a stop handler's `: > file`)? Other changes may be an agent's last
-    writes, which the final capture rightly holds."""
-    was, now = (witness.captured_blobs(common_dir, h, w, u) for h, _, w, u in
-                (capture.saved_trees(common_dir, c) for c in (before, final)))
-    if set(was) - set(now):
-        return True
-    empty = query.hash_bytes(common_dir, b"")
-    return any(now[p] == empty != oid for p, oid in was.items())
+    now = ctx.store.get(s.id)
+    if now is None or now.save is None or (now.save.preserved_commit or None) != final:
+        return  # no save of this run recorded (a run killed before): nothing to name
+    ctx.store.mark_holds_less(s.id, before, final)
+    out.data["holds_less_than"] = before
+    note, number = lacking.advice(s.common_dir, s.id, before, final=final, judged=True,
+                                  then=f"after git ao-restore {s.id}, " if now.pending else "",
+                                  ref_said=True)
+    out.data["holds_less_entry"] = number
+    if note:
+        out.message += f"; {note}"

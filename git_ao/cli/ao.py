@@ -70,7 +70,13 @@ def show(app: App, session_id: str) -> int:
     """Show one session's facts and its preserved changes (as git stash show --stat
     --include-untracked lists them)."""
     from git_ao.context import lookup
-    from git_ao.manage.listing import list_json, saved_commit_gone, show_stat, trash_kept
+    from git_ao.manage.listing import (
+        holds_less_hint,
+        list_json,
+        saved_commit_gone,
+        show_stat,
+        trash_kept,
+    )
     from git_ao.save.daemon_refs import kept_refs
     s = lookup(app.ctx, session_id)
     # The show record: the list record and what only show prints.
@@ -90,6 +96,9 @@ def show(app: App, session_id: str) -> int:
         return ExitStatus.FAILED if gone else ExitStatus.OK
     app.printer.facts([(k, ", ".join(v) if isinstance(v, list) else v)
                        for k, v in rec.items()], stat)
+    less = holds_less_hint(s)
+    if less:
+        app.printer.hint(less)
     if gone:
         # The facts still name the commit: say plainly that the work is not there.
         app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "

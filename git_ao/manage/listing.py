@@ -66,13 +66,38 @@ def worktree_gone(s: Session) -> bool:
 def state(s: Session, refs: Refs | None = None) -> State:
     """The session's state as listed. `attention`: live, and either
     its ref still holds the save's commit after a restore that could not put it
-    all back (`git ao resolve` ends it), or its worktree is gone or empty."""
+    all back (`git ao resolve` ends it), or its save holds less than an earlier
+    capture of the same preserve (`holds_less`), or its worktree is gone or empty."""
     save = s.save
     if s.live and save is not None and save.needs_attention and holds_ref(s, refs):
         return State.ATTENTION
-    if worktree_gone(s):
+    if holds_less(s) or worktree_gone(s):
         return State.ATTENTION
     return s.state
+
+
+def holds_less(s: Session) -> bool:
+    """Is the session back (live) with a save that holds less than an earlier capture
+    of the same preserve (`Save.holds_less_than`: the worktree before its agents
+    were stopped, or before a late write)? A `git ao-restore --at` that brings it
+    back, `git ao resolve` or the next preserve ends it."""
+    return s.live and s.save is not None and not s.save.pending \
+        and bool(s.save.holds_less_than)
+
+
+def holds_less_hint(s: Session) -> str:
+    """What `git ao list` and `show` say of a session whose save holds less than an
+    earlier capture of the same preserve (pending or back): the history entry
+    holding it and the command that brings it back; "" for any other."""
+    save = s.save
+    if save is None or not save.holds_less_than or not (s.live or s.pending) or \
+            not os.path.isdir(s.common_dir):
+        return ""
+    from git_ao.save import lacking  # only for such a session: a listing needs none
+    note, _ = lacking.advice(s.common_dir, s.id, save.holds_less_than,
+                             then=f"after git ao-restore {s.id}, " if save.pending else "",
+                             live=not save.pending)
+    return note
 
 
 def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
@@ -95,6 +120,7 @@ def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
         "created_at": utc_time(s.created_at) if s.created_at else None,
         "tool": s.tool, "tool_id": s.tool_id, "tmux_session": s.tmux_session,
         **groups.facts(s),
+        "holds_less_than": save.holds_less_than if save and (s.live or s.pending) else None,
     }
 
 

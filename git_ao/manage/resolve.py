@@ -14,6 +14,8 @@ from git_ao.context import Context, facts, lookup, preserve_ref
 from git_ao.errors import Refused
 from git_ao.git import query
 from git_ao.outcome import Action, Outcome, Status
+from git_ao.save import lacking
+from git_ao.store.records import Session
 
 
 def resolve(ctx: Context, session_id: str) -> Outcome:
@@ -38,6 +40,9 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
                            facts(s))
         oid = save.preserved_commit if save is not None else None
         if save is None or not oid or not (save.needs_attention or save.holds_ref):
+            less = _holds_less(ctx, s)
+            if less:
+                return Outcome(s.id, Action.RESOLVE, Status.OK, less, facts(s))
             return Outcome(s.id, Action.RESOLVE, Status.NOTHING, f"nothing to resolve: no record of "
                            f"work left in {ref}", facts(s))
         now = git.rev_parse(s.common_dir, ref) if os.path.isdir(s.common_dir) else None
@@ -46,9 +51,10 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
             if not ctx.dry_run:
                 ctx.store.forget_ref(s.id, oid)
             ctx.log("resolve", s.id, "record-in-step", ref=ref, commit=oid)
+            less = _holds_less(ctx, s, then="; ")
             return Outcome(s.id, Action.RESOLVE, Status.OK, f"{ref} was already deleted; the record "
-                           f"{'would stop' if ctx.dry_run else 'stops'} naming it ({oid[:12]})",
-                           facts(s))
+                           f"{'would stop' if ctx.dry_run else 'stops'} naming it ({oid[:12]})"
+                           f"{less}", facts(s))
         if now != oid:
             raise Refused(f"{ref} holds {now[:12]}, not {oid[:12]} as recorded; nothing is "
                           "changed (see it with git stash show -p --include-untracked "
@@ -67,9 +73,29 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
             git.delete_ref(s.common_dir, ref, oid)
             ctx.store.forget_ref(s.id, oid)
         ctx.log("resolve", s.id, "ref-dropped", ref=ref, commit=oid)
+        less = _holds_less(ctx, s, then="; ")
         return Outcome(s.id, Action.RESOLVE, Status.OK,
-                       f"{verb}drop {ref} (was {oid}) and the record's attention"
+                       f"{verb}drop {ref} (was {oid}) and the record's attention{less}"
                        if ctx.dry_run else
                        f"dropped {ref} (was {oid}); the session is live with nothing kept "
                        f"(git update-ref {ref} {oid} brings the ref back until git gc prunes "
-                       "the commit)", facts(s))
+                       f"the commit){less}", facts(s))
+
+
+def _holds_less(ctx: Context, s: Session, then: str = "") -> str:
+    """End the record's note that the live session's save holds less than an earlier
+    capture of the same preserve (`Save.holds_less_than`), as the user decided not
+    to bring it back; returns the clause saying so, after `then` ("" when there was
+    none). The history entry and refs/ao/before-stop/<id> stay."""
+    earlier = s.save.holds_less_than if s.save is not None else None
+    if not earlier:
+        return ""
+    if not ctx.dry_run:
+        ctx.store.mark_holds_less(s.id, None)
+    ctx.log("resolve", s.id, "holds-less-ended", earlier=earlier)
+    kept = lacking.before_stop_ref(s.id) if lacking.before_stop_commit(
+        s.common_dir, s.id) == earlier else ""
+    return (f"{then}{'would end' if ctx.dry_run else 'ended'} the note that the save holds less "
+            f"than {earlier[:12]}, an earlier capture of the same preserve (its history "
+            "entry stays" + (f", and {kept} until git update-ref -d {kept}" if kept else "")
+            + ")")

@@ -34,10 +34,10 @@ from git_ao.fs.gone import moved_to
 from git_ao.git import index, parse, query, worktree
 from git_ao.git import lock as gitlock
 from git_ao.git.parse import BranchName, ObjectId
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.preserve import removal
 from git_ao.proof import witness
-from git_ao.save import capture, daemon_refs, history, local_state, unchanged
+from git_ao.save import capture, daemon_refs, history, lacking, local_state, unchanged
 from git_ao.store import trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
@@ -479,11 +479,13 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             late = settled.late
             trash.detach(taken)
             final = git.rev_parse(s.common_dir, ref) if settled.touched and ref else None
+            lost = ""
             if final and final != cap.commit:
                 # The capture after the move moved the ref on: name what it holds now.
                 data["preserved_commit"] = final
                 summary = _summary(cap, final).replace(_ignored_note(cap), "") + \
                     (f"; {warn}" if warn else "") + hist + volatile
+                lost = _lost_late(ctx, s, cap.commit, final, data)
             if cache.batch:
                 cache.defer_prune(s.common_dir)
             else:
@@ -500,11 +502,36 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                                f"{summary}; worktree removed, but what was written after the "
                                f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
                                f"its latest state is in {taken.worktree}, which restore brings back"
-                               f"{why}", data)
+                               f"{why}{lost}", data)
             if late:
                 data["captured_late"] = late
                 summary += f"; {len(late)} path(s) written after the first capture saved too"
-            return Outcome(s.id, Action.PRESERVE, Status.OK, f"{summary}; worktree removed", data)
+            return Outcome(s.id, Action.PRESERVE, Status.ATTENTION if lost else Status.OK,
+                           f"{summary}; worktree removed{lost}", data)
+
+
+def _lost_late(ctx: Context, s: Session, first: str | None, final: str,
+               data: OutcomeData) -> str:
+    """After a capture from the moved copy replaced the first: when it lacks what the
+    first held (a file deleted, or emptied, after the first capture), record that
+    (`Save.holds_less_than`: only the history entry of the first still holds it)
+    and return the clause naming it, else ""."""
+    if not first:
+        return ""
+    try:
+        paths = lacking.lost(s.common_dir, first, final)
+    except AoError as exc:
+        ctx.log("preserve", s.id, "late-loss-not-judged", error=str(exc))
+        return ""
+    if not paths:
+        return ""
+    ctx.store.mark_holds_less(s.id, first, final)
+    data["holds_less_than"] = ObjectId(first)
+    ctx.log("preserve", s.id, "holds-less", first=first, final=final, paths=len(paths))
+    note, data["holds_less_entry"] = lacking.advice(s.common_dir, s.id, first, final=final,
+                                                    judged=True,
+                                                    then=f"after git ao-restore {s.id}, ")
+    return f"; {note}" if note else ""
 
 
 def _refuse_nested_session(ctx: Context, s: Session, cache: RepoCache,

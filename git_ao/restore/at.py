@@ -43,7 +43,7 @@ from git_ao.git.parse import BranchName, IndexFlags, ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds
 from git_ao.save import apply, capture, history, local_state
-from git_ao.store.records import Save, now_ns
+from git_ao.store.records import Save, Session, now_ns
 
 
 def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
@@ -110,7 +110,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             _unmark(ctx.store.dir, s.id)  # a killed run that had finished its work
             return Outcome(s.id, Action.RESTORE, Status.NOTHING,
                            f"{path} already holds entry {entry.number} ({entry.save[:12]}): "
-                           "nothing changed and no entry was added",
+                           "nothing changed and no entry was added" + _lacked(ctx, s, entry),
                            facts(s, entry=entry.commit, preserved_commit=entry.save,
                                  entry_number=entry.number, replaced=None,
                                  replaced_number=None, history_entry=None))
@@ -243,7 +243,26 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                 "in place"
         return Outcome(s.id, Action.RESTORE, Status.OK,
                        f"{path} is at {label}{moved}{kept}; the state it replaced is "
-                       f"{undo_hint}", data)
+                       f"{undo_hint}{_lacked(ctx, s, entry)}", data)
+
+
+def _lacked(ctx: Context, s: Session, entry: history.Entry) -> str:
+    """When `entry` holds the earlier capture the session's save lacked
+    (`Save.holds_less_than`), the record stops naming it (list and show no longer
+    say it); returns the clause that says so, else ""."""
+    earlier = s.save.holds_less_than if s.save is not None else None
+    if not earlier:
+        return ""
+    if entry.save != earlier:
+        try:
+            trees = capture.saved_trees(s.common_dir, earlier)
+        except AoError:
+            return ""
+        if trees != (entry.head, entry.index_tree, entry.worktree_tree, entry.untracked_tree):
+            return ""
+    ctx.store.mark_holds_less(s.id, None)
+    ctx.log("restore", s.id, "holds-less-ended", entry=entry.commit)
+    return "; that is the state the last save lacked, back now"
 
 
 def _unrecordable(exc: capture.CannotCapture) -> Refused:

@@ -24,7 +24,7 @@ from git_ao.git.parse import ObjectId
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof.restored import holds, not_as_saved, prove
 from git_ao.restore import from_trash, target
-from git_ao.save import apply, history, local_state
+from git_ao.save import apply, history, lacking, local_state
 from git_ao.save.apply import ApplyResult
 from git_ao.store import trash
 from git_ao.store.records import Save, Session
@@ -171,13 +171,35 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
         prepared = _prepare(ctx, s, save, set_aside_stray)
         if prepared.would is not None:
+            holds_less(s, save, prepared.would, live=False)  # as the real run says
             return prepared.would
         way = _from_trash(ctx, s, save, prepared.placed) if prepared.placed is not None else \
             Checkout(_placed(prepared), prepared.trash_skipped)
         restored = way if isinstance(way, Restored) else _from_commit(ctx, s, save, way)
         _annotate(restored, prepared.stray, save.worktree_path)
+        holds_less(s, save, restored.outcome)
         _record(ctx, s, save, restored)
         return restored.outcome
+
+
+def holds_less(s: Session, save: Save, outcome: Outcome, *, live: bool = True) -> None:
+    """When the save holds less than an earlier capture of the same preserve (the
+    worktree before its agents were stopped, or before a late write:
+    `Save.holds_less_than`), name the history entry holding it and the `git
+    ao-restore ID --at N` that brings it back; the outcome needs attention, as
+    the work back is not all the session had. live: the session is back (not a
+    dry run's), so `git ao resolve` is named too."""
+    earlier = save.holds_less_than
+    if not earlier:
+        return
+    note, number = lacking.advice(s.common_dir, s.id, earlier, final=save.preserved_commit,
+                                  judged=True, live=live)
+    outcome.data["holds_less_than"] = earlier
+    outcome.data["holds_less_entry"] = number
+    outcome.message += f"; {note}" if note else (
+        f"; the save holds less than {earlier[:12]}, an earlier capture of the same preserve")
+    if outcome.status in (Status.OK, Status.NOTHING):
+        outcome.status = Status.ATTENTION
 
 
 def _not_pending(s: Session) -> Outcome:
@@ -187,6 +209,10 @@ def _not_pending(s: Session) -> Outcome:
     gone = gone_worktree(s)
     if gone is not None:
         return Outcome(s.id, Action.RESTORE, Status.ATTENTION, history.gone_advice(gone, s), facts(s))
+    if s.live and last is not None and last.holds_less_than:
+        out = Outcome(s.id, Action.RESTORE, Status.ATTENTION, "live, nothing pending", facts(s))
+        holds_less(s, last, out)
+        return out
     if s.live and last is not None and last.needs_attention and last.preserve_ref \
             and git.rev_parse(s.common_dir, last.preserve_ref) == last.preserved_commit:
         ref = last.preserve_ref
@@ -294,8 +320,8 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
     # history entry that holds work. A trash copy is the worktree as preserved.
     saved = bool(save.preserved_commit)
     apply_it = " and apply the save" if saved else " (nothing was saved)"
-    note = "" if saved else history.newest_note(s.common_dir, s.id,
-                                                then=f"after git ao-restore {s.id}, ")
+    note = "" if saved or save.holds_less_than else history.newest_note(
+        s.common_dir, s.id, then=f"after git ao-restore {s.id}, ")
     if reused:
         return f"would reuse the worktree at {path}{apply_it}" + (f"; {note}" if note else "")
     use = from_trash.usable(ctx.store.dir, save)
@@ -533,8 +559,9 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     if not commit:
         problems = [] if reused else apply.put_flags(path, wc)
         # A history entry may hold work no save does (a prune dropped the ref of a
-        # checkpoint whose work was in the worktree, and then the worktree went).
-        note = history.newest_note(s.common_dir, s.id)
+        # checkpoint whose work was in the worktree, and then the worktree went);
+        # one the record names already (`holds_less`) is said once, by that.
+        note = "" if save.holds_less_than else history.newest_note(s.common_dir, s.id)
         if problems:
             said = problems + ([f"nothing was saved, but {note}"] if note else [])
             return Outcome(s.id, Action.RESTORE, Status.ATTENTION,

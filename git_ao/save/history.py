@@ -251,6 +251,24 @@ def entries(cwd: str, session_id: str) -> list[Entry]:
     return out
 
 
+def holding(cwd: str, session_id: str, save: str) -> Entry | None:
+    """The newest entry whose save is `save`, else the newest holding the same state
+    (HEAD, index, worktree and untracked trees: a save identical to the newest entry
+    adds none, so another entry holds it); None when none does. Raises GitError."""
+    found = entries(cwd, session_id)
+    for e in found:
+        if e.save == save:
+            return e
+    if not found:
+        return None
+    head, index_tree, worktree_tree, untracked_tree = capture.saved_trees(cwd, save)
+    for e in found:
+        if (e.head, e.index_tree, e.worktree_tree, e.untracked_tree) == (
+                head, index_tree, worktree_tree, untracked_tree):
+            return e
+    return None
+
+
 def first_entry(worktree: str, session_id: str) -> str:
     """What takes a session's first history entry: `git ao checkpoint ID`, or a first
     commit when the worktree's branch is unborn (a checkpoint refuses it)."""

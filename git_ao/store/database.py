@@ -287,7 +287,7 @@ class Store:
         SELECT s.*, w.session_id AS w_session_id, w.repo AS w_repo, w.worktree_path,
                w.branch AS w_branch, w.head, w.detached, w.preserve_ref, w.preserved_commit,
                w.worktree_config, w.saved_at, w.restored_at, w.needs_attention,
-               w.restore_started_at, w.pending AS w_pending, w.ref_held
+               w.restore_started_at, w.pending AS w_pending, w.ref_held, w.holds_less_than
         FROM sessions s LEFT JOIN session_worktrees w ON w.session_id = s.id
     """
 
@@ -300,7 +300,7 @@ class Store:
                         row["preserved_commit"], row["worktree_config"], row["saved_at"],
                         row["restored_at"], bool(row["needs_attention"]),
                         row["restore_started_at"], bool(row["w_pending"]),
-                        bool(row["ref_held"]))
+                        bool(row["ref_held"]), row["holds_less_than"])
         return Session(row["id"], row["kind"], row["harness"], row["repo"], row["branch"],
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save,
@@ -431,21 +431,28 @@ class Store:
 
         terminate=False is a checkpoint: the save counts as already restored, so
         nothing becomes pending. The row is replaced whole: a restore started for an
-        older save (restore_started_at) is not this save's."""
+        older save (restore_started_at) is not this save's. A checkpoint keeps the
+        row's holds_less_than (the earlier capture is still to be brought back or
+        resolved); a preserve's save starts without one."""
         with self.transaction() as c:
             if not terminate:
                 save.restored_at = save.saved_at
+                row = c.execute("SELECT holds_less_than FROM session_worktrees WHERE "
+                                "session_id = ?", (save.session_id,)).fetchone()
+                save.holds_less_than = row["holds_less_than"] if row is not None else None
+            else:
+                save.holds_less_than = None
             save.pending_state = terminate
             save.ref_state = bool(save.preserve_ref)
             c.execute(
                 "INSERT OR REPLACE INTO session_worktrees (session_id, repo, worktree_path, "
                 "branch, head, detached, preserve_ref, preserved_commit, worktree_config, "
-                "saved_at, restored_at, pending, ref_held) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "saved_at, restored_at, pending, ref_held, holds_less_than) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (save.session_id, save.common_dir, save.worktree_path, save.branch, save.head,
                  int(save.detached), save.preserve_ref, save.preserved_commit,
                  save.private_config, save.saved_at, save.restored_at, int(terminate),
-                 int(bool(save.preserve_ref))))
+                 int(bool(save.preserve_ref)), save.holds_less_than))
             c.execute("UPDATE sessions SET terminated = ?, branch = COALESCE(?, branch), "
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
@@ -508,6 +515,20 @@ class Store:
                       (t, int(ref_kept), int(attention), session_id))
             c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
                       (t, session_id))
+
+    def mark_holds_less(self, session_id: str, earlier: str | None,
+                        saved: str | None = None) -> None:
+        """Record (earlier: None clears it) that the save whose commit is `saved` (None:
+        nothing was saved) holds less than the earlier capture `earlier` of the same
+        preserve, only while the row is still that save's."""
+        with self.transaction() as c:
+            if earlier is None:
+                c.execute("UPDATE session_worktrees SET holds_less_than = NULL "
+                          "WHERE session_id = ?", (session_id,))
+            else:
+                c.execute("UPDATE session_worktrees SET holds_less_than = ? "
+                          "WHERE session_id = ? AND preserved_commit IS ?",
+                          (earlier, session_id, saved))
 
     def mark_restore_started(self, session_id: str) -> None:
         """Record, in its own commit, that a restore of the pending save is about to add

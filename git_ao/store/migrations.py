@@ -106,5 +106,11 @@ MIGRATIONS = [
         PRIMARY KEY (session_id, remote)
     )
     """,
+    # 8: the save of an earlier capture of the same preserve (before the agents were
+    # stopped, or before a late write) holding what the recorded save lacks, so the
+    # restore, list and show name the history entry that brings it back.
+    """
+    ALTER TABLE session_worktrees ADD COLUMN holds_less_than TEXT
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -48,6 +48,10 @@ class Save:
     # The stored states (states.PENDING_SQL); None on a Save not read from the store.
     pending_state: bool | None = None
     ref_state: bool | None = None
+    # The save of an earlier capture of the same preserve that holds what this one
+    # lacks (save/lacking.py): named until a new preserve, an --at that brings it
+    # back, or `git ao resolve`.
+    holds_less_than: ObjectId | None = None
 
     @property
     def restore_interrupted(self) -> bool:
