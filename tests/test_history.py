@@ -148,6 +148,41 @@ def test_work_destroyed_and_pruned_by_gc_comes_back_exactly_and_the_undo_is_undo
     assert ao("ao", "list", "--json", cwd=repo).stdout.count('"live"') == 1
 
 
+@pytest.mark.parametrize("where", ["branch-deleted", "detached", "checked-out-elsewhere"])
+def test_restore_at_on_another_head_names_the_switch_that_works(repo, worktrees, where):
+    """The refusal of a HEAD on another branch than the entry's names a command that
+    works as things are: a deleted branch made again at the entry's HEAD, a
+    detached entry's HEAD detached, a branch another worktree has freed first."""
+    wt = _session(repo, worktrees)
+    (wt / "notes.txt").write_text("the agent's notes\n")
+    entry_head = git("rev-parse", "HEAD", cwd=wt).strip()
+    if where == "detached":
+        git("switch", "-q", "--detach", cwd=wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = exact_state(wt)
+    git("stash", "-q", "-u", cwd=wt)
+    git("switch", "-q", "-c", "other", cwd=wt)
+    if where == "branch-deleted":
+        git("branch", "-q", "-D", "agent", cwd=wt)
+    elif where == "checked-out-elsewhere":
+        git("worktree", "add", "-q", wt.parent / "holder", "agent", cwd=repo)
+    res = ao("ao-restore", "agent", "--at", "1", cwd=repo, rc=1)
+    said = res.stdout
+    assert res.stdout.count("\n") == 1 and "git switch back" not in said, said
+    if where == "branch-deleted":
+        assert f"branch 'agent' is gone: git switch -c agent {entry_head[:12]}" in said, said
+        git("switch", "-q", "-c", "agent", entry_head[:12], cwd=wt)
+    elif where == "detached":
+        assert f"git switch --detach {entry_head[:12]}, then" in said, said
+        git("switch", "-q", "--detach", entry_head[:12], cwd=wt)
+    else:
+        assert f"branch 'agent' is checked out in {wt.parent / 'holder'}" in said, said
+        git("switch", "-q", "--detach", cwd=wt.parent / "holder")
+        git("switch", "-q", "agent", cwd=wt)
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+
+
 def test_restore_at_an_older_entry_after_the_branch_moved(repo, worktrees):
     wt = worktrees(repo, "agent")
     (wt / "notes.txt").write_text("first\n")

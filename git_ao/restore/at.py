@@ -87,7 +87,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             now = f"branch '{st.branch}'" if st.branch else "a detached HEAD"
             was = f"branch '{entry.branch}'" if entry.branch else "a detached HEAD"
             raise Refused(f"HEAD is on {now}, entry {entry.number} was taken on {was}: "
-                          f"git switch back first (nothing changed)")
+                          f"{_switch_back(s.common_dir, path, entry)}, then run it again "
+                          "(nothing changed)")
         assert st.head is not None  # inspect refuses an unborn branch
         left = query.left_behind(path, st.head, entry.head, st.branch) \
             if st.head != entry.head else 0
@@ -244,6 +245,22 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         return Outcome(s.id, Action.RESTORE, Status.OK,
                        f"{path} is at {label}{moved}{kept}; the state it replaced is "
                        f"{undo_hint}{_lacked(ctx, s, entry)}", data)
+
+
+def _switch_back(common_dir: str, path: str, entry: history.Entry) -> str:
+    """The command that puts HEAD back where `entry` was taken, as it will work now:
+    the entry's branch when it exists and no other worktree has it, the branch made
+    again at the entry's HEAD when it is gone, the entry's HEAD detached."""
+    if entry.branch is None:
+        return f"git switch --detach {entry.head[:12]}"
+    if not query.branch_exists(common_dir, entry.branch):
+        return (f"branch '{entry.branch}' is gone: git switch -c {entry.branch} "
+                f"{entry.head[:12]} makes it again at the entry's HEAD")
+    for e in git.worktree_list(common_dir):
+        if e.branch == f"refs/heads/{entry.branch}" and not worktree.same_path(e.path, path):
+            return (f"branch '{entry.branch}' is checked out in {e.path}: switch that "
+                    f"worktree to another branch, then git switch {entry.branch}")
+    return f"git switch {entry.branch}"
 
 
 def _lacked(ctx: Context, s: Session, entry: history.Entry) -> str:
