@@ -80,6 +80,33 @@ def test_a_clean_worktree_is_an_entry_too(repo, worktrees):
     assert git("stash", "show", got[0]["commit"], cwd=wt) == ""
 
 
+def test_a_clean_checkpoint_that_adds_an_entry_says_so_and_why(repo, worktrees):
+    """Clean against HEAD, yet another state than the newest entry (the first, a
+    commit made, a branch switched to, changes reverted): the entry added is said,
+    with why, never "nothing to save"."""
+    wt = worktrees(repo, "agent")
+
+    def said() -> str:
+        out = ao("ao", "checkpoint", "agent", cwd=repo).stdout
+        assert "nothing to save" not in out, out
+        return out
+
+    first = git("rev-parse", "HEAD", cwd=wt).strip()
+    assert f"history entry 1 added for HEAD {first[:12]} on branch 'agent' (the first " \
+        "entry of its history)" in said()
+    (wt / "README.md").write_text("edited\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    git("checkout", "-q", "--", "README.md", cwd=wt)
+    assert "(the entry before held 1 changed, 0 untracked)" in said()
+    git("commit", "-q", "--allow-empty", "-m", "moved", cwd=wt)
+    assert f"(the entry before was taken at {first[:12]})" in said()
+    git("switch", "-q", "-c", "other", cwd=wt)
+    assert "on branch 'other' (the entry before was taken on branch 'agent')" in said()
+    assert len(_entries(repo, "agent")) == 5
+    out = ao("ao", "checkpoint", "agent", cwd=repo).stdout
+    assert "added" not in out and len(_entries(repo, "agent")) == 5, out
+
+
 def test_a_checkpoint_leaves_the_index_alone_and_runs_while_it_is_locked(repo, worktrees):
     wt = _session(repo, worktrees)
     admin = git("rev-parse", "--git-dir", cwd=wt).strip()

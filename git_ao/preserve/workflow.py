@@ -353,6 +353,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             signing.wait()
             seen = walked
             signing = capture.Beside(lambda: unchanged.signatures(path, seen, cap.ignored))
+        prior = history.newest_of(read, s.id)  # what the entry below is compared with
         try:
             ref, appended, holder, not_appended = _store(
                 ctx, s, path, cap, meta, read, held, v.git_dir,
@@ -421,6 +422,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             data["history_held"] = top.save
             at = s.save.preserved_commit if held and s.save is not None else cap.commit
             summary = _summary(cap, at, held_by=top, ref=preserve_ref(s.id))
+        elif not cap.commit and appended is not None:
+            # Clean, yet appended: "nothing to save" alone would hide the new entry.
+            summary = _clean_entry(path, s.id, cap, prior) + _ignored_note(cap)
         else:
             summary = _summary(cap)
         summary += (f"; {warn}" if warn else "") + hist
@@ -1050,6 +1054,34 @@ def _summary(cap: capture.Capture, commit: str | None = None, *,
                 f" holds this state already ({ref} at {preserve_ref_short(commit or cap.commit)})"
                 f"{ignored}")
     return f"{counts} saved in {preserve_ref_short(commit or cap.commit)}{ignored}"
+
+
+def _clean_entry(path: str, session_id: str, cap: capture.Capture,
+                 prior: history.Entry | None | history.Unread) -> str:
+    """What a clean capture that was appended to the history says: an entry was
+    added (entry 1 now), and why the entry before did not hold this state (another
+    branch, a HEAD that moved, changes gone since, other private state). prior:
+    the newest entry before the append, as read beside the capture (read here,
+    entry 2 now, when it was not)."""
+    if isinstance(prior, history.Unread):
+        try:
+            prior = next((e for e in history.entries(path, session_id) if e.number == 2), None)
+        except AoError:
+            prior = None
+    where = f"branch '{cap.branch}'" if cap.branch else "a detached HEAD"
+    if prior is None:
+        why = "the first entry of its history"
+    elif prior.branch != cap.branch:
+        why = "the entry before was taken on " + (
+            f"branch '{prior.branch}'" if prior.branch else "a detached HEAD")
+    elif prior.head != cap.head:
+        why = f"the entry before was taken at {prior.head[:12]}"
+    elif prior.changed or prior.untracked:
+        why = f"the entry before held {prior.changed} changed, {prior.untracked} untracked"
+    else:
+        why = "the entry before held other private state (index flags, sparse patterns, modes)"
+    return (f"clean, no change against HEAD; history entry 1 added for HEAD {cap.head[:12]} "
+            f"on {where} ({why})")
 
 
 def _ignored_note(cap: capture.Capture) -> str:
