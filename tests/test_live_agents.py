@@ -361,3 +361,42 @@ def test_a_file_deleted_after_the_first_capture_is_named_by_its_history_entry(
     ao("ao-restore", "deleted-late", "--at", "1", cwd=repo)
     assert (wt / "gone.txt").read_text() == "the only copy\n"
     assert support.states(repo)["deleted-late"] == "live"
+
+
+# An agent whose stop handler writes its last notes: the worktree changes while
+# it stops, and nothing of the checkpoint is lost.
+_LAST_WORDS = ("import signal, sys, time\n"
+               "def stop(*_):\n"
+               "    open('last.txt', 'w').write('written while stopping\\n')\n"
+               "    sys.exit(0)\n"
+               "signal.signal(signal.SIGTERM, stop)\n"
+               "print('ready', flush=True)\n"
+               "time.sleep(300)\n")
+
+
+def test_a_checkpoint_kept_before_a_stop_that_lost_nothing_exits_0_as_the_page_says(
+        repo, tmp_path):
+    """The checkpoint is kept under refs/ao/before-stop/ID whenever the stop changed
+    the worktree, but the exit status is 3 only when the final capture lacks what it
+    held: the man page's EXIT STATUS says what its DESCRIPTION and the code say."""
+    from tests.support import man_source_text
+    wt = _worktree(repo, tmp_path / "wt", "talker")
+    (wt / "notes.txt").write_text("its notes\n")
+    agent = subprocess.Popen([sys.executable, "-c", _LAST_WORDS], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=0)
+    finally:
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "talker"]
+    assert r["status"] == "ok" and r["before_stop"], r
+    assert git("rev-parse", "refs/ao/before-stop/talker", cwd=repo).strip() == r["before_stop"]
+    page = man_source_text((support.ROOT / "man" / "git-ao-preserve.1").read_text())
+    status = page[page.index(".SH EXIT STATUS"):]
+    three = status[status.index(".B 3"):status.index(".B 128")]
+    assert "refs/ao/before-stop/id whose state the final capture lacks" in \
+        " ".join(three.split()), three
