@@ -167,8 +167,34 @@ def test_ref_kept_after_a_conflict_stays_listed(repo, worktrees):
     ref = "refs/ao/preserved/kept"
     assert res.stdout == (f"restore\tattention\tkept\tlive, nothing pending; {ref} still holds "
                           "work its last restore could not put back (git stash show -p "
-                          f"--include-untracked {ref})\n")
+                          f"--include-untracked {ref}); take what you need of it, then git ao "
+                          "resolve kept\n")
     ao("ao-restore", cwd=repo)
+
+
+def test_every_restore_that_keeps_work_in_its_ref_names_the_command_that_finishes(
+        repo, worktrees):
+    """A conflict, and an apply into a worktree left with other changes: the line
+    names git ao resolve, which then ends the attention."""
+    wt = worktrees(repo, "cf")
+    (wt / "README.md").write_text("mine\n")
+    ao("ao-preserve", "cf", cwd=repo)
+    commit_on(repo, "cf", {"README.md": "theirs\n"}, "theirs")
+    res = ao("ao-restore", cwd=repo, rc=3)
+    assert res.stdout.rstrip("\n").endswith(
+        "; resolve the conflicts and git add the files, then git ao resolve cf"), res.stdout
+    (wt / "README.md").write_text("both\n")
+    git("add", "README.md", cwd=wt)
+    ao("ao", "resolve", "cf", cwd=repo)
+    assert states(repo)["cf"] == "live"
+    other = worktrees(repo, "busy")
+    (other / "notes.txt").write_text("saved\n")
+    ao("ao-preserve", "busy", cwd=repo)
+    git("worktree", "add", "-q", other, "busy", cwd=repo)  # the path taken again, by hand
+    (other / "mine.txt").write_text("the user's\n")
+    res = ao("ao-restore", "busy", cwd=repo, rc=3)
+    assert "has other changes" in res.stdout and res.stdout.rstrip("\n").endswith(
+        "; take what you need of it, then git ao resolve busy"), res.stdout
 
 
 def test_nothing_pending_names_live_sessions_whose_worktree_is_gone(repo, worktrees):

@@ -219,7 +219,7 @@ def _not_pending(s: Session) -> Outcome:
         return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                        f"live, nothing pending; {ref} still holds work its last "
                        "restore could not put back (git stash show -p "
-                       f"--include-untracked {ref})", facts(s))
+                       f"--include-untracked {ref}){_then_resolve(s.id)}", facts(s))
     return Outcome(s.id, Action.RESTORE, Status.NOTHING,
                    "live, nothing pending" if s.live else "terminated, nothing pending",
                    facts(s))
@@ -283,6 +283,8 @@ def _from_commit(ctx: Context, s: Session, save: Save, way: Checkout) -> Restore
     # An "ok" apply dropped the ref (under this session's lock nothing rewrites it).
     kept = outcome.status != Status.OK and not outcome.data.get("applied") \
         and bool(save.preserve_ref) and git.rev_parse(s.common_dir, save.preserve_ref) is not None
+    if kept:
+        outcome.message += _then_resolve(s.id, path)
     return Restored(outcome, kept, attention=kept, unfinished=way.placement.unfinished)
 
 
@@ -665,6 +667,20 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         msg = f"nothing applied: {applied.detail}" + (f": {listed}" if listed else "") + \
               f"; work kept in {ref}"
     return Outcome(s.id, Action.RESTORE, Status.ATTENTION, msg, data)
+
+
+def _then_resolve(session_id: str, path: str = "") -> str:
+    """The step that finishes a restore whose ref keeps work it could not put back:
+    `git ao resolve` drops the ref and the attention together (no later preserve
+    replaces the ref before). path: the worktree, when its unmerged paths (a
+    conflict) are to be resolved first."""
+    try:
+        unmerged = bool(path) and os.path.isdir(path) and bool(query.unmerged_paths(path))
+    except AoError:
+        unmerged = False
+    first = "resolve the conflicts and git add the files" if unmerged else \
+        "take what you need of it"
+    return f"; {first}, then git ao resolve {session_id}"
 
 
 def _not_as_saved(path: str, save: Save,
