@@ -132,6 +132,34 @@ def test_a_late_deletion_in_the_trash_keeps_the_ref_until_it_is_dropped(repo, wo
     ao("ao-preserve", "del", cwd=repo)
 
 
+def test_every_session_checked_out_again_says_why_not_from_the_trash(repo, worktrees):
+    """Branches moved, and a restore killed part way: the rerun finds one worktree
+    already checked out at its path and never tries the trash for it, yet says
+    why its trash copy is not put back whole, as it does for the others; the dry
+    run says it of a save that holds nothing too."""
+    from tests.support import KILLED, crash_env, json_results
+    for sid in ("k1", "k2", "k3"):
+        wt = worktrees(repo, sid)
+        if sid != "k3":
+            (wt / "notes.txt").write_text(f"{sid}'s notes\n")
+    ao("ao-preserve", "--all", cwd=repo)
+    for sid in ("k1", "k2", "k3"):
+        commit_on(repo, sid, {"other.txt": "upstream\n"}, "upstream")
+    dry = {r["id"]: r["message"] for r in json_results(
+        ao("ao-restore", "-n", "--json", cwd=repo))}
+    assert "(not from the trash: branch 'k3' moved since the save)" in dry["k3"], dry
+    res = ao("ao-restore", "-j", "1", cwd=repo, rc=KILLED,
+             env=crash_env("restore:during-apply"))
+    res = ao("ao-restore", "--json", cwd=repo)
+    got = {r["id"]: r for r in json_results(res)}
+    assert sorted(got) == ["k1", "k2", "k3"], res.stdout
+    for sid, r in got.items():
+        why = f"branch '{sid}' moved since the save"
+        assert r["trash_skipped"] == why, r
+        assert f"(checked out again, not put back whole from the trash: {why})" \
+            in r["message"], r
+
+
 def test_moved_branch_falls_back_and_brings_the_ignored_files(repo, worktrees, tmp_path):
     wt = worktrees(repo, "fb")
     (wt / "src" / "app.py").write_text("print('mine')\n")

@@ -259,10 +259,24 @@ def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool) -> Pre
                 out.placed, out.trash_skipped = _try_trash(ctx, s, save, path, _want_branch(save))
         if out.placed is None:
             out.placement = _place_worktree(ctx, s, save, path, _want_branch(save))
+            if not ctx.dry_run and not out.trash_skipped:
+                # A rerun finding the worktree of an interrupted restore at the path
+                # never tried the trash: why it is not put back is said all the same.
+                out.trash_skipped = _why_not_trash(ctx, save)
             if ctx.dry_run:
                 out.would = Outcome(s.id, Action.RESTORE, Status.OK,
                                     _would(ctx, s, save, path, out.placement.reused), facts(s))
     return out
+
+
+def _why_not_trash(ctx: Context, save: Save) -> str:
+    """Why the session's trash copy is not put back whole, when the path already
+    held the worktree an interrupted restore had checked out ("" when there is no
+    trash copy)."""
+    use = from_trash.usable(ctx.store.dir, save)
+    if use.entry is None:
+        return "" if use.skip is from_trash.Skip.NO_COPY else use.why
+    return "an interrupted restore had checked it out already"
 
 
 def _from_commit(ctx: Context, s: Session, save: Save, way: Checkout) -> Restored:
@@ -333,15 +347,18 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
             and not query.branch_exists(s.common_dir, save.branch):
         raise _no_commit(save.branch)  # as the real run's checkout refuses
     msg = f"would re-create the worktree at {path} by a checkout{apply_it}"
-    if use.entry is not None:
-        msg += f" (not from the trash: '{path}' exists)"
-    elif use.skip not in (from_trash.Skip.NO_COPY, from_trash.Skip.BRANCH_MOVED):
-        msg += f" (not from the trash: {use.why})"
+    moved = ""
     if saved and not save.detached and save.branch and save.head:
         tip = query.branch_tip(s.common_dir, save.branch)
         if tip is not None and tip != save.head:
-            msg += (f"; branch '{save.branch}' moved since the save ({save.head[:12]} -> "
-                    f"{tip[:12]}): the work is applied on its new tip and may conflict")
+            moved = (f"; branch '{save.branch}' moved since the save ({save.head[:12]} -> "
+                     f"{tip[:12]}): the work is applied on its new tip and may conflict")
+    if use.entry is not None:
+        msg += f" (not from the trash: '{path}' exists)"
+    elif use.skip is not from_trash.Skip.NO_COPY and not (
+            use.skip is from_trash.Skip.BRANCH_MOVED and moved):
+        msg += f" (not from the trash: {use.why})"  # the moved branch said below otherwise
+    msg += moved
     if note:
         msg += f"; {note}"
     return msg
