@@ -34,9 +34,13 @@ def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees
     assert {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]} \
         == {"keep", "done", "vanish"}
 
-    ao("ao-prune", "--expire=now", cwd=repo)
+    res = ao("ao-prune", "--expire=now", cwd=repo)
     ids = {s["id"] for s in json.loads(ao("ao", "list", "--all", "--json", cwd=repo).stdout)["sessions"]}
-    assert ids == {"keep"}
+    # A live session's record stays though its repository is gone (it may have
+    # moved: git ao add --id points it there); only the user drops it.
+    assert ids == {"keep", "vanish"}
+    assert "prune-record\tnothing\tvanish\tkept the record" in res.stdout, res.stdout
+    ao("ao", "forget", "vanish", cwd=repo)
     assert not os.path.exists(leftover) and not os.path.exists(dead_dir)
     assert os.path.isdir(live_dir)
     assert git("rev-parse", "-q", "--verify", "refs/ao/preserved/keep", cwd=repo).strip()

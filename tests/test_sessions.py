@@ -279,3 +279,87 @@ def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
     conn.close()
     ao("ao-restore", cwd=repo)
     assert (wt / "new.txt").read_text() == "saved under schema 1\n"
+
+
+def _moved_repo(tmp_path: Path, inside: bool, repair: bool = True) -> tuple[Path, Path, Path]:
+    """A repository with a live session 'wt' holding work, then moved (`mv`, and
+    `git worktree repair`): (the repository now, its worktree now, the worktree's
+    recorded path). inside: the worktree lives inside the repository and moves
+    with it; else it stays where it was."""
+    from tests.support import init_repo
+    old = tmp_path / "repo"
+    old.mkdir()
+    git("init", "-q", "-b", "main", cwd=old)
+    init_repo(old)
+    (old / ".git" / "info" / "exclude").write_text(".wt/\n")
+    recorded = old / ".wt" / "wt" if inside else tmp_path / "wt"
+    git("worktree", "add", "-q", "-b", "wt", recorded, cwd=old)
+    ao("ao", "add", recorded, "--id", "wt", "--harness", "claude-code",
+       "--agent-session-id", "7f3a", cwd=old)
+    (recorded / "new.txt").write_text("the agent's work\n")
+    new = tmp_path / "repo2"
+    old.rename(new)
+    now = new / ".wt" / "wt" if inside else recorded
+    if repair:
+        git("worktree", "repair", now, cwd=new)
+    return new, now, recorded
+
+
+@pytest.mark.parametrize("inside,repair", [(True, True), (False, True), (False, False)],
+                         ids=["worktree-inside", "worktree-outside", "link-broken"])
+def test_a_live_session_whose_repository_moved_is_kept_and_re_pointed_by_add(
+        tmp_path, inside, repair):
+    """Nothing suggests a command that is then refused, prune keeps the live record,
+    and git ao add PATH --id ID points it at its repository where it is now,
+    keeping its id and facts (after git worktree repair, named when the
+    worktree's link is broken); then shutdown and boot work again."""
+    repo, wt, recorded = _moved_repo(tmp_path, inside, repair)
+    add = f"git ao add {recorded if not inside else 'NEWPATH'} --id wt re-points the session"
+    if not repair:
+        add = f"git worktree repair {recorded} run in it, then {add}"
+    for args, rc in ((("ao-restore",), 3), (("ao-preserve", "wt"), 1),
+                     (("ao-preserve", "--all"), 1), (("ao-prune", "-n"), 0),
+                     (("ao-prune",), 0), (("ao", "doctor"), 1)):
+        res = ao(*args, cwd=repo, rc=rc)
+        said = res.stdout + res.stderr
+        assert add in said, (args, said)
+        assert "git ao-preserve wt records" not in said and "see 'git ao-prune'" not in said
+        assert "drop record" not in said and "dropped" not in said, (args, said)
+    listed = ao("ao", "list", "--all", cwd=repo)
+    assert "\tattention\t" in listed.stdout and add in listed.stderr, listed
+    if not repair:
+        git("worktree", "repair", wt, cwd=repo)
+    res = ao("ao", "add", wt, cwd=repo)
+    if inside:
+        # Registered anew under another id, with the way to keep the old one.
+        assert res.stdout.startswith("add\tok\trepo2-wt\t"), res.stdout
+        assert "git ao forget repo2-wt, then git ao add " f"{wt} --id wt re-points it" \
+            in res.stdout, res.stdout
+        ao("ao", "forget", "repo2-wt", cwd=repo)
+        res = ao("ao", "add", wt, "--id", "wt", cwd=repo)
+    assert res.stdout.startswith("add\tok\twt\tre-pointed session 'wt'"), res.stdout
+    [rec] = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+    assert (rec["id"], rec["state"], rec["harness"], rec["agent_session_id"],
+            rec["workspace_path"], rec["repo"]) == (
+        "wt", "live", "claude-code", "7f3a", str(wt), str(repo / ".git")), rec
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", cwd=repo)
+    assert (wt / "new.txt").read_text() == "the agent's work\n"
+
+
+def test_a_worktree_moved_by_hand_with_staged_work_is_not_advised_a_refused_preserve(
+        repo, worktrees, tmp_path):
+    """Moved with mv, its registration holding staged work: list and restore say to
+    move it back (what preserve asks), never to run git ao-preserve, which refuses."""
+    wt = worktrees(repo, "mv")
+    (wt / "staged.txt").write_text("staged\n")
+    git("add", "staged.txt", cwd=wt)
+    wt.rename(tmp_path / "elsewhere")
+    res = ao("ao-restore", cwd=repo, rc=3)
+    assert "still holds staged work in its index: if the directory was moved, move it " \
+        "back" in res.stdout, res.stdout
+    assert "git ao-preserve mv records" not in res.stdout, res.stdout
+    res = ao("ao-preserve", "mv", cwd=repo, rc=1)
+    assert "move it back" in res.stdout, res.stdout
+    listed = ao("ao", "list", cwd=repo)
+    assert "move it back" in listed.stderr and "records that" not in listed.stderr

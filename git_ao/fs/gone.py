@@ -1,13 +1,18 @@
-"""Where a live session's worktree went when it is not at its recorded path:
-moved by `git worktree move`, removed, or emptied. Read from the file system
-alone while the worktree is in place, so a listing of sessions whose worktrees
-are there imports and runs no more than it needs."""
+"""Where a live session's worktree went when it is not at its recorded path
+(moved by `git worktree move`, removed, emptied, moved by hand while its
+registration holds staged work) or its repository went, and what brings it
+back, naming only commands that will not be refused. Read from the file system
+alone while the worktree and its repository are in place, so a listing of
+sessions whose worktrees are there imports and runs no more than it needs."""
 
 from __future__ import annotations
 
 import os
 
 from git_ao.fs import is_empty_dir
+
+# context.REF_PREFIX's preserve refs: this layer is below the context.
+PRESERVED = "refs/ao/preserved/"
 
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
 if TYPE_CHECKING:
@@ -17,22 +22,108 @@ if TYPE_CHECKING:
     from git_ao.store.records import Session
 
 
+def repo_gone_advice(s: Session) -> str:
+    """What brings a live session whose repository is gone (moved, or deleted) back
+    under git-ao's care, keeping its id and facts: `git ao add` of its worktree
+    where it is now, with its id, re-points the record (a preserve would refuse
+    it, having no repository to save in, and a prune keeps its record). The
+    worktree's link to the moved repository is repaired first when it is broken
+    (`git ao add` needs it), as `git worktree repair` does."""
+    path = s.worktree_path
+    here = path if path and os.path.lexists(path) else "NEWPATH"
+    add = f"git ao add {here} --id {s.id}"
+    if not _linked(path):
+        add = f"git worktree repair {here} run in it, then {add}"
+    where = " (NEWPATH: its worktree where the repository is now)" if here != path else ""
+    return (f"if the repository moved, {add} re-points the session at its worktree"
+            f"{where}, keeping its id and facts; else git ao forget {s.id} drops the record")
+
+
+def _linked(path: str) -> bool:
+    """Does the `.git` file of the worktree at `path` name an admin dir that exists?"""
+    try:
+        with open(os.path.join(path, ".git"), encoding="utf-8", errors="surrogateescape") as fh:
+            named = fh.read().strip().removeprefix("gitdir:").strip()
+    except OSError:
+        return False
+    return bool(named) and os.path.isdir(named)
+
+
+def registration_holds(s: Session, entry: WorktreeEntry | None) -> tuple[str, str] | None:
+    """(what, its admin dir) when the session's worktree directory is gone (or empty)
+    but its registration still holds state that differs from its HEAD: staged work
+    in its index, or per-worktree refs. The directory was most likely moved (`mv`),
+    not deleted, and recording it as gone would let restore prune the only copy of
+    that index. An index the preserve ref holds (a checkpoint's, which the record
+    of a worktree gone carries over) is no such copy. None otherwise."""
+    if entry is None or not entry.head:
+        return None
+    from git_ao import git
+    from git_ao.errors import AoError
+    from git_ao.git import index, worktree
+    admin = worktree.admin_dir_of(s.common_dir, entry.path)
+    if admin is None:
+        return None
+    index_file = os.path.join(admin, "index")
+    staged = False
+    if os.path.exists(index_file):
+        try:
+            tree = index.tree_of(s.common_dir, index_file)
+            staged = tree != git.trees_of(s.common_dir, [entry.head])[0] \
+                and not _saved_index(s, entry.head, tree)
+        except AoError:
+            staged = True
+    refs = os.path.isdir(os.path.join(admin, "refs")) and any(
+        files for _r, _d, files in os.walk(os.path.join(admin, "refs")))
+    if staged or refs:
+        return ("staged work in its index" if staged else "per-worktree refs"), admin
+    return None
+
+
+def _saved_index(s: Session, head: str, tree: str) -> bool:
+    """Does the session's preserve ref (a checkpoint's save: parents H and I) hold
+    this index tree on this HEAD?"""
+    from git_ao import git
+    kept = git.rev_parse(s.common_dir, PRESERVED + s.id)
+    if not kept:
+        return False
+    parents = git.commit_parents(s.common_dir, kept)
+    return len(parents) >= 2 and parents[0] == head \
+        and git.trees_of(s.common_dir, [parents[1]])[0] == tree
+
+
+def held_advice(path: str, what: str, admin: str) -> str:
+    """What is said of a worktree directory gone while its registration holds `what`."""
+    return (f"'{path}' is gone, but its registration ({admin}) still holds {what}: if the "
+            "directory was moved, move it back")
+
+
 class Gone:
     """Why a live session's worktree is not at its recorded path. kind: "moved"
     (`git worktree move` took it to `moved_to`, which git's registration names now),
-    "removed" (no directory there) or "emptied" (an empty directory there: a tmpfs
-    cleared by a reboot, a `rm -rf` of its contents)."""
+    "removed" (no directory there), "emptied" (an empty directory there: a tmpfs
+    cleared by a reboot, a `rm -rf` of its contents), "repository" (its
+    repository is gone: moved, or deleted, and the worktree with it or not) or
+    "held" (removed or emptied while its registration holds state HEAD does not:
+    `held`, the words of `registration_holds`, and its admin dir)."""
 
-    __slots__ = ("kind", "moved_to", "path")
+    __slots__ = ("held", "kind", "moved_to", "path")
 
-    def __init__(self, kind: str, path: str, moved_to: str | None = None) -> None:
-        self.kind, self.path, self.moved_to = kind, path, moved_to
+    def __init__(self, kind: str, path: str, moved_to: str | None = None,
+                 held: tuple[str, str] | None = None) -> None:
+        self.kind, self.path, self.moved_to, self.held = kind, path, moved_to, held
 
     def advice(self, s: Session, newest: Callable[[], str] | None = None) -> str:
         """What is true and what brings the worktree back, as one clause starting
-        "live, but its worktree": the same words in list, restore and doctor.
+        "live, but": the same words in list, restore and doctor.
         newest: when no preserve ref holds the last checkpoint, what names the
         newest history entry that holds work ("" for none; history.gone_advice)."""
+        if self.kind == "repository":
+            return (f"live, but its repository {s.common_dir} is gone (moved or deleted), "
+                    f"so git ao-preserve cannot save it: {repo_gone_advice(s)}")
+        if self.kind == "held" and self.held is not None:
+            return (f"live, but {held_advice(self.path, *self.held)} (git ao-preserve "
+                    "refuses to record it gone until then)")
         if self.kind == "moved":
             return (f"live, but its worktree {self.path} was moved to {self.moved_to} "
                     f"(git worktree move); git worktree move {self.moved_to} {self.path} "
@@ -69,8 +160,11 @@ def gone_worktree(s: Session, entries: Sequence[WorktreeEntry] | None = None) ->
     path = s.worktree_path
     if not s.live or not path:
         return None
-    if os.path.lexists(path):
-        return Gone("emptied", path) if is_empty_dir(path) else None
+    if not os.path.isdir(s.common_dir):
+        # Checked first: a preserve of it is refused, whatever the path holds.
+        return Gone("repository", path)
+    if os.path.lexists(path) and not is_empty_dir(path):
+        return None
     if entries is None:
         from git_ao import git
         from git_ao.errors import AoError
@@ -78,5 +172,11 @@ def gone_worktree(s: Session, entries: Sequence[WorktreeEntry] | None = None) ->
             entries = git.worktree_list(s.common_dir) if os.path.isdir(s.common_dir) else []
         except AoError:
             entries = []
-    where = moved_to(entries, s)
-    return Gone("moved", path, where) if where else Gone("removed", path)
+    kind = "emptied" if os.path.lexists(path) else "removed"
+    where = moved_to(entries, s) if kind == "removed" else None
+    if where:
+        return Gone("moved", path, where)
+    # As preserve judges it: what it would refuse to record gone is said so.
+    from git_ao.git.worktree import find
+    held = registration_holds(s, find(list(entries), path))
+    return Gone("held", path, held=held) if held else Gone(kind, path)

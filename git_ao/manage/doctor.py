@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from git_ao import git
 from git_ao.context import REF_PREFIX
 from git_ao.errors import AoError, ExitStatus, current_directory
-from git_ao.fs.gone import gone_worktree
+from git_ao.fs.gone import gone_worktree, repo_gone_advice
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
 from git_ao.outcome import Outcome, Status
@@ -129,13 +129,20 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
         if not os.path.isdir(repo):
             from git_ao.manage.prune import missing_repo_advice
             waiting = sorted(s.id for s in sessions if s.common_dir == repo and s.pending)
+            live = [s for s in sessions if s.common_dir == repo and s.live]
             if waiting:
                 # git ao-prune keeps these records: say how to reach the save again.
                 checks.append(Check("repository", False, (
                     f"{repo} is missing; pending session(s) {', '.join(waiting)} keep their "
                     f"record (git ao-prune keeps it): "
                     + "; ".join(missing_repo_advice(sid) for sid in waiting))))
-            else:
+            if live:
+                # Kept too: the id and facts are what `git ao add --id` re-points.
+                checks.append(Check("repository", False, (
+                    f"{repo} is missing; live session(s) {', '.join(s.id for s in live)} keep "
+                    f"their record (git ao-prune keeps it) and git ao-preserve refuses them: "
+                    + "; ".join(f"{s.id}: {repo_gone_advice(s)}" for s in live))))
+            if not waiting and not live:
                 checks.append(Check("repository", False,
                                     f"{repo} is gone (git ao-prune drops the records of its "
                                     "terminated sessions)"))

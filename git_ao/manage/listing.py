@@ -57,10 +57,11 @@ def holds_ref(s: Session, refs: Refs | None = None) -> bool:
 
 def worktree_gone(s: Session) -> bool:
     """Is a live session's worktree not at its path (moved, removed, or emptied: see
-    `gone.gone_worktree`, which says why)? Nothing is pending, yet its work is not
-    where it was."""
+    `gone.gone_worktree`, which says why), or its repository gone? Nothing is
+    pending, yet its work is not where it was, or cannot be saved."""
     path = s.worktree_path
-    return s.live and bool(path) and (not os.path.lexists(path) or is_empty_dir(path))
+    return s.live and bool(path) and (not os.path.lexists(path) or is_empty_dir(path)
+                                      or not os.path.isdir(s.common_dir))
 
 
 def state(s: Session, refs: Refs | None = None) -> State:

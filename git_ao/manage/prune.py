@@ -18,6 +18,7 @@ from git_ao.context import (
     work_present_elsewhere,
 )
 from git_ao.fs import walk
+from git_ao.fs.gone import repo_gone_advice
 from git_ao.manage import listing
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.proof import witness
@@ -63,6 +64,13 @@ def prune(ctx: Context, *, expire_before: float | None = None,
                 out.append(Outcome(s.id, Action.PRUNE_RECORD, Status.NOTHING,
                                    f"kept the record: repository {s.common_dir} is missing "
                                    f"and the session is pending; {missing_repo_advice(s.id)}",
+                                   facts(s)))
+            elif not os.path.isdir(s.common_dir) and s.live:
+                # A repository moved with its worktree: the record holds the id and
+                # facts `git ao add --id` re-points, so only the user drops it.
+                out.append(Outcome(s.id, Action.PRUNE_RECORD, Status.NOTHING,
+                                   f"kept the record: repository {s.common_dir} is missing "
+                                   f"and the session is live; {repo_gone_advice(s)}",
                                    facts(s)))
             elif not os.path.isdir(s.common_dir):
                 out.append(_prune_record(ctx, s, f"repository {s.common_dir} is gone"))

@@ -9,7 +9,7 @@ import unicodedata
 from typing import Any
 
 from git_ao import git
-from git_ao.context import MAX_ID, Context, validate_id
+from git_ao.context import MAX_ID, Context, lookup, validate_id
 from git_ao.errors import Refused, Usage, one_line
 from git_ao.manage.listing import list_json
 from git_ao.outcome import Action, Outcome, Status
@@ -156,11 +156,18 @@ def add(ctx: Context, path: str, *, session_id: str | None = None, keep: bool = 
     given = {k: v for k, v in fields.items() if v is not None}
     if session_id is not None:
         validate_id(session_id)  # bad input first, whatever the path holds
-    _, top = linked_worktree(path)
+    dirs, top = linked_worktree(path)
     holder = ctx.store.holder_of(top)
     if holder is not None and holder.live:
         if session_id not in (None, holder.id):
             raise Refused(f"'{top}' already belongs to session '{holder.id}' (live)")
+        if not os.path.isdir(holder.common_dir):
+            # The repository moved and this worktree stayed where it was.
+            return _repoint(ctx, holder, dirs, top, given, keep=keep)
+    taken = ctx.store.get(session_id) if session_id is not None else None
+    if taken is not None and taken.live and not os.path.isdir(taken.common_dir):
+        return _repoint(ctx, taken, dirs, top, given, keep=keep)
+    if holder is not None and holder.live:
         differ = [] if keep else [_differs(k, getattr(holder, k), v) for k, v in given.items()
                                   if k in _FACTS and (getattr(holder, k) or "") != v]
         if differ:
@@ -174,7 +181,57 @@ def add(ctx: Context, path: str, *, session_id: str | None = None, keep: bool = 
     s = register(ctx, path, session_id=session_id, **given)
     return Outcome(s.id, Action.ADD, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
-                   f"at {s.worktree_path}", list_json(s))
+                   f"at {s.worktree_path}" + _lost_its_repo(ctx, s, dirs, session_id),
+                   list_json(s))
+
+
+def _lost_its_repo(ctx: Context, s: Session, dirs: git.RepoDirs, given_id: str | None) -> str:
+    """When the worktree's own name is the id of a live session whose repository is
+    gone (the repository moved with this worktree, most likely), a new id was
+    taken: say how to keep that session's id and facts instead."""
+    name = id_from_name(os.path.basename(dirs.git_dir.rstrip("/")))
+    other = ctx.store.get(name) if given_id is None and name != s.id else None
+    if other is None or not other.live or os.path.isdir(other.common_dir):
+        return ""
+    return (f"; session '{other.id}' lost its repository {other.common_dir}: if this "
+            f"worktree is its, git ao forget {s.id}, then git ao add {s.worktree_path} "
+            f"--id {other.id} re-points it, keeping its id and facts")
+
+
+def _repoint(ctx: Context, s: Session, dirs: git.RepoDirs, top: str, given: dict[str, Any],
+             *, keep: bool = False) -> Outcome:
+    """`git ao add PATH --id ID` for a live session whose repository is gone (it
+    moved, the worktree with it or not): point the record at the worktree at `top`
+    and its repository, keeping the id, the facts, the save's row and the history
+    (its refs moved with the repository). Refused when the recorded worktree is
+    still there elsewhere, or a fact given is not the recorded one."""
+    with ctx.lock(s.id):
+        now = lookup(ctx, s.id)
+        old = now.worktree_path
+        if os.path.lexists(old) and os.path.realpath(old) != top:
+            raise Refused(f"session '{now.id}' still has its worktree at {old}: its "
+                          f"repository {now.common_dir} is gone, but that is where to run "
+                          f"git ao add {old} --id {now.id}")
+        differ = [] if keep else [_differs(k, getattr(now, k), v) for k, v in given.items()
+                                  if k in _FACTS and (getattr(now, k) or "") != v]
+        if differ:
+            raise Refused(f"session '{now.id}' is recorded with {', '.join(differ)}; its "
+                          "record is re-pointed with the facts it has (give none, or "
+                          "those)")
+        common = os.path.realpath(dirs.common_dir)
+        branch = git.current_branch(top)
+        verb = "would re-point" if ctx.dry_run else "re-pointed"
+        if not ctx.dry_run:
+            if not ctx.store.repoint(now.id, now.common_dir, common, top, branch):
+                raise Refused(f"session '{now.id}' changed meanwhile; nothing is changed "
+                              "(run it again)")
+            ctx.log("register", now.id, "repointed", was=now.common_dir, repo=common,
+                    workspace=top)
+        moved = ctx.store.get(now.id) if not ctx.dry_run else None
+        return Outcome(now.id, Action.ADD, Status.OK,
+                       f"{verb} session '{now.id}' at {top} (repository {common}; it was "
+                       f"{now.common_dir}, which is gone): its id, facts and history are "
+                       "kept", list_json(moved or now))
 
 
 def _differs(name: str, recorded: str | None, given: str) -> str:

@@ -12,9 +12,10 @@ import os
 from git_ao import git
 from git_ao.context import Context, facts, lookup, preserve_ref
 from git_ao.errors import Refused
+from git_ao.fs.gone import gone_worktree, repo_gone_advice
 from git_ao.git import query
 from git_ao.outcome import Action, Outcome, Status
-from git_ao.save import lacking
+from git_ao.save import history, lacking
 from git_ao.store.records import Session
 
 
@@ -45,7 +46,11 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
                 return Outcome(s.id, Action.RESOLVE, Status.OK, less, facts(s))
             return Outcome(s.id, Action.RESOLVE, Status.NOTHING, f"nothing to resolve: no record of "
                            f"work left in {ref}", facts(s))
-        now = git.rev_parse(s.common_dir, ref) if os.path.isdir(s.common_dir) else None
+        if not os.path.isdir(s.common_dir):
+            # Its ref went with the repository: no "already deleted" to bring in step.
+            raise Refused(f"repository {s.common_dir} is gone, and {ref} with it; "
+                          f"{repo_gone_advice(s)}")
+        now = git.rev_parse(s.common_dir, ref)
         verb = "would " if ctx.dry_run else ""
         if now is None:
             if not ctx.dry_run:
@@ -60,10 +65,13 @@ def resolve(ctx: Context, session_id: str) -> Outcome:
                           "changed (see it with git stash show -p --include-untracked "
                           f"{ref})")
         path = s.worktree_path
-        if not os.path.isdir(path):
+        gone = gone_worktree(s)
+        if gone is not None or not os.path.isdir(path):
+            # What list and restore say of it, naming only what will work.
+            then = history.gone_advice(gone, s) if gone is not None else \
+                f"git ao-preserve {s.id} records that, then git ao-restore re-creates it"
             raise Refused(f"the worktree {path} is gone, and {ref} may hold its only work; "
-                          f"git ao-preserve {s.id} records that, then git ao-restore "
-                          "re-creates it")
+                          f"{then}")
         unmerged = query.unmerged_paths(path)
         if unmerged:
             listed = ", ".join(unmerged[:5]) + (" ..." if len(unmerged) > 5 else "")

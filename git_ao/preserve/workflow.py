@@ -30,9 +30,9 @@ from git_ao.context import (
 )
 from git_ao.errors import AoError, GitError, Refused, TimedOut
 from git_ao.fs import nested, walk
-from git_ao.fs.gone import moved_to
-from git_ao.git import index, parse, query, worktree
+from git_ao.fs.gone import held_advice, moved_to, registration_holds, repo_gone_advice
 from git_ao.git import lock as gitlock
+from git_ao.git import parse, query, worktree
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.preserve import removal
@@ -881,7 +881,8 @@ def _check(ctx: Context, s: Session, cache: RepoCache, *, checkpoint: bool = Fal
     worktree stays, so work kept in the ref is no refusal (the ref is left alone)."""
     path = s.worktree_path
     if not os.path.isdir(s.common_dir):
-        raise Refused(f"repository {s.common_dir} is gone; see 'git ao-prune'")
+        raise Refused(f"repository {s.common_dir} is gone, so there is nothing to save the "
+                      f"worktree in; {repo_gone_advice(s)}")
     entries = cache.entries(s.common_dir)
     entry = worktree.find(entries, path)
     main = worktree.main_path(entries)
@@ -966,41 +967,11 @@ def _refuse_over_kept_work(ctx: Context, s: Session, path: str) -> None:
 
 def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> None:
     """Raise Refused when the worktree directory is gone but its registration still
-    holds state that differs from its HEAD (staged work in its index, per-worktree
-    refs): the directory was most likely moved (`mv`), not deleted, and recording it
-    as gone would let restore prune the only copy of that index. An index the
-    preserve ref holds (a checkpoint's) is no such copy: it is recorded."""
-    if entry is None or not entry.head:
-        return
-    admin = worktree.admin_dir_of(s.common_dir, entry.path)
-    if admin is None:
-        return
-    index_file = os.path.join(admin, "index")
-    staged = False
-    if os.path.exists(index_file):
-        try:
-            tree = index.tree_of(s.common_dir, index_file)
-            staged = tree != git.trees_of(s.common_dir, [entry.head])[0] \
-                and not _saved_index(s, entry.head, tree)
-        except AoError:
-            staged = True
-    refs = os.path.isdir(os.path.join(admin, "refs")) and any(
-        files for _r, _d, files in os.walk(os.path.join(admin, "refs")))
-    if staged or refs:
-        what = "staged work in its index" if staged else "per-worktree refs"
-        raise Refused(f"'{s.worktree_path}' is gone, but its registration ({admin}) still "
-                      f"holds {what}: if the directory was moved, move it back; nothing is "
-                      "recorded")
-
-
-def _saved_index(s: Session, head: str, tree: str) -> bool:
-    """Does the session's preserve ref (a checkpoint's save, which `_record_missing`
-    carries over) hold this index tree on this HEAD?"""
-    kept = git.rev_parse(s.common_dir, preserve_ref(s.id))
-    if not kept:
-        return False
-    saved_head, saved_index, _w, _u = capture.saved_trees(s.common_dir, kept)
-    return (saved_head, saved_index) == (head, tree)
+    holds state that differs from its HEAD (`gone.registration_holds`): recording
+    it as gone would let restore prune the only copy of that index."""
+    held = registration_holds(s, entry)
+    if held is not None:
+        raise Refused(f"{held_advice(s.worktree_path, *held)}; nothing is recorded")
 
 
 def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -> Outcome:

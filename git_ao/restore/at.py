@@ -37,6 +37,7 @@ from git_ao.agents import processes
 from git_ao.context import Context, facts, lookup, session_paths
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
+from git_ao.fs.gone import gone_worktree
 from git_ao.git import index, query, worktree
 from git_ao.git import lock as gitlock
 from git_ao.git.parse import BranchName, IndexFlags, ObjectId
@@ -57,8 +58,11 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             raise Refused(f"session '{s.id}' is {s.state}, not live: git ao-restore {s.id} "
                           "brings it back first")
         path = s.worktree_path
-        if not os.path.isdir(path):
-            raise Refused(f"'{path}' is gone; git ao-preserve {s.id} records it, then "
+        gone = gone_worktree(s)
+        if gone is not None or not os.path.isdir(path):
+            # What list and restore say of it, naming only what will work.
+            raise Refused(history.gone_advice(gone, s) if gone is not None else
+                          f"'{path}' is gone; git ao-preserve {s.id} records it, then "
                           f"git ao-restore {s.id}")
         v = worktree.verify(s.common_dir, path, git.worktree_list(s.common_dir))
         try:

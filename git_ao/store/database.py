@@ -386,6 +386,23 @@ class Store:
                  s.agent_session_id, s.prompt, t, t))
         s.created_at = s.updated_at = t
 
+    def repoint(self, session_id: str, old_repo: str, common_dir: str, worktree_path: str,
+                branch: str | None) -> bool:
+        """Point a session, and its save's row, at its repository and worktree where
+        they are now (the repository moved), in one commit, only while the record
+        still names `old_repo`. Returns False (nothing changed) when it does not."""
+        t = now_ns()
+        with self.transaction() as c:
+            done = c.execute("UPDATE sessions SET repo = ?, workspace_path = ?, "
+                             "branch = COALESCE(?, branch), updated_at = ? "
+                             "WHERE id = ? AND repo = ?",
+                             (common_dir, worktree_path, branch, t, session_id, old_repo))
+            if not done.rowcount:
+                return False
+            c.execute("UPDATE session_worktrees SET repo = ?, worktree_path = ? "
+                      "WHERE session_id = ?", (common_dir, worktree_path, session_id))
+        return True
+
     def set_daemon_facts(self, session_id: str, *, group_id: str | None = None,
                          session_mode: str | None = None,
                          provider_conversation_id: str | None = None) -> None:
