@@ -104,7 +104,9 @@ def test_a_clean_checkpoint_that_adds_an_entry_says_so_and_why(repo, worktrees):
     assert "on branch 'other' (the entry before was taken on branch 'agent')" in said()
     assert len(_entries(repo, "agent")) == 5
     out = ao("ao", "checkpoint", "agent", cwd=repo).stdout
-    assert "added" not in out and len(_entries(repo, "agent")) == 5, out
+    # (either way of saying so: "nothing added" by the stat file, or "holds this
+    # state already" by a capture, when the stat file is too new to trust)
+    assert " added for HEAD" not in out and len(_entries(repo, "agent")) == 5, out
 
 
 def test_a_checkpoint_leaves_the_index_alone_and_runs_while_it_is_locked(repo, worktrees):
