@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -581,3 +582,20 @@ def test_a_hard_link_to_the_worktrees_git_file_keeps_its_bytes(repo, worktrees, 
     ao("ao-restore", "hl", cwd=repo)
     assert (wt / "work.txt").read_text() == "mine\n"
     assert elsewhere.read_bytes() == kept
+
+
+def test_a_crlf_file_git_keeps_as_it_is_in_the_racy_window_is_no_late_write(repo, worktrees):
+    """A file whose times are too close to the walk is compared by content after the
+    move, as `git add` reads it: its index blob holds CRLFs, so git stores it with
+    them, which `git hash-object` (reading no index) does not; the save is the same."""
+    (repo / "m.txt").write_bytes(b"x\r\ny\r\n")
+    git("add", "m.txt", cwd=repo)
+    git("commit", "-q", "-m", "a CRLF file", cwd=repo)
+    git("config", "core.autocrlf", "true", cwd=repo)
+    wt = worktrees(repo, "racy")
+    (wt / "m.txt").write_bytes(b"x\r\ny\r\nz\r\n")
+    later = time.time_ns() + 3600 * 10**9  # racy to any walk: compared by content
+    os.utime(wt / "m.txt", ns=(later, later))
+    res = ao("ao-preserve", "racy", cwd=repo)
+    assert "written after the capture" not in res.stdout, res.stdout
+    assert states(repo) == {"racy": "pending"}

@@ -162,3 +162,108 @@ def test_a_plain_merge_onto_a_moved_branch_drops_the_ref(repo, worktrees, how):
     if how == "same-file":
         assert "pkg-0 1.0.1" in text
     assert git("diff", "--cached", "--name-only", cwd=wt).split() == ["new.txt"]
+
+
+# A file git converts on its way in or out, and how: the config, the attributes
+# committed with the file (`attrs`), the attributes committed after it (`later`:
+# the index keeps the CRLFs it had), the line ending the worktree holds, and the
+# one a checkout gives a new file (`new_eol`, else the same).
+_CONVERSIONS = {
+    "autocrlf=true, CRLF in the index": {"config": {"core.autocrlf": "true"}, "eol": "\r\n"},
+    "autocrlf=input, CRLF in the index": {"config": {"core.autocrlf": "input"}, "eol": "\r\n",
+                                          "new_eol": "\n"},
+    "text=auto, CRLF in the index": {"later": "* text=auto\n", "eol": "\r\n", "new_eol": "\n"},
+    "text=auto eol=crlf, CRLF in the index": {"later": "*.txt text=auto eol=crlf\n",
+                                               "eol": "\r\n"},
+    "eol=crlf": {"attrs": "*.txt eol=crlf\n", "eol": "\r\n"},
+    "autocrlf=true, LF in the index": {"config": {"core.autocrlf": "true"}, "lf_index": True,
+                                       "eol": "\r\n"},
+    "clean and smudge filter": {"config": {"filter.rev.clean": "rev", "filter.rev.smudge": "rev"},
+                                "attrs": "*.txt filter=rev\n", "eol": "\n"},
+    "filter, autocrlf=true, CRLF in the index": {
+        "config": {"core.autocrlf": "true", "filter.same.clean": "cat",
+                   "filter.same.smudge": "cat"},
+        "later": "*.txt filter=same\n", "eol": "\r\n"},
+    "ident, autocrlf=true, CRLF in the index": {"config": {"core.autocrlf": "true"},
+                                                 "later": "*.txt ident\n", "eol": "\r\n"},
+}
+
+
+def _lines(words: list[str], eol: str) -> str:
+    return "".join(w + eol for w in words)
+
+
+@pytest.mark.parametrize("moved", ["other file", "same file"])
+@pytest.mark.parametrize("case", sorted(_CONVERSIONS))
+def test_a_converted_file_comes_back_as_saved_onto_a_moved_branch(repo, worktrees, case, moved):
+    """The proof reads the worktree as `git add` does: a file whose bytes are the
+    saved ones is as saved, whatever git converts on the way (a CRLF file whose
+    index blob holds CRLFs is stored as it is under automatic conversion, which
+    `git hash-object`, reading no index, does not know)."""
+    conv = _CONVERSIONS[case]
+    eol = conv["eol"]
+    words = ["one", "two", "three", "four", "five"]
+    first = _lines(words, "\n" if conv.get("lf_index") else eol)
+    files = {"m.txt": first, **({".gitattributes": conv["attrs"]} if "attrs" in conv else {})}
+    # The config comes after the file (its CRLFs stay in the index) unless the
+    # attributes that name it come with the file.
+    config = conv.get("config", {})
+    for key, value in config.items() if "attrs" in conv else ():
+        git("config", key, value, cwd=repo)
+    for rel, text in files.items():
+        (repo / rel).write_bytes(text.encode())
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "a file to convert", cwd=repo)
+    for key, value in config.items() if "attrs" not in conv else ():
+        git("config", key, value, cwd=repo)
+    if "later" in conv:
+        (repo / ".gitattributes").write_text(conv["later"])
+        git("add", ".gitattributes", cwd=repo)
+        git("commit", "-q", "-m", "attributes", cwd=repo)
+    wt = worktrees(repo, "mv")  # checked out under these rules
+    assert git("status", "--porcelain", cwd=wt) == ""
+    (wt / "m.txt").write_bytes(_lines([*words, "the agent's line"], eol).encode())
+    new = _lines(["an untracked file"], conv.get("new_eol", eol)).encode()
+    (wt / "new.txt").write_bytes(new)
+    saved = (wt / "m.txt").read_bytes()
+    ao("ao-preserve", "mv", cwd=repo)
+    if moved == "other file":
+        commit_on(repo, "mv", {"other.md": "moved on\n"})
+        want = saved
+    else:
+        commit_on(repo, "mv", {"m.txt": _lines(["ONE", *words[1:]], eol)})
+        want = _lines(["ONE", *words[1:], "the agent's line"], eol).encode()
+    r = _restore(repo, 0)
+    assert r["status"] == "ok", r
+    assert "not_as_saved" not in r
+    assert ref_of(repo, "mv") is None
+    assert states(repo) == {"mv": "live"}
+    assert (wt / "m.txt").read_bytes() == want
+    assert (wt / "new.txt").read_bytes() == new
+    # and prune finds nothing in the trash copy that the save lacks
+    ao("ao-prune", "--expire", "now", cwd=repo)
+    assert [e for e in trash.entries(os.environ["AO_DATA_DIR"]) if e.session_id == "mv"] == []
+
+
+def test_a_smudge_filter_that_writes_crlfs_is_not_taken_for_the_saved_lfs(repo, worktrees):
+    """The real difference the same reading must still see: the index holds CRLFs
+    (staged), the save's worktree file LFs; a smudge filter the branch brought
+    writes CRLFs. `git add` keeps them (the index blob holds CRLFs), so the file
+    is not the saved one, though `git hash-object` turns them back into LFs."""
+    (repo / "m.txt").write_bytes(b"x\r\ny\r\n")
+    git("add", "m.txt", cwd=repo)
+    git("commit", "-q", "-m", "a CRLF file", cwd=repo)
+    git("config", "core.autocrlf", "input", cwd=repo)
+    git("config", "filter.crlf.smudge", "sed 's/\\r*$/\\r/'", cwd=repo)
+    git("config", "filter.crlf.clean", "cat", cwd=repo)
+    wt = worktrees(repo, "mv")
+    (wt / "m.txt").write_bytes(b"x\r\ny\r\nz\r\n")
+    git("add", "m.txt", cwd=wt)
+    (wt / "m.txt").write_bytes(b"x\ny\nz\nw\n")
+    ao("ao-preserve", "mv", cwd=repo)
+    commit = ref_of(repo, "mv")
+    commit_on(repo, "mv", {".gitattributes": "m.txt filter=crlf\n"})
+    r = _restore(repo, 3)
+    assert (wt / "m.txt").read_bytes() == b"x\r\ny\r\nz\r\nw\r\n"
+    assert "other content in the worktree" in r["not_as_saved"]["m.txt"]
+    _assert_kept(repo, r, "m.txt", commit)

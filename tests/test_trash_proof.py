@@ -241,3 +241,44 @@ def test_a_late_write_after_a_clean_save_is_named_as_the_only_copy(repo, worktre
     assert r["message"].endswith("(late.txt); the save was clean, so the worktree holds "
                                  "their only copy"), r
     assert (wt / "late.txt").read_text() == "written after the save\n"
+
+
+def _crlf_session(repo: Path, worktrees, name: str, autocrlf: str) -> Path:
+    """A session whose m.txt has CRLFs in the index (committed before core.autocrlf
+    was set), which `git add` then keeps as they are."""
+    (repo / "m.txt").write_bytes(b"x\r\ny\r\n")
+    git("add", "m.txt", cwd=repo)
+    git("commit", "-q", "-m", "a CRLF file", cwd=repo)
+    git("config", "core.autocrlf", autocrlf, cwd=repo)
+    return worktrees(repo, name)
+
+
+def test_a_crlf_file_git_keeps_as_it_is_is_proven_without_a_capture(repo, worktrees):
+    """`git hash-object` reads no index and turns the CRLFs into LFs; `git add` keeps
+    them since the index blob holds CRLFs. The cheap proof reads such a file as
+    `git add` does, so the copy put back is proven as it is."""
+    wt = _crlf_session(repo, worktrees, "crlf", "true")
+    (wt / "m.txt").write_bytes(b"x\r\ny\r\nz\r\n")
+    ao("ao-preserve", "crlf", cwd=repo)
+    r, trace = _restore(repo)
+    assert r["status"] == "ok" and r.get("from_trash") and "late_writes" not in r, r
+    assert not [c for c in _FULL_PROOF if c in trace], trace
+    assert (wt / "m.txt").read_bytes() == b"x\r\ny\r\nz\r\n"
+    assert git("for-each-ref", "refs/ao/preserved", cwd=repo) == ""
+
+
+def test_crlfs_written_late_over_saved_lfs_are_a_late_write(repo, worktrees, tmp_path):
+    """The save holds m.txt with LFs while its index blob (staged) holds CRLFs; CRLFs
+    written into the trash copy afterwards are what `git add` would store, not the
+    save, though `git hash-object` turns them back into the saved LFs."""
+    wt = _crlf_session(repo, worktrees, "late-crlf", "input")
+    (wt / "m.txt").write_bytes(b"x\r\ny\r\nz\r\n")
+    git("add", "m.txt", cwd=wt)
+    (wt / "m.txt").write_bytes(b"x\ny\nz\nw\n")
+    ao("ao-preserve", "late-crlf", cwd=repo)
+    commit = git("rev-parse", "refs/ao/preserved/late-crlf", cwd=repo).strip()
+    Path(_entry(tmp_path, "late-crlf").worktree, "m.txt").write_bytes(b"x\r\ny\r\nz\r\nw\r\n")
+    r, _ = _restore(repo)
+    assert r["status"] == "ok" and r.get("late_writes") == ["m.txt"], r
+    assert (wt / "m.txt").read_bytes() == b"x\r\ny\r\nz\r\nw\r\n"
+    assert git("rev-parse", "refs/ao/preserved/late-crlf", cwd=repo).strip() == commit

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Self
 
 from git_ao import git
-from git_ao.git import parse
+from git_ao.git import parse, query
 from git_ao.git.parse import ObjectId
 
 # Temporary index files are named <TEMP_INDEX_PREFIX><pid>.<random> in a git dir:
@@ -102,6 +102,45 @@ def gitlinks(cwd: str) -> list[str]:
     return parse.gitlinks(git.run(["ls-files", "-s", "-z"], cwd))
 
 
+def added_ids(cwd: str, paths: Sequence[str], scratch: str,
+              env: dict[str, str] | None = None) -> list[str]:
+    """The blob id `git add` would store for each of `paths` (files, relative to the
+    worktree at `cwd`) beside the index git reads there; nothing is written.
+
+    `query.hash_paths` (clean filters, end-of-line rules, ident) reads no index,
+    and git's safer autocrlf does: where the conversion is automatic
+    (core.autocrlf, text=auto), a file whose index blob holds a CRLF is stored
+    with its CRLFs as they are, which hash-object turns into LFs. Those paths
+    (`query.crlf_in_index`) are read by `git update-index --add --info-only`
+    into a temporary index in the git dir `scratch` holding only their index
+    entries, so git itself applies every rule. env: a worktree taken away and
+    the index it is judged with (`added_ids_in`). Raises GitError."""
+    if not paths:
+        return []
+    ids = dict(zip(paths, query.hash_paths(cwd, paths, env=env), strict=True))
+    kept = query.crlf_in_index(cwd, paths, env)
+    if kept:
+        base = {k: v for k, v in (env or {}).items() if k != "GIT_INDEX_FILE"}
+        with TempIndex(cwd, scratch, env=base) as tmp:
+            tmp.seed(kept)
+            tmp.update(sorted(kept), info_only=True)
+            ids.update((p, oid) for p, (_, oid) in tmp.entries().items() if p in kept)
+    return [ids[p] for p in paths]
+
+
+def added_ids_in(common_dir: str, work_tree: str, paths: Sequence[str],
+                 index_file: str) -> list[str]:
+    """`added_ids` for a worktree taken away (see `query.ignored_in`): the files
+    `paths` of `work_tree`, judged with the repository at `common_dir` and the
+    index file `index_file` (the admin copy's; none when it is missing). The
+    temporary index goes in `common_dir`. Raises GitError."""
+    env = {"GIT_DIR": common_dir, "GIT_WORK_TREE": work_tree}
+    if os.path.isfile(index_file):
+        env["GIT_INDEX_FILE"] = index_file
+        return added_ids(work_tree, paths, common_dir, env)
+    return query.hash_paths(work_tree, paths, env=env)
+
+
 # ---------------------------------------------------------------- temporary index
 
 
@@ -122,11 +161,13 @@ class TempIndex:
     caller proves first that the filter cleans it (else git would store its
     bytes as they are)."""
 
-    def __init__(self, cwd: str, git_dir: str, lenient: Sequence[str] = ()) -> None:
+    def __init__(self, cwd: str, git_dir: str, lenient: Sequence[str] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.cwd = cwd
         self.path = os.path.join(git_dir, f"{TEMP_INDEX_PREFIX}{os.getpid()}."
                                           f"{os.urandom(4).hex()}")
-        self._env = git.index_env(self.path)
+        # env: the repository and worktree of a worktree taken away (GIT_DIR, GIT_WORK_TREE).
+        self._env = {**(env or {}), "GIT_INDEX_FILE": self.path}
         self.lenient = lenient
 
     @property
@@ -169,14 +210,16 @@ class TempIndex:
         """`git write-tree` from this index; the tree id."""
         return ObjectId(self._run(["write-tree"]).decode().strip())
 
-    def update(self, paths: Sequence[str]) -> list[str]:
+    def update(self, paths: Sequence[str], *, info_only: bool = False) -> list[str]:
         """`git update-index --add --remove -z --stdin`: each path is read again from the
         worktree, updated when present, removed when gone. Returns the paths git
         would not store (a name `core.protectNTFS` or `.git` rules refuse, such as
-        `GIT~1`), which git skips with "Ignoring path" and still exits 0."""
+        `GIT~1`), which git skips with "Ignoring path" and still exits 0.
+        info_only: the blob ids only, no blob written (`--info-only`)."""
         if not paths:
             return []
-        res = git.call([*self._opts, "update-index", "--add", "--remove", "-z", "--stdin"],
+        res = git.call([*self._opts, "update-index", "--add", "--remove",
+                        *(["--info-only"] if info_only else []), "-z", "--stdin"],
                        self.cwd, env=self._env, input=git.join_z(paths)).check()
         if not res.err:
             return []
@@ -208,6 +251,26 @@ class TempIndex:
         specs = [".", *(f":(exclude,literal){p}" for p in leave_out)]
         self._run(["add", "-u", "--sparse", "--pathspec-from-file=-", "--pathspec-file-nul"],
                   input=git.join_z(specs))
+
+    def seed(self, entries: dict[str, tuple[str, str]]) -> None:
+        """Put {path: (mode, object id)} into this index as stage-0 entries with no
+        stat data (`git update-index -z --index-info`), so git reads each file again."""
+        if entries:
+            self._run(["update-index", "-z", "--index-info"], input=b"".join(
+                f"{mode} {oid}\t".encode() + os.fsencode(p) + b"\0"
+                for p, (mode, oid) in entries.items()))
+
+    def entries(self) -> dict[str, tuple[str, str]]:
+        """{path: (mode, object id)} of the stage-0 entries of this index (`git ls-files
+        -s -z`)."""
+        got = {}
+        for rec in self._run(["ls-files", "-s", "-z"]).split(b"\0"):
+            meta, sep, path = rec.partition(b"\t")
+            if sep:
+                mode, oid, stage = meta.decode().split()
+                if stage == "0":
+                    got[os.fsdecode(path)] = (mode, oid)
+        return got
 
     def paths(self) -> list[str]:
         """Every path of this index (`git ls-files -z`)."""

@@ -103,7 +103,9 @@ def ls_tree_entries(cwd: str, tree: str) -> dict[str, tuple[str, str]]:
 def hash_paths(cwd: str, paths: Sequence[str], env: dict[str, str] | None = None) -> list[str]:
     """The blob id git would store for each of `paths` (relative to the worktree
     at `cwd`), with the repository's clean filters and end-of-line rules
-    (`git hash-object --stdin-paths`); nothing is written. Every path goes in
+    (`git hash-object --stdin-paths`); nothing is written. It reads no index, so a
+    file whose index blob holds a CRLF is hashed as an untracked one would be
+    (`index.added_ids` reads it as `git add` does). Every path goes in
     C-quoted: git unquotes a line that starts with a double quote and drops a
     trailing carriage return, so a plain line can name another file."""
     if not paths:
@@ -115,6 +117,45 @@ def hash_paths(cwd: str, paths: Sequence[str], env: dict[str, str] | None = None
         raise GitError(["hash-object", "--stdin-paths"], 0,
                        f"{len(ids)} blob ids for {len(paths)} paths")
     return ids
+
+
+def crlf_in_index(cwd: str, paths: Sequence[str], env: dict[str, str] | None = None
+                  ) -> dict[str, tuple[str, str]]:
+    """{path: (mode, object id)} of the index entries of those of `paths` whose blob
+    is text holding a CRLF (`git ls-files -s --eol`: i/crlf or i/mixed), as git's
+    safer autocrlf judges it: stage 0, else stage 2 (ours, in a merge), as git reads
+    it. env: another repository, worktree or index (`index.added_ids_in`). Raises
+    GitError."""
+    found: dict[str, tuple[str, str]] = {}
+    ours: dict[str, tuple[str, str]] = {}
+    for chunk in _chunks(paths):
+        out = git.run(["--literal-pathspecs", "ls-files", "-s", "--eol", "-z", "--", *chunk],
+                      cwd, env=env)
+        for rec in out.split(b"\0"):
+            meta, _, rest = rec.partition(b"\t")
+            eol, sep, path = rest.partition(b"\t")
+            fields, info = meta.split(), eol.split()
+            if not sep or len(fields) != 3 or not info or info[0] not in (b"i/crlf", b"i/mixed"):
+                continue
+            mode, oid, stage = (f.decode() for f in fields)
+            if stage in ("0", "2"):
+                (found if stage == "0" else ours)[os.fsdecode(path)] = (mode, oid)
+    return {**ours, **found}
+
+
+def _chunks(paths: Sequence[str], size: int = 64 * 1024) -> list[Sequence[str]]:
+    """`paths` cut into runs of at most `size` bytes, so that each run fits on one
+    command line (git reads no pathspec from stdin for every command)."""
+    out: list[Sequence[str]] = []
+    start, used = 0, 0
+    for i, p in enumerate(paths):
+        used += len(os.fsencode(p)) + 1
+        if used > size and i > start:
+            out.append(paths[start:i])
+            start, used = i, len(os.fsencode(p)) + 1
+    if start < len(paths):
+        out.append(paths[start:])
+    return out
 
 
 def status_porcelain(cwd: str) -> git.Completed:
@@ -281,13 +322,6 @@ def check_ignore_in(common_dir: str, work_tree: str, index_file: str,
     if res.status not in (0, 1):
         res.check()
     return set(git.split_z(res.out))
-
-
-def hash_paths_in(common_dir: str, work_tree: str, paths: Sequence[str]) -> list[str]:
-    """`hash_paths` for a worktree taken away (see `ignored_in`): the blob id git
-    would store for each of `paths`, relative to `work_tree`, judged with the
-    repository at `common_dir` (its attributes and filters). Raises GitError."""
-    return hash_paths(work_tree, paths, env=_taken_away_env(common_dir, work_tree))
 
 
 def _taken_away_env(common_dir: str, work_tree: str, index_file: str | None = None

@@ -84,7 +84,8 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
     moved = entry.worktree
     for _ in range(ROUNDS):
         try:
-            changed, after = witness.changed_after_move(before, moved, captured, cap.ignored)
+            changed, after = witness.changed_after_move(before, moved, captured, cap.ignored,
+                                                        v.git_dir)
         except AoError as exc:
             # git could not hash a file an agent was rewriting: the copy is not
             # proven settled, so it is reported, and it stays in the trash.

@@ -93,8 +93,9 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool,
     dir `admin`) provably holds exactly the save, False when it cannot tell. The
     index is proven by the checksum the commit records (`index_from_commit`), else
     by comparing it to the saved index tree (`query.index_matches_tree`). Four or
-    five git processes (cat-file, diff-index, status, diff-tree, hash-object); no
-    file git lists as unchanged is read."""
+    five git processes (cat-file, diff-index, status, diff-tree, hash-object), up
+    to five more when a changed tracked file holds a carriage return
+    (`index.added_ids`); no file git lists as unchanged is read."""
     commit = save.preserved_commit
     if not commit or not save.head or local_state.load(save.private_config).keys() - _PLAIN_KEYS:
         return False
@@ -146,11 +147,26 @@ def settled(path: str, save: Save, admin: str, *, index_from_commit: bool,
     links = [p for p in want if os.path.islink(os.path.join(path, p))]
     files = [p for p in want if p not in set(links)]
     try:
-        got = dict(zip(files, query.hash_paths(path, files), strict=True)) if files else {}
+        # git add keeps the CRLFs of a file whose index blob holds some (safer
+        # autocrlf), hash-object reads no index: a tracked file holding a CR is
+        # read as git add reads it. One holding none gets no CRLF to keep.
+        crs = [p for p in files if p in changed and _holds_cr(os.path.join(path, p))]
+        plain = [p for p in files if p not in set(crs)]
+        got = dict(zip(plain, query.hash_paths(path, plain), strict=True)) if plain else {}
+        got.update(zip(crs, index.added_ids(path, crs, admin), strict=True))
         got.update((p, _link_blob(os.path.join(path, p), len(commit))) for p in links)
     except (AoError, OSError):
         return False
     return got == want
+
+
+def _holds_cr(file: str) -> bool:
+    """Does the file hold a carriage return?"""
+    with open(file, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            if b"\r" in chunk:
+                return True
+    return False
 
 
 _SKIP_KEYS = ("skip_worktree", "skip_worktree_absent")
@@ -215,8 +231,9 @@ def not_as_saved(path: str, save: Save,
     a merge driver (`merge=ours`), a clean or smudge filter, or rename detection
     decide for a path; this is what proves the ref may go.
 
-    The worktree side is read as `git add` would (clean filters and end-of-line
-    rules, `git hash-object`), the index side with `git ls-files -s`. A path
+    The worktree side is read as `git add` would (clean filters, end-of-line
+    rules and the index's CRLFs, `index.added_ids`), the index side with `git
+    ls-files -s`. A path
     changed on both sides is compared with `git merge-file` of the stored blobs,
     and counts as held too when merging the save's change into what is there
     changes nothing (another diff algorithm placed the same lines). Submodules,
@@ -249,7 +266,7 @@ def not_as_saved(path: str, save: Save,
         "false", "0", "no", "off")
     paths = sorted(set(w_side) | set(i_side) | set(untracked))
     scratch = git.repo_dirs(path).git_dir
-    now_w = _worktree_entries(path, [p for p in paths if p not in skipped], len(commit))
+    now_w = _worktree_entries(path, [p for p in paths if p not in skipped], len(commit), scratch)
     now_i = query.staged_entries(path, paths)
     out: dict[str, str] = {}
     for p in paths:
@@ -284,9 +301,11 @@ def not_as_saved(path: str, save: Save,
     return out
 
 
-def _worktree_entries(path: str, paths: list[str], oid_hex_len: int) -> dict[str, tuple[str, str]]:
-    """{path: (mode, blob id as `git add` would store it)} of those of `paths` that
-    are a file or a symbolic link in the worktree at `path`."""
+def _worktree_entries(path: str, paths: list[str], oid_hex_len: int,
+                      scratch: str) -> dict[str, tuple[str, str]]:
+    """{path: (mode, blob id as `git add` would store it, `index.added_ids`)} of
+    those of `paths` that are a file or a symbolic link in the worktree at `path`
+    (git dir `scratch`)."""
     got: dict[str, tuple[str, str]] = {}
     files = []
     for p in paths:
@@ -300,7 +319,7 @@ def _worktree_entries(path: str, paths: list[str], oid_hex_len: int) -> dict[str
         elif stat.S_ISREG(st.st_mode):
             got[p] = ("100755" if st.st_mode & 0o100 else "100644", "")
             files.append(p)
-    for p, oid in zip(files, query.hash_paths(path, files), strict=True):
+    for p, oid in zip(files, index.added_ids(path, files, scratch), strict=True):
         got[p] = (got[p][0], oid)
     return got
 

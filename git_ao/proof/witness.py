@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from git_ao import git
 from git_ao.fs import nested, walk
 from git_ao.fs.walk import Blocker, Walk
-from git_ao.git import parse, query
+from git_ao.git import index, parse, query
 from git_ao.git.parse import ObjectId
 from git_ao.save import capture, local_state
 from git_ao.store import trash
@@ -64,18 +64,19 @@ def blockers(path: str, w: Walk, captured: dict[str, str], ignored: list[str], *
 
 
 def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
-                       ignored: list[str]) -> tuple[list[str], Walk]:
-    """The paths of the moved directory `moved` whose state differs from the walk
-    `before` (taken before the capture) and that the repository does not
-    ignore, with the new walk. Files whose times were within the racy window of
-    `before` are compared by content (`git hash-object`), since a write in the
-    same clock tick leaves their stat data as it was."""
+                       ignored: list[str], git_dir: str) -> tuple[list[str], Walk]:
+    """The paths of the moved directory `moved` (its admin dir `git_dir`, still
+    registered) whose state differs from the walk `before` (taken before the
+    capture) and that the repository does not ignore, with the new walk. Files
+    whose times were within the racy window of `before` are compared by content
+    (as `git add` reads them, `index.added_ids`), since a write in the same
+    clock tick leaves their stat data as it was."""
     after = walk.walk(moved)
     changed = set(walk.changed_since(before, after))
     racy = [p for p in walk.racy_paths(before, captured)
             if p not in changed and (e := after.entries.get(p)) is not None and e.kind == "file"]
     if racy:
-        for p, oid in zip(racy, query.hash_paths(moved, racy), strict=True):
+        for p, oid in zip(racy, index.added_ids(moved, racy, git_dir), strict=True):
             if oid != captured.get(p):
                 changed.add(p)
     relevant = [p for p in changed if not before.under_nested(p) and not after.under_nested(p)
@@ -190,15 +191,16 @@ def unsaved_in(entry: trash.Entry, saved_commit: str | None) -> str:
     if head:
         trees.append(f"{head}^{{tree}}")
     known = query.blobs_by_path(common, trees)
-    index = os.path.join(entry.admin, "index")
+    index_file = os.path.join(entry.admin, "index")
     rest = sorted(w.entries)
-    ign = query.check_ignore_in(common, entry.worktree, index, rest) if rest else set()
+    ign = query.check_ignore_in(common, entry.worktree, index_file, rest) if rest else set()
     rest = [p for p in rest if p not in ign]
     missing = [p for p in rest if p not in known]
     if missing:
         return f"{len(missing)} file(s) in no saved tree and not ignored, such as {missing[0]}"
     files = [p for p in rest if w.entries[p].kind == "file"]
-    for p, oid in zip(files, query.hash_paths_in(common, entry.worktree, files), strict=True):
+    for p, oid in zip(files, index.added_ids_in(common, entry.worktree, files, index_file),
+                      strict=True):
         if oid not in known[p]:
             return f"{p} differs from every saved copy"
     return ""
@@ -234,8 +236,9 @@ def not_from_checkout(entry: trash.Entry) -> str:
     of one (the file the kill cut short). Anything else keeps it, named: a path
     none of them has (an ignored file too: it may be the only copy of an `.env`),
     other content, a mount point, a nested repository, trees that are gone. The
-    walk follows no symlink and crosses no mount; git is asked with the
-    repository's filters (`git hash-object`), which checked the files out."""
+    walk follows no symlink and crosses no mount; each file is read as `git add`
+    reads it with the admin copy's index (`index.added_ids_in`: the repository's
+    filters, which checked the files out, and its end-of-line rules)."""
     trees = [str(t) for t in entry.meta.checkout_trees or []]
     common = str(entry.meta.common_dir or "")
     if walk.is_mount_point(entry.path):
@@ -256,7 +259,9 @@ def not_from_checkout(entry: trash.Entry) -> str:
         return (f"it holds {len(missing)} path(s) its checkout did not write, such as {missing[0]}; "
                 "take what you need, then remove it by hand")
     files = [p for p in rest if w.entries[p].kind == "file"]
-    for p, oid in zip(files, query.hash_paths_in(common, entry.worktree, files), strict=True):
+    for p, oid in zip(files, index.added_ids_in(common, entry.worktree, files,
+                                                os.path.join(entry.admin, "index")),
+                      strict=True):
         if oid not in known[p] and not partly_written(
                 common, os.path.join(entry.worktree, p), known[p]):
             return (f"{p} differs from what its checkout wrote; take what you need, then "
@@ -319,12 +324,12 @@ def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
     if u_tree:
         saved.update(query.ls_tree_entries(common, u_tree))
     present = {p: e for p, e in w.entries.items() if not w.under_nested(p)}
-    index = os.path.join(entry.admin, "index")
+    index_file = os.path.join(entry.admin, "index")
     gone = [p for p, (mode, _) in saved.items()
             if (not os.path.isdir(os.path.join(copy, p)) if mode == "160000"
                 else p not in present)]
-    if gone and os.path.exists(index):
-        sparse = query.skip_worktree_in(common, copy, index)
+    if gone and os.path.exists(index_file):
+        sparse = query.skip_worktree_in(common, copy, index_file)
         gone = [p for p in gone if p not in sparse]
     out.update((p, "deleted") for p in gone)
     gitlinks = {p for p, (mode, _) in saved.items() if mode == "160000"}
@@ -364,7 +369,7 @@ def unlike_save(entry: trash.Entry, head: str | None, commit: str | None,
                 out[p] = "changed"
         elif e.kind == "file":
             files.append(p)
-    for p, got in zip(files, query.hash_paths_in(common, copy, files), strict=True):
+    for p, got in zip(files, index.added_ids_in(common, copy, files, index_file), strict=True):
         if got != saved[p][1]:
             out[p] = "changed"
     return dict(sorted(out.items()))

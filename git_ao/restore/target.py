@@ -16,8 +16,8 @@ from git_ao import git
 from git_ao.context import Context
 from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
+from git_ao.git import index, query, worktree
 from git_ao.git import lock as gitlock
-from git_ao.git import query, worktree
 from git_ao.outcome import Outcome, Status
 from git_ao.proof import restored, witness
 from git_ao.restore import from_trash
@@ -424,7 +424,8 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
     present = [p for p in [e.path for e in st.changed] + list(st.untracked)
                if os.path.isfile(os.path.join(path, p))
                and not os.path.islink(os.path.join(path, p))]
-    foreign = [p for p, oid in zip(present, query.hash_paths(path, present), strict=True)
+    foreign = [p for p, oid in zip(present, index.added_ids(path, present, dirs.git_dir),
+                                   strict=True)
                if oid not in known.get(p, set())
                and not witness.partly_written(s.common_dir, os.path.join(path, p), known.get(p, set()))
                ] if present else []
