@@ -5,6 +5,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.support import ao
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,3 +72,31 @@ def test_doctor_names_a_registered_worktree_that_was_moved(repo, worktrees, tmp_
     (bad,) = [c for c in checks if c["name"] == "session"]
     assert f"git worktree move {moved} {wt}" in bad["detail"] and bad["ok"] is False
     assert not [c for c in checks if c["name"] == "unregistered"]
+
+
+@pytest.mark.parametrize("there", ["nothing", "an empty data dir"])
+def test_a_new_install_is_said_to_have_recorded_nothing_and_doctor_makes_nothing(
+        tmp_path, there):
+    """No data dir or no database yet is fine for a new install: doctor says so
+    (not "integrity ok" of a database that is not there) and creates neither."""
+    data = tmp_path / "fresh" / "data"
+    if there == "an empty data dir":
+        data.mkdir(parents=True, mode=0o700)
+    env = {"AO_DATA_DIR": str(data)}
+    lines = ao("ao", "doctor", cwd=tmp_path, env=env, rc=None).stdout.splitlines()
+    db = data / "git-ao.db"
+    nothing = "not there yet, nothing recorded, as on a new install"
+    want_dir = (f"     ok  data dir: {data}: {nothing} (the first command that records a "
+                "session makes it)") if there == "nothing" else f"     ok  data dir: {data}"
+    assert want_dir in lines, lines
+    assert f"     ok  database: {db}: {nothing}" in lines, lines
+    assert not [ln for ln in lines if "integrity" in ln], lines
+    checks = {c["name"]: c for c in json.loads(
+        ao("ao", "doctor", "--json", cwd=tmp_path, env=env, rc=None).stdout)["checks"]
+        if c["name"] in ("data dir", "database")}
+    assert checks["database"] == {"name": "database", "ok": True, "detail": f"{db}: {nothing}"}
+    assert checks["data dir"]["ok"] is True and want_dir.endswith(checks["data dir"]["detail"])
+    if there == "nothing":
+        assert not (tmp_path / "fresh").exists()
+    else:
+        assert list(data.iterdir()) == []

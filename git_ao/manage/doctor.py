@@ -116,14 +116,22 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
                 checks.append(Check("repository", False, f"{repo}: preserve refs with no "
                                     f"readable record: {', '.join(refs)}"))
         return checks + install_checks()
-    checks.append(Check("data dir", True, store.dir))
-    if not store.sessions():
-        lost = lost_database(store.dir, [*repos, *current_repo()])
-        if lost:
-            checks.append(Check("database", False, lost))
+    lost = None if store.sessions() else lost_database(store.dir, [*repos, *current_repo()])
+    # A command that changes nothing creates neither (Store(read_only=True) reads an
+    # empty database in memory): say that nothing is there, not a check of nothing.
+    new = "" if lost else ", as on a new install"
+    checks.append(Check("data dir", True, store.dir if os.path.isdir(store.dir) else
+                        f"{store.dir}: not there yet, nothing recorded{new} (the first "
+                        "command that records a session makes it)"))
+    if lost:
+        checks.append(Check("database", False, lost))
     checks.append(config_check(store.dir))
-    ok, detail = store.integrity_ok()
-    checks.append(Check("database", ok, f"{store.db_path}: integrity {detail}"))
+    if os.path.exists(store.db_path):
+        ok, detail = store.integrity_ok()
+        checks.append(Check("database", ok, f"{store.db_path}: integrity {detail}"))
+    else:
+        checks.append(Check("database", True,
+                            f"{store.db_path}: not there yet, nothing recorded{new}"))
     sessions = store.sessions()
     for repo in sorted({s.common_dir for s in sessions} | set(repos)):
         if not os.path.isdir(repo):
