@@ -174,20 +174,13 @@ def test_completing_ids_imports_only_the_light_modules_and_runs_no_git(sessions)
     assert "gamma\tworker\t-\tpending" in ao("ao", "list", cwd=sessions).stdout
 
 
-def test_remote_names_after_push_from_and_remote_in_every_shell(sessions, tmp_path):
-    """As git's own completion offers remotes after `git push`: after --push,
-    --from and --remote, the remotes of the repository the line runs in."""
-    repo = sessions
-    for name in ("origin", "backup"):
-        subprocess.run(["git", "remote", "add", name, str(tmp_path / f"{name}.git")], cwd=repo,
-                       check=True)
-    lines = {"git ao-preserve --push ": ["backup", "origin"],
-             "git ao-preserve --push b": ["backup"],
-             "git ao-restore --from ": ["backup", "origin"],
-             "git ao-prune --remote o": ["origin"]}
+def _shells(repo):
+    """A function per shell installed: the words it offers for a line typed in `repo`."""
     shells = []
     if GIT_BASH and shutil.which("bash"):
-        shells.append(lambda line: _words(_bash(line, repo)))
+        def bash(line):
+            return _words(_bash(line, repo))
+        shells.append(bash)
     if shutil.which("fish"):
         def fish(line):
             res = subprocess.run(["fish", "--no-config", "-c",
@@ -205,7 +198,44 @@ def test_remote_names_after_push_from_and_remote_in_every_shell(sessions, tmp_pa
         shells.append(zsh)
     if not shells:
         pytest.skip("no shell to complete with")
-    for complete in shells:
+    return shells
+
+
+def test_ids_are_those_the_command_takes_with_the_options_given(sessions):
+    """`--at` takes one live session (a pending one is refused), `--all` and
+    `--hook-input` take none, `git ao-prune` takes ids only with --force: in every
+    shell, a TAB offers what the command would accept there."""
+    lines = {"git ao-restore ": ["gamma"],
+             "git ao-restore --at 1 ": ["alpha", "beta"],
+             "git ao-restore --at=2 b": ["beta"],
+             "git ao-restore --at 1 alpha ": [],
+             "git ao-preserve ": ["alpha", "beta"],
+             "git ao-preserve --all ": [],
+             "git ao checkpoint ": ["alpha", "beta"],
+             "git ao checkpoint --all ": [],
+             "git ao checkpoint --hook-input ": [],
+             "git ao-prune ": [],
+             "git ao-prune --force ": ["alpha", "beta", "gamma"]}
+    for complete in _shells(sessions):
+        got = {line: complete(line) for line in lines}
+        assert got == lines, complete.__name__
+    # the dashed command takes the light path for its ids, the same way
+    if GIT_BASH and shutil.which("bash"):
+        assert _words(_bash("git-ao-prune ", sessions)) == []
+
+
+def test_remote_names_after_push_from_and_remote_in_every_shell(sessions, tmp_path):
+    """As git's own completion offers remotes after `git push`: after --push,
+    --from and --remote, the remotes of the repository the line runs in."""
+    repo = sessions
+    for name in ("origin", "backup"):
+        subprocess.run(["git", "remote", "add", name, str(tmp_path / f"{name}.git")], cwd=repo,
+                       check=True)
+    lines = {"git ao-preserve --push ": ["backup", "origin"],
+             "git ao-preserve --push b": ["backup"],
+             "git ao-restore --from ": ["backup", "origin"],
+             "git ao-prune --remote o": ["origin"]}
+    for complete in _shells(repo):
         for line, want in lines.items():
             assert complete(line) == want, (complete.__name__, line)
     # outside a repository: nothing, and no error

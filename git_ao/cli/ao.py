@@ -156,7 +156,9 @@ TRIGGERS = ("checkpoint", "timer", "hook")  # history.TRIGGERS a command may nam
 
 @group.command("checkpoint", context_settings=CONTEXT_SETTINGS,
                short_help="Append the sessions' current state to their history.")
-@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("live"))
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids(
+    "live", lambda params, _taken: None if params.get("all_") or params.get("hook_input")
+    else "live"))
 @click.option("--all", "all_", is_flag=True, help="Every live session of every repository.")
 @click.option("--trigger", type=Choice(TRIGGERS), default="checkpoint",
               show_default=True, help="What the history entry names as its cause.")

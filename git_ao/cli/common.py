@@ -127,13 +127,22 @@ class Group(click.Group):
         return _in_context(super().parse_args, ctx, args)
 
 
-def complete_ids(state: str) -> Callable[[click.Context, click.Parameter, str],
-                                         list[CompletionItem]]:
+# What the other parameters on the line make of a command's ids: given them
+# ({name: value}, as click parsed them so far) and the ids typed already, the
+# state of the sessions it takes there, or None when it takes no id there.
+IdsBy = Callable[[dict[str, Any], set[str]], "str | None"]
+
+
+def complete_ids(state: str, by: IdsBy | None = None
+                 ) -> Callable[[click.Context, click.Parameter, str], list[CompletionItem]]:
     """A click shell_complete callback offering session ids from the database.
 
-    state: 'live', 'pending' or 'all'. Reads git-ao.db read-only and starts no
-    process, so a TAB answers in the time Python takes to start. Each id comes
-    with its state and branch as help, which zsh and fish show."""
+    state: 'live', 'pending' or 'all'. by: the state the options given decide
+    instead (`git ao-restore --at` takes one live session, `--all` takes none),
+    so a TAB offers only ids the command would take there. Reads git-ao.db
+    read-only and starts no process, so a TAB answers in the time Python takes
+    to start. Each id comes with its state and branch as help, which zsh and
+    fish show."""
 
     def _complete(ctx: click.Context, param: click.Parameter,
                   incomplete: str) -> list[CompletionItem]:
@@ -141,9 +150,12 @@ def complete_ids(state: str) -> Callable[[click.Context, click.Parameter, str],
 
         from git_ao.cli.completion import id_candidates
         taken = set(ctx.params.get(param.name) or ())
+        wanted = by(ctx.params, taken) if by is not None else state
+        if wanted is None:
+            return []
         # zsh and fish show the help beside each id: its state and branch.
         return [CompletionItem(i, help=about) for i, about in
-                id_candidates(state, incomplete, taken)]
+                id_candidates(wanted, incomplete, taken)]
 
     return _complete
 

@@ -236,10 +236,12 @@ def ao() -> None:
          read_only=True, **got)
 
 
-def _completed_ids(prog_name: str, var: str, state: str) -> bool:
+def _completed_ids(prog_name: str, var: str, state: str | None) -> bool:
     """Answer a bash TAB on the session ids of `prog_name` as click's bash_complete
     does (`plain,<id>` lines; see common.complete_ids), when every word before the
     cursor is an id and the word at it is not an option; True when answered.
+    state: what the command takes with no option given (None: no id, as
+    `git ao-prune` without --force).
     COMP_WORDS holding a quote, a backslash or whitespace other than spaces goes to
     click, which splits it as a shell would."""
     if os.environ.get(var) != "bash_complete":
@@ -260,7 +262,8 @@ def _completed_ids(prog_name: str, var: str, state: str) -> bool:
     except Fatal:
         return False  # click's path says why, in one line
     from git_ao.cli.completion import id_candidates
-    items = [f"plain,{i}" for i, _ in id_candidates(state, incomplete, set(args))]
+    items = [f"plain,{i}" for i, _ in id_candidates(state, incomplete, set(args))] \
+        if state is not None else []
     sys.stdout.write("\n".join(items) + "\n")
     return True
 
@@ -274,7 +277,8 @@ def preserve() -> None:
 
 def prune() -> None:
     """The `git-ao-prune` executable."""
-    if not _completed_ids("git ao-prune", "_GIT_AO_PRUNE_COMPLETE", "all"):
+    # Its ids need --force, an option: with none on the line, no id is taken.
+    if not _completed_ids("git ao-prune", "_GIT_AO_PRUNE_COMPLETE", None):
         from git_ao.cli.prune import main
         main()
 

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 
 @click.command("ao-preserve", cls=Command, context_settings=CONTEXT_SETTINGS)
-@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("live"))
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids(
+    "live", lambda params, _taken: None if params.get("all_") else "live"))
 @click.option("--all", "all_", is_flag=True,
               help="Every live session of every repository (what shutdown scripts run).")
 @click.option("--keep-worktree", is_flag=True,

@@ -24,7 +24,8 @@ USAGE["git ao-prune"] = ("[<options>]", "--force [<options>] <id>...")
 
 
 @click.command("ao-prune", cls=Command, context_settings=CONTEXT_SETTINGS)
-@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("all"))
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids(
+    "all", lambda params, _taken: "all" if params.get("force") else None))
 @click.option("--expire", metavar="WHEN", default=None, shell_complete=lambda c, p, i: [
     w for w in ("now", "never", "1.day.ago", "1.week.ago", "2.weeks.ago") if w.startswith(i)],
               help="Delete only trash older than WHEN, a git date (default: prune.expire, else "

@@ -19,7 +19,9 @@ from git_ao.cli.common import (
 
 
 @click.command("ao-restore", cls=Command, context_settings=CONTEXT_SETTINGS)
-@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids("pending"))
+@click.argument("ids", nargs=-1, metavar="[ID]...", shell_complete=complete_ids(
+    "pending", lambda params, taken: ("live" if not taken else None)
+    if params.get("at") is not None else "pending"))
 @click.option("--no-launch", is_flag=True, help="Do not run the configured relaunch command.")
 @click.option("-j", "--jobs", type=IntRange(1, 64), default=None, metavar="N",
               help="Sessions handled at once (default: four per core, at least 4).")
