@@ -174,6 +174,7 @@ if TYPE_CHECKING:
         trash_changes: dict[str, str]
         # checkpoint
         unchanged: bool
+        in_progress: str  # skipped: the operation in progress ("a rebase in progress")
         # prune
         path: str
         size: int

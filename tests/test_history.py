@@ -350,12 +350,62 @@ def _hook(payload, cwd):
 def test_the_hook_form_exits_non_zero_when_the_checkpoint_is_refused(repo, worktrees, tmp_path):
     wt = _session(repo, worktrees)
     ao("ao", "checkpoint", "agent", cwd=repo)
-    # A bisect in progress: the checkpoint is refused, and the hook's status says so.
-    (repo / ".git" / "worktrees" / "agent" / "BISECT_LOG").write_text("")
+    # An unborn branch: the checkpoint is refused, and the hook's status says so.
+    git("checkout", "-q", "--orphan", "fresh", cwd=wt)
     (wt / "more.txt").write_text("more\n")
     res = _hook(json.dumps({"hook_event_name": "Stop", "cwd": str(wt)}), tmp_path)
     assert res.returncode == 1 and "refused" in res.stdout, res
     assert res.returncode != 2  # Claude Code would block the turn
+
+
+@pytest.mark.parametrize("how", ["rebase", "unmerged paths", "bisect"])
+def test_a_checkpoint_mid_rebase_or_of_unmerged_paths_is_skipped_not_failed(
+        repo, worktrees, tmp_path, how):
+    """A state the user works through on purpose, which no entry can hold (the
+    conflict stages, the operation's files): the timer's and the hooks'
+    checkpoints say they saved nothing (status nothing, exit 0), not a failure
+    every five minutes; once it is over, the next one saves."""
+    wt = worktrees(repo, "agent")
+    admin = repo / ".git" / "worktrees" / "agent"
+    if how == "bisect":
+        git("bisect", "start", cwd=wt)
+    else:
+        (wt / "README.md").write_text("mine\n")
+        git("commit", "-qam", "mine", cwd=wt)
+        (repo / "README.md").write_text("theirs\n")
+        git("commit", "-qam", "theirs", cwd=repo)
+        git("rebase" if how == "rebase" else "merge", "main", cwd=wt, check=False)
+        if how == "unmerged paths":  # the merge's own files gone: only the stages are left
+            for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"):
+                (admin / name).unlink(missing_ok=True)
+    (wt / "notes.txt").write_text("the agent's notes\n")
+    before = len(_entries(repo, "agent")) if git(
+        "for-each-ref", HIST + "agent", cwd=repo) else 0
+    what = {"rebase": "a rebase in progress", "bisect": "a bisect in progress"}.get(how, how)
+    res = ao("ao", "checkpoint", "--all", "--trigger", "timer", "-q", cwd=repo)
+    assert res.stdout == "" and res.stderr == ""
+    res = _hook(json.dumps({"hook_event_name": "Stop", "cwd": str(wt)}), tmp_path)
+    assert res.returncode == 0 and "checkpoint\tnothing\tagent\tskipped, nothing saved: " \
+        f"{what} in '{wt}'" in res.stdout, res
+    [r] = json.loads(ao("ao", "checkpoint", "agent", "--json", cwd=repo).stdout)["results"]
+    assert (r["status"], r["in_progress"]) == ("nothing", what), r
+    assert "the first checkpoint after it is finished or aborted saves" in r["message"]
+    assert not git("for-each-ref", HIST + "agent", cwd=repo) or \
+        len(_entries(repo, "agent")) == before
+    assert "skipped-in-progress" in log_text()
+    # a preserve, which would take the worktree away, still refuses it
+    res = ao("ao-preserve", "agent", "--keep-worktree", cwd=repo, rc=1)
+    assert "refused" in res.stdout
+    if how == "bisect":
+        git("bisect", "reset", cwd=wt)
+    elif how == "rebase":
+        git("rebase", "--abort", cwd=wt)
+    else:
+        git("add", "README.md", cwd=wt)
+    ao("ao", "checkpoint", "--all", "--trigger", "timer", "-q", cwd=repo)
+    entries = _entries(repo, "agent")
+    assert entries[0]["trigger"] == "timer"
+    assert git("show", f"{entries[0]['commit']}^3:notes.txt", cwd=repo) == "the agent's notes\n"
 
 
 def test_the_claude_code_hook_checkpoints_the_worktree_its_json_names(repo, worktrees, tmp_path):

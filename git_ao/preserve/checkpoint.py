@@ -15,10 +15,10 @@ import functools
 from collections.abc import Sequence
 
 from git_ao.batch import guarded, log_failure
-from git_ao.context import Context
+from git_ao.context import Context, facts
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import workflow
-from git_ao.save import unchanged
+from git_ao.save import capture, unchanged
 from git_ao.store.records import Session
 
 
@@ -41,10 +41,26 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
                                "entry of its history (nothing added)" + held,
                                {"unchanged": True}))
             continue
-        o = guarded(functools.partial(workflow.preserve_one, ctx, s.id, True,
-                                      trigger=trigger), s.id, Action.CHECKPOINT, ctx)
+        o = guarded(functools.partial(_one, ctx, s, trigger), s.id, Action.CHECKPOINT, ctx)
         o.action = Action.CHECKPOINT
         log_failure(ctx, o)
         out.append(o)
     return out
 
+
+def _one(ctx: Context, s: Session, trigger: str) -> Outcome:
+    """`workflow.preserve_one` keeping the worktree; a worktree in the middle of an
+    operation (a rebase stopped on a conflict, unmerged paths) is skipped, said
+    with status nothing: the timer and the hooks run while the user works
+    through it on purpose, and no entry can hold that state (its conflict stages,
+    the operation's files), so none is written, nor a part of it that would pass
+    for the whole. Once it is finished or aborted, the next checkpoint saves."""
+    try:
+        return workflow.preserve_one(ctx, s.id, True, trigger=trigger)
+    except capture.InProgress as exc:
+        ctx.log("checkpoint", s.id, "skipped-in-progress", what=exc.what,
+                workspace=s.worktree_path)
+        return Outcome(s.id, Action.CHECKPOINT, Status.NOTHING,
+                       f"skipped, nothing saved: {exc.what} in '{s.worktree_path}', a state no "
+                       "history entry holds; the first checkpoint after it is finished or "
+                       "aborted saves the worktree", facts(s, in_progress=exc.what))

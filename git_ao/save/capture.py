@@ -56,6 +56,18 @@ class CannotCapture(AoError):
     """Some uncommitted work cannot be captured faithfully: nothing may be deleted."""
 
 
+class InProgress(CannotCapture):
+    """The worktree is in the middle of an operation the user works through (a
+    rebase, a merge, a cherry-pick, a revert, an am, a bisect) or holds unmerged
+    paths: no save holds that state (the conflict stages, the operation's own
+    files) until it is finished or aborted. `what` names it ("a rebase",
+    "unmerged paths")."""
+
+    def __init__(self, message: str, what: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 class NestedWorktree(CannotCapture):
     """A linked worktree (`path`, its real path) nested untracked in the one to
     capture: once it is preserved and removed the capture may go on."""
@@ -141,14 +153,15 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
     real index is never written). Returns the git.Status."""
     for name, what in _IN_PROGRESS.items():
         if os.path.exists(os.path.join(git_dir, name)):
-            raise CannotCapture(f"{what} is in progress in '{path}'; finish or abort it first")
+            raise InProgress(f"{what} is in progress in '{path}'; finish or abort it first",
+                             f"{what} in progress")
     st = _status_past_filters(path, ahead)
     if st.head is None:
         raise CannotCapture(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
                             "commit once first")
     if st.unmerged:
-        raise CannotCapture(f"'{path}' has unmerged paths ({', '.join(st.unmerged)}); "
-                            "resolve them first")
+        raise InProgress(f"'{path}' has unmerged paths ({', '.join(st.unmerged)}); "
+                         "resolve them first", "unmerged paths")
     if left_out:
         st.untracked = [p for p in st.untracked if not p.endswith("/") or
                         os.path.realpath(os.path.join(path, p)) not in left_out]
