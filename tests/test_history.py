@@ -1403,6 +1403,94 @@ def test_restore_at_refuses_what_it_leaves_in_place_on_an_entry_path_dry_run_and
     assert (wt / mine).read_text() == "the entry's\n"
 
 
+_UNSEEN_IGNORED = ("cache of entry 1 would land on a directory here that holds cache/obj.o, "
+                   "ignored")
+_UNSEEN = ("cache of entry 1 would land on a directory here that holds cache/obj.o, which "
+           "git status does not show")
+
+
+@pytest.mark.parametrize("way", ["on a tracked file", "on a tracked symbolic link",
+                                 "on a skip-worktree file", "on a gitlink"])
+def test_restore_at_refuses_what_git_status_does_not_show_on_an_entry_path(
+        repo, worktrees, tmp_path, way):
+    # A tracked file deleted and an ignored directory made in its place: `git status
+    # --ignored=matching` lists neither the directory nor what it holds, as it never
+    # enters a directory where the index has a gitlink. --at took them for nothing
+    # in the way, and the reset onto the entry's file deleted the directory with
+    # them, the dry run saying ok too. Both runs refuse now, before anything changes.
+    wt = worktrees(repo, "agent")
+    if way.endswith("symbolic link"):
+        os.symlink("README.md", wt / "cache")
+    else:
+        (wt / "cache").write_text("tracked\n")
+    git("add", "cache", cwd=wt)
+    git("commit", "-q", "-m", "cache", cwd=wt)
+    (wt / "README.md").write_text("edited\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    said = _UNSEEN_IGNORED
+    if way.endswith("gitlink"):
+        git("rm", "-q", "cache", cwd=wt)
+        head = git("rev-parse", "HEAD", cwd=wt).strip()
+        git("update-index", "--add", "--cacheinfo", f"160000,{head},cache", cwd=wt)
+        git("commit", "-q", "-m", "a gitlink", cwd=wt)
+        said = _UNSEEN
+    else:
+        if way.endswith("skip-worktree file"):
+            git("update-index", "--skip-worktree", "cache", cwd=wt)
+        os.unlink(wt / "cache")
+        with open(repo / ".git" / "info" / "exclude", "a") as fh:
+            fh.write("cache/\n")
+    (wt / "cache").mkdir()
+    (wt / "cache" / "obj.o").write_text("precious\n")
+    before, count = exact_state(wt), len(_entries(repo, "agent"))
+    dry = ao("ao-restore", "agent", "--at", "1", "-n", cwd=repo, rc=1).stdout
+    real = ao("ao-restore", "agent", "--at", "1", cwd=repo, rc=1).stdout
+    assert said in real and "move it away first (nothing changed)" in real, real
+    assert dry.split("\t")[1:] == real.split("\t")[1:], (dry, real)
+    assert (wt / "cache" / "obj.o").read_text() == "precious\n"
+    assert exact_state(wt) == before and len(_entries(repo, "agent")) == count
+    os.rename(wt / "cache", tmp_path / "moved-away")
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert os.path.lexists(wt / "cache") and (wt / "README.md").read_text() == "edited\n"
+
+
+def test_restore_at_leaves_a_directory_where_the_entry_has_a_gitlink_as_it_is(repo, worktrees):
+    # git checks a gitlink out into the directory standing there: what an
+    # uninitialised submodule's directory holds is in nobody's way.
+    wt = worktrees(repo, "agent")
+    head = git("rev-parse", "HEAD", cwd=wt).strip()
+    git("update-index", "--add", "--cacheinfo", f"160000,{head},sub", cwd=wt)
+    git("commit", "-q", "-m", "a gitlink", cwd=wt)
+    (wt / "sub").mkdir(exist_ok=True)
+    (wt / "sub" / "notes").write_text("mine\n")
+    (wt / "README.md").write_text("edited\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "README.md").write_text("edited again\n")
+    doc = _restore_json(repo, "agent", "--at", "1")
+    assert doc["status"] == "ok", doc
+    assert (wt / "sub" / "notes").read_text() == "mine\n"
+    assert (wt / "README.md").read_text() == "edited\n"
+
+
+def test_restore_at_leaves_what_git_status_does_not_show_where_the_entry_writes_nothing(
+        repo, worktrees):
+    # An ignored directory where the index has a file the entry does not have: the
+    # reset leaves it (git cannot unlink a directory as a file), and so does --at,
+    # naming it as every file ignored before that the entry does not ignore.
+    wt = worktrees(repo, "agent")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "cache").write_text("tracked\n")
+    git("add", "cache", cwd=wt)
+    git("commit", "-q", "-m", "cache", cwd=wt)
+    os.unlink(wt / "cache")
+    (wt / ".gitignore").write_text("cache/\n")
+    (wt / "cache").mkdir()
+    (wt / "cache" / "obj.o").write_text("precious\n")
+    doc = _restore_json(repo, "agent", "--at", "1")
+    assert doc["status"] == "ok" and doc["left_in_place"] == ["cache/obj.o"], doc
+    assert (wt / "cache" / "obj.o").read_text() == "precious\n"
+
+
 def test_a_save_the_history_lists_twice_names_the_newest_of_its_entries(repo, worktrees):
     """Two entries may hold one save (the same trees, other private state, in the
     same second): the commit `git ao history` prints for them is taken."""

@@ -558,6 +558,18 @@ def raw_changes(cwd: str, old: str, new: str) -> dict[str, parse.Change]:
     return out
 
 
+def index_modes(cwd: str) -> dict[str, str]:
+    """{path: mode} of every entry of the index of the worktree at `cwd`, a sparse
+    directory entry expanded to its files (`git ls-files -s -z`); the mode as git
+    writes it ('100644', '120000', '160000' for a gitlink). Raises GitError."""
+    got = {}
+    for rec in git.run(["ls-files", "-s", "-z"], cwd).split(b"\0"):
+        meta, sep, path = rec.partition(b"\t")
+        if sep:
+            got[os.fsdecode(path)] = meta.partition(b" ")[0].decode()
+    return got
+
+
 def staged_entries(cwd: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
     """{path: (mode, object id)} of the stage-0 index entries of the worktree at `cwd`
     for the literal `paths` (`git ls-files -s -z`); a path the index lacks is

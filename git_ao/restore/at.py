@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 
 from git_ao import crashpoint, git
 from git_ao.agents import processes
 from git_ao.context import Context, facts, lookup, session_paths
-from git_ao.errors import AoError, Refused
+from git_ao.errors import AoError, GitError, Refused
 from git_ao.fs import walk
 from git_ao.fs.gone import gone_worktree
 from git_ao.git import index, query, worktree
@@ -121,7 +122,9 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                  replaced_number=None, history_entry=None))
         # Before the append: a refusal adds nothing.
         _check_mounts(path)
-        _check_in_the_way(path, entry, cap.ignored, cap.unstorable)
+        unseen_ignored, unseen = _unseen(path, walked, cap)
+        left_ignored = cap.ignored + unseen_ignored
+        _check_in_the_way(path, entry, left_ignored, cap.unstorable, unseen)
         if ctx.dry_run:
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
@@ -207,13 +210,13 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                 apply.recheckout(path, v.git_dir, entry.save)
         in_place: list[str] = []
         rest = set(cap.untracked) - set(meeting)
-        if not problems and (rest or cap.ignored):
+        if not problems and (rest or left_ignored):
             untracked_now = git.status(path, ignored=False).untracked
             late = _clear_untracked(path, [p for p in untracked_now if p in rest], [], again)
             if late:
                 problems.append(f"{_listed(late)} written during the run, kept as written")
             # Ignored before this run, untracked under the entry's rules: left in place.
-            in_place = [p for p in untracked_now if p not in rest and walk.under(p, cap.ignored)]
+            in_place = [p for p in untracked_now if p not in rest and walk.under(p, left_ignored)]
         if not problems:
             problems += apply.put_flags(path, wc, fresh=False)
             for rel in wc.empty_dirs or []:
@@ -350,19 +353,58 @@ def _check_output(path: str, walked: walk.Walk) -> None:
                           "worktree, which --at rewrites; send it elsewhere (nothing changed)")
 
 
+def _unseen(path: str, walked: walk.Walk, cap: capture.Capture
+            ) -> tuple[list[str], list[str]]:
+    """What the walk found that the capture's `git status` listed nowhere (not in
+    the index, not untracked, not ignored as status said), and so no entry holds
+    and --at leaves where it is. Status never enters a directory standing where
+    the index has a gitlink, nor, with `--ignored=matching`, one an ignore rule
+    matches where the index has a file or symbolic link (a tracked file deleted
+    and an ignored directory made in its place); it lists no FIFO or socket.
+    Returns (those an ignore rule covers, the others); a repository nested there
+    (a directory holding `.git`) is named once, as 'dir/'. Raises GitError."""
+    modes = query.index_modes(path)
+    ign_files = {p for p in cap.ignored if not p.endswith("/")}
+    ign_dirs = tuple(p for p in cap.ignored if p.endswith("/"))
+    known = set(cap.untracked) | set(cap.unstorable) | set(cap.filter_failed)
+
+    def seen(rel: str) -> bool:
+        return rel in modes or rel in known or rel in ign_files or rel.startswith(ign_dirs)
+
+    outer = [n for n in walked.nested if not any(n.startswith(m + "/") for m in walked.nested)]
+    found = [n + "/" for n in outer if not seen(n) and not seen(n + "/")]
+    inside = tuple(n + "/" for n in outer)
+    found += [rel for rel in walked.entries if not rel.startswith(inside) and not seen(rel)]
+    found = [p for p in found if os.path.lexists(os.path.join(path, p.rstrip("/")))]
+    if not found:
+        return [], []
+    # git check-ignore stops at a path inside a gitlink ("is in submodule"): those
+    # are asked of no rule.
+    links = tuple(p + "/" for p, mode in modes.items() if mode == "160000")
+    ask = [p for p in found if not p.startswith(links)]
+    try:
+        ignored = query.check_ignore(path, ask) if ask else set()
+    except GitError:
+        ignored = set()
+    return [p for p in found if p in ignored], [p for p in found if p not in ignored]
+
+
 def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
-                      unstorable: list[str]) -> None:
+                      unstorable: list[str], unseen: Sequence[str] = ()) -> None:
     """Raise Refused when a path --at leaves where it is (an `ignored` one, which it
-    never touches, or an untracked one whose name git will not store, which is in
-    no entry: `unstorable`) stands where the entry writes: on one of its files, as
-    a directory holding it where the entry has a file, or as a file where the
-    entry has a directory. `git reset --hard` deletes what is in the way of its
-    files, with everything a directory there holds, and the apply stops part way
-    on it: so this is judged before anything changes, in a dry run too. The
-    entry's files are those of its HEAD (the reset writes them all) and of its
-    index, worktree and untracked trees."""
+    never touches; an untracked one whose name git will not store, which is in no
+    entry: `unstorable`; one git status does not show: `unseen`, see `_unseen`)
+    stands where the entry writes: on one of its files, as a directory holding it
+    where the entry has a file, or as a file where the entry has a directory or a
+    gitlink. `git reset --hard` deletes what is in the way of its files, with
+    everything a directory there holds, and the apply stops part way on it: so
+    this is judged before anything changes, in a dry run too. The entry's files
+    are those of its HEAD (the reset writes them all) and of its index, worktree
+    and untracked trees. A directory where the entry has a gitlink is left as it
+    is (git checks a gitlink out into the directory there)."""
     left = {p.rstrip("/"): (p.endswith("/"), "ignored") for p in ignored}
     left.update({p: (False, "unstorable") for p in unstorable})
+    left.update({p.rstrip("/"): (p.endswith("/"), "unseen") for p in unseen})
     if not left:
         return
     asked = {"/".join(parts[:i]) for parts in (rel.split("/") for rel in left)
@@ -374,8 +416,11 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
         for p, kind in query.tree_kinds(path, tree, sorted(asked)).items():
             kinds.setdefault(p, set()).add(kind)
 
-    def file_at(rel: str) -> bool:  # a file, symbolic link or gitlink of the entry
-        return bool(kinds.get(rel, set()) - {"tree"})
+    def file_at(rel: str) -> bool:  # a file or symbolic link of the entry
+        return "blob" in kinds.get(rel, set())
+
+    def link_at(rel: str) -> bool:  # a gitlink of the entry
+        return "commit" in kinds.get(rel, set())
 
     n = entry.number
     clashes: dict[str, str] = {}  # the entry's path -> what stands in its way
@@ -383,7 +428,8 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
     for rel, (is_dir, what) in sorted(left.items()):
         found = len(clashes)
         kind = "directory" if is_dir else "file"
-        held = "ignored" if what == "ignored" else "whose name git will not store"
+        held = {"ignored": "ignored", "unstorable": "whose name git will not store",
+                "unseen": "which git status does not show"}[what]
         here = f"a {kind} ignored here" if what == "ignored" else f"a {kind} here {held}"
         parts = rel.split("/")
         holder = next(("/".join(parts[:i]) for i in range(1, len(parts))
@@ -391,7 +437,7 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
         if holder is not None:
             clashes.setdefault(holder, f"{holder} of entry {n} would land on a directory here "
                                        f"that holds {rel}{'/' if is_dir else ''}, {held}")
-        elif file_at(rel):
+        elif file_at(rel) or (link_at(rel) and not is_dir):
             clashes.setdefault(rel, f"{rel} of entry {n} would land on {here}")
         elif "tree" in kinds.get(rel, set()) and not is_dir:
             clashes.setdefault(rel, f"entry {n} has a directory at {rel}, {here}")
@@ -412,12 +458,18 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
     if clashes:
         said = list(clashes.values())
         shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
-        rules = [w for w, c in (("--at never touches an ignored file", "ignored"),
-                                ("--at leaves such a name in place (no entry holds it)",
-                                 "unstorable")) if c in why]
+        rules = [w for c, w in _LEFT_RULES.items() if c in why]
         them = "it" if len(said) == 1 else "them"
         raise Refused(f"{shown}, and {' and '.join(rules)}: move {them} away first "
                       "(nothing changed)")
+
+
+# Why --at leaves in place each kind of path `_check_in_the_way` names.
+_LEFT_RULES = {
+    "ignored": "--at never touches an ignored file",
+    "unstorable": "--at leaves such a name in place (no entry holds it)",
+    "unseen": "--at leaves what git status does not show in place (no entry holds it)",
+}
 
 
 def _standing(path: str, top: str, rel: str) -> str | None:
