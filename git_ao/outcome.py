@@ -215,10 +215,22 @@ class Outcome:
     # import: the session registered (on a dry run, the one the real run would
     # register, stored nowhere), so a dry run's preserve --all can judge it
     registered: Session | None = None
+    # What the run could not save or put back as asked (data "warning" joins them,
+    # each after "warning: "): -q prints them though it prints no ok record.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def exit_status(self) -> ExitStatus:
         return STATUS_EXIT[self.status]
+
+
+def warn(o: Outcome, warnings: Iterable[str]) -> Outcome:
+    """`o` carrying `warnings` too (one line each, no "warning: " before it): in
+    `warnings` and in data "warning", joined after those it carried. Returns `o`."""
+    o.warnings += [w for w in warnings if w not in o.warnings]
+    if o.warnings:
+        o.data["warning"] = "; ".join(f"warning: {w}" for w in o.warnings)
+    return o
 
 
 def exit_status(outcomes: Iterable[Outcome]) -> ExitStatus:

@@ -737,6 +737,56 @@ def test_a_required_filter_that_fails_on_one_file_leaves_the_rest_checkpointed(
     assert git("cat-file", "blob", where, cwd=repo) == mine
 
 
+def _warned(wt, kind):
+    """Give the worktree `wt` something a checkpoint saves only in part, of `kind`;
+    returns the words its warning says."""
+    if kind == "filter_failed":
+        (wt / "f.dat").write_text("committed\n")
+        git("add", "f.dat", cwd=wt)
+        git("commit", "-q", "-m", "f.dat", cwd=wt)
+        git("config", "filter.broken.clean", "false", cwd=wt)
+        git("config", "filter.broken.required", "true", cwd=wt)
+        git("config", "filter.broken.smudge", "cat", cwd=wt)
+        (wt / ".gitattributes").write_text("*.dat filter=broken\n")
+        (wt / "f.dat").write_text("the agent's\n")
+        (wt / "new.dat").write_text("the agent's too\n")
+        return "2 path(s) a required filter (broken) failed on"
+    if kind == "inexact":
+        (wt / ".gitattributes").write_text("* text=auto\n")
+        (wt / "win.txt").write_bytes(b"line\r\n")
+        return "1 path(s) saved as git checks them out, not byte for byte"
+    if kind == "unstorable":
+        (wt / "GIT~1").write_text("precious\n")
+        return "1 untracked path(s) whose names git will not store are in no save"
+    git("init", "-q", str(wt / "dep"), cwd=wt)
+    return "1 nested repository or worktree path(s) left out of the save: dep/"
+
+
+_WARNED = ["filter_failed", "inexact", "unstorable", "left_out"]
+
+
+@pytest.mark.parametrize("kind", _WARNED)
+def test_quiet_checkpoints_still_warn_of_what_they_did_not_save(repo, worktrees, kind):
+    # -q prints nothing on standard output, and on standard error the records of
+    # sessions refused, failed or needing attention and the warnings: a checkpoint
+    # that saved ok with a warning printed nothing at all, as the timer's and the
+    # agent hook's checkpoints run it.
+    wt = worktrees(repo, "agent")
+    said = _warned(wt, kind)
+    (wt / "README.md").write_text("important edit\n")
+    for argv, process in ((["ao", "checkpoint", "-q"], True),
+                          (["ao-preserve", "--keep-worktree", "-q"], False),
+                          (["ao", "checkpoint", "--all", "--trigger", "timer", "-q"], False)):
+        (wt / "README.md").write_text(f"edited for {argv[0]}\n")
+        res = ao(*argv, cwd=wt, process=process)
+        lines = res.stderr.splitlines()
+        assert res.stdout == "" and len(lines) == 1, (argv, res.stdout, res.stderr)
+        assert lines[0].startswith(f"warning: agent: {said}"), (argv, lines)
+    (wt / "README.md").write_text("edited once more\n")
+    loud = ao("ao", "checkpoint", cwd=wt).stdout
+    assert f"warning: {said}" in loud, loud
+
+
 @pytest.mark.parametrize("under", ["sub", ".claude/worktrees/sub"])
 def test_a_session_nested_in_another_leaves_the_outer_ones_checkpoints_alone(
         repo, worktrees, under):
@@ -787,6 +837,17 @@ def test_files_whose_names_git_will_not_store_are_named_and_never_removed(repo, 
     for extra in (["-n"], []):
         res = ao("ao-preserve", "agent", *extra, cwd=repo, rc=1)
         assert "GIT~1" in res.stdout and wt.is_dir(), (extra, res.stdout)
+
+
+def test_a_quiet_restore_at_warns_of_what_it_leaves_in_place(repo, worktrees):
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "GIT~1").write_text("precious\n")
+    (wt / "README.md").write_text("edited since\n")
+    res = ao("ao-restore", "agent", "--at", "1", "-q", cwd=repo)
+    assert res.stdout == "" and res.stderr == (
+        "warning: agent: GIT~1, whose names git will not store, left in place\n"), res.stderr
+    assert (wt / "GIT~1").read_text() == "precious\n"
 
 
 @pytest.mark.parametrize("name", ["GIT~1::$DATA", ".git::$INDEX_ALLOCATION", ".git:x",

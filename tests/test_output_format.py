@@ -34,6 +34,20 @@ def test_quiet_prints_nothing_and_verbose_traces_git(repo, worktrees):
     assert re.search(r"^trace: git .*worktree add", res.stderr, re.MULTILINE)
 
 
+def test_quiet_prints_the_warnings_of_a_session_that_went_well(repo, worktrees):
+    # A preserve that removed the worktree, ok, in a mirror clone whose next `git
+    # fetch --prune` deletes the preserve ref: -q printed nothing of it.
+    wt = worktrees(repo, "mirror")
+    git("config", "remote.origin.url", "/nowhere", cwd=repo)
+    git("config", "remote.origin.fetch", "+refs/*:refs/*", cwd=repo)
+    (wt / "f.txt").write_text("work\n")
+    res = ao("ao-preserve", "mirror", "-q", cwd=repo)
+    assert res.stdout == "" and res.stderr == (
+        "warning: mirror: remote.origin.fetch = +refs/*:refs/* covers refs/ao/, so git "
+        "fetch --prune deletes the preserve ref; the trash keeps a copy\n"), res.stderr
+    assert not wt.exists()
+
+
 def _json(*args, cwd, rc=0):
     doc = json.loads(ao(*args, "--json", cwd=cwd, rc=rc).stdout)
     assert doc["schema"] == 1

@@ -173,7 +173,15 @@ class Printer:
     def outcome(self, o: Outcome) -> None:
         """One session's result, as it happens (not in JSON mode)."""
         from git_ao.outcome import Status
-        if self.json_mode or (self.quiet and o.status in (Status.OK, Status.NOTHING)):
+        if self.json_mode:
+            return
+        if self.quiet and o.status in (Status.OK, Status.NOTHING):
+            # Its warnings all the same: what a save left out is no success to hide
+            # (the record of any other status holds them in its message).
+            if o.warnings:
+                for w in o.warnings:
+                    sys.stderr.write(f"warning: {one_line(o.session_id)}: {one_line(w)}\n")
+                sys.stderr.flush()
             return
         if self.quiet:
             # -q prints errors only, and on stderr as git's are: a boot's quiet

@@ -35,6 +35,7 @@ from git_ao.git import lock as gitlock
 from git_ao.git import parse, query, worktree
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
+from git_ao.outcome import warn as with_warnings
 from git_ao.preserve import removal
 from git_ao.proof import witness
 from git_ao.save import capture, daemon_refs, history, lacking, local_state, unchanged
@@ -44,6 +45,7 @@ from git_ao.store.records import Save, Session, now_ns
 
 if TYPE_CHECKING:  # the agents are looked at only by a preserve that removes worktrees
     from git_ao.agents import processes, stopping
+    from git_ao.outcome import OutcomeData
 
 
 def sessions_for_all(store: Store) -> list[Session]:
@@ -391,26 +393,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             data["history_entry"] = appended.commit
         if not_appended:
             data["history_error"] = not_appended
-        warn = _mirror_warning(path, cap.config)
-        # What a checkpoint saved otherwise than byte for byte, or left out, rather
-        # than save nothing; a preserve's removal proof keeps the worktree for them.
-        drivers = ", ".join(sorted(set(cap.filter_failed.values())))
-        for key, paths, what in (
-                ("inexact", cap.inexact, ("path(s) saved as git checks them out, not byte "
-                                          "for byte (line-ending or filter conversion, "
-                                          "core.fileMode)")),
-                ("left_out", st.left_out if keep_worktree else [],
-                 "nested repository or worktree path(s) left out of the save"),
-                ("unstorable", cap.unstorable,
-                 "untracked path(s) whose names git will not store are in no save"),
-                ("filter_failed", sorted(cap.filter_failed),
-                 (f"path(s) a required filter ({drivers}) failed on are saved as the index "
-                  "holds them, an untracked one not at all"))):
-            if paths:
-                data[key] = paths  # type: ignore[literal-required]
-                shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")
-                warn = "; ".join(w for w in (warn, f"warning: {len(paths)} {what}: {shown}")
-                                 if w)
+        warns = save_warnings(path, cap, st.left_out if keep_worktree else [], data)
+        warn = "; ".join(f"warning: {w}" for w in warns)
         if warn:
             data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
@@ -438,19 +422,21 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             # Its history entry is the only copy of this state: one that failed
             # needs the user.
             lost = "" if in_history else "; this capture is in no ref: run the checkpoint again"
-            return Outcome(s.id, Action.CHECKPOINT, Status.ATTENTION if not in_history
-                           else Status.OK, f"{summary}{lost}; worktree kept" + held_note(s),
-                           data)
+            return with_warnings(Outcome(
+                s.id, Action.CHECKPOINT, Status.ATTENTION if not in_history else Status.OK,
+                f"{summary}{lost}; worktree kept" + held_note(s), data), warns)
         if keep_worktree:
             ctx.log("preserve", s.id, "checkpoint", ref=ref, commit=cap.commit)
             # A checkpoint is its history entry: one that failed needs the user.
-            return Outcome(s.id, Action.CHECKPOINT, Status.ATTENTION if not_appended
-                           else Status.OK, f"{summary}; worktree kept", data)
+            return with_warnings(Outcome(
+                s.id, Action.CHECKPOINT, Status.ATTENTION if not_appended else Status.OK,
+                f"{summary}; worktree kept", data), warns)
         if keep:
             ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
             data["blocked"] = keep
-            return Outcome(s.id, Action.PRESERVE, Status.REFUSED,
-                           f"{summary}; worktree kept: {'; '.join(keep)}", data)
+            return with_warnings(Outcome(s.id, Action.PRESERVE, Status.REFUSED,
+                                         f"{summary}; worktree kept: {'; '.join(keep)}",
+                                         data), warns)
         assert before is not None
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
         # Once the directory is in the trash its last steps (no program of the user's
@@ -502,16 +488,18 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 data["still_changing"] = changing = late
                 hung = data.get("late_check_hung")
                 why = f"; {_late_check_note(hung)}" if hung is not None else ""
-                return Outcome(s.id, Action.PRESERVE, Status.ATTENTION,
-                               f"{summary}; worktree removed, but what was written after the "
-                               f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
-                               f"its latest state is in {taken.worktree}, which restore brings back"
-                               f"{why}{lost}", data)
+                return with_warnings(Outcome(
+                    s.id, Action.PRESERVE, Status.ATTENTION,
+                    f"{summary}; worktree removed, but what was written after the "
+                    f"capture is not all in the ref ({', '.join(changing[:5]) or 'unchecked'}); "
+                    f"its latest state is in {taken.worktree}, which restore brings back"
+                    f"{why}{lost}", data), warns)
             if late:
                 data["captured_late"] = late
                 summary += f"; {len(late)} path(s) written after the first capture saved too"
-            return Outcome(s.id, Action.PRESERVE, Status.ATTENTION if lost else Status.OK,
-                           f"{summary}; worktree removed{lost}", data)
+            return with_warnings(Outcome(s.id, Action.PRESERVE,
+                                         Status.ATTENTION if lost else Status.OK,
+                                         f"{summary}; worktree removed{lost}", data), warns)
 
 
 def _lost_late(ctx: Context, s: Session, first: str | None, final: str,
@@ -844,8 +832,38 @@ def _mirror_warning(path: str, conf: parse.Config) -> str:
     specs = witness.fetch_refspecs_covering(path, conf=conf)
     if not specs:
         return ""
-    return (f"warning: {specs[0]} covers refs/ao/, so git fetch --prune deletes the preserve "
+    return (f"{specs[0]} covers refs/ao/, so git fetch --prune deletes the preserve "
             "ref; the trash keeps a copy")
+
+
+def save_warnings(path: str, cap: capture.Capture, left_out: Sequence[str],
+                  data: OutcomeData | None = None) -> list[str]:
+    """The warnings a save of the worktree at `path` carries (`cap`, made by the
+    real run or, with no commit, by its dry run): a fetch refspec covering
+    refs/ao/, and what a checkpoint saved otherwise than byte for byte or left out
+    rather than save nothing (a preserve's removal proof keeps the worktree for
+    them). left_out: the nested repositories and worktrees a checkpoint leaves out.
+    Each list of paths also goes into `data` under its key. One line each, without
+    "warning: "."""
+    warns = [w for w in (_mirror_warning(path, cap.config),) if w]
+    drivers = ", ".join(sorted(set(cap.filter_failed.values())))
+    for key, paths, what in (
+            ("inexact", cap.inexact, ("path(s) saved as git checks them out, not byte "
+                                      "for byte (line-ending or filter conversion, "
+                                      "core.fileMode)")),
+            ("left_out", list(left_out),
+             "nested repository or worktree path(s) left out of the save"),
+            ("unstorable", cap.unstorable,
+             "untracked path(s) whose names git will not store are in no save"),
+            ("filter_failed", sorted(cap.filter_failed),
+             (f"path(s) a required filter ({drivers}) failed on are saved as the index "
+              "holds them, an untracked one not at all"))):
+        if paths:
+            if data is not None:
+                data[key] = paths  # type: ignore[literal-required]
+            shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")
+            warns.append(f"{len(paths)} {what}: {shown}")
+    return warns
 
 
 def refusal(ctx: Context, s: Session, cache: RepoCache | None = None) -> str | None:

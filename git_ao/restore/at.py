@@ -43,6 +43,7 @@ from git_ao.git import index, query, worktree
 from git_ao.git import lock as gitlock
 from git_ao.git.parse import BranchName, IndexFlags, ObjectId
 from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import warn as with_warnings
 from git_ao.proof.restored import holds
 from git_ao.save import apply, capture, history, local_state
 from git_ao.store.records import Save, Session, now_ns
@@ -242,16 +243,28 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                            f"{path} brought to {label}{moved}, but {'; '.join(problems)}; the "
                            f"state it replaced is {undo_hint}", data)
-        kept = f"; {_listed(in_place)}, ignored before, left in place (untracked under " \
-            "the entry's ignore rules)" if in_place else ""
         if cap.unstorable:
-            # In no entry, so never removed: the undo could not bring them back.
             data["unstorable"] = cap.unstorable
-            kept += f"; {_listed(cap.unstorable)}, whose names git will not store, left " \
-                "in place"
-        return Outcome(s.id, Action.RESTORE, Status.OK,
-                       f"{path} is at {label}{moved}{kept}; the state it replaced is "
-                       f"{undo_hint}{_lacked(ctx, s, entry)}", data)
+        notes = _left_notes(in_place, cap.unstorable)
+        kept = "".join(f"; {n}" for n in notes)
+        return with_warnings(Outcome(s.id, Action.RESTORE, Status.OK,
+                                     f"{path} is at {label}{moved}{kept}; the state it replaced "
+                                     f"is {undo_hint}{_lacked(ctx, s, entry)}", data), notes)
+
+
+def _left_notes(in_place: Sequence[str], unstorable: Sequence[str]) -> list[str]:
+    """What --at leaves in place that the entry does not hold, one line each: the
+    files ignored before that the entry's rules do not ignore (`in_place`), and the
+    untracked names git will not store (`unstorable`: in no entry, so never
+    removed, since the undo could not bring them back)."""
+    notes = []
+    if in_place:
+        notes.append(f"{_listed(list(in_place))}, ignored before, left in place (untracked "
+                     "under the entry's ignore rules)")
+    if unstorable:
+        notes.append(f"{_listed(list(unstorable))}, whose names git will not store, left in "
+                     "place")
+    return notes
 
 
 def _switch_back(common_dir: str, path: str, entry: history.Entry) -> str:
