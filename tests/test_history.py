@@ -787,6 +787,29 @@ def test_quiet_checkpoints_still_warn_of_what_they_did_not_save(repo, worktrees,
     assert f"warning: {said}" in loud, loud
 
 
+@pytest.mark.parametrize("kind", _WARNED)
+def test_a_checkpoint_dry_run_counts_and_warns_as_the_real_run(repo, worktrees, kind):
+    # The dry run said "would checkpoint: N changed, M untracked, 0 ignored" and no
+    # more, counting a file a required filter failed on as a saved change.
+    wt = worktrees(repo, "agent")
+    said = _warned(wt, kind)
+    (wt / "README.md").write_text("important edit\n")
+    for argv in (["ao", "checkpoint"], ["ao-preserve", "--keep-worktree"]):
+        dry = json.loads(ao(*argv, "-n", "--json", cwd=wt).stdout)["results"][0]
+        quiet = ao(*argv, "-n", "-q", cwd=wt)
+        assert quiet.stdout == "" and said in quiet.stderr, quiet
+        got = json.loads(ao(*argv, "--json", cwd=wt).stdout)["results"][0]
+        counts = f"{got['changed']} changed, {got['untracked']} untracked"
+        assert dry["message"].startswith(f"would checkpoint: {counts}, "), (dry, got)
+        assert dry["warning"] == got["warning"] and said in dry["warning"], (dry, got)
+        assert dry["message"].endswith(f"; {got['warning']}"), dry
+        assert dry.get(kind) == got[kind], (dry, got)
+        (wt / "README.md").write_text("edited again\n")
+    if kind == "filter_failed":
+        # Saved as the index holds it: f.dat's change is no saved change.
+        assert got["changed"] == 1 and got["untracked"] == 1, got
+
+
 @pytest.mark.parametrize("under", ["sub", ".claude/worktrees/sub"])
 def test_a_session_nested_in_another_leaves_the_outer_ones_checkpoints_alone(
         repo, worktrees, under):
@@ -1531,6 +1554,33 @@ def test_restore_at_leaves_a_directory_where_the_entry_has_a_gitlink_as_it_is(re
     assert doc["status"] == "ok", doc
     assert (wt / "sub" / "notes").read_text() == "mine\n"
     assert (wt / "README.md").read_text() == "edited\n"
+
+
+def test_restore_at_dry_run_names_what_it_would_leave_in_place_as_the_real_run(
+        repo, worktrees):
+    # The dry run left out the files --at leaves in place that the entry does not
+    # hold: ignored before and not under the entry's rules, or named as git will not
+    # store. -q prints them as warnings, both runs.
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / ".gitignore").write_text("dist/\n")
+    (wt / "dist").mkdir()
+    (wt / "dist" / "out.bin").write_bytes(b"artefact")
+    (wt / "GIT~1").write_text("precious\n")
+    (wt / "README.md").write_text("edited since\n")
+    dry = _restore_json(repo, "agent", "--at", "1", "-n")
+    quiet = ao("ao-restore", "agent", "--at", "1", "-n", "-q", cwd=repo)
+    real = _restore_json(repo, "agent", "--at", "1")
+    assert real["left_in_place"] == ["dist/out.bin"] and real["unstorable"] == ["GIT~1"], real
+    for key in ("left_in_place", "unstorable", "warning"):
+        assert dry[key] == real[key], (key, dry, real)
+    tail = real["message"].split("(", 1)[1].split(")", 1)[1].split("; the state it", 1)[0]
+    assert "GIT~1, whose names git will not store, left in place" in tail, real
+    assert dry["message"].endswith(tail), (dry, real)
+    assert quiet.stdout == "" and quiet.stderr.splitlines() == [
+        f"warning: agent: {w.removeprefix('warning: ')}" for w in real["warning"].split("; ")]
+    assert (wt / "dist" / "out.bin").read_bytes() == b"artefact"
+    assert (wt / "GIT~1").read_text() == "precious\n"
 
 
 def test_restore_at_leaves_what_git_status_does_not_show_where_the_entry_writes_nothing(

@@ -41,10 +41,11 @@ def test_quiet_prints_the_warnings_of_a_session_that_went_well(repo, worktrees):
     git("config", "remote.origin.url", "/nowhere", cwd=repo)
     git("config", "remote.origin.fetch", "+refs/*:refs/*", cwd=repo)
     (wt / "f.txt").write_text("work\n")
-    res = ao("ao-preserve", "mirror", "-q", cwd=repo)
-    assert res.stdout == "" and res.stderr == (
-        "warning: mirror: remote.origin.fetch = +refs/*:refs/* covers refs/ao/, so git "
-        "fetch --prune deletes the preserve ref; the trash keeps a copy\n"), res.stderr
+    for extra in (["-n"], []):
+        res = ao("ao-preserve", "mirror", "-q", *extra, cwd=repo)
+        assert res.stdout == "" and res.stderr == (
+            "warning: mirror: remote.origin.fetch = +refs/*:refs/* covers refs/ao/, so git "
+            "fetch --prune deletes the preserve ref; the trash keeps a copy\n"), (extra, res.stderr)
     assert not wt.exists()
 
 

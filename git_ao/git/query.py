@@ -324,6 +324,22 @@ def check_ignore_in(common_dir: str, work_tree: str, index_file: str,
     return set(git.split_z(res.out))
 
 
+def check_ignore_by_rules_in(git_dir: str, work_tree: str, paths: Sequence[str]) -> set[str]:
+    """Those of `paths` (relative) that the `.gitignore` files in the directory
+    `work_tree` ignore, with the rules of the repository whose git dir (a linked
+    worktree's admin dir) is `git_dir`: info/exclude, core.excludesFile (`git
+    check-ignore --no-index`, so no index entry counts; a path under an ignored
+    directory counts as ignored, whether or not it exists there). Raises GitError."""
+    if not paths:
+        return set()
+    env = {"GIT_DIR": git_dir, "GIT_WORK_TREE": work_tree}
+    res = git.call(["check-ignore", "--no-index", "-z", "--stdin"], work_tree, env=env,
+                   input=git.join_z(paths))
+    if res.status not in (0, 1):
+        res.check()
+    return set(git.split_z(res.out))
+
+
 def _taken_away_env(common_dir: str, work_tree: str, index_file: str | None = None
                     ) -> dict[str, str]:
     """The environment that points git at a worktree taken away: its repository,

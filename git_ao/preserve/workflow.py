@@ -320,20 +320,32 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                                   unfiltered_ok=True)
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
-            # As the real run counts: a name git will not store is in no save, nor a
-            # file a required filter failed on.
-            saved = len(made.untracked) if made is not None \
-                else sum(not walk.refused_name(p) for p in st.untracked)
-            counts = f"{len(st.changed)} changed, {saved} untracked, {len(st.ignored)} ignored"
+            assert st.head is not None  # inspect refuses an unborn branch
+            if made is None:
+                # No conversion: what the real capture names is read from status (a
+                # name git will not store is in no save), the config from git.
+                made = capture.Capture(
+                    head=st.head, branch=st.branch, changed=[e.path for e in st.changed],
+                    untracked=[p for p in st.untracked if not walk.refused_name(p)],
+                    unstorable=[p for p in st.untracked if walk.refused_name(p)],
+                    config=query.config_map(path))
+            # As the real run counts and warns: what a required filter failed on, a
+            # name git will not store, is no saved change.
+            would = facts(s)
+            warns = save_warnings(path, made, st.left_out if keep_worktree else [], would)
+            counts = (f"{len(made.changed)} changed, {len(made.untracked)} untracked, "
+                      f"{len(st.ignored)} ignored")
+            said = "".join(f"; warning: {w}" for w in warns)
             if not keep_worktree:
-                keep += (made.keep_reasons if made is not None else []) \
-                    + _would_keep(ctx, s, path, st, cache)
+                keep += made.keep_reasons + _would_keep(ctx, s, path, st, cache)
             if keep and not keep_worktree:
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
-                return Outcome(s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}) "
-                               f"and keep the worktree: {'; '.join(keep)}", facts(s))
-            return Outcome(s.id, Action.PRESERVE, Status.OK, f"would {what}: {counts}"
-                           + (held_note(s) if held else ""), facts(s))
+                return with_warnings(Outcome(
+                    s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}{said}) "
+                    f"and keep the worktree: {'; '.join(keep)}", would), warns)
+            return with_warnings(Outcome(s.id, Action.PRESERVE, Status.OK,
+                                         f"would {what}: {counts}{said}"
+                                         + (held_note(s) if held else ""), would), warns)
         meta = capture.Meta(s.id, s.kind, s.harness, path, capture.session_facts(s))
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,

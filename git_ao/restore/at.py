@@ -129,9 +129,18 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         if ctx.dry_run:
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
-            return Outcome(s.id, Action.RESTORE, Status.OK, f"would record the current state, then "
-                           f"bring {path} to entry {entry.number} ({entry.save[:12]}){moving}",
-                           facts(s))
+            # What the real run names once it is done, judged before it.
+            would = facts(s)
+            staying = _untracked_after(path, v.git_dir, entry, walked, left_ignored)
+            if staying:
+                would["left_in_place"] = staying
+            if cap.unstorable:
+                would["unstorable"] = cap.unstorable
+            notes = _left_notes(staying, cap.unstorable)
+            return with_warnings(Outcome(
+                s.id, Action.RESTORE, Status.OK, f"would record the current state, then bring "
+                f"{path} to entry {entry.number} ({entry.save[:12]}){moving}"
+                + "".join(f"; {n}" for n in notes), would), notes)
         entry_untracked = query.ls_tree_paths(path, entry.untracked_tree) \
             if entry.untracked_tree else []
         ahead = _entry_paths(path, entry, entry_untracked)
@@ -300,6 +309,39 @@ def _lacked(ctx: Context, s: Session, entry: history.Entry) -> str:
     ctx.store.mark_holds_less(s.id, None)
     ctx.log("restore", s.id, "holds-less-ended", entry=entry.commit)
     return "; that is the state the last save lacked, back now"
+def _untracked_after(path: str, git_dir: str, entry: history.Entry, walked: walk.Walk,
+                     ignored: Sequence[str]) -> list[str]:
+    """The files ignored now (`ignored`: 'dir/' for a whole directory; --at leaves
+    them in place) that the entry's ignore rules do not ignore: what the real run
+    names as left in place (`left_in_place`), judged before anything changes. The
+    rules after the run are the repository's and the `.gitignore` files of the
+    entry's worktree and untracked trees and of those left in place, written into
+    a temporary directory outside the repository (removed after) for `git
+    check-ignore`. Raises GitError, OSError."""
+    import tempfile  # here: only a dry run judges this beforehand
+    dirs = tuple(p for p in ignored if p.endswith("/"))
+    named = {p for p in ignored if not p.endswith("/")}
+    files = [rel for rel, e in walked.entries.items()
+             if e.kind != "other" and (rel in named or rel.startswith(dirs))]
+    if not files:
+        return []
+    rules: dict[str, bytes] = {}
+    for rel in files:
+        if rel.rpartition("/")[2] == ".gitignore" and walked.entries[rel].kind == "file":
+            with open(os.path.join(path, rel), "rb") as fh:
+                rules[rel] = fh.read()
+    for tree in (entry.worktree_tree, entry.untracked_tree):
+        for rel, (mode, oid) in (query.ls_tree_entries(path, tree) if tree else {}).items():
+            if rel.rpartition("/")[2] == ".gitignore" and mode in ("100644", "100755"):
+                rules[rel] = query.blob_bytes(path, oid)
+    with tempfile.TemporaryDirectory(prefix="git-ao-rules-") as scratch:
+        for rel, text in rules.items():
+            full = os.path.join(scratch, rel)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as fh:
+                fh.write(text)
+        still = query.check_ignore_by_rules_in(git_dir, scratch, files)
+    return sorted(p for p in files if p not in still)
 
 
 def _unrecordable(exc: capture.CannotCapture) -> Refused:

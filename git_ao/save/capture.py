@@ -742,6 +742,12 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                     if not cap.untracked:
                         cap.untracked_tree = None
             cap.filter_failed.update(failed)
+            if failed:
+                # Saved as the index holds them: a change in the worktree alone is in
+                # no tree, and is not counted as saved (nor is such an untracked file).
+                unstaged_only = {e.path for e in st.changed if e.xy[0] == "."}
+                cap.changed = [p for p in cap.changed
+                               if p not in failed or p not in unstaged_only]
             if reason:
                 cap.inexact = verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []),
                                      lossy_ok=lossy_ok, failed=cap.filter_failed)
