@@ -902,6 +902,11 @@ def test_dry_runs_refuse_a_file_that_would_not_come_back_as_the_real_runs_do(
         real = ao(*argv, cwd=repo, rc=1).stdout
         assert "win.txt" in dry and "byte for byte" in dry, (argv, dry)
         assert dry.split("\t")[1:] == real.split("\t")[1:], (dry, real)
+        if argv[0] == "ao-restore":
+            # A refusal by design: a checkpoint saves such a file as git checks it
+            # out, as it stays; --at would replace it, and no undo give it back.
+            assert "--at replaces such files" in real and "no undo could give their " \
+                "bytes back (nothing changed)" in real, real
     assert (wt / "win.txt").read_bytes() == b"line\r\n" and wt.is_dir()
 
 

@@ -345,8 +345,14 @@ def _untracked_after(path: str, git_dir: str, entry: history.Entry, walked: walk
 
 
 def _unrecordable(exc: capture.CannotCapture) -> Refused:
-    """The refusal of a run whose current state cannot be recorded as an entry first."""
-    return Refused(f"the current state cannot be recorded first: {exc}")
+    """The refusal of a run whose current state cannot be recorded as an entry first.
+    A file that would not come back byte for byte is one by design: a checkpoint
+    saves it as git checks it out, as it stays in the worktree, but --at replaces
+    it, and the entry that undoes the run must give it back as it is."""
+    why = "; --at replaces such files, and the entry recording the state it replaces " \
+        "would hold them only as git checks them out: no undo could give their bytes " \
+        "back" if isinstance(exc, capture.Inexact) else ""
+    return Refused(f"the current state cannot be recorded first: {exc}{why} (nothing changed)")
 
 
 def _move(branch: str | None, old: str, new: str, left: int, kept_by: int = 1,

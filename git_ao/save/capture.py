@@ -68,6 +68,10 @@ class InProgress(CannotCapture):
         self.what = what
 
 
+class Inexact(CannotCapture):
+    """A file would not come back byte for byte or with its mode (`verify`)."""
+
+
 class NestedWorktree(CannotCapture):
     """A linked worktree (`path`, its real path) nested untracked in the one to
     capture: once it is preserved and removed the capture may go on."""
@@ -300,7 +304,7 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
     failed: {path: driver} of paths a required filter failed on, not compared;
     those its smudge fails on are added there (git cannot write them back, and
     `_checkout_leaving_out` checks out the rest), where else that failure raises
-    GitError. Raises CannotCapture naming every path that would not come back;
+    GitError. Raises Inexact naming every path that would not come back;
     with `lossy_ok`, returns them (sorted, relative) instead. Costs one
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
@@ -329,7 +333,7 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
         shutil.rmtree(scratch, ignore_errors=True)
     if bad and not lossy_ok:
         # Every such file: fixing them one refusal at a time takes a run each.
-        raise CannotCapture(
+        raise Inexact(
             f"{_paths(path, sorted(bad))} would not come back byte for byte or with "
             "its mode (line-ending or filter conversion, core.fileMode); give them "
             "attributes that keep their bytes (-text in .gitattributes) or write them "
