@@ -5,6 +5,7 @@ refs/ao/history/<id>, listed by `git ao history`, any entry brought back by
 from __future__ import annotations
 
 import configparser
+import contextlib
 import json
 import os
 import plistlib
@@ -1605,6 +1606,98 @@ def test_restore_at_leaves_what_git_status_does_not_show_where_the_entry_writes_
     doc = _restore_json(repo, "agent", "--at", "1")
     assert doc["status"] == "ok" and doc["left_in_place"] == ["cache/obj.o"], doc
     assert (wt / "cache" / "obj.o").read_text() == "precious\n"
+
+
+@contextlib.contextmanager
+def _immutable(path):
+    """`path` made immutable (chattr +i: not even root may add or remove a name in
+    a directory so marked) until the block ends."""
+    if os.geteuid() != 0 or not shutil.which("chattr"):
+        pytest.skip("needs root and chattr")
+    if subprocess.run(["chattr", "+i", path], check=False, capture_output=True).returncode:
+        pytest.skip("this file system has no immutable flag")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", path], check=False)
+
+
+def _mark_of(sid):
+    return Path(os.environ["AO_DATA_DIR"]) / "restore-at" / sid
+
+
+def test_restore_at_stopped_before_the_worktree_changed_says_so(repo, worktrees):
+    # An immutable directory holding a file the reset rewrites: git reset fails and
+    # the outcome was git's words alone. It says now that the worktree did not
+    # change and which entry holds its state, and leaves no mark behind.
+    wt = worktrees(repo, "agent")
+    (wt / "ro").mkdir()
+    (wt / "ro" / "f1").write_text("1\n")
+    git("add", "ro", cwd=wt)
+    git("commit", "-q", "-m", "ro", cwd=wt)
+    (wt / "ro" / "f1").write_text("2\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "ro" / "f1").write_text("3\n")
+    before = exact_state(wt)
+    with _immutable(wt / "ro"):
+        doc = _restore_json(repo, "agent", "--at", "1", rc=1)
+    save = _entries(repo, "agent")[0]["commit"]
+    assert doc["status"] == "failed" and "Operation not permitted" in doc["message"], doc
+    assert (f"nothing in the worktree changed: its state is entry 1 ({save[:12]}) of the "
+            "history, recorded first; fix the cause and run the command again") in \
+        doc["message"], doc
+    assert exact_state(wt) == before and not _mark_of("agent").exists()
+    ao("ao-restore", "agent", "--at", "2", cwd=repo)
+    assert (wt / "ro" / "f1").read_text() == "2\n"
+
+
+def test_restore_at_stopped_part_way_names_the_entry_that_undoes_it(repo, worktrees):
+    # An untracked file in an immutable directory: the reset and the apply are done
+    # when its removal fails ("failed  Operation not permitted: .../ro/u" and no
+    # more). The outcome names the entry that holds the state before the run and
+    # the command that brings it back; the mark makes a rerun add no entry for the
+    # half-done state, and only for it: a change made by hand since is appended.
+    wt = worktrees(repo, "agent")
+    (wt / "ro").mkdir()
+    (wt / "data").write_text("2\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "data").write_text("3\n")
+    (wt / "ro" / "u").write_text("new\n")
+    with _immutable(wt / "ro"):
+        doc = _restore_json(repo, "agent", "--at", "1", rc=1)
+    entries = _entries(repo, "agent")
+    undo = entries[0]["commit"]
+    assert entries[0]["trigger"] == "restore" and doc["status"] == "failed", (entries, doc)
+    assert f"Operation not permitted: {wt / 'ro' / 'u'}" in doc["message"], doc
+    assert (f"the worktree is part way to entry 2 ({entries[1]['commit'][:12]}): its state "
+            f"before the run is entry 1 ({undo[:12]}) of the history, recorded first; fix "
+            f"the cause, then git ao-restore agent --at {undo[:12]} brings that state "
+            "back") in doc["message"], doc
+    assert (wt / "data").read_text() == "2\n" and _mark_of("agent").exists()
+    (wt / "notes.txt").write_text("written by hand since\n")
+    doc = _restore_json(repo, "agent", "--at", undo)
+    assert doc["status"] == "ok", doc
+    assert (wt / "data").read_text() == "3\n" and (wt / "ro" / "u").read_text() == "new\n"
+    assert not (wt / "notes.txt").exists() and not _mark_of("agent").exists()
+    now = _entries(repo, "agent")
+    assert len(now) == len(entries) + 1, now  # the state with the change by hand
+    assert git("show", f"{now[0]['commit']}^3:notes.txt", cwd=repo) == \
+        "written by hand since\n"
+
+
+def test_restore_at_rerun_after_a_stop_part_way_adds_no_entry_for_it(repo, worktrees):
+    wt = worktrees(repo, "agent")
+    (wt / "ro").mkdir()
+    (wt / "data").write_text("2\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (wt / "data").write_text("3\n")
+    (wt / "ro" / "u").write_text("new\n")
+    with _immutable(wt / "ro"):
+        _restore_json(repo, "agent", "--at", "1", rc=1)
+    count = len(_entries(repo, "agent"))
+    doc = _restore_json(repo, "agent", "--at", "2")
+    assert doc["status"] == "ok" and len(_entries(repo, "agent")) == count, doc
+    assert (wt / "data").read_text() == "2\n" and not (wt / "ro" / "u").exists()
 
 
 def test_a_save_the_history_lists_twice_names_the_newest_of_its_entries(repo, worktrees):

@@ -6,10 +6,11 @@ HEAD now on another branch than the entry's, or a process working in the
 worktree (what it writes after the capture would be in no entry); capture the
 current state; when it is the entry's already, stop there and add nothing (an
 entry added then would shift every number a script reuses); refuse a path the
-run leaves in place (ignored, or a name git will not store) where the entry
-writes (`_check_in_the_way`); else append the current state to the history
-(trigger "restore"), so this restore can itself be undone; refuse when a second
-walk sees a write since the first; only then change the worktree: the untracked
+run leaves in place (ignored, a name git will not store, or what git status
+does not show) where the entry writes (`_check_in_the_way`); else append the
+current state to the history (trigger "restore"), so this restore can itself be
+undone; refuse when a second walk sees a write since the first; only then
+change the worktree (the mark written first, for a rerun): the untracked
 files the entry's paths would meet (and untracked .gitignore files) are removed,
 the index flags that hide files from the reset cleared, `git reset --hard` puts
 HEAD (and the branch it names), the index and the tracked files on the entry's
@@ -19,7 +20,9 @@ the entry's rules ignore them, its index flags, modes and empty directories are
 put back (git_ao/save/local_state.py), and the result proven to hold exactly the
 entry (git_ao/proof/restored.py). Ignored files are never touched: one the
 entry's rules no longer ignore is left and named. A kill at any point leaves
-both the replaced state and the entry in the history.
+both the replaced state and the entry in the history; a step that fails (a
+directory made immutable) says whether the worktree changed and what brings the
+replaced state back (`_stopped`).
 
 A branch the reset moves is said, from which commit to which, with the commits
 it leaves on no branch: the entry of the replaced state keeps them (its save's
@@ -47,6 +50,10 @@ from git_ao.outcome import warn as with_warnings
 from git_ao.proof.restored import holds
 from git_ao.save import apply, capture, history, local_state
 from git_ao.store.records import Save, Session, now_ns
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
+if TYPE_CHECKING:
+    from git_ao.outcome import OutcomeData
 
 
 def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
@@ -179,7 +186,6 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                  done=True)
         label = f"entry {number} ({entry.save[:12]})"
         ctx.log("restore", s.id, "at-start", entry=entry.commit, replaced=undo.save)
-        _mark(ctx.store.dir, s.id, undo.commit, entry.commit)  # a rerun reads it
         # The untracked files the entry's paths would meet go first, and the untracked
         # .gitignore files (their rules are not the entry's); the others once the
         # entry is in place, where its ignore rules decide: one they ignore is left
@@ -195,70 +201,113 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         again = walk.walk(path)
         written = walk.changed_since(walked, again)
         if written:
-            if resumed is None:
-                _unmark(ctx.store.dir, s.id)
             ctx.log("restore", s.id, "at-written", paths=",".join(written[:5]))
             raise Refused(f"{_listed(written)} changed while the current state was recorded: "
                           f"something is still writing in '{path}'; stop it first (the state "
                           f"recorded is entry {undo_number} of the history; nothing else "
                           "changed)")
-        late = _clear_untracked(path, meeting,
-                                local_state.load(cap.private_config).empty_dirs or [], again)
-        _unflag(path, flags, cap.config)
-        git.reset_hard(path, entry.head)
-        wc = local_state.load(entry.private_config)
-        problems: list[str] = [f"{_listed(late)} written during the run, kept as written"] \
-            if late else []
-        if not (entry.changed == 0 and entry.untracked == 0
-                and entry.worktree_tree == entry.index_tree):
-            applied = apply.apply(path, entry.save, sparse=wc.sparse_checkout is not None)
-            if applied.outcome != "clean":
-                problems.append(f"the apply stopped ({applied.outcome}: {applied.detail}"
-                                + (f"; {', '.join(applied.paths[:5])}" if applied.paths else "")
-                                + ")")
-            elif wc.recheckout:
-                apply.recheckout(path, v.git_dir, entry.save)
-        in_place: list[str] = []
-        rest = set(cap.untracked) - set(meeting)
-        if not problems and (rest or left_ignored):
-            untracked_now = git.status(path, ignored=False).untracked
-            late = _clear_untracked(path, [p for p in untracked_now if p in rest], [], again)
-            if late:
-                problems.append(f"{_listed(late)} written during the run, kept as written")
-            # Ignored before this run, untracked under the entry's rules: left in place.
-            in_place = [p for p in untracked_now if p not in rest and walk.under(p, left_ignored)]
-        if not problems:
-            problems += apply.put_flags(path, wc, fresh=False)
-            for rel in wc.empty_dirs or []:
-                try:
-                    os.makedirs(os.path.join(path, rel), exist_ok=True)
-                except OSError:
-                    problems.append(f"the empty directory {rel} could not be made")
-            problems += [f"the permission bits of {p} could not be set"
-                         for p in local_state.put_modes(path, wc, fresh=False)]
-        save = Save(s.id, s.common_dir, path, BranchName(entry.branch) if entry.branch else None,
-                    ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
-                    entry.private_config, now_ns())
-        if not problems and not holds(path, v.git_dir, save, in_place + cap.unstorable):
-            problems.append("the worktree does not hold exactly the entry")
-        if in_place:
-            data["left_in_place"] = in_place
-        undo_hint = f"entry {undo_number} ({undo.save[:12]}): git ao-restore {s.id} --at " \
-            f"{undo_name[:12]} undoes it"
-        ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
-                entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
+        _mark(ctx.store.dir, s.id, undo.commit, entry.commit)  # a rerun reads it
+        try:
+            late = _clear_untracked(path, meeting,
+                                    local_state.load(cap.private_config).empty_dirs or [], again)
+            _unflag(path, flags, cap.config)
+            git.reset_hard(path, entry.head)
+            wc = local_state.load(entry.private_config)
+            problems: list[str] = [f"{_listed(late)} written during the run, kept as written"] \
+                if late else []
+            if not (entry.changed == 0 and entry.untracked == 0
+                    and entry.worktree_tree == entry.index_tree):
+                applied = apply.apply(path, entry.save, sparse=wc.sparse_checkout is not None)
+                if applied.outcome != "clean":
+                    shown = f"; {', '.join(applied.paths[:5])}" if applied.paths else ""
+                    problems.append(f"the apply stopped ({applied.outcome}: {applied.detail}"
+                                    f"{shown})")
+                elif wc.recheckout:
+                    apply.recheckout(path, v.git_dir, entry.save)
+            in_place: list[str] = []
+            rest = set(cap.untracked) - set(meeting)
+            if not problems and (rest or left_ignored):
+                untracked_now = git.status(path, ignored=False).untracked
+                late = _clear_untracked(path, [p for p in untracked_now if p in rest], [], again)
+                if late:
+                    problems.append(f"{_listed(late)} written during the run, kept as written")
+                # Ignored before this run, untracked under the entry's rules: left in place.
+                in_place = [p for p in untracked_now
+                            if p not in rest and walk.under(p, left_ignored)]
+            if not problems:
+                problems += apply.put_flags(path, wc, fresh=False)
+                for rel in wc.empty_dirs or []:
+                    try:
+                        os.makedirs(os.path.join(path, rel), exist_ok=True)
+                    except OSError:
+                        problems.append(f"the empty directory {rel} could not be made")
+                problems += [f"the permission bits of {p} could not be set"
+                             for p in local_state.put_modes(path, wc, fresh=False)]
+            save = Save(s.id, s.common_dir, path,
+                        BranchName(entry.branch) if entry.branch else None,
+                        ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
+                        entry.private_config, now_ns())
+            if not problems and not holds(path, v.git_dir, save, in_place + cap.unstorable):
+                problems.append("the worktree does not hold exactly the entry")
+            if in_place:
+                data["left_in_place"] = in_place
+            undo_hint = f"entry {undo_number} ({undo.save[:12]}): git ao-restore {s.id} --at " \
+                f"{undo_name[:12]} undoes it"
+            ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
+                    entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
+            _unmark(ctx.store.dir, s.id)
+            if problems:
+                return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                               f"{path} brought to {label}{moved}, but {'; '.join(problems)}; the "
+                               f"state it replaced is {undo_hint}", data)
+            if cap.unstorable:
+                data["unstorable"] = cap.unstorable
+            notes = _left_notes(in_place, cap.unstorable)
+            kept = "".join(f"; {n}" for n in notes)
+            return with_warnings(Outcome(
+                s.id, Action.RESTORE, Status.OK,
+                f"{path} is at {label}{moved}{kept}; the state it replaced is {undo_hint}"
+                f"{_lacked(ctx, s, entry)}", data), notes)
+        except (AoError, OSError) as exc:
+            # Stopped part way (a directory made immutable or read-only, a full disk):
+            # say what changed and what brings the state before the run back.
+            return _stopped(ctx, s, path, v.git_dir, exc, label, undo, undo_number,
+                            undo_name, entry, resumed is not None, data)
+
+
+def _stopped(ctx: Context, s: Session, path: str, git_dir: str, exc: AoError | OSError,
+             label: str, undo: history.Entry, undo_number: int, undo_name: str,
+             entry: history.Entry, resumed: bool, data: OutcomeData) -> Outcome:
+    """The Outcome of a run that failed (`exc`) once it began to change the
+    worktree. The worktree is read again: when it still holds the state recorded
+    first (`undo`, entry `undo_number`), nothing changed and the mark goes; else
+    the mark stays, naming that state as the one that undoes the run, with what
+    the worktree holds now, so a rerun appends nothing for this half-done state
+    and appends any other (a change made after this run) as it would."""
+    if isinstance(exc, OSError):
+        what = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    else:
+        what = gitlock.explain(str(exc))  # a lock file: held or stale, as guarded says
+    ctx.log("restore", s.id, "at-failed", entry=entry.commit, replaced=undo.save, error=what)
+    try:
+        now: history.State | None = history.current_state(path, capture.capture(
+            path, git_dir, None, write=False, walked=walk.walk(path)))  # the walk: modes
+    except (AoError, OSError):
+        now = None  # kept as a kill's mark: the next run takes this state as half-done
+    first = "recorded before this run" if resumed else "recorded first"
+    if now is not None and undo.same_state(now):
         _unmark(ctx.store.dir, s.id)
-        if problems:
-            return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
-                           f"{path} brought to {label}{moved}, but {'; '.join(problems)}; the "
-                           f"state it replaced is {undo_hint}", data)
-        if cap.unstorable:
-            data["unstorable"] = cap.unstorable
-        notes = _left_notes(in_place, cap.unstorable)
-        kept = "".join(f"; {n}" for n in notes)
-        return with_warnings(Outcome(s.id, Action.RESTORE, Status.OK,
-                                     f"{path} is at {label}{moved}{kept}; the state it replaced "
-                                     f"is {undo_hint}{_lacked(ctx, s, entry)}", data), notes)
+        return Outcome(s.id, Action.RESTORE, Status.FAILED,
+                       f"{what}; nothing in the worktree changed: its state is entry "
+                       f"{undo_number} ({undo.save[:12]}) of the history, {first}; fix the "
+                       f"cause and run the command again", data)
+    if now is not None:
+        _mark(ctx.store.dir, s.id, undo.commit, entry.commit, history.digest(now))
+    return Outcome(s.id, Action.RESTORE, Status.FAILED,
+                   f"{what}; the worktree is part way to {label}: its state before the run "
+                   f"is entry {undo_number} ({undo.save[:12]}) of the history, {first}; fix "
+                   f"the cause, then git ao-restore {s.id} --at {undo_name[:12]} brings that "
+                   f"state back, or run the command again", data)
 
 
 def _left_notes(in_place: Sequence[str], unstorable: Sequence[str]) -> list[str]:
@@ -596,14 +645,16 @@ def _mark_path(data_dir: str, session_id: str) -> str:
     return os.path.join(data_dir, _MARKS, session_id)
 
 
-def _mark(data_dir: str, session_id: str, undo_entry: str, target: str) -> None:
+def _mark(data_dir: str, session_id: str, undo_entry: str, target: str,
+          half_done: str = "") -> None:
     """Say, before the worktree changes, that a run is under way whose replaced
     state is the history entry commit `undo_entry` and whose target is the entry
-    commit `target`. Raises OSError."""
+    commit `target`; half_done: once a run failed part way, the `history.digest`
+    of the state it left. Raises OSError."""
     os.makedirs(os.path.join(data_dir, _MARKS), exist_ok=True)
     tmp = _mark_path(data_dir, session_id) + ".tmp"
     with open(tmp, "w") as fh:
-        fh.write(f"{undo_entry} {target}\n")
+        fh.write(f"{undo_entry} {target} {half_done}".rstrip() + "\n")
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, _mark_path(data_dir, session_id))
@@ -621,10 +672,12 @@ def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
     """The newest history entry when a killed run of this command appended it (its
     mark is left and names it, trigger "restore") and the worktree (`cap`) does not
     hold that run's target, else None. A mark naming another entry (a checkpoint
-    came since) is stale and removed."""
+    came since) is stale and removed, and so is the mark of a run that failed part
+    way when the worktree no longer holds what that run left (changed since by
+    hand: a state of the user's, which the rerun appends)."""
     try:
         with open(_mark_path(data_dir, session_id)) as fh:
-            marked, _, target = fh.read().strip().partition(" ")
+            marked, target, half_done, *_ = (fh.read().split() + ["", "", ""])[:3]
     except FileNotFoundError:
         return None
     top = history.newest(path, session_id)
@@ -633,7 +686,9 @@ def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
             aim = history.find(path, session_id, target)
         except AoError:
             aim = None
-        if aim is None or not aim.same_state(history.current_state(path, cap)):
+        now = history.current_state(path, cap)
+        if (aim is None or not aim.same_state(now)) \
+                and (not half_done or history.digest(now) == half_done):
             return top
     _unmark(data_dir, session_id)
     return None

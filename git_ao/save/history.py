@@ -118,6 +118,15 @@ def _norm(private_config: str | None) -> str:
     return json.dumps(json.loads(private_config), sort_keys=True, separators=(",", ":"))
 
 
+def digest(st: State) -> str:
+    """A digest of what `st` holds: equal for two states `Entry.same_state` calls the
+    same (HEAD, branch, trees and private config)."""
+    import hashlib  # here: only a restore --at that stopped part way needs it
+    parts = (st.head, st.branch or "", st.worktree_tree, st.index_tree,
+             st.untracked_tree or "", _norm(st.private_config))
+    return hashlib.sha1("\0".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
 def state_of(cap: capture.Capture) -> State:
     """The State a capture holds (its trees must be computed)."""
     assert cap.worktree_tree and cap.index_tree
