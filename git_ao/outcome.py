@@ -212,6 +212,9 @@ class Outcome:
     data: OutcomeData = field(default_factory=lambda: OutcomeData())
     started: bool = True  # False: a signal stopped the batch before this session began
     names_state: bool = False  # the message already says the session's state
+    # a preserve's dry run refused for a worktree it keeps: the real run saves the
+    # work all the same (and a push sends that save)
+    would_save: bool = False
     # import: the session registered (on a dry run, the one the real run would
     # register, stored nowhere), so a dry run's preserve --all can judge it
     registered: Session | None = None

@@ -15,9 +15,11 @@ from tests.support import ao, commit_on, dirty, git, ref_of, round_trip, session
 from tests.worktree_state import assert_restored, state
 
 
-def _refused_untouched(repo, wt, sid, *words):
+def _refused_untouched(repo, wt, sid, *words, saved=False):
     """Preserve refuses: exit 1, one line naming the path, worktree as it was,
-    nothing recorded as saved, no ref."""
+    nothing recorded as saved, no ref. saved: a file that would not come back byte
+    for byte keeps the worktree, and the rest of the work is saved all the same,
+    as a checkpoint: the ref holds it and the line names it."""
     before = state(wt)
     res = ao("ao-preserve", sid, cwd=repo, rc=1)
     lines = [ln for ln in (res.stdout + res.stderr).splitlines() if sid in ln or str(wt) in ln]
@@ -26,7 +28,12 @@ def _refused_untouched(repo, wt, sid, *words):
         assert w in res.stdout + res.stderr
     assert state(wt) == before
     assert sessions_by_id(repo)[sid]["state"] == "live"
-    assert ref_of(repo, sid) is None
+    if saved:
+        ref = ref_of(repo, sid)
+        assert ref is not None and f"saved in {ref[:12]}; worktree kept: " in res.stdout, res
+        assert "git holds them as it checks them out" in res.stdout, res.stdout
+    else:
+        assert ref_of(repo, sid) is None
     return res
 
 
@@ -404,13 +411,13 @@ def test_reversible_clean_smudge_filter_round_trips(repo, worktrees):
     round_trip(repo, wt, "filt")
 
 
-def test_lossy_filter_is_refused(repo, worktrees):
+def test_lossy_filter_keeps_the_worktree_and_saves_the_rest(repo, worktrees):
     git("config", "filter.up.clean", "tr a-z A-Z", cwd=repo)
     git("config", "filter.up.smudge", "cat", cwd=repo)
     wt = worktrees(repo, "lossy")
     (wt / ".gitattributes").write_text("*.up filter=up\n")
     (wt / "note.up").write_text("lower case\n")
-    _refused_untouched(repo, wt, "lossy", "note.up")
+    _refused_untouched(repo, wt, "lossy", "note.up", saved=True)
 
 
 def test_autocrlf_true_round_trips(repo, worktrees):
@@ -421,11 +428,11 @@ def test_autocrlf_true_round_trips(repo, worktrees):
     round_trip(repo, wt, "crlf")
 
 
-def test_crlf_hidden_by_autocrlf_input_is_refused(repo, worktrees):
+def test_crlf_hidden_by_autocrlf_input_keeps_the_worktree(repo, worktrees):
     git("config", "core.autocrlf", "input", cwd=repo)
     wt = worktrees(repo, "crlfin")
     (wt / "README.md").write_bytes(b"hello\r\n")  # captured as "hello\n"
-    _refused_untouched(repo, wt, "crlfin", "README.md")
+    _refused_untouched(repo, wt, "crlfin", "README.md", saved=True)
 
 
 def test_the_conversion_refusal_names_every_file(repo, worktrees):
@@ -441,18 +448,18 @@ def test_the_conversion_refusal_names_every_file(repo, worktrees):
     (wt / "sub" / "b.up").write_text("lower b\n")
     git("add", "sub/b.up", cwd=wt)
     (wt / "README.md").write_bytes(b"hello\r\n")
-    res = _refused_untouched(repo, wt, "many")
+    res = _refused_untouched(repo, wt, "many", saved=True)
     line = [ln for ln in res.stdout.splitlines() if "byte for byte" in ln]
     assert len(line) == 1, res.stdout
     for rel in ("a.up", "sub/b.up", "README.md"):
         assert f"'{wt / rel}'" in line[0], line[0]
 
 
-def test_filemode_false_hidden_exec_bit_is_refused(repo, worktrees):
+def test_filemode_false_hidden_exec_bit_keeps_the_worktree(repo, worktrees):
     git("config", "core.fileMode", "false", cwd=repo)
     wt = worktrees(repo, "fmode")
     os.chmod(wt / "README.md", 0o755)
-    _refused_untouched(repo, wt, "fmode", "README.md")
+    _refused_untouched(repo, wt, "fmode", "README.md", "only the worktree keeps")
 
 
 @pytest.mark.skipif(shutil.which("git-lfs") is None, reason="git-lfs is not installed")

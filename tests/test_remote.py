@@ -684,3 +684,39 @@ def test_a_branch_the_remote_refuses_is_never_reported_ok(repo, worktrees, tmp_p
     assert line.startswith("push\tattention\tpb2\tpushed refs/ao/preserved/pb2"), line
     assert "branch pb2 not pushed: [rejected]" in line, line
     assert git("rev-parse", "refs/heads/pb2", cwd=plain).strip() == other
+
+
+def _push_line(res, sid):
+    return next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t") and
+                ln.split("\t")[2] == sid)
+
+
+def test_a_preserve_kept_for_a_file_that_would_not_come_back_saves_and_pushes_the_work(
+        repo, worktrees, tmp_path):
+    """A file that would not come back byte for byte keeps the worktree; the rest of
+    the work is saved all the same (as a checkpoint), and that save is what goes to
+    the remote, not the checkpoint before it."""
+    _plain_remote(repo, tmp_path)
+    git("config", "core.autocrlf", "true", cwd=repo)
+    wt = worktrees(repo, "s2x")
+    (wt / "newmix.txt").write_bytes(b"new\r\nfile\n")
+    ao("ao", "checkpoint", "s2x", cwd=repo)
+    older = local_ref(repo, "s2x")
+    (wt / "README.md").write_text("latest edit\n")
+    dry = ao("ao-preserve", "s2x", "--push", "plain", "-n", cwd=repo, rc=1)
+    assert "would save (1 changed, 1 untracked" in dry.stdout, dry.stdout
+    assert _push_line(dry, "s2x").startswith(f"push\tok\ts2x\twould push {REF}s2x"), dry.stdout
+    res = ao("ao-preserve", "s2x", "--push", "plain", cwd=repo, rc=1)
+    saved = local_ref(repo, "s2x")
+    assert saved != older
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("preserve\t"))
+    assert line.startswith(f"preserve\trefused\ts2x\t1 changed, 1 untracked saved in "
+                           f"{saved[:12]}; worktree kept: "), line
+    assert f"'{wt / 'README.md'}' and '{wt / 'newmix.txt'}' would not come back" in line, line
+    assert git("show", f"{saved}:README.md", cwd=repo) == "latest edit\n"
+    assert listed(repo)["s2x"]["state"] == "live" and wt.is_dir()
+    assert _push_line(res, "s2x").startswith(f"push\tok\ts2x\tpushed {REF}s2x ({saved[:12]})")
+    assert remote_refs(repo, "plain") == {"s2x": saved}
+    hist = git("ao", "history", "s2x", cwd=repo).splitlines()
+    assert hist[0].split("\t")[2:4] == ["preserve", saved], hist
+

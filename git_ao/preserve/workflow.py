@@ -313,10 +313,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         before = None if keep_worktree else walked
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
-            # The real run refuses these in its capture, which a dry run makes (no
-            # commit) only where content conversion may apply: a filter it runs may
-            # fail, a file may not come back byte for byte.
-            made = capture.refuse(path, v.git_dir, st, lossy=True, lossy_ok=keep_worktree,
+            # The real run keeps the worktree for these, which its capture finds and a
+            # dry run's finds too (trees, no commit) where content conversion may
+            # apply: a filter it runs may fail, a file may not come back byte for byte.
+            made = capture.refuse(path, v.git_dir, st, lossy=True, lossy_ok=True,
                                   unfiltered_ok=True)
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
@@ -332,7 +332,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             # As the real run counts and warns: what a required filter failed on, a
             # name git will not store, is no saved change.
             would = facts(s)
-            warns = save_warnings(path, made, st.left_out if keep_worktree else [], would)
+            warns = save_warnings(path, made, st.left_out if keep_worktree else [], would,
+                                  inexact_kept=not keep_worktree)
             counts = (f"{len(made.changed)} changed, {len(made.untracked)} untracked, "
                       f"{len(st.ignored)} ignored")
             said = "".join(f"; warning: {w}" for w in warns)
@@ -342,7 +343,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
                 return with_warnings(Outcome(
                     s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}{said}) "
-                    f"and keep the worktree: {'; '.join(keep)}", would), warns)
+                    f"and keep the worktree: {'; '.join(keep)}", would, would_save=True), warns)
             return with_warnings(Outcome(s.id, Action.PRESERVE, Status.OK,
                                          f"would {what}: {counts}{said}"
                                          + (held_note(s) if held else ""), would), warns)
@@ -350,7 +351,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
                                   targeted=keep_worktree, defer=True, ahead=ahead,
-                                  lossy_ok=keep_worktree, always=pushing, unfiltered_ok=True)
+                                  lossy_ok=True, always=pushing, unfiltered_ok=True)
         except BaseException:
             if signing is not None:
                 signing.wait()
@@ -405,7 +406,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             data["history_entry"] = appended.commit
         if not_appended:
             data["history_error"] = not_appended
-        warns = save_warnings(path, cap, st.left_out if keep_worktree else [], data)
+        warns = save_warnings(path, cap, st.left_out if keep_worktree else [], data,
+                              inexact_kept=not keep_worktree)
         warn = "; ".join(f"warning: {w}" for w in warns)
         if warn:
             data["warning"] = warn
@@ -849,14 +851,15 @@ def _mirror_warning(path: str, conf: parse.Config) -> str:
 
 
 def save_warnings(path: str, cap: capture.Capture, left_out: Sequence[str],
-                  data: OutcomeData | None = None) -> list[str]:
+                  data: OutcomeData | None = None, *, inexact_kept: bool = False) -> list[str]:
     """The warnings a save of the worktree at `path` carries (`cap`, made by the
     real run or, with no commit, by its dry run): a fetch refspec covering
     refs/ao/, and what a checkpoint saved otherwise than byte for byte or left out
     rather than save nothing (a preserve's removal proof keeps the worktree for
     them). left_out: the nested repositories and worktrees a checkpoint leaves out.
-    Each list of paths also goes into `data` under its key. One line each, without
-    "warning: "."""
+    inexact_kept: a preserve, which keeps the worktree for the inexact paths with
+    a reason that names them (no warning of its own). Each list of paths also goes
+    into `data` under its key. One line each, without "warning: "."""
     warns = [w for w in (_mirror_warning(path, cap.config),) if w]
     drivers = ", ".join(sorted(set(cap.filter_failed.values())))
     for key, paths, what in (
@@ -873,6 +876,8 @@ def save_warnings(path: str, cap: capture.Capture, left_out: Sequence[str],
         if paths:
             if data is not None:
                 data[key] = paths  # type: ignore[literal-required]
+            if key == "inexact" and inexact_kept:
+                continue
             shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")
             warns.append(f"{len(paths)} {what}: {shown}")
     return warns

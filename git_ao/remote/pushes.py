@@ -233,13 +233,12 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
         # A checkpoint (--keep-worktree) is pushed as a preserve is.
         if o.action not in ("preserve", "checkpoint"):
             continue
-        if ctx.dry_run:
+        if ctx.dry_run and (o.status == Status.OK or o.would_save):
             # Nothing was captured: the save the real run makes is what it pushes
-            # (every preserve of a dry run that is ok says what it would do).
-            if o.status == Status.OK:
-                out.append(Outcome(o.session_id, Action.PUSH, Status.OK,
-                                   f"would push {REF_PREFIX}{o.session_id} to {remote}",
-                                   {"remote": remote, "ref": REF_PREFIX + o.session_id}))
+            # (every preserve of a dry run that saves says what it would do).
+            out.append(Outcome(o.session_id, Action.PUSH, Status.OK,
+                               f"would push {REF_PREFIX}{o.session_id} to {remote}",
+                               {"remote": remote, "ref": REF_PREFIX + o.session_id}))
             continue
         s = ctx.store.get(o.session_id)
         save = s.save if s is not None else None
@@ -251,6 +250,8 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
             out.append(Outcome(s.id, Action.PUSH, Status.ATTENTION, f"not pushed: the repository "
                                f"{s.common_dir} has no remote '{remote}' (git remote add)",
                                facts(s, remote=remote)))
+            continue
+        if ctx.dry_run:
             continue
         wants.append((s.id, remote, s.common_dir, save.preserved_commit,
                       save.branch if push_branch and not save.detached else None))

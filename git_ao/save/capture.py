@@ -113,7 +113,8 @@ class Capture:
     keep_reasons: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)  # paths index flags hide from git status
     hidden_changed: bool = True  # until proven otherwise, hidden paths count as changed
-    # Paths saved as git checks them out, not byte for byte (capture(lossy_ok=True)).
+    # Paths saved as git checks them out, not byte for byte (capture(lossy_ok=True));
+    # a reason in `keep_reasons` names them.
     inexact: list[str] = field(default_factory=list)
     # Untracked paths git will not store (a name it refuses): in no tree, and not in
     # `untracked`; a preserve's removal proof keeps the worktree for them.
@@ -333,12 +334,19 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
         shutil.rmtree(scratch, ignore_errors=True)
     if bad and not lossy_ok:
         # Every such file: fixing them one refusal at a time takes a run each.
-        raise Inexact(
-            f"{_paths(path, sorted(bad))} would not come back byte for byte or with "
-            "its mode (line-ending or filter conversion, core.fileMode); give them "
-            "attributes that keep their bytes (-text in .gitattributes) or write them "
-            "as git checks them out first")
+        raise Inexact(_inexact_reason(path, sorted(bad)))
     return sorted(bad)
+
+
+def _inexact_reason(path: str, rels: Sequence[str], *, saved: bool = False) -> str:
+    """Why the files `rels` keep a worktree (or refuse a capture): they would not
+    come back byte for byte. saved: the capture holds them as git checks them out."""
+    held = ("; git holds them as it checks them out, so only the worktree keeps their "
+            "bytes") if saved else ""
+    return (f"{_paths(path, rels)} would not come back byte for byte or with its mode "
+            f"(line-ending or filter conversion, core.fileMode){held}; give them "
+            "attributes that keep their bytes (-text in .gitattributes) or write them as "
+            "git checks them out first")
 
 
 def _checkout_leaving_out(temp: TempIndex, prefix: str, failed: dict[str, str]) -> None:
@@ -577,9 +585,10 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     submodule is involved.
     always: write the commits of a clean worktree too (as for a detached HEAD),
     for a ref that must carry HEAD's commits (a push to another machine).
-    lossy_ok: a checkpoint, which keeps the worktree: a file that would not come
-    back byte for byte (`verify`) is saved as git checks it out and named in
-    `Capture.inexact`, not refused, so the rest of the work has its entry; and a
+    lossy_ok: a checkpoint, or a preserve that then keeps the worktree: a file that
+    would not come back byte for byte (`verify`) is saved as git checks it out and
+    named in `Capture.inexact` with a reason in `keep_reasons`, not refused, so the
+    rest of the work has its entry; and a
     file a `required` filter fails on (filter.<driver>.required, its clean or
     smudge command failing) is left out, saved as the index holds it, and named
     in `Capture.filter_failed` with a reason in `keep_reasons`, where else it
@@ -755,6 +764,9 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             if reason:
                 cap.inexact = verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []),
                                      lossy_ok=lossy_ok, failed=cap.filter_failed)
+                if cap.inexact:
+                    # Saved as git checks them out: only the worktree keeps their bytes.
+                    cap.keep_reasons.append(_inexact_reason(path, cap.inexact, saved=True))
             if cap.filter_failed and not unfiltered_ok:
                 raise CannotCapture(_unfiltered(path, cap.filter_failed))
             cap.keep_reasons += _filter_reasons(path, cap.filter_failed, failed_u, failed)
