@@ -720,3 +720,23 @@ def test_a_preserve_kept_for_a_file_that_would_not_come_back_saves_and_pushes_th
     hist = git("ao", "history", "s2x", cwd=repo).splitlines()
     assert hist[0].split("\t")[2:4] == ["preserve", saved], hist
 
+
+def test_a_push_of_a_save_older_than_the_worktree_says_so(repo, worktrees, tmp_path):
+    """A preserve that saves nothing (refused) still sends the save on record: its
+    push line says that is not the worktree as it is, never plain ok."""
+    _plain_remote(repo, tmp_path)
+    wt = worktrees(repo, "old")
+    (wt / "a.txt").write_text("one\n")
+    ao("ao", "checkpoint", "old", cwd=repo)
+    older = local_ref(repo, "old")
+    (wt / "README.md").write_text("latest edit\n")
+    admin = git("rev-parse", "--git-dir", cwd=wt).strip()
+    head = git("rev-parse", "HEAD", cwd=wt).strip()
+    Path(admin, "MERGE_HEAD").write_text(head + "\n")  # a merge in progress: refused
+    for extra, verb in ((["-n"], "would push"), ([], "pushed")):
+        res = ao("ao-preserve", "old", "--push", "plain", *extra, cwd=repo, rc=1)
+        line = _push_line(res, "old")
+        assert line.startswith(f"push\tattention\told\t{verb} {REF}old ({older[:12]})"), line
+        assert "not the worktree as it is now: this run saved nothing of it (refused)" \
+            in line, line
+    assert remote_refs(repo, "plain") == {"old": older}

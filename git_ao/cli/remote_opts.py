@@ -58,11 +58,13 @@ def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch:
     once a signal asked to stop (the rows stay pending)."""
     from git_ao.remote import pushes
     ctx = app.ctx
+    older = pushes.not_current(ctx, outcomes)
     extra = pushes.queue_saves(ctx, outcomes, name, push_branch=push_branch) if name else []
     if not stop.is_set():
         said = {o.session_id for o in extra}
-        extra += [o for o in pushes.push_pending(ctx, timeout=_push_timeout(app))
-                  if o.session_id not in said]
+        extra += pushes.mark_not_current(
+            [o for o in pushes.push_pending(ctx, timeout=_push_timeout(app))
+             if o.session_id not in said], older)
     for o in extra:
         app.printer.outcome(o)
     return extra

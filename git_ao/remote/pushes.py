@@ -252,12 +252,52 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
                                facts(s, remote=remote)))
             continue
         if ctx.dry_run:
+            # The real run saves nothing of it and pushes the save on record.
+            would = Outcome(s.id, Action.PUSH, Status.OK, f"would push {REF_PREFIX}{s.id} "
+                            f"({save.preserved_commit[:12]}) to {remote}",
+                            {"repo": s.common_dir, "remote": remote, "ref": REF_PREFIX + s.id,
+                             "commit": save.preserved_commit})
+            out += mark_not_current([would], not_current(ctx, [o]))
             continue
         wants.append((s.id, remote, s.common_dir, save.preserved_commit,
                       save.branch if push_branch and not save.detached else None))
     if not ctx.dry_run:
         set_wants(ctx.store, wants)
     return out
+
+
+def not_current(ctx: Context, outcomes: Iterable[Outcome]) -> dict[str, tuple[str, str]]:
+    """{session id: (the save on record, why it is not the session's state)} of each
+    live session in `outcomes` (a preserve's) that the run did not save (refused,
+    failed): its record still names an older save, which a push sends all the
+    same. A pending session's save is its state (its worktree is gone)."""
+    out: dict[str, tuple[str, str]] = {}
+    for o in outcomes:
+        if o.action not in ("preserve", "checkpoint") or o.status == Status.OK \
+                or o.would_save:
+            continue
+        s = ctx.store.get(o.session_id)
+        save = s.save if s is not None else None
+        if s is None or not s.live or save is None or not save.preserved_commit \
+                or o.data.get("preserved_commit") == save.preserved_commit:
+            continue
+        out[s.id] = (save.preserved_commit, f"this run saved nothing of it ({o.status})")
+    return out
+
+
+def mark_not_current(pushed: list[Outcome], older: dict[str, tuple[str, str]]
+                     ) -> list[Outcome]:
+    """Say, in each line of `pushed` that sends a save of `older`
+    (`not_current`), that it is not the session's state: what changed since is on
+    this machine only (attention, never ok). Returns `pushed`."""
+    for o in pushed:
+        got = older.get(o.session_id)
+        if got is None or o.data.get("commit") != got[0] or o.status != Status.OK:
+            continue
+        o.message += (f"; that is the last save on record, not the worktree as it is now: "
+                      f"{got[1]}, so anything changed since is on this machine only")
+        o.status = Status.ATTENTION
+    return pushed
 
 
 def queue_restored(ctx: Context, outcomes: Iterable[Outcome]) -> None:
