@@ -134,14 +134,17 @@ def _prune_history(ctx: Context, repo: str, sid: str, keep: int | None,
             return None
         ref = history.history_ref(sid)
         verb = "would drop" if ctx.dry_run else "dropped"
-        msg = (f"{verb} {dropped} of the {len(found)} entries of {ref}, kept {len(kept)}")
+        # The whole tip: `git update-ref` takes it to bring the old chain back.
+        msg = (f"{verb} {dropped} of the {len(found)} entries of {ref}, kept {len(kept)} "
+               f"(was {found[0].commit})")
         if ctx.dry_run:
-            return Outcome(sid, Action.PRUNE_HISTORY, Status.OK, msg, {"repo": repo})
+            return Outcome(sid, Action.PRUNE_HISTORY, Status.OK, msg,
+                           {"repo": repo, "dropped": dropped, "kept": len(kept)})
         tip = history.rewrite(repo, sid, kept, found[0].commit)
         if tip is not None:
             ctx.log("prune", sid, "history-pruned", ref=ref, was=found[0].commit, now=tip,
                     dropped=dropped, kept=len(kept))
-            return Outcome(sid, Action.PRUNE_HISTORY, Status.OK, f"{msg} (was {found[0].commit})",
+            return Outcome(sid, Action.PRUNE_HISTORY, Status.OK, msg,
                            {"repo": repo, "dropped": dropped, "kept": len(kept)})
     return Outcome(sid, Action.PRUNE_HISTORY, Status.NOTHING,
                    f"{history.history_ref(sid)} kept moving (checkpoints being appended); "
