@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -288,7 +289,14 @@ def test_rejected_push_keeps_the_local_save(repo, worktrees, tmp_path):
     assert not wt.exists() and local_ref(repo, "s5")
     assert remote_refs(repo, "plain") == {}
     hook.unlink()
+    # A push the remote refused is no longer tried by every command: doctor names it,
+    # and a command about that remote (or that session) tries it again.
     res = ao("ao-prune", cwd=repo)
+    assert "push\t" not in res.stdout, res.stdout
+    res = ao("ao", "doctor", cwd=repo, rc=1)
+    assert "push: s5: its push to plain has not gone through; the last try was refused by " \
+        "the remote: plain refused" in res.stdout, res.stdout
+    res = ao("ao-prune", "--remote", "plain", cwd=repo)
     assert f"pushed {REF}s5" in res.stdout, res.stdout
     assert remote_refs(repo, "plain") == {"s5": local_ref(repo, "s5")}
 
@@ -407,7 +415,13 @@ def test_a_prune_dry_run_says_the_pushes_the_real_run_makes_first(repo, worktree
     dry = lines("-n")
     assert set(remote_refs(repo, "plain")) == {"d1"}
     real = lines()
-    assert [ln.replace("would ", "").replace("\tpush ", "\tpushed ")
+    # What the hook refused last time, the dry run says it cannot judge.
+    cannot = "; plain refused {ref}: [remote rejected] (pre-receive hook declined) last " \
+        "time, which a dry run cannot judge: the real run tries again"
+    assert all(cannot.format(ref=REF + ln.split("\t")[2]) in ln for ln in dry
+               if ln.startswith("push\t")), dry
+    assert [re.sub("; plain refused .* the real run tries again", "", ln)
+            .replace("would ", "").replace("\tpush ", "\tpushed ")
             .replace("\tdelete ", "\tdeleted ") for ln in dry] == real, (dry, real)
     assert any(ln.startswith(f"push\tok\td1\tdeleted {REF}d1") for ln in real), real
     assert any(ln.startswith(f"prune-remote\tnothing\tp2\tkept {REF}p2") for ln in real), real
@@ -516,7 +530,7 @@ def test_a_session_another_machine_restored_is_pushed_again(repo, worktrees, mac
     mine = local_ref(clone, "again")
     git("push", "-q", f"--force-with-lease={REF}again:{second}", "origin", f"{mine}:{REF}again",
         cwd=clone)
-    res = ao("ao-prune", cwd=clone, env=b, rc=3)
+    res = ao("ao-prune", "--remote", "origin", cwd=clone, env=b, rc=3)
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
     # B's history is a chain of its own: the remote keeps this machine's, and the
     # line, never ok while a ref it pushed is not there, says so.
@@ -547,11 +561,11 @@ def test_a_delete_whose_commit_was_replaced_keeps_the_new_save(repo, worktrees, 
     other = git("commit-tree", "-m", "other machine", f"{first}^{{tree}}", cwd=repo).strip()
     git("push", "-q", f"--force-with-lease={REF}d1:{first}", "plain", f"{other}:{REF}d1",
         cwd=repo)
-    res = ao("ao-prune", cwd=repo, rc=3)
+    res = ao("ao-prune", "--remote", "plain", cwd=repo, rc=3)
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("push\t"))
     assert f"not deleted: plain holds {other[:12]}" in line, line
     assert remote_refs(repo, "plain") == {"d1": other}
-    res = ao("ao-prune", cwd=repo)  # said once: nothing is retried
+    res = ao("ao-prune", "--remote", "plain", cwd=repo)  # said once: nothing is retried
     assert "push\t" not in res.stdout, res.stdout
 
 
@@ -740,3 +754,118 @@ def test_a_push_of_a_save_older_than_the_worktree_says_so(repo, worktrees, tmp_p
         assert "not the worktree as it is now: this run saved nothing of it (refused)" \
             in line, line
     assert remote_refs(repo, "plain") == {"old": older}
+
+
+def _another_machines_save(repo, remote, sid):
+    """As another machine's push of the session id would: a commit of its own at
+    refs/ao/preserved/<sid> on `remote`. Returns it."""
+    other = git("commit-tree", "-m", "another machine's save", "HEAD^{tree}", cwd=repo).strip()
+    git("push", "-q", remote, f"{other}:{REF}{sid}", cwd=repo)
+    return other
+
+
+def test_a_push_the_remote_refused_is_tried_again_only_where_it_concerns_the_command(
+        repo, worktrees, tmp_path):
+    """Another machine saved the session id: the push is refused once, said, and
+    named by doctor; an unrelated preserve or restore neither tries it again nor
+    turns attention for it; a command about that remote tries it, and its dry run
+    says the refusal the real run meets."""
+    _plain_remote(repo, tmp_path)
+    other = _another_machines_save(repo, "plain", "same")
+    (worktrees(repo, "same") / "mine.txt").write_text("this machine's\n")
+    dry = ao("ao-preserve", "same", "--push", "plain", "-n", cwd=repo, rc=3)
+    assert _push_line(dry, "same").startswith(
+        f"push\tattention\tsame\tpush would be rejected: plain holds {other[:12]}"), dry.stdout
+    res = ao("ao-preserve", "same", "--push", "plain", cwd=repo, rc=3)
+    assert _push_line(res, "same").startswith("push\tattention\tsame\tpush rejected: "), \
+        res.stdout
+    (worktrees(repo, "s1") / "x.txt").write_text("unrelated\n")
+    for argv in (["ao-preserve", "s1"], ["ao-restore", "s1", "-n"],
+                 ["ao-restore", "s1", "--no-launch"]):
+        res = ao(*argv, cwd=repo)  # exit 0: nothing about it
+        assert "push\t" not in res.stdout, (argv, res.stdout)
+    res = ao("ao", "doctor", cwd=repo, rc=1)
+    assert "push: same: its push to plain has not gone through; the last try was refused " \
+        f"by the remote: plain holds {other[:12]}" in res.stdout, res.stdout
+    dry = ao("ao-prune", "--remote", "plain", "-n", cwd=repo, rc=3)
+    real = ao("ao-prune", "--remote", "plain", cwd=repo, rc=3)
+    line = _push_line(dry, "same")
+    assert line.startswith(f"push\tattention\tsame\tpush would be rejected: plain holds "
+                           f"{other[:12]} for {REF}same"), line
+    assert line.replace("push would be rejected", "push rejected") == _push_line(real, "same")
+    assert _prune_lines(dry) == _prune_lines(real), (dry.stdout, real.stdout)
+    assert "would delete" not in dry.stdout, dry.stdout
+    assert remote_refs(repo, "plain") == {"same": other}
+
+
+def test_a_refused_push_names_the_save_this_machine_holds_now(repo, worktrees, tmp_path):
+    """Checkpoints after a refused push move the local save on: the line and the
+    command it suggests name that save; once a prune deleted the local save, the
+    line says it is gone and the push, with nothing left to send, is dropped."""
+    _plain_remote(repo, tmp_path)
+    other = _another_machines_save(repo, "plain", "cp")
+    wt = worktrees(repo, "cp")
+    (wt / "README.md").write_text("one\n")
+    ao("ao-preserve", "cp", "--keep-worktree", "--push", "plain", cwd=repo, rc=3)
+    pushed = local_ref(repo, "cp")
+    (wt / "README.md").write_text("two\n")
+    ao("ao", "checkpoint", "cp", cwd=repo)
+    now = local_ref(repo, "cp")
+    assert now != pushed
+    (wt / "README.md").write_text("three\n")  # the save's work is no longer in the worktree
+    line = _push_line(ao("ao-prune", "--remote", "plain", cwd=repo, rc=3), "cp")
+    assert f"the local save is now {now[:12]} (this push carried {pushed[:12]}" in line, line
+    assert f"git push --force-with-lease={REF}cp:{other} plain {now}:{REF}cp" in line, line
+    assert "the local save stands" not in line and pushed not in line, line
+    (wt / "README.md").write_text("two\n")
+    git("add", "README.md", cwd=wt)
+    git("commit", "-q", "-m", "the work, committed", cwd=wt)
+    ao("ao-prune", cwd=repo)  # its work is on the branch: the local save goes
+    assert local_ref(repo, "cp") is None
+    dry = _push_line(ao("ao-prune", "--remote", "plain", "-n", cwd=repo, rc=3), "cp")
+    line = _push_line(ao("ao-prune", "--remote", "plain", cwd=repo, rc=3), "cp")
+    for got in (dry, line):
+        assert f"this machine's save of it is gone ({REF}cp no longer exists here)" in got, got
+        assert "stands" not in got and "to replace it" not in got, got
+    assert line.endswith("the push is dropped. To look at it: git fetch plain "
+                         f"{REF}cp && git stash show -p --include-untracked FETCH_HEAD"), line
+    assert "push\t" not in ao("ao-prune", "--remote", "plain", cwd=repo).stdout
+    assert "push:" not in ao("ao", "doctor", cwd=repo, rc=None).stdout
+    assert remote_refs(repo, "plain") == {"cp": other}
+
+
+def test_dry_runs_say_the_real_runs_words_of_a_rewritten_history(repo, worktrees, tmp_path):
+    """Retention's dry run names the tip it would drop entries from, as the real run
+    does; a pending push's dry run says the history it would force over the chain
+    this machine pushed before, as the real push says it did."""
+    plain = _plain_remote(repo, tmp_path)
+    wt = worktrees(repo, "h3")
+    hist = "refs/ao/history/h3"
+    for n in range(3):
+        (wt / "f.txt").write_text(f"{n}\n")
+        ao("ao-preserve", "--keep-worktree", "--push", "plain", "h3", cwd=repo)
+    tip = git("rev-parse", hist, cwd=repo).strip()
+    ao("ao", "config", "set", "history.keep", "1", cwd=repo)
+
+    def line(res, action):
+        return next(ln for ln in res.stdout.splitlines() if ln.startswith(f"{action}\t"))
+
+    dry = line(ao("ao-prune", "-n", cwd=repo), "prune-history")
+    real = line(ao("ao-prune", cwd=repo), "prune-history")
+    assert dry.endswith(f"(was {tip})") and dry.replace("would drop", "dropped") == real, \
+        (dry, real)
+    ao("ao", "config", "set", "history.keep", "100", cwd=repo)  # no rewrite below
+    hook = plain / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    (wt / "f.txt").write_text("later\n")
+    ao("ao-preserve", "--keep-worktree", "--push", "plain", "h3", cwd=repo, rc=3)
+    hook.unlink()
+    dry = line(ao("ao-prune", "--remote", "plain", "-n", cwd=repo), "push")
+    real = line(ao("ao-prune", "--remote", "plain", cwd=repo), "push")
+    now = git("rev-parse", hist, cwd=repo).strip()
+    assert f"{hist} ({now[:12]}) would replace there the chain this machine last pushed " \
+        f"({tip[:12]})" in dry, dry
+    assert re.sub("; plain refused .* the real run tries again", "", dry).replace(
+        "would push", "pushed").replace("would replace", "replaced") == real, (dry, real)
+    assert git("rev-parse", hist, cwd=plain).strip() == now

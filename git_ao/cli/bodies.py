@@ -142,7 +142,7 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
             outcomes += relaunch.relaunch_all(ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer.outcome,
                                              app.printer.hint)
-            outcomes += remote_opts.retry_pushes(app, outcomes)
+        outcomes += remote_opts.retry_pushes(app, outcomes)
     status = finish(app, "restore", outcomes)
     return signals.interrupted(app, "restore", outcomes, "still pending") or status
 

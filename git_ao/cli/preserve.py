@@ -62,6 +62,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
     from git_ao.manage.register import current_session
     from git_ao.preserve import workflow as preserve
     check_ids(ids)
+    named = push is not None
     push = remote_opts.check_preserve(app, push, push_branch)
     ctx = app.ctx
     refused: list[Outcome] = []
@@ -105,7 +106,8 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
             ctx, sessions, keep_worktree=keep_worktree, jobs=jobs, timeout=timeout,
             progress=with_state(app, advance), stop=signals.event, settings=app.settings,
             shutdown=all_, unsaved=unsaved, pushing=push is not None)
-        outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event)
+        outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event,
+                                               named=named)
     if all_:
         _say_unregistered(app)
     status = finish(app, "preserve", outcomes)

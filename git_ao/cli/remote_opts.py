@@ -52,31 +52,43 @@ def pushable(app: Any, sessions: list[Any], name: str | None) -> tuple[list[Any]
 
 
 def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch: bool,
-                   stop: threading.Event) -> list[Any]:
+                   stop: threading.Event, *, named: bool = False) -> list[Any]:
     """Queue the saves for `name` and push everything pending, one bounded `git
     push` per repository; print and return the push Outcomes. Nothing is pushed
-    once a signal asked to stop (the rows stay pending)."""
+    once a signal asked to stop (the rows stay pending). A push the remote refused
+    is tried again for the run's sessions, and for every session when `named`
+    (`--push` named the remote, not the preserve.push setting)."""
     from git_ao.remote import pushes
     ctx = app.ctx
     older = pushes.not_current(ctx, outcomes)
-    extra = pushes.queue_saves(ctx, outcomes, name, push_branch=push_branch) if name else []
+    extra = pushes.queue_saves(ctx, outcomes, name, push_branch=push_branch,
+                               timeout=_push_timeout(app)) if name else []
     if not stop.is_set():
         said = {o.session_id for o in extra}
+        about = pushes.concern([o.session_id for o in outcomes],
+                               [name] if named and name else [], current_directory())
         extra += pushes.mark_not_current(
-            [o for o in pushes.push_pending(ctx, timeout=_push_timeout(app))
+            [o for o in pushes.push_pending(ctx, timeout=_push_timeout(app), about=about)
              if o.session_id not in said], older)
     for o in extra:
         app.printer.outcome(o)
     return extra
 
 
-def retry_pushes(app: Any, outcomes: Sequence[Any] = ()) -> list[Any]:
-    """After a restore or a prune: record the remote deletes of sessions restored in
-    full, then push whatever is pending; print and return the Outcomes."""
+def retry_pushes(app: Any, outcomes: Sequence[Any] = (), remote: str | None = None,
+                 adopted: Sequence[tuple[str, str, str, str]] = ()) -> list[Any]:
+    """After a restore or a resolve: record the remote deletes of sessions restored
+    in full, then push whatever is pending (a push the remote refused: only for
+    the sessions of `outcomes` and for `remote`, the one --from names); print and
+    return the Outcomes. A dry run says what the real run would meet, with the
+    deletes it would record (`adopted`: the sessions --from would fetch)."""
     from git_ao.remote import pushes
     ctx = app.ctx
     pushes.queue_restored(ctx, outcomes)
-    extra = pushes.push_pending(ctx, timeout=_push_timeout(app))
+    planned = pushes.planned_deletes(ctx, outcomes, adopted) if app.dry_run else []
+    about = pushes.concern([o.session_id for o in outcomes], [remote] if remote else [],
+                           current_directory())
+    extra = pushes.push_pending(ctx, timeout=_push_timeout(app), about=about, planned=planned)
     for o in extra:
         app.printer.outcome(o)
     return extra
@@ -108,8 +120,8 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
             outcomes += relaunch.relaunch_all(app.ctx, app.settings, outcomes, no_launch,
                                              signals.event, app.printer.outcome,
                                              app.printer.hint)
-            if not signals.event.is_set():
-                outcomes += retry_pushes(app)
+        if not signals.event.is_set():
+            outcomes += retry_pushes(app, outcomes, name, restore_from.adopted_of(outcomes))
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:
         click.echo(f"nothing to restore: {name} holds no preserve refs", err=True)
     status = finish(app, "restore", outcomes)
@@ -124,8 +136,10 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
     from git_ao.remote import namespace, pushes
     ctx = app.ctx
     # A dry run says the pushes it would make too, and judges the remote as they
-    # would leave it: the real run lists the remote after them.
-    pushed = pushes.push_pending(ctx, timeout=_push_timeout(app))
+    # would leave it: the real run lists the remote after them. A push the remote
+    # refused is tried again only for the remote named.
+    about = pushes.concern((), [name] if name else [], current_directory())
+    pushed = pushes.push_pending(ctx, timeout=_push_timeout(app), about=about)
     out: list[Any] = list(pushed)
     if name:
         pushes.check_remote(name)

@@ -207,10 +207,17 @@ def push_checks(store: Store) -> list[Check]:
     """The pushes to a remote still to do (table remote_pushes): one whose last try
     failed is a problem (the work has not left this machine, or a remote copy
     stays), one not tried yet a note."""
+    from git_ao.store.database import PUSH_REFUSED
     out = []
     for sid, remote, want, error in store.pending_pushes():
         what = f"its push to {remote}" if want else f"the delete of its copy on {remote}"
-        if error:
+        if error and error.startswith(PUSH_REFUSED):
+            # Tried again only by the commands it concerns: here is where it is said.
+            out.append(Check("push", False, f"{sid}: {what} has not gone through; the last "
+                             f"try was {error} (tried again by git ao-prune --remote {remote}, "
+                             f"git ao-restore --from {remote}, git ao-preserve --push {remote} "
+                             f"and commands on {sid}; git ao log --session {sid})"))
+        elif error:
             out.append(Check("push", False, f"{sid}: {what} has not gone through; the last "
                              f"try: {error} (git ao-prune tries again; git ao log --session {sid})"))
         else:

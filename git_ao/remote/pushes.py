@@ -32,9 +32,9 @@ from git_ao import git
 from git_ao.context import REF_PREFIX, Context, facts
 from git_ao.errors import AoError, Usage
 from git_ao.git import query, remotes
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.save import history
-from git_ao.store.database import Store
+from git_ao.store.database import PUSH_REFUSED, Store
 from git_ao.store.records import Session, now_ns
 
 # Where refs fetched from a remote wait while they are judged (restore --from,
@@ -47,6 +47,16 @@ SECRETS_WARNING = (
     "where anyone who can fetch from it can read them; ignore what must stay on this "
     "machine")
 RETRY_HINT = "retried by the next git ao-preserve, git ao-restore or git ao-prune"
+# A row the remote refused: no retry goes through until someone acts, so only the
+# commands about it try again (`Concern`).
+REFUSED_MARK = PUSH_REFUSED
+
+
+def refused_hint(remote: str, session_id: str) -> str:
+    """Who tries again a push or delete `remote` refused."""
+    return (f"tried again only by git ao-prune --remote {remote}, git ao-restore --from "
+            f"{remote}, a git ao-preserve --push {remote} and commands on {session_id} "
+            "(git ao doctor names it until then)")
 
 
 def check_remote(remote: str) -> str:
@@ -122,6 +132,11 @@ class PushRow:
     @property
     def pending(self) -> bool:
         return self.want != self.have
+
+    @property
+    def rejected(self) -> bool:
+        """Did the remote answer the last try and refuse it (`REFUSED_MARK`)?"""
+        return self.error is not None and self.error.startswith(REFUSED_MARK)
 
     @property
     def ref(self) -> str:
@@ -202,6 +217,8 @@ def _set_error(store: Store, row: PushRow, error: str) -> None:
 
 
 def _set_errors(store: Store, failed: Sequence[PushRow], error: str) -> None:
+    # A refusal the remote gave stays said over a later try that did not reach it.
+    failed = [r for r in failed if not r.rejected or error.startswith(REFUSED_MARK)]
     if not failed:
         return
     with store.transaction() as c:
@@ -221,24 +238,27 @@ def has_remote(repo: str, remote: str) -> bool:
 
 
 def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
-                push_branch: bool = False) -> list[Outcome]:
+                push_branch: bool = False, timeout: float = 0) -> list[Outcome]:
     """After a preserve: record that `remote` should hold the preserve commit of each
     session in `outcomes` whose save holds a ref. Returns Outcomes only for the
-    sessions that cannot be pushed at all (their repository has no such remote)."""
+    sessions that cannot be pushed at all (their repository has no such remote).
+    A dry run records nothing and returns the line of each push the real run would
+    make, as it would meet `remote` (read within `timeout` seconds: `_predict`)."""
     check_remote(remote)
     out = []
     wants: list[tuple[str, str, str, str, str | None]] = []
     usable: dict[str, bool] = {}  # one `git config` per repository
+    had = {r.session_id: r.have for r in rows(ctx.store, remote)} if ctx.dry_run else {}
+    fresh: dict[str, list[str]] = {}  # a dry run: by repository, the saves it would make
+    planned: dict[str, list[PushRow]] = {}  # and the saves on record it would push
+    older: dict[str, tuple[str, str]] = {}
     for o in outcomes:
         # A checkpoint (--keep-worktree) is pushed as a preserve is.
         if o.action not in ("preserve", "checkpoint"):
             continue
-        if ctx.dry_run and (o.status == Status.OK or o.would_save):
-            # Nothing was captured: the save the real run makes is what it pushes
-            # (every preserve of a dry run that saves says what it would do).
-            out.append(Outcome(o.session_id, Action.PUSH, Status.OK,
-                               f"would push {REF_PREFIX}{o.session_id} to {remote}",
-                               {"remote": remote, "ref": REF_PREFIX + o.session_id}))
+        if ctx.dry_run and (o.status == Status.OK or o.would_save) and o.data.get("repo"):
+            # Nothing was captured: the save the real run makes is what it pushes.
+            fresh.setdefault(str(o.data.get("repo")), []).append(o.session_id)
             continue
         s = ctx.store.get(o.session_id)
         save = s.save if s is not None else None
@@ -253,16 +273,48 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
             continue
         if ctx.dry_run:
             # The real run saves nothing of it and pushes the save on record.
-            would = Outcome(s.id, Action.PUSH, Status.OK, f"would push {REF_PREFIX}{s.id} "
-                            f"({save.preserved_commit[:12]}) to {remote}",
-                            {"repo": s.common_dir, "remote": remote, "ref": REF_PREFIX + s.id,
-                             "commit": save.preserved_commit})
-            out += mark_not_current([would], not_current(ctx, [o]))
+            planned.setdefault(s.common_dir, []).append(PushRow(
+                s.id, remote, s.common_dir, save.preserved_commit, had.get(s.id, "")))
+            older.update(not_current(ctx, [o]))
             continue
         wants.append((s.id, remote, s.common_dir, save.preserved_commit,
                       save.branch if push_branch and not save.detached else None))
     if not ctx.dry_run:
         set_wants(ctx.store, wants)
+    for repo, sids in fresh.items():
+        out += _predict_new(repo, remote, sids, had, timeout)
+    for repo, group in planned.items():
+        out += mark_not_current(_predict(ctx, repo, remote, group, timeout), older)
+    return out
+
+
+def _predict_new(repo: str, remote: str, sids: Sequence[str], had: dict[str, str],
+                 timeout: float) -> list[Outcome]:
+    """A dry run's line for each save of `sids` its real run would make and push
+    (no commit yet): what `remote` holds decides whether the push goes through
+    (`had`: what this machine last saw there, by session id)."""
+    refs = [REF_PREFIX + sid for sid in sids]
+    seen, unread = _remote_holds(repo, remote, refs, timeout) if os.path.isdir(repo) \
+        else ({ref: None for ref in refs}, f"repository {repo} is gone")
+    out = []
+    for sid, ref in zip(sids, refs, strict=True):
+        held, have = seen.get(ref), had.get(sid, "")
+        data: OutcomeData = {"repo": repo, "remote": remote, "ref": ref}
+        tried = f"would push {ref} to {remote}"
+        if held is None:
+            out.append(Outcome(sid, Action.PUSH, Status.ATTENTION, f"{tried}, but what "
+                               f"{remote} holds could not be read ({unread}): whether it "
+                               "goes through is not known here", data))
+        elif held in (have, ""):
+            gone = (" (it is gone from there: another machine restored the session; pushed "
+                    "on the condition that nothing is there)") if held == "" and have else ""
+            out.append(Outcome(sid, Action.PUSH, Status.OK, tried + gone, data))
+        else:
+            row = PushRow(sid, remote, repo, "", have)
+            out.append(Outcome(sid, Action.PUSH, Status.ATTENTION, (
+                f"push would be rejected: {_held_by_another(row, remote, held)}; the save "
+                f"the real run makes would stay here. To look at it: git fetch {remote} "
+                f"{ref} && git stash show -p --include-untracked FETCH_HEAD"), data))
     return out
 
 
@@ -300,6 +352,21 @@ def mark_not_current(pushed: list[Outcome], older: dict[str, tuple[str, str]]
     return pushed
 
 
+def planned_deletes(ctx: Context, outcomes: Iterable[Outcome],
+                    adopted: Sequence[tuple[str, str, str, str]] = ()) -> list[PushRow]:
+    """On a dry run, the deletes the real run records before it pushes: each remote
+    copy of a session its restore would bring back in full (`queue_restored`),
+    and of each session it would fetch from a remote and restore (`adopted`: (id,
+    remote, repository, the commit fetched)), leased as the real run leases them."""
+    back = {o.session_id for o in outcomes
+            if o.action in ("restore", "resolve") and o.status == Status.OK}
+    out = [PushRow(r.session_id, r.remote, r.repo, "", r.have)
+           for r in rows(ctx.store) if r.session_id in back and r.want]
+    out += [PushRow(sid, rem, repo, "", oid) for sid, rem, repo, oid in adopted
+            if sid in back]
+    return out
+
+
 def queue_restored(ctx: Context, outcomes: Iterable[Outcome]) -> None:
     """After a restore: a session whose work came back in full (status ok) no longer
     needs its copy on any remote; record the deletes (each under a lease on the
@@ -318,15 +385,53 @@ def queue_restored(ctx: Context, outcomes: Iterable[Outcome]) -> None:
 # ---------------------------------------------------------------- pushing
 
 
-def push_pending(ctx: Context, *, timeout: float, remote: str | None = None) -> list[Outcome]:
+@dataclass(frozen=True)
+class Concern:
+    """What a command is about, for `push_pending`: its own sessions (`ids`) and the
+    remotes it names (`remotes`: --push, --from, --remote). A push or delete the
+    remote refused (`PushRow.rejected`) fails the same way until someone acts, so
+    only a command it concerns tries it again; every other leaves it to `git ao
+    doctor`, which names it, rather than say it again on every run."""
+
+    ids: frozenset[str] = frozenset()
+    remotes: frozenset[str] = frozenset()
+
+    def covers(self, row: PushRow) -> bool:
+        return row.session_id in self.ids or row.remote in self.remotes
+
+
+def concern(ids: Iterable[str] = (), remotes_: Iterable[str] = (), cwd: str | None = None
+            ) -> Concern:
+    """A Concern of `ids` and of the remotes named `remotes_` (each also as
+    `resolve_remote` reads it from `cwd`, as the rows record it)."""
+    names = set(remotes_)
+    if cwd is not None:
+        names |= {resolve_remote(n, cwd) for n in remotes_}
+    return Concern(frozenset(ids), frozenset(names))
+
+
+def push_pending(ctx: Context, *, timeout: float, remote: str | None = None,
+                 about: Concern = Concern(), planned: Sequence[PushRow] = ()
+                 ) -> list[Outcome]:
     """Push every pending row (of `remote` only, when given): one `git push` per
     repository and remote, bounded by `timeout` seconds each, with a lease per ref.
+    A row the remote refused last time is tried only when `about` covers it.
+
+    planned: on a dry run, the rows the real run writes before it pushes (the
+    deletes after a restore), in place of those of the same session and remote.
+    A dry run reads what the remote holds (one `git ls-remote` per repository and
+    remote) and says what the real run would meet (`_predict`).
 
     Returns one Outcome per session pushed or not: ok (pushed or deleted), attention
     (not done: the remote could not be reached in time, the row stays pending and
     is retried later; or rejected: another machine's save, a hook). Never raises
     for a git failure."""
-    todo = [r for r in pending_rows(ctx.store) if remote is None or r.remote == remote]
+    current = {(r.session_id, r.remote): r for r in pending_rows(ctx.store)}
+    if ctx.dry_run:
+        current.update({(r.session_id, r.remote): r for r in planned})
+    todo = [r for r in current.values() if (remote is None or r.remote == remote)
+            and r.pending and (not r.rejected or about.covers(r))]
+    todo.sort(key=lambda r: (r.repo, r.remote, r.session_id))
     groups: dict[tuple[str, str], list[PushRow]] = {}
     for r in todo:
         groups.setdefault((r.repo, r.remote), []).append(r)
@@ -366,11 +471,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
             continue
         ready.append(r)
     if ctx.dry_run:
-        # The line the real run prints when the push goes through, the verb aside.
-        return out + [_outcome(r, Status.OK, f"would push {r.ref} ({r.want[:12]}) to {remote}"
-                               if r.want else
-                               f"would delete {r.ref} (was {r.have[:12]}) from {remote}")
-                      for r in ready]
+        return out + _predict(ctx, repo, remote, ready, timeout)
     if not ready:
         return out
     specs = [s for r in ready for s in _refspecs(r)]
@@ -465,7 +566,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
         elif _lease_failed(line):
             out.append(_stale(ctx, r, remote, repo, seen.get(r.ref), unread))
         else:
-            out.append(_rejected(ctx, r, remote, line.summary))
+            out.append(_rejected(ctx, r, repo, remote, line.summary))
     set_haves(ctx.store, pushed)
     set_histories_pushed(ctx.store, [(sid, remote, h.tip) for sid, h in hists.items()
                                      if h.pushed])
@@ -575,9 +676,7 @@ class _History:
         was, else why the remote does not hold it."""
         if self.pushed:
             if self.line is not None and self.line.flag == "+":
-                return (f"{self.ref} ({self.tip[:12]}) replaced there the chain this machine "
-                        f"last pushed ({(self.lease or '')[:12]}), which it no longer "
-                        "continues (retention or a prune rewrote it here)")
+                return self.replaced("replaced")
             return ""
         if self.line is None:
             return f"{self.ref} not pushed: {self.why}"
@@ -585,13 +684,45 @@ class _History:
             return (f"{self.ref} not pushed ({self.line.summary}), and what {remote} holds "
                     f"could not be read ({unread or 'it changed again'})")
         if self.held and not self.retried:
-            last = self.lease[:12] if self.lease else "no push of it recorded"
-            return (f"{self.ref} not pushed: {remote} holds {self.held[:12]} there, neither "
-                    f"what this machine last pushed ({last}) nor an older state of this "
-                    f"machine's chain (another machine's history of this session id); it "
-                    f"is kept as it is. To replace it with this machine's: git push "
-                    f"--force-with-lease={self.ref}:{self.held} {remote} {self.ref}:{self.ref}")
+            return f"{self.ref} not pushed: {self.kept_there(remote, self.held)}"
         return f"{self.ref} not pushed: {self.line.summary}; tried again by the next push"
+
+    def replaced(self, verb: str) -> str:
+        """The clause of a push that forces this chain over the one this machine last
+        pushed (`verb`: replaced, or a dry run's would replace)."""
+        return (f"{self.ref} ({self.tip[:12]}) {verb} there the chain this machine last "
+                f"pushed ({(self.lease or '')[:12]}), which it no longer continues "
+                "(retention or a prune rewrote it here)")
+
+    def kept_there(self, remote: str, held: str) -> str:
+        """Why another chain `remote` holds (`held`) stays there, and how to replace it."""
+        last = self.lease[:12] if self.lease else "no push of it recorded"
+        return (f"{remote} holds {held[:12]} there, neither what this machine last pushed "
+                f"({last}) nor an older state of this machine's chain (another machine's "
+                f"history of this session id); it is kept as it is. To replace it with "
+                f"this machine's: git push --force-with-lease={self.ref}:{held} {remote} "
+                f"{self.ref}:{self.ref}")
+
+    def predicted(self, repo: str, remote: str, held: str) -> tuple[bool, str]:
+        """A dry run's reading of this push, the remote holding `held` there ('' for
+        nothing): (would it be there after, the clause of the line), as the real
+        run's push and its second try (`worth_retrying`) would leave it."""
+        if held == self.tip:
+            return True, ""
+        if self.lease is not None and held == self.lease:
+            forced = not _ancestor(repo, held, self.tip)
+            return True, self.replaced("would replace") if forced else ""
+        if held == "" or _ancestor(repo, held, self.tip):
+            return True, ""
+        return False, f"{self.ref} would not be pushed: {self.kept_there(remote, held)}"
+
+
+def _ancestor(repo: str, older: str, newer: str) -> bool:
+    """Is `older` an ancestor of `newer` in `repo` (False for a commit it lacks)?"""
+    try:
+        return query.is_ancestor(repo, older, newer)
+    except AoError:
+        return False
 
 
 def _histories(store: Store, repo: str, remote: str, rows_: Sequence[PushRow]
@@ -654,37 +785,161 @@ def _stale(ctx: Context, r: PushRow, remote: str, repo: str, now: str | None,
         _set_error(ctx.store, r, why)
         ctx.log("push", r.session_id, "push-rejected", remote=remote, ref=r.ref,
                 commit=r.want or None, detail=why)
+        left = _local_save(repo, r)[1] if r.want else f"{r.ref} stays there"
         return _outcome(r, Status.ATTENTION, f"{'push' if r.want else 'delete'} rejected: "
-                        f"{why}; the local save stands; {RETRY_HINT}")
+                        f"{why}; {left}; {RETRY_HINT}")
     if not r.want:
         set_have(ctx.store, r.session_id, remote, repo, "", want="")
         ctx.log("push", r.session_id, "remote-delete-dropped", remote=remote, ref=r.ref,
                 commit=now, saw=r.have or None)
-        return _outcome(r, Status.ATTENTION, f"not deleted: {remote} holds {now[:12]} for "
-                        f"{r.ref}, not {saw} as this machine restored (another machine saved "
-                        f"this session id since); it is kept there (git ao-prune --remote "
-                        f"{remote} deletes it once its work is elsewhere)")
-    why = (f"{remote} holds {now[:12]} for {r.ref}, and this machine last saw {saw} "
-           "(another machine saved this session id since); it is not replaced")
-    _set_error(ctx.store, r, why)
+        return _outcome(r, Status.ATTENTION, _delete_kept(r, remote, now, "not deleted"))
+    why = _held_by_another(r, remote, now)
     ctx.log("push", r.session_id, "push-rejected", remote=remote, ref=r.ref,
             commit=r.want, held=now, saw=r.have or None)
-    return _outcome(r, Status.ATTENTION, f"push rejected: {why}; the local save stands. "
-                    f"To look at it: git fetch {remote} {r.ref} && git stash show -p "
-                    f"--include-untracked FETCH_HEAD; to replace it with this machine's "
-                    f"save: git push --force-with-lease={r.ref}:{now} {remote} "
-                    f"{r.want}:{r.ref}")
+    return _outcome(r, Status.ATTENTION, _refusal(ctx, r, repo, remote, "push rejected", why,
+                                                  theirs=now))
 
 
-def _rejected(ctx: Context, r: PushRow, remote: str, summary: str) -> Outcome:
+def _held_by_another(r: PushRow, remote: str, now: str) -> str:
+    """Why a push leased on what this machine last saw meets `now` there."""
+    saw = r.have[:12] if r.have else "nothing there"
+    return (f"{remote} holds {now[:12]} for {r.ref}, and this machine last saw {saw} "
+            "(another machine saved this session id since); it is not replaced")
+
+
+def _delete_kept(r: PushRow, remote: str, now: str, said: str) -> str:
+    """The line of a delete leased on what this machine restored that meets another
+    machine's newer save (`now`) there, which stays."""
+    saw = r.have[:12] if r.have else "nothing there"
+    return (f"{said}: {remote} holds {now[:12]} for {r.ref}, not {saw} as this machine "
+            f"restored (another machine saved this session id since); it is kept there "
+            f"(git ao-prune --remote {remote} deletes it once its work is elsewhere)")
+
+
+def _local_save(repo: str, r: PushRow) -> tuple[str | None, str]:
+    """This machine's save of the session now (its local preserve ref, which later
+    checkpoints moved on, or a prune or restore deleted), and the clause saying it."""
+    try:
+        cur = git.rev_parse(repo, r.ref)
+    except AoError:
+        cur = None
+    if cur is None:
+        return None, f"this machine's save of it is gone ({r.ref} no longer exists here)"
+    if cur == r.want:
+        return cur, f"the local save ({cur[:12]}) stands"
+    return cur, (f"the local save is now {cur[:12]} (this push carried {r.want[:12]}, an "
+                 "older one)")
+
+
+def _refusal(ctx: Context, r: PushRow, repo: str, remote: str, what: str, why: str, *,
+             theirs: str | None = None) -> str:
+    """The line of a push (or delete) `remote` refused (`why`), naming this machine's
+    save as it is now and, when the remote holds another machine's save (`theirs`),
+    how to look at it and replace it with that save. The row is marked refused
+    (`REFUSED_MARK`), so only the commands it concerns try it again; a push whose
+    save is gone here has nothing left to send and is dropped. On a dry run, the
+    words the real run would print, and nothing is written."""
+    if not r.want:
+        if not ctx.dry_run:
+            _set_error(ctx.store, r, REFUSED_MARK + why)
+        return f"{what}: {why}; {r.ref} stays there; {refused_hint(remote, r.session_id)}"
+    cur, said = _local_save(repo, r)
+    look = (f"To look at it: git fetch {remote} {r.ref} && git stash show -p "
+            "--include-untracked FETCH_HEAD") if theirs else ""
+    if cur is None:
+        if not ctx.dry_run:
+            _drop(ctx.store, r)
+            ctx.log("push", r.session_id, "push-dropped", remote=remote, ref=r.ref,
+                    commit=r.want, why="the local save is gone")
+        dropped = "would be dropped" if ctx.dry_run else "is dropped"
+        return (f"{what}: {why}; {said}, so nothing of this machine's is left to send: the "
+                f"push {dropped}" + (f". {look}" if look else ""))
+    if not ctx.dry_run:
+        _set_error(ctx.store, r, REFUSED_MARK + why)
+    replace = (f"; to replace it with this machine's save: git push --force-with-lease="
+               f"{r.ref}:{theirs} {remote} {cur}:{r.ref}") if theirs else ""
+    return (f"{what}: {why}; {said}." + (f" {look}{replace};" if look else "")
+            + f" {refused_hint(remote, r.session_id)}")
+
+
+def _drop(store: Store, r: PushRow) -> None:
+    """Forget the push (or delete) of `r`: nothing of it is left to do."""
+    with store.transaction() as c:
+        c.execute("DELETE FROM remote_pushes WHERE session_id = ? AND remote = ?",
+                  (r.session_id, r.remote))
+
+
+def _rejected(ctx: Context, r: PushRow, repo: str, remote: str, summary: str) -> Outcome:
     """A ref the remote refused for another reason than the lease (a hook)."""
     why = f"{remote} refused {r.ref}: {summary}"
-    _set_error(ctx.store, r, why)
     ctx.log("push", r.session_id, "push-rejected", remote=remote, ref=r.ref,
             commit=r.want or None, detail=summary)
-    what = "push" if r.want else "delete"
-    return _outcome(r, Status.ATTENTION, f"{what} rejected: {why}; the local save stands; "
-                    f"{RETRY_HINT}")
+    what = "push rejected" if r.want else "delete rejected"
+    return _outcome(r, Status.ATTENTION, _refusal(ctx, r, repo, remote, what, why))
+
+
+def _predict(ctx: Context, repo: str, remote: str, ready: Sequence[PushRow],
+             timeout: float) -> list[Outcome]:
+    """A dry run's line for each row of `ready`: what the real run would meet there,
+    read from one `git ls-remote` of the refs it would push (nothing is written),
+    in the real run's words but the verb; when the remote cannot be read, what it
+    would try, and that whether it goes through is not known here."""
+    hists = _histories(ctx.store, repo, remote, ready)
+    seen, unread = _remote_holds(repo, remote, [r.ref for r in ready]
+                                 + [h.ref for h in hists.values()], timeout)
+    out = []
+    for r in ready:
+        held = seen.get(r.ref)
+        tried = (f"would push {r.ref} ({r.want[:12]}) to {remote}" if r.want else
+                 f"would delete {r.ref} (was {r.have[:12]}) from {remote}")
+        if held is None:
+            hint = f"; last time: {r.error}" if r.rejected else ""
+            out.append(_outcome(r, Status.ATTENTION, f"{tried}, but what {remote} holds "
+                                f"could not be read ({unread}): whether it goes through is "
+                                f"not known here{hint}"))
+            continue
+        if not r.want:
+            if held == r.have:
+                out.append(_outcome(r, Status.OK, tried + _unjudged(r)))
+            elif held == "":
+                out.append(_outcome(r, Status.OK, f"{r.ref} is already gone from {remote}"))
+            else:
+                out.append(_outcome(r, Status.ATTENTION, _delete_kept(r, remote, held,
+                                                                      "would not delete")))
+            continue
+        if held not in (r.want, r.have, ""):
+            out.append(_outcome(r, Status.ATTENTION, _refusal(
+                ctx, r, repo, remote, "push would be rejected",
+                _held_by_another(r, remote, held), theirs=held)))
+            continue
+        if held == r.want:
+            msg = f"{remote} already holds {r.ref} ({r.want[:12]})"
+        else:
+            msg = tried
+            if held == "" and r.have:
+                msg += (" (it is gone from there: another machine restored the session; "
+                        "pushed on the condition that nothing is there)")
+        status = Status.OK
+        hist = hists.get(r.session_id)
+        there = seen.get(hist.ref) if hist is not None else None
+        if hist is not None and there is not None:
+            ok, said = hist.predicted(repo, remote, there)
+            if said:
+                msg += f"; {said}"
+            if not ok:
+                status = Status.ATTENTION
+        out.append(_outcome(r, status, msg + _unjudged(r)))
+    return out
+
+
+def _unjudged(r: PushRow) -> str:
+    """A dry run's note of a refusal the remote gave last time for another reason
+    than what it holds (a hook), which no reading of its refs can judge."""
+    hook = f"{REFUSED_MARK}{r.remote} refused "
+    if r.error is None or not r.error.startswith(hook):
+        return ""
+    return (f"; {r.error[len(REFUSED_MARK):]} last time, which a dry run cannot judge: "
+            "the real run tries again")
 
 
 def _not_sent(r: PushRow, remote: str, why: str) -> Outcome:

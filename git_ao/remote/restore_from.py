@@ -257,8 +257,17 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str],
                 msg += (f"; '{path}' exists: set aside if it holds only files written after "
                         "the save, else refused")
             out.append(Outcome(sid, Action.RESTORE, Status.OK, msg,
-                               {**data, "workspace_path": path}))
+                               {**data, "workspace_path": path, "preserved_commit": oid}))
     return out
+
+
+def adopted_of(outcomes: Sequence[Outcome]) -> list[tuple[str, str, str, str]]:
+    """(id, remote, repository, commit) of each session a dry run of `restore_from`
+    would fetch and restore: the real run deletes its remote copy after."""
+    return [(o.session_id, o.data["remote"], o.data["repo"], commit)
+            for o in outcomes if o.action == Action.RESTORE and o.status == Status.OK
+            and "remote" in o.data and "repo" in o.data
+            and (commit := o.data.get("preserved_commit"))]
 
 
 def place(recorded: str, maps: Sequence[tuple[str, str]], *, dry_run: bool = False

@@ -49,6 +49,13 @@ RECOVER_HINT = ("rebuild the records of pending sessions from their preserve ref
                 "'git ao doctor --recover -C REPO' (or 'git ao doctor --recover DIR' to scan)")
 
 
+# How a remote_pushes row's error starts when the remote answered and refused the
+# push or delete (another machine's save there, a hook), rather than not being
+# reached: git_ao/remote/pushes.py tries such a row again only for the commands
+# it concerns, and `git ao doctor` names it.
+PUSH_REFUSED = "refused by the remote: "
+
+
 class Store:
     """The database and the data dir. One instance per command; safe across threads.
 
