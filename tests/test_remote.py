@@ -869,3 +869,18 @@ def test_dry_runs_say_the_real_runs_words_of_a_rewritten_history(repo, worktrees
     assert re.sub("; plain refused .* the real run tries again", "", dry).replace(
         "would push", "pushed").replace("would replace", "replaced") == real, (dry, real)
     assert git("rev-parse", hist, cwd=plain).strip() == now
+
+
+def test_a_restore_dry_run_says_the_delete_of_the_remote_copy(repo, worktrees, tmp_path):
+    """The real restore deletes the remote copy of a session back in full: its dry
+    run says so in the same words, the verb aside, and deletes nothing."""
+    _plain_remote(repo, tmp_path)
+    (worktrees(repo, "r1") / "new.txt").write_text("saved\n")
+    ao("ao-preserve", "r1", "--push", "plain", cwd=repo)
+    saved = local_ref(repo, "r1")
+    dry = _push_line(ao("ao-restore", "r1", "-n", cwd=repo), "r1")
+    assert remote_refs(repo, "plain") == {"r1": saved}
+    real = _push_line(ao("ao-restore", "r1", "--no-launch", cwd=repo), "r1")
+    assert dry == f"push\tok\tr1\twould delete {REF}r1 (was {saved[:12]}) from plain", dry
+    assert dry.replace("would delete", "deleted") == real, (dry, real)
+    assert remote_refs(repo, "plain") == {}
