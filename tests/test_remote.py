@@ -480,8 +480,8 @@ def test_restore_from_takes_the_timeout_and_the_stray_option(repo, worktrees, ma
     ao("ao-preserve", "s9", "--push", "origin", cwd=repo)
     wt.mkdir()
     (wt / "mine.txt").write_text("the user's\n")
-    res = ao("ao-restore", "--from", "origin", "--no-launch", "--timeout", "0", cwd=clone,
-             env=b, rc=1)
+    res = ao("ao-restore", "--from", "origin", "--no-launch", "--timeout", "0",
+             "--set-aside-stray", cwd=clone, env=b, rc=1)
     assert "--timeout spent" in res.stdout, res.stdout
     assert listed(clone, b)["s9"]["state"] == "pending"
     res = ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b, rc=1)
@@ -884,3 +884,45 @@ def test_a_restore_dry_run_says_the_delete_of_the_remote_copy(repo, worktrees, t
     assert dry == f"push\tok\tr1\twould delete {REF}r1 (was {saved[:12]}) from plain", dry
     assert dry.replace("would delete", "deleted") == real, (dry, real)
     assert remote_refs(repo, "plain") == {}
+
+
+def _machine_b(repo, tmp_path, remote="plain"):
+    """A clone of `remote` with a data dir of its own: another machine."""
+    git("push", "-q", remote, "main", cwd=repo)
+    url = git("remote", "get-url", remote, cwd=repo).strip()
+    clone = tmp_path / "machine-b" / "proj"
+    clone.parent.mkdir()
+    git("clone", "-q", "-o", remote, url, clone, cwd=tmp_path)
+    return clone, {"AO_DATA_DIR": str(tmp_path / "aodata-b")}
+
+
+def test_restore_from_a_path_in_the_way_is_refused_by_the_dry_run_and_registers_nothing(
+        repo, worktrees, tmp_path):
+    """A directory stands where the session was: the dry run refuses in the real
+    run's words, the real run registers nothing (so --map-path then works), and the
+    refusal names --map-path."""
+    _plain_remote(repo, tmp_path)
+    clone, b = _machine_b(repo, tmp_path)
+    wt = worktrees(repo, "s9")
+    (wt / "new.txt").write_text("saved\n")
+    ao("ao-preserve", "s9", "--push", "plain", cwd=repo)
+    wt.mkdir()
+    (wt / "mine.txt").write_text("the user's\n")
+    dry = ao("ao-restore", "--from", "plain", "-n", cwd=clone, env=b, rc=1)
+    real = ao("ao-restore", "--from", "plain", "--no-launch", cwd=clone, env=b, rc=1)
+    line = next(ln for ln in real.stdout.splitlines() if ln.startswith("restore\t"))
+    assert line.startswith(f"restore\trefused\ts9\t'{wt}' exists and is not a worktree"), line
+    assert f"git ao-restore --from plain --map-path {wt.parent}=NEW s9" in line, line
+    assert "git ao-restore --from plain --set-aside-stray s9" in line, line
+    assert "still pending" not in line, line
+    assert dry.stdout == real.stdout, (dry.stdout, real.stdout)
+    assert "s9" not in listed(clone, b) and local_ref(clone, "s9") is None
+    res = ao("ao-restore", "--from", "plain", "--set-aside-stray", "-n", cwd=clone, env=b)
+    assert f"would set aside the directory at {wt}" in res.stdout, res.stdout
+    other = tmp_path / "other"
+    other.mkdir()
+    ao("ao-restore", "--from", "plain", "--no-launch", "--map-path", f"{wt.parent}={other}",
+       cwd=clone, env=b)
+    assert (other / "s9" / "new.txt").read_text() == "saved\n"
+    assert (wt / "mine.txt").read_text() == "the user's\n"
+    assert listed(clone, b)["s9"]["workspace_path"] == str(other / "s9")

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from git_ao import git
 from git_ao.context import REF_PREFIX, Context, facts, preserve_ref
-from git_ao.errors import AoError
+from git_ao.errors import AoError, Refused
 from git_ao.git import remotes, worktree
 from git_ao.git.parse import ObjectId
 from git_ao.manage.recover import Orphan, rebuild
@@ -32,7 +32,7 @@ from git_ao.remote import namespace, pushes
 from git_ao.restore import target as target_mod
 from git_ao.restore import workflow as restore
 from git_ao.store import pathmap
-from git_ao.store.records import Session
+from git_ao.store.records import Save, Session
 
 
 def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
@@ -88,7 +88,8 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
         return progress(o) if progress is not None else None
 
     if ctx.dry_run:
-        out += _would_adopt(repo, remote_name, fetch, refs, maps, timeout)
+        out += _would_adopt(ctx, repo, remote_name, fetch, refs, maps, timeout,
+                            set_aside_stray)
         if progress is not None:
             for o in out:
                 progress(o)
@@ -100,7 +101,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
         namespace.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
         try:
             for sid in fetch:
-                got = _adopt(ctx, repo, remote_name, sid, maps)
+                got = _adopt(ctx, repo, remote_name, sid, maps, set_aside_stray)
                 if isinstance(got, Outcome):
                     out.append(got)
                 else:
@@ -155,11 +156,14 @@ def _name_others(restored: list[Outcome], remote_name: str,
 
 
 def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
-           maps: Sequence[tuple[str, str]]) -> Session | Outcome:
+           maps: Sequence[tuple[str, str]], set_aside_stray: bool = False
+           ) -> Session | Outcome:
     """Make the fetched refs/ao/incoming/<id> this machine's pending session: its
     preserve ref (created, never replacing one), and its records rebuilt from the
-    commit's trailers with the workspace path mapped. Returns the Session, or an
-    Outcome saying why it was refused (nothing of it is kept then)."""
+    commit's trailers with the workspace path mapped, once the restore is judged
+    able to go there (`_judged`). Returns the Session, or an Outcome saying why it
+    was refused (nothing of it is kept then, so a later run with --map-path finds
+    it new)."""
     oid = git.rev_parse(repo, pushes.INCOMING_PREFIX + sid)
     if oid is None:
         return Outcome(sid, Action.RESTORE, Status.REFUSED, f"{REF_PREFIX}{sid} was not fetched "
@@ -178,7 +182,11 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
             git.update_ref(repo, ref, oid, git.NO_OBJECT, message=f"git-ao restore --from {remote_name}")
         try:
             s, save = rebuild(ctx.store, Orphan(repo, ref, oid))
+            recorded = s.worktree_path
             path, why = target(repo, s, maps, git.worktree_list(repo))
+            if path is not None:
+                s.worktree_path = save.worktree_path = path
+                path, why = _judged(ctx, s, save, remote_name, recorded, set_aside_stray)
         except AoError as exc:
             path, why = None, str(exc)
         if path is None:
@@ -188,13 +196,38 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
                     detail=why)
             return Outcome(sid, Action.RESTORE, Status.REFUSED, why, {"repo": repo,
                                                                  "remote": remote_name})
-        recorded = s.worktree_path
-        s.worktree_path = save.worktree_path = path
         s.terminated, save.restored_at = True, None
         ctx.store.insert_recovered(s, save)
         ctx.log("restore", sid, "adopted-from-remote", remote=remote_name, commit=oid,
                 workspace=path, recorded=recorded if recorded != path else None)
         return s
+
+
+def _judged(ctx: Context, s: Session, save: Save, remote_name: str, recorded: str,
+            set_aside_stray: bool) -> tuple[str | None, str]:
+    """Judge the restore of the session `s` would fetch at its (mapped) path as the
+    restore itself will (`restore.would_restore`): a directory in the way, a branch
+    checked out elsewhere. Returns (path, the dry run's line) or (None, the
+    refusal), in words for --from: nothing of the session is kept here, and
+    --map-path puts it elsewhere."""
+    try:
+        return s.worktree_path, restore.would_restore(
+            ctx, s, save, set_aside_stray=set_aside_stray).message
+    except Refused as exc:
+        return None, _from_refusal(str(exc), s.id, remote_name, recorded)
+
+
+def _from_refusal(why: str, sid: str, remote_name: str, recorded: str) -> str:
+    """A restore's refusal said of a session --from did not record: the run to try
+    again is a --from run (no session is pending here), and --map-path is the way
+    elsewhere."""
+    why = why.replace(" (still pending)", "") \
+        .replace(f"git ao-restore {target_mod.STRAY_OPTION} {sid}",
+                 f"git ao-restore --from {remote_name} {target_mod.STRAY_OPTION} {sid}") \
+        .replace("run git ao-restore again", f"run git ao-restore --from {remote_name} again")
+    return (f"{why}; nothing of {sid} is kept on this machine: to restore it elsewhere, "
+            f"git ao-restore --from {remote_name} --map-path "
+            f"{os.path.dirname(recorded.rstrip('/'))}=NEW {sid}")
 
 
 def target(repo: str, s: Session, maps: Sequence[tuple[str, str]],
@@ -210,11 +243,12 @@ def target(repo: str, s: Session, maps: Sequence[tuple[str, str]],
     return path, why
 
 
-def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str],
+def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str],
                  refs: Mapping[str, ObjectId],
-                 maps: Sequence[tuple[str, str]], timeout: float) -> list[Outcome]:
+                 maps: Sequence[tuple[str, str]], timeout: float,
+                 set_aside_stray: bool = False) -> list[Outcome]:
     """A dry run of the adoption: what the real run would decide for each of `fetch`,
-    judged as it judges (`target`, the local ref, the branch), from the commits
+    judged as it judges (`target`, the local ref, `_judged`), from the commits
     fetched into a temporary directory outside the repository, removed after: no
     ref, object or record is written. Raises GitError when the fetch fails."""
     out: list[Outcome] = []
@@ -233,29 +267,25 @@ def _would_adopt(repo: str, remote_name: str, fetch: Sequence[str],
             try:
                 s, save = rebuild(None, Orphan(repo, ref, oid),
                                   remotes.peeked_message(repo, oid, objects))
+                recorded = s.worktree_path
                 path, why = target(repo, s, maps, entries, dry_run=True)
+                if path is not None:
+                    s.worktree_path = save.worktree_path = path
+                    path, why = _judged(ctx, s, save, remote_name, recorded, set_aside_stray)
             except AoError as exc:
                 path, why = None, str(exc)
             if path is None:
-                out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, f"would refuse: {why}", data))
-                continue
-            branch = None if save.detached else save.branch
-            held = next((e.path for e in entries if branch and e.branch == f"refs/heads/{branch}"
-                         and not worktree.same_path(e.path, path)), None)
-            if held is not None:
-                out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, f"would fetch {ref} and "
-                                   f"refuse it: branch '{branch}' is checked out in {held}",
-                                   data))
+                # The real run's refusal, word for word: it registers nothing either.
+                out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, why, data))
                 continue
             msg = f"would fetch {ref} ({oid[:12]}) from {remote_name} and restore it at {path}"
-            if path != s.worktree_path:
-                msg += f" (recorded at {s.worktree_path})"
+            if path != recorded:
+                msg += f" (recorded at {recorded})"
             parent = os.path.dirname(path.rstrip("/"))
             if not os.path.lexists(parent):
                 msg += f", creating {parent}"
             if os.path.lexists(path):
-                msg += (f"; '{path}' exists: set aside if it holds only files written after "
-                        "the save, else refused")
+                msg += f"; {why}"  # the restore's own line: what it does with what is there
             out.append(Outcome(sid, Action.RESTORE, Status.OK, msg,
                                {**data, "workspace_path": path, "preserved_commit": oid}))
     return out

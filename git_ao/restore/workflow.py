@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from git_ao import crashpoint, git, groups
 from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
@@ -200,6 +200,19 @@ def holds_less(s: Session, save: Save, outcome: Outcome, *, live: bool = True) -
         f"; the save holds less than {earlier[:12]}, an earlier capture of the same preserve")
     if outcome.status in (Status.OK, Status.NOTHING):
         outcome.status = Status.ATTENTION
+
+
+def would_restore(ctx: Context, s: Session, save: Save, *, set_aside_stray: bool = False
+                  ) -> Outcome:
+    """What a restore of `s` and `save` (a session not recorded here yet: one
+    `git ao-restore --from` would fetch) would do at its path, judged by the dry
+    run's own steps (`_prepare`), so the real run, once it has recorded the
+    session, judges the same. Writes nothing. Returns the dry run's Outcome;
+    raises Refused as the real run refuses (a directory in the way, a branch
+    checked out elsewhere, a path that is not this session's worktree)."""
+    prepared = _prepare(replace(ctx, dry_run=True), s, save, set_aside_stray)
+    assert prepared.would is not None  # a dry run's _prepare always says what it would do
+    return prepared.would
 
 
 def _not_pending(s: Session) -> Outcome:
