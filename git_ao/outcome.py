@@ -113,6 +113,7 @@ if TYPE_CHECKING:
         history_entry: ObjectId | None
         history_error: str  # why the capture was not appended to the history
         remote_commit: ObjectId  # restore --from: the remote's other save of a session pending here
+        history_tip: ObjectId  # prune --remote: the remote's history of the session, deleted or kept
         history_held: ObjectId  # nothing appended: the newest entry's save holds the capture
         kept_work: bool  # checkpoint: the ref holds work a restore left, and stays as it is
         warning: str

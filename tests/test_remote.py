@@ -868,7 +868,7 @@ def test_dry_runs_say_the_real_runs_words_of_a_rewritten_history(repo, worktrees
         f"({tip[:12]})" in dry, dry
     assert re.sub("; plain refused .* the real run tries again", "", dry).replace(
         "would push", "pushed").replace("would replace", "replaced") == real, (dry, real)
-    assert git("rev-parse", hist, cwd=plain).strip() == now
+    assert real.startswith(f"push\tok\th3\tpushed {REF}h3"), real
 
 
 def test_a_restore_dry_run_says_the_delete_of_the_remote_copy(repo, worktrees, tmp_path):
@@ -917,6 +917,7 @@ def test_restore_from_a_path_in_the_way_is_refused_by_the_dry_run_and_registers_
     assert "still pending" not in line, line
     assert dry.stdout == real.stdout, (dry.stdout, real.stdout)
     assert "s9" not in listed(clone, b) and local_ref(clone, "s9") is None
+    assert git("for-each-ref", "refs/ao/", cwd=clone) == ""  # nor its history
     res = ao("ao-restore", "--from", "plain", "--set-aside-stray", "-n", cwd=clone, env=b)
     assert f"would set aside the directory at {wt}" in res.stdout, res.stdout
     other = tmp_path / "other"
@@ -926,3 +927,59 @@ def test_restore_from_a_path_in_the_way_is_refused_by_the_dry_run_and_registers_
     assert (other / "s9" / "new.txt").read_text() == "saved\n"
     assert (wt / "mine.txt").read_text() == "the user's\n"
     assert listed(clone, b)["s9"]["workspace_path"] == str(other / "s9")
+
+
+def test_restore_from_brings_the_history_and_prune_remote_deletes_it_after_the_save(
+        repo, worktrees, tmp_path):
+    """The history pushed with a save comes with it to the other machine (--at works
+    there); the remote keeps a history only while its save is there: prune
+    --remote deletes it with the save, or once the save is gone, when this
+    machine holds that chain, and keeps another machine's."""
+    plain = _plain_remote(repo, tmp_path)
+    clone, b = _machine_b(repo, tmp_path)
+    wt = worktrees(repo, "s7")
+    for text in ("first\n", "second\n"):
+        (wt / "f.txt").write_text(text)
+        ao("ao", "checkpoint", "s7", cwd=repo)
+    (wt / "f.txt").write_text("third\n")
+    ao("ao-preserve", "s7", "--push", "plain", cwd=repo)
+    pushed = git("rev-parse", "refs/ao/history/s7", cwd=repo).strip()
+    dry = ao("ao-restore", "--from", "plain", "-n", cwd=clone, env=b)
+    assert f"would fetch {REF}s7 (" in dry.stdout and \
+        f") and its history refs/ao/history/s7 ({pushed[:12]}) from plain" in dry.stdout, \
+        dry.stdout
+    res = ao("ao-restore", "--from", "plain", "--no-launch", cwd=clone, env=b)
+    assert "its history came with it (refs/ao/history/s7: git ao history s7)" in res.stdout, \
+        res.stdout
+    assert git("rev-parse", "refs/ao/history/s7", cwd=clone).strip() == pushed
+    assert len(git("ao", "history", "s7", cwd=clone, env=b).splitlines()) == 3
+    ao("ao-restore", "s7", "--at", "2", cwd=clone, env=b)  # the second checkpoint, there
+    assert (wt.parent / "s7" / "f.txt").read_text() == "second\n"
+    assert remote_refs(repo, "plain") == {}  # the save went with the restore; not its history
+    # Another session's save goes with its history; another machine's history stays.
+    w2 = worktrees(repo, "c1")
+    (w2 / "README.md").write_text("hello\ncommitted later\n")
+    ao("ao-preserve", "c1", "--push", "plain", "--keep-worktree", cwd=repo)
+    saved, c1_hist = local_ref(repo, "c1"), git("rev-parse", "refs/ao/history/c1",
+                                                   cwd=repo).strip()
+    git("commit", "-q", "-am", "the work, committed", cwd=w2)
+    foreign = git("commit-tree", "-m", "another machine's history", "HEAD^{tree}",
+                  cwd=repo).strip()
+    git("push", "-q", "plain", f"{foreign}:refs/ao/history/zz", cwd=repo)
+    lines = {}
+    for extra in (["-n"], []):
+        lines[bool(extra)] = _prune_lines(ao("ao-prune", "--remote", "plain", *extra,
+                                             cwd=repo))
+    assert lines[True] == {sid: [ln.replace("\tdeleted ", "\twould delete ") for ln in got]
+                           for sid, got in lines[False].items()}, lines
+    real = {sid: got[0] for sid, got in lines[False].items()}
+    assert real["s7"] == (f"prune-remote\tok\ts7\tdeleted refs/ao/history/s7 (was {pushed}) "
+                          f"from plain: {REF}s7 is gone from there, and this machine's history "
+                          "of s7 holds it"), real
+    assert real["c1"].startswith(f"prune-remote\tok\tc1\tdeleted {REF}c1 (was {saved}) and "
+                                 f"refs/ao/history/c1 (was {c1_hist}) from plain: its work "
+                                 "is committed on c1"), real
+    assert real["zz"].startswith(f"prune-remote\tnothing\tzz\tkept refs/ao/history/zz "
+                                 f"({foreign[:12]}) on plain: {REF}zz is gone from there"), real
+    assert git("for-each-ref", "--format=%(refname)", "refs/ao/", cwd=plain).split() == \
+        ["refs/ao/history/zz"]

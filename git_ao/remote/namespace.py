@@ -12,10 +12,18 @@ from collections.abc import Iterable, Sequence
 from git_ao import git
 from git_ao.context import REF_PREFIX, Context, validate_id, work_present_elsewhere
 from git_ao.errors import AoError, Usage
-from git_ao.git import remotes
+from git_ao.git import query, remotes
 from git_ao.git.parse import ObjectId
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
-from git_ao.remote.pushes import INCOMING_PREFIX, has_remote, set_have, why_failed
+from git_ao.remote import pushes
+from git_ao.remote.pushes import (
+    INCOMING_HISTORY_PREFIX,
+    INCOMING_PREFIX,
+    has_remote,
+    set_have,
+    why_failed,
+)
+from git_ao.save import history
 from git_ao.store.database import Store
 
 
@@ -36,19 +44,24 @@ def repositories_with(store: Store, remote: str, here: str | None) -> list[str]:
     return [r for r in found if has_remote(r, remote)]
 
 
-def fetch_incoming(repo: str, remote: str, ids: Sequence[str], *, timeout: float) -> None:
-    """Fetch the remote's preserve refs of `ids` to refs/ao/incoming/<id> (forced:
-    they only mirror the remote). Raises GitError."""
-    remotes.fetch_refs(repo, remote, [f"+{REF_PREFIX}{i}:{INCOMING_PREFIX}{i}" for i in ids],
-                   timeout=timeout)
+def fetch_incoming(repo: str, remote: str, ids: Sequence[str], *, timeout: float,
+                   histories: Iterable[str] = ()) -> None:
+    """Fetch the remote's preserve refs of `ids` to refs/ao/incoming/<id>, and the
+    histories of `histories` to refs/ao/incoming-history/<id> (forced: they only
+    mirror the remote). Raises GitError."""
+    remotes.fetch_refs(repo, remote, [f"+{REF_PREFIX}{i}:{INCOMING_PREFIX}{i}" for i in ids]
+                       + [f"+{history.HISTORY_PREFIX}{i}:{INCOMING_HISTORY_PREFIX}{i}"
+                          for i in histories], timeout=timeout)
 
 
 def drop_incoming(repo: str, ids: Iterable[str]) -> None:
-    """Delete the refs/ao/incoming/<id> refs fetch_incoming wrote."""
+    """Delete the refs/ao/incoming/<id> and refs/ao/incoming-history/<id> refs
+    fetch_incoming wrote."""
     for i in ids:
-        oid = git.rev_parse(repo, INCOMING_PREFIX + i)
-        if oid:
-            git.drop_ref_if_at(repo, INCOMING_PREFIX + i, oid)
+        for prefix in (INCOMING_PREFIX, INCOMING_HISTORY_PREFIX):
+            oid = git.rev_parse(repo, prefix + i)
+            if oid:
+                git.drop_ref_if_at(repo, prefix + i, oid)
 
 
 def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
@@ -85,9 +98,13 @@ def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float,
                pushed: Sequence[Outcome]) -> list[Outcome]:
     """prune_remote of one remote that `repos` (the one here first) all reach."""
     out: list[Outcome] = []
-    listed = remotes.ls_remote(repos[0], remote, REF_PREFIX + "*", timeout=timeout)
+    listed = remotes.ls_remote(repos[0], remote, REF_PREFIX + "*",
+                               history.HISTORY_PREFIX + "*", timeout=timeout)
     refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed
-            if _valid_id(ref[len(REF_PREFIX):])}
+            if ref.startswith(REF_PREFIX) and _valid_id(ref[len(REF_PREFIX):])}
+    hists = {ref[len(history.HISTORY_PREFIX):]: oid for ref, oid in listed
+             if ref.startswith(history.HISTORY_PREFIX)
+             and _valid_id(ref[len(history.HISTORY_PREFIX):])}
     # A commit a dry run would push is in this machine's repository, not there yet.
     local: set[str] = set()
     for o in pushed:
@@ -97,6 +114,10 @@ def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float,
             if commit:
                 refs[o.session_id] = ObjectId(commit)
                 local.add(o.session_id)
+                # Its history goes in the same push (an ok line: it is there after).
+                tip = query.ref_tip(str(o.data.get("repo")), history.history_ref(o.session_id))
+                if tip:
+                    hists[o.session_id] = ObjectId(tip)
             else:
                 refs.pop(o.session_id, None)
     # By the repository whose proof decided it, which deletes it.
@@ -138,9 +159,77 @@ def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float,
     for sid in judge:
         out.append(_kept(sid, repos[0], remote, refs[sid],
                          "its work is neither on its branch nor restored here"))
+    chains, notes, kept = _histories_to_delete(ctx, remote, repos, refs, hists, doomed)
+    out += kept
     for repo in repos:
-        out += _delete_remote(ctx, repo, remote, doomed[repo], timeout)
+        out += _delete_remote(ctx, repo, remote, doomed[repo], chains[repo], notes, timeout)
     return out
+
+
+def _histories_to_delete(ctx: Context, remote: str, repos: Sequence[str],
+                         refs: dict[str, ObjectId], hists: dict[str, ObjectId],
+                         doomed: dict[str, dict[str, tuple[str, str]]]
+                         ) -> tuple[dict[str, dict[str, str]], dict[str, str], list[Outcome]]:
+    """Which of the remote's histories go, by the repository that deletes them: the
+    history of a session whose remote save is deleted, or is gone from there
+    already, when this machine holds that chain (`_holds_history`): its entries
+    (each checkpoint's untracked files among them) are then on this machine, and
+    nothing on the remote needs them without the save. Another chain stays. A
+    history beside a save that stays on the remote stays with it, unsaid.
+
+    Returns ({repo: {id: tip}} to delete, {id: the note of a history kept beside
+    a save deleted}, the Outcome of each history kept with no save there)."""
+    chains: dict[str, dict[str, str]] = {repo: {} for repo in repos}
+    notes: dict[str, str] = {}
+    kept: list[Outcome] = []
+    leases = pushes.history_leases(ctx.store, remote)
+    waiting = {r.session_id for r in pushes.pending_rows(ctx.store)
+               if r.want and r.remote == remote}
+    for sid, tip in sorted(hists.items()):
+        deleter = next((repo for repo in repos if sid in doomed[repo]), None)
+        if sid in refs and deleter is None:
+            continue  # its save stays there, and the history with it
+        ref = history.history_ref(sid)
+        if sid not in refs and sid in waiting:
+            kept.append(_kept_history(sid, repos[0], remote, tip,
+                                      f"its save's push to {remote} is still to be made"))
+            continue
+        holder = next((repo for repo in repos
+                       if _holds_history(repo, sid, tip, leases.get(sid))), None)
+        if holder is None:
+            why = (f"this machine's history of {sid} does not hold it (another machine's "
+                   "chain, or entries dropped here that this machine never pushed)")
+            if deleter is not None:
+                notes[sid] = f"kept {ref} ({tip[:12]}) there: {why}"
+            else:
+                kept.append(_kept_history(sid, repos[0], remote, tip,
+                                          f"{REF_PREFIX}{sid} is gone from there, but {why}"))
+            continue
+        chains[deleter or holder][sid] = tip
+    return chains, notes, kept
+
+
+def _holds_history(repo: str, sid: str, tip: str, pushed: str | None) -> bool:
+    """Does this machine hold the chain `tip` of the session's history: its history
+    in `repo` is that chain or continues it, or it is what this machine last
+    pushed there (`pushed`: a chain retention rewrote here since, on purpose)?"""
+    if tip == pushed:
+        return True
+    here = query.ref_tip(repo, history.history_ref(sid))
+    if here is None:
+        return False
+    if here == tip:
+        return True
+    try:
+        return query.is_ancestor(repo, tip, here)
+    except AoError:  # a commit this repository lacks: not this machine's chain
+        return False
+
+
+def _kept_history(sid: str, repo: str, remote: str, tip: str, why: str) -> Outcome:
+    return Outcome(sid, Action.PRUNE_REMOTE, Status.NOTHING,
+                   f"kept {history.history_ref(sid)} ({tip[:12]}) on {remote}: {why}",
+                   {"repo": repo, "remote": remote, "history_tip": ObjectId(tip)})
 
 
 def _judged_elsewhere(ctx: Context, repo: str, sid: str, oid: ObjectId) -> str:
@@ -173,34 +262,82 @@ def _kept(sid: str, repo: str, remote: str, oid: str, why: str) -> Outcome:
 
 
 def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple[str, str]],
-                   timeout: float) -> list[Outcome]:
+                   chains: dict[str, str], notes: dict[str, str], timeout: float
+                   ) -> list[Outcome]:
+    """Delete from `remote` the preserve refs `doomed` ({id: (commit, why)}), then
+    the histories `chains` ({id: tip}) of those deleted and of those whose save is
+    gone from there already: a history goes only after its save, so a save whose
+    delete was refused keeps it. Each delete is leased on what was listed. A dry
+    run prints the real run's lines, the verb aside (the whole commit ids, which
+    `git update-ref` takes to bring a ref back). `notes`: a history kept beside a
+    save deleted, said in its line."""
     out: list[Outcome] = []
-    if not doomed:
+    if not doomed and not chains:
         return out
     verb = "would delete" if ctx.dry_run else "deleted"
-    if ctx.dry_run:
-        # The real run's line, word for word but the verb: the whole commit id, which
-        # `git update-ref` takes to bring the ref back.
-        return [Outcome(sid, Action.PRUNE_REMOTE, Status.OK, f"{verb} {REF_PREFIX}{sid} (was "
-                        f"{oid}) from {remote}: {why}",
-                        {"repo": repo, "remote": remote, "commit": oid})
-                for sid, (oid, why) in sorted(doomed.items())]
+    gone: set[str] = set(doomed)
+    failed: dict[str, str] = {}
     ids = sorted(doomed)
-    res, lines = remotes.push_refs(repo, remote, [f":{REF_PREFIX}{i}" for i in ids],
-                               [(REF_PREFIX + i, doomed[i][0]) for i in ids], timeout=timeout)
-    by_dst = {ln.dst: ln for ln in lines}
-    for sid in ids:
-        oid, why = doomed[sid]
-        line = by_dst.get(REF_PREFIX + sid)
-        data: OutcomeData = {"repo": repo, "remote": remote, "commit": oid}
-        if line is not None and line.ok:
-            set_have(ctx.store, sid, remote, repo, "", want="")
-            ctx.log("prune", sid, "remote-ref-deleted", remote=remote, ref=REF_PREFIX + sid,
-                    commit=oid, why=why)
-            out.append(Outcome(sid, Action.PRUNE_REMOTE, Status.OK, f"{verb} {REF_PREFIX}{sid} "
-                               f"(was {oid}) from {remote}: {why}", data))
-        else:
-            detail = line.summary if line is not None else why_failed(res)
+    if not ctx.dry_run and ids:
+        res, lines = remotes.push_refs(repo, remote, [f":{REF_PREFIX}{i}" for i in ids],
+                                       [(REF_PREFIX + i, doomed[i][0]) for i in ids],
+                                       timeout=timeout)
+        by_dst = {ln.dst: ln for ln in lines}
+        for sid in ids:
+            line = by_dst.get(REF_PREFIX + sid)
+            if line is not None and line.ok:
+                set_have(ctx.store, sid, remote, repo, "", want="")
+                ctx.log("prune", sid, "remote-ref-deleted", remote=remote,
+                        ref=REF_PREFIX + sid, commit=doomed[sid][0], why=doomed[sid][1])
+            else:
+                gone.discard(sid)
+                failed[sid] = line.summary if line is not None else why_failed(res)
+    chained = sorted(sid for sid in chains if sid in gone or sid not in doomed)
+    hist_failed: dict[str, str] = {}
+    if not ctx.dry_run and chained:
+        href = history.history_ref
+        res, lines = remotes.push_refs(repo, remote, [f":{href(i)}" for i in chained],
+                                       [(href(i), chains[i]) for i in chained],
+                                       timeout=timeout)
+        by_dst = {ln.dst: ln for ln in lines}
+        for sid in chained:
+            line = by_dst.get(href(sid))
+            if line is not None and line.ok:
+                ctx.log("prune", sid, "remote-history-deleted", remote=remote, ref=href(sid),
+                        commit=chains[sid])
+            else:
+                hist_failed[sid] = line.summary if line is not None else why_failed(res)
+        pushes.forget_histories_pushed(ctx.store, [(sid, remote) for sid in chained
+                                                   if sid not in hist_failed])
+    for sid in sorted(set(doomed) | set(chained)):
+        data: OutcomeData = {"repo": repo, "remote": remote}
+        ref = history.history_ref(sid)
+        tip = chains.get(sid)
+        if tip is not None:
+            data["history_tip"] = ObjectId(tip)
+        if sid in failed:
+            data["commit"] = ObjectId(doomed[sid][0])
             out.append(Outcome(sid, Action.PRUNE_REMOTE, Status.ATTENTION, f"kept {REF_PREFIX}"
-                               f"{sid} on {remote}: the delete was refused ({detail})", data))
+                               f"{sid} on {remote}: the delete was refused ({failed[sid]})"
+                               + (f"; {ref} stays with it" if tip is not None else ""), data))
+            continue
+        status = Status.OK
+        said = ""
+        if tip is not None and sid in hist_failed:
+            status = Status.ATTENTION
+            said = f"; kept {ref} there: the delete was refused ({hist_failed[sid]})"
+        elif sid in notes:
+            said = f"; {notes[sid]}"
+        both = f" and {ref} (was {tip})" if tip is not None and sid not in hist_failed else ""
+        if sid in doomed:
+            oid, why = doomed[sid]
+            data["commit"] = ObjectId(oid)
+            msg = f"{verb} {REF_PREFIX}{sid} (was {oid}){both} from {remote}: {why}{said}"
+        elif sid in hist_failed:
+            msg = f"kept {ref} ({(tip or '')[:12]}) on {remote}: the delete was refused " \
+                  f"({hist_failed[sid]})"
+        else:
+            msg = (f"{verb} {ref} (was {tip}) from {remote}: {REF_PREFIX}{sid} is gone from "
+                   f"there, and this machine's history of {sid} holds it")
+        out.append(Outcome(sid, Action.PRUNE_REMOTE, status, msg, data))
     return out

@@ -40,6 +40,8 @@ from git_ao.store.records import Session, now_ns
 # Where refs fetched from a remote wait while they are judged (restore --from,
 # prune --remote); each is deleted once used.
 INCOMING_PREFIX = "refs/ao/incoming/"
+# Where a session's history fetched with it waits (restore --from).
+INCOMING_HISTORY_PREFIX = "refs/ao/incoming-history/"
 
 SECRETS_WARNING = (
     "preserve refs hold every untracked file that is not ignored (a .env that is not in "
@@ -757,6 +759,16 @@ def set_histories_pushed(store: Store, pushed: Sequence[tuple[str, str, str]]) -
             "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, remote) DO UPDATE SET "
             "pushed = excluded.pushed, updated_at = excluded.updated_at",
             [(*p, t) for p in pushed])
+
+
+def forget_histories_pushed(store: Store, gone: Sequence[tuple[str, str]]) -> None:
+    """Forget, for each (session id, remote), the history tip this machine last
+    pushed there: the remote holds none now (`git ao-prune --remote` deleted it)."""
+    if not gone:
+        return
+    with store.transaction() as c:
+        c.executemany("DELETE FROM remote_histories WHERE session_id = ? AND remote = ?",
+                      list(gone))
 
 
 def why_failed(res: git.Completed) -> str:

@@ -24,13 +24,14 @@ from collections.abc import Callable, Mapping, Sequence
 from git_ao import git
 from git_ao.context import REF_PREFIX, Context, facts, preserve_ref
 from git_ao.errors import AoError, Refused
-from git_ao.git import remotes, worktree
+from git_ao.git import query, remotes, worktree
 from git_ao.git.parse import ObjectId
 from git_ao.manage.recover import Orphan, rebuild
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.remote import namespace, pushes
 from git_ao.restore import target as target_mod
 from git_ao.restore import workflow as restore
+from git_ao.save import history
 from git_ao.store import pathmap
 from git_ao.store.records import Save, Session
 
@@ -53,8 +54,12 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
     """
     pushes.check_remote(remote_name)
     repo = os.path.realpath(git.repo_dirs(here).common_dir)
-    listed = remotes.ls_remote(repo, remote_name, REF_PREFIX + "*", timeout=timeout)
-    refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed}
+    listed = remotes.ls_remote(repo, remote_name, REF_PREFIX + "*",
+                               history.HISTORY_PREFIX + "*", timeout=timeout)
+    refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed if ref.startswith(REF_PREFIX)}
+    # The histories pushed with the saves: fetched with the sessions fetched.
+    hists = {ref[len(history.HISTORY_PREFIX):]: oid for ref, oid in listed
+             if ref.startswith(history.HISTORY_PREFIX)}
     out: list[Outcome] = []
     for sid in ids:
         if sid not in refs:
@@ -80,16 +85,18 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                                facts(s)))
 
     adopted: dict[str, str] = {}
+    came: dict[str, str] = {}  # by id: what became of its history (`_take_history`)
 
     def shown(o: Outcome) -> object:
         # The restore workflow shows each outcome as it ends: named before that.
         _name_others([o], remote_name, others)
         _say_elsewhere(o, adopted)
+        _say_history(o, came)
         return progress(o) if progress is not None else None
 
     if ctx.dry_run:
         out += _would_adopt(ctx, repo, remote_name, fetch, refs, maps, timeout,
-                            set_aside_stray)
+                            set_aside_stray, hists)
         if progress is not None:
             for o in out:
                 progress(o)
@@ -98,10 +105,11 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
             stop=stop,
             set_aside_stray=set_aside_stray, timeout=bound), remote_name, others)
     if fetch:
-        namespace.fetch_incoming(repo, remote_name, fetch, timeout=timeout)
+        namespace.fetch_incoming(repo, remote_name, fetch, timeout=timeout,
+                                 histories=[sid for sid in fetch if sid in hists])
         try:
             for sid in fetch:
-                got = _adopt(ctx, repo, remote_name, sid, maps, set_aside_stray)
+                got = _adopt(ctx, repo, remote_name, sid, maps, set_aside_stray, came)
                 if isinstance(got, Outcome):
                     out.append(got)
                 else:
@@ -117,6 +125,7 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
                                set_aside_stray=set_aside_stray, timeout=bound)
     for o in restored:
         _say_elsewhere(o, adopted)
+        _say_history(o, came)
         if o.status == Status.OK and o.session_id in adopted:
             # Back in full here: the remote copy is deleted by the next push, only
             # while the remote still holds what was fetched.
@@ -133,6 +142,47 @@ def _say_elsewhere(o: Outcome, adopted: Mapping[str, str]) -> None:
     if o.session_id in adopted and isinstance(lost, int):
         o.message = o.message.replace(target_mod.environment_note(lost),
                                       target_mod.environment_elsewhere_note(lost))
+
+
+def _say_history(o: Outcome, came: dict[str, str]) -> None:
+    """Say once, in the outcome of a session fetched from the remote, what became
+    of its history (`_take_history`)."""
+    said = came.pop(o.session_id, "")
+    if said:
+        o.message += f"; {said}"
+
+
+def _nothing() -> None:
+    """Nothing to undo."""
+
+
+def _take_history(repo: str, remote_name: str, sid: str) -> tuple[str, Callable[[], None]]:
+    """Make the history fetched with a session (refs/ao/incoming-history/<id>) its
+    history here: created when this repository has none, moved on when the one
+    here is an older state of it, never replacing another chain. Returns what
+    became of it (a clause for the outcome, '' when none was fetched) and how to
+    undo it (the adoption refused). Raises GitError."""
+    incoming = git.rev_parse(repo, pushes.INCOMING_HISTORY_PREFIX + sid)
+    ref = history.history_ref(sid)
+    if incoming is None:
+        return "", _nothing
+    local = git.rev_parse(repo, ref)
+    came = f"its history came with it ({ref}: git ao history {sid})"
+    if local == incoming:
+        return came, _nothing
+    if local is not None and not query.is_ancestor(repo, local, incoming):
+        return (f"{ref} here is another chain than {remote_name}'s ({incoming[:12]}), which "
+                "stays there; this one is kept"), _nothing
+    git.update_ref(repo, ref, incoming, local or git.NO_OBJECT,
+                   message=f"git-ao restore --from {remote_name}")
+
+    def undo() -> None:
+        if local is None:
+            git.drop_ref_if_at(repo, ref, incoming)
+        else:
+            git.update_ref(repo, ref, local, incoming, message="git-ao restore --from: refused")
+
+    return came, undo
 
 
 def _name_others(restored: list[Outcome], remote_name: str,
@@ -156,14 +206,16 @@ def _name_others(restored: list[Outcome], remote_name: str,
 
 
 def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
-           maps: Sequence[tuple[str, str]], set_aside_stray: bool = False
-           ) -> Session | Outcome:
+           maps: Sequence[tuple[str, str]], set_aside_stray: bool = False,
+           came: dict[str, str] | None = None) -> Session | Outcome:
     """Make the fetched refs/ao/incoming/<id> this machine's pending session: its
     preserve ref (created, never replacing one), and its records rebuilt from the
     commit's trailers with the workspace path mapped, once the restore is judged
     able to go there (`_judged`). Returns the Session, or an Outcome saying why it
     was refused (nothing of it is kept then, so a later run with --map-path finds
-    it new)."""
+    it new). The history fetched with it becomes its history here
+    (`_take_history`, said in `came`), first: the save's private config is read
+    from its entry."""
     oid = git.rev_parse(repo, pushes.INCOMING_PREFIX + sid)
     if oid is None:
         return Outcome(sid, Action.RESTORE, Status.REFUSED, f"{REF_PREFIX}{sid} was not fetched "
@@ -180,7 +232,9 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
         created = local is None
         if created:
             git.update_ref(repo, ref, oid, git.NO_OBJECT, message=f"git-ao restore --from {remote_name}")
+        said, undo = "", _nothing
         try:
+            said, undo = _take_history(repo, remote_name, sid)
             s, save = rebuild(ctx.store, Orphan(repo, ref, oid))
             recorded = s.worktree_path
             path, why = target(repo, s, maps, git.worktree_list(repo))
@@ -190,6 +244,7 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
         except AoError as exc:
             path, why = None, str(exc)
         if path is None:
+            undo()
             if created:
                 git.drop_ref_if_at(repo, ref, oid)
             ctx.log("restore", sid, "refused-from-remote", remote=remote_name, commit=oid,
@@ -198,8 +253,15 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
                                                                  "remote": remote_name})
         s.terminated, save.restored_at = True, None
         ctx.store.insert_recovered(s, save)
+        tip = git.rev_parse(repo, pushes.INCOMING_HISTORY_PREFIX + sid)
+        if tip is not None and git.rev_parse(repo, history.history_ref(sid)) == tip:
+            # The remote holds this history: the lease of this machine's next push.
+            pushes.set_histories_pushed(ctx.store, [(sid, remote_name, tip)])
         ctx.log("restore", sid, "adopted-from-remote", remote=remote_name, commit=oid,
-                workspace=path, recorded=recorded if recorded != path else None)
+                workspace=path, recorded=recorded if recorded != path else None,
+                history=tip)
+        if came is not None and said:
+            came[sid] = said
         return s
 
 
@@ -246,11 +308,15 @@ def target(repo: str, s: Session, maps: Sequence[tuple[str, str]],
 def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str],
                  refs: Mapping[str, ObjectId],
                  maps: Sequence[tuple[str, str]], timeout: float,
-                 set_aside_stray: bool = False) -> list[Outcome]:
+                 set_aside_stray: bool = False,
+                 hists: Mapping[str, ObjectId] | None = None) -> list[Outcome]:
     """A dry run of the adoption: what the real run would decide for each of `fetch`,
     judged as it judges (`target`, the local ref, `_judged`), from the commits
     fetched into a temporary directory outside the repository, removed after: no
-    ref, object or record is written. Raises GitError when the fetch fails."""
+    ref, object or record is written. hists: the histories `remote_name` holds,
+    by id, which the real run fetches with the sessions. Raises GitError when the
+    fetch fails."""
+    hists = hists or {}
     out: list[Outcome] = []
     entries = git.worktree_list(repo)
     with tempfile.TemporaryDirectory(prefix="git-ao-dry-run-") as objects:
@@ -278,7 +344,8 @@ def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str]
                 # The real run's refusal, word for word: it registers nothing either.
                 out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, why, data))
                 continue
-            msg = f"would fetch {ref} ({oid[:12]}) from {remote_name} and restore it at {path}"
+            msg = f"would fetch {ref} ({oid[:12]}){_with_history(repo, sid, hists)} from " \
+                f"{remote_name} and restore it at {path}"
             if path != recorded:
                 msg += f" (recorded at {recorded})"
             parent = os.path.dirname(path.rstrip("/"))
@@ -289,6 +356,20 @@ def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str]
             out.append(Outcome(sid, Action.RESTORE, Status.OK, msg,
                                {**data, "workspace_path": path, "preserved_commit": oid}))
     return out
+
+
+def _with_history(repo: str, sid: str, hists: Mapping[str, ObjectId]) -> str:
+    """What a dry run says of the history the real run would fetch with a session
+    (`_take_history` decides there, once it holds the commits)."""
+    tip = hists.get(sid)
+    if tip is None:
+        return ""
+    ref = history.history_ref(sid)
+    local = git.rev_parse(repo, ref)
+    if local is None or local == tip:
+        return f" and its history {ref} ({tip[:12]})"
+    return (f" and its history {ref} ({tip[:12]}), taken only where it continues the one "
+            f"here ({local[:12]})")
 
 
 def adopted_of(outcomes: Sequence[Outcome]) -> list[tuple[str, str, str, str]]:
