@@ -870,8 +870,8 @@ def _refusal(ctx: Context, r: PushRow, repo: str, remote: str, what: str, why: s
         _set_error(ctx.store, r, REFUSED_MARK + why)
     replace = (f"; to replace it with this machine's save: git push --force-with-lease="
                f"{r.ref}:{theirs} {remote} {cur}:{r.ref}") if theirs else ""
-    return (f"{what}: {why}; {said}." + (f" {look}{replace};" if look else "")
-            + f" {refused_hint(remote, r.session_id)}")
+    return (f"{what}: {why}; {said}" + (f". {look}{replace}" if look else "")
+            + f"; {refused_hint(remote, r.session_id)}")
 
 
 def _drop(store: Store, r: PushRow) -> None:
