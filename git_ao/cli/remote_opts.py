@@ -65,8 +65,9 @@ def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch:
                                timeout=_push_timeout(app)) if name else []
     if not stop.is_set():
         said = {o.session_id for o in extra}
+        # (`name` is read from the directory the command started in already.)
         about = pushes.concern([o.session_id for o in outcomes],
-                               [name] if named and name else [], current_directory())
+                               [name] if named and name else [])
         extra += pushes.mark_not_current(
             [o for o in pushes.push_pending(ctx, timeout=_push_timeout(app), about=about)
              if o.session_id not in said], older)
@@ -76,18 +77,19 @@ def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch:
 
 
 def retry_pushes(app: Any, outcomes: Sequence[Any] = (), remote: str | None = None,
-                 adopted: Sequence[tuple[str, str, str, str]] = ()) -> list[Any]:
+                 adopted: Sequence[tuple[str, str, str, str]] = (),
+                 here: str | None = None) -> list[Any]:
     """After a restore or a resolve: record the remote deletes of sessions restored
     in full, then push whatever is pending (a push the remote refused: only for
-    the sessions of `outcomes` and for `remote`, the one --from names); print and
-    return the Outcomes. A dry run says what the real run would meet, with the
-    deletes it would record (`adopted`: the sessions --from would fetch)."""
+    the sessions of `outcomes` and for `remote`, the one --from names, read from
+    `here`); print and return the Outcomes. A dry run says what the real run would
+    meet, with the deletes it would record (`adopted`: the sessions --from would
+    fetch)."""
     from git_ao.remote import pushes
     ctx = app.ctx
     pushes.queue_restored(ctx, outcomes)
     planned = pushes.planned_deletes(ctx, outcomes, adopted) if app.dry_run else []
-    about = pushes.concern([o.session_id for o in outcomes], [remote] if remote else [],
-                           current_directory())
+    about = pushes.concern([o.session_id for o in outcomes], [remote] if remote else [], here)
     extra = pushes.push_pending(ctx, timeout=_push_timeout(app), about=about, planned=planned)
     for o in extra:
         app.printer.outcome(o)
@@ -110,9 +112,10 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
     except ValueError as exc:
         usage(f"--map-path: {exc}")
     timeout = max(_push_timeout(app), MIN_FETCH_TIMEOUT)
+    here = current_directory()
     with SignalStop() as signals:
         with app.printer.progress(max(len(ids), 1), "restoring") as advance:
-            outcomes = restore_from.restore_from(app.ctx, current_directory(), name, ids, maps,
+            outcomes = restore_from.restore_from(app.ctx, here, name, ids, maps,
                                                 timeout=timeout, jobs=jobs, progress=advance,
                                                 stop=signals.event,
                                                 set_aside_stray=set_aside_stray, bound=bound)
@@ -121,7 +124,8 @@ def restore_from(app: Any, ids: tuple[str, ...], name: str | None,
                                              signals.event, app.printer.outcome,
                                              app.printer.hint)
         if not signals.event.is_set():
-            outcomes += retry_pushes(app, outcomes, name, restore_from.adopted_of(outcomes))
+            outcomes += retry_pushes(app, outcomes, name, restore_from.adopted_of(outcomes),
+                                     here)
     if not outcomes and not app.printer.json_mode and not app.printer.quiet:
         click.echo(f"nothing to restore: {name} holds no preserve refs", err=True)
     status = finish(app, "restore", outcomes)
@@ -138,7 +142,7 @@ def prune_remote(app: Any, name: str | None) -> list[Any]:
     # A dry run says the pushes it would make too, and judges the remote as they
     # would leave it: the real run lists the remote after them. A push the remote
     # refused is tried again only for the remote named.
-    about = pushes.concern((), [name] if name else [], current_directory())
+    about = pushes.concern((), [name], current_directory()) if name else pushes.Concern()
     pushed = pushes.push_pending(ctx, timeout=_push_timeout(app), about=about)
     out: list[Any] = list(pushed)
     if name:
