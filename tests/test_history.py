@@ -1659,18 +1659,25 @@ def test_restore_at_stopped_before_the_worktree_changed_says_so(repo, worktrees)
     assert (wt / "ro" / "f1").read_text() == "2\n"
 
 
-def test_restore_at_stopped_part_way_names_the_entry_that_undoes_it(repo, worktrees):
-    # An untracked file in an immutable directory: the reset and the apply are done
-    # when its removal fails ("failed  Operation not permitted: .../ro/u" and no
-    # more). The outcome names the entry that holds the state before the run and
-    # the command that brings it back; the mark makes a rerun add no entry for the
-    # half-done state, and only for it: a change made by hand since is appended.
+def _entry_then_file_in_ro(repo, worktrees):
+    """A session "agent" whose entry 1 has data "2" and an empty ro/; the worktree
+    then has data "3" and the untracked ro/u (ro/ to be made immutable)."""
     wt = worktrees(repo, "agent")
     (wt / "ro").mkdir()
     (wt / "data").write_text("2\n")
     ao("ao", "checkpoint", "agent", cwd=repo)
     (wt / "data").write_text("3\n")
     (wt / "ro" / "u").write_text("new\n")
+    return wt
+
+
+def test_restore_at_stopped_part_way_names_the_entry_that_undoes_it(repo, worktrees):
+    # An untracked file in an immutable directory: the reset and the apply are done
+    # when its removal fails ("failed  Operation not permitted: .../ro/u" and no
+    # more). The outcome names the entry that holds the state before the run and
+    # the command that brings it back; the mark makes a rerun add no entry for the
+    # half-done state, and only for it: a change made by hand since is appended.
+    wt = _entry_then_file_in_ro(repo, worktrees)
     with _immutable(wt / "ro"):
         doc = _restore_json(repo, "agent", "--at", "1", rc=1)
     entries = _entries(repo, "agent")
@@ -1694,12 +1701,7 @@ def test_restore_at_stopped_part_way_names_the_entry_that_undoes_it(repo, worktr
 
 
 def test_restore_at_rerun_after_a_stop_part_way_adds_no_entry_for_it(repo, worktrees):
-    wt = worktrees(repo, "agent")
-    (wt / "ro").mkdir()
-    (wt / "data").write_text("2\n")
-    ao("ao", "checkpoint", "agent", cwd=repo)
-    (wt / "data").write_text("3\n")
-    (wt / "ro" / "u").write_text("new\n")
+    wt = _entry_then_file_in_ro(repo, worktrees)
     with _immutable(wt / "ro"):
         _restore_json(repo, "agent", "--at", "1", rc=1)
     count = len(_entries(repo, "agent"))

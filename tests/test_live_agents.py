@@ -218,6 +218,23 @@ _CLEANER = ("import signal, subprocess, sys, time\n"
             "time.sleep(300)\n")
 
 
+def _preserve_beside_cleaner(repo: Path, wt: Path, how: str) -> dict:
+    """`git ao-preserve --all --json` (exit 3) while an agent that throws its work
+    away (`how`, see _CLEANER) when stopped runs in `wt`; the session's result."""
+    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, how], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
+    finally:
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
+    return r
+
+
 def test_a_preserve_killed_while_its_agents_stopped_says_so_when_run_again(repo, tmp_path):
     # Killed once the stop handler had emptied the work (a stop timeout at a
     # shutdown): the next run keeps and names the state before the stop, as the
@@ -250,17 +267,7 @@ def test_an_agent_that_discards_its_work_when_stopped_loses_nothing(repo, tmp_pa
     wt = _worktree(repo, tmp_path / "wt", "cleaner")
     (wt / "README.md").write_text("the agent's edit\n")
     (wt / "notes.txt").write_text("its notes\n")
-    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, how], cwd=wt, text=True,
-                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
-        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
-    finally:
-        agent.kill()
-        agent.wait()
-        agent.stdout.close()
-    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
+    r = _preserve_beside_cleaner(repo, wt, how)
     kept = r["before_stop"]
     assert "changed while its agents stopped" in r["message"], r["message"]
     assert git("show", f"{kept}:README.md", cwd=repo) == "the agent's edit\n"
@@ -283,17 +290,7 @@ def test_a_save_holding_less_than_the_state_before_the_stop_is_named_until_resol
     the --at that brings it back, until that is done (or resolved)."""
     wt = _worktree(repo, tmp_path / "wt", "cleaner")
     (wt / "notes.txt").write_text("its notes\n")
-    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, how], cwd=wt, text=True,
-                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
-        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
-    finally:
-        agent.kill()
-        agent.wait()
-        agent.stdout.close()
-    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
+    r = _preserve_beside_cleaner(repo, wt, how)
     before, n = r["before_stop"], r["holds_less_entry"]
     assert r["holds_less_than"] == before and n is not None, r
     assert f"after git ao-restore cleaner, git ao-restore cleaner --at {n} brings it back" \

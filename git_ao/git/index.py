@@ -263,14 +263,7 @@ class TempIndex:
     def entries(self) -> dict[str, tuple[str, str]]:
         """{path: (mode, object id)} of the stage-0 entries of this index (`git ls-files
         -s -z`)."""
-        got = {}
-        for rec in self._run(["ls-files", "-s", "-z"]).split(b"\0"):
-            meta, sep, path = rec.partition(b"\t")
-            if sep:
-                mode, oid, stage = meta.decode().split()
-                if stage == "0":
-                    got[os.fsdecode(path)] = (mode, oid)
-        return got
+        return parse.stage0_entries(self._run(["ls-files", "-s", "-z"]))
 
     def paths(self) -> list[str]:
         """Every path of this index (`git ls-files -z`)."""

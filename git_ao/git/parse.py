@@ -125,6 +125,19 @@ def gitlinks(out: bytes) -> list[str]:
             if rec.startswith(b"160000 ")]
 
 
+def stage0_entries(out: bytes) -> dict[str, tuple[str, str]]:
+    """{path: (mode, object id)} of the stage-0 entries in `git ls-files -s -z`
+    output (an unmerged path's stages 1 to 3 left out)."""
+    got = {}
+    for rec in out.split(b"\0"):
+        meta, sep, path = rec.partition(b"\t")
+        if sep:
+            mode, oid, stage = meta.decode().split()
+            if stage == "0":
+                got[os.fsdecode(path)] = (mode, oid)
+    return got
+
+
 class Config(dict[str, str]):
     """Every effective git config value as {lower-case key: last value}, with every
     (key as git prints it, value) pair in git's order in `pairs`, for the keys that

@@ -592,15 +592,8 @@ def staged_entries(cwd: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]
     absent. Raises GitError."""
     if not paths:
         return {}
-    out = git.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], cwd)
-    got = {}
-    for rec in out.split(b"\0"):
-        meta, sep, path = rec.partition(b"\t")
-        if sep:
-            mode, oid, stage = meta.decode().split()
-            if stage == "0":
-                got[os.fsdecode(path)] = (mode, oid)
-    return got
+    return parse.stage0_entries(
+        git.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], cwd))
 
 
 # The three files of a `merge_texts` are named <MERGE_PREFIX><pid>.<random>.

@@ -174,17 +174,21 @@ def set_want(store: Store, session_id: str, remote: str, repo: str, want: str,
 def set_wants(store: Store, wants: Sequence[tuple[str, str, str, str, str | None]]) -> None:
     """set_want for each (session id, remote, repo, want, branch), in one commit (a
     shutdown of many sessions pays for one synchronous write, not one each)."""
-    if not wants:
+    _stamped(store, "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, "
+             "error, updated_at) VALUES (?, ?, ?, ?, '', ?, NULL, ?) "
+             "ON CONFLICT (session_id, remote) DO UPDATE SET repo = excluded.repo, "
+             "want = excluded.want, branch = excluded.branch, error = NULL, "
+             "updated_at = excluded.updated_at", wants)
+
+
+def _stamped(store: Store, sql: str, rows: Sequence[tuple[str | None, ...]]) -> None:
+    """Run `sql` for each row with the time now (ns) as its last value, in one
+    commit (a shutdown of many sessions pays for one synchronous write)."""
+    if not rows:
         return
     t = now_ns()
     with store.transaction() as c:
-        c.executemany(
-            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
-            "updated_at) VALUES (?, ?, ?, ?, '', ?, NULL, ?) "
-            "ON CONFLICT (session_id, remote) DO UPDATE SET repo = excluded.repo, "
-            "want = excluded.want, branch = excluded.branch, error = NULL, "
-            "updated_at = excluded.updated_at",
-            [(*w, t) for w in wants])
+        c.executemany(sql, [(*r, t) for r in rows])
         c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
 
 
@@ -750,15 +754,9 @@ def history_leases(store: Store, remote: str) -> dict[str, str]:
 def set_histories_pushed(store: Store, pushed: Sequence[tuple[str, str, str]]) -> None:
     """Record, for each (session id, remote, tip), that the remote holds that history
     tip: the lease of the next push that replaces it. One commit."""
-    if not pushed:
-        return
-    t = now_ns()
-    with store.transaction() as c:
-        c.executemany(
-            "INSERT INTO remote_histories (session_id, remote, pushed, updated_at) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, remote) DO UPDATE SET "
-            "pushed = excluded.pushed, updated_at = excluded.updated_at",
-            [(*p, t) for p in pushed])
+    _stamped(store, "INSERT INTO remote_histories (session_id, remote, pushed, updated_at) "
+             "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, remote) DO UPDATE SET "
+             "pushed = excluded.pushed, updated_at = excluded.updated_at", pushed)
 
 
 def forget_histories_pushed(store: Store, gone: Sequence[tuple[str, str]]) -> None:
