@@ -163,3 +163,29 @@ def test_doctor_names_each_state_preserve_refuses_in_one_line_and_writes_nothing
                                 "it: ", 1)
         assert f"preserve\trefused\t{sid}\t{why}\n" in refused, (detail, refused)
     assert "preserve\tok\tfine\t" in refused
+
+
+def test_doctor_says_a_worktree_kept_with_its_work_saved_is_saved_not_refused(repo, worktrees):
+    """A file that would not come back byte for byte (CRLF under core.autocrlf=input)
+    or one a required filter fails on: git ao-preserve saves the rest as a
+    checkpoint and keeps the worktree. doctor says that, as a note, in preserve's
+    own reason, not that a shutdown would not save the session."""
+    git("config", "core.autocrlf", "input", cwd=repo)
+    git("config", "filter.boom.clean", "false", cwd=repo)
+    git("config", "filter.boom.smudge", "cat", cwd=repo)
+    git("config", "filter.boom.required", "true", cwd=repo)
+    crlf = worktrees(repo, "crlf")
+    (crlf / "README.md").write_bytes(b"hello\r\n")
+    boom = worktrees(repo, "boom")
+    (boom / ".gitattributes").write_text("*.dat filter=boom\n")
+    (boom / "secret.dat").write_text("kept as it is\n")
+    res = ao("ao", "doctor", "--json", cwd=repo, rc=None)
+    checks = [c for c in json.loads(res.stdout)["checks"] if c["name"] == "preserve"]
+    assert sorted(c["detail"].split(":", 1)[0] for c in checks) == ["boom", "crlf"], checks
+    for c in checks:
+        assert c["ok"] is None, c
+        assert "git ao-preserve saves its work as a checkpoint but keeps the worktree at a " \
+            "shutdown: " in c["detail"] and "would not save" not in c["detail"], c
+    real = ao("ao-preserve", "--all", cwd=repo, rc=None).stdout
+    for sid in ("crlf", "boom"):
+        assert f"{sid}\t" in real and "worktree kept" in real, real

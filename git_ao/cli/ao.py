@@ -270,9 +270,10 @@ def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
     return finish(app, "forget", outcomes)
 
 
-def _preserve_refusal(app: App) -> "Callable[[Session], str | None]":
-    """Why git ao-preserve would refuse a session before it captures (see
-    doctor.run_checks): its own checks on a dry run, so nothing is written."""
+def _preserve_refusal(app: App) -> "Callable[[Session], tuple[str, bool] | None]":
+    """Why git ao-preserve would keep a session's worktree, and whether it saves the
+    work all the same (see doctor.run_checks): its own checks on a dry run, so
+    nothing is written."""
     from git_ao.batch import RepoCache
     from git_ao.context import Context
     from git_ao.preserve.workflow import refusal

@@ -93,15 +93,17 @@ def exit_status(checks: list[Check], outcomes: list[Outcome]) -> ExitStatus:
 
 
 def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
-               refusal: Callable[[Session], str | None] | None = None) -> list[Check]:
+               refusal: Callable[[Session], tuple[str, bool] | None] | None = None
+               ) -> list[Check]:
     """Run every check; never raises for a problem it can name.
 
     repos: more repositories (absolute common git dirs, from -C or a scanned
     directory) whose preserve refs are checked against the database, so refs
     that no record knows are noticed even when the database was lost.
-    refusal: why git ao-preserve would refuse a live session before it captures,
-    or None (the preserve workflow's checks, which this layer cannot import): each
-    session it refuses is one a shutdown would not save."""
+    refusal: why git ao-preserve would keep a live session's worktree, and whether
+    it saves the work all the same, or None (the preserve workflow's checks, which
+    this layer cannot import): each session it refuses is one a shutdown would
+    not save; one it saves and keeps, one a shutdown leaves in place."""
     checks = [Check("git", True, ".".join(map(str, version.version())))]
     try:
         store = open_store()
@@ -185,10 +187,11 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
 
 
 def refused_checks(sessions: Iterable[Session], entries: Sequence[WorktreeEntry],
-                   refusal: Callable[[Session], str | None]) -> list[Check]:
+                   refusal: Callable[[Session], tuple[str, bool] | None]) -> list[Check]:
     """A problem for each live session `refusal` (see run_checks) says git
-    ao-preserve refuses: it would not be saved at the next shutdown. A worktree moved
-    with git worktree move is left out: session_checks names it with its fix."""
+    ao-preserve refuses: it would not be saved at the next shutdown; a note for one
+    whose work it saves while it keeps the worktree. A worktree moved with git
+    worktree move is left out: session_checks names it with its fix."""
     out = []
     for s in sessions:
         if not s.live:
@@ -196,8 +199,14 @@ def refused_checks(sessions: Iterable[Session], entries: Sequence[WorktreeEntry]
         gone = gone_worktree(s, entries)
         if gone is not None and gone.kind == "moved":
             continue
-        why = refusal(s)
-        if why:
+        said = refusal(s)
+        if said is None:
+            continue
+        why, saved = said
+        if saved:
+            out.append(Check("preserve", None, f"{s.id}: git ao-preserve saves its work as a "
+                             f"checkpoint but keeps the worktree at a shutdown: {why}"))
+        else:
             out.append(Check("preserve", False, f"{s.id}: git ao-preserve refuses it, so a "
                              f"shutdown would not save it: {why}"))
     return out

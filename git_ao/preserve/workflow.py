@@ -883,9 +883,13 @@ def save_warnings(path: str, cap: capture.Capture, left_out: Sequence[str],
     return warns
 
 
-def refusal(ctx: Context, s: Session, cache: RepoCache | None = None) -> str | None:
-    """Why `preserve_one` would refuse the live session `s`, or None when it would
-    go on (a session not live, or with nothing to save, is never refused). The same
+def refusal(ctx: Context, s: Session, cache: RepoCache | None = None
+            ) -> tuple[str, bool] | None:
+    """Why `preserve_one` would not remove the worktree of the live session `s`, and
+    whether it saves the work all the same (a file that would not come back byte
+    for byte, a required filter that fails: the rest is saved as a checkpoint and
+    the worktree kept), or None when it would go on (a session not live, or with
+    nothing to save, is never refused). The same
     checks, in the same order: `_check`, then the states its capture refuses
     (`capture.refuse`: an operation in progress, an unborn branch, unmerged paths,
     a nested repository, a submodule's work); a git that fails there fails the
@@ -900,11 +904,14 @@ def refusal(ctx: Context, s: Session, cache: RepoCache | None = None) -> str | N
     try:
         _entry, v = _check(ctx, s, cache)
         if v is not None:
-            capture.refuse(s.worktree_path, v.git_dir, lossy=True)
+            made = capture.refuse(s.worktree_path, v.git_dir, lossy=True, lossy_ok=True,
+                                  unfiltered_ok=True)
+            if made is not None and made.keep_reasons:
+                return "; ".join(made.keep_reasons), True
     except capture.NestedWorktree as exc:
-        return None if exc.path in cache.session_paths(ctx, exclude=s.id) else str(exc)
+        return None if exc.path in cache.session_paths(ctx, exclude=s.id) else (str(exc), False)
     except AoError as exc:
-        return str(exc)
+        return str(exc), False
     return None
 
 
