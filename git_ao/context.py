@@ -26,9 +26,6 @@ REF_PREFIX = "refs/ao/preserved/"
 # Commits only a taken-away worktree's admin dir kept alive (per-worktree refs,
 # reflog entries), one commit per session with them as parents.
 KEPT_PREFIX = "refs/ao/kept/"
-# A checkpoint taken before a shutdown stopped the agents, kept when the stop
-# changed the worktree; nothing deletes these but the user.
-BEFORE_STOP_PREFIX = "refs/ao/before-stop/"
 # 200 bytes: the ao daemon's ids ("<project>-<n>") have no limit of their own, and
 # the longest file name built from an id (trash/<id>.<19-digit ns>) must fit NAME_MAX 255.
 MAX_ID = 200

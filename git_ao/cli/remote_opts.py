@@ -62,7 +62,7 @@ def after_preserve(app: Any, outcomes: list[Any], name: str | None, push_branch:
     ctx = app.ctx
     older = pushes.not_current(ctx, outcomes)
     extra = pushes.queue_saves(ctx, outcomes, name, push_branch=push_branch,
-                               timeout=_push_timeout(app)) if name else []
+                               timeout=_push_timeout(app), older=older) if name else []
     if not stop.is_set():
         said = {o.session_id for o in extra}
         # (`name` is read from the directory the command started in already.)

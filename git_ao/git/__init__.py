@@ -270,6 +270,12 @@ def index_env(index_file: str | None) -> dict[str, str] | None:
     return {"GIT_INDEX_FILE": index_file} if index_file else None
 
 
+def lenient_opts(drivers: Sequence[str]) -> list[str]:
+    """The `-c filter.<driver>.required=false` options that make each of `drivers`
+    not required for one git command."""
+    return [a for d in drivers for a in ("-c", f"filter.{d}.required=false")]
+
+
 def status(cwd: str, *, index_file: str | None = None, ignored: bool = True,
            refresh_copy: bool = False, lenient: Sequence[str] = ()) -> Status:
     """Run `git status --porcelain=v2 -z --branch --untracked-files=all` in `cwd`.
@@ -285,7 +291,7 @@ def status(cwd: str, *, index_file: str | None = None, ignored: bool = True,
     """
     # --ignore-submodules=none: submodule.<name>.ignore and diff.ignoreSubmodules
     # must not hide a dirty submodule from the capture.
-    args = [*(a for d in lenient for a in ("-c", f"filter.{d}.required=false")),
+    args = [*lenient_opts(lenient),
             "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
             "--no-renames", "--ignore-submodules=none"]
     if ignored:

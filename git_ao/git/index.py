@@ -172,7 +172,7 @@ class TempIndex:
 
     @property
     def _opts(self) -> list[str]:
-        return [a for d in self.lenient for a in ("-c", f"filter.{d}.required=false")]
+        return git.lenient_opts(self.lenient)
 
     def _run(self, args: list[str], input: bytes | None = None) -> bytes:
         return git.run([*self._opts, *args], self.cwd, env=self._env, input=input)

@@ -65,10 +65,6 @@ def ls_tree_paths(cwd: str, tree: str, under: str | None = None) -> list[str]:
     return git.split_z(git.run(["ls-tree", "-r", "-z", "--name-only", tree], cwd))
 
 
-# Paths named on one command line at most (well below the kernel's ARG_MAX).
-_PATHS_AT_ONCE = 2000
-
-
 def tree_kinds(cwd: str, tree: str, paths: Sequence[str]) -> dict[str, str]:
     """{path: its type in `tree`} of those of `paths` the tree (or commit) holds:
     'blob' (a file or a symbolic link), 'tree' or 'commit' (a gitlink). Each path
@@ -77,9 +73,8 @@ def tree_kinds(cwd: str, tree: str, paths: Sequence[str]) -> dict[str, str]:
     way to another path named is passed through unshown). Raises GitError."""
     wanted = sorted(set(paths))
     out: dict[str, str] = {}
-    for i in range(0, len(wanted), _PATHS_AT_ONCE):
-        raw = git.run(["--literal-pathspecs", "ls-tree", "-t", "-z", tree, "--",
-                       *wanted[i:i + _PATHS_AT_ONCE]], cwd)
+    for chunk in _chunks(wanted):
+        raw = git.run(["--literal-pathspecs", "ls-tree", "-t", "-z", tree, "--", *chunk], cwd)
         for rec in raw.split(b"\0"):
             meta, _, name = rec.partition(b"\t")
             if name:
@@ -456,6 +451,15 @@ def is_ancestor(cwd: str, ancestor: str, descendant: str) -> bool:
     if res.status not in (0, 1):
         res.check()
     return res.status == 0
+
+
+def is_ancestor_here(cwd: str, ancestor: str, descendant: str) -> bool:
+    """`is_ancestor`, False where the repository lacks either commit (another
+    machine's): no chain of this repository leads there."""
+    try:
+        return is_ancestor(cwd, ancestor, descendant)
+    except GitError:
+        return False
 
 
 def blob_bytes(cwd: str, oid: str) -> bytes:

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 
 from git_ao import git
 from git_ao.context import (
-    BEFORE_STOP_PREFIX,
     REF_PREFIX,
     Context,
     facts,
@@ -23,6 +22,7 @@ from git_ao.manage import listing
 from git_ao.outcome import Action, Outcome, OutcomeData, Status
 from git_ao.proof import witness
 from git_ao.save import capture, history, unchanged
+from git_ao.save.lacking import BEFORE_STOP_PREFIX
 from git_ao.store import trash
 from git_ao.store.records import Session
 

@@ -218,12 +218,7 @@ def _holds_history(repo: str, sid: str, tip: str, pushed: str | None) -> bool:
     here = query.ref_tip(repo, history.history_ref(sid))
     if here is None:
         return False
-    if here == tip:
-        return True
-    try:
-        return query.is_ancestor(repo, tip, here)
-    except AoError:  # a commit this repository lacks: not this machine's chain
-        return False
+    return here == tip or query.is_ancestor_here(repo, tip, here)
 
 
 def _kept_history(sid: str, repo: str, remote: str, tip: str, why: str) -> Outcome:

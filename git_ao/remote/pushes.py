@@ -243,13 +243,15 @@ def has_remote(repo: str, remote: str) -> bool:
     return remotes.remote_url(repo, remote) is not None
 
 
-def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
-                push_branch: bool = False, timeout: float = 0) -> list[Outcome]:
+def queue_saves(ctx: Context, outcomes: Sequence[Outcome], remote: str, *,
+                push_branch: bool = False, timeout: float = 0,
+                older: dict[str, tuple[str, str]] | None = None) -> list[Outcome]:
     """After a preserve: record that `remote` should hold the preserve commit of each
     session in `outcomes` whose save holds a ref. Returns Outcomes only for the
     sessions that cannot be pushed at all (their repository has no such remote).
     A dry run records nothing and returns the line of each push the real run would
-    make, as it would meet `remote` (read within `timeout` seconds: `_predict`)."""
+    make, as it would meet `remote` (read within `timeout` seconds: `_predict`).
+    older: `not_current(ctx, outcomes)` when the caller has it already."""
     check_remote(remote)
     out = []
     wants: list[tuple[str, str, str, str, str | None]] = []
@@ -257,7 +259,8 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
     had = {r.session_id: r.have for r in rows(ctx.store, remote)} if ctx.dry_run else {}
     fresh: dict[str, list[str]] = {}  # a dry run: by repository, the saves it would make
     planned: dict[str, list[PushRow]] = {}  # and the saves on record it would push
-    older: dict[str, tuple[str, str]] = {}
+    if ctx.dry_run and older is None:
+        older = not_current(ctx, outcomes)
     for o in outcomes:
         # A checkpoint (--keep-worktree) is pushed as a preserve is.
         if o.action not in ("preserve", "checkpoint"):
@@ -281,7 +284,6 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
             # The real run saves nothing of it and pushes the save on record.
             planned.setdefault(s.common_dir, []).append(PushRow(
                 s.id, remote, s.common_dir, save.preserved_commit, had.get(s.id, "")))
-            older.update(not_current(ctx, [o]))
             continue
         wants.append((s.id, remote, s.common_dir, save.preserved_commit,
                       save.branch if push_branch and not save.detached else None))
@@ -290,7 +292,7 @@ def queue_saves(ctx: Context, outcomes: Iterable[Outcome], remote: str, *,
     for repo, sids in fresh.items():
         out += _predict_new(repo, remote, sids, had, timeout)
     for repo, group in planned.items():
-        out += mark_not_current(_predict(ctx, repo, remote, group, timeout), older)
+        out += mark_not_current(_predict(ctx, repo, remote, group, timeout), older or {})
     return out
 
 
@@ -672,10 +674,7 @@ class _History:
             return False
         if self.held == "":
             return True
-        try:
-            return query.is_ancestor(repo, self.held, self.tip)
-        except AoError:  # a commit this repository lacks: another machine's
-            return False
+        return query.is_ancestor_here(repo, self.held, self.tip)
 
     def said(self, remote: str, unread: str) -> str:
         """The clause of the push line about this history: what was forced when it
@@ -716,19 +715,11 @@ class _History:
         if held == self.tip:
             return True, ""
         if self.lease is not None and held == self.lease:
-            forced = not _ancestor(repo, held, self.tip)
+            forced = not query.is_ancestor_here(repo, held, self.tip)
             return True, self.replaced("would replace") if forced else ""
-        if held == "" or _ancestor(repo, held, self.tip):
+        if held == "" or query.is_ancestor_here(repo, held, self.tip):
             return True, ""
         return False, f"{self.ref} would not be pushed: {self.kept_there(remote, held)}"
-
-
-def _ancestor(repo: str, older: str, newer: str) -> bool:
-    """Is `older` an ancestor of `newer` in `repo` (False for a commit it lacks)?"""
-    try:
-        return query.is_ancestor(repo, older, newer)
-    except AoError:
-        return False
 
 
 def _histories(store: Store, repo: str, remote: str, rows_: Sequence[PushRow]

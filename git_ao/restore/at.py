@@ -353,7 +353,7 @@ def _lacked(ctx: Context, s: Session, entry: history.Entry) -> str:
             trees = capture.saved_trees(s.common_dir, earlier)
         except AoError:
             return ""
-        if trees != (entry.head, entry.index_tree, entry.worktree_tree, entry.untracked_tree):
+        if trees != entry.saved_trees():
             return ""
     ctx.store.mark_holds_less(s.id, None)
     ctx.log("restore", s.id, "holds-less-ended", entry=entry.commit)

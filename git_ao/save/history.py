@@ -93,6 +93,11 @@ class Entry:
             other.head, other.branch, other.worktree_tree, other.index_tree,
             other.untracked_tree, _norm(other.private_config))
 
+    def saved_trees(self) -> tuple[str, str | None, str | None, str | None]:
+        """(HEAD, index tree, worktree tree, untracked tree), as `capture.saved_trees`
+        reads them from a save."""
+        return self.head, self.index_tree, self.worktree_tree, self.untracked_tree
+
     def as_json(self) -> dict[str, object]:
         return {"number": self.number, "commit": self.save, "entry": self.commit,
                 "time_ns": self.time_ns, "time": utc_time(self.time_ns), "trigger": self.trigger,
@@ -270,10 +275,9 @@ def holding(cwd: str, session_id: str, save: str) -> Entry | None:
             return e
     if not found:
         return None
-    head, index_tree, worktree_tree, untracked_tree = capture.saved_trees(cwd, save)
+    trees = capture.saved_trees(cwd, save)
     for e in found:
-        if (e.head, e.index_tree, e.worktree_tree, e.untracked_tree) == (
-                head, index_tree, worktree_tree, untracked_tree):
+        if e.saved_trees() == trees:
             return e
     return None
 

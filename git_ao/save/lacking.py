@@ -17,6 +17,8 @@ from git_ao.git import query
 from git_ao.git.parse import ObjectId
 from git_ao.save import capture, history
 
+# A checkpoint taken before a shutdown stopped the agents, kept when the stop
+# changed the worktree; nothing deletes these but the user.
 BEFORE_STOP_PREFIX = "refs/ao/before-stop/"
 # The first line of the commit that keeps an earlier before-stop checkpoint alive
 # beside a newer one (witness.keep_alive): its lines name each kept commit.
