@@ -312,3 +312,42 @@ def test_free_by_files_proves_only_what_git_worktree_list_shows(repo, worktrees,
     os.unlink(os.path.join(admin, "gitdir"))
     assert not worktree.free_by_files(common, str(elsewhere), "free-one")
     assert other.exists()
+
+
+def _git_dir_git_reads(path) -> str | None:
+    res = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], cwd=path,
+                         capture_output=True, check=False,
+                         env={**os.environ, "GIT_CEILING_DIRECTORIES": str(path.parent)})
+    return os.path.realpath(res.stdout.decode().strip()) if res.returncode == 0 else None
+
+
+@pytest.mark.parametrize("form", ["absolute", "relative", "crlf", "relative-crlf", "no-space",
+                                  "two-spaces", "empty", "no-newline"])
+def test_read_gitfile_reads_a_git_file_as_git_does(repo, worktrees, form):
+    """A `.git` file relative to its directory (submodules write them; git 2.48's
+    worktree.useRelativePaths too), with CRLF, or malformed: the one parser agrees
+    with git, and a worktree linked by a relative one is called linked."""
+    from git_ao.fs.gone import repo_gone_advice
+    from git_ao.git import parse
+    from git_ao.store.records import Session
+    path = worktrees(repo, "rel", register=False)
+    dotgit = path / ".git"
+    admin = os.path.realpath(dotgit.read_text().removeprefix("gitdir: ").strip())
+    rel = os.path.relpath(admin, path)
+    dotgit.write_bytes({"absolute": f"gitdir: {admin}\n", "relative": f"gitdir: {rel}\n",
+                        "crlf": f"gitdir: {admin}\r\n", "relative-crlf": f"gitdir: {rel}\r\n",
+                        "no-space": f"gitdir:{admin}\n", "two-spaces": f"gitdir:  {admin}\n",
+                        "empty": "gitdir: \n", "no-newline": f"gitdir: {admin}"}[form].encode())
+    ours = parse.read_gitfile(str(dotgit))
+    theirs = _git_dir_git_reads(path)
+    assert (os.path.realpath(ours) if ours and os.path.isdir(ours) else None) == theirs
+    if theirs is not None:
+        # run from elsewhere: a relative name is the worktree's, not the caller's
+        cwd = os.getcwd()
+        os.chdir("/")
+        try:
+            s = Session(id="rel", kind="worker", harness="plain", common_dir=str(repo / ".git"),
+                        branch="rel", worktree_path=str(path))
+            assert "git worktree repair" not in repo_gone_advice(s)
+        finally:
+            os.chdir(cwd)

@@ -447,3 +447,20 @@ def test_a_dry_run_gives_no_creation_time_for_what_it_would_register(repo, ao_en
     assert before - 2 <= made <= time.time() + 1, real["created_at"]
     assert real["created_at"] == sessions_by_id(repo)["when"]["created_at"]
     assert set(dry) == set(real)
+
+
+def test_a_worktree_git_links_by_relative_paths_is_one_under_a_newline_path_too(tmp_path):
+    """git 2.48's worktree.useRelativePaths writes the `.git` file relative to the
+    worktree and the admin dir's `gitdir` relative to the admin dir; read without
+    git (a path holding a newline), such a worktree is still a linked one."""
+    from git_ao.importers.worktrees import admin_dir
+    repo = tmp_path / "re\npo"
+    git("init", "-q", str(repo), cwd=tmp_path)
+    init_repo(repo)
+    wt = tmp_path / "wt\nx"
+    git("worktree", "add", "-q", "-b", "rel", str(wt), cwd=repo)
+    admin = (wt / ".git").read_text().removeprefix("gitdir: ").strip()
+    (wt / ".git").write_text(f"gitdir: {os.path.relpath(admin, wt)}\n")
+    with open(os.path.join(admin, "gitdir"), "w") as fh:
+        fh.write(os.path.relpath(wt / ".git", admin) + "\n")
+    assert admin_dir(str(wt)) == os.path.normpath(admin)

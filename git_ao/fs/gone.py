@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from git_ao.fs import is_empty_dir
+from git_ao.git.parse import read_gitfile
 
 # context.REF_PREFIX's preserve refs: this layer is below the context.
 PRESERVED = "refs/ao/preserved/"
@@ -41,12 +42,8 @@ def repo_gone_advice(s: Session) -> str:
 
 def _linked(path: str) -> bool:
     """Does the `.git` file of the worktree at `path` name an admin dir that exists?"""
-    try:
-        with open(os.path.join(path, ".git"), encoding="utf-8", errors="surrogateescape") as fh:
-            named = fh.read().strip().removeprefix("gitdir:").strip()
-    except OSError:
-        return False
-    return bool(named) and os.path.isdir(named)
+    named = read_gitfile(os.path.join(path, ".git"))
+    return named is not None and os.path.isdir(named)
 
 
 def registration_holds(s: Session, entry: WorktreeEntry | None) -> tuple[str, str] | None:

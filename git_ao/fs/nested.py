@@ -23,19 +23,7 @@ from collections.abc import Iterable
 from git_ao import git
 from git_ao.fs.walk import Blocker
 from git_ao.git import query
-
-
-def _gitfile_target(dotgit: str) -> str | None:
-    """The directory a `.git` file names (`gitdir: <path>`), or None."""
-    try:
-        with open(dotgit, "rb") as fh:
-            text = fh.read(4096).decode("utf-8", "surrogateescape").strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    target = text[len("gitdir:"):].strip()
-    return os.path.normpath(os.path.join(os.path.dirname(dotgit), target))
+from git_ao.git.parse import read_gitfile
 
 
 def _common_dir_of(admin: str) -> str | None:
@@ -72,7 +60,7 @@ def linked_worktree_of(full: str) -> str | None:
     dotgit = os.path.join(full, ".git")
     if not os.path.isfile(dotgit):
         return None
-    target = _gitfile_target(dotgit)
+    target = read_gitfile(dotgit)
     return _common_dir_of(target) if target else None
 
 

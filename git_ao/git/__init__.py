@@ -226,14 +226,7 @@ def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
         return []
     except OSError:
         return None
-    out: list[tuple[str, str | None]] = []
-    for admin in admins:
-        try:
-            with open(os.path.join(admin, "gitdir"), "rb") as fh:
-                out.append((admin, os.fsdecode(fh.read().rstrip(b"\n"))))
-        except OSError:
-            out.append((admin, None))
-    return out
+    return [(admin, parse.admin_gitdir(admin)) for admin in admins]
 
 
 def _admins_of(common_dir: str, paths: Iterable[str]) -> list[str]:

@@ -259,14 +259,7 @@ def _git_dir_of(path: str) -> str | None:
     dot = os.path.join(path, ".git")
     if os.path.isdir(dot):
         return dot
-    try:
-        with open(dot, encoding="utf-8", errors="surrogateescape") as fh:
-            named = fh.read().strip()
-    except OSError:
-        return None
-    if not named.startswith("gitdir:"):
-        return None
-    return os.path.normpath(os.path.join(path, named[7:].strip()))
+    return parse.read_gitfile(dot)
 
 
 def _common_of(git_dir: str) -> str:

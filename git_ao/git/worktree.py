@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from git_ao import git
 from git_ao.errors import Refused
+from git_ao.git import parse
 
 
 def same_path(a: str, b: str) -> bool:
@@ -130,12 +131,6 @@ def admin_dir_of(common_dir: str, path: str) -> str | None:
         return None
     want = (os.path.join(os.path.realpath(path), ".git"), os.path.join(path, ".git"))
     for name in names:
-        try:
-            with open(os.path.join(base, name, "gitdir"), encoding="utf-8",
-                      errors="surrogateescape") as fh:
-                named = fh.read().strip()
-        except OSError:
-            continue
-        if named in want or os.path.normpath(named) in want:
+        if parse.admin_gitdir(os.path.join(base, name)) in want:
             return os.path.join(base, name)
     return None

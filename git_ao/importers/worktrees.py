@@ -6,6 +6,7 @@ import os
 
 from git_ao import git
 from git_ao.errors import AoError
+from git_ao.git import parse
 
 
 def linked_root(path: str) -> bool:
@@ -36,22 +37,14 @@ def admin_dir(path: str) -> str | None:
 
 
 def _admin_dir_from_files(path: str) -> str | None:
-    """admin_dir read from the files git reads: `<path>/.git` holding `gitdir: <admin
-    dir>` (relative to `path` when not absolute; trailing CR and LF dropped, as git
-    drops them), the admin dir holding `commondir`, and its `gitdir` naming
-    `<path>/.git` back."""
-    try:
-        with open(os.path.join(path, ".git"), "rb") as f:
-            text = os.fsdecode(f.read()).rstrip("\r\n")
-        if not text.startswith("gitdir: "):
-            return None
-        admin = os.path.join(path, text.removeprefix("gitdir: "))
-        if not os.path.isfile(os.path.join(admin, "commondir")):
-            return None
-        with open(os.path.join(admin, "gitdir"), "rb") as f:
-            back = os.fsdecode(f.read()).rstrip("\r\n")
-    except OSError:
+    """admin_dir read from the files git reads: `<path>/.git` naming the admin dir
+    (`parse.read_gitfile`), the admin dir holding `commondir`, and its `gitdir`
+    naming `<path>/.git` back (relative to the admin dir when not absolute)."""
+    admin = parse.read_gitfile(os.path.join(path, ".git"))
+    if admin is None:
         return None
-    if os.path.realpath(back) != os.path.realpath(os.path.join(path, ".git")):
+    back = parse.admin_gitdir(admin)
+    if not os.path.isfile(os.path.join(admin, "commondir")) or back is None \
+            or os.path.realpath(back) != os.path.realpath(os.path.join(path, ".git")):
         return None
     return os.path.normpath(admin)

@@ -24,14 +24,9 @@ def _git_dir_above(path: str) -> str | None:
         if os.path.isdir(dot):
             return dot
         if os.path.isfile(dot):
-            try:
-                with open(dot, encoding="utf-8", errors="surrogateescape") as fh:
-                    line = fh.readline().strip()
-            except OSError:
-                return None
-            if not line.startswith("gitdir:"):
-                return None
-            return os.path.join(d, line[len("gitdir:"):].strip())
+            # here: a command run outside a linked worktree loads no git module
+            from git_ao.git.parse import read_gitfile
+            return read_gitfile(dot)
         if os.path.isfile(os.path.join(d, "HEAD")) and os.path.isdir(os.path.join(d, "objects")) \
                 and os.path.isdir(os.path.join(d, "refs")):
             return d

@@ -958,12 +958,8 @@ def _unregistered(s: Session) -> str:
     cannot rebuild one), says how to register the directory again with its files."""
     path = s.worktree_path
     why = f"'{path}' is not a worktree of {s.common_dir}; nothing is removed"
-    try:
-        with open(os.path.join(path, ".git"), encoding="utf-8", errors="surrogateescape") as fh:
-            named = fh.read().strip().removeprefix("gitdir:").strip()
-    except OSError:
-        return why
-    if not named or os.path.isdir(named):
+    named = parse.read_gitfile(os.path.join(path, ".git"))
+    if named is None or os.path.isdir(named):
         return why
     branch = s.branch or "<branch>"
     return (f"'{path}' is no worktree git knows: its .git file names {named}, which is gone; "

@@ -29,7 +29,7 @@ from enum import Enum
 
 from git_ao import crashpoint, git
 from git_ao.errors import AoError
-from git_ao.git import index, query, worktree
+from git_ao.git import index, parse, query, worktree
 from git_ao.mounts import mount_of
 from git_ao.store import trash
 from git_ao.store.records import Save
@@ -141,13 +141,6 @@ def _read_link(path: str) -> bytes:
         return fh.read()
 
 
-def _admin_of_link(data: bytes, base: str) -> str | None:
-    text = data.decode("utf-8", "surrogateescape").strip()
-    if not text.startswith("gitdir: "):
-        return None
-    return os.path.normpath(os.path.join(base, text[len("gitdir: "):]))
-
-
 def only_git_file(path: str) -> str | None:
     """When the directory `path` holds nothing but a regular `.git` file naming an
     admin dir (what `git worktree add --no-checkout` makes, or a killed add
@@ -157,7 +150,7 @@ def only_git_file(path: str) -> str | None:
         link = os.path.join(path, ".git")
         if names != [".git"] or os.path.islink(link) or not os.path.isfile(link):
             return None
-        return _admin_of_link(_read_link(path), path)
+        return parse.gitfile_target(_read_link(path), path)
     except OSError:
         return None
 
@@ -356,7 +349,7 @@ def repair_link(common_dir: str, path: str) -> bool:
         link = _read_link(path)
     except OSError:
         return False
-    named = _admin_of_link(link, path)
+    named = parse.gitfile_target(link, path)
     if named is None or os.path.isdir(named):
         return False
     admin = worktree.admin_dir_of(common_dir, path)
