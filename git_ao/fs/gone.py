@@ -81,7 +81,8 @@ def _saved_index(s: Session, head: str, tree: str) -> bool:
     """Does the session's preserve ref (a checkpoint's save: parents H and I) hold
     this index tree on this HEAD?"""
     from git_ao import git
-    kept = git.rev_parse(s.common_dir, PRESERVED + s.id)
+    from git_ao.git import query
+    kept = query.ref_tip(s.common_dir, PRESERVED + s.id)
     if not kept:
         return False
     parents = git.commit_parents(s.common_dir, kept)

@@ -216,8 +216,8 @@ def worktree_prune(common_dir: str, *, dry_run: bool = False,
 
 def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
     """Each linked worktree's admin dir under `common_dir/worktrees/` with the path
-    its `gitdir` file names (the worktree's `.git`; None when it does not read), as
-    `git worktree list` reads them; [] when there is none, None when the directory
+    its `gitdir` file names as written (the worktree's `.git`, relative to the admin
+    dir when not absolute; None when it does not read); [] when there is none, None when the directory
     cannot be listed."""
     try:
         with os.scandir(os.path.join(common_dir, "worktrees")) as it:
@@ -226,15 +226,15 @@ def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
         return []
     except OSError:
         return None
-    return [(admin, parse.admin_gitdir(admin)) for admin in admins]
+    return [(admin, parse.admin_gitdir(admin, as_written=True)) for admin in admins]
 
 
 def _admins_of(common_dir: str, paths: Iterable[str]) -> list[str]:
     """The admin dirs of the worktrees at `paths` (as their `gitdir` files name them)."""
     wanted = {os.path.realpath(p) for p in paths}
     listed = (admin_dirs(common_dir) or []) if wanted else []
-    return [admin for admin, named in listed
-            if named is not None and os.path.realpath(os.path.dirname(named)) in wanted]
+    return [admin for admin, named in listed if named is not None
+            and os.path.realpath(os.path.dirname(os.path.join(admin, named))) in wanted]
 
 
 def _lock_for_prune(common_dir: str, keep: Iterable[str]) -> list[str]:

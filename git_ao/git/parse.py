@@ -137,17 +137,20 @@ def read_gitfile(dotgit: str) -> str | None:
     return gitfile_target(data, os.path.dirname(dotgit))
 
 
-def admin_gitdir(admin: str) -> str | None:
+def admin_gitdir(admin: str, *, as_written: bool = False) -> str | None:
     """The `.git` of the worktree a linked worktree's admin dir names in its `gitdir`
     file, as git reads it (worktree.c): trailing white space dropped, and a
-    relative path (git 2.48's worktree.useRelativePaths) relative to `admin`.
-    Normalised; None when the file cannot be read or is empty."""
+    relative path (git 2.48's worktree.useRelativePaths) relative to `admin`,
+    normalised; with `as_written`, the text as it stands (a git before 2.48 reads
+    a relative one otherwise). None when the file cannot be read or is empty."""
     try:
         with open(os.path.join(admin, "gitdir"), "rb") as fh:
             named = os.fsdecode(fh.read()).rstrip()
     except OSError:
         return None
-    return os.path.normpath(os.path.join(admin, named)) if named else None
+    if not named or as_written:
+        return named or None
+    return os.path.normpath(os.path.join(admin, named))
 
 
 # The empty blob's id, SHA-1 and SHA-256: what an intent-to-add entry records.

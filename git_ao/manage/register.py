@@ -168,8 +168,7 @@ def add(ctx: Context, path: str, *, session_id: str | None = None, keep: bool = 
     if taken is not None and taken.live and not os.path.isdir(taken.common_dir):
         return _repoint(ctx, taken, dirs, top, given, keep=keep)
     if holder is not None and holder.live:
-        differ = [] if keep else [_differs(k, getattr(holder, k), v) for k, v in given.items()
-                                  if k in _FACTS and (getattr(holder, k) or "") != v]
+        differ = [] if keep else _facts_differ(holder, given)
         if differ:
             raise Refused(f"'{top}' already belongs to session '{holder.id}' (live) with "
                           f"{', '.join(differ)}; 'git ao forget {holder.id}' first to "
@@ -212,8 +211,7 @@ def _repoint(ctx: Context, s: Session, dirs: git.RepoDirs, top: str, given: dict
             raise Refused(f"session '{now.id}' still has its worktree at {old}: its "
                           f"repository {now.common_dir} is gone, but that is where to run "
                           f"git ao add {old} --id {now.id}")
-        differ = [] if keep else [_differs(k, getattr(now, k), v) for k, v in given.items()
-                                  if k in _FACTS and (getattr(now, k) or "") != v]
+        differ = [] if keep else _facts_differ(now, given)
         if differ:
             raise Refused(f"session '{now.id}' is recorded with {', '.join(differ)}; its "
                           "record is re-pointed with the facts it has (give none, or "
@@ -232,6 +230,12 @@ def _repoint(ctx: Context, s: Session, dirs: git.RepoDirs, top: str, given: dict
                        f"{verb} session '{now.id}' at {top} (repository {common}; it was "
                        f"{now.common_dir}, which is gone): its id, facts and history are "
                        "kept", list_json(moved or now))
+
+
+def _facts_differ(s: Session, given: dict[str, Any]) -> list[str]:
+    """Each fact in `given` that is not the one `s` records, said by `_differs`."""
+    return [_differs(k, getattr(s, k), v) for k, v in given.items()
+            if k in _FACTS and (getattr(s, k) or "") != v]
 
 
 def _differs(name: str, recorded: str | None, given: str) -> str:

@@ -256,6 +256,22 @@ def _kept(sid: str, repo: str, remote: str, oid: str, why: str) -> Outcome:
                    {"repo": repo, "remote": remote, "commit": oid})
 
 
+def _delete_leased(repo: str, remote: str, leases: dict[str, str], timeout: float
+                   ) -> dict[str, str]:
+    """Delete the refs `leases` ({ref: the commit listed there}) from `remote` in one
+    push, each leased on its commit (git refuses one that moved). Returns {ref:
+    why} of those not deleted."""
+    res, lines = remotes.push_refs(repo, remote, [f":{ref}" for ref in leases],
+                                   list(leases.items()), timeout=timeout)
+    by_dst = {ln.dst: ln for ln in lines}
+    refused: dict[str, str] = {}
+    for ref in leases:
+        line = by_dst.get(ref)
+        if line is None or not line.ok:
+            refused[ref] = line.summary if line is not None else why_failed(res)
+    return refused
+
+
 def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple[str, str]],
                    chains: dict[str, str], notes: dict[str, str], timeout: float
                    ) -> list[Outcome]:
@@ -274,34 +290,27 @@ def _delete_remote(ctx: Context, repo: str, remote: str, doomed: dict[str, tuple
     failed: dict[str, str] = {}
     ids = sorted(doomed)
     if not ctx.dry_run and ids:
-        res, lines = remotes.push_refs(repo, remote, [f":{REF_PREFIX}{i}" for i in ids],
-                                       [(REF_PREFIX + i, doomed[i][0]) for i in ids],
-                                       timeout=timeout)
-        by_dst = {ln.dst: ln for ln in lines}
+        refused = _delete_leased(repo, remote, {REF_PREFIX + i: doomed[i][0] for i in ids},
+                                 timeout)
         for sid in ids:
-            line = by_dst.get(REF_PREFIX + sid)
-            if line is not None and line.ok:
-                set_have(ctx.store, sid, remote, repo, "", want="")
-                ctx.log("prune", sid, "remote-ref-deleted", remote=remote,
-                        ref=REF_PREFIX + sid, commit=doomed[sid][0], why=doomed[sid][1])
-            else:
+            if REF_PREFIX + sid in refused:
                 gone.discard(sid)
-                failed[sid] = line.summary if line is not None else why_failed(res)
+                failed[sid] = refused[REF_PREFIX + sid]
+                continue
+            set_have(ctx.store, sid, remote, repo, "", want="")
+            ctx.log("prune", sid, "remote-ref-deleted", remote=remote,
+                    ref=REF_PREFIX + sid, commit=doomed[sid][0], why=doomed[sid][1])
     chained = sorted(sid for sid in chains if sid in gone or sid not in doomed)
     hist_failed: dict[str, str] = {}
     if not ctx.dry_run and chained:
         href = history.history_ref
-        res, lines = remotes.push_refs(repo, remote, [f":{href(i)}" for i in chained],
-                                       [(href(i), chains[i]) for i in chained],
-                                       timeout=timeout)
-        by_dst = {ln.dst: ln for ln in lines}
+        refused = _delete_leased(repo, remote, {href(i): chains[i] for i in chained}, timeout)
         for sid in chained:
-            line = by_dst.get(href(sid))
-            if line is not None and line.ok:
+            if href(sid) in refused:
+                hist_failed[sid] = refused[href(sid)]
+            else:
                 ctx.log("prune", sid, "remote-history-deleted", remote=remote, ref=href(sid),
                         commit=chains[sid])
-            else:
-                hist_failed[sid] = line.summary if line is not None else why_failed(res)
         pushes.forget_histories_pushed(ctx.store, [(sid, remote) for sid in chained
                                                    if sid not in hist_failed])
     for sid in sorted(set(doomed) | set(chained)):
