@@ -26,7 +26,9 @@ from tests.worktree_state import state  # noqa: F401 - re-exported for tests
 pytest_plugins = ["tests.machine_guard"]
 
 _SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
-          "GIT_CEILING_DIRECTORIES", "GIT_AO_CRASH_AT", "GIT_AO_DEBUG", "NO_COLOR")
+          "GIT_CEILING_DIRECTORIES", "GIT_AO_CRASH_AT", "GIT_AO_DEBUG", "NO_COLOR",
+          # Where tools git-ao imports from keep their state instead of under HOME.
+          "CODEX_HOME", "CLAUDE_CONFIG_DIR", "CRYSTAL_DIR")
 
 
 @pytest.fixture(autouse=True)

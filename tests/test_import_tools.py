@@ -464,3 +464,25 @@ def test_a_worktree_git_links_by_relative_paths_is_one_under_a_newline_path_too(
     with open(os.path.join(admin, "gitdir"), "w") as fh:
         fh.write(os.path.relpath(wt / ".git", admin) + "\n")
     assert admin_dir(str(wt)) == os.path.normpath(admin)
+
+
+def test_codex_home_moved_by_codex_home_is_read_too(repo, ao_env, monkeypatch):
+    """Codex keeps everything in `$CODEX_HOME` when it is set: its worktrees and
+    rollouts are found there by `git ao import` with no --from, for Codex and for a
+    Conductor workspace that ran Codex, and `~/.codex` is still read."""
+    old = ts.codex_worktree(repo, "0a0a", thread=CX_ID, branch="codex-default")
+    ts.codex_rollout(old, CX_ID)
+    monkeypatch.setenv("CODEX_HOME", str(ao_env / "codex-home"))
+    moved_id = "029dbff7-c97d-7511-9af5-1cee07dd1ab4"
+    wt = ts.codex_worktree(repo, "4a21", thread=moved_id, branch="codex-moved")
+    ts.codex_rollout(wt, moved_id)
+    ws = ts.conductor_workspace(repo, "lima")
+    ts.codex_rollout(ws, "029dbff7-c97d-7511-9af5-1cee07dd1ab5")
+    assert str(wt).startswith(str(ao_env / "codex-home"))
+    ao("ao", "import", cwd=repo)
+    got = sessions_by_id(repo)
+    assert (got[f"{repo.name}-4a21"]["tool"], got[f"{repo.name}-4a21"]["agent_session_id"]) \
+        == ("codex", moved_id)
+    assert got[f"{repo.name}-0a0a"]["agent_session_id"] == CX_ID
+    assert (got["lima"]["harness"], got["lima"]["agent_session_id"]) == (
+        "codex", "029dbff7-c97d-7511-9af5-1cee07dd1ab5")

@@ -5,10 +5,11 @@ branch `worktree-NAME`; transcripts are `~/.claude/projects/<key>/<id>.jsonl`,
 the key being the cwd with every character not a letter or digit made `-`, each
 line a JSON object (the first a summary naming no cwd, then messages carrying
 `sessionId`, `cwd`, `gitBranch`, `version`).
-Codex: a rollout `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` whose
-first line is `{"timestamp", "type": "session_meta", "payload": {id, cwd, ...}}`
-(RolloutLine of codex-rs/protocol); app worktrees `~/.codex/worktrees/<hex>/<repo>`
-with `codex-worktree.json` and `codex-thread.json` (serde camelCase of
+Codex, its home `$CODEX_HOME` when set, else `~/.codex`: a rollout
+`~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` whose first line is
+`{"timestamp", "type": "session_meta", "payload": {id, cwd, ...}}` (RolloutLine
+of codex-rs/protocol); app worktrees `~/.codex/worktrees/<hex>/<repo>` with
+`codex-worktree.json` and `codex-thread.json` (serde camelCase of
 WorktreeMetadata / WorktreeThreadMetadata) at `git rev-parse --git-path`;
 `codex --worktree`'s `<repo>.<branch>` beside the repository, with the same two
 files (manager.rs ensure_worktree writes the thread file first, with no owner).
@@ -28,6 +29,11 @@ from tests.support import git
 
 def home() -> Path:
     return Path(os.environ["HOME"])
+
+
+def codex_home() -> Path:
+    """Where Codex writes: `$CODEX_HOME` when set and not empty, else `~/.codex`."""
+    return Path(os.environ.get("CODEX_HOME") or home() / ".codex")
 
 
 def claude_worktree(repo: Path, name: str) -> Path:
@@ -58,7 +64,7 @@ def claude_transcript(cwd: Path, session_id: str, *, first: str | None = None,
 
 def codex_rollout(cwd: Path, session_id: str, *, archived: bool = False,
                   first: str | None = None) -> Path:
-    base = home() / ".codex"
+    base = codex_home()
     d = base / "archived_sessions" if archived else base / "sessions" / "2026" / "12" / "02"
     d.mkdir(parents=True, exist_ok=True)
     meta = {"timestamp": "2026-12-02T10:00:00.000Z", "type": "session_meta", "payload": {
@@ -77,7 +83,7 @@ def codex_rollout(cwd: Path, session_id: str, *, archived: bool = False,
 
 def codex_worktree(repo: Path, hexid: str, *, thread: str | None, branch: str,
                    tmux: str | None = None, version: int = 1) -> Path:
-    path = home() / ".codex" / "worktrees" / hexid / repo.name
+    path = codex_home() / "worktrees" / hexid / repo.name
     path.parent.mkdir(parents=True, exist_ok=True)
     git("worktree", "add", "-q", "-b", branch, str(path), cwd=repo)
     admin = Path(git("rev-parse", "--path-format=absolute", "--git-dir", cwd=path).strip())

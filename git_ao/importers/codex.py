@@ -2,6 +2,9 @@
 
 Format, from openai/codex (read at the commits named):
 
+* Home: `$CODEX_HOME` when it is set and not empty (canonicalized, so relative
+  to the current directory), else `~/.codex` (find_codex_home, codex-rs
+  utils/home-dir); both are read when both exist.
 * Rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`
   (codex-rs/core/src/rollout/recorder.rs @ 035416bf, `precompute_log_file_info`);
   archived ones move to `$CODEX_HOME/archived_sessions/` (ARCHIVED_SESSIONS_SUBDIR).
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.found import Found, Unreadable, distinct, env_dir
 from git_ao.importers.worktrees import admin_dir
 from git_ao.store.states import Kind
 
@@ -68,9 +71,16 @@ class Rollout:
     archived: bool
 
 
+def homes(home: Path) -> list[Path]:
+    """Where Codex keeps its home: `$CODEX_HOME` when set and not empty (Codex then
+    uses it alone; relative to the current directory), and `<home>/.codex`, its
+    default, which may hold the sessions of runs made without the variable."""
+    return distinct([p for p in (env_dir("CODEX_HOME"), home / ".codex") if p is not None])
+
+
 def default_sources(home: Path) -> list[Path]:
-    """Codex's home, `<home>/.codex` (CODEX_HOME elsewhere: name it with --from)."""
-    return [home / ".codex"]
+    """Codex's homes (see homes)."""
+    return homes(home)
 
 
 def _first_line(path: Path) -> bytes:

@@ -56,7 +56,7 @@ def read(source: Path) -> list[Found]:
                 harness = claude_code.HARNESS
             else:
                 if found_codex is None:
-                    found_codex = codex.rollouts(home / ".codex", [])
+                    found_codex = [r for h in codex.homes(home) for r in codex.rollouts(h, [])]
                 mine = [r for r in found_codex if r.cwd == path and not r.archived]
                 if mine:
                     harness = codex.HARNESS

@@ -2,7 +2,8 @@
 
 Every adapter module (git_ao/importers/<tool>.py) exposes `TOOL` (the `--tool`
 name), `default_sources(home)` (where the tool keeps its state under a home
-directory; those that exist are read) and `read(source)` (the sessions one source
+directory, and first where the tool's own environment variable moves it when
+that is set: env_dir; those that exist are read) and `read(source)` (the sessions one source
 holds, as Found). An adapter never writes the tool's files: SQLite is opened
 through git_ao.store.foreign, everything else is only read. A file it cannot
 read (corrupt, or of a format version nobody checked it against) raises
@@ -13,7 +14,8 @@ rest and goes on with the other tools.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +67,27 @@ class Unreadable(Exception):
         self.lines: list[str] = [lines] if isinstance(lines, str) else list(lines)
         super().__init__(self.lines[0])
         self.found: list[Found] = list(found or [])
+
+
+def env_dir(name: str) -> Path | None:
+    """The directory a tool's environment variable `name` moves its state to (CODEX_HOME,
+    CLAUDE_CONFIG_DIR, CRYSTAL_DIR): None when it is unset or empty; a relative value
+    is taken from the current directory, as the tool itself takes it."""
+    value = os.environ.get(name)
+    return Path(os.path.abspath(value)) if value else None
+
+
+def distinct(paths: Iterable[Path]) -> list[Path]:
+    """`paths` in order, less each that names the same place as an earlier one (the
+    same real path), so no state is read twice."""
+    seen: set[str] = set()
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
+            out.append(p)
+    return out
 
 
 def read_database(path: Path, what: str,
