@@ -156,3 +156,20 @@ def test_import_tools_auto_saves_and_restores_all_three_with_the_resume_hint(rep
         assert_restored(b, state(wt))
     assert f"claude --resume {CLAUDE_ID}" in res.stderr
     assert f"codex resume {CODEX_ID}" in res.stderr
+
+
+def test_crystal_database_moved_by_crystal_dir_is_read_too(repo, ao_env, monkeypatch):
+    """crystal keeps sessions.db in `$CRYSTAL_DIR` when it is set: `git ao import`
+    with no --from finds it there, and still reads `~/.crystal`."""
+    home_db = tb.crystal_db()
+    tb.crystal_session(home_db, repo, "at-home", panels=(("claude", CODEX_ID),))
+    monkeypatch.setenv("CRYSTAL_DIR", str(ao_env / "crystal-dir"))
+    db = tb.crystal_db()
+    assert db.parent == ao_env / "crystal-dir"
+    sid, wt = tb.crystal_session(db, repo, "moved", panels=(("claude", CLAUDE_ID),))
+    got = _results(ao("ao", "import", "--json", cwd=repo))
+    assert got["moved"]["status"] == "ok" and got["at-home"]["status"] == "ok", got
+    s = sessions_by_id(repo)["moved"]
+    assert (s["tool"], s["tool_id"], s["agent_session_id"], s["workspace_path"]) == (
+        "crystal", sid, CLAUDE_ID, str(wt))
+    assert sessions_by_id(repo)["at-home"]["agent_session_id"] == CODEX_ID

@@ -8,7 +8,7 @@ vibe-kanban: `db.v2.sqlite` in its data dir (`$XDG_DATA_HOME/vibe-kanban`), a
 rollback-journal database whose tables are those its migrations leave (written
 out here as the final CREATE TABLE of each table read), `_sqlx_migrations` as
 sqlx keeps it, ids as 16-byte BLOBs; worktrees `<container_ref>/<repo name>`.
-crystal: `~/.crystal/sessions.db`, the sessions table after its migrations,
+crystal: `sessions.db` in `$CRYSTAL_DIR` (else `~/.crystal`), the sessions table after its migrations,
 projects and tool_panels (state a JSON ToolPanelState); worktrees
 `<project>/worktrees/<name>`.
 """
@@ -231,7 +231,9 @@ CRYSTAL_TABLES_BEFORE_PANELS = CRYSTAL_TABLES.split("CREATE TABLE tool_panels")[
 
 
 def crystal_db(tables: str = CRYSTAL_TABLES) -> Path:
-    d = Path(os.environ["HOME"]) / ".crystal"
+    """crystal's database where crystal makes it: `$CRYSTAL_DIR` when set and not
+    empty, else `~/.crystal`."""
+    d = Path(os.environ.get("CRYSTAL_DIR") or Path(os.environ["HOME"]) / ".crystal")
     d.mkdir(parents=True, exist_ok=True)
     path = d / "sessions.db"
     conn = sqlite3.connect(path)

@@ -2,11 +2,13 @@
 
 Format, from stravu/crystal @ 1e18e0bc981225f75b5226f82a300fa741970c6f:
 
-* Where: `$CRYSTAL_DIR`, else `~/.crystal` (main/src/utils/crystalDirectory.ts
+* Where: the directory `--crystal-dir` names, else `$CRYSTAL_DIR` when set and
+  not empty, else `~/.crystal` (main/src/utils/crystalDirectory.ts
   getCrystalDirectory; a development build run inside Crystal uses
   `~/.crystal_dev`); the database is `sessions.db` there
   (main/src/services/database.ts), written by better-sqlite3 with its default
-  rollback journal. Elsewhere: name it with --from.
+  rollback journal. `$CRYSTAL_DIR` and `~/.crystal` are read (both when both
+  exist); a directory given by the flag only: name it with --from.
 * Schema: main/src/database/schema.sql, then DatabaseService.runMigrations
   (main/src/database/database.ts), which adds columns it finds missing, every
   start, in one order. There is no migration table and no version number: the
@@ -46,7 +48,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from git_ao.importers.found import Found, Unreadable, read_database
+from git_ao.importers.found import Found, Unreadable, distinct, env_dir, read_database
 from git_ao.store import foreign
 from git_ao.store.states import Kind
 
@@ -66,8 +68,12 @@ _ID_KEYS = ("agentSessionId", "claudeSessionId", "codexSessionId")
 
 
 def default_sources(home: Path) -> list[Path]:
-    """crystal's database under `home`: `~/.crystal/sessions.db`."""
-    return [home / ".crystal" / DB]
+    """crystal's database: `$CRYSTAL_DIR/sessions.db` when CRYSTAL_DIR is set and not
+    empty (crystal then uses it alone; relative to the current directory), and its
+    default `~/.crystal/sessions.db`, which may hold the sessions of runs made
+    without it."""
+    dirs = [env_dir("CRYSTAL_DIR"), home / ".crystal"]
+    return distinct([d / DB for d in dirs if d is not None])
 
 
 def read(source: Path) -> list[Found]:
