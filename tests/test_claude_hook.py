@@ -96,3 +96,17 @@ def test_bad_input_fails_the_creation_with_one_line(repo, ao_env):
         res = subprocess.run(["sh", "-c", cmd], check=False, input=text, capture_output=True,
                              text=True, cwd=repo, timeout=60)
         assert res.returncode == 129 and "not JSON" in res.stderr, res
+
+
+def test_install_writes_the_settings_claude_config_dir_names(repo, ao_env, monkeypatch):
+    """With CLAUDE_CONFIG_DIR set Claude Code reads its user settings there, so the
+    hooks go there (and ~/.claude/settings.json is not made)."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(ao_env / "claude-config"))
+    res = ao("ao", "hooks", "install", "claude-code", cwd=repo)
+    settings = ao_env / "claude-config" / "settings.json"
+    assert str(settings) in res.stdout
+    data = json.loads(settings.read_text())
+    assert {ev: g[0]["hooks"][0]["command"] for ev, g in data["hooks"].items()} == {
+        "WorktreeCreate": "git ao hooks run claude-code",
+        "WorktreeRemove": "git ao hooks run claude-code"}
+    assert not (ts.home() / ".claude" / "settings.json").exists()

@@ -486,3 +486,23 @@ def test_codex_home_moved_by_codex_home_is_read_too(repo, ao_env, monkeypatch):
     assert got[f"{repo.name}-0a0a"]["agent_session_id"] == CX_ID
     assert (got["lima"]["harness"], got["lima"]["agent_session_id"]) == (
         "codex", "029dbff7-c97d-7511-9af5-1cee07dd1ab5")
+
+
+def test_claude_transcripts_moved_by_claude_config_dir_are_read_too(repo, ao_env, monkeypatch):
+    """Claude Code keeps its transcripts in `$CLAUDE_CONFIG_DIR/projects` when the
+    variable is set: `git ao import` with no --from finds them there, for Claude
+    Code's worktrees and for a Conductor workspace that ran Claude Code, and still
+    reads `~/.claude/projects`."""
+    old = ts.claude_worktree(repo, "at-home")
+    ts.claude_transcript(old, "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(ao_env / "claude-config"))
+    wt = ts.claude_worktree(repo, "moved")
+    assert ts.claude_transcript(wt, CC_ID).is_relative_to(ao_env / "claude-config")
+    ws = ts.conductor_workspace(repo, "oslo")
+    ts.claude_transcript(ws, "7b8c9d0e-1f2a-4b3c-9d4e-5f6a7b8c9d0e")
+    ao("ao", "import", cwd=repo)
+    got = sessions_by_id(repo)
+    assert (got["moved"]["tool"], got["moved"]["agent_session_id"]) == ("claude-code", CC_ID)
+    assert got["at-home"]["agent_session_id"] == "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"
+    assert (got["oslo"]["harness"], got["oslo"]["agent_session_id"]) == (
+        "claude", "7b8c9d0e-1f2a-4b3c-9d4e-5f6a7b8c9d0e")

@@ -1,10 +1,11 @@
 """Tools' state built the way each tool writes it, for the import tests.
 
 Claude Code: `claude --worktree NAME` makes `<repo>/.claude/worktrees/NAME` on
-branch `worktree-NAME`; transcripts are `~/.claude/projects/<key>/<id>.jsonl`,
-the key being the cwd with every character not a letter or digit made `-`, each
-line a JSON object (the first a summary naming no cwd, then messages carrying
-`sessionId`, `cwd`, `gitBranch`, `version`).
+branch `worktree-NAME`; transcripts are `~/.claude/projects/<key>/<id>.jsonl`
+(`$CLAUDE_CONFIG_DIR/projects` when that is set), the key being the cwd with
+every character not a letter or digit made `-`, each line a JSON object (the
+first a summary naming no cwd, then messages carrying `sessionId`, `cwd`,
+`gitBranch`, `version`).
 Codex, its home `$CODEX_HOME` when set, else `~/.codex`: a rollout
 `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` whose first line is
 `{"timestamp", "type": "session_meta", "payload": {id, cwd, ...}}` (RolloutLine
@@ -31,6 +32,12 @@ def home() -> Path:
     return Path(os.environ["HOME"])
 
 
+def claude_dir() -> Path:
+    """Where Claude Code writes: `$CLAUDE_CONFIG_DIR` when set and not empty, else
+    `~/.claude`."""
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or home() / ".claude")
+
+
 def codex_home() -> Path:
     """Where Codex writes: `$CODEX_HOME` when set and not empty, else `~/.codex`."""
     return Path(os.environ.get("CODEX_HOME") or home() / ".codex")
@@ -45,7 +52,7 @@ def claude_worktree(repo: Path, name: str) -> Path:
 def claude_transcript(cwd: Path, session_id: str, *, first: str | None = None,
                       project_key: str | None = None) -> Path:
     key = project_key or re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
-    d = home() / ".claude" / "projects" / key
+    d = claude_dir() / "projects" / key
     d.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps({"type": "summary", "summary": "Fix the parser",
                          "leafUuid": "0b6c1d2e-0000-4000-8000-000000000001"})]

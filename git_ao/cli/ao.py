@@ -507,7 +507,8 @@ def hooks() -> None:
 @hooks.command("install", context_settings=CONTEXT_SETTINGS)
 @click.argument("tool", type=click.Choice(("claude-code",)))
 @click.option("--settings", "settings_file", metavar="PATH", type=click.Path(dir_okay=False),
-              help="The tool's settings file (default: ~/.claude/settings.json).")
+              help="The tool's settings file (default: settings.json in "
+              "$CLAUDE_CONFIG_DIR, else in ~/.claude).")
 @options()
 def hooks_install(app: App, tool: str, settings_file: str | None) -> int:
     """Add git-ao's WorktreeCreate and WorktreeRemove hooks to Claude Code's settings:

@@ -5,6 +5,8 @@ users' tooling establish (the man page's IMPORT section says which is which):
 
 * `claude --worktree <name>` makes `<repository>/.claude/worktrees/<name>` on a new
   branch `worktree-<name>` (documented: code.claude.com/docs/en/worktrees).
+* Claude Code keeps its files in `$CLAUDE_CONFIG_DIR` when that is set, else in
+  `~/.claude` (documented: the environment variables reference); both are read.
 * Each session's transcript is `~/.claude/projects/<key>/<session id>.jsonl`, one
   JSON object a line; lines carry `sessionId` and `cwd` (the hooks reference
   documents `session_id` and `transcript_path`; the line fields and the key rule
@@ -27,7 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.found import Found, Unreadable, distinct, env_dir
 from git_ao.importers.worktrees import linked_root
 from git_ao.store.states import Kind
 
@@ -51,9 +53,17 @@ class Transcript:
     path: Path
 
 
-def projects_dir(home: Path) -> Path:
-    """Where Claude Code keeps transcripts: `<home>/.claude/projects`."""
-    return home / ".claude" / "projects"
+def config_dir(home: Path) -> Path:
+    """Claude Code's own directory: `$CLAUDE_CONFIG_DIR` when set and not empty
+    (relative to the current directory), else `<home>/.claude`."""
+    return env_dir("CLAUDE_CONFIG_DIR") or home / ".claude"
+
+
+def projects_dirs(home: Path) -> list[Path]:
+    """Where Claude Code keeps transcripts: `$CLAUDE_CONFIG_DIR/projects` when the
+    variable is set, and `<home>/.claude/projects`, its default, which may hold the
+    sessions of runs made without it."""
+    return distinct([config_dir(home) / "projects", home / ".claude" / "projects"])
 
 
 def key(cwd: str) -> str:
@@ -63,8 +73,8 @@ def key(cwd: str) -> str:
 
 
 def default_sources(home: Path) -> list[Path]:
-    """~/.claude/projects."""
-    return [projects_dir(home)]
+    """The transcripts' directories (see projects_dirs)."""
+    return projects_dirs(home)
 
 
 def transcripts(project_dir: Path, bad: list[str]) -> list[Transcript]:
@@ -140,10 +150,10 @@ def newest_session(ts: list[Transcript], path: str) -> str | None:
 
 def session_for(home: Path, path: str) -> str | None:
     """The newest Claude Code session whose cwd is `path` (another tool's workspace
-    that ran Claude Code), looking where the key rule files it; None when none is
-    there or its transcripts cannot be read."""
-    d = projects_dir(home) / key(path)
-    return newest_session(transcripts(d, []), path) if d.is_dir() else None
+    that ran Claude Code), looking where the key rule files it in each transcripts'
+    directory; None when none is there or its transcripts cannot be read."""
+    ds = [d / key(path) for d in projects_dirs(home)]
+    return newest_session([t for d in ds if d.is_dir() for t in transcripts(d, [])], path)
 
 
 def read(source: Path) -> list[Found]:

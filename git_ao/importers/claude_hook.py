@@ -50,8 +50,9 @@ INCLUDE = ".worktreeinclude"
 
 
 def settings_path(home: Path) -> Path:
-    """Claude Code's user settings: `<home>/.claude/settings.json`."""
-    return home / ".claude" / "settings.json"
+    """Claude Code's user settings: `settings.json` in its directory,
+    `$CLAUDE_CONFIG_DIR` when set, else `<home>/.claude` (claude_code.config_dir)."""
+    return claude_code.config_dir(home) / "settings.json"
 
 
 @dataclass
