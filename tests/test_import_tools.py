@@ -2,8 +2,12 @@
 
 import json
 import os
+import shutil
 from pathlib import Path
 
+import pytest
+
+from git_ao.importers import codex
 from tests import tool_state as ts
 from tests.support import ao, dirty, git, init_repo, sessions_by_id
 from tests.worktree_state import assert_restored, state
@@ -506,3 +510,43 @@ def test_claude_transcripts_moved_by_claude_config_dir_are_read_too(repo, ao_env
     assert got["at-home"]["agent_session_id"] == "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"
     assert (got["oslo"]["harness"], got["oslo"]["agent_session_id"]) == (
         "claude", "7b8c9d0e-1f2a-4b3c-9d4e-5f6a7b8c9d0e")
+
+
+needs_zstd = pytest.mark.skipif(shutil.which("zstd") is None,
+                                reason="the zstd program writes the compressed rollout")
+
+
+@needs_zstd
+def test_codex_compressed_rollouts_are_read(repo, ao_env):
+    """Codex compresses a rollout idle seven days to `.jsonl.zst`: an owner thread
+    archived that long ago still makes its worktree not live, a live one still names
+    the session, and a compressed file that is no zstd is refused naming it."""
+    gone = ts.codex_worktree(repo, "9f00", thread=CX_ID, branch="codex-old")
+    ts.codex_compress(ts.codex_rollout(gone, CX_ID, archived=True))
+    live_id = "029dbff7-c97d-7511-9af5-1cee07dd1ab6"
+    live = ts.codex_worktree(repo, "4a21", thread=live_id, branch="codex-live")
+    ts.codex_compress(ts.codex_rollout(live, live_id))
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo)
+    got = _results(res)
+    assert got[f"{repo.name}-9f00"]["status"] == "nothing"
+    assert "archived" in got[f"{repo.name}-9f00"]["message"]
+    assert set(sessions_by_id(repo)) == {f"{repo.name}-4a21"}
+    assert sessions_by_id(repo)[f"{repo.name}-4a21"]["agent_session_id"] == live_id
+    bad = ts.codex_home() / "sessions" / "2026" / "12" / "02" / (
+        "rollout-2026-12-02T10-00-00-039dbff7-c97d-7511-9af5-1cee07dd1ab7.jsonl.zst")
+    bad.write_bytes(b"not zstd\n")
+    res = ao("ao", "import", "--tool", "codex", "--json", cwd=repo, rc=None)
+    refused = [r for r in json.loads(res.stdout)["results"] if r["status"] == "refused"]
+    if codex._zstd_decoder() is None:
+        assert refused == []  # its name gives the id; nothing here can read it
+    else:
+        assert len(refused) == 1 and str(bad) in refused[0]["message"]
+
+
+@needs_zstd
+@pytest.mark.skipif(codex._zstd_decoder() is None, reason="no zstd decoder in this Python")
+def test_codex_cli_worktree_found_from_its_compressed_rollout(repo, ao_env):
+    wt = ts.codex_sibling_worktree(repo, "cx-side")
+    ts.codex_compress(ts.codex_rollout(wt, CX_ID))
+    ao("ao", "import", "--tool", "codex", cwd=repo)
+    assert sessions_by_id(repo)[f"{repo.name}.cx-side"]["agent_session_id"] == CX_ID

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 from tests.support import git
@@ -86,6 +87,17 @@ def codex_rollout(cwd: Path, session_id: str, *, archived: bool = False,
     head = first if first is not None else json.dumps(meta)
     path.write_text(head + "\n" + json.dumps(turn) + "\n")
     return path
+
+
+def codex_compress(rollout: Path) -> Path:
+    """What Codex's compression worker does to a rollout idle seven days: zstd into
+    `<name>.zst` beside it, the mtime kept, the plain file removed. Needs the zstd
+    program."""
+    st = rollout.stat()
+    subprocess.run(["zstd", "-q", "--rm", str(rollout)], check=True)
+    out = rollout.with_name(rollout.name + ".zst")
+    os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return out
 
 
 def codex_worktree(repo: Path, hexid: str, *, thread: str | None, branch: str,

@@ -15,6 +15,14 @@ Format, from openai/codex (read at the commits named):
   the `cwd` it ran in and the `cli_version` that wrote it. Rollouts carry no format
   version: a rollout whose first line is not a `session_meta` object with `id`
   and `cwd` is refused (Unreadable names it; the other files are still read).
+* Compressed rollouts: since June 2026 Codex rewrites a rollout idle seven days
+  as `<name>.jsonl.zst` (zstd) beside where it was, removing the plain file; a
+  plain file beside a compressed one is the one Codex reads
+  (codex-rs/rollout/src/compression.rs). The first line is decompressed with
+  Python's compression.zstd or the zstandard package when either is here; with
+  neither, the session id comes from the name (`rollout-<time>-<uuid>`) and the
+  cwd is unknown, so such a rollout still says whether a worktree's owner thread
+  is archived but leads to no worktree.
 * Managed worktrees: under `$CODEX_HOME/worktrees` (the app's
   `<4 hex>/<repository>`, up to three levels deep) or beside the repository
   (codex-rs/worktree/src/paths.rs, manager.rs @ d6e99455 / 12766520). Codex keeps
@@ -36,8 +44,10 @@ Codex's).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,9 +71,16 @@ WRITTEN: dict[str, dict[str, type]] = {METADATA: {
     "createdAt": int, "updatedAt": int}}
 
 
+# A compressed rollout: `<plain name>.zst` (codex-rs/rollout/src/compression.rs).
+ZST = ".zst"
+_UUID_TAIL = re.compile(r"-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
+                        r"-[0-9a-fA-F]{12})\.jsonl$")
+
+
 @dataclass(frozen=True)
 class Rollout:
-    """One rollout's session_meta: the session id, its cwd, the file's mtime (ns)."""
+    """One rollout's session_meta: the session id, its cwd ("" when it cannot be
+    known: a compressed rollout with no zstd decoder here), the file's mtime (ns)."""
 
     session_id: str
     cwd: str
@@ -91,14 +108,65 @@ def _first_line(path: Path) -> bytes:
     return b""
 
 
-def rollout(path: Path, archived: bool = False) -> Rollout | None:
-    """The session_meta of one rollout file; None for an empty file (Codex itself
-    skips one). Raises Unreadable naming the file otherwise."""
+def _zstd_decoder() -> tuple[Any, tuple[type[BaseException], ...]] | None:
+    """(open, errors): a function that opens a zstd file for reading in binary, and
+    the errors it raises on data that is not whole zstd, from the standard library
+    (Python 3.14's compression.zstd) or the zstandard package; None when neither is
+    here."""
     try:
-        line = _first_line(path)
+        std = importlib.import_module("compression.zstd")
+        return std.open, (std.ZstdError, EOFError)
+    except ImportError:
+        pass
+    try:
+        zstandard = importlib.import_module("zstandard")
+    except ImportError:
+        return None
+    return (lambda path: zstandard.open(path, "rb")), (zstandard.ZstdError, EOFError)
+
+
+def _first_line_zst(path: Path) -> bytes | None:
+    """The first non-empty line of compressed rollout `path`; None when no zstd
+    decoder is here. Raises OSError when it cannot be read, Unreadable when it is
+    not whole zstd."""
+    decoder = _zstd_decoder()
+    if decoder is None:
+        return None
+    opener, errors = decoder
+    try:
+        with opener(str(path)) as f:
+            # Read in chunks: the zstandard package's reader has no readline.
+            buf = b""
+            while chunk := bytes(f.read(1 << 16)):
+                buf += chunk
+                lines = buf.split(b"\n")
+                for raw in lines[:-1]:
+                    if raw.strip():
+                        return raw.strip()
+                buf = lines[-1]
+            return buf.strip()
+    except errors as exc:
+        raise Unreadable(f"'{path}' is not a Codex rollout git-ao can read (cannot "
+                         f"decompress it: {exc})") from None
+
+
+def rollout(path: Path, archived: bool = False) -> Rollout | None:
+    """The session_meta of one rollout file, `.jsonl` or Codex's compressed
+    `.jsonl.zst`; None for an empty file (Codex itself skips one). Raises Unreadable
+    naming the file otherwise. A compressed one read with no zstd decoder here gives
+    the session id its name carries and no cwd."""
+    compressed = path.name.endswith(ZST)
+    try:
         mtime = path.stat().st_mtime_ns
+        line = _first_line_zst(path) if compressed else _first_line(path)
     except OSError as exc:
         raise Unreadable(f"cannot read Codex rollout '{path}': {exc.strerror}") from None
+    if line is None:
+        tail = _UUID_TAIL.search(path.name.removesuffix(ZST))
+        if tail is None:
+            raise Unreadable(f"'{path}' is not a Codex rollout git-ao can read (its name "
+                             "carries no session id)")
+        return Rollout(tail.group(1).lower(), "", mtime, archived)
     if not line:
         return None
     try:
@@ -125,14 +193,18 @@ def rollouts(codex_home: Path, bad: list[str]) -> list[Rollout]:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
             for name in sorted(filenames):
-                if name.startswith("rollout-") and name.endswith(".jsonl"):
-                    try:
-                        r = rollout(Path(dirpath) / name, archived)
-                    except Unreadable as exc:
-                        bad.append(str(exc))
-                        continue
-                    if r is not None:
-                        out.append(r)
+                plain = name.removesuffix(ZST)
+                if not (name.startswith("rollout-") and plain.endswith(".jsonl")):
+                    continue
+                if plain != name and plain in filenames:
+                    continue  # Codex reads the plain one when both are there
+                try:
+                    r = rollout(Path(dirpath) / name, archived)
+                except Unreadable as exc:
+                    bad.append(str(exc))
+                    continue
+                if r is not None:
+                    out.append(r)
     return out
 
 
@@ -222,7 +294,9 @@ def read(source: Path) -> list[Found]:
         owner = _str(thread, "ownerThreadId") or _str(meta, "ownerThreadId")
         inside = [r for r in rs if r.cwd == top or r.cwd.startswith(top + os.sep)]
         sid = owner or (max(inside, key=lambda r: r.mtime_ns).session_id if inside else None)
-        mine = [r for r in inside if r.session_id == sid]
+        # The session's own rollouts wherever they ran (a compressed one read with no
+        # decoder has no cwd, yet its name and place say which and whether archived).
+        mine = [r for r in rs if r.session_id == sid]
         archived = bool(mine) and all(r.archived for r in mine)
         out.append(Found(
             tool=TOOL, tool_id=top, worktree=Path(top), branch=_str(meta, "branch"),
