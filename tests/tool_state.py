@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from tests.support import git
@@ -91,11 +90,12 @@ def codex_rollout(cwd: Path, session_id: str, *, archived: bool = False,
 
 def codex_compress(rollout: Path) -> Path:
     """What Codex's compression worker does to a rollout idle seven days: zstd into
-    `<name>.zst` beside it, the mtime kept, the plain file removed. Needs the zstd
-    program."""
+    `<name>.zst` beside it, the mtime kept, the plain file removed."""
+    import zstandard  # a dependency of git-ao where Python has no compression.zstd
     st = rollout.stat()
-    subprocess.run(["zstd", "-q", "--rm", str(rollout)], check=True)
     out = rollout.with_name(rollout.name + ".zst")
+    out.write_bytes(zstandard.ZstdCompressor().compress(rollout.read_bytes()))
+    rollout.unlink()
     os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
     return out
 
