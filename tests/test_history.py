@@ -1798,3 +1798,25 @@ def test_a_file_git_reads_that_changes_while_a_checkpoint_runs_records_no_stat_f
         assert signed is not None
         change()  # after the walk began, before the stat file is written
         assert not record()
+
+
+@pytest.mark.parametrize("target", ["elsewhere", "other", "/"])
+def test_a_tracked_directory_replaced_by_a_symbolic_link_is_checkpointed_and_undone(
+        repo, worktrees, target):
+    """`git update-index --remove` stops at a path below a symbolic link ("beyond a
+    symbolic link"): a checkpoint reading again only what status saw change must
+    take such paths as the deletions they are, wherever the link points."""
+    wt = worktrees(repo, "agent")
+    ao("ao", "checkpoint", "agent", cwd=repo)  # the next one reads only what changed
+    (wt / "other").mkdir()
+    (wt / "other" / "app.py").write_text("print('hi')\n")  # the same name and bytes
+    shutil.rmtree(wt / "src")
+    os.symlink(target, wt / "src")
+    wanted = exact_state(wt)
+    res = ao("ao", "checkpoint", "agent", cwd=repo)
+    assert "2 changed, 2 untracked" in res.stdout, res.stdout
+    _destroy(wt)
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)  # the undo
+    assert (wt / "src").is_dir() and not (wt / "src").is_symlink()

@@ -144,6 +144,21 @@ def added_ids_in(common_dir: str, work_tree: str, paths: Sequence[str],
 # ---------------------------------------------------------------- temporary index
 
 
+def beyond_link(cwd: str, paths: Sequence[str]) -> list[str]:
+    """The `paths` (relative to `cwd`) one of whose leading directories is a
+    symbolic link: git takes them as gone, and stores nothing through a link."""
+    seen: dict[str, bool] = {}
+
+    def linked(parent: str) -> bool:
+        if parent not in seen:
+            head = parent.rpartition("/")[0]
+            seen[parent] = (bool(head) and linked(head)) \
+                or os.path.islink(os.path.join(cwd, parent))
+        return seen[parent]
+
+    return [p for p in paths if "/" in p and linked(p.rpartition("/")[0])]
+
+
 class TempIndex:
     """A temporary index file that this handle owns, in a worktree's git dir.
 
@@ -218,6 +233,15 @@ class TempIndex:
         info_only: the blob ids only, no blob written (`--info-only`)."""
         if not paths:
             return []
+        # A path below a symbolic link (its directory replaced by one) is gone to
+        # git, yet `--remove` stops there ("beyond a symbolic link"): it goes alone.
+        beyond = beyond_link(self.cwd, paths)
+        if beyond:
+            self.set_flag(beyond, "--force-remove")
+            gone = set(beyond)
+            paths = [p for p in paths if p not in gone]
+            if not paths:
+                return []
         res = git.call([*self._opts, "update-index", "--add", "--remove",
                         *(["--info-only"] if info_only else []), "-z", "--stdin"],
                        self.cwd, env=self._env, input=git.join_z(paths)).check()
