@@ -1820,3 +1820,41 @@ def test_a_tracked_directory_replaced_by_a_symbolic_link_is_checkpointed_and_und
     assert_restored(wanted, exact_state(wt))
     ao("ao-restore", "agent", "--at", "1", cwd=repo)  # the undo
     assert (wt / "src").is_dir() and not (wt / "src").is_symlink()
+
+
+def _chmod_all(wt, file_bits, dir_bits):
+    """chmod every file and directory of `wt` but .git, ignored ones too."""
+    for root, dirs, files in os.walk(wt):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), file_bits)
+        for name in dirs:
+            os.chmod(os.path.join(root, name), dir_bits)
+    os.chmod(wt, dir_bits)
+
+
+def test_restore_at_gives_back_bits_a_chmod_changed_and_leaves_ignored_ones(repo, worktrees):
+    """A chmod changes no content: the reset keeps the file, and every directory, with
+    the bits the agent gave it. Each takes the entry's bits again, whether the entry
+    records them (off its base: a 0700 directory, a setuid file) or they are its
+    base's; ignored paths keep theirs, and the undo gives the chmod back."""
+    wt = _session(repo, worktrees)
+    os.chmod(wt / "src", 0o700)
+    os.chmod(wt / "run.sh", 0o4755)
+    wanted = exact_state(wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    _chmod_all(wt, 0o600, 0o711)
+    chmodded = exact_state(wt)
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    got = exact_state(wt)
+    ignored = {b"debug.log", b"build/out.o"}
+    assert {p: got["modes"][p] for p in ignored} == {p: "0o600" for p in ignored}
+    assert got["dir_modes"][b"build"] == "0o711"
+    for key in ("modes", "dir_modes"):
+        for p in (*ignored, b"build"):
+            wanted[key].pop(p, None)
+            got[key].pop(p, None)
+    assert_restored(wanted, got)
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)  # the undo
+    assert_restored(chmodded, exact_state(wt))

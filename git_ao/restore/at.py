@@ -241,8 +241,11 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                         os.makedirs(os.path.join(path, rel), exist_ok=True)
                     except OSError:
                         problems.append(f"the empty directory {rel} could not be made")
+                # Every path but those the run leaves alone: a reset keeps the bits of
+                # a file whose content it keeps, and of every directory.
+                leave = [*git.status(path).ignored, *left_ignored, *in_place, *cap.unstorable]
                 problems += [f"the permission bits of {p} could not be set"
-                             for p in local_state.put_modes(path, wc, fresh=False)]
+                             for p in local_state.settle_modes(path, wc, leave)]
             save = Save(s.id, s.common_dir, path,
                         BranchName(entry.branch) if entry.branch else None,
                         ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),

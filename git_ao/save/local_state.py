@@ -13,6 +13,7 @@ import json
 import os
 import stat
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from operator import itemgetter
 from typing import Any
@@ -340,9 +341,35 @@ def put_modes(path: str, wc: LocalState, *, fresh: bool = True) -> list[str]:
                          and not os.path.lexists(os.path.join(root, d, ".git"))]
             rel = os.path.relpath(root, path)
             written += [r if rel == "." else f"{rel}/{r}" for r in fnames + dnames if r != ".git"]
+    return _chmod(path, set(written) | set(files) | set(dirs), files, dirs, base)
+
+
+def settle_modes(path: str, wc: LocalState, leave: Sequence[str]) -> list[str]:
+    """After `--at`: every file and directory of the worktree at `path` takes the
+    bits `wc` records for it, else its base's, so one whose bits changed after the
+    entry was taken (a chmod, a file written under another umask) gets the entry's
+    back, which the reset leaves on a file whose content it keeps and on every
+    directory. `.git`, nested repositories and the paths under `leave` (ignored,
+    or left in place: --at never touches them) are left alone. An entry with no
+    base (saved before one was recorded) gives back only its recorded bits.
+    Returns the paths whose bits could not be set."""
+    if not wc.mode_base:
+        return put_modes(path, wc, fresh=False)
+    files, dirs = dict(wc.modes or {}), dict(wc.dir_modes or {})
+    w = walk.walk(path)
+    rels = [rel for rel, e in w.entries.items() if e.kind == "file"] + list(w.dirs)
+    rels = [rel for rel in rels if rel not in w.nested and not w.under_nested(rel)
+            and not walk.under(rel, leave)]
+    return _chmod(path, {".", *rels}, files, dirs, wc.mode_base)
+
+
+def _chmod(path: str, rels: set[str], files: dict[str, str], dirs: dict[str, str],
+           base: dict[str, str] | None) -> list[str]:
+    """Give each of `rels` its bits: those `files` or `dirs` record, else the base's.
+    Returns the paths whose bits could not be set."""
     failed = []
     # Deepest first: a directory's own bits come after what it holds.
-    for rel in sorted(set(written) | set(files) | set(dirs), key=lambda r: -r.count("/")):
+    for rel in sorted(rels, key=lambda r: -r.count("/")):
         full = os.path.join(path, rel)
         try:
             st = os.lstat(full)
