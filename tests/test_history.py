@@ -1858,3 +1858,33 @@ def test_restore_at_gives_back_bits_a_chmod_changed_and_leaves_ignored_ones(repo
     assert_restored(wanted, got)
     ao("ao-restore", "agent", "--at", "1", cwd=repo)  # the undo
     assert_restored(chmodded, exact_state(wt))
+
+
+@pytest.mark.parametrize("kept, rule", [("scratch.tmp", "*.tmp"), ("notes/a.txt", "notes/"),
+                                        ("tool", "tool")])
+def test_restore_at_writes_over_an_ignored_file_that_holds_the_entrys_own_bytes(
+        repo, worktrees, kept, rule):
+    """An untracked file that a later rule ignores: --at to the entry before the rule
+    meets it ignored with the entry's own bytes, and --at to the entry after leaves
+    it (its rules ignore it), so the undo meets it so too. Written over, it loses
+    nothing: neither run is refused, and each brings its entry back exactly."""
+    wt = _session(repo, worktrees)
+    (wt / kept).parent.mkdir(exist_ok=True)
+    (wt / kept).write_text("kept as it was\n")
+    os.chmod(wt / kept, 0o750)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    before_rule = exact_state(wt)
+    with open(wt / ".gitignore", "a") as fh:
+        fh.write(rule + "\n")
+    (wt / "later.txt").write_text("later\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    after_rule = exact_state(wt)
+    dry = _restore_json(repo, "agent", "--at", "2", "-n")
+    assert dry["status"] == "ok" and "left_in_place" not in dry, dry
+    doc = _restore_json(repo, "agent", "--at", "2")
+    assert doc["status"] == "ok" and "left_in_place" not in doc, doc
+    assert_restored(before_rule, exact_state(wt))
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)  # the undo leaves it, ignored
+    assert_restored(after_rule, exact_state(wt))
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)  # and its undo meets it again
+    assert_restored(before_rule, exact_state(wt))

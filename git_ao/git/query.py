@@ -82,6 +82,22 @@ def tree_kinds(cwd: str, tree: str, paths: Sequence[str]) -> dict[str, str]:
     return {p: out[p] for p in wanted if p in out}
 
 
+def tree_entries_at(cwd: str, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """{path: (mode, object id)} of those of `paths` that are files, symbolic links or
+    gitlinks in `tree` (`git --literal-pathspecs ls-tree -z TREE -- PATHS`).
+    Raises GitError."""
+    out: dict[str, tuple[str, str]] = {}
+    for chunk in _chunks(sorted(set(paths))):
+        raw = git.run(["--literal-pathspecs", "ls-tree", "-z", tree, "--", *chunk], cwd)
+        for rec in raw.split(b"\0"):
+            meta, _, name = rec.partition(b"\t")
+            if name:
+                mode, kind, oid = meta.decode().split()
+                if kind != "tree":
+                    out[os.fsdecode(name)] = (mode, oid)
+    return {p: out[p] for p in paths if p in out}
+
+
 def ls_tree_entries(cwd: str, tree: str) -> dict[str, tuple[str, str]]:
     """{path: (mode, object id)} of every non-tree entry of `tree`, recursively
     (`git ls-tree -r -z`); the mode as git writes it ('100644', '100755',
@@ -459,6 +475,13 @@ def blob_bytes(cwd: str, oid: str) -> bytes:
     """The content of blob `oid` as stored (`git cat-file blob`, no filters).
     Raises GitError when it is missing or not a blob."""
     return git.run(["cat-file", "blob", oid], cwd)
+
+
+def checkout_bytes(cwd: str, oid: str, rel: str) -> bytes:
+    """The bytes a checkout writes for blob `oid` at the path `rel`: its smudge
+    filter and end-of-line rules applied (`git cat-file --filters`). Raises
+    GitError."""
+    return git.run(["cat-file", "--filters", f"--path={rel}", oid], cwd)
 
 
 def commit_object(cwd: str, commit: str) -> tuple[str, list[str], str]:

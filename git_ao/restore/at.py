@@ -132,13 +132,15 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         _check_mounts(path)
         unseen_ignored, unseen = _unseen(path, walked, cap)
         left_ignored = cap.ignored + unseen_ignored
-        _check_in_the_way(path, entry, left_ignored, cap.unstorable, unseen)
+        # Ignored files holding the entry's own bytes at its paths: written over.
+        own = _check_in_the_way(path, entry, left_ignored, cap.unstorable, unseen)
         if ctx.dry_run:
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
             # What the real run names once it is done, judged before it.
             would = facts(s)
-            staying = _untracked_after(path, v.git_dir, entry, walked, left_ignored)
+            staying = [p for p in _untracked_after(path, v.git_dir, entry, walked, left_ignored)
+                       if p not in own]
             if staying:
                 would["left_in_place"] = staying
             if cap.unstorable:
@@ -194,6 +196,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         met = set(meeting)
         meeting += [p for p in cap.untracked if p not in met
                     and p.rpartition("/")[2] == ".gitignore"]
+        meeting += own
         # A write that lands after the capture and before the reset would be in no
         # entry and gone: anything written since the walk refuses the run, looked for
         # right before the worktree changes, and each file is compared again as it
@@ -232,8 +235,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                 if late:
                     problems.append(f"{_listed(late)} written during the run, kept as written")
                 # Ignored before this run, untracked under the entry's rules: left in place.
-                in_place = [p for p in untracked_now
-                            if p not in rest and walk.under(p, left_ignored)]
+                in_place = [p for p in untracked_now if p not in rest
+                            and walk.under(p, left_ignored) and p not in own]
             if not problems:
                 problems += apply.put_flags(path, wc, fresh=False)
                 for rel in wc.empty_dirs or []:
@@ -245,7 +248,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                 # a file whose content it keeps, and of every directory.
                 leave = [*git.status(path).ignored, *left_ignored, *in_place, *cap.unstorable]
                 problems += [f"the permission bits of {p} could not be set"
-                             for p in local_state.settle_modes(path, wc, leave)]
+                             for p in local_state.settle_modes(path, wc, leave, own)]
             save = Save(s.id, s.common_dir, path,
                         BranchName(entry.branch) if entry.branch else None,
                         ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
@@ -503,7 +506,7 @@ def _unseen(path: str, walked: walk.Walk, cap: capture.Capture
 
 
 def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
-                      unstorable: list[str], unseen: Sequence[str] = ()) -> None:
+                      unstorable: list[str], unseen: Sequence[str] = ()) -> list[str]:
     """Raise Refused when a path --at leaves where it is (an `ignored` one, which it
     never touches; an untracked one whose name git will not store, which is in no
     entry: `unstorable`; one git status does not show: `unseen`, see `_unseen`)
@@ -514,12 +517,14 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
     this is judged before anything changes, in a dry run too. The entry's files
     are those of its HEAD (the reset writes them all) and of its index, worktree
     and untracked trees. A directory where the entry has a gitlink is left as it
-    is (git checks a gitlink out into the directory there)."""
+    is (git checks a gitlink out into the directory there). An ignored file that
+    holds the entry's own file there already (`_holding_entry_bytes`) is in no way:
+    those are returned, for the run to write over."""
     left = {p.rstrip("/"): (p.endswith("/"), "ignored") for p in ignored}
     left.update({p: (False, "unstorable") for p in unstorable})
     left.update({p.rstrip("/"): (p.endswith("/"), "unseen") for p in unseen})
     if not left:
-        return
+        return []
     asked = {"/".join(parts[:i]) for parts in (rel.split("/") for rel in left)
              for i in range(1, len(parts) + 1)}
     trees = list(dict.fromkeys(t for t in (entry.head, entry.index_tree, entry.worktree_tree,
@@ -537,9 +542,9 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
 
     n = entry.number
     clashes: dict[str, str] = {}  # the entry's path -> what stands in its way
-    why: set[str] = set()
+    whats: dict[str, str] = {}  # the entry's path -> the kind of path in its way
+    own: dict[str, str] = {}  # the entry's path -> an ignored file standing on it
     for rel, (is_dir, what) in sorted(left.items()):
-        found = len(clashes)
         kind = "directory" if is_dir else "file"
         held = {"ignored": "ignored", "unstorable": "whose name git will not store",
                 "unseen": "which git status does not show"}[what]
@@ -548,12 +553,20 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
         holder = next(("/".join(parts[:i]) for i in range(1, len(parts))
                        if file_at("/".join(parts[:i]))), None)
         if holder is not None:
-            clashes.setdefault(holder, f"{holder} of entry {n} would land on a directory here "
-                                       f"that holds {rel}{'/' if is_dir else ''}, {held}")
+            if holder not in clashes:
+                clashes[holder] = f"{holder} of entry {n} would land on a directory here " \
+                    f"that holds {rel}{'/' if is_dir else ''}, {held}"
+                whats[holder] = what
         elif file_at(rel) or (link_at(rel) and not is_dir):
-            clashes.setdefault(rel, f"{rel} of entry {n} would land on {here}")
+            if rel not in clashes:
+                clashes[rel] = f"{rel} of entry {n} would land on {here}"
+                whats[rel] = what
+                if what == "ignored" and not is_dir:
+                    own[rel] = rel
         elif "tree" in kinds.get(rel, set()) and not is_dir:
-            clashes.setdefault(rel, f"entry {n} has a directory at {rel}, {here}")
+            if rel not in clashes:
+                clashes[rel] = f"entry {n} has a directory at {rel}, {here}"
+                whats[rel] = what
         elif "tree" in kinds.get(rel, set()):
             # The entry's files inside a directory ignored here: what is already on
             # their way is ignored too.
@@ -566,15 +579,60 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
                         clashes[f] = f"{f} of entry {n} would land " + (
                             f"on {what_is} ignored here" if stop == f
                             else f"under {stop}, {what_is} ignored here")
-        if len(clashes) > found:
-            why.add(what)
+                        whats[f] = what
+                        if stop == f and what == "ignored" and what_is == "a file":
+                            own[f] = f
+    same = _holding_entry_bytes(path, entry, sorted(own))
+    for rel in same:
+        del clashes[rel]
     if clashes:
         said = list(clashes.values())
         shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+        why = {whats[c] for c in clashes}
         rules = [w for c, w in _LEFT_RULES.items() if c in why]
         them = "it" if len(said) == 1 else "them"
         raise Refused(f"{shown}, and {' and '.join(rules)}: move {them} away first "
                       "(nothing changed)")
+    return same
+
+
+def _holding_entry_bytes(path: str, entry: history.Entry, rels: Sequence[str]) -> list[str]:
+    """Those of the ignored files `rels` that already hold what the entry leaves at
+    their path: the same kind (a file with the same executable bit, or a symbolic
+    link) and the bytes a checkout of the entry's worktree or untracked tree writes
+    there. Written over, they lose nothing (an `--at` to an entry whose rules ignore
+    an untracked file leaves it, and its undo writes that file back)."""
+    if not rels:
+        return []
+    final: dict[str, tuple[str, str]] = {}
+    for tree in (entry.untracked_tree, entry.worktree_tree):
+        if tree:
+            final.update(query.tree_entries_at(path, tree, rels))
+    out = []
+    for rel in rels:
+        mode, oid = final.get(rel, ("", ""))
+        full = os.path.join(path, rel)
+        try:
+            st = os.lstat(full)
+            if mode == "120000":
+                same = stat.S_ISLNK(st.st_mode) and \
+                    os.fsencode(os.readlink(full)) == query.blob_bytes(path, oid)
+            elif mode in ("100644", "100755"):
+                same = stat.S_ISREG(st.st_mode) and \
+                    bool(st.st_mode & 0o100) == (mode == "100755") and \
+                    _read(full) == query.checkout_bytes(path, oid, rel)
+            else:
+                same = False
+        except (OSError, GitError):
+            same = False
+        if same:
+            out.append(rel)
+    return out
+
+
+def _read(full: str) -> bytes:
+    with open(full, "rb") as fh:
+        return fh.read()
 
 
 # Why --at leaves in place each kind of path `_check_in_the_way` names.

@@ -344,7 +344,8 @@ def put_modes(path: str, wc: LocalState, *, fresh: bool = True) -> list[str]:
     return _chmod(path, set(written) | set(files) | set(dirs), files, dirs, base)
 
 
-def settle_modes(path: str, wc: LocalState, leave: Sequence[str]) -> list[str]:
+def settle_modes(path: str, wc: LocalState, leave: Sequence[str],
+                 written: Sequence[str] = ()) -> list[str]:
     """After `--at`: every file and directory of the worktree at `path` takes the
     bits `wc` records for it, else its base's, so one whose bits changed after the
     entry was taken (a chmod, a file written under another umask) gets the entry's
@@ -352,14 +353,16 @@ def settle_modes(path: str, wc: LocalState, leave: Sequence[str]) -> list[str]:
     directory. `.git`, nested repositories and the paths under `leave` (ignored,
     or left in place: --at never touches them) are left alone. An entry with no
     base (saved before one was recorded) gives back only its recorded bits.
-    Returns the paths whose bits could not be set."""
+    written: files under `leave` that the run wrote all the same, which take the
+    entry's bits too. Returns the paths whose bits could not be set."""
     if not wc.mode_base:
         return put_modes(path, wc, fresh=False)
     files, dirs = dict(wc.modes or {}), dict(wc.dir_modes or {})
     w = walk.walk(path)
     rels = [rel for rel, e in w.entries.items() if e.kind == "file"] + list(w.dirs)
+    wrote = set(written)
     rels = [rel for rel in rels if rel not in w.nested and not w.under_nested(rel)
-            and not walk.under(rel, leave)]
+            and (rel in wrote or not walk.under(rel, leave))]
     return _chmod(path, {".", *rels}, files, dirs, wc.mode_base)
 
 
