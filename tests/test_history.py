@@ -1888,3 +1888,23 @@ def test_restore_at_writes_over_an_ignored_file_that_holds_the_entrys_own_bytes(
     assert_restored(after_rule, exact_state(wt))
     ao("ao-restore", "agent", "--at", "1", cwd=repo)  # and its undo meets it again
     assert_restored(before_rule, exact_state(wt))
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_restore_at_on_an_orphan_branch_names_the_switch_back_not_a_commit(
+        repo, worktrees, dry):
+    """`git checkout --orphan` moves HEAD to a branch with no commit yet: a HEAD on
+    another branch, refused as one with the switch that works (a commit there, the
+    advice for an unborn branch, would only make it a branch with a commit)."""
+    wt = _session(repo, worktrees)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = exact_state(wt)
+    git("checkout", "-q", "--orphan", "scratch", cwd=wt)
+    git("rm", "-rfq", ".", cwd=wt)
+    (wt / "fresh.txt").write_text("started over\n")
+    res = ao("ao-restore", "agent", "--at", "1", *(["-n"] if dry else []), cwd=repo, rc=1)
+    assert "HEAD is on branch 'scratch' (no commit yet), entry 1 was taken on branch " \
+        "'agent': git switch agent, then run it again (nothing changed)" in res.stdout, res.stdout
+    git("switch", "-q", "agent", cwd=wt)
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert_restored(wanted, exact_state(wt))

@@ -95,13 +95,14 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                           f"which the reset could meet: git ao-preserve {inner} first, and "
                           f"git ao-restore {inner} after (nothing changed)") from None
         except capture.CannotCapture as exc:
+            # HEAD on another branch says so first, one with no commit yet too (`git
+            # checkout --orphan`): its switch back is what works, not a commit there.
+            now = git.current_branch(path)
+            if now != entry.branch:
+                raise _other_branch(s, path, entry, now, unborn=True) from None
             raise _unrecordable(exc) from None
         if st.branch != entry.branch:
-            now = f"branch '{st.branch}'" if st.branch else "a detached HEAD"
-            was = f"branch '{entry.branch}'" if entry.branch else "a detached HEAD"
-            raise Refused(f"HEAD is on {now}, entry {entry.number} was taken on {was}: "
-                          f"{_switch_back(s.common_dir, path, entry)}, then run it again "
-                          "(nothing changed)")
+            raise _other_branch(s, path, entry, st.branch)
         assert st.head is not None  # inspect refuses an unborn branch
         left = query.left_behind(path, st.head, entry.head, st.branch) \
             if st.head != entry.head else 0
@@ -329,6 +330,19 @@ def _left_notes(in_place: Sequence[str], unstorable: Sequence[str]) -> list[str]
         notes.append(f"{_listed(list(unstorable))}, whose names git will not store, left in "
                      "place")
     return notes
+
+
+def _other_branch(s: Session, path: str, entry: history.Entry, branch: str | None, *,
+                  unborn: bool = False) -> Refused:
+    """The refusal of a HEAD on `branch` (None: detached), not the entry's, naming
+    what puts it back. unborn: `branch` may have no commit yet."""
+    now = f"branch '{branch}'" if branch else "a detached HEAD"
+    if unborn and branch and not query.branch_exists(s.common_dir, branch):
+        now += " (no commit yet)"
+    was = f"branch '{entry.branch}'" if entry.branch else "a detached HEAD"
+    return Refused(f"HEAD is on {now}, entry {entry.number} was taken on {was}: "
+                   f"{_switch_back(s.common_dir, path, entry)}, then run it again "
+                   "(nothing changed)")
 
 
 def _switch_back(common_dir: str, path: str, entry: history.Entry) -> str:
