@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_ao.importers.found import Found, Unreadable, distinct, env_dir
-from git_ao.importers.worktrees import linked_root
+from git_ao.importers.worktrees import linked_root, ran_in
 from git_ao.store.states import Kind
 
 TOOL = "claude-code"
@@ -64,12 +64,6 @@ def projects_dirs(home: Path) -> list[Path]:
     variable is set, and `<home>/.claude/projects`, its default, which may hold the
     sessions of runs made without it."""
     return distinct([config_dir(home) / "projects", home / ".claude" / "projects"])
-
-
-def key(cwd: str) -> str:
-    """The project directory name Claude Code files a cwd's transcripts under (short
-    paths only; longer keys are cut and hashed, which is why matches use `cwd`)."""
-    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
 def default_sources(home: Path) -> list[Path]:
@@ -141,19 +135,44 @@ def worktree_of(cwd: str) -> str | None:
 
 
 def newest_session(ts: list[Transcript], path: str) -> str | None:
-    """The id of the newest transcript whose cwd is `path` or inside it."""
-    inside = [t for t in ts if t.cwd == path or t.cwd.startswith(path.rstrip(os.sep) + os.sep)]
+    """The id of the newest transcript whose cwd is `path` or inside it (ran_in)."""
+    test = ran_in(path)
+    inside = [t for t in ts if test(t.cwd)]
     if not inside:
         return None
     return max(inside, key=lambda t: (t.mtime_ns, t.session_id)).session_id
 
 
-def session_for(home: Path, path: str) -> str | None:
-    """The newest Claude Code session whose cwd is `path` (another tool's workspace
-    that ran Claude Code), looking where the key rule files it in each transcripts'
-    directory; None when none is there or its transcripts cannot be read."""
-    ds = [d / key(path) for d in projects_dirs(home)]
-    return newest_session([t for d in ds if d.is_dir() for t in transcripts(d, [])], path)
+def all_transcripts(source: Path, bad: list[str]) -> list[Transcript]:
+    """The transcripts under `source`: one project directory, or the projects
+    directory (every project directory under it, whatever its name: a transcript
+    is matched by the cwd it records). Raises Unreadable when `source` is no
+    directory or cannot be listed; a transcript that cannot be read is named in
+    `bad`."""
+    if not source.is_dir():
+        raise Unreadable(f"'{source}' is not a Claude Code projects directory")
+    try:
+        entries = sorted(source.iterdir())
+    except OSError as exc:
+        raise Unreadable(f"cannot read Claude Code projects directory '{source}': "
+                         f"{exc.strerror}") from None
+    dirs = [source] if any(p.suffix == ".jsonl" for p in entries) else \
+        [p for p in entries if p.is_dir()]
+    return [t for d in dirs for t in transcripts(d, bad)]
+
+
+def home_transcripts(home: Path) -> list[Transcript]:
+    """Every readable transcript in each transcripts' directory (projects_dirs),
+    for another tool's importer to find the Claude Code session run in its
+    worktree (newest_session); none from a directory that is not there or cannot
+    be read."""
+    out: list[Transcript] = []
+    for d in projects_dirs(home):
+        try:
+            out += all_transcripts(d, [])
+        except Unreadable:
+            continue
+    return out
 
 
 def read(source: Path) -> list[Found]:
@@ -164,17 +183,8 @@ def read(source: Path) -> list[Found]:
     live; one whose directory is gone (Claude Code removed it) is reported as
     ended. Raises Unreadable naming every transcript that cannot be read, one line
     each, with the sessions the others gave."""
-    if not source.is_dir():
-        raise Unreadable(f"'{source}' is not a Claude Code projects directory")
-    try:
-        entries = sorted(source.iterdir())
-    except OSError as exc:
-        raise Unreadable(f"cannot read Claude Code projects directory '{source}': "
-                         f"{exc.strerror}") from None
-    dirs = [source] if any(p.suffix == ".jsonl" for p in entries) else \
-        [p for p in entries if p.is_dir()]
     bad: list[str] = []
-    ts = [t for d in dirs for t in transcripts(d, bad)]
+    ts = all_transcripts(source, bad)
     roots = sorted({r for t in ts if (r := worktree_of(t.cwd)) is not None})
     out = []
     for root in roots:

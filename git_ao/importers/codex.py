@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from git_ao.importers.found import Found, Unreadable, distinct, env_dir
-from git_ao.importers.worktrees import admin_dir
+from git_ao.importers.worktrees import admin_dir, ran_in
 from git_ao.store.states import Kind
 
 TOOL = "codex"
@@ -208,6 +208,12 @@ def rollouts(codex_home: Path, bad: list[str]) -> list[Rollout]:
     return out
 
 
+def run_in(rs: list[Rollout], path: str) -> list[Rollout]:
+    """The rollouts whose cwd is `path` or inside it (worktrees.ran_in)."""
+    test = ran_in(path)
+    return [r for r in rs if test(r.cwd)]
+
+
 def _metadata(admin: str, name: str) -> dict[str, Any] | None:
     path = os.path.join(admin, name)
     try:
@@ -292,7 +298,7 @@ def read(source: Path) -> list[Found]:
             continue
         seen.add(top)
         owner = _str(thread, "ownerThreadId") or _str(meta, "ownerThreadId")
-        inside = [r for r in rs if r.cwd == top or r.cwd.startswith(top + os.sep)]
+        inside = run_in(rs, top)
         sid = owner or (max(inside, key=lambda r: r.mtime_ns).session_id if inside else None)
         # The session's own rollouts wherever they ran (a compressed one read with no
         # decoder has no cwd, yet its name and place say which and whether archived).

@@ -8,8 +8,9 @@ added before keep them in `.conductor/` inside the repository, which this does n
 read). So only what is certain is read: each `~/conductor/workspaces/<repo>/<name>`
 that is the top of a linked worktree is a live session. Which agent ran there is
 taken from that agent's own records: a Claude Code transcript or a Codex rollout
-whose cwd is the workspace gives the harness and the session that resumes it; with
-neither the harness is left empty. Paused or archived state is not known and not
+whose recorded cwd is the workspace or inside it (whatever directory the agent
+files it under) gives the harness and the session that resumes it; with neither
+the harness is left empty. Paused or archived state is not known and not
 guessed.
 """
 
@@ -44,6 +45,9 @@ def read(source: Path) -> list[Found]:
     if not source.is_dir():
         raise Unreadable(f"'{source}' is not a Conductor workspaces directory")
     home = Path(os.path.expanduser("~"))
+    # Each agent's own records, read once (when the first workspace needs them)
+    # and matched by the cwd they record, as that agent's importer matches them.
+    found_claude: list[claude_code.Transcript] | None = None
     found_codex: list[codex.Rollout] | None = None
     out = []
     for repo in _dirs(source):
@@ -51,13 +55,15 @@ def read(source: Path) -> list[Found]:
             path = str(ws)
             if not linked_root(path):
                 continue
-            harness, sid = "", claude_code.session_for(home, path)
+            if found_claude is None:
+                found_claude = claude_code.home_transcripts(home)
+            harness, sid = "", claude_code.newest_session(found_claude, path)
             if sid is not None:
                 harness = claude_code.HARNESS
             else:
                 if found_codex is None:
                     found_codex = [r for h in codex.homes(home) for r in codex.rollouts(h, [])]
-                mine = [r for r in found_codex if r.cwd == path and not r.archived]
+                mine = [r for r in codex.run_in(found_codex, path) if not r.archived]
                 if mine:
                     harness = codex.HARNESS
                     sid = max(mine, key=lambda r: r.mtime_ns).session_id

@@ -1,12 +1,25 @@
-"""What the adapters ask git about a directory a tool names as a worktree."""
+"""What the adapters ask git about a directory a tool names as a worktree, and
+whether an agent ran there."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from git_ao import git
 from git_ao.errors import AoError
 from git_ao.git import parse
+
+
+def ran_in(path: str) -> Callable[[str], bool]:
+    """The test of whether an agent whose recorded cwd is the argument ran in
+    directory `path`: the cwd is `path` or inside it, `path` taken as given and
+    with its symbolic links resolved (what a process's cwd records). The one rule
+    the importers match a Claude Code transcript or a Codex rollout to a worktree
+    by, never the name of the directory the tool files it under."""
+    tops = tuple(t.rstrip(os.sep) for t in dict.fromkeys(
+        (os.path.normpath(os.path.abspath(path)), os.path.realpath(path))))
+    return lambda cwd: any(cwd == t or cwd.startswith(t + os.sep) for t in tops)
 
 
 def linked_root(path: str) -> bool:
