@@ -14,6 +14,9 @@ For each session an adapter reports (a Found):
 * its worktree already a session: the tool's facts are recorded where they add to
   what the session has (a second import of the same state changes nothing).
 * not live (paused, archived, ended): reported, never registered.
+* its worktree gone, but a live or pending session with the same tool and tool id,
+  or the same agent session id, at another path (the repository moved and `git ao
+  add NEWPATH --id ID` re-pointed it): known there, neither ended nor refused.
 
 What cannot be imported (a file an adapter cannot read, a live session whose
 worktree is gone) is refused once, then remembered in `import_notes` and only
@@ -175,6 +178,15 @@ def _one(ctx: Context, f: Found) -> Outcome:
         # Pending in git-ao: its worktree went into git-ao's trash, which the tool
         # may read as ended; the save is git-ao's, restore brings it back.
         return _known(ctx, holder, f)
+    moved = _moved(ctx, f, path) if holder is None else None
+    if moved is not None:
+        # The tool still records where the session was before its repository moved
+        # and `git ao add NEWPATH --id ID` re-pointed it: neither ended nor missing.
+        where = f"no longer at {f.worktree} where {what} records it" if f.worktree \
+            else f"{what} records no worktree for it"
+        return Outcome(moved.id, Action.IMPORT, Status.NOTHING,
+                       f"already known: {moved.state} in git-ao at {moved.worktree_path}, "
+                       f"{where}", list_json(moved))
     if not f.live:
         return Outcome(sid, Action.IMPORT, Status.NOTHING,
                        f"not live in {what}: {f.note or 'paused, archived or ended'}; "
@@ -202,6 +214,19 @@ def _one(ctx: Context, f: Found) -> Outcome:
     return Outcome(s.id, Action.IMPORT, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} from "
                    f"{f.tool} at {s.worktree_path}{note}", list_json(s), registered=s)
+
+
+def _moved(ctx: Context, f: Found, path: str) -> Session | None:
+    """The live or pending session that tool session `f` is, recorded at another
+    path because its worktree moved: `f`'s worktree is gone (or not recorded) and
+    the session has the same tool and tool id, else the same agent session id."""
+    if f.worktree is not None and os.path.lexists(f.worktree):
+        return None
+    there = [s for s in ctx.store.sessions()
+             if (s.live or s.pending) and s.worktree_path != path]
+    same = [s for s in there if s.tool == f.tool and s.tool_id == f.tool_id] or [
+        s for s in there if f.agent_session_id and s.agent_session_id == f.agent_session_id]
+    return same[0] if same else None
 
 
 def _known(ctx: Context, s: Session, f: Found) -> Outcome:
