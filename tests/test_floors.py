@@ -25,10 +25,11 @@ def _pyproject() -> dict:
 
 
 def floors() -> dict[str, str]:
-    """{package: floor version} of every runtime dependency (each must have one)."""
+    """{package: floor version} of every runtime dependency (each must have one; an
+    environment marker may follow it)."""
     out = {}
     for dep in _pyproject()["project"]["dependencies"]:
-        m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)", dep.replace(" ", ""))
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(;.*)?", dep.replace(" ", ""))
         assert m, f"dependency without a plain floor: {dep}"
         out[m.group(1)] = m.group(2)
     return out
