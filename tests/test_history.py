@@ -764,11 +764,33 @@ def _warned(wt, kind):
     if kind == "unstorable":
         (wt / "GIT~1").write_text("precious\n")
         return "1 untracked path(s) whose names git will not store are in no save"
+    if kind == "submodules_left_out":
+        _submodules_with_own_work(wt)
+        return ("2 submodule(s) saved only as the commit each has checked out, their own "
+                "state left out of the save: lib (uncommitted changes), "
+                "lib2 (commits or stashes on no remote)")
     git("init", "-q", str(wt / "dep"), cwd=wt)
     return "1 nested repository or worktree path(s) left out of the save: dep/"
 
 
-_WARNED = ["filter_failed", "inexact", "unstorable", "left_out"]
+def _submodules_with_own_work(wt):
+    """Give the worktree `wt` two submodules, committed there: 'lib' with uncommitted
+    changes, 'lib2' with a commit no remote has checked out."""
+    for name in ("lib", "lib2"):
+        src = wt.parent.parent / f"{name}-src"
+        git("init", "-q", "-b", "main", str(src), cwd=wt)
+        (src / "l.txt").write_text("lib\n")
+        git("add", "l.txt", cwd=src)
+        git("commit", "-qm", "l1", cwd=src)
+        git("submodule", "add", "-q", str(src), name, cwd=wt)
+    git("commit", "-qm", "submodules", cwd=wt)
+    (wt / "lib" / "l.txt").write_text("edited inside the submodule\n")
+    (wt / "lib" / "new.txt").write_text("untracked inside the submodule\n")
+    (wt / "lib2" / "l.txt").write_text("committed there only\n")
+    git("commit", "-qam", "local only", cwd=wt / "lib2")
+
+
+_WARNED = ["filter_failed", "inexact", "unstorable", "left_out", "submodules_left_out"]
 
 
 @pytest.mark.parametrize("kind", _WARNED)
@@ -932,6 +954,38 @@ def test_a_repository_nested_in_the_worktree_is_left_out_of_a_checkpoint_and_nam
     save = _entries(repo, "agent")[0]["commit"]
     files = git("ls-tree", "-r", "--name-only", f"{save}^3", cwd=repo).split()
     assert files == ["mine.txt"], files
+
+
+def test_a_checkpoint_saves_the_worktree_around_submodules_with_their_own_work(
+        repo, worktrees):
+    # A submodule with uncommitted changes, or with commits no remote has, refused the
+    # checkpoint whole: the rest of the worktree had no entry. Every trigger saves it
+    # now, naming the submodules; a preserve, which removes the worktree, refuses.
+    wt = worktrees(repo, "agent")
+    _submodules_with_own_work(wt)
+    lib2 = git("rev-parse", "HEAD", cwd=wt / "lib2").strip()
+    payload = json.dumps({"hook_event_name": "Stop", "cwd": str(wt)})
+    runs = [(["ao", "checkpoint"], None), (["ao", "checkpoint", "-q"], None),
+            (["ao-preserve", "--keep-worktree", "-q"], None),
+            (["ao", "checkpoint", "--all", "--trigger", "timer", "-q"], None),
+            (["ao", "checkpoint", "--hook-input", "--trigger", "hook", "-q"], payload)]
+    for n, (argv, stdin) in enumerate(runs):
+        (wt / "top.txt").write_text(f"top {n}\n")
+        res = subprocess.run(["git", *argv], cwd=wt, input=stdin, capture_output=True,
+                             text=True, check=False)
+        assert res.returncode == 0, (argv, res)
+        said = res.stdout if argv == ["ao", "checkpoint"] else res.stderr
+        assert "submodule(s) saved only as the commit each has checked out" in said, (argv, res)
+        assert "lib (uncommitted changes)" in said and "push them first" not in said, said
+        save = _entries(repo, "agent")[0]["commit"]
+        assert git("show", f"{save}^3:top.txt", cwd=repo) == f"top {n}\n", argv
+        # The submodules are saved as the commits they have checked out.
+        assert git("rev-parse", f"{save}:lib2", cwd=repo).strip() == lib2
+    assert [e["trigger"] for e in _entries(repo, "agent")][:2] == ["hook", "timer"]
+    for extra in (["-n"], []):
+        res = ao("ao-preserve", "agent", *extra, cwd=repo, rc=1)
+        assert "has uncommitted changes" in res.stdout and wt.is_dir(), (extra, res.stdout)
+    assert (wt / "lib" / "new.txt").exists() and (wt / "top.txt").exists()
 
 
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(

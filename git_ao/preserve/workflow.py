@@ -317,18 +317,21 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             # dry run's finds too (trees, no commit) where content conversion may
             # apply: a filter it runs may fail, a file may not come back byte for byte.
             made = capture.refuse(path, v.git_dir, st, lossy=True, lossy_ok=True,
-                                  unfiltered_ok=True)
+                                  unfiltered_ok=True, leave_submodules=keep_worktree)
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
             assert st.head is not None  # inspect refuses an unborn branch
             if made is None:
                 # No conversion: what the real capture names is read from status (a
-                # name git will not store is in no save), the config from git.
+                # name git will not store is in no save, nor a submodule's own state
+                # a checkpoint leaves out), the config from git.
+                left = capture.submodules_left_out(path, v.git_dir, st) \
+                    if keep_worktree else {}
                 made = capture.Capture(
-                    head=st.head, branch=st.branch, changed=[e.path for e in st.changed],
+                    head=st.head, branch=st.branch, changed=capture.saved_changes(st, left),
                     untracked=[p for p in st.untracked if not walk.refused_name(p)],
                     unstorable=[p for p in st.untracked if walk.refused_name(p)],
-                    config=query.config_map(path))
+                    config=query.config_map(path), submodules_left=left)
             # As the real run counts and warns: what a required filter failed on, a
             # name git will not store, is no saved change.
             would = facts(s)
@@ -351,7 +354,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         try:
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
                                   targeted=keep_worktree, defer=True, ahead=ahead,
-                                  lossy_ok=True, always=pushing, unfiltered_ok=True)
+                                  lossy_ok=True, always=pushing, unfiltered_ok=True,
+                                  leave_submodules=keep_worktree)
         except BaseException:
             if signing is not None:
                 signing.wait()
@@ -834,7 +838,8 @@ def _move_ref(ctx: Context, s: Session, path: str, cap: capture.Capture, git_dir
                                          "while it was written (a git gc --prune=now?); run "
                                          "git ao-preserve again")
         expect = git.rev_parse(path, ref) or git.NO_OBJECT
-        again = capture.capture(path, git_dir, meta)
+        again = capture.capture(path, git_dir, meta,
+                                leave_submodules=bool(cap.submodules_left))
         cap.commit, cap.worktree_tree, cap.index_tree, cap.untracked_tree = (
             again.commit, again.worktree_tree, again.index_tree, again.untracked_tree)
 
@@ -856,7 +861,8 @@ def save_warnings(path: str, cap: capture.Capture, left_out: Sequence[str],
     real run or, with no commit, by its dry run): a fetch refspec covering
     refs/ao/, and what a checkpoint saved otherwise than byte for byte or left out
     rather than save nothing (a preserve's removal proof keeps the worktree for
-    them). left_out: the nested repositories and worktrees a checkpoint leaves out.
+    them, or its capture refuses a submodule's own state). left_out: the nested
+    repositories and worktrees a checkpoint leaves out.
     inexact_kept: a preserve, which keeps the worktree for the inexact paths with
     a reason that names them (no warning of its own). Each list of paths also goes
     into `data` under its key. One line each, without "warning: "."""
@@ -880,6 +886,14 @@ def save_warnings(path: str, cap: capture.Capture, left_out: Sequence[str],
                 continue
             shown = ", ".join(paths[:5]) + (", ..." if len(paths) > 5 else "")
             warns.append(f"{len(paths)} {what}: {shown}")
+    subs = cap.submodules_left
+    if subs:
+        if data is not None:
+            data["submodules_left_out"] = sorted(subs)
+        named = [f"{p} ({why})" for p, why in sorted(subs.items())]
+        shown = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
+        warns.append(f"{len(subs)} submodule(s) saved only as the commit each has checked "
+                     f"out, their own state left out of the save: {shown}")
     return warns
 
 

@@ -123,6 +123,11 @@ class Capture:
     # an untracked one is in no tree and not in `untracked`, a tracked one is saved
     # as the index holds it; each is a reason in `keep_reasons`.
     filter_failed: dict[str, str] = field(default_factory=dict)
+    # Initialised submodules whose own state a checkpoint leaves out
+    # (capture(leave_submodules=True)), {path: what of it no save holds}: the save
+    # holds the commit each has checked out, not its uncommitted changes, nor its
+    # commits and stashes that no remote has.
+    submodules_left: dict[str, str] = field(default_factory=dict)
     private_config: str | None = None  # JSON for Save.private_config
     # The checksum of the index the trees were made from (index.checksum): an
     # index with the same one holds exactly this index tree and these flags.
@@ -209,26 +214,49 @@ def _status_past_filters(path: str, ahead: Ahead | None = None) -> git.Status:
 
 def refuse(path: str, git_dir: str, st: git.Status | None = None, *,
            lossy: bool = False, lossy_ok: bool = False,
-           unfiltered_ok: bool = False) -> Capture | None:
+           unfiltered_ok: bool = False, leave_submodules: bool = False) -> Capture | None:
     """Raise CannotCapture for each state `capture` refuses that stays until the user
     acts: `inspect`'s (read now, unless `st` is its result already), then the
-    submodules' (`_check_submodules`), and with `lossy` a file that would not come
-    back byte for byte (`verify`, where content conversion or lossy modes may
-    apply: the trees are made, in temporary index files, and no commit; with
-    `lossy_ok`, as for a checkpoint, such a file is named, not refused; see
-    `capture` for `unfiltered_ok`). Writes no ref, record or worktree file (git
-    status runs with GIT_OPTIONAL_LOCKS=0). Returns the Capture made then, which
-    names what the real capture would (`filter_failed`, `keep_reasons`,
-    `unstorable`, `inexact`), else None. Raises GitError as git status."""
+    submodules' (`_check_submodules`; with `leave_submodules`, as for a
+    checkpoint, a submodule's own state is left out and named, not refused), and
+    with `lossy` a file that would not come back byte for byte (`verify`, where
+    content conversion or lossy modes may apply: the trees are made, in temporary
+    index files, and no commit; with `lossy_ok`, as for a checkpoint, such a file
+    is named, not refused; see `capture` for `unfiltered_ok`). Writes no ref,
+    record or worktree file (git status runs with GIT_OPTIONAL_LOCKS=0). Returns
+    the Capture made then, which names what the real capture would
+    (`filter_failed`, `keep_reasons`, `unstorable`, `inexact`,
+    `submodules_left`), else None (`submodules_left_out` then names the
+    submodules the real capture leaves out). Raises GitError as git status."""
     if st is None:
         st = inspect(path, git_dir)
-    _check_submodules(path, git_dir, st)
+    if not leave_submodules:
+        _check_submodules(path, git_dir, st)
     if lossy and not st.clean:
         conf = query.config_map(path)
         if _conversion_reason(path, git_dir, conf, query.index_flags(path), st):
             return capture(path, git_dir, None, write=False, st=st, lossy_ok=lossy_ok,
-                           unfiltered_ok=unfiltered_ok)
+                           unfiltered_ok=unfiltered_ok, leave_submodules=leave_submodules)
     return None
+
+
+def submodules_left_out(path: str, git_dir: str, st: git.Status) -> dict[str, str]:
+    """{path: what of it no save holds} of the initialised submodules whose own
+    state a checkpoint's capture leaves out (`_check_submodules`)."""
+    return _check_submodules(path, git_dir, st, leave=True)[1]
+
+
+def saved_changes(st: git.Status, left: Collection[str] = ()) -> list[str]:
+    """The changed paths of `st` a capture saves: all but a submodule in `left`
+    whose only change is inside it (its uncommitted changes, which the save leaves
+    out; it still has the recorded commit checked out)."""
+    return [e.path for e in st.changed if e.path not in left or not _inside_only(e)]
+
+
+def _inside_only(e: git.StatusEntry) -> bool:
+    """Is `e` a submodule whose only change is inside it (no new commit checked out,
+    nothing staged)?"""
+    return e.sub.startswith("S") and e.sub[1] != "C" and e.xy[0] == "."
 
 
 # Attributes that make the bytes git stores differ from the bytes on disk.
@@ -389,26 +417,36 @@ def _paths(top: str, rels: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
-def _check_submodules(path: str, git_dir: str, st: git.Status) -> list[str]:
+def _check_submodules(path: str, git_dir: str, st: git.Status, *, leave: bool = False
+                      ) -> tuple[list[str], dict[str, str]]:
     """Initialised submodules that may go with the worktree: each must have no
     uncommitted change and no commit that is not on one of its remotes (it is
-    cloned again on restore). Returns their paths; raises CannotCapture otherwise."""
+    cloned again on restore). Returns (their paths, {}); raises CannotCapture
+    otherwise. leave: a checkpoint, which removes nothing: such a submodule's own
+    state is left out instead (the save holds the commit it has checked out), and
+    the second item names each, {path: what of it no save holds}."""
     if not os.path.isdir(os.path.join(git_dir, "modules")):
-        return []
+        return [], {}
+    left: dict[str, list[str]] = {}
     for e in st.changed:
         # sub is "S<c><m><u>": a new commit (c) is fine when a remote has it (below);
         # modified (m) or untracked (u) content inside is not.
         if e.sub.startswith("S") and (e.sub[2] == "M" or e.sub[3] == "U"):
-            raise CannotCapture(f"submodule '{os.path.join(path, e.path)}' has uncommitted "
-                                "changes, which a superproject commit cannot hold")
+            if not leave:
+                raise CannotCapture(f"submodule '{os.path.join(path, e.path)}' has "
+                                    "uncommitted changes, which a superproject commit "
+                                    "cannot hold")
+            left.setdefault(e.path, []).append("uncommitted changes")
     subs = [rel for rel in index.gitlinks(path)
             if os.path.exists(os.path.join(path, rel, ".git"))]
     for rel in subs:
         full = os.path.join(path, rel)
         if query.has_unpushed_work(full):
-            raise CannotCapture(f"submodule '{full}' has commits or stashes on no remote; "
-                                "push them first")
-    return subs
+            if not leave:
+                raise CannotCapture(f"submodule '{full}' has commits or stashes on no "
+                                    "remote; push them first")
+            left.setdefault(rel, []).append("commits or stashes on no remote")
+    return subs, {rel: " and ".join(why) for rel, why in sorted(left.items())}
 
 
 def submodule_heads(path: str, subs: list[str]) -> dict[str, ObjectId]:
@@ -568,7 +606,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             walked: walk.Walk | walk.Background | None = None,
             targeted: bool = False, defer: bool = False, ahead: Ahead | None = None,
             lossy_ok: bool = False, always: bool = False,
-            unfiltered_ok: bool = False) -> Capture:
+            unfiltered_ok: bool = False, leave_submodules: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -594,6 +632,10 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     in `Capture.filter_failed` with a reason in `keep_reasons`, where else it
     raises CannotCapture. unfiltered_ok: that for a preserve too, whose removal
     then keeps the worktree for the reasons.
+    leave_submodules: a checkpoint, which removes nothing: a submodule with
+    uncommitted changes, or with commits or stashes on no remote, is saved as the
+    commit it has checked out and named in `Capture.submodules_left` (its change
+    inside it alone is no saved change), where else it raises CannotCapture.
     defer: compute the commits but leave them in `Capture.unwritten` (`cap.commit`
     names an object not written yet) for the caller to write with its own
     (`flush`).
@@ -610,7 +652,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
         try:
             return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
                                  ahead if st is not None else None, lossy_ok, always,
-                                 unfiltered_ok or lossy_ok)
+                                 unfiltered_ok or lossy_ok, leave_submodules)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -628,7 +670,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   st: git.Status | None, walked: walk.Walk | walk.Background | None,
                   targeted: bool = False, defer: bool = False,
                   ahead: Ahead | None = None, lossy_ok: bool = False,
-                  always: bool = False, unfiltered_ok: bool = False) -> Capture:
+                  always: bool = False, unfiltered_ok: bool = False,
+                  leave_submodules: bool = False) -> Capture:
     st = st or inspect(path, git_dir)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -641,10 +684,11 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         else query.index_flags(path)
     hidden = sorted(set(flags.assume_unchanged) | {
         p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
+    subs, left = _check_submodules(path, git_dir, st, leave=leave_submodules)
     cap = Capture(head=head, branch=st.branch,
-                  changed=[e.path for e in st.changed], untracked=list(st.untracked),
-                  ignored=list(st.ignored), hidden=hidden, config=conf, git_dir=git_dir)
-    subs = _check_submodules(path, git_dir, st)
+                  changed=saved_changes(st, left), untracked=list(st.untracked),
+                  ignored=list(st.ignored), hidden=hidden, config=conf, git_dir=git_dir,
+                  submodules_left=left)
     reason = _conversion_reason(path, git_dir, conf, flags, st)
     # A required filter that fails stops git at the file, stored or not (see
     # TempIndex): the temporary indexes take these as not required, and the files
@@ -713,7 +757,9 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
                 tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
                                "--no-skip-worktree")
-            unstaged = [e.path for e in st.changed if e.xy[1] != "."]
+            # (A submodule whose change inside it is left out is the same in W as in I.)
+            unstaged = [e.path for e in st.changed if e.xy[1] != "."
+                        and not (e.path in left and _inside_only(e))]
             if unstaged and not hidden and targeted \
                     and conf.get("core.sparsecheckout") != "true" \
                     and not any(e.sub.startswith("S") for e in st.changed):
