@@ -119,6 +119,14 @@ def work_present_elsewhere(s: Session, oid: str) -> str:
     worktree tree, and the saved index holds nothing else (it is that tree, or
     the saved HEAD's tree with that HEAD in the branch's history, as after a
     checkpoint of unstaged edits that were committed later)."""
+    return work_whereabouts(s, oid)[0]
+
+
+def work_whereabouts(s: Session, oid: str, *, explain: bool = False) -> tuple[str, str]:
+    """(`work_present_elsewhere`, why it is not) of preserve commit `oid`. The second
+    is "" unless `explain` and the live worktree, though it may hold the work, was
+    not proven to (`capture.unproven`: a file that would not come back byte for
+    byte, a nested repository, an operation in progress, a git that failed)."""
     # Lazily: a listing imports this module, and the capture code it never runs.
     from git_ao.git import query
     from git_ao.save import capture
@@ -129,14 +137,18 @@ def work_present_elsewhere(s: Session, oid: str) -> str:
             tip, head_tree = git.trees_of(s.common_dir, [branch, head])
             if tip == w_tree and (i_tree == w_tree or (
                     i_tree == head_tree and query.is_ancestor(s.common_dir, head, branch))):
-                return f"committed on {s.branch}"
+                return f"committed on {s.branch}", ""
         if s.live and os.path.isdir(s.worktree_path):
             dirs = git.repo_dirs(s.worktree_path)
-            if capture.holds(s.worktree_path, dirs.git_dir, oid):
-                return f"in the worktree {s.worktree_path}"
-    except (AoError, IndexError):
-        return ""
-    return ""
+            if not explain:
+                held = capture.holds(s.worktree_path, dirs.git_dir, oid)
+                return (f"in the worktree {s.worktree_path}", "") if held else ("", "")
+            why = capture.unproven(s.worktree_path, dirs.git_dir, oid)
+            return (f"in the worktree {s.worktree_path}", "") if why is None else ("", why)
+    except (AoError, IndexError) as exc:
+        return "", (f"it could not be compared with the worktree: {exc}"
+                    if explain and isinstance(exc, AoError) else "")
+    return "", ""
 
 
 def gone_live(sessions: Sequence[Session]) -> list[Outcome]:

@@ -84,6 +84,56 @@ def test_checkpoint_ref_deleted_once_work_is_committed(repo, worktrees):
     assert ao_refs(repo, "refs/ao") == ""
 
 
+@pytest.mark.parametrize("kind", ["crlf", "mixed", "nested", "worktree", "submodule",
+                                  "bisect", "changed"])
+def test_a_kept_checkpoint_ref_names_why_the_worktree_is_no_proof(repo, worktrees, tmp_path,
+                                                                  kind):
+    # Nothing changed since the checkpoint, yet prune kept its ref saying "its work is
+    # neither on the branch nor in the worktree": the proof's capture, which must
+    # give the worktree back exactly, refused what the checkpoint saved otherwise
+    # or left out. Only a worktree that changed since is said so.
+    wt = worktrees(repo, "agent")
+    (wt / "mine.txt").write_text("my work\n")
+    if kind in ("crlf", "mixed"):
+        git("config", "core.autocrlf", "true", cwd=repo)
+        (wt / "win.txt").write_bytes(b"one\r\ntwo\r\n" if kind == "crlf" else b"one\r\ntwo\n")
+        want = "would not come back from it byte for byte"
+    elif kind == "nested":
+        git("init", "-q", str(wt / "dep"), cwd=wt)
+        want = f"'{wt / 'dep'}/': nested repository or worktree, in no save"
+    elif kind == "worktree":
+        git("worktree", "add", "-q", "-b", "inner", str(wt / "inner"), cwd=repo)
+        want = f"'{wt / 'inner'}/': nested repository or worktree, in no save"
+    elif kind == "submodule":
+        src = tmp_path / "lib-src"
+        git("init", "-q", "-b", "main", str(src), cwd=tmp_path)
+        (src / "l.txt").write_text("lib\n")
+        git("add", "l.txt", cwd=src)
+        git("commit", "-qm", "l1", cwd=src)
+        git("submodule", "add", "-q", str(src), "lib", cwd=wt)
+        git("commit", "-qm", "submodule", cwd=wt)
+        (wt / "lib" / "l.txt").write_text("edited inside\n")
+        want = f"submodule '{wt / 'lib'}' has uncommitted changes, which no save holds"
+    else:
+        want = "its work is neither on the branch nor in the worktree"
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    if kind == "bisect":
+        git("bisect", "start", cwd=wt)
+        want = "the worktree cannot be compared with it: a bisect is in progress"
+    elif kind == "changed":
+        (wt / "mine.txt").write_text("moved on\n")
+    ref = "kept refs/ao/preserved/agent ("
+    for extra in (["-n"], []):
+        out = ao("ao-prune", *extra, cwd=repo).stdout
+        line = next(ln for ln in out.splitlines() if ref in ln)
+        assert want in line, (extra, line)
+        if kind != "changed":
+            assert "neither on the branch nor in the worktree" not in line, line
+            assert "as a checkpoint saves it, but not proven there exactly" in line \
+                or kind == "bisect", line
+    assert ao_refs(repo, "refs/ao/preserved").strip()
+
+
 @pytest.mark.parametrize("staged", [False, True], ids=["unstaged", "staged"])
 def test_checkpoint_of_edits_committed_later_is_pruned_after_a_clean_preserve(
         repo, worktrees, staged):

@@ -15,6 +15,7 @@ from git_ao.context import (
     facts,
     preserve_ref,
     work_present_elsewhere,
+    work_whereabouts,
 )
 from git_ao.fs import walk
 from git_ao.fs.gone import repo_gone_advice
@@ -260,7 +261,7 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
                 continue  # changed under us: leave it for the next prune
             if s.save is not None and s.pending and s.save.preserved_commit == oid:
                 continue
-            where = work_present_elsewhere(s, oid)
+            where, why = work_whereabouts(s, oid, explain=True)
             if where:
                 if not ctx.dry_run:
                     git.delete_ref(repo, ref, oid)
@@ -272,10 +273,10 @@ def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outc
             else:
                 # Said every time: a kept ref no row points at (an old checkpoint, a
                 # conflict left to resolve) is otherwise easy to forget.
+                why = why or "its work is neither on the branch nor in the worktree"
                 out.append(Outcome(sid, Action.PRUNE_REF, Status.NOTHING,
-                                   f"kept {ref} ({oid[:12]}): its work is neither on the branch "
-                                   "nor in the worktree; see it with git stash show -p "
-                                   f"--include-untracked {ref}", facts(s)))
+                                   f"kept {ref} ({oid[:12]}): {why}; see it with git stash "
+                                   f"show -p --include-untracked {ref}", facts(s)))
     held = dict(git.for_each_ref(repo, REF_PREFIX))
     for sid in sorted(by_id):
         # A record naming a ref deleted by hand (`git update-ref -d` after a

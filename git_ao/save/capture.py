@@ -1061,3 +1061,50 @@ def holds(path: str, git_dir: str, commit: str, left: Sequence[str] = ()) -> boo
     head, i_tree, w_tree, u_tree = saved_trees(path, commit)
     return (cap.head, cap.index_tree, cap.worktree_tree, cap.untracked_tree) == (
         head, i_tree, w_tree, u_tree)
+
+
+def unproven(path: str, git_dir: str, commit: str) -> str | None:
+    """`holds`, saying why not: None when the worktree at `path` holds exactly the
+    work saved in `commit`; "" when it holds other work (it changed since); else
+    why it cannot be proven to hold it, when the exact capture `holds` takes is
+    refused: what a checkpoint's capture saves otherwise or leaves out (a file that
+    would not come back byte for byte, a nested repository or worktree, a
+    submodule's own state, a file a required filter fails on), when that capture
+    is the save; or the refusal itself (an operation in progress). Writes nothing.
+    Raises GitError."""
+    saved = saved_trees(path, commit)
+    try:
+        cap = capture(path, git_dir, None, write=False)
+    except CannotCapture as exc:
+        strict = exc
+    else:
+        return None if _trees_of(cap) == saved else ""
+    try:
+        st = inspect(path, git_dir, leave_nested=True)
+        cap = capture(path, git_dir, None, write=False, st=st, lossy_ok=True,
+                      unfiltered_ok=True, leave_submodules=True)
+    except CannotCapture:
+        return f"the worktree cannot be compared with it: {strict}"
+    if _trees_of(cap) != saved:
+        return ""
+    parts = []
+    if cap.inexact:
+        parts.append(f"{_paths(path, cap.inexact)} would not come back from it byte for "
+                     "byte (line-ending or filter conversion, core.fileMode)")
+    if st.left_out:
+        parts.append(f"{_paths(path, st.left_out)}: nested repository or worktree, in no "
+                     "save")
+    if cap.submodules_left:
+        parts.append(", ".join(f"submodule '{os.path.join(path, p)}' has {why}"
+                               for p, why in sorted(cap.submodules_left.items()))
+                     + ", which no save holds")
+    if cap.filter_failed:
+        parts.append(f"a required filter fails on {_paths(path, sorted(cap.filter_failed))}")
+    return ("its work is in the worktree as a checkpoint saves it, but not proven there "
+            f"exactly: {'; '.join(parts) or strict}")
+
+
+def _trees_of(cap: Capture) -> tuple[str | None, str | None, str | None, str | None]:
+    """(H, index tree, worktree tree, untracked tree or None) of a capture, as
+    `saved_trees` gives them of a commit."""
+    return cap.head, cap.index_tree, cap.worktree_tree, cap.untracked_tree
