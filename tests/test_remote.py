@@ -128,7 +128,11 @@ def test_push_at_preserve_then_restore_on_another_machine(repo, worktrees, machi
     assert f"pushed {REF}s1" in res.stdout, res.stdout + res.stderr
     assert not wt.exists()
     assert remote_refs(repo) == {"s1": local_ref(repo, "s1")}
-    # Machine B: a fresh clone knows nothing; the commit's trailers are enough.
+    # Machine B: a fresh clone knows nothing; the commit's trailers are enough. Its
+    # dry run says of the ignored files what the real run says.
+    elsewhere = "stay on the machine that saved it (ignored files are never pushed)"
+    dry = ao("ao-restore", "--from", "origin", "--no-launch", "-n", cwd=clone, env=b)
+    assert elsewhere in dry.stdout, dry.stdout
     res = ao("ao-restore", "--from", "origin", "--no-launch", cwd=clone, env=b)
     # Another machine has no trash copy: ignored files stay behind, the rest is exact.
     assert differences(before, state(wt)) == []

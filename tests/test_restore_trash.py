@@ -417,14 +417,35 @@ def test_ignored_paths_lost_with_the_trash_are_named(repo, worktrees):
     assert (wt / "work.txt").read_text() == "saved\n" and not (wt / "a.log").exists()
 
 
+def test_a_dry_run_says_the_ignored_paths_lost_with_the_trash_as_the_real_run(
+        repo, worktrees):
+    # `git ao-restore -n` said it would check the worktree out again and apply the
+    # save, and nothing of the ignored paths the real run then said were gone.
+    wt = worktrees(repo, "gone")
+    (wt / "work.txt").write_text("saved\n")
+    _with_ignored_paths(wt)
+    ao("ao-preserve", "gone", cwd=repo)
+    _lose_the_trash()
+    note = "; the 2 ignored path(s) it held at the save have no trash copy left: they did " \
+        "not come back"
+    [dry] = json.loads(ao("ao-restore", "gone", "-n", "--json", cwd=repo).stdout)["results"]
+    assert note in dry["message"] and dry["environment_lost"] == 2, dry
+    quiet = ao("ao-restore", "gone", "-n", cwd=repo).stdout
+    assert note in quiet, quiet
+    [real] = json.loads(ao("ao-restore", "gone", "--json", cwd=repo).stdout)["results"]
+    assert note in real["message"] and real["environment_lost"] == 2, real
+
+
 def test_a_save_without_ignored_paths_says_nothing_of_them(repo, worktrees):
     wt = worktrees(repo, "bare")
     (wt / "work.txt").write_text("saved\n")
     ao("ao-preserve", "bare", cwd=repo)
     _lose_the_trash()
-    [result] = json.loads(ao("ao-restore", "bare", "--json", cwd=repo).stdout)["results"]
-    assert result["status"] == "ok" and "environment_lost" not in result
-    assert "ignored path" not in result["message"]
+    for extra in (["-n"], []):
+        [result] = json.loads(ao("ao-restore", "bare", *extra, "--json",
+                                 cwd=repo).stdout)["results"]
+        assert result["status"] == "ok" and "environment_lost" not in result
+        assert "ignored path" not in result["message"]
 
 
 def test_an_agent_left_in_the_trash_copy_cannot_reach_another_worktree(repo, worktrees,

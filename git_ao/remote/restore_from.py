@@ -330,9 +330,11 @@ def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str]
                 out.append(Outcome(sid, Action.RESTORE, Status.REFUSED, f"{ref} here holds another "
                                    f"commit ({local[:12]}); it would not be replaced", data))
                 continue
+            lost = 0
             try:
-                s, save = rebuild(None, Orphan(repo, ref, oid),
-                                  remotes.peeked_message(repo, oid, objects))
+                told = remotes.peeked_message(repo, oid, objects)
+                s, save = rebuild(None, Orphan(repo, ref, oid), told)
+                lost = _ignored_elsewhere(ctx, sid, told[1])
                 recorded = s.worktree_path
                 path, why = target(repo, s, maps, entries, dry_run=True)
                 if path is not None:
@@ -353,9 +355,26 @@ def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str]
                 msg += f", creating {parent}"
             if os.path.lexists(path):
                 msg += f"; {why}"  # the restore's own line: what it does with what is there
-            out.append(Outcome(sid, Action.RESTORE, Status.OK, msg,
-                               {**data, "workspace_path": path, "preserved_commit": oid}))
+            done: OutcomeData = {**data, "workspace_path": path, "preserved_commit": oid}
+            if lost:
+                # As the real run's restore says it (`_say_elsewhere`).
+                msg = msg.replace(target_mod.environment_note(lost), "") + \
+                    target_mod.environment_elsewhere_note(lost)
+                done["environment_lost"] = lost
+            out.append(Outcome(sid, Action.RESTORE, Status.OK, msg, done))
     return out
+
+
+def _ignored_elsewhere(ctx: Context, sid: str, message: str) -> int:
+    """How many ignored paths the save whose commit message is `message` held that a
+    restore here would not bring back: its `Ao-Ignored` count, when no trash entry
+    of `sid` here holds ignored files (the real run says so: `_say_elsewhere`)."""
+    from git_ao.save import capture
+    from git_ao.store import trash
+    count = capture.parse_trailers(message).get(capture.IGNORED_TRAILER, "")
+    if not count.isdigit() or not int(count):
+        return 0
+    return int(count) if trash.latest_for(ctx.store.dir, sid, environment=True) is None else 0
 
 
 def _with_history(repo: str, sid: str, hists: Mapping[str, ObjectId]) -> str:

@@ -140,17 +140,25 @@ def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
     """No trash copy is left (a tmpfs cleared by a reboot, a worktree or a trash
     deleted by hand): when the save recorded ignored paths, say they did not
     come back."""
+    count = ignored_at_save(s, path)
+    if count:
+        outcome.data["environment_lost"] = count
+        # The save records how many, not which: name none rather than guess.
+        outcome.message += environment_note(count)
+
+
+def ignored_at_save(s: Session, cwd: str) -> int:
+    """How many ignored paths the worktree held at the save of `s` (its commit's
+    `Ao-Ignored` trailer, read in the repository at `cwd`); 0 when none, no commit
+    was saved, or git cannot read it."""
     commit = s.save.preserved_commit if s.save else None
     if not commit:
-        return
+        return 0
     try:
-        count = query.trailer(path, commit, capture.IGNORED_TRAILER)
+        count = query.trailer(cwd, commit, capture.IGNORED_TRAILER)
     except AoError:
-        return
-    if count.isdigit() and int(count):
-        outcome.data["environment_lost"] = int(count)
-        # The save records how many, not which: name none rather than guess.
-        outcome.message += environment_note(int(count))
+        return 0
+    return int(count) if count.isdigit() else 0
 
 
 def environment_note(count: int) -> str:

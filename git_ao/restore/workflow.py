@@ -277,8 +277,10 @@ def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool) -> Pre
                 # never tried the trash: why it is not put back is said all the same.
                 out.trash_skipped = _why_not_trash(ctx, save)
             if ctx.dry_run:
-                out.would = Outcome(s.id, Action.RESTORE, Status.OK,
-                                    _would(ctx, s, save, path, out.placement.reused), facts(s))
+                said, lost = _would(ctx, s, save, path, out.placement.reused)
+                out.would = Outcome(s.id, Action.RESTORE, Status.OK, said, facts(s))
+                if lost:
+                    out.would.data["environment_lost"] = lost
     return out
 
 
@@ -341,21 +343,30 @@ def _record(ctx: Context, s: Session, save: Save, restored: Restored) -> None:
             workspace=save.worktree_path)
 
 
-def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str:
+def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> tuple[str, int]:
     """What a dry run says the real run would do: which way (put back whole from
-    the trash, or a checkout and the save applied, and why not the trash), and
-    when the branch moved since the save, that the work lands on its new tip."""
+    the trash, or a checkout and the save applied, and why not the trash), when
+    the branch moved since the save, that the work lands on its new tip, and
+    after a checkout with no trash copy left, that the ignored paths the save
+    held do not come back (`target.environment_note`). Returns (the line, how
+    many ignored paths would not come back)."""
     # Nothing to apply: say so, and (as the real run's outcome will) the newest
     # history entry that holds work. A trash copy is the worktree as preserved.
     saved = bool(save.preserved_commit)
     apply_it = " and apply the save" if saved else " (nothing was saved)"
     note = "" if saved or save.holds_less_than else history.newest_note(
         s.common_dir, s.id, then=f"after git ao-restore {s.id}, ")
+    # As the real run's checkout (`target.trash_copy`): with no trash copy to take
+    # them from, the ignored paths the save held do not come back.
+    lost = target.ignored_at_save(s, s.common_dir) \
+        if trash.latest_for(ctx.store.dir, s.id, environment=True) is None else 0
+    gone = target.environment_note(lost) if lost else ""
     if reused:
-        return f"would reuse the worktree at {path}{apply_it}" + (f"; {note}" if note else "")
+        return (f"would reuse the worktree at {path}{apply_it}{gone}"
+                + (f"; {note}" if note else ""), lost)
     use = from_trash.usable(ctx.store.dir, save)
     if use.entry is not None and not os.path.lexists(path):
-        return f"would put the worktree back at {path} from the trash ({use.entry.worktree})"
+        return f"would put the worktree back at {path} from the trash ({use.entry.worktree})", 0
     if save.branch and not save.detached and not save.head \
             and not query.branch_exists(s.common_dir, save.branch):
         raise _no_commit(save.branch)  # as the real run's checkout refuses
@@ -371,10 +382,10 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> str
     elif use.skip is not from_trash.Skip.NO_COPY and not (
             use.skip is from_trash.Skip.BRANCH_MOVED and moved):
         msg += f" (not from the trash: {use.why})"  # the moved branch said below otherwise
-    msg += moved
+    msg += moved + gone
     if note:
         msg += f"; {note}"
-    return msg
+    return msg, lost
 
 
 def _try_trash(ctx: Context, s: Session, save: Save, path: str,
