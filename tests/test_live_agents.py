@@ -371,6 +371,48 @@ _LAST_WORDS = ("import signal, sys, time\n"
                "time.sleep(300)\n")
 
 
+@pytest.mark.parametrize("inside", ["submodule", "nested"])
+def test_a_preserve_refused_after_its_agents_stopped_claims_no_change_the_stop_did_not_make(
+        repo, tmp_path, inside):
+    # The checkpoint before the stop leaves a submodule's own work (or a nested
+    # repository) out; the preserve then refuses it. With no save to compare, the
+    # line said "the worktree changed while its agents stopped" and kept a
+    # before-stop ref for an agent that changed nothing.
+    wt = _worktree(repo, tmp_path / "wt", "quiet")
+    if inside == "submodule":
+        src = tmp_path / "lib-src"
+        git("init", "-q", "-b", "main", str(src), cwd=tmp_path)
+        (src / "l.txt").write_text("lib\n")
+        git("add", "l.txt", cwd=src)
+        git("commit", "-qm", "l1", cwd=src)
+        git("submodule", "add", "-q", str(src), "lib", cwd=wt)
+        git("commit", "-qm", "submodule", cwd=wt)
+        (wt / "lib" / "l.txt").write_text("edited inside\n")
+    else:
+        git("init", "-q", str(wt / "dep"), cwd=wt)
+    (wt / "notes.txt").write_text("its notes\n")
+    agent = subprocess.Popen([sys.executable, "-c", _QUIET], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=1)
+    finally:
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "quiet"]
+    assert r["status"] == "refused" and "changed while its agents stopped" not in r["message"], r
+    assert git("for-each-ref", "refs/ao/before-stop/", cwd=repo) == ""
+    assert (wt / "notes.txt").read_text() == "its notes\n"
+
+
+_QUIET = ("import signal, sys, time\n"
+          "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+          "print('ready', flush=True)\n"
+          "time.sleep(300)\n")
+
+
 def test_a_checkpoint_kept_before_a_stop_that_lost_nothing_exits_0_as_the_page_says(
         repo, tmp_path):
     """The checkpoint is kept under refs/ao/before-stop/ID whenever the stop changed

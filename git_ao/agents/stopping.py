@@ -23,6 +23,7 @@ from git_ao import git
 from git_ao.agents import processes
 from git_ao.agents.relaunch import facts as relaunch_facts
 from git_ao.context import Context
+from git_ao.errors import AoError
 from git_ao.git.parse import ObjectId
 from git_ao.outcome import Outcome, OutcomeData, Status
 from git_ao.proof import witness
@@ -123,6 +124,19 @@ def settle_agents(sessions: Sequence[Session], settings: processes.Settings, *, 
     return seen
 
 
+def _as_before(s: Session, trees: tuple[str | None, ...]) -> bool:
+    """Does the worktree of `s`, whose preserve was refused (a nested repository, a
+    submodule's own work, which its checkpoint before the stop left out), still
+    hold `trees` (the index, worktree and untracked trees of that checkpoint), as
+    a checkpoint captures it? False when that cannot be told."""
+    path = s.worktree_path
+    try:
+        _st, now = capture.as_checkpoint(path, git.repo_dirs(path).git_dir)
+    except AoError:
+        return False
+    return (now.index_tree, now.worktree_tree, now.untracked_tree) == trees
+
+
 def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -> None:
     """The agents of `s` were stopped after a checkpoint `before` was captured (their
     stop handler may throw the work away: a harness that cleans up its worktree).
@@ -136,6 +150,8 @@ def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -
     trees = capture.saved_trees(s.common_dir, before)[1:]
     if final and capture.saved_trees(s.common_dir, final)[1:] == trees:
         return
+    if final is None and out.status == Status.REFUSED and _as_before(s, trees):
+        return  # refused, nothing saved or removed, and the stop changed nothing
     ref = lacking.before_stop_ref(s.id)
     older = git.rev_parse(s.common_dir, ref)
     if older:

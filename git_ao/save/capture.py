@@ -1080,9 +1080,7 @@ def unproven(path: str, git_dir: str, commit: str) -> str | None:
     else:
         return None if _trees_of(cap) == saved else ""
     try:
-        st = inspect(path, git_dir, leave_nested=True)
-        cap = capture(path, git_dir, None, write=False, st=st, lossy_ok=True,
-                      unfiltered_ok=True, leave_submodules=True)
+        st, cap = as_checkpoint(path, git_dir)
     except CannotCapture:
         return f"the worktree cannot be compared with it: {strict}"
     if _trees_of(cap) != saved:
@@ -1102,6 +1100,18 @@ def unproven(path: str, git_dir: str, commit: str) -> str | None:
         parts.append(f"a required filter fails on {_paths(path, sorted(cap.filter_failed))}")
     return ("its work is in the worktree as a checkpoint saves it, but not proven there "
             f"exactly: {'; '.join(parts) or strict}")
+
+
+def as_checkpoint(path: str, git_dir: str) -> tuple[git.Status, Capture]:
+    """The worktree at `path` captured as a checkpoint takes it, writing nothing:
+    its nested repositories and worktrees and its submodules' own state left out, a
+    file that would not come back byte for byte or that a required filter fails
+    on saved as git would and named. Returns (its status, with `left_out`, and the
+    Capture). Raises CannotCapture for what a checkpoint refuses too (an operation
+    in progress, an unborn branch), GitError."""
+    st = inspect(path, git_dir, leave_nested=True)
+    return st, capture(path, git_dir, None, write=False, st=st, lossy_ok=True,
+                       unfiltered_ok=True, leave_submodules=True)
 
 
 def _trees_of(cap: Capture) -> tuple[str | None, str | None, str | None, str | None]:
