@@ -14,7 +14,10 @@ of codex-rs/protocol); app worktrees `~/.codex/worktrees/<hex>/<repo>` with
 WorktreeMetadata / WorktreeThreadMetadata) at `git rev-parse --git-path`;
 `codex --worktree`'s `<repo>.<branch>` beside the repository, with the same two
 files (manager.rs ensure_worktree writes the thread file first, with no owner).
-Conductor: `~/conductor/workspaces/<repo>/<name>`, a linked worktree.
+Conductor: `~/conductor/workspaces/<repo>/<name>`, a linked worktree; for a
+repository added before Conductor 0.25.0, `<repo>/.conductor/<name>` inside the
+repository's root (docs.conductor.build, "Nested source directories"; its
+conductor.json page names `~/my-repo/.conductor/tokyo`).
 """
 
 from __future__ import annotations
@@ -140,6 +143,14 @@ def codex_sibling_worktree(repo: Path, branch: str, *, thread: str | None = None
 
 def conductor_workspace(repo: Path, name: str) -> Path:
     path = home() / "conductor" / "workspaces" / repo.name / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git("worktree", "add", "-q", "-b", name, str(path), cwd=repo)
+    return path
+
+
+def conductor_legacy_workspace(repo: Path, name: str) -> Path:
+    """A workspace as Conductor made it before 0.25.0: `<repo>/.conductor/<name>`."""
+    path = repo / ".conductor" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     git("worktree", "add", "-q", "-b", name, str(path), cwd=repo)
     return path

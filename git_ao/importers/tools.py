@@ -36,7 +36,7 @@ from git_ao.batch import log_failure
 from git_ao.context import Context
 from git_ao.errors import AoError, Fatal, Usage
 from git_ao.importers import daemon
-from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.found import Found, Unreadable, distinct
 from git_ao.importers.names import AO, NAMES, TOOLS
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import id_from_name, register
@@ -64,19 +64,35 @@ def home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def sources(name: str, where: Path) -> list[Path]:
-    """The existing state of tool `name` under home directory `where`."""
+def sources(name: str, where: Path, known: Sequence[str] = ()) -> list[Path]:
+    """The existing state of tool `name` under home directory `where`, and what it
+    keeps inside repositories (an adapter's `repository_sources`, given `known`,
+    the common dirs of the repositories git-ao has sessions of)."""
     mod = adapter(name)
     if mod is None:
         return []
-    return [p for p in mod.default_sources(where) if os.path.lexists(p)]
+    paths = list(mod.default_sources(where))
+    in_repositories = getattr(mod, "repository_sources", None)
+    if in_repositories is not None:
+        paths += in_repositories(where, known)
+    return [p for p in distinct(paths) if os.path.lexists(p)]
 
 
-def found_tools(where: Path, data_dir: str) -> list[str]:
-    """The tools with state under `where`, `ao` first when its database is in
-    `data_dir`: what `git ao import` with no --tool imports."""
+def known_repositories(ctx: Context) -> list[str]:
+    """The common dirs of the repositories git-ao has sessions of, each once."""
+    return list(dict.fromkeys(s.common_dir for s in ctx.store.sessions()))
+
+
+def found_tools(where: Path, data_dir: str, known: Sequence[str] = (),
+                found: dict[str, list[Path]] | None = None) -> list[str]:
+    """The tools with state under `where` (or in the repositories `known`), `ao`
+    first when its database is in `data_dir`: what `git ao import` with no --tool
+    imports. `found`, when given, gains each tool's sources."""
+    found = {} if found is None else found
+    for n in sorted(TOOLS):
+        found[n] = sources(n, where, known)
     out = [AO] if os.path.lexists(daemon.default_path(data_dir)) else []
-    return out + [n for n in sorted(TOOLS) if sources(n, where)]
+    return out + [n for n in sorted(TOOLS) if found[n]]
 
 
 def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
@@ -98,8 +114,10 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
     if from_path is not None and not names:
         names = [AO]
     where = home()
+    known = known_repositories(ctx) if from_path is None else []
+    found: dict[str, list[Path]] = {}
     if not names:
-        names = found_tools(where, data_dir)
+        names = found_tools(where, data_dir, known, found)
         if not names:
             raise Fatal(f"no ao daemon database at '{daemon.default_path(data_dir)}' and no "
                         f"tool's state under {where} (use --tool NAME --from PATH)")
@@ -116,7 +134,9 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
                 outcomes.append(_said_once(ctx, f"{AO}:{os.path.realpath(path)}", _UNREADABLE,
                                            Outcome(AO, Action.IMPORT, Status.REFUSED, str(exc))))
             continue
-        outcomes += _tool(ctx, name, [Path(from_path)] if from_path else sources(name, where))
+        srcs = [Path(from_path)] if from_path else found[name] if name in found \
+            else sources(name, where, known)
+        outcomes += _tool(ctx, name, srcs)
     return outcomes
 
 
