@@ -3,16 +3,16 @@
 Every adapter module (git_ao/importers/<tool>.py) exposes `TOOL` (the `--tool`
 name), `default_sources(home)` (where the tool keeps its state under a home
 directory, and first where the tool's own environment variable moves it when
-that is set: env_dir; those that exist are read) and `read(source)` (the sessions one source
-holds, as Found); an adapter whose tool keeps state inside repositories also
-exposes `repository_sources(home, common_dirs)` (Conductor's `.conductor`
-directories: given the repositories git-ao knows, read as sources of their own
-when the state is not named with --from). An adapter never writes the tool's files: SQLite is opened
-through git_ao.store.foreign, everything else is only read. A file it cannot
-read (corrupt, or of a format version nobody checked it against) raises
-Unreadable with one line per such file, each naming it (and what the rest of the
-source gave); the import reports each line as a refusal of its own, registers the
-rest and goes on with the other tools.
+that is set: env_dir; those that exist are read) and `read(source)` (the
+sessions one source holds, as Found). One whose tool keeps state inside
+repositories also exposes `repository_sources(home, common_dirs)` (Conductor's
+`.conductor` directories, given the repositories git-ao knows), read as sources
+of their own unless --from names the state. An adapter never writes the tool's
+files: SQLite is opened through git_ao.store.foreign, everything else is only
+read. A file it cannot read (corrupt, or of a format version nobody checked it
+against) raises Unreadable with one line per such file, each naming it (and what
+the rest of the source gave); the import reports each line as a refusal of its
+own, registers the rest and goes on with the other tools.
 """
 
 from __future__ import annotations

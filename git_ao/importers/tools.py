@@ -2,7 +2,8 @@
 
 Each tool has an adapter module here (see found.py for what one exposes); `ao`, the
 ao daemon, is read by daemon.py. Without `--tool` every tool whose state is found
-under the home directory is imported, and the ao daemon's database when it is there.
+under the home directory (or, for Conductor, in a repository: sources) is imported,
+and the ao daemon's database when it is there.
 
 For each session an adapter reports (a Found):
 
