@@ -136,3 +136,16 @@ def test_from_names_a_dot_conductor_directory(repo, ao_env, tmp_path):
     res = ao("ao", "import", "--tool", "conductor", "--from", plain, "--json", cwd=repo, rc=1)
     (got,) = json.loads(res.stdout)["results"]
     assert got["status"] == "refused" and str(plain) in got["message"], got
+
+
+def test_a_dot_conductor_holding_no_workspace_is_no_conductor_state(repo, ao_env):
+    """Conductor keeps its settings in `.conductor/` too (settings.toml): a known
+    repository with only those is no Conductor state, so `git ao import` with
+    nothing else to read says so, as it did."""
+    wt = repo.parent / f"{repo.name}-mine"
+    git("worktree", "add", "-q", "-b", "mine", str(wt), cwd=repo)
+    ao("ao", "add", str(wt), cwd=repo)
+    (repo / ".conductor" / "scripts").mkdir(parents=True)
+    (repo / ".conductor" / "settings.toml").write_text("[scripts]\n")
+    res = ao("ao", "import", cwd=repo, rc=None)
+    assert res.returncode != 0 and "no tool's state" in res.stderr, res

@@ -86,7 +86,8 @@ def repository_sources(home: Path, common_dirs: Iterable[str]) -> list[Path]:
     (the repositories git-ao knows), those of the linked worktrees under
     `~/conductor/workspaces`, and those whose `.conductor/<name>` a Claude Code
     transcript or Codex rollout records as its cwd (or a directory in it). Only a
-    directory that is there, in the top of a repository's main worktree."""
+    directory in the top of a repository's main worktree that holds a `.git`
+    one level down."""
     roots: list[str] = []
     for common in common_dirs:
         roots += _main_roots(common)
@@ -107,9 +108,15 @@ def repository_sources(home: Path, common_dirs: Iterable[str]) -> list[Path]:
         if real in seen:
             continue
         seen.add(real)
-        if os.path.isdir(os.path.join(root, LEGACY)) and _main_top(root) is not None:
+        if _holds_a_worktree(Path(root) / LEGACY) and _main_top(root) is not None:
             out.append(Path(root) / LEGACY)
     return out
+
+
+def _holds_a_worktree(d: Path) -> bool:
+    """Does `d` hold a `<name>/.git`? Conductor keeps its settings in `.conductor`
+    too (settings.toml): such a directory alone is no Conductor state."""
+    return any(os.path.lexists(c / ".git") for c in _dirs_or_none(d))
 
 
 def _main_roots(common: str) -> list[str]:
