@@ -119,7 +119,7 @@ if TYPE_CHECKING:
         warning: str
         inexact: list[str]  # checkpoint: paths saved as git checks them out
         unstorable: list[str]  # untracked paths whose names git will not store
-        left_out: list[str]  # checkpoint: nested repositories and worktrees not saved
+        left_out: list[str]  # checkpoint, restore --at: nested repositories and worktrees not saved
         submodules_left_out: list[str]  # checkpoint: submodules saved as their commit alone
         filter_failed: list[str]  # paths a required filter failed on (as the index holds them)
         blocked: list[str]

@@ -988,6 +988,162 @@ def test_a_checkpoint_saves_the_worktree_around_submodules_with_their_own_work(
     assert (wt / "lib" / "new.txt").exists() and (wt / "top.txt").exists()
 
 
+def _nest(wt, rel, kind, repo, make_repo, tmp_path):
+    """Make a repository nested untracked at `rel` in the worktree `wt` (a clone, a
+    `git init` directory, a linked worktree of another repository), with work of
+    its own: a change, an untracked file, an ignored one."""
+    where = wt / rel
+    where.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "clone":
+        git("clone", "-q", "--no-hardlinks", str(repo), str(where), cwd=tmp_path)
+    elif kind == "init":
+        git("init", "-q", str(where), cwd=tmp_path)
+        (where / "lib.c").write_text("int x;\n")
+        git("add", "lib.c", cwd=where)
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "lib",
+            cwd=where)
+    else:
+        other = make_repo()
+        git("worktree", "add", "-q", "-b", "nested", str(where), cwd=other)
+    (where / "README.md").write_text("the nested repository's own edit\n")
+    (where / "scratch.txt").write_text("its untracked file\n")
+    (where / "x.log").write_text("its ignored file\n")
+
+
+def _snapshot(top):
+    """Every path under `top` (its .git too) with its stat data and bytes: a write,
+    a removal or a move inside it shows."""
+    out = {}
+    for root, dirs, files in os.walk(top):
+        for name in dirs + files:
+            full = os.path.join(root, name)
+            st = os.lstat(full)
+            data = _read(full) if os.path.isfile(full) and not os.path.islink(full) else None
+            out[os.path.relpath(full, top)] = (st.st_mode, st.st_ino, st.st_mtime_ns,
+                                               st.st_ctime_ns, data)
+    st = os.lstat(top)
+    out["."] = (st.st_mode, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, None)
+    return out
+
+
+def _without(state, rel):
+    """`exact_state` with the nested repository at `rel` and the directories that
+    hold it left out (what an entry taken without it cannot hold)."""
+    b = rel.encode()
+    holders = {rel.rsplit("/", i)[0] for i in range(1, rel.count("/") + 1)}
+
+    def keep(p):
+        p = p if isinstance(p, bytes) else p.encode()
+        return not (p == b or p.startswith(b + b"/"))
+
+    out = dict(state)
+    out["status"] = [r for r in state["status"] if not r.endswith(b"? " + b + b"/")
+                     and r != b"? " + b + b"/"]
+    out["files"] = {p: v for p, v in state["files"].items() if keep(p)}
+    out["directories"] = [d for d in state["directories"] if keep(d) and d not in holders]
+    return out
+
+
+@pytest.mark.parametrize("kind,rel", [("clone", "dep"), ("init", "dep"),
+                                      ("worktree", "dep"), ("clone", "new/deeper/dep"),
+                                      ("clone", "build/dep"), ("init", "src/dep")])
+def test_restore_at_leaves_a_nested_repository_alone_and_its_undo_works(
+        repo, worktrees, make_repo, tmp_path, kind, rel):
+    # An agent cloned a dependency (or ran git init, or added a worktree of another
+    # repository) and then destroyed the rest of its work: --at records the current
+    # state without the nested repository, named as a checkpoint names it, brings
+    # the entry back around it, never writing inside it, and its undo works too.
+    wt = _session(repo, worktrees)
+    (wt / "mine.txt").write_text("my work\n")
+    # An intent-to-add entry: the proof of the result reads the worktree again.
+    (wt / "planned.txt").write_text("planned\n")
+    git("add", "-N", "planned.txt", cwd=wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = _without(exact_state(wt), rel)
+    _nest(wt, rel, kind, repo, make_repo, tmp_path)
+    _destroy(wt)
+    wiped = exact_state(wt)
+    nested = _snapshot(wt / rel)
+    ignored = rel.startswith("build/")  # inside an ignored directory: no nested repo to name
+    said = f"1 nested repository or worktree path(s) left out of the save: {rel}/"
+    dry = _restore_json(repo, "agent", "--at", "1", "-n")
+    assert dry["status"] == "ok", dry
+    if ignored:
+        assert "left_out" not in dry, dry
+    else:
+        assert dry["left_out"] == [f"{rel}/"] and said in dry["warning"], dry
+    assert len(_entries(repo, "agent")) == 1
+    doc = _restore_json(repo, "agent", "--at", "1")
+    assert doc["status"] == "ok", doc
+    assert doc.get("left_out") == dry.get("left_out") and doc.get("warning") == \
+        dry.get("warning"), (dry, doc)
+    assert _snapshot(wt / rel) == nested
+    assert_restored(wanted, _without(exact_state(wt), rel))
+    # The state replaced, recorded first, leaves the nested repository out.
+    files = git("ls-tree", "-r", "--name-only", f"{doc['replaced']}^3", cwd=repo).split()
+    assert "stray.txt" in files and not [f for f in files if f.startswith(rel + "/")], files
+    back = _restore_json(repo, "agent", "--at", doc["replaced"][:12])
+    assert back["status"] == "ok", back
+    assert _snapshot(wt / rel) == nested
+    assert_restored(wiped, exact_state(wt))
+
+
+@pytest.mark.parametrize("had", ["tracked-file", "tracked-dir", "untracked-file",
+                                 "untracked-dir", "file-above", "empty-dir-inside"])
+def test_restore_at_refuses_an_entry_that_writes_where_a_nested_repository_is(
+        repo, worktrees, tmp_path, had):
+    # The entry has something at the nested repository's path, inside it, or a
+    # file where its directory is: bringing it back would write there, so --at
+    # and its dry run refuse alike, in one line naming the path, and nothing changes.
+    wt = _session(repo, worktrees)
+    rel = {"tracked-dir": "src", "file-above": "top/dep"}.get(had, "dep")
+    top = rel.split("/")[0]
+    if had == "tracked-file":
+        (wt / "dep").write_text("tracked\n")
+        git("add", "dep", cwd=wt)
+        git("commit", "-q", "-m", "dep", cwd=wt)
+    elif had == "untracked-file" or had == "file-above":
+        (wt / top).write_text("untracked\n")
+    elif had == "untracked-dir":
+        (wt / "dep").mkdir()
+        (wt / "dep" / "notes.txt").write_text("untracked\n")
+    elif had == "empty-dir-inside":
+        (wt / "dep" / "sub").mkdir(parents=True)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    if had in ("tracked-file", "tracked-dir"):
+        git("rm", "-q", "-r", "-f", top, cwd=wt)
+    else:
+        shutil.rmtree(wt / top) if (wt / top).is_dir() else (wt / top).unlink()
+    git("init", "-q", str(wt / rel), cwd=tmp_path)
+    (wt / rel / "work.txt").write_text("the clone's work\n")
+    (wt / "stray.txt").write_text("the agent's mess\n")
+    before, nested = exact_state(wt), _snapshot(wt / rel)
+    tip = git("rev-parse", HIST + "agent", cwd=repo)
+    for extra in (["-n"], []):
+        res = ao("ao-restore", "agent", "--at", "1", *extra, cwd=repo, rc=1)
+        lines = res.stdout.strip().splitlines()
+        assert len(lines) == 1 and f"{rel}/" in lines[0], (extra, res.stdout)
+        assert "nested repository" in lines[0] and "move it away" in lines[0], lines
+        assert "(nothing changed)" in lines[0], lines
+    assert git("rev-parse", HIST + "agent", cwd=repo) == tip
+    assert _snapshot(wt / rel) == nested
+    assert_restored(before, exact_state(wt))
+
+
+def test_a_preserve_still_refuses_a_nested_repository_and_keeps_the_worktree(
+        repo, worktrees, tmp_path):
+    # The preserve removes the worktree, and a nested clone's files are in no save:
+    # its dry run and its real run refuse, as before --at left such clones alone.
+    wt = worktrees(repo, "agent")
+    (wt / "mine.txt").write_text("my work\n")
+    git("clone", "-q", str(repo), str(wt / "dep"), cwd=tmp_path)
+    for extra in (["-n"], []):
+        res = ao("ao-preserve", "agent", *extra, cwd=repo, rc=1)
+        assert "untracked nested repository" in res.stdout and "dep/" in res.stdout, res.stdout
+    assert wt.is_dir() and (wt / "mine.txt").exists() and (wt / "dep" / ".git").is_dir()
+    assert not _entries(repo, "agent")
+
+
 def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exactly(
         repo, worktrees):
     wt = worktrees(repo, "agent")

@@ -86,14 +86,9 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         walked = walk.walk(path)  # before the status: its stat data gives the modes
         _check_output(path, walked)
         try:
-            st = capture.inspect(path, v.git_dir)
-        except capture.NestedWorktree as exc:
-            inner = session_paths(ctx.store).get(exc.path)
-            if inner is None or inner == s.id:
-                raise _unrecordable(exc) from None
-            raise Refused(f"session '{inner}' lives in '{exc.path}', nested in this worktree, "
-                          f"which the reset could meet: git ao-preserve {inner} first, and "
-                          f"git ao-restore {inner} after (nothing changed)") from None
+            # A nested repository or worktree is left out, as a checkpoint leaves it,
+            # and left where it is (`_check_nested`).
+            st = capture.inspect(path, v.git_dir, leave_nested=True)
         except capture.CannotCapture as exc:
             # HEAD on another branch says so first, one with no commit yet too (`git
             # checkout --orphan`): its switch back is what works, not a commit there.
@@ -101,6 +96,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             if now != entry.branch:
                 raise _other_branch(s, path, entry, now, unborn=True) from None
             raise _unrecordable(exc) from None
+        _check_nested_sessions(ctx, s, path, st.left_out)
         if st.branch != entry.branch:
             raise _other_branch(s, path, entry, st.branch)
         assert st.head is not None  # inspect refuses an unborn branch
@@ -131,7 +127,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                  replaced_number=None, history_entry=None))
         # Before the append: a refusal adds nothing.
         _check_mounts(path)
-        unseen_ignored, unseen = _unseen(path, walked, cap)
+        _check_nested(path, entry, st.left_out)
+        unseen_ignored, unseen = _unseen(path, walked, cap, st.left_out)
         left_ignored = cap.ignored + unseen_ignored
         # Ignored files holding the entry's own bytes at its paths: written over.
         own = _check_in_the_way(path, entry, left_ignored, cap.unstorable, unseen)
@@ -146,7 +143,9 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                 would["left_in_place"] = staying
             if cap.unstorable:
                 would["unstorable"] = cap.unstorable
-            notes = _left_notes(staying, cap.unstorable)
+            if st.left_out:
+                would["left_out"] = st.left_out
+            notes = _left_notes(staying, cap.unstorable, st.left_out)
             return with_warnings(Outcome(
                 s.id, Action.RESTORE, Status.OK, f"would record the current state, then bring "
                 f"{path} to entry {entry.number} ({entry.save[:12]}){moving}"
@@ -181,6 +180,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         data = facts(s, entry=entry.commit, preserved_commit=entry.save, entry_number=number,
                      replaced=undo.save, replaced_number=undo_number,
                      history_entry=before.commit if before else None)
+        if st.left_out:
+            data["left_out"] = st.left_out
         moved = ""
         if st.head != entry.head:
             data["branch_moved"] = {"branch": st.branch, "from": st.head, "to": entry.head,
@@ -254,7 +255,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                         BranchName(entry.branch) if entry.branch else None,
                         ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
                         entry.private_config, now_ns())
-            if not problems and not holds(path, v.git_dir, save, in_place + cap.unstorable):
+            if not problems and not holds(path, v.git_dir, save,
+                                          in_place + cap.unstorable + st.left_out):
                 problems.append("the worktree does not hold exactly the entry")
             if in_place:
                 data["left_in_place"] = in_place
@@ -269,7 +271,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                f"state it replaced is {undo_hint}", data)
             if cap.unstorable:
                 data["unstorable"] = cap.unstorable
-            notes = _left_notes(in_place, cap.unstorable)
+            notes = _left_notes(in_place, cap.unstorable, st.left_out)
             kept = "".join(f"; {n}" for n in notes)
             return with_warnings(Outcome(
                 s.id, Action.RESTORE, Status.OK,
@@ -317,12 +319,19 @@ def _stopped(ctx: Context, s: Session, path: str, git_dir: str, exc: AoError | O
                    f"state back, or run the command again", data)
 
 
-def _left_notes(in_place: Sequence[str], unstorable: Sequence[str]) -> list[str]:
+def _left_notes(in_place: Sequence[str], unstorable: Sequence[str],
+                left_out: Sequence[str] = ()) -> list[str]:
     """What --at leaves in place that the entry does not hold, one line each: the
-    files ignored before that the entry's rules do not ignore (`in_place`), and the
-    untracked names git will not store (`unstorable`: in no entry, so never
-    removed, since the undo could not bring them back)."""
+    nested repositories and worktrees the state recorded first leaves out, named
+    as a checkpoint names them (`left_out`: never touched), the files ignored
+    before that the entry's rules do not ignore (`in_place`), and the untracked
+    names git will not store (`unstorable`: in no entry, so never removed, since
+    the undo could not bring them back)."""
     notes = []
+    if left_out:
+        shown = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
+        notes.append(f"{len(left_out)} nested repository or worktree path(s) left out of "
+                     f"the save: {shown}")
     if in_place:
         notes.append(f"{_listed(list(in_place))}, ignored before, left in place (untracked "
                      "under the entry's ignore rules)")
@@ -483,7 +492,7 @@ def _check_output(path: str, walked: walk.Walk) -> None:
                           "worktree, which --at rewrites; send it elsewhere (nothing changed)")
 
 
-def _unseen(path: str, walked: walk.Walk, cap: capture.Capture
+def _unseen(path: str, walked: walk.Walk, cap: capture.Capture, left_out: Sequence[str] = ()
             ) -> tuple[list[str], list[str]]:
     """What the walk found that the capture's `git status` listed nowhere (not in
     the index, not untracked, not ignored as status said), and so no entry holds
@@ -492,11 +501,13 @@ def _unseen(path: str, walked: walk.Walk, cap: capture.Capture
     matches where the index has a file or symbolic link (a tracked file deleted
     and an ignored directory made in its place); it lists no FIFO or socket.
     Returns (those an ignore rule covers, the others); a repository nested there
-    (a directory holding `.git`) is named once, as 'dir/'. Raises GitError."""
+    (a directory holding `.git`) is named once, as 'dir/'. left_out: the nested
+    repositories status listed ('dir/'), which the capture left out and
+    `_check_nested` judges. Raises GitError."""
     modes = query.index_modes(path)
     ign_files = {p for p in cap.ignored if not p.endswith("/")}
     ign_dirs = tuple(p for p in cap.ignored if p.endswith("/"))
-    known = set(cap.untracked) | set(cap.unstorable) | set(cap.filter_failed)
+    known = set(cap.untracked) | set(cap.unstorable) | set(cap.filter_failed) | set(left_out)
 
     def seen(rel: str) -> bool:
         return rel in modes or rel in known or rel in ign_files or rel.startswith(ign_dirs)
@@ -608,6 +619,61 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
         raise Refused(f"{shown}, and {' and '.join(rules)}: move {them} away first "
                       "(nothing changed)")
     return same
+
+
+def _check_nested_sessions(ctx: Context, s: Session, path: str, nested: Sequence[str]) -> None:
+    """Raise Refused when one of the `nested` repositories and worktrees ('dir/',
+    relative to `path`) is the worktree of another session: that session is
+    preserved first, and restored after."""
+    if not nested:
+        return
+    sessions = session_paths(ctx.store)
+    for rel in nested:
+        full = os.path.realpath(os.path.join(path, rel.rstrip("/")))
+        inner = sessions.get(full)
+        if inner is not None and inner != s.id:
+            raise Refused(f"session '{inner}' lives in '{full}', nested in this worktree, "
+                          f"which the reset could meet: git ao-preserve {inner} first, and "
+                          f"git ao-restore {inner} after (nothing changed)")
+
+
+def _check_nested(path: str, entry: history.Entry, nested: Sequence[str]) -> None:
+    """Raise Refused when the entry writes at or inside one of the `nested`
+    repositories and worktrees ('dir/', relative to `path`), which --at leaves
+    as they are, as a checkpoint leaves them out: the entry has something at
+    that path or below it (in its HEAD, index, worktree or untracked tree, or an
+    empty directory below it), or a file or gitlink where a directory holding it
+    is. An empty directory of the entry at that very path is the directory that
+    is there. Judged before anything changes, in a dry run too."""
+    if not nested:
+        return
+    dirs = [rel.rstrip("/") for rel in nested]
+    asked = {"/".join(parts[:i]) for parts in (d.split("/") for d in dirs)
+             for i in range(1, len(parts) + 1)}
+    kinds: dict[str, set[str]] = {}
+    for tree in dict.fromkeys(t for t in (entry.head, entry.index_tree, entry.worktree_tree,
+                                          entry.untracked_tree) if t):
+        for p, kind in query.tree_kinds(path, tree, sorted(asked)).items():
+            kinds.setdefault(p, set()).add(kind)
+    empty = local_state.load(entry.private_config).empty_dirs or []
+    n = entry.number
+    for d in dirs:
+        parts = d.split("/")
+        above = next(("/".join(parts[:i]) for i in range(1, len(parts))
+                      if kinds.get("/".join(parts[:i]), set()) & {"blob", "commit"}), None)
+        if above is not None:
+            what = "a submodule" if "commit" in kinds[above] else "a file"
+            why = f"entry {n} has {what} at {above}, where a directory here holds it"
+        elif d in kinds:
+            what = "a directory" if kinds[d] == {"tree"} else \
+                "a submodule" if "commit" in kinds[d] else "a file"
+            why = f"entry {n} has {what} at {d}"
+        elif any(e.startswith(d + "/") for e in empty):
+            why = f"entry {n} has an empty directory inside it"
+        else:
+            continue
+        raise Refused(f"{d}/ is a nested repository, which --at leaves as it is, and {why}: "
+                      "move it away first (nothing changed)")
 
 
 def _holding_entry_bytes(path: str, entry: history.Entry, rels: Sequence[str]) -> list[str]:

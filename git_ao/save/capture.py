@@ -1049,11 +1049,15 @@ def holds(path: str, git_dir: str, commit: str, left: Sequence[str] = ()) -> boo
     """Does the worktree at `path` hold exactly the work saved in `commit` (same HEAD,
     index, tracked and untracked trees)? Used to recognise a crash between save and
     removal. left: untracked paths that do not count (files a restore left in place
-    by design: ignored before it, untracked under the ignore rules it brought)."""
+    by design: ignored before it, untracked under the ignore rules it brought, a
+    nested repository or worktree it left alone, as 'dir/')."""
     try:
-        st = inspect(path, git_dir) if left else None
+        # A nested repository or worktree counts unless `left` names it.
+        st = inspect(path, git_dir, leave_nested=True) if left else None
         if st is not None:
             skip = set(left)
+            if set(st.left_out) - skip:
+                return False
             st.untracked = [p for p in st.untracked if p not in skip]
         cap = capture(path, git_dir, None, write=False, st=st)
     except CannotCapture:
