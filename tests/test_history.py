@@ -1844,11 +1844,16 @@ def _mark_of(sid):
     return Path(os.environ["AO_DATA_DIR"]) / "restore-at" / sid
 
 
-def test_restore_at_stopped_before_the_worktree_changed_says_so(repo, worktrees):
+@pytest.mark.parametrize("nested", [False, True])
+def test_restore_at_stopped_before_the_worktree_changed_says_so(repo, worktrees, tmp_path,
+                                                                nested):
     # An immutable directory holding a file the reset rewrites: git reset fails and
     # the outcome was git's words alone. It says now that the worktree did not
-    # change and which entry holds its state, and leaves no mark behind.
+    # change and which entry holds its state, and leaves no mark behind; a nested
+    # repository, left out of that state, does not change that.
     wt = worktrees(repo, "agent")
+    if nested:
+        git("init", "-q", str(wt / "dep"), cwd=tmp_path)
     (wt / "ro").mkdir()
     (wt / "ro" / "f1").write_text("1\n")
     git("add", "ro", cwd=wt)

@@ -299,8 +299,11 @@ def _stopped(ctx: Context, s: Session, path: str, git_dir: str, exc: AoError | O
         what = gitlock.explain(str(exc))  # a lock file: held or stale, as guarded says
     ctx.log("restore", s.id, "at-failed", entry=entry.commit, replaced=undo.save, error=what)
     try:
+        # Read as the run read it (the walk first: modes), a nested repository left out.
+        walked = walk.walk(path)
+        st = capture.inspect(path, git_dir, leave_nested=True)
         now: history.State | None = history.current_state(path, capture.capture(
-            path, git_dir, None, write=False, walked=walk.walk(path)))  # the walk: modes
+            path, git_dir, None, write=False, st=st, walked=walked))
     except (AoError, OSError):
         now = None  # kept as a kill's mark: the next run takes this state as half-done
     first = "recorded before this run" if resumed else "recorded first"
