@@ -956,6 +956,45 @@ def test_a_repository_nested_in_the_worktree_is_left_out_of_a_checkpoint_and_nam
     assert files == ["mine.txt"], files
 
 
+@pytest.mark.parametrize("again", ["changed-while-read", "objects-pruned"])
+def test_a_checkpoint_read_again_still_leaves_a_nested_repository_out(
+        repo, worktrees, tmp_path, again):
+    # A capture reads the worktree again when a file changed under git's reads, and
+    # captures again when a gc pruned its objects before its ref held them: each
+    # such reading leaves the nested clone out as the first did, not refuses it.
+    from git_ao.context import Context
+    from git_ao.errors import GitError
+    from git_ao.preserve import workflow
+    from git_ao.save import capture
+    from git_ao.store.database import Store
+    wt = worktrees(repo, "agent")
+    (wt / "mine.txt").write_text("my work\n")
+    git("clone", "-q", str(repo), str(wt / "dep"), cwd=tmp_path)
+    once = capture._capture_once if again == "changed-while-read" else capture.capture
+    calls: list[int] = []
+
+    def first_fails(*args, **kw):
+        calls.append(1)
+        if len(calls) == 1 and again == "changed-while-read":
+            raise GitError(["add"], 128, "error: short read while indexing mine.txt")
+        cap = once(*args, **kw)
+        if len(calls) == 1:
+            git("gc", "-q", "--prune=now", cwd=repo)
+        return cap
+
+    name = "_capture_once" if again == "changed-while-read" else "capture"
+    setattr(capture, name, first_fails)
+    try:
+        out = workflow.preserve_one(Context(Store()), "agent", True)
+    finally:
+        setattr(capture, name, once)
+    assert out.status == "ok", out.message
+    assert len(calls) >= 2
+    save = _entries(repo, "agent")[0]["commit"]
+    files = git("ls-tree", "-r", "--name-only", f"{save}^3", cwd=repo).split()
+    assert files == ["mine.txt"], files
+
+
 def test_a_checkpoint_saves_the_worktree_around_submodules_with_their_own_work(
         repo, worktrees):
     # A submodule with uncommitted changes, or with commits no remote has, refused the

@@ -355,7 +355,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
                                   targeted=keep_worktree, defer=True, ahead=ahead,
                                   lossy_ok=True, always=pushing, unfiltered_ok=True,
-                                  leave_submodules=keep_worktree)
+                                  leave_submodules=keep_worktree, leave_nested=keep_worktree)
         except BaseException:
             if signing is not None:
                 signing.wait()
@@ -839,7 +839,8 @@ def _move_ref(ctx: Context, s: Session, path: str, cap: capture.Capture, git_dir
                                          "git ao-preserve again")
         expect = git.rev_parse(path, ref) or git.NO_OBJECT
         again = capture.capture(path, git_dir, meta,
-                                leave_submodules=bool(cap.submodules_left))
+                                leave_submodules=bool(cap.submodules_left),
+                                leave_nested=bool(cap.nested_left))
         cap.commit, cap.worktree_tree, cap.index_tree, cap.untracked_tree = (
             again.commit, again.worktree_tree, again.index_tree, again.untracked_tree)
 

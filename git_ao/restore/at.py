@@ -107,7 +107,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             # A dry run makes the trees (no commit) and judges them as the real run
             # does, every refusal below included.
             cap = capture.capture(path, v.git_dir, None if ctx.dry_run else meta,
-                                  write=not ctx.dry_run, st=st, walked=walked)
+                                  write=not ctx.dry_run, st=st, walked=walked,
+                                  leave_nested=True)
         except capture.CannotCapture as exc:
             raise _unrecordable(exc) from None
         if entry.same_state(history.current_state(path, cap)):
@@ -303,7 +304,7 @@ def _stopped(ctx: Context, s: Session, path: str, git_dir: str, exc: AoError | O
         walked = walk.walk(path)
         st = capture.inspect(path, git_dir, leave_nested=True)
         now: history.State | None = history.current_state(path, capture.capture(
-            path, git_dir, None, write=False, st=st, walked=walked))
+            path, git_dir, None, write=False, st=st, walked=walked, leave_nested=True))
     except (AoError, OSError):
         now = None  # kept as a kill's mark: the next run takes this state as half-done
     first = "recorded before this run" if resumed else "recorded first"

@@ -128,6 +128,9 @@ class Capture:
     # holds the commit each has checked out, not its uncommitted changes, nor its
     # commits and stashes that no remote has.
     submodules_left: dict[str, str] = field(default_factory=dict)
+    # The nested repositories and worktrees the reading left out (a checkpoint's,
+    # inspect(leave_nested=True)); a reading again leaves them out too.
+    nested_left: list[str] = field(default_factory=list)
     private_config: str | None = None  # JSON for Save.private_config
     # The checksum of the index the trees were made from (index.checksum): an
     # index with the same one holds exactly this index tree and these flags.
@@ -606,7 +609,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             walked: walk.Walk | walk.Background | None = None,
             targeted: bool = False, defer: bool = False, ahead: Ahead | None = None,
             lossy_ok: bool = False, always: bool = False,
-            unfiltered_ok: bool = False, leave_submodules: bool = False) -> Capture:
+            unfiltered_ok: bool = False, leave_submodules: bool = False,
+            leave_nested: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -636,6 +640,9 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     uncommitted changes, or with commits or stashes on no remote, is saved as the
     commit it has checked out and named in `Capture.submodules_left` (its change
     inside it alone is no saved change), where else it raises CannotCapture.
+    leave_nested: `st` was read with inspect(leave_nested=True) (a checkpoint, an
+    `--at`), and so is the worktree when it is read again (after a file changed
+    under git's reads): nested repositories are left out, not refused.
     defer: compute the commits but leave them in `Capture.unwritten` (`cap.commit`
     names an object not written yet) for the caller to write with its own
     (`flush`).
@@ -652,7 +659,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
         try:
             return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
                                  ahead if st is not None else None, lossy_ok, always,
-                                 unfiltered_ok or lossy_ok, leave_submodules)
+                                 unfiltered_ok or lossy_ok, leave_submodules, leave_nested)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -671,8 +678,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   targeted: bool = False, defer: bool = False,
                   ahead: Ahead | None = None, lossy_ok: bool = False,
                   always: bool = False, unfiltered_ok: bool = False,
-                  leave_submodules: bool = False) -> Capture:
-    st = st or inspect(path, git_dir)
+                  leave_submodules: bool = False, leave_nested: bool = False) -> Capture:
+    st = st or inspect(path, git_dir, leave_nested=leave_nested)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
     if ahead is not None and (ahead.copy is None or not ahead.ready()):
@@ -688,7 +695,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     cap = Capture(head=head, branch=st.branch,
                   changed=saved_changes(st, left), untracked=list(st.untracked),
                   ignored=list(st.ignored), hidden=hidden, config=conf, git_dir=git_dir,
-                  submodules_left=left)
+                  submodules_left=left, nested_left=list(st.left_out))
     reason = _conversion_reason(path, git_dir, conf, flags, st)
     # A required filter that fails stops git at the file, stored or not (see
     # TempIndex): the temporary indexes take these as not required, and the files
