@@ -258,6 +258,17 @@ def commit_on(repo: Path, branch: str, files: dict, message="moved on"):
     base.rmdir()
 
 
+def add_submodule(wt: Path, src: Path, name: str = "lib") -> Path:
+    """Make a repository `src` with one commit (l.txt) and add it to the worktree
+    `wt` as submodule `name` (staged, not committed); returns its path in `wt`."""
+    git("init", "-q", "-b", "main", str(src), cwd=wt)
+    (src / "l.txt").write_text("lib\n")
+    git("add", "l.txt", cwd=src)
+    git("commit", "-qm", "l1", cwd=src)
+    git("submodule", "add", "-q", str(src), name, cwd=wt)
+    return wt / name
+
+
 def dirty(wt: Path):
     """Make a representative mix of uncommitted work in worktree `wt`."""
     (wt / "README.md").write_text("hello\nstaged line\n")

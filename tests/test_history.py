@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ao, dirty, git, log_text
+from tests.support import add_submodule, ao, dirty, git, log_text
 from tests.worktree_state import assert_restored, exact_state
 
 HIST = "refs/ao/history/"
@@ -777,12 +777,7 @@ def _submodules_with_own_work(wt):
     """Give the worktree `wt` two submodules, committed there: 'lib' with uncommitted
     changes, 'lib2' with a commit no remote has checked out."""
     for name in ("lib", "lib2"):
-        src = wt.parent.parent / f"{name}-src"
-        git("init", "-q", "-b", "main", str(src), cwd=wt)
-        (src / "l.txt").write_text("lib\n")
-        git("add", "l.txt", cwd=src)
-        git("commit", "-qm", "l1", cwd=src)
-        git("submodule", "add", "-q", str(src), name, cwd=wt)
+        add_submodule(wt, wt.parent.parent / f"{name}-src", name)
     git("commit", "-qm", "submodules", cwd=wt)
     (wt / "lib" / "l.txt").write_text("edited inside the submodule\n")
     (wt / "lib" / "new.txt").write_text("untracked inside the submodule\n")

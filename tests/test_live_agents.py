@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from tests import support, writers
-from tests.support import ao, git
+from tests.support import add_submodule, ao, git
 
 ROUNDS = 2
 
@@ -218,19 +218,28 @@ _CLEANER = ("import signal, subprocess, sys, time\n"
             "time.sleep(300)\n")
 
 
-def _preserve_beside_cleaner(repo: Path, wt: Path, how: str) -> dict:
-    """`git ao-preserve --all --json` (exit 3) while an agent that throws its work
-    away (`how`, see _CLEANER) when stopped runs in `wt`; the session's result."""
-    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, how], cwd=wt, text=True,
+@contextlib.contextmanager
+def _agent(wt: Path, script: str, *args: str):
+    """An agent (`python -c script args`) working in `wt` for the block, which starts
+    once it said it is ready; killed after."""
+    agent = subprocess.Popen([sys.executable, "-c", script, *args], cwd=wt, text=True,
                              stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                              start_new_session=True)
     try:
         assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
-        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
+        yield agent
     finally:
         agent.kill()
         agent.wait()
-        agent.stdout.close()
+        if agent.stdout is not None:
+            agent.stdout.close()
+
+
+def _preserve_beside_cleaner(repo: Path, wt: Path, how: str) -> dict:
+    """`git ao-preserve --all --json` (exit 3) while an agent that throws its work
+    away (`how`, see _CLEANER) when stopped runs in `wt`; the session's result."""
+    with _agent(wt, _CLEANER, how):
+        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
     [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
     return r
 
@@ -243,18 +252,10 @@ def test_a_preserve_killed_while_its_agents_stopped_says_so_when_run_again(repo,
     wt = _worktree(repo, tmp_path / "wt", "cleaner")
     (wt / "README.md").write_text("the agent's edit\n")
     (wt / "notes.txt").write_text("its notes\n")
-    agent = subprocess.Popen([sys.executable, "-c", _CLEANER, "empty"], cwd=wt, text=True,
-                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+    with _agent(wt, _CLEANER, "empty"):
         res = ao("ao-preserve", "--all", cwd=repo, rc=None,
                  env=crash_env("preserve:after-agents"))
         assert res.returncode == KILLED, res
-    finally:
-        agent.kill()
-        agent.wait()
-        agent.stdout.close()
     res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=3)
     [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "cleaner"]
     assert r["status"] == "attention" and "changed while its agents stopped" in r["message"]
@@ -380,27 +381,14 @@ def test_a_preserve_refused_after_its_agents_stopped_claims_no_change_the_stop_d
     # before-stop ref for an agent that changed nothing.
     wt = _worktree(repo, tmp_path / "wt", "quiet")
     if inside == "submodule":
-        src = tmp_path / "lib-src"
-        git("init", "-q", "-b", "main", str(src), cwd=tmp_path)
-        (src / "l.txt").write_text("lib\n")
-        git("add", "l.txt", cwd=src)
-        git("commit", "-qm", "l1", cwd=src)
-        git("submodule", "add", "-q", str(src), "lib", cwd=wt)
+        add_submodule(wt, tmp_path / "lib-src")
         git("commit", "-qm", "submodule", cwd=wt)
         (wt / "lib" / "l.txt").write_text("edited inside\n")
     else:
         git("init", "-q", str(wt / "dep"), cwd=wt)
     (wt / "notes.txt").write_text("its notes\n")
-    agent = subprocess.Popen([sys.executable, "-c", _QUIET], cwd=wt, text=True,
-                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+    with _agent(wt, _QUIET):
         res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=1)
-    finally:
-        agent.kill()
-        agent.wait()
-        agent.stdout.close()
     [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "quiet"]
     assert r["status"] == "refused" and "changed while its agents stopped" not in r["message"], r
     assert git("for-each-ref", "refs/ao/before-stop/", cwd=repo) == ""
@@ -421,16 +409,8 @@ def test_a_checkpoint_kept_before_a_stop_that_lost_nothing_exits_0_as_the_page_s
     from tests.support import man_source_text
     wt = _worktree(repo, tmp_path / "wt", "talker")
     (wt / "notes.txt").write_text("its notes\n")
-    agent = subprocess.Popen([sys.executable, "-c", _LAST_WORDS], cwd=wt, text=True,
-                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
-    try:
-        assert agent.stdout is not None and agent.stdout.readline() == "ready\n"
+    with _agent(wt, _LAST_WORDS):
         res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=0)
-    finally:
-        agent.kill()
-        agent.wait()
-        agent.stdout.close()
     [r] = [r for r in json.loads(res.stdout)["results"] if r["id"] == "talker"]
     assert r["status"] == "ok" and r["before_stop"], r
     assert git("rev-parse", "refs/ao/before-stop/talker", cwd=repo).strip() == r["before_stop"]

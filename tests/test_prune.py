@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.support import ao, ao_refs, git, states
+from tests.support import add_submodule, ao, ao_refs, git, states
 
 
 def test_prune_keeps_pending_work_and_cleans_the_rest(repo, make_repo, worktrees):
@@ -105,12 +105,7 @@ def test_a_kept_checkpoint_ref_names_why_the_worktree_is_no_proof(repo, worktree
         git("worktree", "add", "-q", "-b", "inner", str(wt / "inner"), cwd=repo)
         want = f"'{wt / 'inner'}/': nested repository or worktree, in no save"
     elif kind == "submodule":
-        src = tmp_path / "lib-src"
-        git("init", "-q", "-b", "main", str(src), cwd=tmp_path)
-        (src / "l.txt").write_text("lib\n")
-        git("add", "l.txt", cwd=src)
-        git("commit", "-qm", "l1", cwd=src)
-        git("submodule", "add", "-q", str(src), "lib", cwd=wt)
+        add_submodule(wt, tmp_path / "lib-src")
         git("commit", "-qm", "submodule", cwd=wt)
         (wt / "lib" / "l.txt").write_text("edited inside\n")
         want = f"submodule '{wt / 'lib'}' has uncommitted changes, which no save holds"
