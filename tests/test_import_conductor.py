@@ -8,7 +8,6 @@ import os
 
 from tests import tool_state as ts
 from tests.support import ao, dirty, git, sessions_by_id
-from tests.worktree_state import assert_restored, state
 
 CC_ID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
 CX_ID = "019dbff7-c97d-7511-9af5-1cee07dd1ab2"
@@ -48,11 +47,7 @@ def test_a_known_repositorys_legacy_workspace_is_imported_once(repo, ao_env):
     # Twice: nothing changes.
     res = ao("ao", "import", "--tool", "conductor", "--json", cwd=repo)
     assert {r["status"] for r in _results(res).values()} == {"nothing"}
-    before = state(ws)
-    ao("ao-preserve", "--all", cwd=repo)
-    assert not ws.exists()
-    ao("ao-restore", cwd=repo)
-    assert_restored(before, state(ws))
+    ts.round_trip(repo, ws)
 
 
 def test_legacy_workspaces_found_from_the_cwd_an_agent_recorded(repo, make_repo, ao_env):

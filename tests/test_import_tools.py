@@ -34,11 +34,7 @@ def test_claude_code_worktree_imported_with_its_transcript_and_round_trips(repo,
     res = ao("ao", "import", "--tool", "claude-code", "--json", cwd=repo)
     assert {r["status"] for r in _results(res).values()} == {"nothing"}
     assert ts.digests(ts.home() / ".claude") == before_tool
-    before = state(wt)
-    ao("ao-preserve", "--all", cwd=repo)
-    assert not wt.exists()
-    ao("ao-restore", cwd=repo)
-    assert_restored(before, state(wt))
+    ts.round_trip(repo, wt)
 
 
 def test_same_worktree_name_in_two_repositories_gets_distinct_ids(repo, make_repo, ao_env):

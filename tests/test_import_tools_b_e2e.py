@@ -4,6 +4,7 @@ import changing nothing, the tool's files untouched."""
 
 import json
 
+from tests import tool_state as ts
 from tests import tool_state_b as tb
 from tests.support import ao, dirty, sessions_by_id
 from tests.worktree_state import assert_restored, state
@@ -28,11 +29,7 @@ def _round_trip(repo, tool: str, sid: str, wt, tool_dir, facts: dict):
     again = _results(ao("ao", "import", "--tool", tool, "--json", cwd=repo))
     assert {r["status"] for r in again.values()} == {"nothing"}, again
     assert sessions_by_id(repo)[sid] == s
-    before = state(wt)
-    ao("ao-preserve", "--all", cwd=repo)
-    assert not wt.exists()
-    ao("ao-restore", cwd=repo)
-    assert_restored(before, state(wt))
+    ts.round_trip(repo, wt)
     assert tb.files_of(tool_dir) == before_tool
     if tool_dir.is_dir():
         assert not [p for p in tool_dir.rglob("*") if p.name.endswith(("-wal", "-shm"))]

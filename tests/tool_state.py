@@ -164,3 +164,15 @@ def digests(root: Path) -> dict:
             p = Path(dirpath) / f
             out[str(p)] = (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
     return out
+
+
+def round_trip(repo, wt) -> None:
+    """`git ao-preserve --all` takes the worktree `wt` away and `git ao-restore` brings
+    it back exactly."""
+    from tests.support import ao
+    from tests.worktree_state import assert_restored, state
+    before = state(wt)
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not wt.exists()
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
