@@ -139,3 +139,97 @@ def test_a_moved_session_pending_in_git_ao_is_known_as_pending(tmp_path):
         assert not any(w in got["message"] for w in UNTRUE), got
     ao("ao-restore", cwd=app2)
     assert new.is_dir()
+
+
+CC_NEW = "7d2e4f60-1b3c-4d5e-8f70-9a1b2c3d4e5f"
+
+
+def _moved_by_hand(tmp_path: Path, tool: str, twice: bool):
+    """A session imported from `tool`, then its repository moved by `mv` (twice: once
+    re-pointed by `git ao add --id`, then moved again) and its worktree repaired, the
+    tool running an agent in it at the new path. Returns (repository, worktree)."""
+    app = _app(tmp_path)
+    if tool == "claude-code":
+        wt = ts.claude_worktree(app, "feat")
+    else:
+        wt = ts.conductor_legacy_workspace(app, "feat")
+    ts.claude_transcript(wt, CC_ID)
+    ao("ao", "import", "--tool", tool, cwd=app)
+    assert set(sessions_by_id(app)) == {"feat"}
+    for n in (2, 3) if twice else (2,):
+        to = tmp_path / f"app{n}"
+        app.rename(to)
+        wt = to / wt.relative_to(app)
+        app = to
+        git("worktree", "repair", wt, cwd=app)
+        if twice and n == 2:
+            ao("ao", "add", wt, "--id", "feat", cwd=app)
+    # The agent runs at the new path: a new transcript there, another session id.
+    ts.claude_transcript(wt, CC_NEW)
+    return app, wt
+
+
+@pytest.mark.parametrize("tool", ["claude-code", "conductor"])
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_session_stranded_by_a_move_is_repointed_not_registered_again(tmp_path, tool, twice):
+    app, wt = _moved_by_hand(tmp_path, tool, twice)
+    before = sessions_by_id(app)["feat"]
+    res = ao("ao", "import", "--tool", tool, "-n", cwd=app)
+    assert f"would re-point session 'feat' at {wt}" in res.stdout, res.stdout
+    assert sessions_by_id(app)["feat"] == before
+    res = ao("ao", "import", "--tool", tool, cwd=app)
+    assert f"re-pointed session 'feat' at {wt}" in res.stdout, res.stdout
+    # No line says the session is live at a path that is gone.
+    for line in res.stdout.splitlines():
+        assert "live in git-ao at" not in line or str(wt) in line, line
+    got = sessions_by_id(app)
+    assert set(got) == {"feat"}, got
+    s = got["feat"]
+    assert (s["state"], s["workspace_path"], s["repo"], s["tool"]) == (
+        "live", str(wt), str(app / ".git"), tool), s
+    assert (s["created_at"], s["kind"]) == (before["created_at"], before["kind"])
+    ao("ao-preserve", "feat", cwd=app)
+    assert sessions_by_id(app)["feat"]["state"] == "pending"
+
+
+def test_an_already_known_line_says_the_true_state_and_path(tmp_path):
+    # Moved once and re-pointed, then moved again: the tool's record at the first
+    # path names the session, whose path is gone now too.
+    app = _app(tmp_path)
+    wt = ts.claude_worktree(app, "feat")
+    ts.claude_transcript(wt, CC_ID)
+    ao("ao", "import", "--tool", "claude-code", cwd=app)
+    app2, app3 = tmp_path / "app2", tmp_path / "app3"
+    app.rename(app2)
+    wt2 = app2 / wt.relative_to(app)
+    git("worktree", "repair", wt2, cwd=app2)
+    ao("ao", "add", wt2, "--id", "feat", cwd=app2)
+    app2.rename(app3)
+    [line] = [x for x in ao("ao", "import", "--tool", "claude-code", "-n", cwd=app3,
+                            rc=None).stdout.splitlines() if "already known" in x]
+    assert f"already known: attention in git-ao (recorded at {wt2}: " in line, line
+    assert "git ao add NEWPATH --id feat" in line, line
+
+
+def test_advice_for_a_session_registered_again_names_commands_that_work(tmp_path):
+    # What an older git-ao left: the moved worktree registered as a second session.
+    app = _app(tmp_path)
+    wt = ts.claude_worktree(app, "feat")
+    ao("ao", "add", wt, "--id", "feat", cwd=app)
+    app2 = tmp_path / "app2"
+    app.rename(app2)
+    new = app2 / wt.relative_to(app)
+    git("worktree", "repair", new, cwd=app2)
+    ao("ao", "add", new, cwd=app2)
+    assert set(sessions_by_id(app2)) == {"feat", "app2-feat"}
+    refused = ao("ao", "add", new, "--id", "feat", cwd=app2, rc=1)
+    assert "git ao forget app2-feat first" in refused.stderr, refused.stderr
+    hint = [x for x in ao("ao", "list", "--all", cwd=app2).stderr.splitlines()
+            if x.startswith("hint: feat: ")]
+    assert len(hint) == 1, hint
+    want = f"git ao forget app2-feat, then git ao add {new} --id feat re-points"
+    assert want in hint[0], hint
+    for cmd in (["forget", "app2-feat"], ["add", str(new), "--id", "feat"]):
+        ao("ao", *cmd, cwd=app2)
+    got = sessions_by_id(app2)
+    assert set(got) == {"feat"} and got["feat"]["workspace_path"] == str(new), got

@@ -48,7 +48,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         gone = gone_worktree(s) if s.id in listed else None
         if gone is not None:
             from git_ao.save import history  # only for a worktree gone: a listing needs none
-            app.printer.hint(f"{s.id}: {history.gone_advice(gone, s)}")
+            app.printer.hint(f"{s.id}: {history.gone_advice(gone, s, sessions)}")
         less = holds_less_hint(s) if s.id in listed else ""
         if less:
             app.printer.hint(f"{s.id}: {less}")

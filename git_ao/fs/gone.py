@@ -23,14 +23,22 @@ if TYPE_CHECKING:
     from git_ao.store.records import Session
 
 
-def repo_gone_advice(s: Session) -> str:
+def repo_gone_advice(s: Session, others: Sequence[Session] = ()) -> str:
     """What brings a live session whose repository is gone (moved, or deleted) back
     under git-ao's care, keeping its id and facts: `git ao add` of its worktree
     where it is now, with its id, re-points the record (a preserve would refuse
     it, having no repository to save in, and a prune keeps its record). The
     worktree's link to the moved repository is repaired first when it is broken
-    (`git ao add` needs it), as `git worktree repair` does."""
+    (`git ao add` needs it), as `git worktree repair` does. others: the sessions
+    recorded; one of them registered at the worktree where it is now (`duplicate_of`)
+    is forgotten first, since `git ao add` refuses a worktree another session holds."""
     path = s.worktree_path
+    dup = duplicate_of(s, others)
+    if dup is not None:
+        return (f"if the repository moved, its worktree is {dup.worktree_path}, registered "
+                f"again as session '{dup.id}': git ao forget {dup.id}, then git ao add "
+                f"{dup.worktree_path} --id {s.id} re-points session '{s.id}' there, keeping "
+                f"its id and facts; else git ao forget {s.id} drops the record")
     here = path if path and os.path.lexists(path) else "NEWPATH"
     add = f"git ao add {here} --id {s.id}"
     if not _linked(path):
@@ -38,6 +46,37 @@ def repo_gone_advice(s: Session) -> str:
     where = " (NEWPATH: its worktree where the repository is now)" if here != path else ""
     return (f"if the repository moved, {add} re-points the session at its worktree"
             f"{where}, keeping its id and facts; else git ao forget {s.id} drops the record")
+
+
+def same_place(s: Session, common_dir: str, worktree: str) -> bool:
+    """Is `worktree`, a linked worktree of the repository at `common_dir`, where the
+    worktree of session `s` is now, its repository having moved (`mv`) with the
+    worktree inside the directory holding it: another repository directory, the
+    same path under it (`.claude/worktrees/feat`, `.conductor/fix`)?"""
+    old_top = os.path.dirname(s.common_dir.rstrip("/"))
+    new_top = os.path.dirname(os.path.realpath(common_dir).rstrip("/"))
+    if not s.worktree_path or old_top == new_top:
+        return False
+    rel = os.path.relpath(s.worktree_path, old_top)
+    return not rel.startswith("..") and os.path.relpath(worktree, new_top) == rel
+
+
+def duplicate_of(s: Session, others: Sequence[Session]) -> Session | None:
+    """The live session registered at the worktree of live session `s` where it is
+    now, its repository moved (`same_place`, on the same branch), or with the same
+    agent session id: what an import of before 0.3.0 registered beside `s` once its
+    repository moved. None when `s`'s repository is there, or none is."""
+    if not s.live or os.path.isdir(s.common_dir):
+        return None
+    for d in others:
+        if d.id == s.id or not d.live or not os.path.isdir(d.common_dir) \
+                or not os.path.isdir(d.worktree_path):
+            continue
+        if (same_place(s, d.common_dir, d.worktree_path) and d.branch == s.branch) or (
+                s.agent_session_id and d.agent_session_id == s.agent_session_id
+                and d.tool == s.tool):
+            return d
+    return None
 
 
 def _linked(path: str) -> bool:
@@ -111,14 +150,16 @@ class Gone:
                  held: tuple[str, str] | None = None) -> None:
         self.kind, self.path, self.moved_to, self.held = kind, path, moved_to, held
 
-    def advice(self, s: Session, newest: Callable[[], str] | None = None) -> str:
+    def advice(self, s: Session, newest: Callable[[], str] | None = None,
+               others: Sequence[Session] = ()) -> str:
         """What is true and what brings the worktree back, as one clause starting
         "live, but": the same words in list, restore and doctor.
         newest: when no preserve ref holds the last checkpoint, what names the
-        newest history entry that holds work ("" for none; history.gone_advice)."""
+        newest history entry that holds work ("" for none; history.gone_advice).
+        others: the sessions recorded (see repo_gone_advice)."""
         if self.kind == "repository":
             return (f"live, but its repository {s.common_dir} is gone (moved or deleted), "
-                    f"so git ao-preserve cannot save it: {repo_gone_advice(s)}")
+                    f"so git ao-preserve cannot save it: {repo_gone_advice(s, others)}")
         if self.kind == "held" and self.held is not None:
             return (f"live, but {held_advice(self.path, *self.held)} (git ao-preserve "
                     "refuses to record it gone until then)")

@@ -18,6 +18,11 @@ For each session an adapter reports (a Found):
 * its worktree gone, but a live or pending session with the same tool and tool id,
   or the same agent session id, at another path (the repository moved and `git ao
   add NEWPATH --id ID` re-pointed it): known there, neither ended nor refused.
+* live at a worktree no session holds, while a live session of the same tool and
+  tool id (or the same agent session id, or, the tool's id being a path, the same
+  place in its repository) lost its repository (moved, the worktree with it): that
+  session is re-pointed there as `git ao add NEWPATH --id ID` does, not
+  registered a second time.
 
 What cannot be imported (a file an adapter cannot read, a live session whose
 worktree is gone) is refused once, then remembered in `import_notes` and only
@@ -33,14 +38,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+from git_ao import git
 from git_ao.batch import log_failure
 from git_ao.context import Context
 from git_ao.errors import AoError, Fatal, Usage
+from git_ao.fs.gone import gone_worktree, same_place
 from git_ao.importers import daemon
 from git_ao.importers.found import Found, Unreadable, distinct
 from git_ao.importers.names import AO, NAMES, TOOLS
 from git_ao.manage.listing import list_json
-from git_ao.manage.register import id_from_name, register
+from git_ao.manage.register import id_from_name, linked_worktree, register, repoint
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
 
@@ -162,9 +169,13 @@ def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
                 out.append(_said_once(ctx, key, note, Outcome(
                     name, Action.IMPORT, Status.REFUSED, f"{name}: {line}"), notes))
             found = exc.found
-        for f in found:
-            seen.add(f.tool_id)
-            out.append(_said_once(ctx, key, f.tool_id, _one(ctx, f), notes))
+        # A worktree no session holds first: it may re-point a session whose
+        # repository moved (_stranded), which the tool's older records then name.
+        said: dict[int, Outcome] = {}
+        for i in sorted(range(len(found)), key=lambda i: not _unheld(ctx, found[i])):
+            seen.add(found[i].tool_id)
+            said[i] = _said_once(ctx, key, found[i].tool_id, _one(ctx, found[i]), notes)
+        out += [said[i] for i in range(len(found))]
         if not ctx.dry_run:
             for gone in set(notes) - seen:
                 ctx.store.drop_import_note(key, gone)
@@ -205,9 +216,12 @@ def _one(ctx: Context, f: Found) -> Outcome:
         # and `git ao add NEWPATH --id ID` re-pointed it: neither ended nor missing.
         where = f"no longer at {f.worktree} where {what} records it" if f.worktree \
             else f"{what} records no worktree for it"
+        data = list_json(moved)
+        gone = gone_worktree(moved)
+        at = f"at {moved.worktree_path}" if gone is None else \
+            f"(recorded at {moved.worktree_path}: {gone.advice(moved, None, ctx.store.sessions())})"
         return Outcome(moved.id, Action.IMPORT, Status.NOTHING,
-                       f"already known: {moved.state} in git-ao at {moved.worktree_path}, "
-                       f"{where}", list_json(moved))
+                       f"already known: {data['state']} in git-ao {at}, {where}", data)
     if not f.live:
         return Outcome(sid, Action.IMPORT, Status.NOTHING,
                        f"not live in {what}: {f.note or 'paused, archived or ended'}; "
@@ -217,6 +231,9 @@ def _one(ctx: Context, f: Found) -> Outcome:
     if not path or not os.path.isdir(path):
         return Outcome(sid, Action.IMPORT, Status.REFUSED,
                        f"{what} says live, but its worktree {path or '(none)'} does not exist")
+    stranded = _stranded(ctx, f, path)
+    if stranded is not None:
+        return _repointed(ctx, stranded, f, path, what)
     try:
         s = register(ctx, path, kind=f.kind, harness=f.harness,
                      agent_session_id=f.agent_session_id, name=f.name)
@@ -248,6 +265,53 @@ def _moved(ctx: Context, f: Found, path: str) -> Session | None:
     same = [s for s in there if s.tool == f.tool and s.tool_id == f.tool_id] or [
         s for s in there if f.agent_session_id and s.agent_session_id == f.agent_session_id]
     return same[0] if same else None
+
+
+def _unheld(ctx: Context, f: Found) -> bool:
+    """Does the tool say `f` is live at a worktree no session holds?"""
+    return f.live and f.worktree is not None and os.path.isdir(f.worktree) \
+        and ctx.store.holder_of(os.path.realpath(f.worktree)) is None
+
+
+def _stranded(ctx: Context, f: Found, path: str) -> Session | None:
+    """The live session whose repository is gone (moved, with its worktree, which
+    the tool reports live at `path` now, held by no session) that tool session `f`
+    is: the same tool and tool id, else the same agent session id, else the same
+    tool at the same place in the repository (`same_place`: a tool whose id is the
+    worktree's path, Claude Code's or Conductor's, records the new path) on the same
+    branch. None when no session, or more than one, is."""
+    lost = [s for s in ctx.store.sessions() if s.live and not os.path.isdir(s.common_dir)]
+    if not lost:
+        return None
+    same = [s for s in lost if s.tool == f.tool and s.tool_id == f.tool_id] or [
+        s for s in lost if f.agent_session_id and s.agent_session_id == f.agent_session_id]
+    if not same:
+        try:
+            dirs, top = linked_worktree(path)
+            branch = git.current_branch(top)
+        except AoError:
+            return None
+        same = [s for s in lost if s.tool == f.tool and s.branch == branch
+                and same_place(s, dirs.common_dir, top)]
+    return same[0] if len(same) == 1 else None
+
+
+def _repointed(ctx: Context, s: Session, f: Found, path: str, what: str) -> Outcome:
+    """Re-point session `s` at `path` (register.repoint), then record the tool's
+    facts as for a session already known (`_known`)."""
+    try:
+        o = repoint(ctx, s, path)
+    except AoError as exc:
+        return Outcome(s.id, Action.IMPORT, Status.REFUSED, f"{what}: {exc}")
+    now = ctx.store.get(s.id) if not ctx.dry_run else None
+    if now is None:
+        return Outcome(s.id, Action.IMPORT, Status.OK, f"{o.message} ({f.tool} reports it there)",
+                       o.data)
+    ctx.log("import", s.id, "repointed", tool=f.tool, workspace=now.worktree_path)
+    facts = _known(ctx, now, f)
+    more = f"; {facts.message}" if facts.status == Status.OK else ""
+    return Outcome(s.id, Action.IMPORT, Status.OK,
+                   f"{o.message} ({f.tool} reports it there){more}", facts.data)
 
 
 def _known(ctx: Context, s: Session, f: Found) -> Outcome:

@@ -151,7 +151,7 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
                 checks.append(Check("repository", False, (
                     f"{repo} is missing; live session(s) {', '.join(s.id for s in live)} keep "
                     f"their record (git ao-prune keeps it) and git ao-preserve refuses them: "
-                    + "; ".join(f"{s.id}: {repo_gone_advice(s)}" for s in live))))
+                    + "; ".join(f"{s.id}: {repo_gone_advice(s, sessions)}" for s in live))))
             if not waiting and not live:
                 checks.append(Check("repository", False,
                                     f"{repo} is gone (git ao-prune drops the records of its "
@@ -262,7 +262,7 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
             continue
         gone = gone_worktree(s, entries)
         if gone is not None:
-            out.append(Check("session", False, f"{s.id}: {history.gone_advice(gone, s)}"))
+            out.append(Check("session", False, f"{s.id}: {history.gone_advice(gone, s, sessions)}"))
         elif s.live and not os.path.lexists(os.path.join(s.worktree_path, ".git")):
             # files, but no .git file: not one of the three cases, said as before
             out.append(Check("session", False, f"{s.id}: live, but its worktree "

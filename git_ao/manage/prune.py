@@ -71,7 +71,7 @@ def prune(ctx: Context, *, expire_before: float | None = None,
                 # facts `git ao add --id` re-points, so only the user drops it.
                 out.append(Outcome(s.id, Action.PRUNE_RECORD, Status.NOTHING,
                                    f"kept the record: repository {s.common_dir} is missing "
-                                   f"and the session is live; {repo_gone_advice(s)}",
+                                   f"and the session is live; {repo_gone_advice(s, ctx.store.sessions())}",
                                    facts(s)))
             elif not os.path.isdir(s.common_dir):
                 out.append(_prune_record(ctx, s, f"repository {s.common_dir} is gone"))

@@ -160,7 +160,8 @@ def add(ctx: Context, path: str, *, session_id: str | None = None, keep: bool = 
     holder = ctx.store.holder_of(top)
     if holder is not None and holder.live:
         if session_id not in (None, holder.id):
-            raise Refused(f"'{top}' already belongs to session '{holder.id}' (live)")
+            raise Refused(f"'{top}' already belongs to session '{holder.id}' (live)"
+                          + _registered_again(ctx, holder, session_id))
         if not os.path.isdir(holder.common_dir):
             # The repository moved and this worktree stayed where it was.
             return _repoint(ctx, holder, dirs, top, given, keep=keep)
@@ -182,6 +183,28 @@ def add(ctx: Context, path: str, *, session_id: str | None = None, keep: bool = 
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
                    f"at {s.worktree_path}" + _lost_its_repo(ctx, s, dirs, session_id),
                    list_json(s))
+
+
+def _registered_again(ctx: Context, holder: Session, session_id: str | None) -> str:
+    """When `session_id` is a live session whose repository is gone, and `holder`
+    holds the worktree given: how to re-point that session there instead."""
+    s = ctx.store.get(session_id) if session_id is not None else None
+    if s is None or not s.live or os.path.isdir(s.common_dir):
+        return ""
+    return (f"; if it is session '{s.id}''s worktree, registered again once its repository "
+            f"moved, git ao forget {holder.id} first, then this re-points '{s.id}' there")
+
+
+def repoint(ctx: Context, s: Session, path: str) -> Outcome:
+    """`git ao add PATH --id ID` of live session `s` whose repository is gone, for an
+    import that finds its worktree at `path` (same checks, same record changes), the
+    facts it records kept. Raises Refused (another session holds the worktree, the
+    recorded one is still there), Fatal or Usage as `add` does."""
+    dirs, top = linked_worktree(path)
+    holder = ctx.store.holder_of(top)
+    if holder is not None and holder.id != s.id:
+        raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
+    return _repoint(ctx, s, dirs, top, {}, keep=True)
 
 
 def _lost_its_repo(ctx: Context, s: Session, dirs: git.RepoDirs, given_id: str | None) -> str:

@@ -939,7 +939,7 @@ def _check(ctx: Context, s: Session, cache: RepoCache, *, checkpoint: bool = Fal
     path = s.worktree_path
     if not os.path.isdir(s.common_dir):
         raise Refused(f"repository {s.common_dir} is gone, so there is nothing to save the "
-                      f"worktree in; {repo_gone_advice(s)}")
+                      f"worktree in; {repo_gone_advice(s, ctx.store.sessions())}")
     entries = cache.entries(s.common_dir)
     entry = worktree.find(entries, path)
     main = worktree.main_path(entries)

@@ -162,7 +162,7 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
     with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if not s.pending:
-            return _not_pending(s)
+            return _not_pending(s, ctx.store.sessions())
         save = s.save
         assert save is not None  # pending means saved
         if not os.path.isdir(s.common_dir):
@@ -215,13 +215,14 @@ def would_restore(ctx: Context, s: Session, save: Save, *, set_aside_stray: bool
     return prepared.would
 
 
-def _not_pending(s: Session) -> Outcome:
+def _not_pending(s: Session, others: Sequence[Session] = ()) -> Outcome:
     """The outcome for a session with nothing to restore: live (its ref still holding
     work a restore could not put back needs attention) or terminated."""
     last = s.save
     gone = gone_worktree(s)
     if gone is not None:
-        return Outcome(s.id, Action.RESTORE, Status.ATTENTION, history.gone_advice(gone, s), facts(s))
+        return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
+                       history.gone_advice(gone, s, others), facts(s))
     if s.live and last is not None and last.holds_less_than:
         out = Outcome(s.id, Action.RESTORE, Status.ATTENTION, "live, nothing pending", facts(s))
         holds_less(s, last, out)

@@ -38,6 +38,8 @@ from git_ao.save import capture
 
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from git_ao.fs.gone import Gone
     from git_ao.store.records import Session
 
@@ -221,10 +223,12 @@ def newest_note(common_dir: str, session_id: str, *, then: str = "") -> str:
             f"{then}git ao-restore {session_id} --at 1 brings it back")
 
 
-def gone_advice(gone: Gone, s: Session) -> str:
+def gone_advice(gone: Gone, s: Session, others: Sequence[Session] = ()) -> str:
     """`gone.advice(s)`, naming the newest history entry that holds work when no
-    preserve ref holds the session's last checkpoint."""
-    return gone.advice(s, lambda: newest_note(s.common_dir, s.id, then="after those, "))
+    preserve ref holds the session's last checkpoint. others: see
+    gone.repo_gone_advice."""
+    return gone.advice(s, lambda: newest_note(s.common_dir, s.id, then="after those, "),
+                       others)
 
 
 class Unread:
