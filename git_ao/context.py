@@ -162,5 +162,6 @@ def gone_live(sessions: Sequence[Session]) -> list[Outcome]:
         if gone is not None:
             from git_ao.save import history
             out.append(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
-                               history.gone_advice(gone, s, sessions), facts(s)))
+                               history.gone_advice(gone, s, sessions), facts(s),
+                               not_restored=True))
     return out

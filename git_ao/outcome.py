@@ -220,6 +220,9 @@ class Outcome:
     # import: the session registered (on a dry run, the one the real run would
     # register, stored nowhere), so a dry run's preserve --all can judge it
     registered: Session | None = None
+    # restore: a session that was not pending, said in this run but not brought
+    # back by it (its worktree gone, its ref holding work): relaunch leaves it
+    not_restored: bool = False
     # What the run could not save or put back as asked (data "warning" joins them,
     # each after "warning: "): -q prints them though it prints no ok record.
     warnings: list[str] = field(default_factory=list)

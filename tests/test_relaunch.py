@@ -3,9 +3,10 @@ worktree with the facts in AO_* variables, never through a shell string."""
 
 import json
 import shlex
+import shutil
 import sys
 
-from tests.support import PROBE, ao, ao_refs
+from tests.support import PROBE, ao, ao_refs, git, init_repo
 
 
 def _configure(repo, key, *extra):
@@ -97,3 +98,28 @@ def test_an_agent_id_read_from_another_tool_never_becomes_an_option_or_a_broken_
         facts = shown.split("\n\n")[0].splitlines()
         assert "\x00" not in shown and all(": " in ln or ln.endswith(":") for ln in facts), \
             shown
+
+
+def test_hints_name_only_the_sessions_this_restore_brought_back(repo, worktrees, tmp_path):
+    # One pending session, one whose repository moved away (its worktree with it),
+    # one whose worktree was removed by hand: a boot restore brings back the first
+    # and only names the others, whose directories are not there.
+    worktrees(repo, "back", harness="claude-code", agent_session_id="7f3a")
+    ao("ao-preserve", "back", cwd=repo)
+    other = tmp_path / "other"
+    other.mkdir()
+    git("init", "-q", "-b", "main", cwd=other)
+    init_repo(other)
+    wt = other / "wt-away"
+    git("worktree", "add", "-q", "-b", "away", wt, cwd=other)
+    ao("ao", "add", wt, "--id", "away", "--harness", "claude-code",
+       "--agent-session-id", "8e4b", cwd=other)
+    other.rename(tmp_path / "other2")
+    gone = worktrees(repo, "gone", harness="claude-code", agent_session_id="9c5d")
+    shutil.rmtree(gone)
+    res = ao("ao-restore", cwd=repo, rc=3)
+    hints = [ln for ln in res.stderr.splitlines() if ln.startswith("hint: resume")]
+    assert [h.split(":")[1] for h in hints] == [" resume back"], res.stderr
+    # Named, a live session with nothing pending is said, not relaunched.
+    res = ao("ao-restore", "gone", cwd=repo, rc=3)
+    assert not [ln for ln in res.stderr.splitlines() if ln.startswith("hint: resume")], res

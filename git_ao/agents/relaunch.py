@@ -184,8 +184,10 @@ def run(argv: list[str], session: Session, restore_status: str, *, timeout: floa
 def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_launch: bool,
                  stop: threading.Event, report: Callable[[Outcome], None],
                  hint: Callable[[str], None]) -> list[Outcome]:
-    """The last step of restore, for every session that came back: run the configured
-    relaunch command in its worktree, or print how to resume its agent. Once `stop`
+    """The last step of restore, for every session this run brought back (not one
+    it only named, `Outcome.not_restored`, nor one whose worktree is not there):
+    run the configured relaunch command in its worktree, or print how to resume
+    its agent. Once `stop`
     is set by a signal no command starts, as with --no-launch (the machine is going
     down again). Returns the relaunch Outcomes, each already passed to `report`
     (a failed one exits 1; the restore before it stands); how to resume an agent
@@ -193,10 +195,11 @@ def relaunch_all(ctx: Context, settings: Settings, outcomes: list[Outcome], no_l
     from git_ao.store.settings import DEFAULT_RELAUNCH_TIMEOUT
     extra = []
     for o in list(outcomes):
-        if o.action != "restore" or o.status not in (Status.OK, Status.ATTENTION):
+        if o.action != "restore" or o.status not in (Status.OK, Status.ATTENTION) \
+                or o.not_restored:
             continue
         s = ctx.store.get(o.session_id)
-        if s is None or not s.live:
+        if s is None or not s.live or not os.path.isdir(s.worktree_path):
             continue
         launching = not no_launch and not stop.is_set()
         argv = settings.relaunch_argv(s.harness) if launching else None

@@ -162,7 +162,9 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
     with ctx.lock(session_id):
         s = lookup(ctx, session_id)
         if not s.pending:
-            return _not_pending(s, ctx.store.sessions())
+            out = _not_pending(s, ctx.store.sessions())
+            out.not_restored = True
+            return out
         save = s.save
         assert save is not None  # pending means saved
         if not os.path.isdir(s.common_dir):
