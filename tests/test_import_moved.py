@@ -4,7 +4,10 @@
 --json; never called ended, archived or missing, nothing refused or changed."""
 
 import json
+import os
+import re
 import sqlite3
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import pytest
 
 from tests import tool_state as ts
 from tests import tool_state_b as tb
-from tests.support import ao, git, init_repo, sessions_by_id
+from tests.support import ROOT, ao, git, init_repo, sessions_by_id
 
 CC_ID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
 CX_ID = "019dbff7-c97d-7511-9af5-1cee07dd1ab2"
@@ -233,3 +236,26 @@ def test_advice_for_a_session_registered_again_names_commands_that_work(tmp_path
         ao("ao", *cmd, cwd=app2)
     got = sessions_by_id(app2)
     assert set(got) == {"feat"} and got["feat"]["workspace_path"] == str(new), got
+
+
+def test_the_readme_recipe_for_a_moved_repository_works(tmp_path):
+    # The README's commands, run as they are written: every linked worktree is
+    # linked again (none prunable) and the session is live at its new path.
+    readme = (ROOT / "README.md").read_text()
+    recipe = re.search(r"Moved a repository with its sessions' worktrees.*?```sh\n(.*?)```",
+                       readme, re.DOTALL)
+    assert recipe, "README: no recipe for a moved repository"
+    app = _app(tmp_path)
+    feat = ts.claude_worktree(app, "feat")
+    ts.claude_worktree(app, "other")
+    ao("ao", "add", feat, "--id", "feat", cwd=app)
+    subprocess.run(["bash", "-euc", recipe.group(1)], cwd=tmp_path, check=True,
+                   env=dict(os.environ))
+    app2 = tmp_path / "app2"
+    listed = git("worktree", "list", "--porcelain", cwd=app2)
+    assert "prunable" not in listed, listed
+    for name in ("feat", "other"):
+        assert f"worktree {app2 / '.claude' / 'worktrees' / name}\n" in listed, listed
+    s = sessions_by_id(app2)["feat"]
+    assert (s["state"], s["workspace_path"]) == ("live", str(app2 / ".claude/worktrees/feat"))
+    ao("ao-preserve", "feat", cwd=app2)
