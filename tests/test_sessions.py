@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ao, git
+from tests.support import ao, dirty, git
 
 
 def test_add_validates_through_git(repo, tmp_path, worktrees):
@@ -363,3 +363,25 @@ def test_a_worktree_moved_by_hand_with_staged_work_is_not_advised_a_refused_pres
     assert "move it back" in res.stdout, res.stdout
     listed = ao("ao", "list", cwd=repo)
     assert "move it back" in listed.stderr and "records that" not in listed.stderr
+
+
+def test_a_pending_sessions_ref_deleted_by_hand_is_not_listed_and_a_hint_says_so(
+        repo, worktrees):
+    dirty(worktrees(repo, "lost"))
+    ao("ao-preserve", "lost", cwd=repo)
+    ref = "refs/ao/preserved/lost"
+    commit = git("rev-parse", ref, cwd=repo).strip()
+    git("update-ref", "-d", ref, cwd=repo)
+    [rec] = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+    assert (rec["state"], rec["preserve_ref"], rec["preserved_commit"]) == (
+        "pending", None, commit), rec
+    res = ao("ao", "list", cwd=repo)
+    assert ref not in res.stdout, res.stdout
+    want = f"hint: lost: its ref {ref} was deleted by hand; git ao-restore lost still applies"
+    assert want in res.stderr, res.stderr
+    shown = ao("ao", "show", "lost", cwd=repo)
+    assert f"its ref {ref} was deleted by hand" in shown.stderr, shown
+    assert json.loads(ao("ao", "show", "lost", "--json", cwd=repo).stdout)[
+        "session"]["preserve_ref"] is None
+    ao("ao-restore", "lost", cwd=repo)
+    assert ao("ao", "list", cwd=repo).stderr == ""

@@ -73,6 +73,7 @@ def show(app: App, session_id: str) -> int:
     from git_ao.manage.listing import (
         holds_less_hint,
         list_json,
+        ref_gone_hint,
         saved_commit_gone,
         show_stat,
         trash_kept,
@@ -99,6 +100,9 @@ def show(app: App, session_id: str) -> int:
     less = holds_less_hint(s)
     if less:
         app.printer.hint(less)
+    lost = ref_gone_hint(s)
+    if lost and not gone:
+        app.printer.hint(lost)
     if gone:
         # The facts still name the commit: say plainly that the work is not there.
         app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "

@@ -55,6 +55,35 @@ def holds_ref(s: Session, refs: Refs | None = None) -> bool:
         git.rev_parse(s.common_dir, save.preserve_ref) == save.preserved_commit
 
 
+def pending_ref_gone(s: Session, refs: Refs | None = None) -> bool:
+    """Is the preserve ref of a pending session's save gone, or moved off the saved
+    commit (deleted by hand: `git update-ref -d`)? Restore applies the recorded
+    commit all the same, while the repository has it. refs: see `holds_ref`."""
+    save = s.save
+    if save is None or not save.pending or not save.holds_ref or not save.preserved_commit \
+            or not os.path.isdir(s.common_dir):
+        return False
+    if refs is not None and s.common_dir in refs:
+        return refs[s.common_dir].get(save.preserve_ref) != save.preserved_commit
+    return git.rev_parse(s.common_dir, save.preserve_ref) != save.preserved_commit
+
+
+def ref_gone_hint(s: Session, refs: Refs | None = None) -> str:
+    """What `git ao list` and `show` say of a pending session whose preserve ref was
+    deleted by hand (`pending_ref_gone`); "" for any other."""
+    if not pending_ref_gone(s, refs):
+        return ""
+    save = s.save
+    assert save is not None and save.preserved_commit  # pending_ref_gone says so
+    ref, commit = save.preserve_ref, save.preserved_commit
+    if saved_commit_gone(s):
+        return (f"its ref {ref} was deleted and its saved commit {commit} is gone: its saved "
+                f"work cannot be restored (git ao forget --force {s.id} drops the record)")
+    return (f"its ref {ref} was deleted by hand; git ao-restore {s.id} still applies the saved "
+            f"commit {commit} while the repository has it (git update-ref {ref} {commit} "
+            "puts the ref back, keeping the commit from git gc)")
+
+
 def worktree_gone(s: Session) -> bool:
     """Is a live session's worktree not at its path (moved, removed, or emptied: see
     `gone.gone_worktree`, which says why), or its repository gone? Nothing is
@@ -106,11 +135,14 @@ def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
     `holds_ref`."""
     save = s.save
     held = holds_ref(s, refs)
+    ref_there = held and not pending_ref_gone(s, refs)
     return {
         "id": s.id, "kind": s.kind, "harness": s.harness, "state": state(s, refs),
         "branch": s.branch, "workspace_path": s.worktree_path, "repo": s.common_dir,
         "agent_session_id": s.agent_session_id,
-        "preserve_ref": save.preserve_ref if save and held else None,
+        # a pending save's commit stays named (restore applies it), its ref only
+        # while it is there (ref_gone_hint says it is not)
+        "preserve_ref": save.preserve_ref if save and ref_there else None,
         "preserved_commit": save.preserved_commit if save and held else None,
         "detached": save.detached if save else None,
         "saved_at": utc_time(save.saved_at) if save else None,
