@@ -279,6 +279,35 @@ def test_a_worktree_that_is_a_mount_point_is_saved_as_a_checkpoint_and_kept(repo
         subprocess.run(["umount", str(wt)], check=False)
 
 
+@pytest.mark.parametrize("dry", [False, True])
+def test_a_worktree_whose_directory_is_a_symlink_is_saved_and_kept(repo, worktrees, dry):
+    """A worktree reached through a symlink (its directory moved, a link left at the
+    registered path): a rename would take the link alone away, and the pruned
+    registration would orphan the real directory. Its work is saved in the ref, the
+    link and the directory are left as they are, and the dry run says the same."""
+    wt = worktrees(repo, "linked")
+    (wt / "work.txt").write_text("work\n")
+    (wt / "debug.log").write_text("ignored\n")
+    real = wt.with_name("linked-real")
+    wt.rename(real)
+    wt.symlink_to(real.name)
+    before = state(real)
+    args = ["ao-preserve", "--all"] + (["-n"] if dry else [])
+    res = ao(*args, cwd=repo, rc=None if dry else 1)
+    out = res.stdout + res.stderr
+    assert "is a symlink" in out and str(real) in out, out
+    assert wt.is_symlink() and os.readlink(wt) == real.name
+    assert state(real) == before
+    assert states(repo)["linked"] == "live"
+    if not dry:
+        ref = git("rev-parse", "refs/ao/preserved/linked", cwd=repo).strip()
+        assert "work.txt" in git("show", "--name-only", "--format=", f"{ref}^3", cwd=repo)
+        assert str(wt) in git("worktree", "list", cwd=repo)
+        # and again: the same, nothing half-removed
+        ao("ao-preserve", "--all", cwd=repo, rc=1)
+        assert state(real) == before
+
+
 # ---------------------------------------------------------------- what only the admin dir holds
 
 

@@ -182,6 +182,11 @@ def _holds_save(path: str, git_dir: str, save: Save) -> bool:
 def keep_reasons(v: worktree.Verified) -> list[str]:
     """Why a verified worktree must stay although its work is saved."""
     reasons = []
+    if os.path.islink(v.path):
+        # A rename would take the link alone away; the pruned registration would
+        # then orphan the directory it names.
+        reasons.append(f"it is a symlink to {os.path.realpath(v.path)} (a rename would move "
+                       "the link alone)")
     if v.entry.locked is not None:
         why = f" ({v.entry.locked})" if v.entry.locked else ""
         reasons.append(f"it is locked{why} (git worktree unlock)")

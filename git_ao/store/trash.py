@@ -41,6 +41,7 @@ one whose ignored files a fallback restore moved out says "restored": true.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -408,6 +409,8 @@ def move_in(data_dir: str, session_id: str, v: Verified, meta: Meta) -> Entry:
     half-made entry, which holds only copies, is removed then."""
     if not isinstance(v, Verified):  # the one path that removes a worktree: proof or nothing
         raise TypeError("refusing to move an unverified path into the trash")
+    if os.path.islink(v.path):  # a rename would move the link, not the worktree
+        raise OSError(errno.ELOOP, "the worktree's path is a symlink", v.path)
     root = root_for(v.path, data_dir, v.common_dir)
     ensure_root(data_dir, root)
     entry = new_entry(root, session_id, replace(meta, path=v.path, common_dir=v.common_dir,
