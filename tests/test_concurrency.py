@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -89,4 +90,42 @@ def test_two_restores_at_once_apply_once(repo, worktrees, tmp_path):
     done = [o[0] for res in (r1, r2) for o in _outcomes(res) if o[2] == "ok"]
     assert sorted(done) == sorted(sessions)  # each session restored by exactly one of them
     integrity_ok()
+    assert_all_restored(sessions, before, repo)
+
+
+def test_a_preserve_of_all_started_while_a_restore_runs_saves_what_it_brings_back(
+        repo, worktrees, tmp_path):
+    """A restore stopped after its first session (SIGSTOP at a crash point) while a
+    `preserve --all` starts: the preserve waits for the restore to end and then
+    preserves every session it brought back, none left live, unsaved and unnamed."""
+    import os
+    import signal
+    import time
+
+    sessions = make_sessions(repo, worktrees, 4)
+    before = {sid: state(wt) for sid, (_, wt) in sessions.items()}
+    ao("ao-preserve", "--all", cwd=repo)
+    env = {**os.environ, "GIT_AO_CRASH_AT": "restore:between-sessions:1",
+           "GIT_AO_CRASH_SIGNAL": "STOP"}
+    rest = subprocess.Popen([str(BIN / "git-ao-restore"), "-j", "1"], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "T" not in Path(f"/proc/{rest.pid}/stat").read_text().split()[2]:
+            assert time.monotonic() < deadline, "the restore never stopped"
+            time.sleep(0.05)
+        pre = subprocess.Popen([str(BIN / "git-ao-preserve"), "--all", "--json"], cwd=repo,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+    finally:
+        os.kill(rest.pid, signal.SIGCONT)
+    out, err = rest.communicate(timeout=120)
+    assert rest.returncode == 0, out + err
+    pout, perr = pre.communicate(timeout=120)
+    assert pre.returncode == 0, pout + perr
+    done = sorted(o[0] for o in _outcomes(subprocess.CompletedProcess([], 0, pout, perr))
+                  if o[2] == "ok")
+    assert done == sorted(sessions), pout + perr
+    assert_all_preserved(sessions, repo)
+    ao("ao-restore", cwd=repo)
     assert_all_restored(sessions, before, repo)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import click
@@ -70,7 +71,9 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
     if all_:
         imported = import_first(app)
         refused += [o for o in imported if o.status != "nothing"]
-        sessions = preserve.sessions_for_all(app.store)
+        if timeout is None:
+            timeout = app.settings.get("preserve.timeout")
+        sessions, timeout = _after_restores(app, timeout)
         if app.dry_run:
             # A dry run registers nothing: what the real run would import, it
             # judges as the real run would preserve it.
@@ -112,6 +115,32 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
         _say_unregistered(app)
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
+
+
+def _after_restores(app: App, timeout: float | None) -> tuple[list[Session], float | None]:
+    """The sessions `--all` preserves, chosen once no git ao-restore runs (one
+    running turns pending sessions live as it goes: chosen before, they would stay
+    live, unsaved, unnamed). Waits for the restore-run lock at most `timeout` (or
+    the lock's default) seconds, then chooses anyway, saying so. Returns them and
+    what is left of `timeout`."""
+    from git_ao.errors import Refused
+    from git_ao.preserve import workflow as preserve
+    from git_ao.store import locks
+    if app.dry_run:
+        return preserve.sessions_for_all(app.store), timeout
+    started = time.monotonic()
+    wait = min(timeout, locks.DEFAULT_TIMEOUT) if timeout is not None else locks.DEFAULT_TIMEOUT
+    try:
+        with locks.restore_run(app.store.dir, shared=False, timeout=wait):
+            sessions = preserve.sessions_for_all(app.store)
+    except Refused:
+        sessions = preserve.sessions_for_all(app.store)
+        click.echo(f"warning: a git ao-restore still runs after {wait:g}s; the sessions it "
+                   "brings back from now on stay live, unsaved: run git ao-preserve --all "
+                   "again once it is over", err=True)
+    if timeout is not None:
+        timeout = max(timeout - (time.monotonic() - started), 0.0)
+    return sessions, timeout
 
 
 def _say_unregistered(app: App) -> None:

@@ -8,6 +8,7 @@ worktree provably holds the work. Nothing here prints but the relaunch hints.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -26,7 +27,7 @@ from git_ao.proof.restored import holds, not_as_saved, prove
 from git_ao.restore import from_trash, target
 from git_ao.save import apply, history, lacking, local_state
 from git_ao.save.apply import ApplyResult
-from git_ao.store import trash
+from git_ao.store import locks, trash
 from git_ao.store.records import Save, Session
 
 
@@ -78,8 +79,12 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
         crashpoint.hit("restore:between-sessions")
         return out
 
-    return groups.in_waves(sessions, lambda part: run_each(part, one, jobs, progress),
-                                   inner_first=False)
+    # Shared: restores run side by side; a preserve --all waits for them to end
+    # before it chooses its sessions (`locks.restore_run`).
+    with contextlib.nullcontext() if ctx.dry_run else \
+            locks.restore_run(ctx.store.dir, shared=True):
+        return groups.in_waves(sessions, lambda part: run_each(part, one, jobs, progress),
+                                       inner_first=False)
 
 
 def _pending_outside(ctx: Context, sessions: Sequence[Session]) -> dict[str, str]:

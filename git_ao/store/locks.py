@@ -1,7 +1,7 @@
 """The locks that keep two git-ao runs (or two threads of one) off the same thing.
 
 Each lock is an exclusive `flock` on a file under the data dir's `locks/`: one
-per session, one per repository. A flock belongs to an open file, so threads
+per session, one per repository; and one of restore runs, shared by restores. A flock belongs to an open file, so threads
 of one process exclude each other too, and a killed holder releases it.
 """
 
@@ -45,6 +45,21 @@ def repo_lock(data_dir: str, common_dir: str,
     return _flock(path, f"repository {common_dir}", timeout)
 
 
+RESTORE_RUN = "restore-run.lock"
+
+
+def restore_run(data_dir: str, *, shared: bool,
+                timeout: float = DEFAULT_TIMEOUT) -> contextlib.AbstractContextManager[None]:
+    """The lock of restore runs (flock on locks/restore-run.lock): each restore
+    holds it shared for its whole batch, and `preserve --all` holds it exclusive
+    while it chooses its sessions, so it waits for a running restore and sees the
+    sessions that restore brought back live, not pending. Waits up to `timeout`
+    seconds; raises Refused when a holder keeps it longer."""
+    path = os.path.join(_lock_dir(data_dir, LOCK_DIR), RESTORE_RUN)
+    return _flock(path, "a running git ao-restore", timeout,
+                  fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+
+
 def _lock_dir(data_dir: str, name: str) -> str:
     path = os.path.join(data_dir, name)
     ensure_private_dir(path)
@@ -52,7 +67,7 @@ def _lock_dir(data_dir: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def _flock(path: str, what: str, timeout: float) -> Iterator[None]:
+def _flock(path: str, what: str, timeout: float, how: int = fcntl.LOCK_EX) -> Iterator[None]:
     """Hold an exclusive flock on `path` (created 0600), polling every 50 ms up to
     `timeout` seconds. Raises Fatal when the file cannot be opened, Refused when
     another holder keeps it longer."""
@@ -65,7 +80,7 @@ def _flock(path: str, what: str, timeout: float) -> Iterator[None]:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, how | fcntl.LOCK_NB)
                 break
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
