@@ -423,7 +423,8 @@ def test_codex_metadata_not_shaped_as_codex_writes_it_is_refused(repo, ao_env):
     assert [(r["status"], r["message"]) for r in json.loads(res.stdout)["results"]] == [
         ("refused", (f"codex: '{meta}' has no manager, backend, id, name, slug, repoId, "
                     "repoName, sourceRepoRoot, originalRelativeCwd, worktreeGitRoot, "
-                    "workspaceCwd, createdAt, updatedAt; Codex metadata git-ao cannot read; "
+                    "workspaceCwd, updatedAt; createdAt is the text 'today', not as Codex "
+                    "writes it (an integer); Codex metadata git-ao cannot read; "
                     f"its worktree {wt} is not imported"))]
     assert sessions_by_id(repo) == {}
 

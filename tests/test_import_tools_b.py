@@ -98,12 +98,14 @@ def test_claude_squad_paused_instance_says_only_what_git_shows(repo, tmp_path):
     ("{not json", "is not JSON"),
     ('["a"]', "is not a JSON object"),
     ('{"instances": "[]"}', "'instances' is not a list"),
-    ('{"instances": [{"title": "x", "status": 4, "worktree": {"worktree_path": "/w"}}]}',
-     "status 4"),
-    ('{"instances": [{"title": "x", "status": 0}]}', "no worktree path"),
+    (('{"instances": [{"title": "x", "status": 4, "path": "/r", "branch": "b", "program": "c", '
+     '"worktree": {"worktree_path": "/w", "repo_path": "/r", "branch_name": "b"}}]}'),
+     "instance 0 ('x') has status 4, which claude-squad does not write (0, 1, 2, 3); "),
+    ('{"instances": [{"title": "x", "status": 0}]}', "instance 0 ('x') has no worktree, "),
     # Every field claude-squad writes, read or not, is there in what it wrote.
     ('{"instances": [{"title": "x", "status": 0, "worktree": {"worktree_path": "/w"}}]}',
-     "instance 0 has no path, branch, program, worktree.repo_path, worktree.branch_name; "),
+     ("instance 0 ('x') has no path, branch, program, worktree.repo_path, "
+     "worktree.branch_name; ")),
 ])
 def test_claude_squad_corrupt_or_unknown_state_refused_naming_the_file(text, says):
     state = tb.squad_state([])
@@ -115,13 +117,19 @@ def test_claude_squad_corrupt_or_unknown_state_refused_naming_the_file(text, say
 
 
 def test_claude_squad_state_refused_names_every_instance_not_shaped_as_written(repo):
+    """Each instance not shaped as claude-squad writes it is refused on a line of its
+    own; the others are still read."""
     wt, branch = tb.squad_worktree(repo, "good")
     good = tb.squad_instance(repo, wt, "good", branch)
     state = tb.squad_state([{**good, "status": 9}, good, {**good, "program": None}])
     with pytest.raises(Unreadable) as exc:
         claude_squad.read(state)
-    assert str(exc.value) == (f"claude-squad state '{state}': instance 0 has status 9; "
-                              "instance 2 has no program; a format this git-ao does not know")
+    assert exc.value.lines == [
+        (f"claude-squad state '{state}': instance 0 ('good') has status 9, which claude-squad "
+        "does not write (0, 1, 2, 3); not imported"),
+        (f"claude-squad state '{state}': instance 2 ('good') program is null, not as "
+        "claude-squad writes it (text); not imported")]
+    assert [f.tool_id for f in exc.value.found] == ["good"]
 
 
 def test_claude_squad_no_instances_is_nothing():

@@ -17,7 +17,9 @@ users' tooling establish (the man page's IMPORT section says which is which):
 * `claude --resume <session id>` resumes one (documented: the CLI reference).
 
 A transcript whose first line is not a JSON object is refused (Unreadable names
-it); the other transcripts still give their sessions. Lines after the first one
+it); the other transcripts still give their sessions. A line whose `sessionId` or
+`cwd` is not text, or whose cwd is not an absolute path (Claude Code records the
+absolute one), names no session and is passed over. Lines after the first one
 that names the session are not read (a crash may leave the last one cut).
 """
 
@@ -115,7 +117,10 @@ def _transcript(path: Path) -> Transcript | None:
                     return None  # a line cut by a crash: what came before decides
                 first = False
                 sid, cwd = obj.get("sessionId"), obj.get("cwd")
-                if isinstance(sid, str) and sid and isinstance(cwd, str) and cwd:
+                # A cwd Claude Code records is absolute: a relative one (or one of
+                # another type) is no place, never taken from git-ao's own directory.
+                if isinstance(sid, str) and sid and isinstance(cwd, str) and os.path.isabs(cwd) \
+                        and "\0" not in cwd:
                     # A file continuing another session (a resume) may name the older
                     # id first; the file's own name is the session it holds.
                     own = path.stem if _UUID.fullmatch(path.stem) else sid

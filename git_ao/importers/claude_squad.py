@@ -13,11 +13,14 @@ Format, from smtg-ai/claude-squad @ 434ca256854da28eab7d5126c82394b579221b10:
   tmux: `claude`, a path to it, `aider --model ...`) and `worktree`
   (GitWorktreeData: `repo_path`, `worktree_path`, `session_name`,
   `branch_name`, `base_commit_sha`, `is_existing_branch`).
-* No format version is written. An instance that is not an object, lacks a
-  string `title`, `path`, `branch`, `program`, `worktree.repo_path`,
+* No format version is written. An instance that is not an object, lacks
+  `title`, `status`, `path`, `branch`, `program`, `worktree.repo_path`,
   `worktree.worktree_path` or `worktree.branch_name` (InstanceData has no
-  omitempty: every field is written), or has a status outside 0..3 is a format
-  this module was not checked against: the file is refused (Unreadable).
+  omitempty: every field is written), holds one of another type than Go
+  writes (text; status an integer), a relative path (claude-squad records
+  absolute ones), or a status outside 0..3 is a format this module was not
+  checked against: that instance is refused, one line naming the file, the
+  instance and the field (Unreadable), and the others are read.
 * Paused (Instance.Pause): the worktree was committed (a local commit on its
   branch), removed and pruned; the branch stays. Such an instance is reported,
   not imported as live, saying what git shows: the branch there, or not; the
@@ -40,7 +43,16 @@ from typing import Any
 
 from git_ao import git
 from git_ao.errors import AoError
-from git_ao.importers.found import Found, Unreadable
+from git_ao.importers.found import (
+    INTEGER,
+    OBJECT,
+    PATH,
+    TEXT,
+    Found,
+    Unreadable,
+    describe,
+    wrong,
+)
 from git_ao.store.states import Kind
 
 TOOL = "claude-squad"
@@ -52,7 +64,7 @@ STATUSES = (RUNNING, READY, LOADING, PAUSED)
 # String fields claude-squad has written for every instance since its state took
 # JSON names (2025-04-02; Go's encoding/json writes each field, empty or not): an
 # instance without one of them is no shape claude-squad wrote.
-WRITTEN = ("path", "branch", "program")
+WRITTEN = ("path", "branch", "program")  # besides title, status and worktree
 WRITTEN_WORKTREE = ("repo_path", "branch_name")
 # A shell assignment before the command (`FOO=1 claude`): the shell's own rule.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -83,7 +95,8 @@ def harness(program: str) -> str:
 def read(source: Path) -> list[Found]:
     """The instances of claude-squad state file `source` (or the directory holding
     `state.json`). Raises Unreadable, one line naming the file, when it cannot be
-    read, is not JSON, or is not shaped as claude-squad writes it."""
+    read, is not JSON, or is not shaped as claude-squad writes it; with one line
+    per instance not so shaped, and the others found, when only those are not."""
     path = source / STATE if source.is_dir() else source
     try:
         data = json.loads(path.read_bytes())
@@ -98,49 +111,61 @@ def read(source: Path) -> list[Found]:
         return []
     if not isinstance(instances, list):
         raise Unreadable(f"claude-squad state '{path}': 'instances' is not a list")
-    out, problems = [], []
+    out, bad = [], []
     for n, inst in enumerate(instances):
         try:
             out.append(_found(n, inst))
         except ValueError as exc:
-            problems.append(str(exc))
-    if problems:
-        # Every instance not shaped as claude-squad writes it, in the one line that
-        # refuses the file: none hidden behind the first.
-        raise Unreadable(f"claude-squad state '{path}': {'; '.join(problems)}; a format "
-                         "this git-ao does not know")
+            # That instance only, on a line of its own: the others still import.
+            bad.append(f"claude-squad state '{path}': {exc}; not imported")
+    if bad:
+        raise Unreadable(bad, out)
     return out
 
 
 def _found(n: int, inst: Any) -> Found:
     """Instance `n` as a Found; raises ValueError saying how it is not shaped as
-    claude-squad writes one."""
-    def bad(what: str) -> ValueError:
-        return ValueError(f"instance {n} {what}")
-
+    claude-squad writes one: a field it lacks ("has no"), or one of another type
+    ("not as claude-squad writes it")."""
     if not isinstance(inst, dict):
-        raise bad("is not an object")
-    title, status = inst.get("title"), inst.get("status")
-    wt = inst.get("worktree")
-    if not isinstance(title, str) or not title:
-        raise bad("has no title")
-    if not isinstance(status, int) or isinstance(status, bool) or status not in STATUSES:
-        raise bad(f"has status {status!r}")
-    if not isinstance(wt, dict) or not isinstance(wt.get("worktree_path"), str) \
-            or not wt["worktree_path"]:
-        raise bad("has no worktree path")
-    lacks = [k for k in WRITTEN if not isinstance(inst.get(k), str)] + [
-        f"worktree.{k}" for k in WRITTEN_WORKTREE if not isinstance(wt.get(k), str)]
+        raise ValueError(  # noqa: TRY004 - read() refuses the instance on any ValueError
+            f"instance {n} is {describe(inst)}, not as {TOOL} writes it ({OBJECT})")
+    title = inst.get("title")
+    what = f"instance {n} ({title!r})" if isinstance(title, str) and title else f"instance {n}"
+    wt: Any = inst.get("worktree")
+    lacks = [k for k in ("title", "status", "worktree", *WRITTEN) if k not in inst]
+    if isinstance(wt, dict):
+        lacks += [f"worktree.{k}" for k in ("worktree_path", *WRITTEN_WORKTREE) if k not in wt]
     if lacks:
-        raise bad(f"has no {', '.join(lacks)}")
+        raise ValueError(f"{what} has no {', '.join(lacks)}")
+    status = inst["status"]
+    problems = [p for p in (
+        wrong("title", title, TEXT, TOOL), wrong("status", status, INTEGER, TOOL),
+        wrong("worktree", wt, OBJECT, TOOL), *(wrong(k, inst[k], TEXT, TOOL) for k in WRITTEN))
+        if p]
+    if isinstance(wt, dict):
+        problems += [p for p in (
+            wrong("worktree.worktree_path", wt["worktree_path"], PATH, TOOL),
+            *(wrong(f"worktree.{k}", wt[k], TEXT, TOOL) for k in WRITTEN_WORKTREE)) if p]
+    if not problems and not title:
+        problems.append("has an empty title")
+    if not problems and status not in STATUSES:
+        problems.append(f"has status {status!r}, which {TOOL} does not write "
+                        f"({', '.join(map(str, STATUSES))})")
+    repo = wt["repo_path"] or inst["path"] if not problems else None
+    if repo and (p := wrong("worktree.repo_path" if wt["repo_path"] else "path", repo, PATH,
+                            TOOL)):
+        problems.append(p)
+    if problems:
+        raise ValueError(f"{what} {'; '.join(problems)}")
+    assert isinstance(title, str) and isinstance(wt, dict)
     branch = wt["branch_name"] or inst["branch"] or None
     paused = status == PAUSED
     return Found(
         tool=TOOL, tool_id=title, worktree=Path(wt["worktree_path"]), branch=branch,
         harness=harness(inst["program"]), agent_session_id=None, kind=Kind.WORKER,
         live=not paused, tmux_session=tmux_session(title), name=title,
-        note=_paused(Path(wt["worktree_path"]), branch, wt["repo_path"] or inst["path"] or None)
-        if paused else None)
+        note=_paused(Path(wt["worktree_path"]), branch, repo or None) if paused else None)
 
 
 def _paused(wt: Path, branch: str | None, repo: str | None) -> str:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from git_ao.importers.found import Found, Unreadable, distinct, env_dir
+from git_ao.importers.found import INTEGER, PATH, TEXT, Found, Unreadable, distinct, env_dir, wrong
 from git_ao.importers.worktrees import admin_dir, ran_in
 from git_ao.store.states import Kind
 
@@ -69,6 +69,8 @@ WRITTEN: dict[str, dict[str, type]] = {METADATA: {
                      "sourceRepoRoot", "originalRelativeCwd", "worktreeGitRoot",
                      "workspaceCwd"), str),
     "createdAt": int, "updatedAt": int}}
+# The optional text fields read (Option<String>: absent or null when unset).
+OPTIONAL = {METADATA: ("branch", "tmuxSession", "ownerThreadId"), THREAD: ("ownerThreadId",)}
 
 
 # A compressed rollout: `<plain name>.zst` (codex-rs/rollout/src/compression.rs).
@@ -175,10 +177,19 @@ def rollout(path: Path, archived: bool = False) -> Rollout | None:
         obj = None
     payload = obj.get("payload") if isinstance(obj, dict) else None
     if not (isinstance(obj, dict) and obj.get("type") == "session_meta"
-            and isinstance(payload, dict) and isinstance(payload.get("id"), str)
-            and isinstance(payload.get("cwd"), str) and payload["id"] and payload["cwd"]):
+            and isinstance(payload, dict)):
         raise Unreadable(f"'{path}' is not a Codex rollout git-ao can read (its first line "
-                         "is not a session_meta with an id and a cwd)")
+                         "is not a session_meta)")
+    lacks = [k for k in ("id", "cwd") if k not in payload]
+    problems = [f"its session_meta has no {', '.join(lacks)}"] if lacks else []
+    problems += [p for k, want in (("id", TEXT), ("cwd", PATH))
+                 if k in payload and (p := wrong(f"its session_meta's {k}", payload[k], want,
+                                                 "Codex"))]
+    if not problems and not payload["id"]:
+        problems.append("its session_meta's id is empty")
+    if problems:
+        raise Unreadable(f"'{path}' is not a Codex rollout git-ao can read "
+                         f"({'; '.join(problems)})")
     return Rollout(payload["id"], os.path.normpath(payload["cwd"]), mtime, archived)
 
 
@@ -229,14 +240,18 @@ def _metadata(admin: str, name: str) -> dict[str, Any] | None:
         raise Unreadable(f"'{path}' is not JSON; Codex metadata git-ao cannot read") from None
     if not isinstance(obj, dict):
         raise Unreadable(f"'{path}' is not a JSON object; Codex metadata git-ao cannot read")
-    if obj.get("version") not in KNOWN_VERSIONS:
-        raise Unreadable(f"'{path}' has Codex metadata version {obj.get('version')!r}; "
+    lacks = [k for k in ("version", *WRITTEN.get(name, {})) if k not in obj]
+    if "version" not in lacks and obj["version"] not in KNOWN_VERSIONS:
+        raise Unreadable(f"'{path}' has Codex metadata version {obj['version']!r}; "
                          f"git-ao reads version {KNOWN_VERSIONS[-1]} only")
-    lacks = [k for k, t in WRITTEN.get(name, {}).items()
-             if not isinstance(obj.get(k), t) or isinstance(obj.get(k), bool)]
-    if lacks:
-        raise Unreadable(f"'{path}' has no {', '.join(lacks)}; Codex metadata git-ao "
-                         "cannot read")
+    # A field that is there with another type is said to be so, never missing.
+    problems = [f"has no {', '.join(lacks)}"] if lacks else []
+    problems += [p for k, t in WRITTEN.get(name, {}).items()
+                 if k in obj and (p := wrong(k, obj[k], TEXT if t is str else INTEGER, "Codex"))]
+    problems += [p for k in OPTIONAL.get(name, ())
+                 if (p := wrong(k, obj.get(k), TEXT, "Codex", null=True))]
+    if problems:
+        raise Unreadable(f"'{path}' {'; '.join(problems)}; Codex metadata git-ao cannot read")
     return obj
 
 

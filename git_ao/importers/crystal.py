@@ -48,7 +48,20 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from git_ao.importers.found import Found, Unreadable, distinct, env_dir, read_database
+from git_ao import git
+from git_ao.errors import AoError
+from git_ao.importers.found import (
+    INTEGER,
+    PATH,
+    TEXT,
+    Found,
+    Unreadable,
+    distinct,
+    env_dir,
+    read_database,
+    row_name,
+    wrong,
+)
 from git_ao.store import foreign
 from git_ao.store.states import Kind
 
@@ -98,24 +111,58 @@ def _read(conn: Any, path: Path) -> list[Found]:
         return name if name in cols else "NULL"
 
     rows = conn.execute(
-        f"SELECT id, worktree_path, archived, {col('is_main_repo')}, {col('tool_type')}, "
+        f"SELECT rowid, id, worktree_path, archived, {col('is_main_repo')}, {col('tool_type')}, "
         f"{col('claude_session_id')}, {col('active_panel_id')} FROM sessions "
         "ORDER BY rowid").fetchall()
     out: list[Found] = []
-    for sid, wt, archived, main_repo, tool_type, legacy_id, active in rows:
-        if main_repo or not wt:
+    bad: list[str] = []
+    for rowid, sid, wt, archived, main_repo, tool_type, legacy_id, active in rows:
+        problems = [p for p in (
+            wrong("id", sid, TEXT, TOOL), wrong("is_main_repo", main_repo, INTEGER, TOOL, null=True),
+            wrong("worktree_path", wt, TEXT, TOOL), wrong("archived", archived, INTEGER, TOOL),
+            wrong("tool_type", tool_type, TEXT, TOOL, null=True),
+            wrong("claude_session_id", legacy_id, TEXT, TOOL, null=True),
+            wrong("active_panel_id", active, TEXT, TOOL, null=True)) if p]
+        if not problems and (main_repo or not wt):
             continue  # the project's own directory: not a linked worktree
+        if not problems and (p := wrong("worktree_path", wt, PATH, TOOL)):
+            problems.append(p)
         harness = {"codex": "codex", "none": ""}.get(tool_type or "", "claude")
         agent_id = None
-        if panels:
-            harness, agent_id = _panel_agent(conn, sid, harness, active)
+        if not problems and panels:
+            try:
+                harness, agent_id = _panel_agent(conn, sid, harness, active)
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            bad.append(f"crystal database '{path}': {row_name('session', sid, rowid)} "
+                       f"{'; '.join(problems)}; not imported")
+            continue
+        if _main_worktree(wt):
+            continue  # run in the repository's own directory, whatever the schema says
         if agent_id is None and legacy_id and harness == "claude":
             agent_id = legacy_id
         out.append(Found(
             tool=TOOL, tool_id=str(sid), worktree=Path(wt), branch=None, harness=harness,
             agent_session_id=agent_id, kind=Kind.WORKER, live=not archived,
             note=_archived_note(Path(wt)) if archived else None))
+    if bad:
+        raise Unreadable(bad, out)
     return out
+
+
+def _main_worktree(path: str) -> bool:
+    """Is `path` the top of a repository's main worktree (crystal's `is_main_repo`
+    session, which a database without that column does not mark)? Git is asked
+    only when `path/.git` is a directory, as a main worktree's is."""
+    if not os.path.isdir(os.path.join(path, ".git")):
+        return False
+    try:
+        dirs = git.repo_dirs(path)
+    except AoError:
+        return False
+    return not dirs.is_bare and not dirs.is_linked_worktree and dirs.toplevel is not None \
+        and os.path.realpath(dirs.toplevel) == os.path.realpath(path)
 
 
 def _lacks(cols: set[str], panel_cols: set[str]) -> list[str]:
@@ -162,11 +209,17 @@ def _agent_id(state: Any) -> str | None:
 def _panel_agent(conn: Any, sid: Any, harness: str, active: Any) -> tuple[str, str | None]:
     """(harness, agent session id) from the session's AI panels: the active panel
     when it is one with an id, else the newest panel of the session's tool with
-    one; the tool's harness and None when no panel has an id."""
+    one; the tool's harness and None when no panel has an id. Raises ValueError
+    naming each AI panel whose id or state is not as crystal writes it."""
     rows = conn.execute(
-        "SELECT id, type, state FROM tool_panels WHERE session_id = ? AND type IN (?, ?) "
+        "SELECT rowid, id, type, state FROM tool_panels WHERE session_id = ? AND type IN (?, ?) "
         "ORDER BY created_at DESC, rowid DESC", (sid, *AI_PANELS)).fetchall()
-    with_id = [(pid, typ, _agent_id(state)) for pid, typ, state in rows]
+    problems = [f"its {row_name('tool panel', pid, n)} {p}" for n, pid, _typ, state in rows
+                for p in (wrong("id", pid, TEXT, TOOL), wrong("state", state, TEXT, TOOL, null=True))
+                if p]
+    if problems:
+        raise ValueError("; ".join(problems))
+    with_id = [(pid, typ, _agent_id(state)) for _n, pid, typ, state in rows]
     with_id = [r for r in with_id if r[2]]
     for pid, typ, aid in with_id:
         if active is not None and pid == active:

@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 
 from git_ao.errors import Fatal
+from git_ao.importers.found import PATH, TEXT, wrong
 from git_ao.store import foreign
 
 DAEMON_DB = "ao.db"
@@ -193,6 +194,31 @@ def check_layout(db_path: str, version: int, cols: dict[str, dict[str, str]]) ->
                             f"{' or '.join(want)} as git-ao reads it; nothing imported")
 
 
+# The text columns read, each as the daemon writes it (null allowed but for id), and
+# those holding a path, which the daemon records absolute.
+_TEXT = ("id", "kind", "harness", "branch", "agent_session_id", "prompt", "project_path",
+         "session_mode", "provider_conversation_id")
+_PATHS = ("workspace_path",)
+_WORKTREE_TEXT = ("repo_name", "branch", "preserved_ref", "state")
+
+
+def _wrong_types(r: foreign.Row, keys: list[str], trees: list[DaemonWorktree]) -> list[str]:
+    """Why session row `r` (and its session_worktrees rows) holds a value of another
+    type than the daemon writes (a BLOB, a number where text, a relative path): one
+    phrase per field, naming it; empty when every one is as written."""
+    tool = "the ao daemon"
+    out = [p for k in _TEXT if k in keys
+           if (p := wrong(k, r[k], TEXT, tool, null=k != "id"))]
+    out += [p for k in _PATHS if r[k] != "" and (p := wrong(k, r[k], PATH, tool, null=True))]
+    for w in trees:
+        out += [f"its worktree {w.repo_name!r} {p}" for k in _WORKTREE_TEXT
+                if (p := wrong(k, getattr(w, k), TEXT, tool, null=k != "repo_name"))]
+        if w.worktree_path != "" and (p := wrong("worktree_path", w.worktree_path, PATH, tool,
+                                                 null=True)):
+            out.append(f"its worktree {w.repo_name!r} {p}")
+    return out
+
+
 def _sessions(conn: foreign.Connection, version: int) -> list[DaemonSession]:
 
     conn.row_factory = foreign.Row
@@ -216,15 +242,18 @@ def _sessions(conn: foreign.Connection, version: int) -> list[DaemonSession]:
             continue
         keys = r.keys()
         kind = r["kind"] or "worker"
-        problem = None
-        if terminated is None:
+        problem: str | None = None
+        typed = _wrong_types(r, keys, trees.get(r["id"], []))
+        if typed:
+            problem = f"{'; '.join(typed)}; not imported"
+        elif terminated is None:
             problem = (f"its is_terminated is {r['is_terminated']!r}, not a boolean git-ao "
                        "knows (0/1, 'true'/'false'); not imported")
         elif kind not in KINDS:
             problem = (f"its kind is {kind!r}, which git-ao does not know "
                        f"({', '.join(KINDS)}); not imported")
         out.append(DaemonSession(
-            id=str(r["id"]), kind=kind, harness=r["harness"] or "",
+            id=r["id"] if isinstance(r["id"], str) else repr(r["id"]), kind=str(kind), harness=r["harness"] or "",
             branch=r["branch"] or None, workspace_path=r["workspace_path"] or "",
             agent_session_id=r["agent_session_id"] or None, prompt=r["prompt"] or None,
             project_path=r["project_path"],

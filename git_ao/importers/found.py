@@ -105,3 +105,56 @@ def read_database(path: Path, what: str,
         raise Unreadable(str(exc)) from None
     except foreign.Error as exc:
         raise Unreadable(f"{what} '{path}' cannot be read: {exc}") from None
+
+
+# What a field read from a tool's files must be (`wrong`): text, an integer (SQLite's
+# BOOLEAN too), a 16-byte BLOB (a UUID as sqlx stores it), an absolute path (text),
+# a JSON object.
+TEXT, INTEGER, UUID, PATH, OBJECT = "text", "an integer", "a 16-byte UUID", "an absolute path", "an object"
+_PYTHON = {TEXT: str, INTEGER: int, UUID: bytes, PATH: str, OBJECT: dict}
+
+
+def describe(value: object) -> str:
+    """A value read from a tool's file, as a refusal names it: its type, and the
+    value itself when short (a BLOB by its length)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, bytes | bytearray):
+        return f"a BLOB of {len(value)} bytes"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the text {value[:60]!r}" + ("..." if len(value) > 60 else "")
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def wrong(name: str, value: object, want: str, tool: str, *, null: bool = False) -> str | None:
+    """Why field `name` holding `value` is not as `tool` writes it, or None when it
+    is: `want` one of TEXT, INTEGER, UUID, PATH (absolute: a relative path would be
+    taken from git-ao's current directory, which is nothing of the tool's), OBJECT;
+    null: None is allowed (the tool writes none there). A value of another type
+    says so ("not as <tool> writes it"), never that the field is missing."""
+    if value is None and null:
+        return None
+    ok = isinstance(value, _PYTHON[want]) and not isinstance(value, bool)
+    if want == UUID:
+        ok = ok and len(value) == 16  # type: ignore[arg-type]
+    if ok and want == PATH and not value:
+        return f"{name} is empty, not as {tool} writes it ({PATH})"
+    if ok and want == PATH and not os.path.isabs(str(value)):
+        return f"{name} is the relative path {value!r}, not as {tool} writes it ({PATH})"
+    if ok and want == PATH and "\0" in str(value):
+        ok = False
+    return None if ok else f"{name} is {describe(value)}, not as {tool} writes it ({want})"
+
+
+def row_name(what: str, key: object, n: int) -> str:
+    """A row or entry as a refusal names it: `what` with its id when that is text
+    (`session 's1'`), else its position (`session at row 3`)."""
+    return f"{what} {key!r}" if isinstance(key, str) and key else f"{what} at row {n}"

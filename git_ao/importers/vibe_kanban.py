@@ -56,7 +56,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from git_ao.importers.found import Found, Unreadable, read_database
+from git_ao.importers.found import (
+    INTEGER,
+    PATH,
+    TEXT,
+    UUID,
+    Found,
+    Unreadable,
+    read_database,
+    wrong,
+)
 from git_ao.store import foreign
 from git_ao.store.states import Kind
 
@@ -133,24 +142,44 @@ def _read(conn: Any, path: Path) -> list[Found]:
         raise Unreadable(f"vibe-kanban database '{path}' at migration {version}: "
                          f"{'; '.join(lacks)}; a format this git-ao does not know")
     out: list[Found] = []
+    bad: list[str] = []
     deleted_col = "worktree_deleted" if version >= DELETED_VERSION else "0"
-    rows = conn.execute(f"SELECT id, container_ref, branch, archived, {deleted_col}, name "
+    rows = conn.execute(f"SELECT rowid, id, container_ref, branch, archived, {deleted_col}, name "
                         "FROM workspaces ORDER BY created_at, id").fetchall()
-    for ws_id, container, branch, archived, deleted, ws_name in rows:
+    for rowid, ws_id, container, branch, archived, deleted, ws_name in rows:
         wid = _uuid(ws_id)
         repos = conn.execute(
-            "SELECT r.name, r.path FROM workspace_repos wr JOIN repos r ON r.id = wr.repo_id "
-            "WHERE wr.workspace_id = ? ORDER BY r.name", (ws_id,)).fetchall()
-        if not repos or not (container or archived):
+            "SELECT r.rowid, r.name, r.path FROM workspace_repos wr JOIN repos r "
+            "ON r.id = wr.repo_id WHERE wr.workspace_id = ? ORDER BY r.name",
+            (ws_id,)).fetchall()
+        problems = [p for p in (
+            wrong("id", ws_id, UUID, TOOL), wrong("container_ref", container, TEXT, TOOL, null=True),
+            wrong("branch", branch, TEXT, TOOL), wrong("archived", archived, INTEGER, TOOL),
+            wrong("worktree_deleted", deleted, INTEGER, TOOL),
+            wrong("name", ws_name, TEXT, TOOL, null=True)) if p]
+        problems += [f"its repository at row {n} {p}" for n, name, repo_path in repos
+                     for p in (_repo_name(name), wrong("path", repo_path, PATH, TOOL)) if p]
+        if not problems and (not repos or not (container or archived)):
             continue  # no worktree was ever made: nothing of it to save
-        harness, agent_id = _agent(conn, ws_id)
+        if not problems and container and (p := wrong("container_ref", container, PATH, TOOL)):
+            problems.append(p)
+        if not problems:
+            try:
+                harness, agent_id = _agent(conn, ws_id)
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            bad.append(f"vibe-kanban database '{path}': workspace "
+                       f"{wid if isinstance(ws_id, bytes) and len(ws_id) == 16 else f'at row {rowid}'} "
+                       f"{'; '.join(problems)}; not imported")
+            continue
         note = None
         if archived:
             note = "archived in vibe-kanban"
         elif deleted:
             note = "vibe-kanban marked its worktree removed (worktree_deleted)"
         group = wid if len(repos) > 1 else None
-        for name, _repo_path in repos:
+        for _n, name, _repo_path in repos:
             wt: Path | None = None
             if container:
                 root = Path(container)
@@ -167,7 +196,19 @@ def _read(conn: Any, path: Path) -> list[Found]:
                 live=note is None, group=group,
                 note=_still_there(note, wt) if wt else f"{note}; it records no worktree",
                 name=label if len(repos) == 1 else f"{label}-{name}"))
+    if bad:
+        raise Unreadable(bad, out)
     return out
+
+
+def _repo_name(name: object) -> str | None:
+    """Why a repository's `name` is not as vibe-kanban writes it (the directory name
+    of its worktree inside the workspace: text naming one directory), or None."""
+    if p := wrong("name", name, TEXT, TOOL):
+        return p
+    if not name or name in (".", "..") or os.sep in str(name) or "\0" in str(name):
+        return f"name {name!r} is no directory name, not as {TOOL} writes it"
+    return None
 
 
 def _lacks(conn: Any, version: int) -> list[str]:
@@ -198,7 +239,8 @@ def _still_there(note: str | None, wt: Path) -> str | None:
 
 
 def _agent(conn: Any, ws_id: Any) -> tuple[str, str | None]:
-    """(harness, agent session id) of the workspace's latest session."""
+    """(harness, agent session id) of the workspace's latest session. Raises
+    ValueError when its executor or agent session id is not text (or null)."""
     row = conn.execute(
         "SELECT s.id, s.executor FROM sessions s LEFT JOIN ("
         " SELECT session_id, max(created_at) AS last_used FROM execution_processes"
@@ -208,11 +250,15 @@ def _agent(conn: Any, ws_id: Any) -> tuple[str, str | None]:
     if row is None:
         return "", None
     sid, executor = row
+    if p := wrong("executor", executor, TEXT, TOOL, null=True):
+        raise ValueError(f"its latest session {p}")
     turn = conn.execute(
         "SELECT t.agent_session_id FROM execution_processes ep"
         " JOIN coding_agent_turns t ON t.execution_process_id = ep.id"
         " WHERE ep.session_id = ? AND ep.run_reason = 'codingagent' AND ep.dropped = 0"
         " AND t.agent_session_id IS NOT NULL ORDER BY ep.created_at DESC LIMIT 1",
         (sid,)).fetchone()
+    if turn and (p := wrong("agent_session_id", turn[0], TEXT, TOOL)):
+        raise ValueError(f"its latest coding agent turn {p}")
     ex = executor or ""
     return HARNESS.get(ex, ex.lower()), turn[0] if turn else None
