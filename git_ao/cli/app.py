@@ -356,14 +356,19 @@ def add_state(app: App, o: Outcome) -> None:
 def import_first(app: App) -> list[Any]:
     """Import the sessions of the tools `import.tools` names (`auto`: every tool whose
     state is found) before a preserve --all or a restore of every session, so the
-    shipped units save what other tools made. Each outcome is printed and returned;
-    one that cannot run at all is logged and warned about, never fatal: a shutdown
-    must still save what git-ao knows."""
+    shipped units save what other tools made. Each outcome is printed and returned,
+    but for a refusal already reported (said again with status nothing): a boot
+    stays quiet. One that cannot run at all is logged and warned about, never fatal:
+    a shutdown must still save what git-ao knows. Any other error inside the import
+    (a bug an adapter hit) is logged and returned as one refused import line; the
+    preserve or restore goes on."""
     value = app.settings.get("import.tools")
     if not value:
         return []
     from git_ao.errors import AoError
     from git_ao.importers import tools
+    from git_ao.importers.names import REPORTED_BEFORE
+    from git_ao.outcome import Action, Outcome, Status
     names = [] if value == "auto" else list(value)
     try:
         outcomes = tools.run(app.ctx, names, None, data_dir=app.store.dir)
@@ -372,8 +377,16 @@ def import_first(app: App) -> list[Any]:
             app.printer.error("warning", f"import.tools: {exc}")
         app.ctx.log("import", None, "skipped", error=str(exc))
         return []
-    for o in outcomes:
+    except Exception as exc:  # noqa: BLE001 - the save or restore after it must run
+        o = Outcome("-", Action.IMPORT, Status.REFUSED,
+                    f"import.tools: internal error: {type(exc).__name__}: {exc}; nothing "
+                    "imported, the sessions git-ao knows are still handled")
+        app.ctx.log("import", None, "failed", error=f"{type(exc).__name__}: {exc}")
         app.printer.outcome(o)
+        return [o]
+    for o in outcomes:
+        if not (o.status == Status.NOTHING and o.message.startswith(REPORTED_BEFORE)):
+            app.printer.outcome(o)
     return outcomes
 
 

@@ -21,6 +21,7 @@ from git_ao.batch import log_failure
 from git_ao.context import Context, validate_id
 from git_ao.errors import AoError
 from git_ao.importers import daemon_db
+from git_ao.importers.names import REPORTED_BEFORE
 from git_ao.importers.worktrees import linked_root
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import register
@@ -94,7 +95,7 @@ def _said_once(ctx: Context, source: str, notes: dict[str, tuple[str, int]], u: 
     known = notes.get(u.id)
     if known is not None and known[0] == o.message:
         return Outcome(o.session_id, Action.IMPORT, Status.NOTHING,
-                       f"still not importable (reported before): {o.message}", o.data)
+                       f"{REPORTED_BEFORE}: {o.message}", o.data)
     if not ctx.dry_run:
         ctx.store.note_import(source, u.id, o.message)
     log_failure(ctx, o)

@@ -15,3 +15,8 @@ TOOLS = {
 AO = "ao"  # the ao daemon, read by importers/daemon.py
 NAMES = (AO, *sorted(TOOLS))
 assert NAMES == IMPORT_TOOLS  # the names settings check import.tools against
+
+# How a refusal already reported (remembered in import_notes) is said again, with
+# status nothing: `git ao import` prints it; the import before a preserve --all or
+# a restore (import.tools) does not, so a boot's journal stays quiet.
+REPORTED_BEFORE = "still not importable (reported before)"

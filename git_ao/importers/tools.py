@@ -27,7 +27,10 @@ For each session an adapter reports (a Found):
 What cannot be imported (a file an adapter cannot read, a live session whose
 worktree is gone) is refused once, then remembered in `import_notes` and only
 mentioned, as for the ao daemon (importers/daemon.py), so the exit status says
-whether anything new went wrong. One tool's failure never stops the others.
+whether anything new went wrong. One tool's failure never stops the others: an
+exception an adapter raises reading a source (not only Unreadable) refuses that
+source, and one raised importing a session refuses that session, each with one
+line naming it and the error.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from git_ao.errors import AoError, Fatal, Usage
 from git_ao.fs.gone import gone_worktree, same_place
 from git_ao.importers import daemon
 from git_ao.importers.found import Found, Unreadable, distinct
-from git_ao.importers.names import AO, NAMES, TOOLS
+from git_ao.importers.names import AO, NAMES, REPORTED_BEFORE, TOOLS
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import id_from_name, linked_worktree, register, repoint
 from git_ao.outcome import Action, Outcome, Status
@@ -133,14 +136,16 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
     for name in names:
         if name == AO:
             path = from_path or daemon.default_path(data_dir)
-            if len(names) == 1:
-                outcomes += daemon.run(ctx, path)[0]
-                continue
             try:
                 outcomes += daemon.run(ctx, path)[0]
-            except Fatal as exc:
+            except Exception as exc:  # one tool's failure stops no other
+                if isinstance(exc, Fatal) and len(names) == 1:
+                    raise  # the daemon alone: its database unreadable is the error
                 outcomes.append(_said_once(ctx, f"{AO}:{os.path.realpath(path)}", _UNREADABLE,
-                                           Outcome(AO, Action.IMPORT, Status.REFUSED, str(exc))))
+                                           Outcome(AO, Action.IMPORT, Status.REFUSED,
+                                                   str(exc) if isinstance(exc, Fatal)
+                                                   else _internal(f"the ao daemon database "
+                                                                  f"'{path}'", exc))))
             continue
         srcs = [Path(from_path)] if from_path else found[name] if name in found \
             else sources(name, where, known)
@@ -160,26 +165,42 @@ def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
         key = f"{name}:{os.path.realpath(src)}"
         notes = ctx.store.import_notes(key)
         seen = set()
+        lines: list[str] = []
         try:
             found = mod.read(src)
         except Unreadable as exc:
-            # Each file on its own line and note: a count would hide the others.
-            for line in exc.lines:
-                seen.add(note := f"{_UNREADABLE} {line}")
-                out.append(_said_once(ctx, key, note, Outcome(
-                    name, Action.IMPORT, Status.REFUSED, f"{name}: {line}"), notes))
-            found = exc.found
+            lines, found = exc.lines, exc.found
+        except Exception as exc:  # noqa: BLE001 - an adapter's own failure: this source only
+            lines, found = [_internal(f"{name} state '{src}'", exc)], []
+        # Each file on its own line and note: a count would hide the others.
+        for line in lines:
+            seen.add(note := f"{_UNREADABLE} {line}")
+            out.append(_said_once(ctx, key, note, Outcome(
+                name, Action.IMPORT, Status.REFUSED, f"{name}: {line}"), notes))
         # A worktree no session holds first: it may re-point a session whose
         # repository moved (_stranded), which the tool's older records then name.
         said: dict[int, Outcome] = {}
         for i in sorted(range(len(found)), key=lambda i: not _unheld(ctx, found[i])):
-            seen.add(found[i].tool_id)
-            said[i] = _said_once(ctx, key, found[i].tool_id, _one(ctx, found[i]), notes)
+            f = found[i]
+            seen.add(f.tool_id)
+            try:
+                o = _one(ctx, f)
+            except Exception as exc:  # noqa: BLE001 - that session only
+                o = Outcome(name, Action.IMPORT, Status.REFUSED,
+                            _internal(f"{name} session {f.tool_id!r}", exc))
+            said[i] = _said_once(ctx, key, f.tool_id, o, notes)
         out += [said[i] for i in range(len(found))]
         if not ctx.dry_run:
             for gone in set(notes) - seen:
                 ctx.store.drop_import_note(key, gone)
     return out
+
+
+def _internal(what: str, exc: Exception) -> str:
+    """The refusal of what an importer failed on in a way it does not foresee (a bug,
+    or a value no check caught): named with the error, the rest still imported."""
+    return (f"cannot import {what}: internal error: {type(exc).__name__}: {exc}; "
+            "nothing of it imported")
 
 
 def _said_once(ctx: Context, source: str, key: str, o: Outcome,
@@ -194,7 +215,7 @@ def _said_once(ctx: Context, source: str, key: str, o: Outcome,
     known = notes.get(key)
     if known is not None and known[0] == o.message:
         return Outcome(o.session_id, Action.IMPORT, Status.NOTHING,
-                       f"still not importable (reported before): {o.message}", o.data)
+                       f"{REPORTED_BEFORE}: {o.message}", o.data)
     if not ctx.dry_run:
         ctx.store.note_import(source, key, o.message)
     log_failure(ctx, o)
