@@ -220,6 +220,9 @@ class Outcome:
     # import: the session registered (on a dry run, the one the real run would
     # register, stored nowhere), so a dry run's preserve --all can judge it
     registered: Session | None = None
+    # import: a refusal an earlier run reported, said again as a note (the import
+    # a preserve or restore runs first prints none of these)
+    said_before: bool = False
     # restore: a session that was not pending, said in this run but not brought
     # back by it (its worktree gone, its ref holding work): relaunch leaves it
     not_restored: bool = False

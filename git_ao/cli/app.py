@@ -367,7 +367,6 @@ def import_first(app: App) -> list[Any]:
         return []
     from git_ao.errors import AoError
     from git_ao.importers import tools
-    from git_ao.importers.names import REPORTED_BEFORE
     from git_ao.outcome import Action, Outcome, Status
     names = [] if value == "auto" else list(value)
     try:
@@ -385,7 +384,7 @@ def import_first(app: App) -> list[Any]:
         app.printer.outcome(o)
         return [o]
     for o in outcomes:
-        if not (o.status == Status.NOTHING and o.message.startswith(REPORTED_BEFORE)):
+        if not o.said_before:
             app.printer.outcome(o)
     return outcomes
 

@@ -215,7 +215,7 @@ def _said_once(ctx: Context, source: str, key: str, o: Outcome,
     known = notes.get(key)
     if known is not None and known[0] == o.message:
         return Outcome(o.session_id, Action.IMPORT, Status.NOTHING,
-                       f"{REPORTED_BEFORE}: {o.message}", o.data)
+                       f"{REPORTED_BEFORE}: {o.message}", o.data, said_before=True)
     if not ctx.dry_run:
         ctx.store.note_import(source, key, o.message)
     log_failure(ctx, o)
