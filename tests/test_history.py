@@ -1164,6 +1164,93 @@ def test_restore_at_refuses_an_entry_that_writes_where_a_nested_repository_is(
     assert_restored(before, exact_state(wt))
 
 
+def _files_outside(wt, skip=("lib", "lib2")):
+    """{path: bytes} of the worktree's files, outside .git and the submodules `skip`."""
+    out = {}
+    for root, dirs, files in os.walk(wt):
+        rel = os.path.relpath(root, wt)
+        dirs[:] = [d for d in dirs if d != ".git" and (rel != "." or d not in skip)]
+        for name in files:
+            if name != ".git" or rel != ".":
+                full = os.path.join(root, name)
+                out[os.path.relpath(full, wt)] = None if os.path.islink(full) else _read(full)
+    return out
+
+
+def test_restore_at_leaves_a_submodules_own_work_alone_and_its_undo_works(repo, worktrees):
+    # A submodule with uncommitted changes (lib), or with a commit no remote has
+    # checked out (lib2), refused --at whole: the current state could not be recorded
+    # first. Now it is recorded as a checkpoint records it, the submodules saved as
+    # the commits they have checked out and named, and left exactly as they are: the
+    # entry has those commits there, so the run and its undo go on.
+    wt = worktrees(repo, "agent")
+    _submodules_with_own_work(wt)
+    (wt / "mine.txt").write_text("my work\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = _files_outside(wt)
+    _destroy(wt)
+    wiped = _files_outside(wt)
+    subs = {name: _snapshot(wt / name) for name in ("lib", "lib2")}
+    said = ("2 submodule(s) saved only as the commit each has checked out, their own "
+            "state left out of the save and left as it is: lib (uncommitted changes), "
+            "lib2 (commits or stashes on no remote)")
+    dry = _restore_json(repo, "agent", "--at", "1", "-n")
+    assert dry["status"] == "ok" and said in dry["warning"], dry
+    assert dry["submodules_left_out"] == ["lib", "lib2"], dry
+    assert len(_entries(repo, "agent")) == 1
+    doc = _restore_json(repo, "agent", "--at", "1")
+    assert doc["status"] == "ok", doc
+    assert doc["warning"] == dry["warning"] and doc["submodules_left_out"] == ["lib", "lib2"]
+    assert {n: _snapshot(wt / n) for n in subs} == subs
+    assert _files_outside(wt) == wanted
+    files = git("ls-tree", "-r", "--name-only", f"{doc['replaced']}^3", cwd=repo).split()
+    assert files == ["stray.txt"], files
+    back = _restore_json(repo, "agent", "--at", doc["replaced"][:12])
+    assert back["status"] == "ok", back
+    assert {n: _snapshot(wt / n) for n in subs} == subs
+    assert _files_outside(wt) == wiped
+    assert (wt / "lib" / "new.txt").read_text() == "untracked inside the submodule\n"
+
+
+@pytest.mark.parametrize("which", ["lib", "lib2"])
+def test_restore_at_refuses_an_entry_with_another_commit_where_a_submodule_has_own_work(
+        repo, worktrees, which):
+    # The entry has another commit at the submodule's path than the one it has checked
+    # out, and --at never touches inside it: refused in one line naming the fix, the
+    # dry run alike, and nothing changes.
+    wt = worktrees(repo, "agent")
+    _submodules_with_own_work(wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    old = git("rev-parse", "HEAD", cwd=wt / which).strip()
+    (wt / which / "more.txt").write_text("more\n")
+    git("add", "more.txt", cwd=wt / which)
+    git("commit", "-qm", "more", cwd=wt / which)
+    (wt / "stray.txt").write_text("the agent's mess\n")
+    before, subs = _files_outside(wt), {n: _snapshot(wt / n) for n in ("lib", "lib2")}
+    tip = git("rev-parse", HIST + "agent", cwd=repo)
+    for extra in (["-n"], []):
+        res = ao("ao-restore", "agent", "--at", "1", *extra, cwd=repo, rc=1)
+        lines = res.stdout.strip().splitlines()
+        assert len(lines) == 1 and f"submodule '{which}'" in lines[0], (extra, res.stdout)
+        assert f"git -C {which} checkout {old[:12]}" in lines[0], lines
+        assert "(nothing changed)" in lines[0] and "cannot be recorded" not in lines[0], lines
+    assert git("rev-parse", HIST + "agent", cwd=repo) == tip
+    assert {n: _snapshot(wt / n) for n in subs} == subs and _files_outside(wt) == before
+
+
+def test_a_preserve_refusing_a_submodules_uncommitted_changes_names_the_fix(
+        repo, worktrees):
+    # The preserve removes the worktree, so it still refuses; its line, and doctor's,
+    # names what to do about it.
+    wt = worktrees(repo, "agent")
+    _submodules_with_own_work(wt)
+    res = ao("ao-preserve", "agent", "-n", cwd=repo, rc=1)
+    assert "has uncommitted changes" in res.stdout, res.stdout
+    assert "commit them inside it and push them first" in res.stdout, res.stdout
+    doc = ao("ao", "doctor", cwd=repo, rc=None).stdout
+    assert "commit them inside it and push them first" in doc, doc
+
+
 def test_a_preserve_still_refuses_a_nested_repository_and_keeps_the_worktree(
         repo, worktrees, tmp_path):
     # The preserve removes the worktree, and a nested clone's files are in no save:
@@ -1230,6 +1317,56 @@ def test_a_restore_at_that_changes_nothing_adds_no_entry_and_shifts_no_number(
     assert doc["entry_number"] == 2
     assert _entries(repo, "agent") == whole
     assert_restored(wanted, exact_state(wt))
+
+
+def test_a_repeated_restore_at_changes_nothing_after_an_ignore_rule_and_its_undo(
+        repo, worktrees):
+    # The agent ignores an untracked file, --at brings back an entry from before the
+    # rule, and --at its undo brings the rule back: the worktree holds that entry, and
+    # --at it once more changes nothing and adds nothing, though what it leaves alone
+    # by design (the ignored file, its bits counted in no entry) may differ.
+    wt = worktrees(repo, "agent")
+    (wt / "new.txt").write_text("new\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    with open(wt / ".gitignore", "a") as fh:
+        fh.write("new.txt\n")
+    os.chmod(wt / "new.txt", 0o600)
+    for n in range(8):  # ignored files with other bits than the rest
+        (wt / f"debug{n}.log").write_text("ignored\n")
+        os.chmod(wt / f"debug{n}.log", 0o600)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = exact_state(wt)
+    first = _restore_json(repo, "agent", "--at", "2")
+    assert first["status"] == "ok", first
+    undo = first["replaced"][:12]
+    doc = _restore_json(repo, "agent", "--at", undo)
+    assert doc["status"] == "ok", doc
+    for n in range(8):
+        os.chmod(wt / f"debug{n}.log", 0o644)  # ignored: --at never touches it
+    tip = git("rev-parse", HIST + "agent", cwd=repo)
+    for _ in range(2):
+        dry = ao("ao-restore", "agent", "--at", undo, "-n", cwd=repo).stdout
+        assert dry.startswith("restore\tnothing\tagent\t") and "already holds" in dry, dry
+        res = ao("ao-restore", "agent", "--at", undo, cwd=repo).stdout
+        assert res.startswith("restore\tnothing\tagent\t"), res
+        assert git("rev-parse", HIST + "agent", cwd=repo) == tip
+    assert (wt / "new.txt").read_text() == "new\n"
+    assert {k: v for k, v in wanted.items() if k != "modes"} == \
+        {k: v for k, v in exact_state(wt).items() if k != "modes"}
+
+
+def test_restore_at_is_no_no_op_when_only_the_bits_of_a_file_it_restores_differ(
+        repo, worktrees):
+    # The other way: a tracked file's bits differ from the entry's, which --at puts
+    # back, so the worktree does not hold the entry.
+    wt = worktrees(repo, "agent")
+    (wt / "n.txt").write_text("n\n")
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    os.chmod(wt / "README.md", 0o600)
+    dry = ao("ao-restore", "agent", "--at", "1", "-n", cwd=repo).stdout
+    assert dry.startswith("restore\tok\tagent\t") and "would record" in dry, dry
+    ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert os.stat(wt / "README.md").st_mode & 0o777 == 0o644
 
 
 def test_restore_at_says_the_numbers_as_they_are_after_the_run(repo, worktrees):

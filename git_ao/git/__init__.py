@@ -422,8 +422,9 @@ def update_refs(cwd: str, updates: Sequence[tuple[str, str | None, str | None]],
 def reset_hard(cwd: str, commit: str) -> None:
     """`git reset -q --hard <commit>` in the worktree at `cwd`: HEAD (the branch it
     names, or a detached HEAD), the index and the tracked files take `commit`;
-    untracked files not in its way are left alone. Raises GitError."""
-    run(["reset", "-q", "--hard", commit], cwd)
+    untracked files not in its way are left alone, and so is what a submodule
+    holds (never recursing, whatever submodule.recurse says). Raises GitError."""
+    run(["reset", "-q", "--hard", "--no-recurse-submodules", commit], cwd)
 
 
 def delete_ref(cwd: str, ref: str, old: ObjectId) -> None:

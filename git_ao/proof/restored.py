@@ -58,17 +58,20 @@ def prove(path: str, save: Save, admin: str) -> Proof:
     return full(path, save)
 
 
-def holds(path: str, git_dir: str, save: Save, left: Sequence[str] = ()) -> bool:
+def holds(path: str, git_dir: str, save: Save, left: Sequence[str] = (), *,
+          leave_submodules: bool = False) -> bool:
     """Does the worktree at `path` (admin dir `git_dir`) hold exactly the save? The
     one answer to it (after an apply, after a crash between save and removal, for
     a worktree an interrupted restore left): `settled` with the index compared to
     the saved index tree, else `capture.holds` (a capture that writes nothing).
     `prove` answers the same for a directory back from the trash, whose index
     the commit's checksum proves. left: untracked paths that do not count (see
-    `capture.holds`)."""
+    `capture.holds`); leave_submodules: a submodule's own state does not count
+    either (an --at that left it as it was)."""
     assert save.preserved_commit
     return settled(path, save, git_dir, index_from_commit=False, left=left) or \
-        capture.holds(path, git_dir, save.preserved_commit, left)
+        capture.holds(path, git_dir, save.preserved_commit, left,
+                      leave_submodules=leave_submodules)
 
 
 def _file_mode(st: os.stat_result) -> str | None:

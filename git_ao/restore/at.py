@@ -106,12 +106,14 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         try:
             # A dry run makes the trees (no commit) and judges them as the real run
             # does, every refusal below included.
+            # A submodule's own state is left out, as a checkpoint leaves it
+            # (`_check_submodules`: never touched).
             cap = capture.capture(path, v.git_dir, None if ctx.dry_run else meta,
                                   write=not ctx.dry_run, st=st, walked=walked,
-                                  leave_nested=True)
+                                  leave_nested=True, leave_submodules=True)
         except capture.CannotCapture as exc:
             raise _unrecordable(exc) from None
-        if entry.same_state(history.current_state(path, cap)):
+        if _holds_entry(path, entry, cap, walked, st.left_out):
             # Compared before any append: the state this run would replace is the
             # entry itself, and an entry added for it would renumber the others.
             if ctx.dry_run:
@@ -129,6 +131,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         # Before the append: a refusal adds nothing.
         _check_mounts(path)
         _check_nested(path, entry, st.left_out)
+        _check_submodules(path, entry, cap)
         unseen_ignored, unseen = _unseen(path, walked, cap, st.left_out)
         left_ignored = cap.ignored + unseen_ignored
         # Ignored files holding the entry's own bytes at its paths: written over.
@@ -146,7 +149,9 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                 would["unstorable"] = cap.unstorable
             if st.left_out:
                 would["left_out"] = st.left_out
-            notes = _left_notes(staying, cap.unstorable, st.left_out)
+            if cap.submodules_left:
+                would["submodules_left_out"] = sorted(cap.submodules_left)
+            notes = _left_notes(staying, cap.unstorable, st.left_out, cap.submodules_left)
             return with_warnings(Outcome(
                 s.id, Action.RESTORE, Status.OK, f"would record the current state, then bring "
                 f"{path} to entry {entry.number} ({entry.save[:12]}){moving}"
@@ -183,6 +188,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                      history_entry=before.commit if before else None)
         if st.left_out:
             data["left_out"] = st.left_out
+        if cap.submodules_left:
+            data["submodules_left_out"] = sorted(cap.submodules_left)
         moved = ""
         if st.head != entry.head:
             data["branch_moved"] = {"branch": st.branch, "from": st.head, "to": entry.head,
@@ -241,7 +248,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                 in_place = [p for p in untracked_now if p not in rest
                             and walk.under(p, left_ignored) and p not in own]
             if not problems:
-                problems += apply.put_flags(path, wc, fresh=False)
+                problems += apply.put_flags(path, wc, fresh=False, leave=cap.submodules_left)
                 for rel in wc.empty_dirs or []:
                     try:
                         os.makedirs(os.path.join(path, rel), exist_ok=True)
@@ -257,7 +264,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                         ObjectId(entry.head), entry.branch is None, "", ObjectId(entry.save),
                         entry.private_config, now_ns())
             if not problems and not holds(path, v.git_dir, save,
-                                          in_place + cap.unstorable + st.left_out):
+                                          in_place + cap.unstorable + st.left_out,
+                                          leave_submodules=bool(cap.submodules_left)):
                 problems.append("the worktree does not hold exactly the entry")
             if in_place:
                 data["left_in_place"] = in_place
@@ -272,7 +280,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                f"state it replaced is {undo_hint}", data)
             if cap.unstorable:
                 data["unstorable"] = cap.unstorable
-            notes = _left_notes(in_place, cap.unstorable, st.left_out)
+            notes = _left_notes(in_place, cap.unstorable, st.left_out, cap.submodules_left)
             kept = "".join(f"; {n}" for n in notes)
             return with_warnings(Outcome(
                 s.id, Action.RESTORE, Status.OK,
@@ -304,7 +312,8 @@ def _stopped(ctx: Context, s: Session, path: str, git_dir: str, exc: AoError | O
         walked = walk.walk(path)
         st = capture.inspect(path, git_dir, leave_nested=True)
         now: history.State | None = history.current_state(path, capture.capture(
-            path, git_dir, None, write=False, st=st, walked=walked, leave_nested=True))
+            path, git_dir, None, write=False, st=st, walked=walked, leave_nested=True,
+            leave_submodules=True))
     except (AoError, OSError):
         now = None  # kept as a kill's mark: the next run takes this state as half-done
     first = "recorded before this run" if resumed else "recorded first"
@@ -324,10 +333,13 @@ def _stopped(ctx: Context, s: Session, path: str, git_dir: str, exc: AoError | O
 
 
 def _left_notes(in_place: Sequence[str], unstorable: Sequence[str],
-                left_out: Sequence[str] = ()) -> list[str]:
+                left_out: Sequence[str] = (), subs: dict[str, str] | None = None
+                ) -> list[str]:
     """What --at leaves in place that the entry does not hold, one line each: the
     nested repositories and worktrees the state recorded first leaves out, named
-    as a checkpoint names them (`left_out`: never touched), the files ignored
+    as a checkpoint names them (`left_out`: never touched), the submodules whose
+    own state it leaves out (`subs`, {path: what of it}: never touched either,
+    their checked-out commit is the entry's, `_check_submodules`), the files ignored
     before that the entry's rules do not ignore (`in_place`), and the untracked
     names git will not store (`unstorable`: in no entry, so never removed, since
     the undo could not bring them back)."""
@@ -336,6 +348,11 @@ def _left_notes(in_place: Sequence[str], unstorable: Sequence[str],
         shown = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
         notes.append(f"{len(left_out)} nested repository or worktree path(s) left out of "
                      f"the save: {shown}")
+    if subs:
+        named = [f"{p} ({why})" for p, why in sorted(subs.items())]
+        shown = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
+        notes.append(f"{len(subs)} submodule(s) saved only as the commit each has checked "
+                     f"out, their own state left out of the save and left as it is: {shown}")
     if in_place:
         notes.append(f"{_listed(list(in_place))}, ignored before, left in place (untracked "
                      "under the entry's ignore rules)")
@@ -678,6 +695,70 @@ def _check_nested(path: str, entry: history.Entry, nested: Sequence[str]) -> Non
             continue
         raise Refused(f"{d}/ is a nested repository, which --at leaves as it is, and {why}: "
                       "move it away first (nothing changed)")
+
+
+# What a private config records of permission bits: `_holds_entry` compares what
+# --at would make of them, not how each state happens to write them down.
+_MODE_KEYS = ("mode_base", "modes", "dir_modes")
+
+
+def _holds_entry(path: str, entry: history.Entry, cap: capture.Capture, walked: walk.Walk,
+                 left_out: Sequence[str]) -> bool:
+    """Does the worktree (`cap`, `walked`) already hold what --at restores of the
+    entry? The same HEAD, branch, trees and private config (`Entry.same_state`),
+    or all of them but the permission bits as written down, when every file and
+    directory --at would give the entry's bits to has them already
+    (`local_state.unsettled`). The bits a private config writes down count the
+    ignored files too (its base is the most common bits of all), which --at never
+    touches: an ignored file left in place, or chmodded, must not make the worktree
+    differ from the entry it holds in all --at restores."""
+    now = history.current_state(path, cap)
+    if entry.same_state(now):
+        return True
+    if (entry.head, entry.branch, entry.worktree_tree, entry.index_tree,
+            entry.untracked_tree) != (now.head, now.branch, now.worktree_tree,
+                                      now.index_tree, now.untracked_tree):
+        return False
+    want, have = local_state.load(entry.private_config), local_state.load(now.private_config)
+    for wc in (want, have):
+        for key in _MODE_KEYS:
+            setattr(wc, key, None)
+    if want.to_json() != have.to_json():
+        return False
+    wc = local_state.load(entry.private_config)
+    unseen_ignored, _ = _unseen(path, walked, cap, left_out)
+    leave = [*cap.ignored, *unseen_ignored, *cap.unstorable, *left_out]
+    return local_state.unsettled(path, wc, leave, walked) == []
+
+
+def _check_submodules(path: str, entry: history.Entry, cap: capture.Capture) -> None:
+    """Raise Refused when a submodule whose own state the capture left out
+    (`cap.submodules_left`: uncommitted changes, commits or stashes on no remote)
+    has another commit checked out than the entry's worktree holds at its path, or
+    the entry has no gitlink there. --at never touches inside a submodule (its
+    reset does not recurse), so only a submodule already at the entry's commit
+    leaves the worktree holding the entry; checking another commit out there is
+    the user's to do, with that work. Judged before anything changes, in a dry
+    run too."""
+    if not cap.submodules_left:
+        return
+    rels = sorted(cap.submodules_left)
+    now = query.tree_entries_at(path, cap.worktree_tree, rels) if cap.worktree_tree else {}
+    then = query.tree_entries_at(path, entry.worktree_tree, rels)
+    n = entry.number
+    for rel in rels:
+        have = now.get(rel, ("", ""))[1]
+        mode, want = then.get(rel, ("", ""))
+        if mode == "160000" and want == have:
+            continue
+        what = f"entry {n} has {want[:12]} there" if mode == "160000" \
+            else f"entry {n} has no submodule there"
+        fix = f"check {want[:12]} out inside it (git -C {rel} checkout {want[:12]}, its " \
+            "changes committed or stashed there first), then run it again" \
+            if mode == "160000" else "commit and push its work inside it first"
+        raise Refused(f"submodule '{rel}' has {cap.submodules_left[rel]}, which --at leaves "
+                      f"as it is, and {have[:12] or 'no commit'} checked out where {what}: "
+                      f"{fix} (nothing changed)")
 
 
 def _holding_entry_bytes(path: str, entry: history.Entry, rels: Sequence[str]) -> list[str]:

@@ -8,6 +8,7 @@ The commit's shape is described in git_ao/save/capture.py, which builds it.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -227,13 +228,16 @@ def _submodule_on_branch(full: str, branch: str) -> str:
     return ""
 
 
-def put_flags(path: str, wc: local_state.LocalState, *, fresh: bool = True) -> list[str]:
+def put_flags(path: str, wc: local_state.LocalState, *, fresh: bool = True,
+              leave: Collection[str] = ()) -> list[str]:
     """After the apply: give back the index flags recorded in `wc` (intent-to-add,
     assume-unchanged, skip-worktree; a skip-worktree file that was absent is taken
     away again when `fresh`, it was only just checked out) and re-initialise
-    submodules (`git submodule update --init`). Returns the problems met, as lines."""
+    submodules (`git submodule update --init`). leave: submodules left as they are
+    (an --at leaves a submodule's own work untouched). Returns the problems met,
+    as lines."""
     problems = local_state.put_flags(path, wc, fresh=fresh)
-    subs = wc.submodules or []
+    subs = [rel for rel in wc.submodules or [] if rel not in leave]
     if subs:
         res = git.submodule_update_init(path, subs)
         if res.status != 0:
@@ -242,6 +246,8 @@ def put_flags(path: str, wc: local_state.LocalState, *, fresh: bool = True) -> l
     # A submodule checked out at another commit than the one recorded comes back
     # on that commit (update --init checks out the recorded one).
     for rel, oid in (wc.submodule_heads or {}).items():
+        if rel in leave:
+            continue
         full = os.path.join(path, rel)
         # Only a submodule checked out (its .git present): in an empty directory
         # git would find the superproject and move its HEAD instead.
@@ -249,6 +255,8 @@ def put_flags(path: str, wc: local_state.LocalState, *, fresh: bool = True) -> l
                 and not git.checkout_detached(full, oid):
             problems.append(f"submodule '{rel}' not put back on {oid[:12]}")
     for rel, branch in (wc.submodule_branches or {}).items():
+        if rel in leave:
+            continue
         problem = _submodule_on_branch(os.path.join(path, rel), branch)
         if problem:
             problems.append(f"submodule '{rel}' {problem}")

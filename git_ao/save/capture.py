@@ -438,7 +438,8 @@ def _check_submodules(path: str, git_dir: str, st: git.Status, *, leave: bool = 
             if not leave:
                 raise CannotCapture(f"submodule '{os.path.join(path, e.path)}' has "
                                     "uncommitted changes, which a superproject commit "
-                                    "cannot hold")
+                                    "cannot hold; commit them inside it and push them "
+                                    "first")
             left.setdefault(e.path, []).append("uncommitted changes")
     subs = [rel for rel in index.gitlinks(path)
             if os.path.exists(os.path.join(path, rel, ".git"))]
@@ -1052,12 +1053,15 @@ def saved_trees(cwd: str, commit: str) -> tuple[str, str | None, str | None, str
     return parents[0], trees[1], trees[0], trees[2] if len(parents) > 2 else None
 
 
-def holds(path: str, git_dir: str, commit: str, left: Sequence[str] = ()) -> bool:
+def holds(path: str, git_dir: str, commit: str, left: Sequence[str] = (), *,
+          leave_submodules: bool = False) -> bool:
     """Does the worktree at `path` hold exactly the work saved in `commit` (same HEAD,
     index, tracked and untracked trees)? Used to recognise a crash between save and
     removal. left: untracked paths that do not count (files a restore left in place
     by design: ignored before it, untracked under the ignore rules it brought, a
-    nested repository or worktree it left alone, as 'dir/')."""
+    nested repository or worktree it left alone, as 'dir/'). leave_submodules: a
+    submodule's own state is left out, as a checkpoint leaves it (the saved
+    commit it has checked out counts)."""
     try:
         # A nested repository or worktree counts unless `left` names it.
         st = inspect(path, git_dir, leave_nested=True) if left else None
@@ -1066,7 +1070,8 @@ def holds(path: str, git_dir: str, commit: str, left: Sequence[str] = ()) -> boo
             if set(st.left_out) - skip:
                 return False
             st.untracked = [p for p in st.untracked if p not in skip]
-        cap = capture(path, git_dir, None, write=False, st=st)
+        cap = capture(path, git_dir, None, write=False, st=st,
+                      leave_submodules=leave_submodules)
     except CannotCapture:
         return False
     head, i_tree, w_tree, u_tree = saved_trees(path, commit)

@@ -366,6 +366,36 @@ def settle_modes(path: str, wc: LocalState, leave: Sequence[str],
     return _chmod(path, {".", *rels}, files, dirs, wc.mode_base)
 
 
+def unsettled(path: str, wc: LocalState, leave: Sequence[str], walked: walk.Walk
+              ) -> list[str] | None:
+    """The files and directories of the worktree at `path` (as `walked` saw them,
+    "." the worktree itself) whose bits `settle_modes` would change to those `wc`
+    records for them or its base's, the same paths left alone; None when `wc`
+    records no base (its bits are compared only as recorded)."""
+    if not wc.mode_base:
+        return None
+    files, dirs, base = wc.modes or {}, wc.dir_modes or {}, wc.mode_base
+    out = []
+    items = [(rel, e.mode) for rel, e in walked.entries.items() if e.kind == "file"]
+    items += list(walked.dirs.items())
+    for rel, mode in items:
+        if rel in walked.nested or walked.under_nested(rel) or walk.under(rel, leave):
+            continue
+        if stat.S_ISREG(mode):
+            want = files.get(rel) or base.get("exec" if mode & 0o100 else "file")
+        elif stat.S_ISDIR(mode):
+            want = dirs.get(rel) or base.get("dir")
+        else:
+            continue
+        if want and stat.S_IMODE(mode) != int(want, 8):
+            out.append(rel)
+    top = stat.S_IMODE(os.lstat(path).st_mode)
+    want = dirs.get(".") or base.get("dir")
+    if want and top != int(want, 8):
+        out.append(".")
+    return out
+
+
 def _chmod(path: str, rels: set[str], files: dict[str, str], dirs: dict[str, str],
            base: dict[str, str] | None) -> list[str]:
     """Give each of `rels` its bits: those `files` or `dirs` record, else the base's.
