@@ -499,6 +499,49 @@ def test_index_flags_hide_nothing(repo, worktrees):
     assert_restored(before, state(wt))
 
 
+def _same_stat_rewrite(wt, rel, old: bytes, new: bytes, flag: str):
+    """Give `rel` the index entry of `old` with the stat data of `new` (same size, same
+    inode, mtime set back, ctime in the same second), then hide it with `flag`: git
+    takes the entry as matching the file, so only the file's bytes tell the change."""
+    assert len(old) == len(new)
+    full = wt / rel
+    for _ in range(20):
+        full.write_bytes(old)
+        os.utime(full, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+        git("update-index", "--", rel, cwd=wt)
+        first = os.stat(full).st_ctime_ns
+        with open(full, "r+b") as fh:  # the same inode
+            fh.write(new)
+        os.utime(full, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+        if os.stat(full).st_ctime_ns // 10**9 == first // 10**9:
+            break
+    else:
+        pytest.skip("the clock kept crossing a second between two writes")
+    git("update-index", flag, "--", rel, cwd=wt)
+
+
+@pytest.mark.parametrize("how", ["trash", "checkout"])
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+def test_hidden_file_rewritten_to_the_same_stat_is_saved(repo, worktrees, flag, how):
+    # t7012-skip-worktree-writing: a hidden file's change of the same size, its
+    # stat data still the entry's; clearing the flag leaves git's stat cache
+    # vouching for the old bytes, so the save must read the file itself.
+    wt = worktrees(repo, "samestat")
+    _same_stat_rewrite(wt, "src/util.py", b"x = 1\n", b"y = 2\n", flag)
+    assert git("status", "--porcelain", cwd=wt) == ""
+    before = state(wt)
+    ao("ao-preserve", "samestat", cwd=repo)
+    assert git("show", "refs/ao/history/samestat:src/util.py", cwd=repo) == "y = 2\n"
+    if how == "checkout":
+        from tests.trash_helpers import checkout_path_only
+        checkout_path_only()
+    res = ao("ao-restore", "samestat", cwd=repo)
+    assert "nothing was saved" not in res.stdout, res.stdout
+    assert (f"{wt} from the trash" in res.stdout) == (how == "trash"), res.stdout
+    assert (wt / "src" / "util.py").read_bytes() == b"y = 2\n"
+    assert_restored(before, state(wt))
+
+
 def test_fsmonitor_and_untracked_cache_are_bypassed(repo, worktrees, tmp_path):
     hook = tmp_path / "lying-fsmonitor"
     hook.write_text("#!/bin/sh\nprintf '%s\\0' \"${2:-0}\"\n")  # "nothing changed"

@@ -765,6 +765,12 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
                 tmp_i.set_flag([p for p in hidden if p in set(flags.skip_worktree)],
                                "--no-skip-worktree")
+                # git refreshed no hidden entry's stat data: one still matching a
+                # file rewritten since (same size and inode, times set back) would
+                # make `git add -u` keep the old blob. Without stat data git reads
+                # each of these files again.
+                held = tmp_i.entries()
+                tmp_i.seed({p: held[p] for p in hidden if p in held})
             # (A submodule whose change inside it is left out is the same in W as in I.)
             unstaged = [e.path for e in st.changed if e.xy[1] != "."
                         and not (e.path in left and _inside_only(e))]
