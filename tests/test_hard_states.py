@@ -542,6 +542,26 @@ def test_hidden_file_rewritten_to_the_same_stat_is_saved(repo, worktrees, flag, 
     assert_restored(before, state(wt))
 
 
+@pytest.mark.parametrize("how", ["trash", "checkout"])
+def test_intent_to_add_entry_keeps_its_mode(repo, worktrees, how):
+    # t2203-add-intent: `git add -N` records the file's mode then; a chmod after it
+    # shows as a mode change in the worktree, and a file gone keeps its entry's mode.
+    wt = worktrees(repo, "itamode")
+    for name, first, then in (("made-exec.sh", 0o644, 0o755), ("made-plain", 0o755, 0o644),
+                              ("gone-exec.sh", 0o755, None)):
+        (wt / name).write_text(f"{name}\n")
+        os.chmod(wt / name, first)
+        git("add", "-N", name, cwd=wt)
+        if then is None:
+            os.unlink(wt / name)
+        else:
+            os.chmod(wt / name, then)
+    before = state(wt)
+    assert any(b"100755" in e and b"gone-exec.sh" in e for e in before["index"])
+    res = round_trip(repo, wt, "itamode", how=how)
+    assert "restored" in res.stdout
+
+
 def test_fsmonitor_and_untracked_cache_are_bypassed(repo, worktrees, tmp_path):
     hook = tmp_path / "lying-fsmonitor"
     hook.write_text("#!/bin/sh\nprintf '%s\\0' \"${2:-0}\"\n")  # "nothing changed"

@@ -704,6 +704,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     # No attributes file naming a filter (no `reason`): no filter runs.
     drivers = parse.required_filters(conf) if reason else []
     intent: list[str] = []
+    intent_modes: dict[str, str] = {}
 
     def private() -> str | None:
         # The walk may still be running: it is waited for here, once the trees are
@@ -723,6 +724,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             wc.recheckout = True
         if intent:
             wc.intent_to_add = intent
+        if intent_modes:
+            wc.intent_to_add_modes = intent_modes
         return wc.to_json()
 
     if cap.clean and not hidden and not reason:
@@ -754,6 +757,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             cap.index_tree = tmp_i.write_tree()
         assert cap.index_tree is not None
         intent += local_state.intent_to_add(st, tmp_i, cap.index_tree)
+        intent_modes = local_state.intent_to_add_modes(path, tmp_i, intent)
         # The untracked files' tree is made beside the worktree's (its own index).
         untracked = Beside(lambda: _untracked_tree(tmp_u, cap.untracked, drivers)) \
             if cap.untracked else None

@@ -41,6 +41,9 @@ class LocalState:
     skip_worktree: list[str] | None = None
     skip_worktree_absent: list[str] | None = None  # skip-worktree and not on disk
     intent_to_add: list[str] | None = None
+    # {path: "100755"|"100644"} of intent-to-add entries whose mode is not the one
+    # `git add -N` gives the file now (a chmod after the add, a file gone).
+    intent_to_add_modes: dict[str, str] | None = None
     mode_base: dict[str, str] | None = None  # {"file"|"exec"|"dir": octal text}
     modes: dict[str, str] | None = None  # {path: octal text} of files off the base
     dir_modes: dict[str, str] | None = None  # the same of directories ("." the worktree)
@@ -195,6 +198,30 @@ def intent_to_add(st: git.Status, temp: TempIndex, index_tree: str) -> list[str]
     return temp.intent_to_add(index_tree)
 
 
+def intent_to_add_modes(path: str, temp: TempIndex, intent: list[str]) -> dict[str, str]:
+    """The modes of the intent-to-add entries `intent` of `temp` that `git add -N`
+    would not give them again: a regular file's entry whose executable bit is not
+    the file's (a chmod after the add), an executable entry whose file is gone (the
+    restore marks it with an empty file it makes)."""
+    if not intent:
+        return {}
+    held = temp.entries()
+    out = {}
+    for rel in intent:
+        mode = held.get(rel, ("", ""))[0]
+        if mode not in ("100644", "100755"):
+            continue
+        try:
+            st = os.lstat(os.path.join(path, rel))
+        except (FileNotFoundError, NotADirectoryError):
+            if mode == "100755":
+                out[rel] = mode
+            continue
+        if stat.S_ISREG(st.st_mode) and (mode == "100755") != bool(st.st_mode & stat.S_IXUSR):
+            out[rel] = mode
+    return out
+
+
 def _umask() -> int:
     # Read, not set: os.umask() would change it for every thread of an -j run.
     try:
@@ -293,7 +320,7 @@ def put_flags(path: str, wc: LocalState, *, fresh: bool = True) -> list[str]:
     # of the index again and mark it intent-to-add, as it was.
     ita = wc.intent_to_add or []
     index.set_index_flag(path, ita, "--force-remove")
-    problems = _intent_to_add(path, ita)
+    problems = _intent_to_add(path, ita, wc.intent_to_add_modes or {})
     _put_index_flags(path, wc, fresh)
     return problems
 
@@ -487,18 +514,27 @@ def _remove_file(path: str, rel: str) -> None:
             return
 
 
-def _intent_to_add(path: str, paths: list[str]) -> list[str]:
+def _intent_to_add(path: str, paths: list[str], modes: dict[str, str]) -> list[str]:
     """`git add -N` for `paths`. `git add` needs a file: for an entry whose file was
     gone, an empty one is written for the add and taken away again, with the
-    directories made for it. Returns the paths it could not mark (a parent that is
-    a file or a symlink now), as problem lines."""
+    directories made for it. git takes the entry's mode from the file: one whose
+    recorded mode (`modes`) is not the file's has its owner's executable bit
+    turned for the add and back after it. Returns the paths it could not mark (a
+    parent that is a file or a symlink now), as problem lines."""
     made: list[str] = []
     problems = []
     marked = []
+    turned: dict[str, int] = {}  # {full path: the bits to put back}
     for rel in paths:
         full = os.path.join(path, rel)
         if os.path.lexists(full):
             marked.append(rel)
+            want = modes.get(rel)
+            st = os.lstat(full)
+            if want and stat.S_ISREG(st.st_mode) \
+                    and (want == "100755") != bool(st.st_mode & stat.S_IXUSR):
+                turned[full] = stat.S_IMODE(st.st_mode)
+                os.chmod(full, stat.S_IMODE(st.st_mode) ^ stat.S_IXUSR)
             continue
         parent = os.path.dirname(full)
         missing = []
@@ -514,10 +550,14 @@ def _intent_to_add(path: str, paths: list[str]) -> list[str]:
             made.append(d)
         with open(full, "xb"):
             made.append(full)
+        if modes.get(rel) == "100755":
+            os.chmod(full, 0o700)
         marked.append(rel)
     try:
         index.add_intent_to_add(path, marked)
     finally:
+        for full, bits in turned.items():
+            os.chmod(full, bits)
         for p in reversed(made):
             if os.path.isdir(p) and not os.path.islink(p):
                 os.rmdir(p)
