@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.git import query
 
 # Characters that matter to git's ref rules, plus ordinary ones.
@@ -328,7 +328,6 @@ def test_read_gitfile_reads_a_git_file_as_git_does(repo, worktrees, form):
     worktree.useRelativePaths too), with CRLF, or malformed: the one parser agrees
     with git, and a worktree linked by a relative one is called linked."""
     from git_ao.fs.gone import repo_gone_advice
-    from git_ao.git import parse
     from git_ao.store.records import Session
     path = worktrees(repo, "rel", register=False)
     dotgit = path / ".git"
@@ -338,7 +337,7 @@ def test_read_gitfile_reads_a_git_file_as_git_does(repo, worktrees, form):
                         "crlf": f"gitdir: {admin}\r\n", "relative-crlf": f"gitdir: {rel}\r\n",
                         "no-space": f"gitdir:{admin}\n", "two-spaces": f"gitdir:  {admin}\n",
                         "empty": "gitdir: \n", "no-newline": f"gitdir: {admin}"}[form].encode())
-    ours = parse.read_gitfile(str(dotgit))
+    ours = gitfiles.read_gitfile(str(dotgit))
     theirs = _git_dir_git_reads(path)
     assert (os.path.realpath(ours) if ours and os.path.isdir(ours) else None) == theirs
     if theirs is not None:

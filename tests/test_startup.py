@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import ao
-from tests.support import ROOT
+from tests.support import ROOT, git
 
 # What a listing never runs: the capture code, logging (nothing is logged),
 # secrets (hashlib and OpenSSL, for a random name).
@@ -57,11 +57,13 @@ def test_the_log_still_writes_after_a_lazy_import(tmp_path):
 
 def test_a_listing_to_a_pipe_reads_no_git_config(repo, worktrees):
     """The colour is decided when something coloured is printed: a listing to a
-    pipe prints nothing coloured, so it starts no `git config`."""
-    worktrees(repo, "w1")
+    pipe prints nothing coloured, so it starts no `git config`; its repository and
+    preserve refs are read from git's files, so it starts no git at all."""
+    (worktrees(repo, "w1") / "work.txt").write_text("work\n")
+    ao("ao-preserve", "--keep-worktree", "w1", cwd=repo)
     res = ao("ao", "list", "-v", cwd=repo)
-    assert "trace: git for-each-ref" in res.stderr
-    assert "trace: git config" not in res.stderr
+    assert "refs/ao/preserved/w1" in res.stdout
+    assert "trace: git " not in res.stderr, res.stderr
     # With a record to print, git's config still decides its colour.
     res = ao("-c", "color.ui=always", "ao-preserve", "-n", "w1", cwd=repo)
     assert "\x1b[32mok\x1b[m" in res.stdout
@@ -180,3 +182,56 @@ def test_a_hook_checkpoint_reads_its_json_once_on_the_quick_path(repo, worktrees
     assert (rc, out) == (0, "") and "click" not in held
     res = ao("ao", "history", "w1", "--json", cwd=repo)
     assert [e["trigger"] for e in json.loads(res.stdout)["entries"]] == ["hook"]
+
+
+@pytest.mark.parametrize("where", ["main", "sub", "linked", "nested", "git-dir", "elsewhere"])
+def test_a_listing_finds_its_repository_as_git_does_with_no_git_process(
+        repo, make_repo, worktrees, where, tmp_path):
+    """`git ao list` reads its repository and the preserve refs from git's files:
+    the sessions it shows are those git's own discovery names, and it starts no
+    git process where the files can answer (here: every case but GIT_DIR)."""
+    other = make_repo()
+    w1 = worktrees(repo, "w1")
+    worktrees(other, "o1")
+    (w1 / "work.txt").write_text("work\n")
+    ao("ao-preserve", "--keep-worktree", "w1", cwd=repo)
+    (repo / "sub").mkdir()
+    git("init", "-q", str(w1 / "inner"), cwd=w1)
+    cwd = {"main": repo, "sub": repo / "sub", "linked": w1, "nested": w1 / "inner",
+           "git-dir": repo / ".git", "elsewhere": tmp_path}[where]
+    res = ao("ao", "list", "-v", cwd=cwd)
+    shown = {ln.split("\t")[0] for ln in res.stdout.splitlines() if ln}
+    want = {"main": {"w1"}, "sub": {"w1"}, "linked": {"w1"}, "nested": set(),
+            "git-dir": {"w1"}, "elsewhere": {"w1", "o1"}}[where]
+    assert shown == want, res.stdout
+    if where != "nested":  # a repository no session is in: git is asked
+        assert "trace: git " not in res.stderr, res.stderr
+    # GIT_DIR moves git's discovery: git is asked, and says what it says.
+    res = ao("ao", "list", "-v", cwd=w1, env={**os.environ, "GIT_DIR": str(other / ".git")})
+    assert "trace: git rev-parse" in res.stderr
+
+
+@pytest.mark.parametrize("layout", ["loose", "packed", "both", "none", "symbolic", "nested"])
+def test_refs_under_agrees_with_git_for_each_ref(repo, layout):
+    from git_ao import gitfiles
+    head = git("rev-parse", "HEAD", cwd=repo).strip()
+    if layout != "none":
+        git("update-ref", "refs/ao/preserved/a", head, cwd=repo)
+        git("update-ref", "refs/ao/preserved/b.c-d_e", head, cwd=repo)
+    if layout in ("packed", "both"):
+        git("pack-refs", "--all", cwd=repo)
+    if layout == "both":
+        git("commit", "-q", "--allow-empty", "-m", "next", cwd=repo)
+        git("update-ref", "refs/ao/preserved/a", "HEAD", cwd=repo)  # loose wins
+    if layout == "symbolic":
+        git("symbolic-ref", "refs/ao/preserved/s", "refs/heads/main", cwd=repo)
+    if layout == "nested":
+        git("update-ref", "refs/ao/preserved/x/y", head, cwd=repo)
+    out = git("for-each-ref", "--format=%(refname) %(objectname)", "refs/ao/preserved/",
+              cwd=repo)
+    theirs = dict(ln.split() for ln in out.splitlines())
+    ours = gitfiles.refs_under(str(repo / ".git"), "refs/ao/preserved/")
+    if layout in ("symbolic", "nested"):
+        assert ours is None  # only git can tell: the listing asks it
+    else:
+        assert ours == theirs

@@ -46,11 +46,11 @@ class App:
         # As git does, a command started in a directory that is gone stops here,
         # in one line; `where` is kept for what runs after the work.
         self.where = current_directory()
-        from git_ao import git
         self.dry_run = dry_run
         from git_ao.cli.output import Printer  # lazily: json and rich are not needed for a TAB
         self.printer: Printer = Printer(json_mode=json_mode, quiet=quiet, verbose=verbose, nul=nul)
         if verbose:
+            from git_ao import git  # here: a listing may need no git module at all
             git.set_trace(self.printer.trace)
         from git_ao.store import log
         # Said once per run: a shutdown that logs nothing must not do so silently.
@@ -132,10 +132,13 @@ def _check_git_version(*, remember: bool) -> None:
     """version.check_version, reading the git that passed before from the data dir
     (`git-checked`), and with `remember` writing it there when the data dir exists,
     so the next command starts no `git --version` for the same git."""
-    from git_ao.git import version
+    from git_ao import gitfiles
     from git_ao.store.datadir import data_dir, read_private, write_private
     path = os.path.join(data_dir(), "git-checked")
     known = read_private(path)
+    if known is not None and gitfiles.executable_key("git") == known:
+        return  # the same git passed before: no `git --version`, nor the git modules
+    from git_ao.git import version
     key = version.check_version(known)
     if remember and key is not None and key != known and os.path.isdir(os.path.dirname(path)):
         write_private(path, key)

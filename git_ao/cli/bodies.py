@@ -37,7 +37,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     if all_ and repo_path:
         usage("give --repo or --all, not both")
     sessions = app.store.sessions()
-    repo = None if all_ else _repo_of(repo_path)
+    repo = None if all_ else _repo_of(repo_path, {s.common_dir for s in sessions})
     shown = [s for s in sessions if repo is None or s.common_dir == repo]
     hidden = len(sessions) - len(shown)
     refs = preserve_refs(shown)
@@ -68,9 +68,30 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     return ExitStatus.OK
 
 
-def _repo_of(path: str | None) -> str | None:
+def _repo_of(path: str | None, recorded: set[str]) -> str | None:
     """The repository (its common git dir, as sessions record it) at `path`; with no
-    path, the one the command runs in, or None outside any (then every session)."""
+    path, the one the command runs in, or None outside any (then every session).
+    Read from git's files when they name one of the `recorded` common dirs, or
+    no repository at all, and nothing in the environment, the owner or a file
+    system boundary could make git answer otherwise (no process then, nor the
+    modules that run one); else from git."""
+    from git_ao import gitfiles
+    here = current_directory()
+    by_files = path is None and not any(os.environ.get(v) for v in _DISCOVERY_ENV)
+    found = gitfiles.discover(here) if by_files else None
+    if by_files and found is None:
+        return None  # no `.git` nor git dir above: git's discovery finds none either
+    if found is not None and found[1] is not None:
+        common = os.path.realpath(gitfiles.common_dir(found[1]))
+        try:
+            # git refuses a repository another user owns (safe.directory), and its
+            # search stops at another file system
+            mine = os.stat(common).st_uid == os.stat(found[0]).st_uid == os.geteuid() \
+                and _one_device(here, found[0])
+        except OSError:
+            mine = False
+        if mine and common in recorded:
+            return common
     from git_ao import git
     from git_ao.errors import Fatal
     try:
@@ -80,6 +101,23 @@ def _repo_of(path: str | None) -> str | None:
             raise
         return None
     return os.path.realpath(dirs.common_dir)
+
+
+def _one_device(start: str, top: str) -> bool:
+    """Are `start` and every directory above it up to `top` on one file system?"""
+    d, dev = os.path.realpath(start), os.stat(start).st_dev
+    top = os.path.realpath(top)
+    while True:
+        if os.stat(d).st_dev != dev:
+            return False
+        if d == top or d == os.path.dirname(d):
+            return d == top
+        d = os.path.dirname(d)
+
+
+# What moves git's discovery of the repository a command runs in.
+_DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
+                  "GIT_DISCOVERY_ACROSS_FILESYSTEM")
 
 
 def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,

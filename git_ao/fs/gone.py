@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from git_ao.fs import is_empty_dir
-from git_ao.git.parse import read_gitfile
+from git_ao.gitfiles import read_gitfile
 
 # context.REF_PREFIX's preserve refs: this layer is below the context.
 PRESERVED = "refs/ao/preserved/"

@@ -20,21 +20,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.fs.walk import Blocker
 from git_ao.git import query
-from git_ao.git.parse import read_gitfile
 
 
 def _common_dir_of(admin: str) -> str | None:
     """The common dir a worktree admin dir names in its `commondir` file, or None
     when `admin` is not a linked worktree's admin dir."""
-    try:
-        with open(os.path.join(admin, "commondir"), "rb") as fh:
-            rel = os.fsdecode(fh.read().strip())
-    except OSError:
+    if not os.path.isfile(os.path.join(admin, "commondir")):
         return None
-    return os.path.realpath(os.path.join(admin, rel))
+    return os.path.realpath(gitfiles.common_dir(admin))
 
 
 def unsafe_reason(path: str) -> str | None:
@@ -60,7 +56,7 @@ def linked_worktree_of(full: str) -> str | None:
     dotgit = os.path.join(full, ".git")
     if not os.path.isfile(dotgit):
         return None
-    target = read_gitfile(dotgit)
+    target = gitfiles.read_gitfile(dotgit)
     return _common_dir_of(target) if target else None
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from git_ao import gitfiles
 from git_ao.errors import Fatal, GitError, Usage, git_message
 from git_ao.git import parse
 from git_ao.git.parse import (
@@ -226,7 +227,7 @@ def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
         return []
     except OSError:
         return None
-    return [(admin, parse.admin_gitdir(admin, as_written=True)) for admin in admins]
+    return [(admin, gitfiles.admin_gitdir(admin, as_written=True)) for admin in admins]
 
 
 def _admins_of(common_dir: str, paths: Iterable[str]) -> list[str]:

@@ -114,45 +114,6 @@ def half_added_worktree(common_dir: str) -> str | None:
     return None
 
 
-def gitfile_target(data: bytes, base: str) -> str | None:
-    """The directory a `.git` file's content `data` names, as git reads it
-    (setup.c, read_gitfile): the text must start with "gitdir: ", only trailing
-    CR and LF are dropped (a path may start or end with a space), and a relative
-    path is relative to `base`, the directory holding the file. Normalised; None
-    when `data` is no such text."""
-    text = os.fsdecode(data).rstrip("\r\n")
-    if not text.startswith("gitdir: ") or len(text) == len("gitdir: "):
-        return None
-    return os.path.normpath(os.path.join(base, text[len("gitdir: "):]))
-
-
-def read_gitfile(dotgit: str) -> str | None:
-    """`gitfile_target` of the `.git` file at `dotgit` (base: its directory); None
-    when it cannot be read or names nothing."""
-    try:
-        with open(dotgit, "rb") as fh:
-            data = fh.read(65536)
-    except OSError:
-        return None
-    return gitfile_target(data, os.path.dirname(dotgit))
-
-
-def admin_gitdir(admin: str, *, as_written: bool = False) -> str | None:
-    """The `.git` of the worktree a linked worktree's admin dir names in its `gitdir`
-    file, as git reads it (worktree.c): trailing white space dropped, and a
-    relative path (git 2.48's worktree.useRelativePaths) relative to `admin`,
-    normalised; with `as_written`, the text as it stands (a git before 2.48 reads
-    a relative one otherwise). None when the file cannot be read or is empty."""
-    try:
-        with open(os.path.join(admin, "gitdir"), "rb") as fh:
-            named = os.fsdecode(fh.read()).rstrip()
-    except OSError:
-        return None
-    if not named or as_written:
-        return named or None
-    return os.path.normpath(os.path.join(admin, named))
-
-
 # The empty blob's id, SHA-1 and SHA-256: what an intent-to-add entry records.
 EMPTY_BLOBS = frozenset({"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
                          "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813"})

@@ -10,7 +10,7 @@ import contextlib
 import os
 from collections.abc import Sequence
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.errors import GitError, Usage
 from git_ao.git import parse
 from git_ao.git.parse import IndexFlags, ObjectId
@@ -252,7 +252,7 @@ def head_reflog_commits(cwd: str) -> list[ObjectId]:
     keeps its refs in files; `git log -g` otherwise (a reftable, or no `.git` at
     `cwd` to read)."""
     git_dir = _git_dir_of(cwd)
-    if git_dir is None or os.path.exists(os.path.join(_common_of(git_dir), "reftable")):
+    if git_dir is None or os.path.exists(os.path.join(gitfiles.common_dir(git_dir), "reftable")):
         return reflog_commits(cwd, "HEAD")
     try:
         with open(os.path.join(git_dir, "logs", "HEAD"), "rb") as fh:
@@ -275,17 +275,7 @@ def _git_dir_of(path: str) -> str | None:
     dot = os.path.join(path, ".git")
     if os.path.isdir(dot):
         return dot
-    return parse.read_gitfile(dot)
-
-
-def _common_of(git_dir: str) -> str:
-    """The common dir of `git_dir` (its `commondir` file, else itself)."""
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8",
-                  errors="surrogateescape") as fh:
-            return os.path.normpath(os.path.join(git_dir, fh.read().strip()))
-    except OSError:
-        return git_dir
+    return gitfiles.read_gitfile(dot)
 
 
 def reflog_commits(cwd: str, ref: str) -> list[ObjectId]:
@@ -514,7 +504,7 @@ def loose_object(cwd: str, oid: str, kind: bytes) -> bytes | None:
         return None
     import zlib
     try:
-        with open(os.path.join(_common_of(git_dir), "objects", oid[:2], oid[2:]), "rb") as fh:
+        with open(os.path.join(gitfiles.common_dir(git_dir), "objects", oid[:2], oid[2:]), "rb") as fh:
             raw = zlib.decompress(fh.read())
     except (OSError, zlib.error):
         return None

@@ -3,9 +3,7 @@ executable and process."""
 
 from __future__ import annotations
 
-import os
-
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.errors import Fatal, current_directory
 from git_ao.git import parse
 
@@ -29,13 +27,7 @@ def check_version(known: str | None = None) -> str | None:
     in the data dir), which spares this one `git --version` for the same git; a
     git replaced or another one on PATH has another key and is asked again.
     Returns this git's key (None when git is not on PATH)."""
-    exe = _on_path("git")
-    try:
-        st = os.stat(exe) if exe else None
-    except OSError:
-        st = None
-    key = f"{exe}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0" \
-        f"{os.environ.get('GIT_EXEC_PATH', '')}\n" if exe and st else None
+    key = gitfiles.executable_key("git")
     if key is not None and (key in _new_enough or key == known):
         _new_enough.add(key)
         return key
@@ -50,13 +42,3 @@ def check_version(known: str | None = None) -> str | None:
     if key is not None:
         _new_enough.add(key)
     return key
-
-
-def _on_path(name: str) -> str | None:
-    """The first executable `name` in $PATH, as the processes find it (shutil.which,
-    without importing shutil and the compression modules it loads)."""
-    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        p = os.path.join(d or ".", name)
-        if os.access(p, os.X_OK) and not os.path.isdir(p):
-            return p
-    return None

@@ -12,9 +12,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.errors import Refused
-from git_ao.git import parse
 
 
 def same_path(a: str, b: str) -> bool:
@@ -131,6 +130,6 @@ def admin_dir_of(common_dir: str, path: str) -> str | None:
         return None
     want = (os.path.join(os.path.realpath(path), ".git"), os.path.join(path, ".git"))
     for name in names:
-        if parse.admin_gitdir(os.path.join(base, name)) in want:
+        if gitfiles.admin_gitdir(os.path.join(base, name)) in want:
             return os.path.join(base, name)
     return None

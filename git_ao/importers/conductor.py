@@ -30,9 +30,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.errors import AoError
-from git_ao.git import parse
 from git_ao.importers import claude_code, codex
 from git_ao.importers.found import Found, Unreadable
 from git_ao.importers.worktrees import admin_dir, linked_root
@@ -94,7 +93,7 @@ def repository_sources(home: Path, common_dirs: Iterable[str]) -> list[Path]:
     for d in default_sources(home):
         for repo in _dirs_or_none(d):
             for ws in _dirs_or_none(repo):
-                admin = parse.read_gitfile(str(ws / ".git"))
+                admin = gitfiles.read_gitfile(str(ws / ".git"))
                 if admin is not None:
                     # git keeps a linked worktree's admin dir at <common>/worktrees/<id>.
                     roots += _main_roots(os.path.dirname(os.path.dirname(admin)))

@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.errors import AoError
-from git_ao.git import parse
 
 
 def ran_in(path: str) -> Callable[[str], bool]:
@@ -51,12 +50,12 @@ def admin_dir(path: str) -> str | None:
 
 def _admin_dir_from_files(path: str) -> str | None:
     """admin_dir read from the files git reads: `<path>/.git` naming the admin dir
-    (`parse.read_gitfile`), the admin dir holding `commondir`, and its `gitdir`
+    (`gitfiles.read_gitfile`), the admin dir holding `commondir`, and its `gitdir`
     naming `<path>/.git` back (relative to the admin dir when not absolute)."""
-    admin = parse.read_gitfile(os.path.join(path, ".git"))
+    admin = gitfiles.read_gitfile(os.path.join(path, ".git"))
     if admin is None:
         return None
-    back = parse.admin_gitdir(admin)
+    back = gitfiles.admin_gitdir(admin)
     if not os.path.isfile(os.path.join(admin, "commondir")) or back is None \
             or os.path.realpath(back) != os.path.realpath(os.path.join(path, ".git")):
         return None

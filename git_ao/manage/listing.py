@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from git_ao import git, groups
+from git_ao import gitfiles, groups
 from git_ao.errors import AoError, utc_time
 from git_ao.fs import is_empty_dir
 from git_ao.store.states import State
@@ -18,22 +18,30 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from git_ao.git.parse import ObjectId
     from git_ao.outcome import OutcomeData
     from git_ao.store import trash
     from git_ao.store.records import Session
 
     # {common dir: {ref: commit}} of the preserve refs, read once per repository.
-    Refs = dict[str, dict[str, ObjectId]]
+    Refs = dict[str, dict[str, str]]
 
 
 def preserve_refs(sessions: Sequence[Session]) -> Refs:
-    """The preserve refs of the repositories of `sessions`, one `git for-each-ref`
-    each (a repository that is gone or unreadable has none)."""
+    """The preserve refs of the repositories of `sessions`, read from the ref files
+    (`gitfiles.refs_under`), else by one `git for-each-ref` each (a repository
+    that is gone or unreadable has none)."""
     out: Refs = {}
     for repo in sorted({s.common_dir for s in sessions}):
+        if not os.path.isdir(repo):
+            out[repo] = {}
+            continue
+        read = gitfiles.refs_under(repo, PRESERVED)
+        if read is not None:
+            out[repo] = read
+            continue
+        from git_ao import git  # here: a listing the ref files answer loads no git module
         try:
-            out[repo] = dict(git.for_each_ref(repo, PRESERVED)) if os.path.isdir(repo) else {}
+            out[repo] = dict(git.for_each_ref(repo, PRESERVED))
         except AoError:
             out[repo] = {}
     return out
@@ -51,6 +59,7 @@ def holds_ref(s: Session, refs: Refs | None = None) -> bool:
         return True
     if refs is not None:
         return refs.get(s.common_dir, {}).get(save.preserve_ref) == save.preserved_commit
+    from git_ao import git
     return os.path.isdir(s.common_dir) and \
         git.rev_parse(s.common_dir, save.preserve_ref) == save.preserved_commit
 
@@ -65,6 +74,7 @@ def pending_ref_gone(s: Session, refs: Refs | None = None) -> bool:
         return False
     if refs is not None and s.common_dir in refs:
         return refs[s.common_dir].get(save.preserve_ref) != save.preserved_commit
+    from git_ao import git
     return git.rev_parse(s.common_dir, save.preserve_ref) != save.preserved_commit
 
 
@@ -165,9 +175,10 @@ def show_stat(s: Session) -> str:
     if not save or not holds_ref(s) or not save.preserved_commit \
             or not os.path.isdir(s.common_dir):
         return ""
+    from git_ao import git
+    from git_ao.git import query  # lazily, as below: a listing runs neither
     if not git.object_exists(s.common_dir, save.preserved_commit):
         return ""
-    from git_ao.git import query  # lazily, as below: a listing runs neither
     return query.diff_stat(s.common_dir, save.preserved_commit)
 
 
@@ -176,9 +187,11 @@ def saved_commit_gone(s: Session) -> bool:
     deleted by hand, then garbage collected)? Asked of a pending save only: any
     other names no commit once its ref is gone (`holds_ref`)."""
     save = s.save
-    return bool(save and save.pending and save.holds_ref and save.preserved_commit
-                and os.path.isdir(s.common_dir)
-                and not git.object_exists(s.common_dir, save.preserved_commit))
+    if not (save and save.pending and save.holds_ref and save.preserved_commit
+            and os.path.isdir(s.common_dir)):
+        return False
+    from git_ao import git
+    return not git.object_exists(s.common_dir, save.preserved_commit)
 
 
 def trash_kept(s: Session, data_dir: str) -> list[dict[str, Any]]:

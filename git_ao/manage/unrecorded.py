@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from git_ao import gitfiles
+
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -13,44 +15,15 @@ if TYPE_CHECKING:
     from git_ao.store.database import Store
 
 
-def _git_dir_above(path: str) -> str | None:
-    """The git dir of the repository `path` is in, found as git's discovery finds it
-    but from the file system alone (no process): the first `.git` directory, or
-    `.git` file's `gitdir:`, walking up, or a directory that is itself a git dir
-    (HEAD, objects and refs). None when there is none or it cannot be read."""
-    d = os.path.realpath(path)
-    while True:
-        dot = os.path.join(d, ".git")
-        if os.path.isdir(dot):
-            return dot
-        if os.path.isfile(dot):
-            # here: a command run outside a linked worktree loads no git module
-            from git_ao.git.parse import read_gitfile
-            return read_gitfile(dot)
-        if os.path.isfile(os.path.join(d, "HEAD")) and os.path.isdir(os.path.join(d, "objects")) \
-                and os.path.isdir(os.path.join(d, "refs")):
-            return d
-        up = os.path.dirname(d)
-        if up == d:
-            return None
-        d = up
-
-
 def may_hold_preserve_refs(path: str) -> bool:
     """Might the repository `path` is in hold refs under refs/ao/preserved/? From the
     file system alone, so that a command run anywhere pays nothing when it holds
     none: a loose ref under `refs/ao/preserved/`, the name in `packed-refs`, or a
     reftable (which only git can read). False outside a repository."""
-    git_dir = _git_dir_above(path)
+    git_dir = gitfiles.git_dir_above(path)
     if git_dir is None:
         return False
-    common = git_dir
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8",
-                  errors="surrogateescape") as fh:
-            common = os.path.join(git_dir, fh.read().strip())
-    except OSError:
-        pass
+    common = gitfiles.common_dir(git_dir)
     loose = os.path.join(common, "refs", "ao", "preserved")
     try:
         with os.scandir(loose) as it:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from git_ao import crashpoint, git, groups
+from git_ao import crashpoint, git, gitfiles, groups
 from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
 from git_ao.context import (
     KEPT_PREFIX,
@@ -973,7 +973,7 @@ def _unregistered(s: Session) -> str:
     cannot rebuild one), says how to register the directory again with its files."""
     path = s.worktree_path
     why = f"'{path}' is not a worktree of {s.common_dir}; nothing is removed"
-    named = parse.read_gitfile(os.path.join(path, ".git"))
+    named = gitfiles.read_gitfile(os.path.join(path, ".git"))
     if named is None or os.path.isdir(named):
         return why
     branch = s.branch or "<branch>"

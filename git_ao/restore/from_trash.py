@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from git_ao import crashpoint, git
+from git_ao import crashpoint, git, gitfiles
 from git_ao.errors import AoError
-from git_ao.git import index, parse, query, worktree
+from git_ao.git import index, query, worktree
 from git_ao.mounts import mount_of
 from git_ao.store import trash
 from git_ao.store.records import Save
@@ -150,7 +150,7 @@ def only_git_file(path: str) -> str | None:
         link = os.path.join(path, ".git")
         if names != [".git"] or os.path.islink(link) or not os.path.isfile(link):
             return None
-        return parse.gitfile_target(_read_link(path), path)
+        return gitfiles.gitfile_target(_read_link(path), path)
     except OSError:
         return None
 
@@ -349,7 +349,7 @@ def repair_link(common_dir: str, path: str) -> bool:
         link = _read_link(path)
     except OSError:
         return False
-    named = parse.gitfile_target(link, path)
+    named = gitfiles.gitfile_target(link, path)
     if named is None or os.path.isdir(named):
         return False
     admin = worktree.admin_dir_of(common_dir, path)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from git_ao import crashpoint, git
+from git_ao import crashpoint, git, gitfiles
 from git_ao.errors import AoError, GitError
 from git_ao.fs import walk
 from git_ao.fs.nested import linked_worktree_of
@@ -280,7 +280,7 @@ def _conversion_reason(path: str, git_dir: str, conf: dict[str, str], flags: git
     files = [os.path.join(path, p) for p in flags.attributes]
     files += [os.path.join(path, p) for p in st.untracked
               if p == ".gitattributes" or p.endswith("/.gitattributes")]
-    files.append(os.path.join(_common_dir(git_dir), "info", "attributes"))
+    files.append(os.path.join(gitfiles.common_dir(git_dir), "info", "attributes"))
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     files.append(os.path.expanduser(conf.get("core.attributesfile")
                                     or os.path.join(xdg, "git", "attributes")))
@@ -296,15 +296,6 @@ def _conversion_reason(path: str, git_dir: str, conf: dict[str, str], flags: git
         except OSError:
             return f
     return None
-
-
-def _common_dir(git_dir: str) -> str:
-    """The common dir of a linked worktree's git dir (its `commondir` file)."""
-    try:
-        with open(os.path.join(git_dir, "commondir")) as fh:
-            return os.path.normpath(os.path.join(git_dir, fh.read().strip()))
-    except FileNotFoundError:
-        return git_dir
 
 
 def _same_file(a: str, b: str) -> bool:
