@@ -301,6 +301,8 @@ def invoke(command_path: str, body: Callable[[App], Any], **app_options: Any) ->
 
 def check_ids(ids: Iterable[str]) -> None:
     """Validate every session id before anything changes (Usage on the first bad one)."""
+    if not ids:
+        return  # here: a boot with no ids loads no workflow module
     from git_ao.context import validate_id
     for sid in ids:
         validate_id(sid)

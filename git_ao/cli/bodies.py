@@ -125,7 +125,6 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
             at: str | None, *, timeout: float | None = None) -> int:
     """`git ao-restore`: see its click command. timeout: `--timeout` seconds (None:
     the restore.timeout setting, else no bound). Returns the exit status."""
-    from git_ao.context import gone_live
     from git_ao.outcome import Action
     check_ids(ids)
     if at is not None:
@@ -139,7 +138,6 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
         return remote_opts.restore_from(app, ids, from_, map_path, jobs or default_jobs(),
                                         no_launch, set_aside_stray=set_aside_stray,
                                         bound=timeout)
-    ctx = app.ctx
     refused: list[Outcome] = []
     if ids:
         sessions, refused = named_sessions(app, ids, Action.RESTORE)
@@ -147,9 +145,13 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
         refused += [o for o in import_first(app) if o.status != "nothing"]
         known = app.store.sessions()
         sessions = [s for s in known if s.pending]
-        for o in gone_live(known):
-            app.printer.outcome(o)
-            refused.append(o)
+        from git_ao.fs.gone import gone_worktree
+        if any(gone_worktree(s) is not None for s in known):
+            # here: a boot with every worktree where it was loads no workflow module
+            from git_ao.context import gone_live
+            for o in gone_live(known):
+                app.printer.outcome(o)
+                refused.append(o)
     if not sessions:
         if not refused and not app.printer.json_mode and app.store.new:
             # A boot after the data dir was lost, or a new home directory: the work
@@ -172,6 +174,7 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     from git_ao.cli import remote_opts
     from git_ao.restore import workflow
     jobs = jobs or default_jobs()
+    ctx = app.ctx
     with SignalStop() as signals:
         with app.printer.progress(len(sessions), "restoring") as advance:
             outcomes = refused + workflow.restore(ctx, sessions, jobs=jobs,
