@@ -189,3 +189,57 @@ def test_doctor_says_a_worktree_kept_with_its_work_saved_is_saved_not_refused(re
     real = ao("ao-preserve", "--all", cwd=repo, rc=None).stdout
     for sid in ("crlf", "boom"):
         assert f"{sid}\t" in real and "worktree kept" in real, real
+
+
+def test_doctor_names_a_fifo_a_socket_and_a_stale_index_lock_with_their_fix(repo, worktrees):
+    """What preserve's removal proof keeps a worktree for (a FIFO, a socket, a stale
+    index.lock in its admin dir) is judged by doctor too, in preserve's words with
+    the fix; the fix it names (ignore the FIFO and socket) lets preserve remove it."""
+    import socket
+    pipes = worktrees(repo, "pipes")
+    os.mkfifo(pipes / "myfifo")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(pipes / "sock"))
+    worktrees(repo, "locked")
+    (repo / ".git" / "worktrees" / "locked" / "index.lock").write_text("")
+    dry = ao("ao-preserve", "--all", "-n", cwd=repo, rc=1).stdout
+    res = ao("ao", "doctor", "--json", cwd=repo, rc=None)
+    lines = {c["detail"].split(":", 1)[0]: c for c in json.loads(res.stdout)["checks"]
+             if c["name"] == "preserve"}
+    assert sorted(lines) == ["locked", "pipes"], lines
+    for sid, c in lines.items():
+        why = c["detail"].split("keeps the worktree at a shutdown: ", 1)[1]
+        assert f"preserve\trefused\t{sid}\twould save (" in dry and why in dry, (why, dry)
+    assert "myfifo: a FIFO, socket or device" in lines["pipes"]["detail"]
+    assert "sock: a FIFO, socket or device" in lines["pipes"]["detail"]
+    assert "info/exclude" in lines["pipes"]["detail"]
+    assert "index.lock" in lines["locked"]["detail"] and "rm " in lines["locked"]["detail"]
+    with open(repo / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("/myfifo\n/sock\n")
+    os.unlink(repo / ".git" / "worktrees" / "locked" / "index.lock")
+    checks = json.loads(ao("ao", "doctor", "--json", cwd=repo).stdout)["checks"]
+    assert not [c for c in checks if c["name"] == "preserve"], checks
+    ao("ao-preserve", "pipes", cwd=repo)
+    assert not pipes.exists()
+    sock.close()
+
+
+def test_doctor_and_preserve_name_every_untracked_nested_repository_with_its_fix(
+        repo, worktrees):
+    """Preserve refuses every untracked nested repository, and says so of each, with
+    the fix (move it away, or ignore it); doctor says the same."""
+    wt = worktrees(repo, "nest")
+    git("init", "-q", "nested-clone", cwd=wt)
+    git("init", "-q", "scratch", cwd=wt)
+    dry = ao("ao-preserve", "nest", "-n", cwd=repo, rc=1).stdout
+    real = ao("ao-preserve", "nest", cwd=repo, rc=1).stdout
+    for out in (dry, real):
+        assert "nested-clone/" in out and "scratch/" in out, out
+        assert "info/exclude" in out and "move it out of the worktree" in out, out
+    checks = json.loads(ao("ao", "doctor", "--json", cwd=repo, rc=1).stdout)["checks"]
+    [c] = [c for c in checks if c["name"] == "preserve"]
+    assert "nested-clone/" in c["detail"] and "scratch/" in c["detail"], c
+    with open(repo / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("/nested-clone/\n/scratch/\n")
+    ao("ao-preserve", "nest", cwd=repo)
+    assert not wt.exists()

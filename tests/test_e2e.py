@@ -84,3 +84,24 @@ def test_shutdown_names_the_linked_worktrees_no_session_holds(repo, make_repo, w
     ao("ao", "add", "--all", cwd=repo)
     res = ao("ao-preserve", "--all", cwd=tmp_path)
     assert "warning" not in res.stderr and not loose.exists()
+
+
+def test_a_dry_run_counts_the_paths_index_flags_hide_as_the_real_run(repo, worktrees):
+    """assume-unchanged and skip-worktree files are saved as they are on disk: the
+    dry run of preserve, --keep-worktree and checkpoint counts them as the real run."""
+    wt = worktrees(repo, "flags")
+    (wt / "a.txt").write_text("a\n")
+    (wt / "b.txt").write_text("b\n")
+    git("add", "a.txt", "b.txt", cwd=wt)
+    git("commit", "-qm", "two", cwd=wt)
+    git("update-index", "--assume-unchanged", "a.txt", cwd=wt)
+    git("update-index", "--skip-worktree", "b.txt", cwd=wt)
+    (wt / "a.txt").write_text("a changed\n")
+    (wt / "b.txt").write_text("b changed\n")
+    (wt / "README.md").write_text("changed\n")
+    flags = "1 changed, 0 untracked, 2 behind index flags (assume-unchanged, skip-worktree)"
+    for args in (("ao-preserve", "-n"), ("ao-preserve", "-n", "--keep-worktree"),
+                 ("ao", "checkpoint", "-n")):
+        out = ao(*args, "flags", cwd=repo).stdout
+        assert f": {flags}, 0 ignored" in out, (args, out)
+    assert f"\t{flags} saved in " in ao("ao-preserve", "flags", cwd=repo).stdout

@@ -325,7 +325,8 @@ def refused_name(rel: str) -> bool:
 
 def _why_missing(rel: str, e: Entry, captured_lower: set[str], started_ns: int) -> str:
     if e.kind == "other":
-        return "a FIFO, socket or device, which git cannot store"
+        return ("a FIFO, socket or device, which git cannot store: move it out of the "
+                "worktree, or have git ignore it (a line for it in .git/info/exclude)")
     if refused_name(rel):
         return "a name git refuses to store (.git, GIT~1 and their variants)"
     if rel.lower() in captured_lower:

@@ -331,19 +331,20 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                     head=st.head, branch=st.branch, changed=capture.saved_changes(st, left),
                     untracked=[p for p in st.untracked if not walk.refused_name(p)],
                     unstorable=[p for p in st.untracked if walk.refused_name(p)],
-                    config=query.config_map(path), submodules_left=left)
+                    config=query.config_map(path), submodules_left=left,
+                    hidden=capture.hidden_paths(path, query.index_flags(path)))
             # As the real run counts and warns: what a required filter failed on, a
             # name git will not store, is no saved change.
             would = facts(s)
             warns = save_warnings(path, made, st.left_out if keep_worktree else [], would,
                                   inexact_kept=not keep_worktree)
-            counts = (f"{len(made.changed)} changed, {len(made.untracked)} untracked, "
-                      f"{len(st.ignored)} ignored")
+            counts = f"{_counts(made)}, {len(st.ignored)} ignored"
             said = "".join(f"; warning: {w}" for w in warns)
             if not keep_worktree:
                 keep += made.keep_reasons + _would_keep(ctx, s, path, st, cache)
             if keep and not keep_worktree:
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
+                would["blocked"] = keep
                 return with_warnings(Outcome(
                     s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}{said}) "
                     f"and keep the worktree: {'; '.join(keep)}", would, would_save=True), warns)
@@ -902,31 +903,28 @@ def refusal(ctx: Context, s: Session, cache: RepoCache | None = None
             ) -> tuple[str, bool] | None:
     """Why `preserve_one` would not remove the worktree of the live session `s`, and
     whether it saves the work all the same (a file that would not come back byte
-    for byte, a required filter that fails: the rest is saved as a checkpoint and
-    the worktree kept), or None when it would go on (a session not live, or with
-    nothing to save, is never refused). The same
-    checks, in the same order: `_check`, then the states its capture refuses
-    (`capture.refuse`: an operation in progress, an unborn branch, unmerged paths,
-    a nested repository, a submodule's work); a git that fails there fails the
-    preserve too, and is said the same way. A linked worktree nested in it that is
-    a session is none (git ao-preserve --all takes inner ones first; its own
-    refusal is its own). Nothing is captured, locked or written (give a dry-run
-    ctx: its log writes nothing). Runs `git worktree list`, `git rev-parse` and
-    `git status`."""
+    for byte, a required filter that fails, a FIFO or socket, a stale index.lock, a
+    locked worktree: the rest is saved as a checkpoint and the worktree kept), or
+    None when it would go on (a session not live, or with nothing to save, is never
+    refused). It is `preserve_one`'s own dry run (give a dry-run ctx: nothing is
+    captured, locked or written), so every refusal and every reason to keep the
+    worktree preserve has is judged here too, in its words; a git that fails there
+    fails the preserve too, and is said the same way. A linked worktree nested in
+    it that is a session is none (git ao-preserve --all takes inner ones first; its
+    own refusal is its own)."""
     if not s.live or (not s.branch and not s.worktree_path):
         return None
+    assert ctx.dry_run, "refusal runs preserve's dry run"
     cache = cache or RepoCache()
     try:
-        _entry, v = _check(ctx, s, cache)
-        if v is not None:
-            made = capture.refuse(s.worktree_path, v.git_dir, lossy=True, lossy_ok=True,
-                                  unfiltered_ok=True)
-            if made is not None and made.keep_reasons:
-                return "; ".join(made.keep_reasons), True
+        out = preserve_one(ctx, s.id, False, cache)
     except capture.NestedWorktree as exc:
         return None if exc.path in cache.session_paths(ctx, exclude=s.id) else (str(exc), False)
     except AoError as exc:
         return str(exc), False
+    if out.status == Status.REFUSED:
+        blocked = out.data.get("blocked")
+        return ("; ".join(blocked) if blocked else out.message), bool(out.would_save)
     return None
 
 
@@ -1068,16 +1066,22 @@ def _summary(cap: capture.Capture, commit: str | None = None, *,
     ignored = _ignored_note(cap)
     if not cap.commit:
         return "clean, nothing to save" + ignored
-    # git status does not show what assume-unchanged or skip-worktree hides; the
-    # capture saves it as it is on disk, so a count of the others alone misleads.
-    hidden = (f", {len(cap.hidden)} behind index flags (assume-unchanged, skip-worktree)"
-              if cap.hidden else "")
-    counts = f"{len(cap.changed)} changed, {len(cap.untracked)} untracked{hidden}"
+    counts = _counts(cap)
     if held_by is not None:
         return (f"{counts}: history entry {held_by.number} ({preserve_ref_short(held_by.save)})"
                 f" holds this state already ({ref} at {preserve_ref_short(commit or cap.commit)})"
                 f"{ignored}")
     return f"{counts} saved in {preserve_ref_short(commit or cap.commit)}{ignored}"
+
+
+def _counts(cap: capture.Capture) -> str:
+    """The counts a save (or its dry run) names: changed, untracked, and the paths
+    index flags hide."""
+    # git status does not show what assume-unchanged or skip-worktree hides; the
+    # capture saves it as it is on disk, so a count of the others alone misleads.
+    hidden = (f", {len(cap.hidden)} behind index flags (assume-unchanged, skip-worktree)"
+              if cap.hidden else "")
+    return f"{len(cap.changed)} changed, {len(cap.untracked)} untracked{hidden}"
 
 
 def _clean_entry(path: str, session_id: str, cap: capture.Capture,

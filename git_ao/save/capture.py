@@ -183,17 +183,31 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
         st.left_out = nested
         st.untracked = [p for p in st.untracked if not p.endswith("/")]
         nested = []
-    if nested:
-        full = os.path.join(path, nested[0])
+    for rel in nested:
+        full = os.path.join(path, rel)
         common = linked_worktree_of(full.rstrip("/"))
         if common:
             raise NestedWorktree(f"'{full}' is a linked worktree of {common} nested in this "
                                 "one: preserve it first if it is a session (git ao-preserve "
                                 "--all takes inner ones first), else git worktree remove it "
                                 "or git ao add it", os.path.realpath(full))
-        raise CannotCapture(f"'{full}' is an untracked nested repository;"
-                            " its files cannot be captured")
+    if nested:
+        raise CannotCapture(nested_refusal(path, git_dir, nested))
     return st
+
+
+def nested_refusal(path: str, git_dir: str, nested: Sequence[str]) -> str:
+    """The refusal of the untracked nested repositories `nested` ('dir/', relative
+    to the worktree `path`), every one named, with its fix."""
+    exclude = os.path.join(gitfiles.common_dir(git_dir), "info", "exclude")
+    named = ", ".join(f"'{os.path.join(path, p)}'" for p in nested)
+    what = ("is an untracked nested repository" if len(nested) == 1
+            else "are untracked nested repositories")
+    lines = ", ".join(f"/{p}" for p in nested)  # anchored: the worktree's own paths
+    return (f"{named} {what}; git cannot capture the files of a nested repository: move it "
+            f"out of the worktree, or "
+            f"have git ignore it (the line(s) {lines} in {exclude}; the worktree then goes with it "
+            "only while it is clean and its commits are on a remote)")
 
 
 def _status_past_filters(path: str, ahead: Ahead | None = None) -> git.Status:
@@ -665,6 +679,14 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     raise AssertionError("unreachable")
 
 
+def hidden_paths(path: str, flags: git.IndexFlags) -> list[str]:
+    """The paths of the worktree at `path` that index flags hide from git status and
+    the capture saves as they are on disk: every assume-unchanged one, and every
+    skip-worktree one that is there."""
+    return sorted(set(flags.assume_unchanged) | {
+        p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
+
+
 def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   st: git.Status | None, walked: walk.Walk | walk.Background | None,
                   targeted: bool = False, defer: bool = False,
@@ -681,8 +703,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         else query.config_map(path)
     flags = ahead.flags if ahead is not None and ahead.flags is not None \
         else query.index_flags(path)
-    hidden = sorted(set(flags.assume_unchanged) | {
-        p for p in flags.skip_worktree if os.path.lexists(os.path.join(path, p))})
+    hidden = hidden_paths(path, flags)
     subs, left = _check_submodules(path, git_dir, st, leave=leave_submodules)
     cap = Capture(head=head, branch=st.branch,
                   changed=saved_changes(st, left), untracked=list(st.untracked),
