@@ -533,3 +533,27 @@ def test_codex_cli_worktree_found_from_its_compressed_rollout(repo, ao_env):
     ts.codex_compress(ts.codex_rollout(wt, CX_ID))
     ao("ao", "import", "--tool", "codex", cwd=repo)
     assert sessions_by_id(repo)[f"{repo.name}.cx-side"]["agent_session_id"] == CX_ID
+
+
+def test_worktrees_the_import_first_registers_are_not_named_unsaved(repo, ao_env):
+    """With import.tools set, the worktree another tool made is imported, then saved:
+    neither the dry run, nor the real run, nor doctor names it among the linked
+    worktrees no session holds; one no tool knows still is named."""
+    ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
+    wt = ts.claude_worktree(repo, "night")
+    ts.claude_transcript(wt, CC_ID)
+    dirty(wt)
+    loose = repo.parent / f"{repo.name}-loose"
+    git("worktree", "add", "-q", "-b", "loose", loose, cwd=repo)
+    ao("ao", "add", loose, "--id", "loose", cwd=repo)
+    git("worktree", "add", "-q", "-b", "other", f"{loose}2", cwd=repo)
+    doctor = [c["detail"] for c in json.loads(ao("ao", "doctor", "--json", cwd=repo,
+                                                 rc=None).stdout)["checks"]
+              if c["name"] == "unregistered"]
+    assert len(doctor) == 1, doctor
+    dry = ao("ao-preserve", "--all", "-n", cwd=repo, rc=None)
+    assert "would register and preserve and remove" in dry.stdout
+    for said in (dry.stderr, *doctor):
+        assert f"{loose}2" in said and str(wt) not in said, said
+    real = ao("ao-preserve", "--all", cwd=repo, rc=None)
+    assert f"{loose}2" in real.stderr and str(wt) not in real.stderr, real.stderr

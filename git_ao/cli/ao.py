@@ -317,7 +317,9 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
                 click.echo(note, err=True)
             for o in outcomes:
                 app.printer.outcome(o)
-    checks = doc.run_checks(lambda: app.store, repos, refusal=_preserve_refusal(app))
+    from git_ao.cli.app import importing_quietly
+    checks = doc.run_checks(lambda: app.store, repos, refusal=_preserve_refusal(app),
+                            importing=lambda: importing_quietly(app))
     checks += [doc.Check("repository", False, p) for p in problems]
     if app.printer.json_mode:
         app.printer.emit_json("doctor", checks=[c._asdict() for c in checks],

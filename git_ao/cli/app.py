@@ -394,6 +394,32 @@ def import_first(app: App) -> list[Any]:
     return outcomes
 
 
+def would_register(app: App, imported: Sequence[Any]) -> dict[str, Any]:
+    """By id, the live sessions a dry run's import (`import_first`'s outcomes) would
+    register: stored nowhere, they are judged as the real run judges them."""
+    return {o.registered.id: o.registered for o in imported
+            if getattr(o, "registered", None) is not None and o.registered.live
+            and app.store.get(o.registered.id) is None}
+
+
+def importing_quietly(app: App) -> list[Any]:
+    """The sessions the import a preserve --all runs first (import.tools) would
+    register now, found by its dry run, printing nothing: what `git ao doctor`
+    counts as held. [] when import.tools is unset or the import cannot run."""
+    if not app.settings.get("import.tools"):
+        return []
+    from git_ao.context import Context
+    from git_ao.importers import tools
+    value = app.settings.get("import.tools")
+    try:
+        outcomes = tools.run(Context(app.store, dry_run=True),
+                             [] if value == "auto" else list(value), None,
+                             data_dir=app.store.dir)
+    except Exception:  # noqa: BLE001 - doctor names what it can; preserve says the rest
+        return []
+    return list(would_register(app, outcomes).values())
+
+
 def finish(app: App, command: str, outcomes: Sequence[Outcome]) -> int:
     """Print the summary (or the JSON document) and return the worst exit status."""
     from git_ao.outcome import exit_status

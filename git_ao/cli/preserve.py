@@ -14,6 +14,7 @@ from git_ao.cli.app import (
     check_ids,
     finish,
     import_first,
+    would_register,
     named_sessions,
     usage,
     with_state,
@@ -77,9 +78,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
         if app.dry_run:
             # A dry run registers nothing: what the real run would import, it
             # judges as the real run would preserve it.
-            unsaved = {o.registered.id: o.registered for o in imported
-                       if o.registered is not None and o.registered.live
-                       and app.store.get(o.registered.id) is None}
+            unsaved = would_register(app, imported)
             sessions += list(unsaved.values())
     elif ids:
         sessions, refused = named_sessions(app, ids, Action.PRESERVE)
@@ -112,7 +111,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
         outcomes += remote_opts.after_preserve(app, outcomes, push, push_branch, signals.event,
                                                named=named)
     if all_:
-        _say_unregistered(app)
+        _say_unregistered(app, list(unsaved.values()))
     status = finish(app, "preserve", outcomes)
     return signals.interrupted(app, "preserve", outcomes, "still live") or status
 
@@ -143,12 +142,14 @@ def _after_restores(app: App, timeout: float | None) -> tuple[list[Session], flo
     return sessions, timeout
 
 
-def _say_unregistered(app: App) -> None:
+def _say_unregistered(app: App, importing: list[Session]) -> None:
     """At shutdown, name the linked worktrees of the known repositories that no
-    session holds: --all does not save them. A warning, also with -q (the
-    journal of a shutdown keeps stderr), and a log line; not a failure."""
+    session holds: --all does not save them. importing: on a dry run, the sessions
+    its import would register (the real run's import has registered them), whose
+    worktrees are saved. A warning, also with -q (the journal of a shutdown keeps
+    stderr), and a log line; not a failure."""
     from git_ao.preserve import workflow as preserve
-    for repo, paths in preserve.unregistered(app.store).items():
+    for repo, paths in preserve.unregistered(app.store, importing).items():
         verb = "would not be saved" if app.dry_run else "were not saved"
         app.printer.error("warning", f"{repo}: linked worktrees no session holds {verb}: "
                           f"{', '.join(paths)} ('git ao add --all' in the repository "

@@ -93,8 +93,8 @@ def exit_status(checks: list[Check], outcomes: list[Outcome]) -> ExitStatus:
 
 
 def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
-               refusal: Callable[[Session], tuple[str, bool] | None] | None = None
-               ) -> list[Check]:
+               refusal: Callable[[Session], tuple[str, bool] | None] | None = None,
+               importing: Callable[[], Sequence[Session]] | None = None) -> list[Check]:
     """Run every check; never raises for a problem it can name.
 
     repos: more repositories (absolute common git dirs, from -C or a scanned
@@ -103,7 +103,10 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
     refusal: why git ao-preserve would keep a live session's worktree, and whether
     it saves the work all the same, or None (the preserve workflow's checks, which
     this layer cannot import): each session it refuses is one a shutdown would
-    not save; one it saves and keeps, one a shutdown leaves in place."""
+    not save; one it saves and keeps, one a shutdown leaves in place.
+    importing: the sessions the import git ao-preserve --all runs first
+    (import.tools) would register, stored nowhere: their worktrees are saved too,
+    so they are not named unregistered."""
     checks = [Check("git", True, ".".join(map(str, version.version())))]
     try:
         store = open_store()
@@ -135,7 +138,8 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
         checks.append(Check("database", True,
                             f"{store.db_path}: not there yet, nothing recorded{new}"))
     sessions = store.sessions()
-    for repo in sorted({s.common_dir for s in sessions} | set(repos)):
+    held = list(importing()) if importing is not None else []
+    for repo in sorted({s.common_dir for s in [*sessions, *held]} | set(repos)):
         if not os.path.isdir(repo):
             from git_ao.manage.prune import missing_repo_advice
             waiting = sorted(s.id for s in sessions if s.common_dir == repo and s.pending)
@@ -169,7 +173,7 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
                        f"-C {shell_path(worktree_of(repo))} rebuilds their records)")
         checks.append(Check("repository", not orphans, detail))
         entries = git.worktree_list(repo)
-        loose = unregistered_worktrees(repo, sessions, entries)
+        loose = unregistered_worktrees(repo, [*sessions, *held], entries)
         for path, _s in moved_worktrees(repo, sessions, loose, entries):
             loose.remove(path)  # session_checks names it, moved
         checks += session_checks(repo, [s for s in sessions if s.common_dir == repo],

@@ -57,13 +57,15 @@ def sessions_for_all(store: Store) -> list[Session]:
                           and os.path.lexists(s.save.worktree_path))]
 
 
-def unregistered(store: Store) -> dict[str, list[str]]:
+def unregistered(store: Store, importing: Sequence[Session] = ()) -> dict[str, list[str]]:
     """By repository (common git dir) of the sessions recorded, the paths of its
     linked worktrees no live or pending session holds: those `--all` leaves
-    unsaved. One `git worktree list` per repository; a repository that is gone
-    or that git cannot list is left out (doctor names it)."""
+    unsaved. importing: the sessions a dry run's import would register (stored
+    nowhere), which hold their worktrees as the real run's do. One `git worktree
+    list` per repository; a repository that is gone or that git cannot list is
+    left out (doctor names it)."""
     from git_ao.git.worktree import unheld
-    sessions = store.sessions()
+    sessions = [*store.sessions(), *importing]
     found = {}
     for repo in sorted({s.common_dir for s in sessions}):
         if not os.path.isdir(repo):
