@@ -454,3 +454,18 @@ def test_a_dry_run_keeps_the_registration_of_a_live_session_whose_directory_is_m
     finally:
         moved.rename(wt)
     assert states(repo) == {"away": "live"}
+
+
+def test_a_dry_run_says_which_registration_git_would_remove(repo, worktrees):
+    """git worktree prune's own line ("Removing worktrees/x: ...") is the real run's:
+    the dry run says it would remove that registration, naming it as git does."""
+    worktrees(repo, "kept")  # a session makes the repository one prune looks at
+    gone = worktrees(repo, "gone", register=False)
+    shutil.rmtree(gone)
+    dry = ao("ao-prune", "-n", cwd=repo).stdout
+    assert "prune-worktree\tok\t-\twould remove worktrees/gone: " in dry, dry
+    assert "Removing" not in dry
+    assert (repo / ".git" / "worktrees" / "gone").exists()
+    real = ao("ao-prune", cwd=repo).stdout
+    assert "Removing worktrees/gone: " in real, real
+    assert not (repo / ".git" / "worktrees" / "gone").exists()

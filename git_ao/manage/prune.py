@@ -230,11 +230,20 @@ def _forced_line(verb: str, refs: list[tuple[str, str | None]], gone: list[str],
     return line
 
 
+def _would_prune(line: str) -> str:
+    """A line of `git worktree prune -n -v` (git's words of the real run, "Removing
+    worktrees/x: why") said as what the run would do, naming what git names."""
+    if line.startswith("Removing "):
+        return f"would remove {line.removeprefix('Removing ')}"
+    return f"would prune worktrees, as git says: {line}"
+
+
 def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outcome]:
     out = []
     for ln in ctx.prune_worktrees(repo, dry_run=ctx.dry_run):
         ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
-        out.append(Outcome("-", Action.PRUNE_WORKTREE, Status.OK, ln, {"repo": repo}))
+        out.append(Outcome("-", Action.PRUNE_WORKTREE, Status.OK,
+                           _would_prune(ln) if ctx.dry_run else ln, {"repo": repo}))
     for path in _leftover_scratch(repo):
         if not ctx.dry_run:
             try:
