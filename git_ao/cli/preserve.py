@@ -14,10 +14,10 @@ from git_ao.cli.app import (
     check_ids,
     finish,
     import_first,
-    would_register,
     named_sessions,
     usage,
     with_state,
+    would_register,
 )
 from git_ao.cli.common import (
     CONTEXT_SETTINGS,
