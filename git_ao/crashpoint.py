@@ -17,7 +17,10 @@ The points, in the order a run passes them:
     from the trash: restore:link-written (the worktree's new `.git` file is
     written beside it, not yet renamed over it), restore:after-reinstate;
     appending to a history: history:before-ref (the entry commit is written, the
-    ref not moved), history:after-ref.
+    ref not moved), history:after-ref;
+    bringing a live worktree to an entry (--at): restore-at:clear (each untracked
+    file removed), restore-at:after-reset (the hard reset done, the entry's save
+    not applied yet).
 """
 
 import os
@@ -30,7 +33,7 @@ POINTS = (
     "restore:after-worktree-add", "restore:during-apply", "restore:after-apply",
     "restore:before-ref-delete", "restore:after-ref-delete", "restore:after-db",
     "restore:between-sessions", "restore:after-reinstate", "restore:link-written",
-    "history:before-ref", "history:after-ref",
+    "history:before-ref", "history:after-ref", "restore-at:clear", "restore-at:after-reset",
 )
 
 _CRASH_AT = os.environ.get("GIT_AO_CRASH_AT") or None

@@ -225,6 +225,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                     local_state.load(cap.private_config).empty_dirs or [], again)
             _unflag(path, flags, cap.config)
             git.reset_hard(path, entry.head)
+            crashpoint.hit("restore-at:after-reset")
             wc = local_state.load(entry.private_config)
             problems: list[str] = [f"{_listed(late)} written during the run, kept as written"] \
                 if late else []
