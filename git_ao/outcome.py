@@ -150,6 +150,10 @@ if TYPE_CHECKING:
         entry_number: int
         replaced: ObjectId | None
         replaced_number: int | None
+        # restore --at resumed after a kill, the current state appended: the entry
+        # of the state before the killed run
+        before_interrupted: ObjectId
+        before_interrupted_number: int
         branch_moved: BranchMoved
         left_in_place: list[str]  # ignored before the run, untracked under the entry's rules
         flags_put_back: bool

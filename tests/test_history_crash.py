@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -95,5 +96,123 @@ def test_a_rerun_after_a_kill_mid_restore_at_names_the_state_before_the_first_ru
     assert f"git ao-restore agent --at {replaced['commit'][:12]} undoes it" in out, out
     got = _chain_whole(repo)
     assert [e["trigger"] for e in got] == ["restore", "checkpoint"]
+    ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)
+    assert_restored(before, exact_state(wt))
+
+
+def _killed_mid_reset(repo, wt):
+    """A checkpoint of the dirty() work (the target), then the user's own state (a
+    clean HEAD and two untracked files), then an --at to the target killed right
+    after its hard reset. Returns (wanted, before, target commit, entry of before)."""
+    dirty(wt)
+    wanted = exact_state(wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    git("reset", "-q", "--hard", cwd=wt)
+    git("clean", "-qfd", cwd=wt)
+    (wt / "mine.txt").write_text("the user's file\n")
+    (wt / "README.md").write_text("the user's edit\n")
+    before = exact_state(wt)
+    target = _entries(repo)[0]["commit"]
+    res = ao("ao-restore", "agent", "--at", target, cwd=repo, rc=None,
+             env=crash_env("restore-at:after-reset"))
+    assert res.returncode == KILLED, res.stderr
+    replaced = _entries(repo)[0]
+    assert replaced["trigger"] == "restore"
+    return wanted, before, target, replaced
+
+
+def _edit_after_the_kill(wt):
+    (wt / "new-after-kill.txt").write_text("written after the kill\n")
+    (wt / "src" / "app.py").write_text("print('edited after the kill')\n")
+
+
+def test_a_rerun_after_a_kill_records_what_was_written_since(repo, worktrees):
+    """Killed mid-reset (a stale index.lock left, as a killed git leaves it), the
+    lock removed, new edits made: the rerun appends the current state before it
+    replaces it, names it as what undoes the run, with the state before the killed
+    run, and each brings its state back exactly."""
+    wt = worktrees(repo, "agent")
+    wanted, before, target, replaced = _killed_mid_reset(repo, wt)
+    lock = Path(git("rev-parse", "--absolute-git-dir", cwd=wt).strip()) / "index.lock"
+    lock.write_text("")
+    res = ao("ao-restore", "agent", "--at", target, cwd=repo, rc=None)
+    assert res.returncode != 0 and "locked" in res.stderr + res.stdout
+    lock.unlink()
+    _edit_after_the_kill(wt)
+    edited = exact_state(wt)
+    dry = ao("ao-restore", "-n", "agent", "--at", target, cwd=repo).stdout
+    assert "would record the current state (written since the --at that was interrupted" \
+        in dry, dry
+    assert f"entry 1 ({replaced['commit'][:12]})" in dry, dry
+    out = ao("ao-restore", "agent", "--at", target, cwd=repo).stdout
+    assert_restored(wanted, exact_state(wt))
+    got = _chain_whole(repo)
+    assert [e["trigger"] for e in got] == ["restore", "restore", "checkpoint"]
+    recorded = got[0]
+    assert recorded["commit"] != replaced["commit"]
+    assert f"git ao-restore agent --at {recorded['commit'][:12]} undoes it" in out, out
+    assert f"before the --at that was interrupted is entry 2 ({replaced['commit'][:12]})" \
+        in out, out
+    ao("ao-restore", "agent", "--at", recorded["commit"], cwd=repo)
+    assert_restored(edited, exact_state(wt))
+    ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)
+    assert_restored(before, exact_state(wt))
+
+
+def test_a_rerun_after_a_kill_with_nothing_written_since_appends_nothing(repo, worktrees):
+    wt = worktrees(repo, "agent")
+    wanted, before, target, replaced = _killed_mid_reset(repo, wt)
+    dry = ao("ao-restore", "-n", "agent", "--at", target, cwd=repo).stdout
+    assert "would go on with the --at that was interrupted" in dry, dry
+    out = ao("ao-restore", "agent", "--at", target, cwd=repo).stdout
+    assert_restored(wanted, exact_state(wt))
+    assert [e["trigger"] for e in _chain_whole(repo)] == ["restore", "checkpoint"]
+    assert f"git ao-restore agent --at {replaced['commit'][:12]} undoes it" in out, out
+    assert "interrupted" not in out, out
+    ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)
+    assert_restored(before, exact_state(wt))
+
+
+def test_a_half_done_state_that_an_entry_holds_adds_nothing(repo, worktrees):
+    """The kill leaves exactly what an older entry holds (a clean HEAD): nothing is
+    appended for it, and the run goes on."""
+    wt = worktrees(repo, "agent")
+    ao("ao", "checkpoint", "agent", cwd=repo)  # the clean HEAD
+    dirty(wt)
+    wanted = exact_state(wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    target = _entries(repo)[0]["commit"]
+    git("reset", "-q", "--hard", cwd=wt)
+    git("clean", "-qfd", cwd=wt)
+    (wt / "README.md").write_text("the user's edit\n")
+    before = exact_state(wt)
+    res = ao("ao-restore", "agent", "--at", target, cwd=repo, rc=None,
+             env=crash_env("restore-at:after-reset"))
+    assert res.returncode == KILLED, res.stderr
+    assert len(_entries(repo)) == 3
+    ao("ao-restore", "agent", "--at", target, cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+    got = _chain_whole(repo)
+    assert [e["trigger"] for e in got] == ["restore", "checkpoint", "checkpoint"]
+    ao("ao-restore", "agent", "--at", got[0]["commit"], cwd=repo)
+    assert_restored(before, exact_state(wt))
+
+
+def test_a_second_kill_during_the_rerun_loses_nothing(repo, worktrees):
+    wt = worktrees(repo, "agent")
+    wanted, before, target, replaced = _killed_mid_reset(repo, wt)
+    _edit_after_the_kill(wt)
+    edited = exact_state(wt)
+    res = ao("ao-restore", "agent", "--at", target, cwd=repo, rc=None,
+             env=crash_env("restore-at:after-reset"))
+    assert res.returncode == KILLED, res.stderr
+    recorded = _entries(repo)[0]
+    assert recorded["commit"] != replaced["commit"] and recorded["trigger"] == "restore"
+    out = ao("ao-restore", "agent", "--at", target, cwd=repo).stdout
+    assert_restored(wanted, exact_state(wt))
+    assert [e["trigger"] for e in _chain_whole(repo)] == ["restore", "restore", "checkpoint"]
+    assert f"git ao-restore agent --at {recorded['commit'][:12]} undoes it" in out, out
+    ao("ao-restore", "agent", "--at", recorded["commit"], cwd=repo)
+    assert_restored(edited, exact_state(wt))
     ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)
     assert_restored(before, exact_state(wt))

@@ -136,6 +136,11 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         left_ignored = cap.ignored + unseen_ignored
         # Ignored files holding the entry's own bytes at its paths: written over.
         own = _check_in_the_way(path, entry, left_ignored, cap.unstorable, unseen)
+        # A killed run of this command appended the state it replaced, then changed
+        # part of the worktree: what is here now is its half-done work, unless the
+        # user wrote since (`_new_work`), which is recorded as a normal run does.
+        resumed, earlier = _resumption(ctx.store.dir, path, s.id, entry, cap,
+                                       keep=ctx.dry_run)
         if ctx.dry_run:
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
                 if st.head != entry.head else ""
@@ -152,26 +157,39 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             if cap.submodules_left:
                 would["submodules_left_out"] = sorted(cap.submodules_left)
             notes = _left_notes(staying, cap.unstorable, st.left_out, cap.submodules_left)
+            if resumed is not None:
+                first = (f"would go on with the --at that was interrupted (the state before it "
+                         f"is entry {resumed.number} ({resumed.save[:12]}) of the history, "
+                         "recorded then; nothing would be recorded for the half-done "
+                         "worktree), bringing")
+            elif earlier is not None:
+                first = (f"would record the current state (written since the --at that was "
+                         f"interrupted, whose state before it is entry {earlier.number} "
+                         f"({earlier.save[:12]})), then bring")
+            else:
+                first = "would record the current state, then bring"
             return with_warnings(Outcome(
-                s.id, Action.RESTORE, Status.OK, f"would record the current state, then bring "
+                s.id, Action.RESTORE, Status.OK, f"{first} "
                 f"{path} to entry {entry.number} ({entry.save[:12]}){moving}"
                 + "".join(f"; {n}" for n in notes), would), notes)
         entry_untracked = query.ls_tree_paths(path, entry.untracked_tree) \
             if entry.untracked_tree else []
         ahead = _entry_paths(path, entry, entry_untracked)
         flags = query.index_flags(path)
-        resumed = _interrupted(ctx.store.dir, path, s.id, cap)
         if resumed is not None:
-            # A killed run of this command appended the state it replaced, then
-            # changed part of the worktree: what is here now is its half-done work,
-            # not the user's; that entry is still what undoes this one. The half-done
-            # capture is only logged (its commit stays readable until git gc).
+            # Only the killed run's half-done work is here (nothing of it is in no
+            # entry): the entry it appended is still what undoes this one. The
+            # half-done capture is only logged (its commit stays readable until git gc).
             before = None
             undo: history.Entry | None = resumed
             ctx.log("restore", s.id, "at-resumed", replaced=resumed.save, half_done=cap.commit)
         else:
             before = history.append_capture(path, s.id, cap, meta, "restore")
             undo = history.newest(path, s.id)
+            if earlier is not None:
+                # Written since the killed run: recorded like any state --at replaces.
+                ctx.log("restore", s.id, "at-resumed", replaced=earlier.save,
+                        recorded=before.commit if before else None)
         assert undo is not None  # the capture was appended, or the newest holds it
         # The numbers after the append (a checkpoint takes no session lock: read them).
         listed = history.entries(path, s.id)
@@ -186,6 +204,16 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         data = facts(s, entry=entry.commit, preserved_commit=entry.save, entry_number=number,
                      replaced=undo.save, replaced_number=undo_number,
                      history_entry=before.commit if before else None)
+        also = ""
+        if earlier is not None and earlier.commit != undo.commit:
+            earlier_number = numbers.get(earlier.commit, earlier.number + (1 if before else 0))
+            earlier_name = earlier.save if sum(e.save == earlier.save for e in listed) == 1 \
+                else earlier.commit
+            data["before_interrupted"] = earlier.save
+            data["before_interrupted_number"] = earlier_number
+            also = (f"; the state before the --at that was interrupted is entry "
+                    f"{earlier_number} ({earlier.save[:12]}): git ao-restore {s.id} --at "
+                    f"{earlier_name[:12]} brings it back")
         if st.left_out:
             data["left_out"] = st.left_out
         if cap.submodules_left:
@@ -271,7 +299,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             if in_place:
                 data["left_in_place"] = in_place
             undo_hint = f"entry {undo_number} ({undo.save[:12]}): git ao-restore {s.id} --at " \
-                f"{undo_name[:12]} undoes it"
+                f"{undo_name[:12]} undoes it{also}"
             ctx.log("restore", s.id, "at-done" if not problems else "at-attention",
                     entry=entry.commit, replaced=undo.save, problems="; ".join(problems) or None)
             _unmark(ctx.store.dir, s.id)
@@ -894,19 +922,64 @@ def _unmark(data_dir: str, session_id: str) -> None:
         pass
 
 
-def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
-                 ) -> history.Entry | None:
-    """The newest history entry when a killed run of this command appended it (its
-    mark is left and names it, trigger "restore") and the worktree (`cap`) does not
-    hold that run's target, else None. A mark naming another entry (a checkpoint
-    came since) is stale and removed, and so is the mark of a run that failed part
-    way when the worktree no longer holds what that run left (changed since by
-    hand: a state of the user's, which the rerun appends)."""
-    try:
-        with open(_mark_path(data_dir, session_id)) as fh:
-            marked, target, half_done, *_ = (fh.read().split() + ["", "", ""])[:3]
-    except FileNotFoundError:
-        return None
+def _resumption(data_dir: str, path: str, session_id: str, entry: history.Entry,
+                cap: capture.Capture, *, keep: bool = False
+                ) -> tuple[history.Entry | None, history.Entry | None]:
+    """(resumed, earlier) for a run to `entry` whose current state is `cap`. When a
+    killed or failed run of this command left its mark (`_interrupted`): resumed is
+    the entry it appended (the state before it), which still undoes this run, when
+    the worktree holds only that run's work (the digest of what a failed run left,
+    or, after a kill, nothing `_new_work` finds); else earlier is that entry, and
+    the current state, holding what was written since, is appended as a normal run
+    appends it. keep: leave a stale mark (a dry run changes nothing)."""
+    top, half_done = _interrupted(data_dir, path, session_id, cap, keep=keep)
+    if top is None:
+        return None, None
+    if half_done or not _new_work(path, top, entry, history.current_state(path, cap),
+                                  cap.private_config):
+        return top, None
+    return None, top
+
+
+def _new_work(path: str, before: history.Entry, target: history.Entry, now: history.State,
+              private_config: str | None) -> bool:
+    """Does the state `now`, found after a run to `target` was killed, hold what
+    neither `before` (the state that run replaced) nor `target` holds: another
+    HEAD, a file (staged, in the worktree or untracked) whose mode and content
+    neither has at its path, or an empty directory neither records? A kill leaves
+    the worktree part way between the two: each file is one of theirs. Anything
+    else was written after the kill, and a state holding it must be in an entry
+    before the run replaces it. Raises GitError."""
+    if now.head not in (before.head, target.head):
+        return True
+    known: dict[str, set[tuple[str, str]]] = {}
+    for e in (before, target):
+        for tree in dict.fromkeys(t for t in (e.head, e.index_tree, e.worktree_tree,
+                                              e.untracked_tree) if t):
+            for p, blob in query.ls_tree_entries(path, tree).items():
+                known.setdefault(p, set()).add(blob)
+    for tree in dict.fromkeys(t for t in (now.index_tree, now.worktree_tree,
+                                          now.untracked_tree) if t):
+        for p, blob in query.ls_tree_entries(path, tree).items():
+            if blob not in known.get(p, ()):
+                return True
+    dirs = {d for e in (before, target)
+            for d in local_state.load(e.private_config).empty_dirs or []}
+    return any(d not in dirs for d in local_state.load(private_config).empty_dirs or [])
+
+
+def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture, *,
+                 keep: bool = False) -> tuple[history.Entry | None, bool]:
+    """(the newest history entry, whether a digest of the half-done state matched)
+    when a killed or failed run of this command appended it (its mark is left and
+    names it, trigger "restore") and the worktree (`cap`) does not hold that run's
+    target, else (None, False). A mark naming another entry (a checkpoint came
+    since) is stale and removed (unless `keep`), and so is the mark of a run that
+    failed part way when the worktree no longer holds what that run left (changed
+    since by hand: a state of the user's, which the rerun appends)."""
+    marked, target, half_done = read_mark(data_dir, session_id)
+    if not marked:
+        return None, False
     top = history.newest(path, session_id)
     if top is not None and top.commit == marked and top.trigger == "restore":
         try:
@@ -916,9 +989,22 @@ def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
         now = history.current_state(path, cap)
         if (aim is None or not aim.same_state(now)) \
                 and (not half_done or history.digest(now) == half_done):
-            return top
-    _unmark(data_dir, session_id)
-    return None
+            return top, bool(half_done)
+    if not keep:
+        _unmark(data_dir, session_id)
+    return None, False
+
+
+def read_mark(data_dir: str, session_id: str) -> tuple[str, str, str]:
+    """(entry commit of the state before the run, target entry commit, digest of
+    what a failed run left or "") from the mark of an --at run that has not
+    finished (killed or failed part way), or ("", "", "") when there is none."""
+    try:
+        with open(_mark_path(data_dir, session_id)) as fh:
+            marked, target, half_done, *_ = (fh.read().split() + ["", "", ""])[:3]
+    except (FileNotFoundError, NotADirectoryError):
+        return "", "", ""
+    return marked, target, half_done
 
 
 def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str],
