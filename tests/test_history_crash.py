@@ -216,3 +216,26 @@ def test_a_second_kill_during_the_rerun_loses_nothing(repo, worktrees):
     assert_restored(edited, exact_state(wt))
     ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)
     assert_restored(before, exact_state(wt))
+
+
+def test_going_back_after_a_kill_appends_nothing_for_the_half_done_state(repo, worktrees):
+    """--at to the state before the killed run: what the kill left (here the
+    target's HEAD, the reset having moved the branch back) is judged against the
+    entry that run was bringing back, so nothing is appended for it."""
+    wt = worktrees(repo, "agent")
+    dirty(wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    target = _entries(repo)[0]["commit"]
+    git("reset", "-q", "--hard", cwd=wt)
+    git("clean", "-qfd", cwd=wt)
+    (wt / "README.md").write_text("committed after the checkpoint\n")
+    git("commit", "-qam", "after the checkpoint", cwd=wt)
+    (wt / "mine.txt").write_text("the user's file\n")
+    before = exact_state(wt)
+    res = ao("ao-restore", "agent", "--at", target, cwd=repo, rc=None,
+             env=crash_env("restore-at:after-reset"))
+    assert res.returncode == KILLED, res.stderr
+    replaced = _entries(repo)[0]
+    ao("ao-restore", "agent", "--at", replaced["commit"], cwd=repo)
+    assert_restored(before, exact_state(wt))
+    assert [e["trigger"] for e in _chain_whole(repo)] == ["restore", "checkpoint"]

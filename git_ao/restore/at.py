@@ -893,11 +893,8 @@ def _check_mounts(path: str) -> None:
                       "across a mount (nothing changed)")
 
 
-_MARKS = "restore-at"  # under the data dir: one file per session, the entry commit
-
-
 def _mark_path(data_dir: str, session_id: str) -> str:
-    return os.path.join(data_dir, _MARKS, session_id)
+    return history.at_mark_path(data_dir, session_id)
 
 
 def _mark(data_dir: str, session_id: str, undo_entry: str, target: str,
@@ -906,7 +903,7 @@ def _mark(data_dir: str, session_id: str, undo_entry: str, target: str,
     state is the history entry commit `undo_entry` and whose target is the entry
     commit `target`; half_done: once a run failed part way, the `history.digest`
     of the state it left. Raises OSError."""
-    os.makedirs(os.path.join(data_dir, _MARKS), exist_ok=True)
+    os.makedirs(os.path.dirname(_mark_path(data_dir, session_id)), exist_ok=True)
     tmp = _mark_path(data_dir, session_id) + ".tmp"
     with open(tmp, "w") as fh:
         fh.write(f"{undo_entry} {target} {half_done}".rstrip() + "\n")
@@ -931,11 +928,12 @@ def _resumption(data_dir: str, path: str, session_id: str, entry: history.Entry,
     the worktree holds only that run's work (the digest of what a failed run left,
     or, after a kill, nothing `_new_work` finds); else earlier is that entry, and
     the current state, holding what was written since, is appended as a normal run
-    appends it. keep: leave a stale mark (a dry run changes nothing)."""
-    top, half_done = _interrupted(data_dir, path, session_id, cap, keep=keep)
+    appends it. What the killed run left is judged against the entry it was
+    bringing back (`entry` when that one is gone), whatever this run brings back. keep: leave a stale mark (a dry run changes nothing)."""
+    top, aim, half_done = _interrupted(data_dir, path, session_id, cap, keep=keep)
     if top is None:
         return None, None
-    if half_done or not _new_work(path, top, entry, history.current_state(path, cap),
+    if half_done or not _new_work(path, top, aim or entry, history.current_state(path, cap),
                                   cap.private_config):
         return top, None
     return None, top
@@ -969,17 +967,19 @@ def _new_work(path: str, before: history.Entry, target: history.Entry, now: hist
 
 
 def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture, *,
-                 keep: bool = False) -> tuple[history.Entry | None, bool]:
-    """(the newest history entry, whether a digest of the half-done state matched)
+                 keep: bool = False
+                 ) -> tuple[history.Entry | None, history.Entry | None, bool]:
+    """(the newest history entry, the entry that run was bringing back, whether a
+    digest of the half-done state matched)
     when a killed or failed run of this command appended it (its mark is left and
     names it, trigger "restore") and the worktree (`cap`) does not hold that run's
-    target, else (None, False). A mark naming another entry (a checkpoint came
+    target, else (None, None, False). A mark naming another entry (a checkpoint came
     since) is stale and removed (unless `keep`), and so is the mark of a run that
     failed part way when the worktree no longer holds what that run left (changed
     since by hand: a state of the user's, which the rerun appends)."""
-    marked, target, half_done = read_mark(data_dir, session_id)
+    marked, target, half_done = history.read_at_mark(data_dir, session_id)
     if not marked:
-        return None, False
+        return None, None, False
     top = history.newest(path, session_id)
     if top is not None and top.commit == marked and top.trigger == "restore":
         try:
@@ -989,22 +989,10 @@ def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
         now = history.current_state(path, cap)
         if (aim is None or not aim.same_state(now)) \
                 and (not half_done or history.digest(now) == half_done):
-            return top, bool(half_done)
+            return top, aim, bool(half_done)
     if not keep:
         _unmark(data_dir, session_id)
-    return None, False
-
-
-def read_mark(data_dir: str, session_id: str) -> tuple[str, str, str]:
-    """(entry commit of the state before the run, target entry commit, digest of
-    what a failed run left or "") from the mark of an --at run that has not
-    finished (killed or failed part way), or ("", "", "") when there is none."""
-    try:
-        with open(_mark_path(data_dir, session_id)) as fh:
-            marked, target, half_done, *_ = (fh.read().split() + ["", "", ""])[:3]
-    except (FileNotFoundError, NotADirectoryError):
-        return "", "", ""
-    return marked, target, half_done
+    return None, None, False
 
 
 def _clear_untracked(path: str, untracked: list[str], empty_dirs: list[str],

@@ -186,6 +186,25 @@ def _parse(commit: str, tree: str, parents: list[str], message: str, number: int
         return None
 
 
+def at_mark_path(data_dir: str, session_id: str) -> str:
+    """The mark an `--at` run leaves while it changes the worktree, under the data
+    dir (git_ao/restore/at.py writes it): "<entry of the state before the run>
+    <target entry> [<digest of what a failed run left>]"."""
+    return os.path.join(data_dir, "restore-at", session_id)
+
+
+def read_at_mark(data_dir: str, session_id: str) -> tuple[str, str, str]:
+    """(entry commit of the state before the run, target entry commit, digest of
+    what a failed run left or "") from the mark of an --at run that has not
+    finished (killed or failed part way), or ("", "", "") when there is none."""
+    try:
+        with open(at_mark_path(data_dir, session_id)) as fh:
+            marked, target, half_done, *_ = (fh.read().split() + ["", "", ""])[:3]
+    except (FileNotFoundError, NotADirectoryError):
+        return "", "", ""
+    return marked, target, half_done
+
+
 def newest(cwd: str, session_id: str) -> Entry | None:
     """The newest entry of the session's history (one `git cat-file`), None when it
     has none. Raises GitError when the ref names something unreadable."""
