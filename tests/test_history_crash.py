@@ -218,6 +218,31 @@ def test_a_second_kill_during_the_rerun_loses_nothing(repo, worktrees):
     assert_restored(before, exact_state(wt))
 
 
+def test_show_list_and_doctor_name_an_interrupted_at(repo, worktrees):
+    """After a kill mid --at the worktree is part way to the entry: show, list and
+    doctor say so, with the entry of the state before the run and the commands
+    that finish it or go back; once a rerun finishes, none of them does."""
+    wt = worktrees(repo, "agent")
+    wanted, _before, target, replaced = _killed_mid_reset(repo, wt)
+    said = (f"an --at to entry 2 ({_entries(repo)[1]['commit'][:12]}) was interrupted, its "
+            f"worktree part way there; the state before it is entry 1 "
+            f"({replaced['commit'][:12]}): git ao-restore agent --at "
+            f"{_entries(repo)[1]['commit'][:12]} again finishes it")
+    show = ao("ao", "show", "agent", cwd=repo)
+    assert said in show.stdout + show.stderr, show
+    assert f"git ao-restore agent --at {replaced['commit'][:12]} goes back to it" \
+        in show.stdout + show.stderr
+    listing = ao("ao", "list", cwd=repo)
+    assert f"agent: {said}" in listing.stdout + listing.stderr, listing
+    doctor = ao("ao", "doctor", cwd=repo, rc=None)
+    assert doctor.returncode == 1 and f"agent: {said}" in doctor.stdout + doctor.stderr, doctor
+    ao("ao-restore", "agent", "--at", target, cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+    for args in (("show", "agent"), ("list",), ("doctor",)):
+        res = ao("ao", *args, cwd=repo)
+        assert "interrupted" not in res.stdout + res.stderr, res
+
+
 def test_going_back_after_a_kill_appends_nothing_for_the_half_done_state(repo, worktrees):
     """--at to the state before the killed run: what the kill left (here the
     target's HEAD, the reset having moved the branch back) is judged against the

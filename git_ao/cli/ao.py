@@ -72,6 +72,7 @@ def show(app: App, session_id: str) -> int:
     from git_ao.context import lookup
     from git_ao.manage.listing import (
         holds_less_hint,
+        interrupted_at_hint,
         list_json,
         ref_gone_hint,
         saved_commit_gone,
@@ -103,6 +104,9 @@ def show(app: App, session_id: str) -> int:
     lost = ref_gone_hint(s)
     if lost and not gone:
         app.printer.hint(lost)
+    half = interrupted_at_hint(app.ctx.store.dir, s)
+    if half:
+        app.printer.hint(half)
     if gone:
         # The facts still name the commit: say plainly that the work is not there.
         app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "

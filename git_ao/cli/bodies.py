@@ -33,7 +33,13 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     with `all_` or outside a repository) in `states` (all when empty), then the
     hint lines. Returns the exit status."""
     from git_ao.fs.gone import gone_worktree
-    from git_ao.manage.listing import holds_less_hint, list_json, preserve_refs, ref_gone_hint
+    from git_ao.manage.listing import (
+        holds_less_hint,
+        interrupted_at_hint,
+        list_json,
+        preserve_refs,
+        ref_gone_hint,
+    )
     if all_ and repo_path:
         usage("give --repo or --all, not both")
     sessions = app.store.sessions()
@@ -55,6 +61,9 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         lost = ref_gone_hint(s, refs) if s.id in listed else ""
         if lost:
             app.printer.hint(f"{s.id}: {lost}")
+        half = interrupted_at_hint(app.store.dir, s) if s.id in listed else ""
+        if half:
+            app.printer.hint(f"{s.id}: {half}")
     if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
         app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
                          "'git ao list --all' lists them")

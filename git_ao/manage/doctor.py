@@ -241,7 +241,8 @@ def push_checks(store: Store) -> list[Check]:
 def session_checks(repo: str, sessions: list[Session], entries: list[git.WorktreeEntry],
                    data_dir: str) -> list[Check]:
     """Problems of the pending sessions of `repo` a restore would meet (a preserve
-    ref that is gone, a restore path something else holds) and, as notes, the
+    ref that is gone, a restore path something else holds), the live sessions whose
+    worktree an interrupted --at left part way, and, as notes, the
     sessions that live inside another session's worktree."""
     out = []
     for s in sessions:
@@ -272,6 +273,10 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
             out.append(Check("session", False, f"{s.id}: live, but its worktree "
                              f"{s.worktree_path} has no .git file; git ao-preserve "
                              f"{s.id} records it so git ao-restore brings it back"))
+        else:
+            half = history.interrupted_at_hint(data_dir, s)
+            if half:
+                out.append(Check("session", False, f"{s.id}: {half}"))
     live = [s for s in sessions if s.live or s.pending]
     for outer in live:
         base = os.path.realpath(outer.worktree_path).rstrip("/") + "/"

@@ -140,6 +140,16 @@ def holds_less_hint(s: Session) -> str:
     return note
 
 
+def interrupted_at_hint(data_dir: str, s: Session) -> str:
+    """What `git ao list` and `show` say of a live session whose worktree an
+    interrupted `--at` left part way (`history.interrupted_at_hint`); "" for any
+    other, with no git process unless its mark is there."""
+    if not s.live or not os.path.exists(os.path.join(data_dir, "restore-at", s.id)):
+        return ""
+    from git_ao.save import history  # only for such a session: a listing needs none
+    return history.interrupted_at_hint(data_dir, s)
+
+
 def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
     """A session as a JSON-ready dict (the `git ao list --json` record). refs: see
     `holds_ref`."""

@@ -205,6 +205,33 @@ def read_at_mark(data_dir: str, session_id: str) -> tuple[str, str, str]:
     return marked, target, half_done
 
 
+def interrupted_at_hint(data_dir: str, s: Session) -> str:
+    """What `git ao show`, `list` and `doctor` say of a live session whose last
+    `--at` was killed or failed part way (its mark is left, and the entry it
+    appended is still the newest: no checkpoint recorded the worktree since):
+    the entry it was bringing back, the entry of the state before it, and the
+    commands that finish it or go back; "" for any other."""
+    if not s.live or s.pending or not os.path.exists(at_mark_path(data_dir, s.id)) \
+            or not os.path.isdir(s.common_dir):
+        return ""
+    marked, target, _ = read_at_mark(data_dir, s.id)
+    listed = entries(s.common_dir, s.id)
+    if not listed or listed[0].commit != marked or listed[0].trigger != "restore":
+        return ""  # stale: the next --at removes it
+    before = listed[0]
+    aim = next((e for e in listed if e.commit == target), None)
+
+    def name(e: Entry) -> str:
+        return (e.save if sum(x.save == e.save for x in listed) == 1 else e.commit)[:12]
+
+    to = f"entry {aim.number} ({aim.save[:12]})" if aim else f"entry {target[:12]}"
+    again = f"git ao-restore {s.id} --at {name(aim)} again finishes it (anything " \
+        "written since is recorded first), or " if aim else ""
+    return (f"an --at to {to} was interrupted, its worktree part way there; the state "
+            f"before it is entry {before.number} ({before.save[:12]}): {again}"
+            f"git ao-restore {s.id} --at {name(before)} goes back to it")
+
+
 def newest(cwd: str, session_id: str) -> Entry | None:
     """The newest entry of the session's history (one `git cat-file`), None when it
     has none. Raises GitError when the ref names something unreadable."""
