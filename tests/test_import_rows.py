@@ -19,20 +19,12 @@ def _results(res) -> list[tuple[str, str, str]]:
     return [(r["id"], r["status"], r["message"]) for r in json.loads(res.stdout)["results"]]
 
 
-def _crystal_row(db, **values):
-    conn = sqlite3.connect(db)
-    conn.execute(f"INSERT INTO sessions ({', '.join(values)}) VALUES "
-                 f"({', '.join('?' * len(values))})", tuple(values.values()))
-    conn.commit()
-    conn.close()
-
-
 def test_crystal_row_of_another_type_refused_alone(repo, ao_env):
     db = tb.crystal_db()
     _, wt = tb.crystal_session(db, repo, "good")
-    _crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
+    tb.crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
                  worktree_path=b"/tmp", status="running", archived=0)
-    _crystal_row(db, id="s2", name="n", initial_prompt="p", worktree_name="w",
+    tb.crystal_row(db, id="s2", name="n", initial_prompt="p", worktree_name="w",
                  worktree_path="/tmp/x", status="running", archived="no")
     res = ao("ao", "import", "--tool", "crystal", "--json", cwd=repo, rc=1)
     assert _results(res) == [
@@ -60,7 +52,7 @@ def test_crystal_panel_of_another_type_refuses_its_session(repo, ao_env):
 def test_crystal_relative_worktree_path_refused_not_taken_from_the_cwd(repo, ao_env):
     db = tb.crystal_db()
     (repo / "5").mkdir()
-    _crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
+    tb.crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
                  worktree_path="5", status="running", archived=0)
     res = ao("ao", "import", "--tool", "crystal", "--json", cwd=repo, rc=1)
     assert _results(res) == [
@@ -75,7 +67,7 @@ def test_crystal_session_in_the_main_worktree_skipped_whatever_the_schema(repo, 
     db = tb.crystal_db(tb.CRYSTAL_TABLES_BEFORE_PANELS.replace(
         " is_main_repo BOOLEAN DEFAULT 0,", ""))
     tb.crystal_session(db, repo, "good")
-    _crystal_row(db, id="main", name="n", initial_prompt="p", worktree_name="main",
+    tb.crystal_row(db, id="main", name="n", initial_prompt="p", worktree_name="main",
                  worktree_path=str(repo), status="running", archived=0)
     res = ao("ao", "import", "--tool", "crystal", "--json", cwd=repo)
     assert [(i, s) for i, s, _ in _results(res)] == [("good", "ok")]

@@ -2,18 +2,9 @@
 another type, an adapter that fails, or the import step itself failing never stops
 the save or the restore; a refusal reported before is not printed again at boot."""
 
-import sqlite3
 
 from tests import tool_state_b as tb
 from tests.support import ao, dirty, sessions_by_id
-
-
-def _crystal_row(db, **values):
-    conn = sqlite3.connect(db)
-    conn.execute(f"INSERT INTO sessions ({', '.join(values)}) VALUES "
-                 f"({', '.join('?' * len(values))})", tuple(values.values()))
-    conn.commit()
-    conn.close()
 
 
 def _crystal_blob_at_shutdown(repo, worktrees):
@@ -23,7 +14,7 @@ def _crystal_blob_at_shutdown(repo, worktrees):
     dirty(w)
     ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
     db = tb.crystal_db()
-    _crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
+    tb.crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
                  worktree_path=b"/tmp", status="running", archived=0)
     return w
 

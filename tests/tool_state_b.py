@@ -306,3 +306,13 @@ def files_of(root: Path) -> dict[str, tuple[bytes, int]]:
             p = Path(dirpath) / f
             out[str(p)] = (p.read_bytes(), p.stat().st_mtime_ns)
     return out
+
+
+def crystal_row(db, **values):
+    """Insert one row of `values` ({column: value}) into crystal's sessions table as
+    given, whatever their types (a test's row crystal would not write)."""
+    conn = sqlite3.connect(db)
+    conn.execute(f"INSERT INTO sessions ({', '.join(values)}) VALUES "
+                 f"({', '.join('?' * len(values))})", tuple(values.values()))
+    conn.commit()
+    conn.close()
