@@ -176,3 +176,16 @@ def test_daemon_row_of_another_type_refused_alone(repo, worktrees, ao_env):
         ("ao-3", "refused", ("daemon session ao-3: harness is a BLOB of 6 bytes, not as the ao "
          "daemon writes it (text); not imported"))], _results(res)
     assert set(sessions_by_id(repo)) == {"ao-1"}
+
+
+def test_a_path_the_file_system_refuses_is_refused_alone(repo, ao_env):
+    """A NUL inside a recorded path (text a tool's database can hold, no path a
+    file system takes): that session is refused, the others still imported."""
+    db = tb.crystal_db()
+    _, wt = tb.crystal_session(db, repo, "good")
+    tb.crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
+                   worktree_path="/tmp/a\0b", status="running", archived=0)
+    res = ao("ao", "import", "--tool", "crystal", "--json", cwd=repo, rc=1)
+    got = _results(res)
+    assert [(i, st) for i, st, _ in got] == [("crystal", "refused"), ("good", "ok")], got
+    assert set(sessions_by_id(repo)) == {"good"}
