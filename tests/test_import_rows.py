@@ -182,7 +182,7 @@ def test_a_path_the_file_system_refuses_is_refused_alone(repo, ao_env):
     """A NUL inside a recorded path (text a tool's database can hold, no path a
     file system takes): that session is refused, the others still imported."""
     db = tb.crystal_db()
-    _, wt = tb.crystal_session(db, repo, "good")
+    tb.crystal_session(db, repo, "good")
     tb.crystal_row(db, id="s1", name="n", initial_prompt="p", worktree_name="w",
                    worktree_path="/tmp/a\0b", status="running", archived=0)
     res = ao("ao", "import", "--tool", "crystal", "--json", cwd=repo, rc=1)
