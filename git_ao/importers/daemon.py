@@ -17,11 +17,10 @@ import os
 from dataclasses import dataclass
 
 from git_ao import groups
-from git_ao.batch import log_failure
 from git_ao.context import Context, validate_id
 from git_ao.errors import AoError
 from git_ao.importers import daemon_db
-from git_ao.importers.names import REPORTED_BEFORE
+from git_ao.importers.notes import said_once
 from git_ao.importers.worktrees import linked_root
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import register
@@ -73,33 +72,16 @@ def run(ctx: Context, db_path: str) -> tuple[list[Outcome], daemon_db.DaemonDb]:
             seen.add(d.id)
             o = Outcome(d.id, Action.IMPORT, Status.REFUSED, f"daemon session {d.id}: {d.problem}")
             unit = Unit(d.id, d.workspace_path, d.branch, None, d)
-            outcomes.append(_said_once(ctx, source, notes, unit, o))
+            outcomes.append(said_once(ctx, source, unit.id, o, notes))
             continue
         for u in units(d):
             seen.add(u.id)
             o = _one(ctx, u)
-            outcomes.append(_said_once(ctx, source, notes, u, o))
+            outcomes.append(said_once(ctx, source, u.id, o, notes))
     if not ctx.dry_run:
         for gone in set(notes) - seen:
             ctx.store.drop_import_note(source, gone)
     return outcomes, db
-
-
-def _said_once(ctx: Context, source: str, notes: dict[str, tuple[str, int]], u: Unit,
-               o: Outcome) -> Outcome:
-    """A refusal already reported for this row (same reason) is a note, not a failure."""
-    if o.status != "refused":
-        if u.id in notes and not ctx.dry_run:
-            ctx.store.drop_import_note(source, u.id)
-        return o
-    known = notes.get(u.id)
-    if known is not None and known[0] == o.message:
-        return Outcome(o.session_id, Action.IMPORT, Status.NOTHING,
-                       f"{REPORTED_BEFORE}: {o.message}", o.data, said_before=True)
-    if not ctx.dry_run:
-        ctx.store.note_import(source, u.id, o.message)
-    log_failure(ctx, o)
-    return o
 
 
 def _one(ctx: Context, u: Unit) -> Outcome:

@@ -42,13 +42,13 @@ from pathlib import Path
 from types import ModuleType
 
 from git_ao import git
-from git_ao.batch import log_failure
 from git_ao.context import Context
 from git_ao.errors import AoError, Fatal, Usage
 from git_ao.fs.gone import gone_worktree, same_place
 from git_ao.importers import daemon
+from git_ao.importers import notes as notes_mod
 from git_ao.importers.found import Found, Unreadable, distinct
-from git_ao.importers.names import AO, NAMES, REPORTED_BEFORE, TOOLS
+from git_ao.importers.names import AO, NAMES, TOOLS
 from git_ao.manage.listing import list_json
 from git_ao.manage.register import id_from_name, linked_worktree, register, repoint
 from git_ao.outcome import Action, Outcome, Status
@@ -141,7 +141,7 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
             except Exception as exc:  # one tool's failure stops no other
                 if isinstance(exc, Fatal) and len(names) == 1:
                     raise  # the daemon alone: its database unreadable is the error
-                outcomes.append(_said_once(ctx, f"{AO}:{os.path.realpath(path)}", _UNREADABLE,
+                outcomes.append(notes_mod.said_once(ctx, f"{AO}:{os.path.realpath(path)}", _UNREADABLE,
                                            Outcome(AO, Action.IMPORT, Status.REFUSED,
                                                    str(exc) if isinstance(exc, Fatal)
                                                    else _internal(f"the ao daemon database "
@@ -175,7 +175,7 @@ def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
         # Each file on its own line and note: a count would hide the others.
         for line in lines:
             seen.add(note := f"{_UNREADABLE} {line}")
-            out.append(_said_once(ctx, key, note, Outcome(
+            out.append(notes_mod.said_once(ctx, key, note, Outcome(
                 name, Action.IMPORT, Status.REFUSED, f"{name}: {line}"), notes))
         # A worktree no session holds first: it may re-point a session whose
         # repository moved (_stranded), which the tool's older records then name.
@@ -188,7 +188,7 @@ def _tool(ctx: Context, name: str, srcs: list[Path]) -> list[Outcome]:
             except Exception as exc:  # noqa: BLE001 - that session only
                 o = Outcome(name, Action.IMPORT, Status.REFUSED,
                             _internal(f"{name} session {f.tool_id!r}", exc))
-            said[i] = _said_once(ctx, key, f.tool_id, o, notes)
+            said[i] = notes_mod.said_once(ctx, key, f.tool_id, o, notes)
         out += [said[i] for i in range(len(found))]
         if not ctx.dry_run:
             for gone in set(notes) - seen:
@@ -201,25 +201,6 @@ def _internal(what: str, exc: Exception) -> str:
     or a value no check caught): named with the error, the rest still imported."""
     return (f"cannot import {what}: internal error: {type(exc).__name__}: {exc}; "
             "nothing of it imported")
-
-
-def _said_once(ctx: Context, source: str, key: str, o: Outcome,
-               notes: dict[str, tuple[str, int]] | None = None) -> Outcome:
-    """A refusal already reported for this source and key (same reason) is a note,
-    not a failure; anything else clears the note."""
-    notes = ctx.store.import_notes(source) if notes is None else notes
-    if o.status != Status.REFUSED:
-        if key in notes and not ctx.dry_run:
-            ctx.store.drop_import_note(source, key)
-        return o
-    known = notes.get(key)
-    if known is not None and known[0] == o.message:
-        return Outcome(o.session_id, Action.IMPORT, Status.NOTHING,
-                       f"{REPORTED_BEFORE}: {o.message}", o.data, said_before=True)
-    if not ctx.dry_run:
-        ctx.store.note_import(source, key, o.message)
-    log_failure(ctx, o)
-    return o
 
 
 def _one(ctx: Context, f: Found) -> Outcome:

@@ -416,8 +416,6 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         warns = save_warnings(path, cap, st.left_out if keep_worktree else [], data,
                               inexact_kept=not keep_worktree)
         warn = "; ".join(f"warning: {w}" for w in warns)
-        if warn:
-            data["warning"] = warn
         hist = f"; not appended to the history: {not_appended}" if not_appended else ""
         top = holder if (keep_worktree and appended is None and cap.commit) else None
         if top is not None:

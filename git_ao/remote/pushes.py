@@ -51,7 +51,6 @@ SECRETS_WARNING = (
 RETRY_HINT = "retried by the next git ao-preserve, git ao-restore or git ao-prune"
 # A row the remote refused: no retry goes through until someone acts, so only the
 # commands about it try again (`Concern`).
-REFUSED_MARK = PUSH_REFUSED
 
 
 def refused_hint(remote: str, session_id: str) -> str:
@@ -137,8 +136,8 @@ class PushRow:
 
     @property
     def rejected(self) -> bool:
-        """Did the remote answer the last try and refuse it (`REFUSED_MARK`)?"""
-        return self.error is not None and self.error.startswith(REFUSED_MARK)
+        """Did the remote answer the last try and refuse it (`PUSH_REFUSED`)?"""
+        return self.error is not None and self.error.startswith(PUSH_REFUSED)
 
     @property
     def ref(self) -> str:
@@ -224,7 +223,7 @@ def _set_error(store: Store, row: PushRow, error: str) -> None:
 
 def _set_errors(store: Store, failed: Sequence[PushRow], error: str) -> None:
     # A refusal the remote gave stays said over a later try that did not reach it.
-    failed = [r for r in failed if not r.rejected or error.startswith(REFUSED_MARK)]
+    failed = [r for r in failed if not r.rejected or error.startswith(PUSH_REFUSED)]
     if not failed:
         return
     with store.transaction() as c:
@@ -244,14 +243,14 @@ def has_remote(repo: str, remote: str) -> bool:
 
 
 def queue_saves(ctx: Context, outcomes: Sequence[Outcome], remote: str, *,
-                push_branch: bool = False, timeout: float = 0,
-                older: dict[str, tuple[str, str]] | None = None) -> list[Outcome]:
+                older: dict[str, tuple[str, str]], push_branch: bool = False,
+                timeout: float = 0) -> list[Outcome]:
     """After a preserve: record that `remote` should hold the preserve commit of each
     session in `outcomes` whose save holds a ref. Returns Outcomes only for the
     sessions that cannot be pushed at all (their repository has no such remote).
     A dry run records nothing and returns the line of each push the real run would
     make, as it would meet `remote` (read within `timeout` seconds: `_predict`).
-    older: `not_current(ctx, outcomes)` when the caller has it already."""
+    older: `not_current(ctx, outcomes)`, which the caller reads for its own lines."""
     check_remote(remote)
     out = []
     wants: list[tuple[str, str, str, str, str | None]] = []
@@ -259,8 +258,6 @@ def queue_saves(ctx: Context, outcomes: Sequence[Outcome], remote: str, *,
     had = {r.session_id: r.have for r in rows(ctx.store, remote)} if ctx.dry_run else {}
     fresh: dict[str, list[str]] = {}  # a dry run: by repository, the saves it would make
     planned: dict[str, list[PushRow]] = {}  # and the saves on record it would push
-    if ctx.dry_run and older is None:
-        older = not_current(ctx, outcomes)
     for o in outcomes:
         # A checkpoint (--keep-worktree) is pushed as a preserve is.
         if o.action not in ("preserve", "checkpoint"):
@@ -292,7 +289,7 @@ def queue_saves(ctx: Context, outcomes: Sequence[Outcome], remote: str, *,
     for repo, sids in fresh.items():
         out += _predict_new(repo, remote, sids, had, timeout)
     for repo, group in planned.items():
-        out += mark_not_current(_predict(ctx, repo, remote, group, timeout), older or {})
+        out += mark_not_current(_predict(ctx, repo, remote, group, timeout), older)
     return out
 
 
@@ -837,12 +834,12 @@ def _refusal(ctx: Context, r: PushRow, repo: str, remote: str, what: str, why: s
     """The line of a push (or delete) `remote` refused (`why`), naming this machine's
     save as it is now and, when the remote holds another machine's save (`theirs`),
     how to look at it and replace it with that save. The row is marked refused
-    (`REFUSED_MARK`), so only the commands it concerns try it again; a push whose
+    (`PUSH_REFUSED`), so only the commands it concerns try it again; a push whose
     save is gone here has nothing left to send and is dropped. On a dry run, the
     words the real run would print, and nothing is written."""
     if not r.want:
         if not ctx.dry_run:
-            _set_error(ctx.store, r, REFUSED_MARK + why)
+            _set_error(ctx.store, r, PUSH_REFUSED + why)
         return f"{what}: {why}; {r.ref} stays there; {refused_hint(remote, r.session_id)}"
     cur, said = _local_save(repo, r)
     look = (f"To look at it: git fetch {remote} {r.ref} && git stash show -p "
@@ -856,7 +853,7 @@ def _refusal(ctx: Context, r: PushRow, repo: str, remote: str, what: str, why: s
         return (f"{what}: {why}; {said}, so nothing of this machine's is left to send: the "
                 f"push {dropped}" + (f". {look}" if look else ""))
     if not ctx.dry_run:
-        _set_error(ctx.store, r, REFUSED_MARK + why)
+        _set_error(ctx.store, r, PUSH_REFUSED + why)
     replace = (f"; to replace it with this machine's save: git push --force-with-lease="
                f"{r.ref}:{theirs} {remote} {cur}:{r.ref}") if theirs else ""
     return (f"{what}: {why}; {said}" + (f". {look}{replace}" if look else "")
@@ -936,10 +933,10 @@ def _predict(ctx: Context, repo: str, remote: str, ready: Sequence[PushRow],
 def _unjudged(r: PushRow) -> str:
     """A dry run's note of a refusal the remote gave last time for another reason
     than what it holds (a hook), which no reading of its refs can judge."""
-    hook = f"{REFUSED_MARK}{r.remote} refused "
+    hook = f"{PUSH_REFUSED}{r.remote} refused "
     if r.error is None or not r.error.startswith(hook):
         return ""
-    return (f"; {r.error[len(REFUSED_MARK):]} last time, which a dry run cannot judge: "
+    return (f"; {r.error[len(PUSH_REFUSED):]} last time, which a dry run cannot judge: "
             "the real run tries again")
 
 

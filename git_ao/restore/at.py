@@ -196,19 +196,14 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         numbers = {e.commit: e.number for e in listed}
         number = numbers.get(entry.commit, entry.number + (1 if before else 0))
         undo_number = numbers.get(undo.commit, 1)
-        # The undo names the replaced state's save: retention (git ao-prune) writes
-        # the entries it keeps again, with new commits, but not their saves. A save
-        # two entries share (the same trees, other private state) needs the entry.
-        undo_name = undo.save if sum(e.save == undo.save for e in listed) == 1 \
-            else undo.commit
+        undo_name = history.at_name(undo, listed)
         data = facts(s, entry=entry.commit, preserved_commit=entry.save, entry_number=number,
                      replaced=undo.save, replaced_number=undo_number,
                      history_entry=before.commit if before else None)
         also = ""
         if earlier is not None and earlier.commit != undo.commit:
             earlier_number = numbers.get(earlier.commit, earlier.number + (1 if before else 0))
-            earlier_name = earlier.save if sum(e.save == earlier.save for e in listed) == 1 \
-                else earlier.commit
+            earlier_name = history.at_name(earlier, listed)
             data["before_interrupted"] = earlier.save
             data["before_interrupted_number"] = earlier_number
             also = (f"; the state before the --at that was interrupted is entry "

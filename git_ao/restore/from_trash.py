@@ -150,7 +150,7 @@ def only_git_file(path: str) -> str | None:
         link = os.path.join(path, ".git")
         if names != [".git"] or os.path.islink(link) or not os.path.isfile(link):
             return None
-        return gitfiles.gitfile_target(_read_link(path), path)
+        return gitfiles.read_gitfile(link)
     except OSError:
         return None
 

@@ -220,16 +220,20 @@ def interrupted_at_hint(data_dir: str, s: Session) -> str:
         return ""  # stale: the next --at removes it
     before = listed[0]
     aim = next((e for e in listed if e.commit == target), None)
-
-    def name(e: Entry) -> str:
-        return (e.save if sum(x.save == e.save for x in listed) == 1 else e.commit)[:12]
-
     to = f"entry {aim.number} ({aim.save[:12]})" if aim else f"entry {target[:12]}"
-    again = f"git ao-restore {s.id} --at {name(aim)} again finishes it (anything " \
-        "written since is recorded first), or " if aim else ""
+    again = f"git ao-restore {s.id} --at {at_name(aim, listed)[:12]} again finishes it " \
+        "(anything written since is recorded first), or " if aim else ""
     return (f"an --at to {to} was interrupted, its worktree part way there; the state "
             f"before it is entry {before.number} ({before.save[:12]}): {again}"
-            f"git ao-restore {s.id} --at {name(before)} goes back to it")
+            f"git ao-restore {s.id} --at {at_name(before, listed)[:12]} goes back to it")
+
+
+def at_name(e: Entry, listed: Sequence[Entry]) -> str:
+    """The commit `git ao-restore --at` is told to name `e` by among the entries
+    `listed`: its save, which retention's rewrites keep (git ao-prune writes the
+    entries it keeps again, with new commits), unless another entry shares that
+    save (the same trees, other private state): then the entry itself."""
+    return e.save if sum(x.save == e.save for x in listed) == 1 else e.commit
 
 
 def newest(cwd: str, session_id: str) -> Entry | None:
