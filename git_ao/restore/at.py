@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from git_ao import crashpoint, git
 from git_ao.agents import processes
@@ -113,7 +113,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
                                   leave_nested=True, leave_submodules=True)
         except capture.CannotCapture as exc:
             raise _unrecordable(exc) from None
-        if _holds_entry(path, entry, cap, walked, st.left_out):
+        state = history.current_state(path, cap)  # what this run replaces, worked out once
+        if _holds_entry(path, entry, state, cap, walked, st.left_out):
             # Compared before any append: the state this run would replace is the
             # entry itself, and an entry added for it would renumber the others.
             if ctx.dry_run:
@@ -139,7 +140,7 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         # A killed run of this command appended the state it replaced, then changed
         # part of the worktree: what is here now is its half-done work, unless the
         # user wrote since (`_new_work`), which is recorded as a normal run does.
-        resumed, earlier = _resumption(ctx.store.dir, path, s.id, entry, cap,
+        resumed, earlier = _resumption(ctx.store.dir, path, s.id, entry, cap, state,
                                        keep=ctx.dry_run)
         if ctx.dry_run:
             moving = f", which would {_move(st.branch, st.head, entry.head, left)}" \
@@ -595,14 +596,8 @@ def _check_in_the_way(path: str, entry: history.Entry, ignored: list[str],
     left.update({p.rstrip("/"): (p.endswith("/"), "unseen") for p in unseen})
     if not left:
         return []
-    asked = {"/".join(parts[:i]) for parts in (rel.split("/") for rel in left)
-             for i in range(1, len(parts) + 1)}
-    trees = list(dict.fromkeys(t for t in (entry.head, entry.index_tree, entry.worktree_tree,
-                                           entry.untracked_tree) if t))
-    kinds: dict[str, set[str]] = {}
-    for tree in trees:
-        for p, kind in query.tree_kinds(path, tree, sorted(asked)).items():
-            kinds.setdefault(p, set()).add(kind)
+    trees = _entry_trees(entry)
+    kinds = _entry_kinds(path, entry, left)
 
     def file_at(rel: str) -> bool:  # a file or symbolic link of the entry
         return "blob" in kinds.get(rel, set())
@@ -682,6 +677,26 @@ def _check_nested_sessions(ctx: Context, s: Session, path: str, nested: Sequence
                           f"git ao-restore {inner} after (nothing changed)")
 
 
+def _entry_trees(entry: history.Entry) -> list[str]:
+    """The entry's HEAD, index, worktree and untracked trees, each once."""
+    return list(dict.fromkeys(t for t in (entry.head, entry.index_tree, entry.worktree_tree,
+                                          entry.untracked_tree) if t))
+
+
+def _entry_kinds(path: str, entry: history.Entry, rels: Iterable[str]
+                 ) -> dict[str, set[str]]:
+    """{path: the kinds ('blob', 'tree', 'commit') the entry's trees hold there} for
+    each of `rels` and every directory above it (`query.tree_kinds`, one `git
+    ls-tree` per tree)."""
+    asked = sorted({"/".join(parts[:i]) for parts in (rel.split("/") for rel in rels)
+                    for i in range(1, len(parts) + 1)})
+    kinds: dict[str, set[str]] = {}
+    for tree in _entry_trees(entry):
+        for p, kind in query.tree_kinds(path, tree, asked).items():
+            kinds.setdefault(p, set()).add(kind)
+    return kinds
+
+
 def _check_nested(path: str, entry: history.Entry, nested: Sequence[str]) -> None:
     """Raise Refused when the entry writes at or inside one of the `nested`
     repositories and worktrees ('dir/', relative to `path`), which --at leaves
@@ -693,13 +708,7 @@ def _check_nested(path: str, entry: history.Entry, nested: Sequence[str]) -> Non
     if not nested:
         return
     dirs = [rel.rstrip("/") for rel in nested]
-    asked = {"/".join(parts[:i]) for parts in (d.split("/") for d in dirs)
-             for i in range(1, len(parts) + 1)}
-    kinds: dict[str, set[str]] = {}
-    for tree in dict.fromkeys(t for t in (entry.head, entry.index_tree, entry.worktree_tree,
-                                          entry.untracked_tree) if t):
-        for p, kind in query.tree_kinds(path, tree, sorted(asked)).items():
-            kinds.setdefault(p, set()).add(kind)
+    kinds = _entry_kinds(path, entry, dirs)
     empty = local_state.load(entry.private_config).empty_dirs or []
     n = entry.number
     for d in dirs:
@@ -726,17 +735,16 @@ def _check_nested(path: str, entry: history.Entry, nested: Sequence[str]) -> Non
 _MODE_KEYS = ("mode_base", "modes", "dir_modes")
 
 
-def _holds_entry(path: str, entry: history.Entry, cap: capture.Capture, walked: walk.Walk,
-                 left_out: Sequence[str]) -> bool:
-    """Does the worktree (`cap`, `walked`) already hold what --at restores of the
-    entry? The same HEAD, branch, trees and private config (`Entry.same_state`),
+def _holds_entry(path: str, entry: history.Entry, now: history.State,
+                 cap: capture.Capture, walked: walk.Walk, left_out: Sequence[str]) -> bool:
+    """Does the worktree (`cap`, its state `now`, `walked`) already hold what --at
+    restores of the entry? The same HEAD, branch, trees and private config (`Entry.same_state`),
     or all of them but the permission bits as written down, when every file and
     directory --at would give the entry's bits to has them already
     (`local_state.unsettled`). The bits a private config writes down count the
     ignored files too (its base is the most common bits of all), which --at never
     touches: an ignored file left in place, or chmodded, must not make the worktree
     differ from the entry it holds in all --at restores."""
-    now = history.current_state(path, cap)
     if entry.same_state(now):
         return True
     if (entry.head, entry.branch, entry.worktree_tree, entry.index_tree,
@@ -915,21 +923,21 @@ def _unmark(data_dir: str, session_id: str) -> None:
 
 
 def _resumption(data_dir: str, path: str, session_id: str, entry: history.Entry,
-                cap: capture.Capture, *, keep: bool = False
+                cap: capture.Capture, now: history.State, *, keep: bool = False
                 ) -> tuple[history.Entry | None, history.Entry | None]:
-    """(resumed, earlier) for a run to `entry` whose current state is `cap`. When a
+    """(resumed, earlier) for a run to `entry` whose current state is `cap` (`now`). When a
     killed or failed run of this command left its mark (`_interrupted`): resumed is
     the entry it appended (the state before it), which still undoes this run, when
     the worktree holds only that run's work (the digest of what a failed run left,
     or, after a kill, nothing `_new_work` finds); else earlier is that entry, and
     the current state, holding what was written since, is appended as a normal run
     appends it. What the killed run left is judged against the entry it was
-    bringing back (`entry` when that one is gone), whatever this run brings back. keep: leave a stale mark (a dry run changes nothing)."""
-    top, aim, half_done = _interrupted(data_dir, path, session_id, cap, keep=keep)
+    bringing back (`entry` when that one is gone), whatever this run brings back.
+    keep: leave a stale mark (a dry run changes nothing)."""
+    top, aim, half_done = _interrupted(data_dir, path, session_id, now, keep=keep)
     if top is None:
         return None, None
-    if half_done or not _new_work(path, top, aim or entry, history.current_state(path, cap),
-                                  cap.private_config):
+    if half_done or not _new_work(path, top, aim or entry, now, cap.private_config):
         return top, None
     return None, top
 
@@ -961,14 +969,14 @@ def _new_work(path: str, before: history.Entry, target: history.Entry, now: hist
     return any(d not in dirs for d in local_state.load(private_config).empty_dirs or [])
 
 
-def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture, *,
+def _interrupted(data_dir: str, path: str, session_id: str, now: history.State, *,
                  keep: bool = False
                  ) -> tuple[history.Entry | None, history.Entry | None, bool]:
     """(the newest history entry, the entry that run was bringing back, whether a
     digest of the half-done state matched)
     when a killed or failed run of this command appended it (its mark is left and
     names it, trigger "restore") and the worktree (`cap`) does not hold that run's
-    target, else (None, None, False). A mark naming another entry (a checkpoint came
+    target (`now`, the worktree's state), else (None, None, False). A mark naming another entry (a checkpoint came
     since) is stale and removed (unless `keep`), and so is the mark of a run that
     failed part way when the worktree no longer holds what that run left (changed
     since by hand: a state of the user's, which the rerun appends)."""
@@ -981,7 +989,6 @@ def _interrupted(data_dir: str, path: str, session_id: str, cap: capture.Capture
             aim = history.find(path, session_id, target)
         except AoError:
             aim = None
-        now = history.current_state(path, cap)
         if (aim is None or not aim.same_state(now)) \
                 and (not half_done or history.digest(now) == half_done):
             return top, aim, bool(half_done)
