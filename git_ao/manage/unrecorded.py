@@ -48,21 +48,25 @@ def unrecorded_here(path: str, open_store: Callable[[], Store],
     read (the command said so). Costs no process unless such refs may exist
     (`may_hold_preserve_refs`); then `git for-each-ref`, one read of the sessions
     and `git log -1` per unknown ref (the ao daemon's are left out). refs: the
-    repository's preserve refs when the caller read them already."""
-    if not may_hold_preserve_refs(path):
+    repository's preserve refs when the caller read them already (which answer
+    for the file system's)."""
+    if refs is None and not may_hold_preserve_refs(path):
         return None
-    from git_ao import git
     from git_ao.errors import AoError
     from git_ao.manage.listing import PRESERVED
     try:
-        listed = list(refs) if refs is not None else \
-            [ref for ref, _ in git.for_each_ref(path, PRESERVED)]
+        if refs is not None:
+            listed = list(refs)
+        else:
+            from git_ao import git
+            listed = [ref for ref, _ in git.for_each_ref(path, PRESERVED)]
         if not listed:
             return None
         known = {s.id for s in open_store().sessions()}
         unknown = [r for r in listed if r[len(PRESERVED):] not in known]
         if not unknown:
             return None
+        from git_ao import git  # here: refs every record knows need no git module
         from git_ao.manage.doctor import shell_path, split_daemon_refs, worktree_of
         ours = split_daemon_refs(path, unknown)[0]
         if not ours:
