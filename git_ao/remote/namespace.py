@@ -64,6 +64,12 @@ def drop_incoming(repo: str, ids: Iterable[str]) -> None:
                 git.drop_ref_if_at(repo, prefix + i, oid)
 
 
+def ids_under(listed: Iterable[tuple[str, ObjectId]], prefix: str) -> dict[str, ObjectId]:
+    """{the name after `prefix`: object id} of the (ref, object id) pairs `listed`
+    (a remote's `git ls-remote`) under `prefix`."""
+    return {ref[len(prefix):]: oid for ref, oid in listed if ref.startswith(prefix)}
+
+
 def prune_remote(ctx: Context, remote: str, repos: Sequence[str], *,
                  timeout: float, pushed: Sequence[Outcome] = ()) -> list[Outcome]:
     """List the preserve refs on `remote` for `repos` and delete those whose work is
@@ -100,11 +106,9 @@ def _prune_one(ctx: Context, remote: str, repos: Sequence[str], timeout: float,
     out: list[Outcome] = []
     listed = remotes.ls_remote(repos[0], remote, REF_PREFIX + "*",
                                history.HISTORY_PREFIX + "*", timeout=timeout)
-    refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed
-            if ref.startswith(REF_PREFIX) and _valid_id(ref[len(REF_PREFIX):])}
-    hists = {ref[len(history.HISTORY_PREFIX):]: oid for ref, oid in listed
-             if ref.startswith(history.HISTORY_PREFIX)
-             and _valid_id(ref[len(history.HISTORY_PREFIX):])}
+    refs = {sid: oid for sid, oid in ids_under(listed, REF_PREFIX).items() if _valid_id(sid)}
+    hists = {sid: oid for sid, oid in ids_under(listed, history.HISTORY_PREFIX).items()
+             if _valid_id(sid)}
     # A commit a dry run would push is in this machine's repository, not there yet.
     local: set[str] = set()
     for o in pushed:

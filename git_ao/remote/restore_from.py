@@ -56,10 +56,9 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
     repo = os.path.realpath(git.repo_dirs(here).common_dir)
     listed = remotes.ls_remote(repo, remote_name, REF_PREFIX + "*",
                                history.HISTORY_PREFIX + "*", timeout=timeout)
-    refs = {ref[len(REF_PREFIX):]: oid for ref, oid in listed if ref.startswith(REF_PREFIX)}
+    refs = namespace.ids_under(listed, REF_PREFIX)
     # The histories pushed with the saves: fetched with the sessions fetched.
-    hists = {ref[len(history.HISTORY_PREFIX):]: oid for ref, oid in listed
-             if ref.startswith(history.HISTORY_PREFIX)}
+    hists = namespace.ids_under(listed, history.HISTORY_PREFIX)
     out: list[Outcome] = []
     for sid in ids:
         if sid not in refs:
