@@ -495,7 +495,7 @@ def _checkpoint_json(repo):
     return json.loads(res.stdout)["results"][0]
 
 
-def test_an_unchanged_checkpoint_is_proven_without_git_and_every_change_is_seen(
+def test_an_unchanged_checkpoint_is_proven_from_stat_data_and_every_change_is_seen(
         repo, worktrees):
     wt = _session(repo, worktrees)
     time.sleep(0.1)  # out of the racy window: the stat file is written
@@ -524,6 +524,141 @@ def test_an_unchanged_checkpoint_is_proven_without_git_and_every_change_is_seen(
     assert "unchanged" not in _checkpoint_json(repo)
     ao("ao-restore", "agent", "--at", "2", cwd=repo)
     assert_restored(wanted, exact_state(wt))
+
+
+def _stat_doc(sid="agent"):
+    import marshal
+    with open(os.path.join(os.environ["AO_DATA_DIR"], "history-stat", sid), "rb") as fh:
+        return marshal.load(fh)
+
+
+def _kept_index(sid="agent"):
+    return Path(os.environ["AO_DATA_DIR"]) / "history-index" / sid
+
+
+def test_the_tracked_files_are_compared_by_git_against_the_checkpoints_index(repo, worktrees):
+    """The stat file leaves the tracked files to `git diff-files` on W's index, kept
+    beside it; git compares ctime whatever the repository's config says, so a
+    chmod, or a rewrite whose mtime was set back, is still a change."""
+    wt = _session(repo, worktrees)
+    git("config", "core.trustctime", "false", cwd=wt)
+    git("config", "core.checkStat", "minimal", cwd=wt)
+    time.sleep(1.1)  # files written in the walk's second are compared here (below)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    assert _checkpoint_json(repo).get("unchanged") is True
+    names = _stat_doc()["names"].split(b"\0")
+    assert b"README.md" not in names and b"src/app.py" not in names and b"src" in names
+    assert b"bin.dat" in names  # untracked: compared by its stat data here
+    assert _kept_index().is_file()
+
+    def set_back(rel, text):
+        st = os.stat(wt / rel)
+        (wt / rel).write_text(text)
+        os.utime(wt / rel, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    changes = [lambda: os.chmod(wt / "README.md", 0o600),
+               lambda: set_back("src/app.py", "print('SET BACK')\n"),
+               lambda: (wt / "README.md").unlink(),
+               lambda: os.symlink("elsewhere", wt / "README.md"),
+               lambda: set_back("bin.dat", "x" * 300)]
+    for n, change in enumerate(changes):
+        change()
+        assert "unchanged" not in _checkpoint_json(repo), n
+        time.sleep(0.1)
+        _checkpoint_json(repo)  # records the stat file again
+        assert _checkpoint_json(repo).get("unchanged") is True, n
+
+
+def _signed_now(wt):
+    """The walk's signatures of `wt` as a checkpoint takes them, and the git dir."""
+    from git_ao.fs import walk
+    from git_ao.save import unchanged
+    untracked = [p for p in git("ls-files", "-z", "--others", "--exclude-standard",
+                                cwd=wt).split("\0") if p]
+    ignored = [p for p in git("ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                              "--directory", cwd=wt).split("\0") if p]
+    signed = unchanged.signatures(str(wt), walk.walk(str(wt)), ignored, untracked)
+    assert signed is not None
+    return signed, git("rev-parse", "--absolute-git-dir", cwd=wt).strip()
+
+
+def _refreshed_index(wt, git_dir):
+    """The bytes of a copy of the index whose stat data git refreshed, as the
+    checkpoint's status refreshes its own copy."""
+    copy = wt.parent / "refreshed-index"
+    shutil.copy(os.path.join(git_dir, "index"), copy)
+    git("update-index", "-q", "--refresh", cwd=wt, env={"GIT_INDEX_FILE": str(copy)})
+    return copy.read_bytes()
+
+
+def _record(wt, signed, git_dir, index):
+    from git_ao.git import query
+    from git_ao.save import unchanged
+    common = os.path.dirname(os.path.dirname(git_dir))
+    return unchanged.record(os.environ["AO_DATA_DIR"], "agent", str(wt), git_dir, common,
+                            "agent", signed, query.config_map(str(wt)), index)
+
+
+def test_git_is_left_only_the_files_whose_stat_data_it_holds_from_an_earlier_second(
+        repo, worktrees):
+    """git compares times to the second: a file written in the second the walk
+    began, or whose stat data in the index is not the walk's (it changed after the
+    walk read it), is compared by this process, which sees the nanoseconds."""
+    from git_ao.save import unchanged
+    wt = worktrees(repo, "agent")
+    (wt / "notes.txt").write_text("untracked\n")
+    time.sleep(1.1)
+    time.sleep(1 - time.time() % 1 + 0.05)  # early in a second
+    (wt / "src" / "app.py").write_text("print('staged in this second')\n")
+    git("add", "src/app.py", cwd=wt)
+    time.sleep(0.06)  # out of the racy window, in the same second
+    signed, git_dir = _signed_now(wt)
+    assert "src/app.py" in signed.tracked and "notes.txt" in signed.names
+    os.chmod(wt / "README.md", 0o600)  # after the walk read it
+    assert _record(wt, signed, git_dir, _refreshed_index(wt, git_dir))
+    names = _stat_doc()["names"].split(b"\0")
+    assert b"README.md" in names and b"src/app.py" in names and b"notes.txt" in names
+    assert b"run.sh" not in names and _kept_index().is_file()
+    data = os.environ["AO_DATA_DIR"]
+    assert not unchanged.unchanged(data, "agent", str(wt))  # README changed since the walk
+    os.chmod(wt / "README.md", 0o644)
+    time.sleep(1.1)
+    signed, git_dir = _signed_now(wt)
+    assert _record(wt, signed, git_dir, _refreshed_index(wt, git_dir))
+    assert unchanged.unchanged(data, "agent", str(wt))
+    st = os.stat(wt / "run.sh")
+    (wt / "run.sh").write_text((wt / "run.sh").read_text().upper())  # same size
+    os.utime(wt / "run.sh", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert not unchanged.unchanged(data, "agent", str(wt))  # git saw the ctime
+
+
+def test_an_index_flag_or_an_index_it_cannot_read_keeps_no_index(repo, worktrees):
+    """Files an assume-unchanged bit hides from git, or an index this process cannot
+    read: it compares every path itself."""
+    from git_ao.save import unchanged
+    wt = worktrees(repo, "agent")
+    (wt / "notes.txt").write_text("untracked\n")
+    git("update-index", "--assume-unchanged", "README.md", cwd=wt)
+    time.sleep(1.1)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    assert _checkpoint_json(repo).get("unchanged") is True
+    assert "index" not in _stat_doc() and not _kept_index().exists()
+    assert b"README.md" in _stat_doc()["names"].split(b"\0")
+    (wt / "README.md").write_text("changed under the bit\n")
+    assert "unchanged" not in _checkpoint_json(repo)
+    git("update-index", "--no-assume-unchanged", "README.md", cwd=wt)
+    git("checkout", "--", "README.md", cwd=wt)  # the index and the worktree agree again
+    time.sleep(1.1)
+    signed, git_dir = _signed_now(wt)
+    index = _read(os.path.join(git_dir, "index"))
+    for unreadable in (index[:100], b"DIRC" + (9).to_bytes(4, "big") + index[8:]):
+        assert _record(wt, signed, git_dir, unreadable)
+        assert "index" not in _stat_doc() and not _kept_index().exists()
+        assert b"README.md" in _stat_doc()["names"].split(b"\0")
+    assert _record(wt, signed, git_dir, index)
+    assert "index" in _stat_doc() and _kept_index().exists()
+    assert b"README.md" not in _stat_doc()["names"].split(b"\0")
+    assert unchanged.unchanged(os.environ["AO_DATA_DIR"], "agent", str(wt))
 
 
 def test_the_stat_comparison_shared_among_processes_sees_a_change_in_any_share(

@@ -15,8 +15,9 @@ click command unchanged, which also gives every error its usual words.
 First of all, an agent tool's hook runs `git ao checkpoint --hook-input -q` after
 every turn and the timer `git ao checkpoint --all -q`: when the stat file the
 last checkpoint left proves the worktree unchanged (git_ao/save/unchanged.py),
-there is nothing to do or print, and it is answered with os alone, for less
-than the `git status` it replaces; the full command checks again otherwise.
+there is nothing to do or print, and it is answered with os and at most one
+`git diff-files`, for less than the `git status` it replaces; the full command
+checks again otherwise.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
@@ -95,6 +96,59 @@ def checksum(index_file: str, oid_hex_len: int) -> str | None:
         return None
     h = hashlib.sha1(body) if size == 20 else hashlib.sha256(body)
     return tail.hex() if h.digest() == tail else None
+
+
+def stat_data(data: bytes, oid_len: int = 20) -> dict[str, tuple[int, int, int, int]] | None:
+    """The stat data an index file (its bytes, format version 2 to 4) holds for each
+    entry, as git compares it with a file: {path: (ctime seconds, mtime seconds,
+    inode, size)}, each as git stores it (32 bits; git built without USE_NSEC
+    compares times to the second only). oid_len: the object ids' length in bytes
+    (32 in a SHA-256 repository). None for an index this does not read (another
+    version, a conflict, a truncated file)."""
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return None
+    version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
+    if version not in (2, 3, 4):
+        return None
+    out: dict[str, tuple[int, int, int, int]] = {}
+    fixed = 40 + oid_len + 2
+    # ctime and mtime seconds, inode, size, flags (the nanoseconds, device, mode,
+    # uid, gid and object id skipped)
+    unpack = struct.Struct(f">I4xI4x4xI12xI{oid_len}xH").unpack_from
+    pos, prev, index_of = 12, b"", data.index
+    try:
+        for _ in range(count):
+            ctime_s, mtime_s, ino, size, flags = unpack(data, pos)
+            if flags & 0x3000:  # a stage of a conflict
+                return None
+            name_at = pos + fixed + (2 if flags & 0x4000 and version >= 3 else 0)
+            if version == 4:
+                strip, name_at = _varint(data, name_at)
+                end = index_of(b"\0", name_at)
+                name = prev[:len(prev) - strip] + data[name_at:end]
+                pos = end + 1
+                prev = name
+            else:
+                n = flags & 0xFFF
+                end = name_at + n if n < 0xFFF else index_of(b"\0", name_at)
+                name = data[name_at:end]
+                pos += (end - pos + 8) & ~7  # NUL padding to a multiple of eight
+            out[name.decode("utf-8", "surrogateescape")] = (ctime_s, mtime_s, ino, size)
+    except (ValueError, struct.error, IndexError):
+        return None
+    return out
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """git's offset varint (varint.c) at `pos`: (value, the position after it)."""
+    c = data[pos]
+    pos += 1
+    value = c & 127
+    while c & 128:
+        c = data[pos]
+        pos += 1
+        value = ((value + 1) << 7) + (c & 127)
+    return value, pos
 
 
 def gitlinks(cwd: str) -> list[str]:
@@ -216,6 +270,11 @@ class TempIndex:
             st = os.fstat(src.fileno())
         os.utime(self.path, ns=(st.st_atime_ns, st.st_mtime_ns) if mtime_ns is None
                  else (mtime_ns, mtime_ns))
+
+    def read(self) -> bytes:
+        """The index file's bytes. Raises OSError."""
+        with open(self.path, "rb") as fh:
+            return fh.read()
 
     def read_tree(self, tree: str) -> None:
         """`git read-tree <tree>` into this index."""

@@ -27,31 +27,13 @@ import time
 from dataclasses import dataclass
 
 from git_ao.errors import Fatal, GitError, TimedOut
+from git_ao.quickgit import GLOBAL_OPTS, environment
 
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
-# Variables that point git at a particular repository. git-ao works on many
-# repositories at once, each named by its own directory, so they are dropped
-# for every command except the one that resolves the user's current repository.
-_REPO_ENV = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
-# core.fsmonitor and core.untrackedCache off: both let git skip looking at
-# files it believes unchanged, and a stale or lying answer would make a change
-# invisible to capture, which must see every change. An fsmonitor hook is also user code.
-# core.trustctime and core.checkStat at their defaults: with ctime ignored, a
-# same-size rewrite that keeps the mtime looks unchanged to git's stat cache.
-# core.ignoreStat off: git would mark every entry a restore writes assume-unchanged
-# (restore sets exactly the flags the save recorded).
-_GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
-                "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
-                "-c", "core.trustctime=true", "-c", "core.checkStat=default",
-                "-c", "core.ignoreStat=false")
 # The preserve commits are a tool's artefacts, like a stash: a fixed identity
 # means preserve never fails on a machine where user.name is not configured.
 IDENTITY = {
@@ -66,17 +48,6 @@ def set_trace(callback: Callable[[list[str], str], object] | None) -> None:
     """Install `callback(argv: list[str], cwd: str)` to see every git command (for -v)."""
     global _trace
     _trace = callback
-
-
-def _base_env(inherit_repo_env: bool) -> dict[str, str]:
-    env = dict(os.environ)
-    if not inherit_repo_env:
-        for name in _REPO_ENV:
-            env.pop(name, None)
-    # git status must not rewrite the real index as a side effect.
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env.setdefault("LC_ALL", "C")
-    return env
 
 
 @dataclass
@@ -115,14 +86,14 @@ def call(args: Sequence[object], cwd: str, *, env: dict[str, str] | None = None,
     argv = [str(a) for a in args]
     if _trace is not None:
         _trace(argv, cwd)
-    full_env = _base_env(inherit_repo_env)
+    full_env = environment(inherit_repo_env)
     if env:
         full_env.update(env)
     deadline = current_deadline()
     if deadline is not None:
         return _call_until(argv, cwd, full_env, input, deadline)
     try:
-        proc = subprocess.run(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
+        proc = subprocess.run(["git", *GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
                               input=input, stdin=None if input is not None else subprocess.DEVNULL,
                               capture_output=True, check=False)
     except OSError as exc:
@@ -183,7 +154,7 @@ def _call_until(argv: list[str], cwd: str, env: dict[str, str], input: bytes | N
     if left <= 0:
         raise TimedOut(argv, [], "not started")
     try:
-        proc = subprocess.Popen(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=env,
+        proc = subprocess.Popen(["git", *GLOBAL_OPTS, *argv], cwd=cwd, env=env,
                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0)
     except OSError as exc:
@@ -369,12 +340,12 @@ def call_bounded(args: Sequence[object], cwd: str, timeout: float, *,
     argv = [str(a) for a in args]
     if _trace is not None:
         _trace(argv, cwd)
-    full_env = _base_env(False)
+    full_env = environment(False)
     full_env.update(_NO_PROMPT)
     full_env.update(env or {})
     try:
         # A process group of its own, so the kill reaches ssh or a helper git started.
-        proc = subprocess.Popen(["git", *_GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
+        proc = subprocess.Popen(["git", *GLOBAL_OPTS, *argv], cwd=cwd, env=full_env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, process_group=0)
     except OSError as exc:

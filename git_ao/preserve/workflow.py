@@ -311,7 +311,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # A checkpoint's stat file for the next one is computed from the walk while
         # the capture's git processes run.
         signing = capture.Beside(lambda: unchanged.signatures(
-            path, walking.result(), st.ignored)) if keep_worktree and walking else None
+            path, walking.result(), st.ignored, st.untracked)) \
+            if keep_worktree and walking else None
         before = None if keep_worktree else walked
         keep = removal.keep_reasons(v)
         if ctx.dry_run:
@@ -358,7 +359,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             cap = capture.capture(path, v.git_dir, meta, st=st, walked=walked or walking,
                                   targeted=keep_worktree, defer=True, ahead=ahead,
                                   lossy_ok=True, always=pushing, unfiltered_ok=True,
-                                  leave_submodules=keep_worktree, leave_nested=keep_worktree)
+                                  leave_submodules=keep_worktree, leave_nested=keep_worktree,
+                                  keep_index=signing is not None)
         except BaseException:
             if signing is not None:
                 signing.wait()
@@ -374,7 +376,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             # The capture read the worktree again: the stat file follows its reading.
             signing.wait()
             seen = walked
-            signing = capture.Beside(lambda: unchanged.signatures(path, seen, cap.ignored))
+            signing = capture.Beside(lambda: unchanged.signatures(path, seen, cap.ignored,
+                                                                  cap.untracked))
         prior = history.newest_of(read, s.id)  # what the entry below is compared with
         try:
             ref, appended, holder, not_appended = _store(
@@ -723,9 +726,9 @@ def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
     failure only costs that speed."""
     try:
         signed = signing.result()
-        assert signed is None or isinstance(signed, tuple)
+        assert signed is None or isinstance(signed, unchanged.Signed)
         unchanged.record(ctx.store.dir, s.id, path, git_dir, s.common_dir, cap.branch,
-                         signed, cap.config)
+                         signed, cap.config, cap.worktree_index)
     except (OSError, AoError) as exc:
         ctx.log("preserve", s.id, "stat-not-recorded", error=str(exc))
 

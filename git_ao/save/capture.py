@@ -143,6 +143,10 @@ class Capture:
     # writes them, with any other objects, in one process.
     unwritten: list[tuple[ObjectId, bytes]] = field(default_factory=list, repr=False,
                                                      compare=False)
+    # A checkpoint's (capture(keep_index=True)) index of W: every tracked path with the
+    # stat data git took when it last read the file, which `git diff-files` compares
+    # with the worktree (save/unchanged.py). None unless the worktree is plain.
+    worktree_index: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def detached(self) -> bool:
@@ -616,7 +620,7 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             targeted: bool = False, defer: bool = False, ahead: Ahead | None = None,
             lossy_ok: bool = False, always: bool = False,
             unfiltered_ok: bool = False, leave_submodules: bool = False,
-            leave_nested: bool = False) -> Capture:
+            leave_nested: bool = False, keep_index: bool = False) -> Capture:
     """Capture the worktree at `path` (its git dir `git_dir`) as a stash-shaped commit.
 
     meta: the trailers for W's message. write=False computes the trees only
@@ -652,6 +656,11 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     defer: compute the commits but leave them in `Capture.unwritten` (`cap.commit`
     names an object not written yet) for the caller to write with its own
     (`flush`).
+    keep_index: a checkpoint's, for the next one's proof that nothing changed:
+    `Capture.worktree_index` gets the bytes of W's index, whose stat data status
+    refreshed, when the worktree is plain (read once, through `ahead`; no index
+    flag hides a file, no conversion, failed filter, intent-to-add entry, name git
+    refuses, conflict, submodule left out, sparse checkout or split index).
     Returns a Capture. Raises CannotCapture (also when a file kept changing
     under git's reads TRIES times in a row), GitError. Temporary index files are
     removed on every path out.
@@ -665,7 +674,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
         try:
             return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
                                  ahead if st is not None else None, lossy_ok, always,
-                                 unfiltered_ok or lossy_ok, leave_submodules, leave_nested)
+                                 unfiltered_ok or lossy_ok, leave_submodules, leave_nested,
+                                 keep_index)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
@@ -692,7 +702,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   targeted: bool = False, defer: bool = False,
                   ahead: Ahead | None = None, lossy_ok: bool = False,
                   always: bool = False, unfiltered_ok: bool = False,
-                  leave_submodules: bool = False, leave_nested: bool = False) -> Capture:
+                  leave_submodules: bool = False, leave_nested: bool = False,
+                  keep_index: bool = False) -> Capture:
     st = st or inspect(path, git_dir, leave_nested=leave_nested)
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
@@ -717,6 +728,10 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     drivers = parse.required_filters(conf) if reason else []
     intent: list[str] = []
     intent_modes: dict[str, str] = {}
+    # Status refreshed the stat data of `ahead`'s copy, which becomes W's index below.
+    keep_index = keep_index and ahead is not None and not hidden and not reason \
+        and not left and not st.unmerged and not st.left_out \
+        and conf.get("core.sparsecheckout") != "true" and conf.get("core.splitindex") != "true"
 
     def private() -> str | None:
         # The walk may still be running: it is waited for here, once the trees are
@@ -743,6 +758,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     if cap.clean and not hidden and not reason:
         if not cap.detached and write and not always:
             cap.private_config = private()
+            if keep_index and ahead is not None and ahead.copy is not None:
+                cap.worktree_index = ahead.copy.read()
             return cap  # nothing to write, and nobody reads the trees
         if not write:
             cap.private_config = private()
@@ -846,6 +863,9 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             if cap.filter_failed and not unfiltered_ok:
                 raise CannotCapture(_unfiltered(path, cap.filter_failed))
             cap.keep_reasons += _filter_reasons(path, cap.filter_failed, failed_u, failed)
+            if keep_index and not intent and not cap.unstorable and not cap.filter_failed \
+                    and not cap.inexact:
+                cap.worktree_index = tmp_i.read()
             cap.private_config = private()
             if witness is not None:
                 witness.result()

@@ -1,4 +1,5 @@
-"""Proving, without git, that a worktree has not changed since its last checkpoint.
+"""Proving, without reading a file, that a worktree has not changed since its last
+checkpoint.
 
 A checkpoint of an unchanged worktree must cost less than the `git status` it
 would otherwise run. After a checkpoint whose state is the newest entry of the
@@ -8,7 +9,7 @@ that is not ignored, of every directory that is not ignored, and of every file
 git reads to decide what the state is (the index, HEAD, the branch's ref and
 packed-refs, the history's ref, the config and ignore and attribute files).
 `unchanged` then stats the same paths (`fstatat` from the worktree's
-descriptor, no git process): all equal means nothing changed, since
+descriptor): all equal means nothing changed, since
 
 - a file written, truncated, touched or chmod'ed since has a new ctime (git's
   own stat cache relies on the same; no call sets ctime back);
@@ -16,6 +17,14 @@ descriptor, no git process): all equal means nothing changed, since
   so an untracked file added anywhere not ignored is seen;
 - the index, HEAD and every ref are replaced by a rename when git writes them
   (a new inode and ctime).
+
+Most paths are tracked files, and git stats those faster (in threads) than
+Python can: W's index, with the stat data the capture's status refreshed, is
+kept beside the stat file (`<data dir>/history-index/<id>`), and one `git
+diff-files --quiet` on it compares them instead (quickgit.py). git compares
+times to the second, so a tracked file written in the walk's second, or whose
+stat data in the index is not what the walk saw, stays in the stat file
+(`_delegated`).
 
 The racy case: file times come from a clock that ticks every few
 milliseconds (every two seconds on FAT), so `record` writes nothing when any
@@ -50,13 +59,12 @@ else:
     except ImportError:  # a Python built without its own hash modules
         from hashlib import sha1
 
-VERSION = 4
+VERSION = 5
 _DIR = "history-stat"
+_INDEX_DIR = "history-index"
 # Files git reads from the worktree even when an ignore rule covers them (a cache
 # directory's own '.gitignore' of '*'): an edit may make an ignored file untracked.
 _RULES = (".gitignore", ".gitattributes")
-# The paths a stat file records, their signatures and the walk's start (ns).
-Signed = tuple[list[str], bytes, int]
 # The checks this process answered no, each with the stat file it read: the entry
 # point's check is followed by the checkpoint's own, for the same change.
 _changed: set[tuple[str, str, str, tuple[int, int, int, int]]] = set()
@@ -67,6 +75,10 @@ _ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
 
 def _file(data_dir: str, session_id: str) -> str:
     return os.path.join(data_dir, _DIR, session_id)
+
+
+def _index_file(data_dir: str, session_id: str) -> str:
+    return os.path.join(data_dir, _INDEX_DIR, session_id)
 
 
 def _by_path(data_dir: str, path: str) -> str:
@@ -127,16 +139,33 @@ def _watched(path: str, git_dir: str, common_dir: str, session_id: str,
     return [f for f in files if f]
 
 
-def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> Signed | None:
+class Signed:
+    """What `signatures` read for a stat file: the names and signatures (size,
+    mtime_ns, ctime_ns, ino as int64s) of every path whose changes only its stat
+    data can show (`names`, `sigs`: the directories, the untracked files, the rule
+    files git reads though ignored), those of the tracked files (`tracked`,
+    `tracked_sigs`), which `git diff-files` can compare instead against the
+    checkpoint's index, and the walk's start (ns)."""
+
+    __slots__ = ("names", "sigs", "started", "tracked", "tracked_sigs")
+
+    def __init__(self, names: list[str], sigs: bytes, tracked: list[str],
+                 tracked_sigs: bytes, started: int) -> None:
+        self.names, self.sigs, self.started = names, sigs, started
+        self.tracked, self.tracked_sigs = tracked, tracked_sigs
+
+
+def signatures(path: str, walked: walk.Walk, ignored: list[str],
+               untracked: list[str] | None = None) -> Signed | None:
     """The stat file's paths (every directory and walked entry of the worktree at
     `path` that is not ignored, and every .gitignore and .gitattributes, which git
-    reads though ignored), their signatures (size, mtime_ns, ctime_ns, ino as
-    int64s) and the walk's start (ns), the heavy half of `record`, computed while
-    a caller's git processes run. walked: the checkpoint's walk (its start
-    bounds the racy window); ignored: the status's ignored paths ('dir/' for a
-    whole directory). None when the stat file must not be written: nested
-    repositories, blockers, a time within the racy window, a directory that
-    cannot be stat'ed."""
+    reads though ignored) and their signatures, the heavy half of `record`,
+    computed while a caller's git processes run. walked: the checkpoint's walk
+    (its start bounds the racy window); ignored: the status's ignored paths
+    ('dir/' for a whole directory); untracked: its untracked files, which tells
+    the tracked ones apart (None: every path counts as untracked). None when the
+    stat file must not be written: nested repositories, blockers, a time within
+    the racy window, a directory that cannot be stat'ed."""
     from git_ao.fs import walk  # here: `unchanged` must import nothing heavy
     if walked.nested or walked.blockers:
         return None
@@ -145,7 +174,8 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> Signed | Non
     ign_dirs = tuple(p for p in ignored if p.endswith("/"))
     names: list[str] = []
     from array import array  # here: the check below reads the signatures without it
-    sigs = array("q")
+    sigs, tracked_sigs = array("q"), array("q")
+    tracked: list[str] = []
     for rel in [".", *walked.dirs]:
         if ign_dirs and rel != "." and (rel + "/").startswith(ign_dirs):
             continue
@@ -157,24 +187,67 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str]) -> Signed | Non
             return None
         names.append(rel)
         sigs.extend(_sig(st))
-    add_name, add_sig = names.append, sigs.extend
+    untracked_set = set(untracked) if untracked is not None else None
     for rel, e in walked.entries.items():
-        if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)) \
-                and rel.rpartition("/")[2] not in _RULES:
-            continue
+        if (ign_files or ign_dirs) and (rel in ign_files or rel.startswith(ign_dirs)):
+            if rel.rpartition("/")[2] not in _RULES:
+                continue
+            is_tracked = False  # an ignored rule file
+        else:
+            is_tracked = untracked_set is not None and rel not in untracked_set
         if e.touched_since(started):
             return None
-        add_name(rel)
-        add_sig(e[2:6])  # size, mtime_ns, ctime_ns, ino
-    return names, sigs.tobytes(), started
+        if is_tracked:
+            tracked.append(rel)
+            tracked_sigs.extend(e[2:6])  # size, mtime_ns, ctime_ns, ino
+        else:
+            names.append(rel)
+            sigs.extend(e[2:6])
+    return Signed(names, sigs.tobytes(), tracked, tracked_sigs.tobytes(), started)
+
+
+def _delegated(signed: Signed, index: bytes, conf: dict[str, str]
+               ) -> tuple[list[str], bytes] | None:
+    """The names and signatures this process must still compare when the tracked
+    files are left to `git diff-files` on `index` (W's index): those of
+    `signed.names`, and every tracked file git could not be trusted with, whose
+    stat data in the index is not the walk's (it changed after the walk read it)
+    or whose mtime or ctime falls in the second the walk began (git compares
+    times to the second: a chmod later in that second would not show). None when
+    git is left nothing, or the index cannot be read."""
+    from array import array
+
+    from git_ao.git import index as index_file
+    held = index_file.stat_data(index, 32 if conf.get("extensions.objectformat") == "sha256"
+                                else 20)
+    if not held:
+        return None
+    second, low = signed.started // 1_000_000_000, 0xFFFFFFFF
+    names, sigs = list(signed.names), array("q", signed.sigs)
+    walked = memoryview(signed.tracked_sigs).cast("q").tolist()
+    left = 0
+    for k, rel in enumerate(signed.tracked):
+        size, mtime, ctime, ino = walked[4 * k:4 * k + 4]
+        m, c = mtime // 1_000_000_000, ctime // 1_000_000_000
+        if m < second and c < second and held.get(rel) == (c & low, m & low, ino & low,
+                                                           size & low):
+            left += 1
+        else:
+            names.append(rel)
+            sigs.extend((size, mtime, ctime, ino))
+    return (names, sigs.tobytes()) if left else None
 
 
 def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: str,
-           branch: str | None, signed: Signed | None, conf: dict[str, str]) -> bool:
+           branch: str | None, signed: Signed | None, conf: dict[str, str],
+           index: bytes | None = None) -> bool:
     """After a checkpoint whose state the history's newest entry holds: write the
     stat file `unchanged` compares with. signed: `signatures` of the checkpoint's
-    walk; conf: `query.config_map`. Returns whether it was written (not when
-    `signed` is None, the worktree has submodules, git uses a reftable, or a
+    walk; conf: `query.config_map`; index: the bytes of W's index
+    (Capture.worktree_index), kept beside the stat file so that `git diff-files`
+    compares the tracked files whose stat data it holds as the walk saw it
+    (`_delegated`) instead of this process. Returns whether it was written (not
+    when `signed` is None, the worktree has submodules, git uses a reftable, or a
     file git reads (the index, HEAD, a ref, a config) changed since the walk
     began: the capture may have read it before that change).
     Raises Fatal when its directory in the data dir cannot be made private."""
@@ -184,7 +257,7 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
             or os.path.exists(os.path.join(common_dir, "modules")):
         return False
     from git_ao.fs import walk
-    names, sigs, started = signed
+    names, sigs, started = signed.names, signed.sigs, signed.started
     own = _history_ref(common_dir, session_id)  # this run wrote it
     watch: list[tuple[str, tuple[int, int, int, int] | None]] = []
     for f in _watched(path, git_dir, common_dir, session_id, branch, conf):
@@ -198,10 +271,24 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
         if f != own and walk.near(st.st_mtime_ns, st.st_ctime_ns, started):
             return False
         watch.append((f, _sig(st)))
+    from git_ao.store.datadir import ensure_private_dir, write_private
+    kept = None
+    delegated = _delegated(signed, index, conf) if index is not None else None
+    if index is not None and delegated is not None:
+        names, sigs = delegated
+        kept = _index_file(data_dir, session_id)
+        ensure_private_dir(os.path.dirname(kept))
+        if not write_private(kept, index):
+            return False
+        index_sig = _sig(os.stat(kept))
+    else:
+        names = names + signed.tracked
+        sigs = sigs + signed.tracked_sigs
     doc = {"v": VERSION, "path": path, "env": [os.environ.get(k) for k in _ENV],
            "watch": watch, "names": os.fsencode("\0".join(names)), "sigs": sigs,
            "at": started}
-    from git_ao.store.datadir import ensure_private_dir, write_private
+    if kept is not None:
+        doc.update(index=index_sig, git_dir=git_dir)
     target = _file(data_dir, session_id)
     ensure_private_dir(os.path.dirname(target))
     return write_private(target, marshal.dumps(doc)) and \
@@ -209,11 +296,13 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
 
 
 def drop(data_dir: str, session_id: str) -> None:
-    """Forget the stat file of a session (its worktree changed in ways git-ao made)."""
-    try:
-        os.unlink(_file(data_dir, session_id))
-    except FileNotFoundError:
-        pass
+    """Forget the stat file of a session, and the index kept beside it (its
+    worktree changed in ways git-ao made)."""
+    for f in (_file(data_dir, session_id), _index_file(data_dir, session_id)):
+        try:
+            os.unlink(f)
+        except FileNotFoundError:
+            pass
 
 
 # How long a stat file proves anything (ns): a write through a shared mapping into
@@ -356,7 +445,26 @@ def _unchanged(data_dir: str, session_id: str, path: str, doc: object) -> bool:
         return False
     try:
         blob = doc["names"]
-        return isinstance(blob, bytes) and len(want_sigs) == 4 * (blob.count(b"\0") + 1) \
-            and stat.S_ISDIR(os.fstat(fd).st_mode) and _same_shared(fd, blob, want_sigs)
+        if not (isinstance(blob, bytes) and len(want_sigs) == 4 * (blob.count(b"\0") + 1)
+                and stat.S_ISDIR(os.fstat(fd).st_mode) and _same_shared(fd, blob, want_sigs)):
+            return False
     finally:
         os.close(fd)
+    return "index" not in doc or _index_unchanged(data_dir, session_id, path, doc)
+
+
+def _index_unchanged(data_dir: str, session_id: str, path: str, doc: dict[str, object]) -> bool:
+    """Do the tracked files match the stat data of the index kept beside the stat
+    file? `git diff-files --quiet` compares them as git's own stat cache does (the
+    files not older than the index by content), in as many threads as it likes
+    (core.preloadIndex), and stops at the first difference."""
+    kept, git_dir = _index_file(data_dir, session_id), doc.get("git_dir")
+    try:
+        if _sig(os.stat(kept)) != doc["index"] or not isinstance(git_dir, str):
+            return False
+    except OSError:
+        return False
+    from git_ao import quickgit
+    return quickgit.exit_status(["-c", "core.preloadIndex=true", "diff-files", "--quiet"],
+                                {"GIT_DIR": git_dir, "GIT_WORK_TREE": path,
+                                 "GIT_INDEX_FILE": kept}) == 0

@@ -1,0 +1,65 @@
+"""git run for its exit status alone, where loading the subprocess module would
+cost more than the answer: the quick check that a worktree is unchanged since
+its last checkpoint (save/unchanged.py) runs one `git diff-files --quiet`.
+posix_spawn starts it, with its input and output on /dev/null.
+
+The environment and the options every git process of git-ao gets are stated
+here once; git/process.py starts every other git process, under the same rules.
+"""
+
+import os
+
+from git_ao import gitfiles
+
+# Variables that point git at a particular repository. git-ao works on many
+# repositories at once, each named by its own directory, so they are dropped
+# for every command except the one that resolves the user's current repository.
+REPO_ENV = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+# core.fsmonitor and core.untrackedCache off: both let git skip looking at
+# files it believes unchanged, and a stale or lying answer would make a change
+# invisible to capture, which must see every change. An fsmonitor hook is also user code.
+# core.trustctime and core.checkStat at their defaults: with ctime ignored, a
+# same-size rewrite that keeps the mtime looks unchanged to git's stat cache.
+# core.ignoreStat off: git would mark every entry a restore writes assume-unchanged
+# (restore sets exactly the flags the save recorded).
+GLOBAL_OPTS = ("-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false",
+               "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+               "-c", "core.trustctime=true", "-c", "core.checkStat=default",
+               "-c", "core.ignoreStat=false")
+
+
+def environment(inherit_repo_env: bool = False) -> dict[str, str]:
+    """The environment of a git process: the user's, without REPO_ENV (unless
+    inherit_repo_env), with optional locks off, so git status never rewrites an
+    index as a side effect, and the C locale unless one is set."""
+    env = dict(os.environ)
+    if not inherit_repo_env:
+        for name in REPO_ENV:
+            env.pop(name, None)
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env.setdefault("LC_ALL", "C")
+    return env
+
+
+def exit_status(args: list[str], env: dict[str, str]) -> int | None:
+    """The exit status of git with GLOBAL_OPTS and `args`, in `environment()` plus
+    `env`; None when git could not be started or a signal ended it."""
+    exe = gitfiles.on_path("git")
+    if exe is None:
+        return None
+    null = os.devnull
+    try:
+        pid = os.posix_spawn(exe, [os.path.basename(exe), *GLOBAL_OPTS, *args],
+                             {**environment(), **env},
+                             file_actions=[(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+                                           (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+                                           (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)])
+        _, status = os.waitpid(pid, 0)
+    except OSError:
+        return None
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else None
