@@ -595,8 +595,9 @@ def _record(wt, signed, git_dir, index):
     from git_ao.git import query
     from git_ao.save import unchanged
     common = os.path.dirname(os.path.dirname(git_dir))
+    conf = query.config_map(str(wt))
     return unchanged.record(os.environ["AO_DATA_DIR"], "agent", str(wt), git_dir, common,
-                            "agent", signed, query.config_map(str(wt)), index)
+                            "agent", signed, conf, unchanged.delegate(signed, index, conf))
 
 
 def test_git_is_left_only_the_files_whose_stat_data_it_holds_from_an_earlier_second(

@@ -98,45 +98,57 @@ def checksum(index_file: str, oid_hex_len: int) -> str | None:
     return tail.hex() if h.digest() == tail else None
 
 
-def stat_data(data: bytes, oid_len: int = 20) -> dict[str, tuple[int, int, int, int]] | None:
+def stat_data(data: bytes, oid_len: int = 20) -> dict[bytes, tuple[int, ...]] | None:
     """The stat data an index file (its bytes, format version 2 to 4) holds for each
     entry, as git compares it with a file: {path: (ctime seconds, mtime seconds,
-    inode, size)}, each as git stores it (32 bits; git built without USE_NSEC
-    compares times to the second only). oid_len: the object ids' length in bytes
-    (32 in a SHA-256 repository). None for an index this does not read (another
-    version, a conflict, a truncated file)."""
+    inode, size, flags)}, the first four as git stores them (32 bits; git built
+    without USE_NSEC compares times to the second only). oid_len: the object
+    ids' length in bytes (32 in a SHA-256 repository). None for an index this
+    does not read (another version, a conflict, a truncated file)."""
     if len(data) < 12 or data[:4] != b"DIRC":
         return None
     version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
     if version not in (2, 3, 4):
         return None
-    out: dict[str, tuple[int, int, int, int]] = {}
+    names: list[bytes] = []
+    stats: list[tuple[int, ...]] = []
     fixed = 40 + oid_len + 2
     # ctime and mtime seconds, inode, size, flags (the nanoseconds, device, mode,
     # uid, gid and object id skipped)
     unpack = struct.Struct(f">I4xI4x4xI12xI{oid_len}xH").unpack_from
     pos, prev, index_of = 12, b"", data.index
+    add_name, add_stat = names.append, stats.append
     try:
         for _ in range(count):
-            ctime_s, mtime_s, ino, size, flags = unpack(data, pos)
-            if flags & 0x3000:  # a stage of a conflict
-                return None
-            name_at = pos + fixed + (2 if flags & 0x4000 and version >= 3 else 0)
+            st = unpack(data, pos)
+            flags = st[4]
+            name_at = pos + fixed
+            if version == 2 or not flags & 0x4000:
+                n = flags & 0xFFF
+                if version < 4 and n < 0xFFF:  # the common case: one slice
+                    end = name_at + n
+                    add_name(data[name_at:end])
+                    add_stat(st)
+                    pos += (end - pos + 8) & ~7  # NUL padding to a multiple of eight
+                    continue
+            else:
+                name_at += 2  # extended flags
             if version == 4:
                 strip, name_at = _varint(data, name_at)
                 end = index_of(b"\0", name_at)
-                name = prev[:len(prev) - strip] + data[name_at:end]
+                prev = prev[:len(prev) - strip] + data[name_at:end]
+                add_name(prev)
                 pos = end + 1
-                prev = name
             else:
-                n = flags & 0xFFF
-                end = name_at + n if n < 0xFFF else index_of(b"\0", name_at)
-                name = data[name_at:end]
-                pos += (end - pos + 8) & ~7  # NUL padding to a multiple of eight
-            out[name.decode("utf-8", "surrogateescape")] = (ctime_s, mtime_s, ino, size)
+                end = index_of(b"\0", name_at)
+                add_name(data[name_at:end])
+                pos += (end - pos + 8) & ~7
+            add_stat(st)
     except (ValueError, struct.error, IndexError):
         return None
-    return out
+    if any(st[4] & 0x3000 for st in stats):  # a stage of a conflict
+        return None
+    return dict(zip(names, stats, strict=True))
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

@@ -378,6 +378,11 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             seen = walked
             signing = capture.Beside(lambda: unchanged.signatures(path, seen, cap.ignored,
                                                                   cap.untracked))
+        if signing is not None:
+            # What git can compare for the next checkpoint's proof, worked out while
+            # the history's git processes run.
+            signed = signing
+            signing = capture.Beside(lambda: _stat_proof(signed, cap))
         prior = history.newest_of(read, s.id)  # what the entry below is compared with
         try:
             ref, appended, holder, not_appended = _store(
@@ -719,16 +724,26 @@ def _append_history(ctx: Context, s: Session, path: str, cap: capture.Capture,
     return entry, holder, None
 
 
+def _stat_proof(signing: capture.Beside, cap: capture.Capture
+                ) -> tuple[unchanged.Signed | None, unchanged.Delegated | None]:
+    """`signing`'s `unchanged.signatures` and what of it `unchanged.delegate` leaves
+    to git on the capture's index of W."""
+    signed = signing.result()
+    assert signed is None or isinstance(signed, unchanged.Signed)
+    return signed, unchanged.delegate(signed, cap.worktree_index, cap.config)
+
+
 def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
-                      cap: capture.Capture, signing: capture.Beside) -> None:
-    """Leave the stat file that lets the next checkpoint prove, without git, that
-    nothing changed (`unchanged.record` of `signing`'s `unchanged.signatures`); a
+                      cap: capture.Capture, proof: capture.Beside) -> None:
+    """Leave the stat file that lets the next checkpoint prove, without a capture,
+    that nothing changed (`unchanged.record` of `proof`'s `_stat_proof`); a
     failure only costs that speed."""
     try:
-        signed = signing.result()
-        assert signed is None or isinstance(signed, unchanged.Signed)
+        got = proof.result()
+        assert isinstance(got, tuple)
+        signed, delegated = got
         unchanged.record(ctx.store.dir, s.id, path, git_dir, s.common_dir, cap.branch,
-                         signed, cap.config, cap.worktree_index)
+                         signed, cap.config, delegated)
     except (OSError, AoError) as exc:
         ctx.log("preserve", s.id, "stat-not-recorded", error=str(exc))
 

@@ -24,7 +24,7 @@ kept beside the stat file (`<data dir>/history-index/<id>`), and one `git
 diff-files --quiet` on it compares them instead (quickgit.py). git compares
 times to the second, so a tracked file written in the walk's second, or whose
 stat data in the index is not what the walk saw, stays in the stat file
-(`_delegated`).
+(`delegate`).
 
 The racy case: file times come from a clock that ticks every few
 milliseconds (every two seconds on FAT), so `record` writes nothing when any
@@ -206,15 +206,27 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str],
     return Signed(names, sigs.tobytes(), tracked, tracked_sigs.tobytes(), started)
 
 
-def _delegated(signed: Signed, index: bytes, conf: dict[str, str]
-               ) -> tuple[list[str], bytes] | None:
-    """The names and signatures this process must still compare when the tracked
-    files are left to `git diff-files` on `index` (W's index): those of
-    `signed.names`, and every tracked file git could not be trusted with, whose
-    stat data in the index is not the walk's (it changed after the walk read it)
-    or whose mtime or ctime falls in the second the walk began (git compares
-    times to the second: a chmod later in that second would not show). None when
-    git is left nothing, or the index cannot be read."""
+class Delegated:
+    """What `delegate` leaves to git: W's index (its bytes), and the names and
+    signatures this process still compares beside it."""
+
+    __slots__ = ("index", "names", "sigs")
+
+    def __init__(self, index: bytes, names: list[str], sigs: bytes) -> None:
+        self.index, self.names, self.sigs = index, names, sigs
+
+
+def delegate(signed: Signed | None, index: bytes | None, conf: dict[str, str]
+             ) -> Delegated | None:
+    """Leave to `git diff-files` on `index` (W's index, Capture.worktree_index) the
+    tracked files whose stat data it holds as the walk saw it, from a second
+    before the walk began; the others stay with `signed.names`: a file whose
+    stat data in the index is not the walk's changed after the walk read it, and
+    git compares times to the second (a chmod later in the walk's second would
+    not show). None when git is left nothing, or the index cannot be read.
+    Pure computation (about 40 ms for 20,000 files): run beside git."""
+    if signed is None or index is None:
+        return None
     from array import array
 
     from git_ao.git import index as index_file
@@ -225,28 +237,29 @@ def _delegated(signed: Signed, index: bytes, conf: dict[str, str]
     second, low = signed.started // 1_000_000_000, 0xFFFFFFFF
     names, sigs = list(signed.names), array("q", signed.sigs)
     walked = memoryview(signed.tracked_sigs).cast("q").tolist()
+    encoded = os.fsencode("\0".join(signed.tracked)).split(b"\0")
     left = 0
-    for k, rel in enumerate(signed.tracked):
+    for k, rel in enumerate(encoded):
         size, mtime, ctime, ino = walked[4 * k:4 * k + 4]
         m, c = mtime // 1_000_000_000, ctime // 1_000_000_000
-        if m < second and c < second and held.get(rel) == (c & low, m & low, ino & low,
-                                                           size & low):
+        h = held.get(rel)
+        if h is not None and m < second and c < second and h[0] == c & low \
+                and h[1] == m & low and h[2] == ino & low and h[3] == size & low:
             left += 1
         else:
-            names.append(rel)
+            names.append(signed.tracked[k])
             sigs.extend((size, mtime, ctime, ino))
-    return (names, sigs.tobytes()) if left else None
+    return Delegated(index, names, sigs.tobytes()) if left else None
 
 
 def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: str,
            branch: str | None, signed: Signed | None, conf: dict[str, str],
-           index: bytes | None = None) -> bool:
+           delegated: Delegated | None = None) -> bool:
     """After a checkpoint whose state the history's newest entry holds: write the
     stat file `unchanged` compares with. signed: `signatures` of the checkpoint's
-    walk; conf: `query.config_map`; index: the bytes of W's index
-    (Capture.worktree_index), kept beside the stat file so that `git diff-files`
-    compares the tracked files whose stat data it holds as the walk saw it
-    (`_delegated`) instead of this process. Returns whether it was written (not
+    walk; conf: `query.config_map`; delegated: `delegate` of the same walk, whose
+    index is kept beside the stat file so that `git diff-files` compares the
+    tracked files it holds instead of this process. Returns whether it was written (not
     when `signed` is None, the worktree has submodules, git uses a reftable, or a
     file git reads (the index, HEAD, a ref, a config) changed since the walk
     began: the capture may have read it before that change).
@@ -273,12 +286,11 @@ def record(data_dir: str, session_id: str, path: str, git_dir: str, common_dir: 
         watch.append((f, _sig(st)))
     from git_ao.store.datadir import ensure_private_dir, write_private
     kept = None
-    delegated = _delegated(signed, index, conf) if index is not None else None
-    if index is not None and delegated is not None:
-        names, sigs = delegated
+    if delegated is not None:
+        names, sigs = delegated.names, delegated.sigs
         kept = _index_file(data_dir, session_id)
         ensure_private_dir(os.path.dirname(kept))
-        if not write_private(kept, index):
+        if not write_private(kept, delegated.index):
             return False
         index_sig = _sig(os.stat(kept))
     else:
