@@ -364,6 +364,22 @@ def _lose_the_trash() -> None:
         shutil.rmtree(e.path)
 
 
+def test_a_trash_entrys_size_is_the_disk_space_it_takes_as_du_counts_it(tmp_path):
+    """Many small files take a block each: their byte sizes added up said a
+    thousandth of what removing the entry frees."""
+    top = tmp_path / "entry"
+    (top / "d" / "e").mkdir(parents=True)
+    for i in range(300):
+        (top / "d" / f"f{i}").write_text("x")
+    (top / "big").write_bytes(os.urandom(100_000))
+    os.link(top / "big", top / "d" / "e" / "same-big")  # counted once
+    os.symlink("big", top / "link")
+    du = subprocess.run(["du", "-s", "-x", "-B1", str(top)], capture_output=True, text=True,
+                        check=True).stdout.split()[0]
+    assert trash.size(str(top)) == int(du)
+    assert trash.size(str(top)) >= 300 * 512 + 100_000
+
+
 def test_show_lists_what_the_trash_keeps(repo, worktrees, tmp_path):
     wt = worktrees(repo, "sh")
     (wt / "f.txt").write_text("a\n")

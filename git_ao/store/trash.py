@@ -374,31 +374,33 @@ def of_session(data_dir: str, session_id: str) -> list[Entry]:
 
 
 def size(path: str) -> int:
-    """Bytes of the regular files under `path`, not following symlinks nor
-    crossing a mount point."""
-    total = 0
+    """The disk space `path` and everything under it take, in bytes, as `du -s -x`
+    counts it (allocated blocks, a file with several links once): a trash
+    entry of many small files takes far more than their sizes add up to. Does
+    not follow symlinks nor cross a mount point."""
     try:
-        dev = os.lstat(path).st_dev
+        top = os.lstat(path)
     except OSError:
         return 0
+    seen = {(top.st_dev, top.st_ino)}
+    total = top.st_blocks * 512
     for root, dirs, files in os.walk(path):
-        dirs[:] = [d for d in dirs if _dev_l(os.path.join(root, d)) == dev]
-        for name in files:
+        inside = []
+        for name in dirs + files:
             try:
                 st = os.lstat(os.path.join(root, name))
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                total += st.st_size
+            if st.st_dev != top.st_dev:
+                continue  # a mount point: neither counted nor entered
+            if stat.S_ISDIR(st.st_mode):
+                inside.append(name)
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+        entered = set(inside)
+        dirs[:] = [d for d in dirs if d in entered]
     return total
-
-
-def _dev_l(path: str) -> int | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_dev if stat.S_ISDIR(st.st_mode) else None
 
 
 def move_in(data_dir: str, session_id: str, v: Verified, meta: Meta) -> Entry:
