@@ -122,6 +122,7 @@ if TYPE_CHECKING:
         left_out: list[str]  # checkpoint, restore --at: nested repositories and worktrees not saved
         submodules_left_out: list[str]  # checkpoint: submodules saved as their commit alone
         filter_failed: list[str]  # paths a required filter failed on (as the index holds them)
+        unreadable: list[str]  # paths that cannot be read (as the index holds them); directories end in '/'
         blocked: list[str]
         trash: str
         volatile_trash: str

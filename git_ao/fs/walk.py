@@ -103,6 +103,9 @@ class Walk:
     empty: list[str] = field(default_factory=list)  # the directories holding nothing
     nested: list[str] = field(default_factory=list)
     blockers: list[Blocker] = field(default_factory=list)
+    # {path: strerror} of what the walk could not read (a directory it could not
+    # list or open, ending in '/', an entry it could not stat): each a blocker too.
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def under_nested(self, rel: str) -> bool:
         """Is `rel` inside one of the nested repositories or worktrees?"""
@@ -211,6 +214,7 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                 continue
             except OSError as exc:
                 blockers.append(Blocker(path, f"cannot stat: {exc.strerror}"))
+                w.unreadable[path] = exc.strerror or str(exc)
                 continue
             if inner_mounts and os.path.join(real_root, path) in inner_mounts:
                 # A file bind-mounted over one of the worktree's (its own .git too):
@@ -259,6 +263,7 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
             except OSError as exc:
                 blockers.append(Blocker(path, f"cannot open the directory ({exc.strerror}), "
                                               "so what it holds is unknown"))
+                w.unreadable[path + "/"] = exc.strerror or str(exc)
                 continue
             dirs[path] = mode
             enter(sub, path)
@@ -307,6 +312,7 @@ def _list(w: Walk, fd: int, rel: str) -> list[os.DirEntry[str]]:
     except OSError as exc:
         w.blockers.append(Blocker(rel or ".", f"cannot read the directory ({exc.strerror}), "
                                               "so what it holds is unknown"))
+        w.unreadable[f"{rel}/" if rel else "./"] = exc.strerror or str(exc)
         return []
 
 

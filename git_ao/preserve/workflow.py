@@ -330,21 +330,34 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 # a checkpoint leaves out), the config from git.
                 left = capture.submodules_left_out(path, v.git_dir, st) \
                     if keep_worktree else {}
+                hidden = capture.hidden_paths(path, query.index_flags(path))
+                # A file that cannot be read is in no save (a tracked one saved as
+                # the index holds it), and keeps the worktree.
+                unread = capture.unreadable_files(path, sorted(
+                    {e.path for e in st.changed if e.xy[1] not in ".D"}
+                    | set(st.untracked) | set(hidden)))
+                only_unstaged = {e.path for e in st.changed if e.xy[0] == "."}
                 made = capture.Capture(
-                    head=st.head, branch=st.branch, changed=capture.saved_changes(st, left),
-                    untracked=[p for p in st.untracked if not walk.refused_name(p)],
+                    head=st.head, branch=st.branch,
+                    changed=[p for p in capture.saved_changes(st, left)
+                             if p not in unread or p not in only_unstaged],
+                    untracked=[p for p in st.untracked
+                               if not walk.refused_name(p) and p not in unread],
                     unstorable=[p for p in st.untracked if walk.refused_name(p)],
                     config=query.config_map(path), submodules_left=left,
-                    hidden=capture.hidden_paths(path, query.index_flags(path)))
+                    hidden=hidden, unreadable=unread,
+                    keep_reasons=capture.unreadable_reasons(path, unread, st.untracked))
             # As the real run counts and warns: what a required filter failed on, a
             # name git will not store, is no saved change.
             would = facts(s)
+            # (Its walk names the directories that cannot be read, as the real one's.)
+            blocked = [] if keep_worktree else _would_keep(ctx, s, path, st, cache, made)
             warns = save_warnings(path, made, st.left_out if keep_worktree else [], would,
                                   inexact_kept=not keep_worktree)
             counts = f"{_counts(made)}, {len(st.ignored)} ignored"
             said = "".join(f"; warning: {w}" for w in warns)
             if not keep_worktree:
-                keep += made.keep_reasons + _would_keep(ctx, s, path, st, cache)
+                keep += made.keep_reasons + blocked
             if keep and not keep_worktree:
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
                 would["blocked"] = keep
@@ -392,7 +405,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             if signing is not None:
                 signing.wait()
         in_history = holder is not None
-        if signing is not None and in_history and not cap.filter_failed:
+        if signing is not None and in_history and not cap.filter_failed \
+                and not cap.unreadable:
             # (With a filter that failed, the next checkpoint runs it again: no stat
             # data shows the filter's program mended.)
             _record_unchanged(ctx, s, path, v.git_dir, cap, signing)
@@ -400,11 +414,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         if before is not None:
             captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
                                               cap.untracked_tree)
-            # A file a required filter failed on is named by the capture's reason.
+            # A file a required filter failed on, or that cannot be read, is named by
+            # the capture's reason.
             keep += [removal.where(path, b) for b in witness.blockers(
                 path, before, captured, cap.ignored, private_config=cap.private_config,
                 sessions=cache.session_paths(ctx, exclude=s.id))
-                if b.path not in cap.filter_failed]
+                if b.path not in cap.filter_failed and b.path not in cap.unreadable]
         private = _with_admin_only(ctx, s, path, cap.private_config, read, cap.head)
         if cap.ignored:
             ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
@@ -749,26 +764,31 @@ def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
 
 
 def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
-                cache: RepoCache) -> list[str]:
+                cache: RepoCache, made: capture.Capture) -> list[str]:
     """A dry run's removal proof, without a capture: what in a walk of `path` no
     save would account for (the walk's own blockers, such as a mount point, a
     FIFO, an unreadable directory; a path neither tracked, changed, untracked nor
     ignored; a nested repository or worktree that must stay), as the real run's
     `witness.blockers` judges it with the saved trees, once the worktrees nested
-    here that it removes first are gone. Writes nothing."""
+    here that it removes first are gone. What `made`, the dry run's capture,
+    names already is left out, as the real run leaves it out; the walk's
+    unreadable directories are named in `made.unreadable`, as the real capture
+    names them. Writes nothing."""
     assert st.head is not None  # inspect refuses an unborn branch
     real = os.path.realpath(path)
     # The worktrees nested here that this run removes first are gone by then.
     gone = frozenset(os.path.relpath(p, real) for p in cache.taken_first
                      if p.startswith(real.rstrip("/") + "/"))
     w = walk.walk(path, skip=gone)
+    capture.unreadable_walked(made, st, w)
     tracked = set(query.ls_tree_paths(path, st.head))
     captured = {p for p in tracked | {e.path for e in st.changed} | set(st.untracked)
                 if not walk.refused_name(p)}  # the capture leaves those out
     found = walk.unaccounted(w, captured, st.ignored, lambda paths: query.check_ignore(path, paths))
     found += nested.judge(path, w.nested, sessions=cache.session_paths(ctx, exclude=s.id),
                           submodules=tracked)
-    return [removal.where(path, b) for b in sorted(found, key=lambda b: b.path)]
+    return [removal.where(path, b) for b in sorted(found, key=lambda b: b.path)
+            if b.path not in made.filter_failed and b.path not in made.unreadable]
 
 
 
@@ -898,7 +918,10 @@ def save_warnings(path: str, cap: capture.Capture, left_out: Sequence[str],
              "untracked path(s) whose names git will not store are in no save"),
             ("filter_failed", sorted(cap.filter_failed),
              (f"path(s) a required filter ({drivers}) failed on are saved as the index "
-              "holds them, an untracked one not at all"))):
+              "holds them, an untracked one not at all")),
+            ("unreadable", sorted(cap.unreadable),
+             ("path(s) that cannot be read (permission bits) are saved as the index holds "
+              "them, an untracked one and what an unreadable directory holds not at all"))):
         if paths:
             if data is not None:
                 data[key] = paths  # type: ignore[literal-required]

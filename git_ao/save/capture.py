@@ -123,6 +123,13 @@ class Capture:
     # an untracked one is in no tree and not in `untracked`, a tracked one is saved
     # as the index holds it; each is a reason in `keep_reasons`.
     filter_failed: dict[str, str] = field(default_factory=dict)
+    # Paths that cannot be read, {path: strerror} (a file git cannot open, a
+    # directory it cannot list or enter, ending in '/', an entry it cannot stat):
+    # an untracked one is in no tree and not in `untracked`, a tracked one is saved
+    # as the index holds it, what a directory holds is in no save beyond the index.
+    # Each file is a reason in `keep_reasons`; a preserve's removal proof keeps the
+    # worktree for a directory (the walk's blocker names it).
+    unreadable: dict[str, str] = field(default_factory=dict)
     # Initialised submodules whose own state a checkpoint leaves out
     # (capture(leave_submodules=True)), {path: what of it no save holds}: the save
     # holds the commit each has checked out, not its uncommitted changes, nor its
@@ -335,13 +342,15 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
-           lossy_ok: bool = False, failed: dict[str, str] | None = None) -> list[str]:
+           lossy_ok: bool = False, failed: dict[str, str] | None = None,
+           unreadable: Collection[str] = ()) -> list[str]:
     """Prove that every file present under the worktree comes back byte for byte and
     mode for mode: check out each captured index (`git checkout-index -a
     --prefix`, so smudge filters, end-of-line conversion and core.fileMode apply
     exactly as on restore) into a scratch dir inside the worktree's git dir and
     compare every file with the worktree's.
 
+    unreadable: paths that cannot be read (`capture`), not compared.
     failed: {path: driver} of paths a required filter failed on, not compared;
     those its smudge fails on are added there (git cannot write them back, and
     `_checkout_leaving_out` checks out the rest), where else that failure raises
@@ -366,7 +375,8 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
                     got = os.path.join(root, name)
                     rel = os.path.relpath(got, scratch)
                     full = os.path.join(path, rel)
-                    if not os.path.lexists(full) or (failed and rel in failed):
+                    if not os.path.lexists(full) or (failed and rel in failed) \
+                            or rel in unreadable:
                         continue  # deleted in the worktree, or named already
                     if not _same_file(got, full):
                         bad[rel] = None
@@ -670,23 +680,127 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
     are captured too (`git ls-files -v`, `git update-index --no-...`). When
     content conversion or lossy modes may apply, `verify` proves the result.
     """
-    for attempt in range(1, TRIES + 1):
+    unreadable: dict[str, str] = {}  # the files found unreadable so far, left out
+    attempt = 1
+    while True:
+        used = ahead if st is not None else None
         try:
+            st = st or inspect(path, git_dir, leave_nested=leave_nested)
             return _capture_once(path, git_dir, meta, write, st, walked, targeted, defer,
-                                 ahead if st is not None else None, lossy_ok, always,
+                                 used, lossy_ok, always,
                                  unfiltered_ok or lossy_ok, leave_submodules, leave_nested,
-                                 keep_index)
+                                 keep_index, unreadable)
         except GitError as exc:
             if not any(m in exc.stderr for m in _CHANGED_WHILE_READ):
                 raise
-            if attempt == TRIES:
+            # A file git cannot open (its permission bits) stops git as a file that
+            # changed under it does: such a file is left out and the capture taken
+            # again, each round leaving out at least one more.
+            found = unreadable_files(path, _read_by_capture(path, st)) if st else {}
+            new = {p: why for p, why in found.items() if p not in unreadable}
+            if new:
+                unreadable.update(new)
+            elif attempt == TRIES:
                 raise CannotCapture(f"'{path}' kept changing while it was read ({TRIES} "
                                     f"captures): {exc}") from exc
+            else:
+                attempt += 1
             st = None  # read the worktree again
         finally:
             if ahead is not None:
                 ahead.close()
-    raise AssertionError("unreachable")
+
+
+def _gone(path: str, rel: str) -> bool:
+    """Is nothing at `rel` in the worktree `path` (an lstat that fails otherwise,
+    a directory on the way that cannot be searched, is no proof)?"""
+    try:
+        os.lstat(os.path.join(path, rel))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        pass
+    return False
+
+
+def _read_by_capture(path: str, st: git.Status) -> list[str]:
+    """The files of the worktree at `path` whose bytes a capture from `st` reads:
+    the tracked ones git status saw change in the worktree, the untracked ones and
+    the ones index flags hide."""
+    return sorted({e.path for e in st.changed if e.xy[1] not in ".D"} | set(st.untracked)
+                  | set(hidden_paths(path, query.index_flags(path))))
+
+
+def unreadable_files(path: str, rels: Collection[str]) -> dict[str, str]:
+    """{path: strerror} of those of the files `rels` (relative to the worktree
+    `path`) that cannot be opened for reading (their permission bits, a directory on
+    the way that cannot be searched): git cannot read them either. A symbolic link
+    is read with readlink, which needs no permission; a path gone is no such file."""
+    out: dict[str, str] = {}
+    for rel in rels:
+        full = os.path.join(path, rel)
+        try:
+            if not stat.S_ISREG(os.lstat(full).st_mode):
+                continue
+            fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW
+                         | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            out[rel] = exc.strerror or str(exc)
+            continue
+        os.close(fd)
+    return out
+
+
+def unreadable_reasons(path: str, unreadable: dict[str, str], untracked: Collection[str]
+                       ) -> list[str]:
+    """Why a worktree stays for each file of `unreadable` ({path: strerror}, files
+    only): an `untracked` one is in no save, a tracked one is saved as the index
+    holds it."""
+    return [f"{os.path.join(path, p)}: cannot be read ({why}), so "
+            f"{'it is in no save' if p in untracked else 'the save holds it as the index does'}"
+            "; make it readable and run again"
+            for p, why in sorted(unreadable.items()) if not p.endswith("/")]
+
+
+def _unreadable_refusal(path: str, unreadable: dict[str, str]) -> str:
+    """The refusal of a capture that must hold every file, for the paths of
+    `unreadable` ({path: strerror})."""
+    named = ", ".join(f"'{os.path.join(path, p)}' ({why})"
+                      for p, why in sorted(unreadable.items()))
+    return (f"{named} cannot be read, so the save would not hold "
+            f"{'it' if len(unreadable) == 1 else 'them'}; make "
+            f"{'it' if len(unreadable) == 1 else 'them'} readable first")
+
+
+def _left_unreadable(path: str, cap: Capture, st: git.Status,
+                     walked: walk.Walk | walk.Background | None, unfiltered_ok: bool) -> None:
+    """Name what of the worktree at `path` cannot be read in `cap`: the files the
+    capture left out (already in `cap.unreadable`) and, from the walk, the
+    directories it could not list or enter and the entries it could not stat
+    (neither ignored nor in a nested repository), whose contents git status passes
+    by with a warning. Each file is a reason in `keep_reasons`. Raises
+    CannotCapture for any of them unless `unfiltered_ok` (see `capture`)."""
+    done = walked.result() if isinstance(walked, walk.Background) else walked
+    if done is not None:
+        unreadable_walked(cap, st, done)
+    if not cap.unreadable:
+        return
+    if not unfiltered_ok:
+        raise CannotCapture(_unreadable_refusal(path, cap.unreadable))
+    cap.keep_reasons += unreadable_reasons(path, cap.unreadable, st.untracked)
+
+
+def unreadable_walked(cap: Capture, st: git.Status, done: walk.Walk) -> None:
+    """Add to `cap.unreadable` what the walk `done` could not read (a directory it
+    could not list or enter, an entry it could not stat) that is neither ignored
+    (`st`) nor in a nested repository or worktree."""
+    for rel, why in done.unreadable.items():
+        if rel not in ("./", "") and not done.under_nested(rel) \
+                and not walk.under(rel, st.ignored) \
+                and not walk.under(rel, [*st.left_out, *cap.nested_left]):
+            cap.unreadable.setdefault(rel, why)
 
 
 def hidden_paths(path: str, flags: git.IndexFlags) -> list[str]:
@@ -703,8 +817,11 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                   ahead: Ahead | None = None, lossy_ok: bool = False,
                   always: bool = False, unfiltered_ok: bool = False,
                   leave_submodules: bool = False, leave_nested: bool = False,
-                  keep_index: bool = False) -> Capture:
+                  keep_index: bool = False, unreadable: dict[str, str] | None = None
+                  ) -> Capture:
     st = st or inspect(path, git_dir, leave_nested=leave_nested)
+    # Files that cannot be read (`capture`): left out of every tree.
+    unread = {p: why for p, why in (unreadable or {}).items() if not _gone(path, p)}
     head = st.head
     assert head is not None  # inspect refuses an unborn branch
     if ahead is not None and (ahead.copy is None or not ahead.ready()):
@@ -717,7 +834,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     hidden = hidden_paths(path, flags)
     subs, left = _check_submodules(path, git_dir, st, leave=leave_submodules)
     cap = Capture(head=head, branch=st.branch,
-                  changed=saved_changes(st, left), untracked=list(st.untracked),
+                  changed=saved_changes(st, left),
+                  untracked=[p for p in st.untracked if p not in unread],
                   ignored=list(st.ignored), hidden=hidden, config=conf, git_dir=git_dir,
                   submodules_left=left, nested_left=list(st.left_out))
     reason = _conversion_reason(path, git_dir, conf, flags, st)
@@ -730,6 +848,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
     intent_modes: dict[str, str] = {}
     # Status refreshed the stat data of `ahead`'s copy, which becomes W's index below.
     keep_index = keep_index and ahead is not None and not hidden and not reason \
+        and not unread \
         and not left and not st.unmerged and not st.left_out \
         and conf.get("core.sparsecheckout") != "true" and conf.get("core.splitindex") != "true"
 
@@ -756,13 +875,17 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         return wc.to_json()
 
     if cap.clean and not hidden and not reason:
+        cap.unreadable.update(unread)
         if not cap.detached and write and not always:
             cap.private_config = private()
-            if keep_index and ahead is not None and ahead.copy is not None:
+            _left_unreadable(path, cap, st, walked, unfiltered_ok)
+            if keep_index and ahead is not None and ahead.copy is not None \
+                    and not cap.unreadable:
                 cap.worktree_index = ahead.copy.read()
             return cap  # nothing to write, and nobody reads the trees
         if not write:
             cap.private_config = private()
+            _left_unreadable(path, cap, st, walked, unfiltered_ok)
             head_tree = git.trees_of(path, [head])[0]
             cap.index_tree = cap.worktree_tree = head_tree
             return cap
@@ -806,7 +929,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 tmp_i.seed({p: held[p] for p in hidden if p in held})
             # (A submodule whose change inside it is left out is the same in W as in I.)
             unstaged = [e.path for e in st.changed if e.xy[1] != "."
-                        and not (e.path in left and _inside_only(e))]
+                        and not (e.path in left and _inside_only(e)) and e.path not in unread]
+            unread_tracked = {p: why for p, why in unread.items() if p not in st.untracked}
             if unstaged and not hidden and targeted \
                     and conf.get("core.sparsecheckout") != "true" \
                     and not any(e.sub.startswith("S") for e in st.changed):
@@ -819,10 +943,11 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 if not reason:
                     unseen = [p for p in unstaged if p not in set(intent) and p not in failed]
                     witness = Beside(lambda: _check_witness(path, cap, unseen))
-            elif hidden or unstaged:
+            elif hidden or unstaged or unread_tracked:
                 # With the flags cleared, `git add -u` reads the hidden files too.
-                failed.update(_unclean(path, unstaged + hidden, drivers))
-                tmp_i.add_tracked(leave_out=sorted(failed))
+                failed.update(_unclean(path, unstaged + [p for p in hidden if p not in unread],
+                                       drivers))
+                tmp_i.add_tracked(leave_out=sorted(set(failed) | set(unread_tracked)))
                 cap.worktree_tree = tmp_i.write_tree()
                 if not reason:
                     # With conversion on, git may call a file modified whose bytes
@@ -848,15 +973,17 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                     if not cap.untracked:
                         cap.untracked_tree = None
             cap.filter_failed.update(failed)
-            if failed:
+            cap.unreadable.update(unread)
+            if failed or unread_tracked:
                 # Saved as the index holds them: a change in the worktree alone is in
                 # no tree, and is not counted as saved (nor is such an untracked file).
                 unstaged_only = {e.path for e in st.changed if e.xy[0] == "."}
-                cap.changed = [p for p in cap.changed
-                               if p not in failed or p not in unstaged_only]
+                cap.changed = [p for p in cap.changed if (p not in failed and p not in unread)
+                               or p not in unstaged_only]
             if reason:
                 cap.inexact = verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []),
-                                     lossy_ok=lossy_ok, failed=cap.filter_failed)
+                                     lossy_ok=lossy_ok, failed=cap.filter_failed,
+                                     unreadable=unread)
                 if cap.inexact:
                     # Saved as git checks them out: only the worktree keeps their bytes.
                     cap.keep_reasons.append(_inexact_reason(path, cap.inexact, saved=True))
@@ -867,6 +994,9 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                     and not cap.inexact:
                 cap.worktree_index = tmp_i.read()
             cap.private_config = private()
+            _left_unreadable(path, cap, st, walked, unfiltered_ok)
+            if cap.unreadable:
+                cap.worktree_index = None  # the next checkpoint reads them again
             if witness is not None:
                 witness.result()
         except BaseException:
