@@ -147,6 +147,7 @@ if TYPE_CHECKING:
         returncode: int | None
         # restore
         from_trash: bool
+        unproven: bool  # from the trash with the saved commit gone: not compared
         entry: ObjectId
         entry_number: int
         replaced: ObjectId | None

@@ -24,7 +24,8 @@ def test_a_pending_session_whose_ref_is_gone_is_named_with_its_trash_copy(repo, 
     git("update-ref", "-d", "refs/ao/preserved/fetched", cwd=repo)
     [check] = [c for c in _checks(repo, 1) if c["name"] == "session"]
     assert check["ok"] is False
-    assert "refs/ao/preserved/fetched is gone" in check["detail"]
+    assert "its ref refs/ao/preserved/fetched was deleted (git update-ref -d, or a git " \
+        "fetch --prune with a refspec covering refs/ao/)" in check["detail"]
     assert "the trash still holds the directory" in check["detail"]
 
 

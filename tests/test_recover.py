@@ -89,8 +89,9 @@ def test_lost_database_deletes_nothing_and_recovers(how, repo, mixed, tmp_path):
     assert "problem  database" in res.stdout, res.stdout
     assert "preserve refs with no readable record" in res.stdout, res.stdout
     assert _fingerprint(sessions) == kept
-    # --recover with no repository named would build an empty database and hide the loss.
-    res = ao("ao", "doctor", "--recover", cwd=repo, rc=129)
+    # --recover with no repository named, outside any (in one it searches that one),
+    # would build an empty database and hide the loss.
+    res = ao("ao", "doctor", "--recover", cwd=tmp_path, rc=129)
     assert "no repository was named" in res.stderr
     assert _fingerprint(sessions) == kept
     if how == "deleted":
@@ -243,6 +244,21 @@ def test_recover_with_nothing_named_searches_the_home_directory(ao_env, worktree
     assert search.stopped_at == str(home)
     assert any("stopped after" in n and str(home) in n for n in searched_notes([str(home)],
                                                                                search))
+
+
+def test_recover_with_nothing_named_searches_the_repository_it_runs_in(ao_env, worktrees,
+                                                                      tmp_path):
+    """The repository the command runs in is searched too, though it lies outside the
+    home directory; outside any repository only the home directory is."""
+    outside = _saved_repo(tmp_path / "outside" / "delta", worktrees, "d1")
+    _lose("deleted")
+    res = ao("ao", "doctor", "--recover", cwd=tmp_path, rc=None)
+    assert "d1" not in res.stdout, res.stdout
+    res = ao("ao", "doctor", "--recover", cwd=outside / "src", rc=None)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert states(outside) == {"d1": "pending"}, states(outside)
+    ao("ao-restore", "d1", cwd=outside)
+    assert (tmp_path / "wt" / "d1" / "work.txt").read_text() == "d1\n"
 
 
 def test_recover_refuses_when_the_home_directory_holds_no_preserve_ref(ao_env, tmp_path):

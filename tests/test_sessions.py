@@ -377,10 +377,11 @@ def test_a_pending_sessions_ref_deleted_by_hand_is_not_listed_and_a_hint_says_so
         "pending", None, commit), rec
     res = ao("ao", "list", cwd=repo)
     assert ref not in res.stdout, res.stdout
-    want = f"hint: lost: its ref {ref} was deleted by hand; git ao-restore lost still applies"
+    want = f"hint: lost: its ref {ref} was deleted (git update-ref -d, or a git fetch " \
+        "--prune with a refspec covering refs/ao/); git ao-restore lost still applies"
     assert want in res.stderr, res.stderr
     shown = ao("ao", "show", "lost", cwd=repo)
-    assert f"its ref {ref} was deleted by hand" in shown.stderr, shown
+    assert f"its ref {ref} was deleted (" in shown.stderr, shown
     assert json.loads(ao("ao", "show", "lost", "--json", cwd=repo).stdout)[
         "session"]["preserve_ref"] is None
     ao("ao-restore", "lost", cwd=repo)

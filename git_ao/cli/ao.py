@@ -101,18 +101,21 @@ def show(app: App, session_id: str) -> int:
     less = holds_less_hint(s)
     if less:
         app.printer.hint(less)
-    lost = ref_gone_hint(s)
-    if lost and not gone:
+    lost = ref_gone_hint(s, app.ctx.store.dir)
+    if gone:
+        # The facts still name the commit: say plainly that the work is not there,
+        # then (the hint) what the trash copy still holds.
+        app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "
+                          f"{s.common_dir} (its ref was deleted and git gc pruned it); this "
+                          "session's saved work cannot be shown from it")
+        if lost:
+            app.printer.hint(lost)
+        return ExitStatus.FAILED
+    if lost:
         app.printer.hint(lost)
     half = interrupted_at_hint(app.ctx.store.dir, s)
     if half:
         app.printer.hint(half)
-    if gone:
-        # The facts still name the commit: say plainly that the work is not there.
-        app.printer.error("error", f"the saved commit {rec['preserved_commit']} is gone from "
-                          f"{s.common_dir} (its ref was deleted and git gc pruned it); this "
-                          "session's saved work cannot be shown or restored")
-        return ExitStatus.FAILED
     return ExitStatus.OK
 
 
@@ -293,7 +296,8 @@ def _preserve_refusal(app: App) -> "Callable[[Session], tuple[str, bool] | None]
 @click.argument("scan", nargs=-1, metavar="[DIR]...", type=click.Path(file_okay=False))
 @click.option("--recover", is_flag=True, help="Rebuild the records of pending sessions from "
               "the preserve refs of the repositories named with -C (use absolute paths when "
-              "repeating it) or found under DIR (default: the home directory); a damaged "
+              "repeating it) or found under DIR (default: the repository it runs in and the "
+              "home directory); a damaged "
               "database is moved aside first.")
 @options(changes=False)
 def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
@@ -307,8 +311,10 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     from git_ao.manage.recover import Search, repositories
     named_any = bool(named or scan)
     if recover and not named_any:
-        # A lost data dir names no repository: look where the user's work lives.
+        # A lost data dir names no repository: look where the user's work lives,
+        # the repository it runs in first.
         scan = (os.path.expanduser("~"),)
+        named = doc.current_repo()
     search = Search()
     repos, problems = repositories(named, scan, search=search)
     outcomes: list[Outcome] = []

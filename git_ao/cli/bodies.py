@@ -58,7 +58,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         less = holds_less_hint(s) if s.id in listed else ""
         if less:
             app.printer.hint(f"{s.id}: {less}")
-        lost = ref_gone_hint(s, refs) if s.id in listed else ""
+        lost = ref_gone_hint(s, app.store.dir, refs) if s.id in listed else ""
         if lost:
             app.printer.hint(f"{s.id}: {lost}")
         half = interrupted_at_hint(app.store.dir, s) if s.id in listed else ""

@@ -12,6 +12,7 @@ from git_ao.errors import AoError, ExitStatus, current_directory
 from git_ao.fs.gone import gone_worktree, repo_gone_advice
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
+from git_ao.manage.listing import ref_gone_hint
 from git_ao.outcome import Outcome, Status
 from git_ao.save import history
 from git_ao.store.records import Session
@@ -34,7 +35,8 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
             ) -> tuple[list[str], list[Outcome]]:
     """`git ao doctor --recover`: rebuild the records of pending sessions from the
     preserve refs of `repos` (named with -C or found under the scanned dirs:
-    `named_any`; else found in the home directory); a damaged database is moved
+    `named_any`; else the repository it runs in and those found in the home
+    directory); a damaged database is moved
     aside first (`open_store()` opens it that way). searched: (the directories
     searched, how the search went), said in the notes. Returns (notes to show,
     the recovery Outcomes). Raises Usage when the database is unusable and
@@ -56,7 +58,8 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
                 left = "".join(f"; {n}" for n in notes[1:])
                 raise Usage("the database cannot be used, no repository was named to "
                             "rebuild it from and none holding preserve refs was found in "
-                            f"the home directory ({rec.SCAN_DEPTH} levels deep): git ao "
+                            f"the home directory ({rec.SCAN_DEPTH} levels deep) or the "
+                            "repository it runs in: git ao "
                             f"doctor --recover -C REPO (or DIR to search){left}") from exc
     store = open_store()
     if store.moved_aside:
@@ -249,14 +252,9 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
         save = s.save
         if not s.pending or save is None:
             continue
-        if save.preserve_ref and git.rev_parse(repo, save.preserve_ref) is None:
-            from git_ao.store import trash  # lazily: the notice on every command needs none
-            kept = trash.latest_for(data_dir, s.id)
-            where = (f"the trash still holds the directory: {kept.worktree}" if kept
-                     else "no trash copy is left")
-            out.append(Check("session", False, f"{s.id}: pending, but its ref "
-                             f"{save.preserve_ref} is gone (a git fetch --prune with a "
-                             f"refspec covering refs/ao/?); {where}"))
+        lost = ref_gone_hint(s, data_dir, where_copy=True)
+        if lost:
+            out.append(Check("session", False, f"{s.id}: pending, but {lost}"))
         path = save.worktree_path
         if os.path.lexists(path) and not any(
                 os.path.realpath(e.path) == os.path.realpath(path) for e in entries):

@@ -10,8 +10,9 @@ from git_ao.fs import walk
 from git_ao.git import query, worktree
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.proof import witness
-from git_ao.save import capture
+from git_ao.save import capture, history
 from git_ao.store import trash
+from git_ao.store.records import Session
 
 
 def kill(ctx: Context, session_id: str) -> Outcome:
@@ -77,10 +78,26 @@ def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
         if s.pending and not force:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
                           "--force", names_state=True)
+        kept = _kept(ctx, s) if s.pending else ""
         if ctx.dry_run:
-            return Outcome(s.id, Action.FORGET, Status.OK, "would drop the record", facts(s))
+            return Outcome(s.id, Action.FORGET, Status.OK, f"would drop the record{kept}",
+                           facts(s))
         ctx.store.delete(s.id)
         ctx.log("forget", s.id, "forgotten", forced=force or None)
-        kept = f"; {s.save.preserve_ref} kept" \
-            if s.save is not None and s.pending and s.save.preserve_ref else ""
         return Outcome(s.id, Action.FORGET, Status.OK, f"record dropped{kept}", facts(s))
+
+
+def _kept(ctx: Context, s: Session) -> str:
+    """What forgetting a pending session keeps of its work, as the end of its line:
+    its preserve ref and history when they are there (`git ao doctor --recover`
+    rebuilds the record from them), and its trash copies; "" when none is."""
+    held = []
+    if os.path.isdir(s.common_dir):
+        for ref in (s.save.preserve_ref if s.save else "", history.history_ref(s.id)):
+            if ref and query.ref_tip(s.common_dir, ref):
+                held.append(ref)
+    copies = [e.worktree if e.holds_worktree else e.path
+              for e in trash.of_session(ctx.store.dir, s.id)]
+    if copies:
+        held.append(f"the trash cop{'y' if len(copies) == 1 else 'ies'} {', '.join(copies)}")
+    return f"; kept: {', '.join(held)}" if held else ""

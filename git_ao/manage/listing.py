@@ -78,20 +78,62 @@ def pending_ref_gone(s: Session, refs: Refs | None = None) -> bool:
     return git.rev_parse(s.common_dir, save.preserve_ref) != save.preserved_commit
 
 
-def ref_gone_hint(s: Session, refs: Refs | None = None) -> str:
-    """What `git ao list` and `show` say of a pending session whose preserve ref was
-    deleted by hand (`pending_ref_gone`); "" for any other."""
+def ref_gone_hint(s: Session, data_dir: str, refs: Refs | None = None, *,
+                  where_copy: bool = False) -> str:
+    """What `git ao list`, `show` and doctor say of a pending session whose preserve
+    ref is gone (`pending_ref_gone`); "" for any other. In turn: a restore that
+    started and did not finish (it deletes the ref once the work is back, so a kill
+    right after leaves exactly this: the rerun finishes it); the saved commit gone
+    too (then the trash copy, when there is one, is what holds the work); else the
+    ref deleted, with the gc advice only when no other ref (its history) keeps the
+    commit. where_copy: also say where the trash copy is, or that none is left."""
     if not pending_ref_gone(s, refs):
         return ""
     save = s.save
     assert save is not None and save.preserved_commit  # pending_ref_gone says so
     ref, commit = save.preserve_ref, save.preserved_commit
+    from git_ao.store import trash  # only for such a session: a listing needs none
+    copy = trash.latest_for(data_dir, s.id, environment=True)
     if saved_commit_gone(s):
-        return (f"its ref {ref} was deleted and its saved commit {commit} is gone: its saved "
-                f"work cannot be restored (git ao forget --force {s.id} drops the record)")
-    return (f"its ref {ref} was deleted by hand; git ao-restore {s.id} still applies the saved "
-            f"commit {commit} while the repository has it (git update-ref {ref} {commit} "
-            "puts the ref back, keeping the commit from git gc)")
+        if copy is not None:
+            return (f"its ref {ref} was deleted and its saved commit {commit} is gone, but "
+                    f"the trash copy {copy.worktree} holds the worktree as preserve took it, "
+                    f"untracked files included: git ao-restore {s.id} puts it back whole when "
+                    "it can, else checks the worktree out again without the work and keeps "
+                    f"the copy (git ao forget --force {s.id} drops the record, keeping it "
+                    "too)")
+        return (f"its ref {ref} was deleted and its saved commit {commit} is gone, and no "
+                f"trash copy is left: its saved work cannot be restored (git ao forget "
+                f"--force {s.id} drops the record)")
+    where = "" if not where_copy else (
+        f"; the trash still holds the directory: {copy.worktree}" if copy is not None
+        else "; no trash copy is left")
+    if save.restore_interrupted:
+        assert save.restore_started_at is not None  # restore_interrupted says so
+        return (f"a restore started {utc_time(save.restore_started_at)} did not finish, and "
+                f"its ref {ref} is gone (a restore deletes it once the work is back): git "
+                f"ao-restore {s.id} finishes it, from the saved commit {commit}{where}")
+    return (f"its ref {ref} was deleted (git update-ref -d, or a git fetch --prune with a "
+            f"refspec covering refs/ao/); git ao-restore {s.id} still applies the saved "
+            f"commit {commit}{_kept_from_gc(s.common_dir, s.id, ref, commit)}{where}")
+
+
+def _kept_from_gc(common_dir: str, session_id: str, ref: str, commit: str) -> str:
+    """How the saved commit of a pending save whose ref is gone stays out of git
+    gc's reach: the session's history, another ref, or nothing (then the command
+    that puts the ref back)."""
+    from git_ao.git import query
+    from git_ao.save import history
+    href = history.history_ref(session_id)
+    if query.is_ancestor_here(common_dir, commit, href):
+        return f" ({href}, the session's history, keeps it from git gc)"
+    try:
+        if query.is_reachable_from_refs(common_dir, commit):
+            return " (another ref keeps it from git gc)"
+    except AoError:
+        pass
+    return (f" while the repository has it (git update-ref {ref} {commit} puts the ref "
+            "back, keeping the commit from git gc)")
 
 
 def worktree_gone(s: Session) -> bool:

@@ -410,6 +410,10 @@ def _prune_trash(ctx: Context, expire_before: float | None,
             paths = sorted(entry.meta.not_as_saved)
             why = ("restore could not put the save back as it was, such as "
                    f"{paths[0]}; remove it by hand once the work is back")
+        elif entry.meta.commit_gone and entry.holds_worktree:
+            why = ("it holds the session's work, whose saved commit was gone when restore "
+                   "checked the worktree out again without it; take what you need, then "
+                   "remove it by hand")
         elif entry.meta.unlike_save and entry.holds_worktree:
             changed = sorted(entry.meta.unlike_save)
             why = ("restore found it changed after the last capture, such as "

@@ -48,6 +48,11 @@ class Proof:
     late: list[str] = field(default_factory=list)
     # The assume-unchanged flags differ from the saved ones (set or cleared late).
     flags_changed: bool = False
+    # ok, but with nothing to compare the files with: the saved commit is gone
+    # (its ref deleted, then git gc), so only HEAD, the branch and a readable
+    # index were proven. The directory is the one preserve took away, the only
+    # copy of the work left, so it stays; the caller says so.
+    unproven: bool = False
 
 
 def prove(path: str, save: Save, admin: str) -> Proof:
@@ -196,7 +201,9 @@ def full(path: str, save: Save) -> Proof:
     commit = save.preserved_commit
     if commit:
         if not git.object_exists(path, commit):
-            return Proof(False, f"preserved commit {commit} is missing")
+            # Nothing to compare with, and nothing else holds the work: the
+            # directory is kept when it is on the saved HEAD and branch.
+            return _head_and_branch(cap, save) or Proof(True, unproven=True)
         head, i_tree, w_tree, u_tree = capture.saved_trees(path, commit)
     else:
         if save.head is None:
@@ -204,10 +211,9 @@ def full(path: str, save: Save) -> Proof:
         head = save.head
         i_tree = w_tree = git.trees_of(path, [save.head])[0]
         u_tree = None
-    if cap.head != head:
-        return Proof(False, f"HEAD is {cap.head[:12]}, the save's is {str(head)[:12]}")
-    if (cap.branch or None) != (None if save.detached else save.branch):
-        return Proof(False, f"on {cap.branch or 'a detached HEAD'}, not the saved branch")
+    wrong = _head_and_branch(cap, save, head)
+    if wrong is not None:
+        return wrong
     if cap.index_tree != i_tree:
         return Proof(False, "the index is not the saved one")
     saved, now = _flags(save.private_config), _flags(cap.private_config)
@@ -219,6 +225,18 @@ def full(path: str, save: Save) -> Proof:
     # from git status from then on: the caller puts the saved flags back.
     return Proof(True, "", sorted(late),
                  bool(commit) and saved["assume_unchanged"] != now["assume_unchanged"])
+
+
+def _head_and_branch(cap: capture.Capture, save: Save, head: str | None = None
+                     ) -> Proof | None:
+    """The failed Proof when the capture `cap` is not on `head` (the save's HEAD by
+    default) and the saved branch (or detached as saved); None when it is."""
+    head = head or save.head
+    if cap.head != head:
+        return Proof(False, f"HEAD is {cap.head[:12]}, the save's is {str(head)[:12]}")
+    if (cap.branch or None) != (None if save.detached else save.branch):
+        return Proof(False, f"on {cap.branch or 'a detached HEAD'}, not the saved branch")
+    return None
 
 
 Entry = tuple[str, str] | None  # (mode, object id) of a path, None when absent

@@ -253,6 +253,22 @@ def report_unlike_save(ctx: Context, s: Session, save: Save, entry: trash.Entry,
     `ignored_in_copy`; None makes the copy one that cannot be compared."""
     if not entry.holds_worktree:
         return
+    commit = save.preserved_commit
+    if commit and os.path.isdir(save.common_dir) \
+            and not git.object_exists(save.common_dir, commit):
+        # The saved commit is gone (its ref deleted, then git gc): nothing came
+        # back, and the copy is the work's only copy. Marked so prune keeps it.
+        try:
+            trash.mark(entry, commit_gone=True)
+        except OSError as exc:
+            ctx.log("restore", s.id, "trash-not-marked", trash=entry.path, error=exc.strerror)
+        outcome.data["trash_holds_unsaved"] = entry.worktree
+        outcome.message += (f"; the trash copy {entry.worktree} holds the worktree as preserve "
+                            "took it, untracked files included: take the work from there "
+                            "(prune keeps the copy)")
+        if outcome.status == Status.OK:
+            outcome.status = Status.ATTENTION
+        return
     try:
         if ignored is None:
             raise AoError("git cannot list its ignored files")

@@ -362,6 +362,9 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> tup
     # history entry that holds work. A trash copy is the worktree as preserved.
     saved = bool(save.preserved_commit)
     apply_it = " and apply the save" if saved else " (nothing was saved)"
+    missing = _commit_missing(ctx.store.dir, s, save)
+    if missing:
+        apply_it = f" without the work ({missing})"
     note = "" if saved or save.holds_less_than else history.newest_note(
         s.common_dir, s.id, then=f"after git ao-restore {s.id}, ")
     # As the real run's checkout (`target.trash_copy`): with no trash copy to take
@@ -374,13 +377,16 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> tup
                 + (f"; {note}" if note else ""), lost)
     use = from_trash.usable(ctx.store.dir, save)
     if use.entry is not None and not os.path.lexists(path):
-        return f"would put the worktree back at {path} from the trash ({use.entry.worktree})", 0
+        unproven = (f"; its saved commit {save.preserved_commit} is gone, so the copy "
+                    "would not be compared with the save") if missing else ""
+        said = f"would put the worktree back at {path} from the trash ({use.entry.worktree})"
+        return said + unproven, 0
     if save.branch and not save.detached and not save.head \
             and not query.branch_exists(s.common_dir, save.branch):
         raise _no_commit(save.branch)  # as the real run's checkout refuses
     msg = f"would re-create the worktree at {path} by a checkout{apply_it}"
     moved = ""
-    if saved and not save.detached and save.branch and save.head:
+    if saved and not missing and not save.detached and save.branch and save.head:
         tip = query.branch_tip(s.common_dir, save.branch)
         if tip is not None and tip != save.head:
             moved = (f"; branch '{save.branch}' moved since the save ({save.head[:12]} -> "
@@ -394,6 +400,20 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> tup
     if note:
         msg += f"; {note}"
     return msg, lost
+
+
+def _commit_missing(data_dir: str, s: Session, save: Save) -> str:
+    """When the save's commit is gone from the repository (its ref deleted, then
+    git gc), the words a checkout restore says of it: the session's trash copy
+    (`trash.latest_for`, environment=True) is then what holds the work, and it is
+    kept. "" when the commit is there, or nothing was saved."""
+    commit = save.preserved_commit
+    if not commit or git.object_exists(s.common_dir, commit):
+        return ""
+    copy = trash.latest_for(data_dir, s.id, environment=True)
+    return f"its saved commit {commit} is gone" + (
+        f"; the trash copy {copy.worktree} holds the worktree as preserve took it and is kept"
+        if copy is not None else "")
 
 
 def _try_trash(ctx: Context, s: Session, save: Save, path: str,
@@ -499,6 +519,14 @@ def _from_trash(ctx: Context, s: Session, save: Save,
             msg += (f"; {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''} deleted "
                     f"after it, so the ref stays until you drop it (git stash show -p "
                     f"--include-untracked {ref}; git ao resolve {s.id})")
+    elif proof.unproven:
+        # The saved commit is gone (so is its ref: a ref keeps its commit): the
+        # directory preserve took away is the work's only copy, back as it was.
+        data["unproven"] = True
+        msg = (f"restored at {path} from the trash, as preserve took it away; its saved "
+               f"commit {save.preserved_commit} is gone, so the copy could not be compared "
+               "with the save (a write after the last capture would not be named)")
+        kept = False
     else:
         crashpoint.hit("restore:before-ref-delete")
         if save.preserved_commit:
@@ -622,8 +650,8 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
     dirs = git.repo_dirs(path)
     ref = save.preserve_ref
     if not git.object_exists(path, commit):
-        return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"preserved commit {commit} is "
-                       "missing; worktree is back without the work", data)
+        return Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"its saved commit {commit} is "
+                       f"gone; the worktree is back at {path} without the work", data)
     if reused and holds(path, dirs.git_dir, save):
         _drop_ref(path, ref, commit)
         return Outcome(s.id, Action.RESTORE, Status.OK, f"worktree at {path} already held the "

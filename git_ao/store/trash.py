@@ -162,6 +162,8 @@ class Meta:
     environment_kept: list[str] | None = None  # ignored paths a fallback restore moved out
     not_as_saved: list[str] | None = None  # paths that differ from the save
     unlike_save: list[str] | None = None
+    # a fallback restore found the save's commit gone: the copy holds the only work
+    commit_gone: bool | None = None
     reinstating: str | None = None  # the path a restore is moving the directory to
     admin: str | None = None  # the admin dir a restore made for it
     proof_failed: bool | None = None  # put back, then not proven and moved in again
