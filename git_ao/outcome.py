@@ -133,6 +133,7 @@ if TYPE_CHECKING:
         # preserve and restore: an earlier capture of the same preserve holding what
         # the save lacks (save/lacking.py), and its history entry's number now
         holds_less_than: ObjectId | None
+        removed_by: str | None  # list: the tool that removed a pending save's worktree itself
         holds_less_entry: int | None
         processes: list[AgentSeen]
         agent_policy: str

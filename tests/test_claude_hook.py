@@ -110,3 +110,80 @@ def test_install_writes_the_settings_claude_config_dir_names(repo, ao_env, monke
         "WorktreeCreate": "git ao hooks run claude-code",
         "WorktreeRemove": "git ao hooks run claude-code"}
     assert not (ts.home() / ".claude" / "settings.json").exists()
+
+
+def _removed_by_claude_code(repo, name):
+    """A worktree the hook made, given work, then removed through the hook: (its
+    path, its state before the removal)."""
+    cmd = "git ao hooks run claude-code"
+    res = _fire(cmd, {"hook_event_name": "WorktreeCreate", "name": name}, repo)
+    assert res.returncode == 0, res.stderr
+    wt = repo / ".claude" / "worktrees" / name
+    dirty(wt)
+    before = state(wt)
+    res = _fire(cmd, {"hook_event_name": "WorktreeRemove", "worktree_path": str(wt)}, repo)
+    assert res.returncode == 0, res.stderr
+    assert not wt.exists()
+    return wt, before
+
+
+def test_a_worktree_removed_in_claude_code_stays_removed_at_boot(repo, ao_env, worktrees):
+    wt, before = _removed_by_claude_code(repo, "gone")
+    other = worktrees(repo, "other")
+    dirty(other)
+    other_before = state(other)
+    ao("ao-preserve", "other", cwd=repo)
+    rec = sessions_by_id(repo)["gone"]
+    assert (rec["state"], rec["removed_by"]) == ("pending", "claude-code")
+    assert sessions_by_id(repo)["other"]["removed_by"] is None
+    hint = "gone: saved when claude-code removed its worktree; git ao-restore gone brings it back"
+    assert hint in ao("ao", "list", cwd=repo).stderr
+    show = ao("ao", "show", "gone", cwd=repo)
+    assert "claude-code" in show.stdout and "git ao-restore gone brings it back" in show.stderr
+    # The boot's restore (every pending session): the other comes back, this one
+    # is said to be left, in the dry run as in the real run.
+    for args in (("-n",), ()):
+        res = ao("ao-restore", *args, cwd=repo)
+        assert "restore\tnothing\tgone\tleft pending: saved when claude-code removed" \
+            in res.stdout, res.stdout
+        assert not wt.exists()
+    assert_restored(other_before, state(other))
+    assert sessions_by_id(repo)["gone"]["state"] == "pending"
+    # The boot's quiet restore, through the entry point that skips click when
+    # nothing is to be restored: it leaves it too, silently.
+    res = ao("ao-restore", "-q", "--timeout", "60", cwd=repo, process=True)
+    assert (res.stdout, res.stderr) == ("", "") and not wt.exists()
+    # Named, it comes back whole, and the mark goes with the save.
+    ao("ao-restore", "gone", cwd=repo)
+    assert_restored(before, state(wt))
+    rec = sessions_by_id(repo)["gone"]
+    assert (rec["state"], rec["removed_by"]) == ("live", None)
+    # A later preserve by git-ao itself (a shutdown) is restored at boot as any other.
+    ao("ao-preserve", "gone", cwd=repo)
+    assert sessions_by_id(repo)["gone"]["removed_by"] is None
+    ao("ao-restore", cwd=repo)
+    assert_restored(before, state(wt))
+
+
+def test_only_a_worktree_claude_code_removed_is_left_at_boot(repo, ao_env, worktrees):
+    """A restore naming no session still restores the pending sessions of the hook's
+    own worktrees that git-ao preserved (a shutdown), and the check of the entry
+    point reads a database made before the mark as every pending save."""
+    import sqlite3
+
+    from git_ao.store.datadir import completion_rows
+    res = _fire("git ao hooks run claude-code", {"hook_event_name": "WorktreeCreate",
+                                                 "name": "kept"}, repo)
+    wt = repo / ".claude" / "worktrees" / "kept"
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "--all", cwd=repo)
+    assert not wt.exists() and [i for i, _ in completion_rows("restore")] == ["kept"]
+    conn = sqlite3.connect(os.path.join(os.environ["AO_DATA_DIR"], "git-ao.db"))
+    conn.executescript("ALTER TABLE session_worktrees DROP COLUMN removed_by; "
+                       "PRAGMA user_version = 8;")
+    conn.close()
+    assert [i for i, _ in completion_rows("restore")] == ["kept"]
+    res = ao("ao-restore", "-q", "--timeout", "60", cwd=repo, process=True)
+    assert res.stderr == "", res.stderr
+    assert_restored(before, state(wt))

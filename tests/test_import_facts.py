@@ -23,6 +23,7 @@ def test_a_version_2_database_gains_the_daemon_facts(repo, worktrees):
     conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
                        "ALTER TABLE sessions DROP COLUMN tmux_session; "
                        "ALTER TABLE session_worktrees DROP COLUMN holds_less_than; "
+                       "ALTER TABLE session_worktrees DROP COLUMN removed_by; "
                        "ALTER TABLE sessions DROP COLUMN group_id;"
                        "ALTER TABLE sessions DROP COLUMN session_mode;"
                        "ALTER TABLE sessions DROP COLUMN provider_conversation_id;"

@@ -448,6 +448,7 @@ def test_schema_3_database_gains_the_push_table(repo, worktrees):
     conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
                        "ALTER TABLE sessions DROP COLUMN tmux_session; "
                        "ALTER TABLE session_worktrees DROP COLUMN holds_less_than; "
+                       "ALTER TABLE session_worktrees DROP COLUMN removed_by; "
                        "DROP TABLE remote_pushes; "
                        "ALTER TABLE session_worktrees DROP COLUMN pending; "
                        "ALTER TABLE session_worktrees DROP COLUMN ref_held; "

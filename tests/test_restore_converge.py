@@ -135,6 +135,7 @@ def test_a_version_3_database_gains_the_pending_state(repo, worktrees):
     conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
                        "ALTER TABLE sessions DROP COLUMN tmux_session; "
                        "ALTER TABLE session_worktrees DROP COLUMN holds_less_than; "
+                       "ALTER TABLE session_worktrees DROP COLUMN removed_by; "
                        "ALTER TABLE session_worktrees DROP COLUMN pending;"
                        "ALTER TABLE session_worktrees DROP COLUMN ref_held;"
                        "PRAGMA user_version = 3;")

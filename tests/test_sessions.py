@@ -261,6 +261,7 @@ def test_a_version_1_database_is_migrated_with_its_rows(repo, worktrees):
     conn.executescript("ALTER TABLE sessions DROP COLUMN tool; ALTER TABLE sessions DROP COLUMN tool_id; "
                        "ALTER TABLE sessions DROP COLUMN tmux_session; "
                        "ALTER TABLE session_worktrees DROP COLUMN holds_less_than; "
+                       "ALTER TABLE session_worktrees DROP COLUMN removed_by; "
                        "ALTER TABLE session_worktrees DROP COLUMN needs_attention;"
                        "ALTER TABLE session_worktrees DROP COLUMN restore_started_at;"
                        "ALTER TABLE sessions DROP COLUMN group_id;"

@@ -75,6 +75,7 @@ def show(app: App, session_id: str) -> int:
         interrupted_at_hint,
         list_json,
         ref_gone_hint,
+        removed_by_hint,
         saved_commit_gone,
         show_stat,
         trash_kept,
@@ -98,6 +99,9 @@ def show(app: App, session_id: str) -> int:
         return ExitStatus.FAILED if gone else ExitStatus.OK
     app.printer.facts([(k, ", ".join(v) if isinstance(v, list) else v)
                        for k, v in rec.items()], stat)
+    removed = removed_by_hint(s)
+    if removed:
+        app.printer.hint(removed)
     less = holds_less_hint(s)
     if less:
         app.printer.hint(less)

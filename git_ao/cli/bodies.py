@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from git_ao.outcome import Outcome
+    from git_ao.store.records import Session
 
 
 def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
@@ -39,6 +40,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         list_json,
         preserve_refs,
         ref_gone_hint,
+        removed_by_hint,
     )
     if all_ and repo_path:
         usage("give --repo or --all, not both")
@@ -55,6 +57,9 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         if gone is not None:
             from git_ao.save import history  # only for a worktree gone: a listing needs none
             app.printer.hint(f"{s.id}: {history.gone_advice(gone, s, sessions)}")
+        removed = removed_by_hint(s) if s.id in listed else ""
+        if removed:
+            app.printer.hint(f"{s.id}: {removed}")
         less = holds_less_hint(s) if s.id in listed else ""
         if less:
             app.printer.hint(f"{s.id}: {less}")
@@ -124,6 +129,16 @@ def _one_device(start: str, top: str) -> bool:
         d = os.path.dirname(d)
 
 
+def _left_pending(s: Session) -> Outcome:
+    """The outcome (nothing) of a pending session that a restore naming no session
+    leaves: its tool removed its worktree on purpose (`Save.removed_by`)."""
+    from git_ao.manage.listing import removed_by_hint
+    from git_ao.outcome import Action, Outcome, Status
+    return Outcome(s.id, Action.RESTORE, Status.NOTHING, f"left pending: {removed_by_hint(s)}",
+                   {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
+                    "branch": s.branch, "repo": s.common_dir}, names_state=True)
+
+
 # What moves git's discovery of the repository a command runs in.
 _DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
                   "GIT_DISCOVERY_ACROSS_FILESYSTEM")
@@ -153,7 +168,13 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
     else:
         refused += [o for o in import_first(app) if o.status != "nothing"]
         known = app.store.sessions()
-        sessions = [s for s in known if s.pending]
+        # Not a save whose worktree its tool removed on purpose: a restore naming it.
+        sessions = [s for s in known if s.save is not None and s.save.restores_by_default]
+        for s in known:
+            if s.pending and s.save is not None and not s.save.restores_by_default:
+                left = _left_pending(s)
+                app.printer.outcome(left)
+                refused.append(left)
         from git_ao.fs.gone import gone_worktree
         if any(gone_worktree(s) is not None for s in known):
             # here: a boot with every worktree where it was loads no workflow module

@@ -317,7 +317,8 @@ def _without_timeout(args: list[str]) -> list[str] | None:
 
 
 def _any_pending() -> bool:
-    """Does the database hold a pending session (read-only, no process)? A database
+    """Does the database hold a pending session that a restore naming none brings
+    back (read-only, no process)? A database
     that cannot be read says no: the body then meets the same error click's
     path would."""
     from git_ao.errors import Fatal
@@ -329,4 +330,5 @@ def _any_pending() -> bool:
         pin_data_dir()
     except Fatal:
         return True  # click's path says why, in one line
-    return bool(completion_rows("pending"))
+    # A save its tool removed on purpose is left by this restore (the body says so).
+    return bool(completion_rows("restore"))

@@ -17,8 +17,11 @@ Claude Code makes it (`<repository>/.claude/worktrees/<name>` on a new branch
 `.worktreeinclude` names copied in: code.claude.com/docs/en/worktrees) and
 registered as a session at once; and every removal goes through git-ao: a clean
 worktree is ended (`git ao kill`), any other is preserved first (captured,
-recorded, then removed; `git ao-restore <id>` brings it back). A removal git-ao
-refuses leaves the worktree where it is: nothing is lost.
+recorded, then removed). The user removed that worktree on purpose, so its save
+is marked as removed by Claude Code (`Save.removed_by`): pending, its work kept,
+but the restore of every pending session (the boot's) leaves it; `git ao-restore
+<id>` brings it back. A removal git-ao refuses leaves the worktree where it is:
+nothing is lost.
 """
 
 from __future__ import annotations
@@ -181,8 +184,9 @@ def _include(root: str, path: str) -> None:
 
 def remove(ctx: Context, settings: Settings, data: dict[str, Any]) -> Outcome:
     """WorktreeRemove: end the worktree's session when it is clean (kill), else
-    preserve it (capture, record, remove). Returns the Outcome; a worktree that is
-    not a linked worktree is left alone."""
+    preserve it (capture, record, remove) as removed by Claude Code, which the
+    restore of every pending session leaves. Returns the Outcome; a worktree that
+    is not a linked worktree is left alone."""
     path = data.get("worktree_path")
     if not isinstance(path, str) or admin_dir(path) is None:
         return Outcome("-", Action.HOOK, Status.NOTHING,
@@ -191,7 +195,7 @@ def remove(ctx: Context, settings: Settings, data: dict[str, Any]) -> Outcome:
     try:
         o = kill(ctx, s.id)
     except Refused:
-        outs = preserve.preserve(ctx, [s], settings=settings)
+        outs = preserve.preserve(ctx, [s], settings=settings, removed_by=claude_code.TOOL)
         o = outs[0]
     except AoError as exc:
         o = Outcome(s.id, Action.KILL, Status.REFUSED, str(exc))

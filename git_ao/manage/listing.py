@@ -182,6 +182,17 @@ def holds_less_hint(s: Session) -> str:
     return note
 
 
+def removed_by_hint(s: Session) -> str:
+    """What `git ao list`, `show` and a restore naming no session say of a pending
+    save whose worktree its tool removed itself (`Save.removed_by`: the user
+    removed it there, git-ao kept its work); "" for any other."""
+    save = s.save
+    if save is None or not save.pending or not save.removed_by:
+        return ""
+    return (f"saved when {save.removed_by} removed its worktree; git ao-restore {s.id} "
+            "brings it back (git ao-restore with no session leaves it)")
+
+
 def interrupted_at_hint(data_dir: str, s: Session) -> str:
     """What `git ao list` and `show` say of a live session whose worktree an
     interrupted `--at` left part way (`history.interrupted_at_hint`); "" for any
@@ -216,6 +227,8 @@ def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
         "tool": s.tool, "tool_id": s.tool_id, "tmux_session": s.tmux_session,
         **groups.facts(s),
         "holds_less_than": save.holds_less_than if save and (s.live or s.pending) else None,
+        # pending only: a restore naming the session clears it
+        "removed_by": save.removed_by if save and save.pending else None,
     }
 
 

@@ -108,7 +108,8 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
                            message=f"git-ao preserve {s.id} (written after the capture)")
             save = Save(s.id, s.common_dir, save.worktree_path, again.branch, again.head,
                         again.detached, ref, again.commit,
-                        _late_config(save.private_config, again.private_config), now_ns())
+                        _late_config(save.private_config, again.private_config), now_ns(),
+                        removed_by=save.removed_by)
             ctx.store.record_save(save, terminate=True)
             ctx.log("preserve", s.id, "captured-late", commit=again.commit, paths=len(changed))
         before, cap = after, again

@@ -87,7 +87,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
              stop: threading.Event | None = None, settings: processes.Settings | None = None,
              shutdown: bool = False, trigger: str | None = None,
              unsaved: Mapping[str, Session] | None = None,
-             pushing: bool = False) -> list[Outcome]:
+             pushing: bool = False, removed_by: str | None = None) -> list[Outcome]:
     """Preserve each session; one session's failure never stops the others.
 
     First the processes still working in the worktrees are found and dealt with
@@ -105,7 +105,9 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
     its cause (history.TRIGGERS; default "checkpoint" with keep_worktree, else
     "preserve"). unsaved: on a dry run, by id, the sessions of `sessions` that an
     import would register (stored nowhere; see `preserve_one`). pushing: the saves
-    go to a remote, so a clean worktree gets one too (`preserve_one`).
+    go to a remote, so a clean worktree gets one too (`preserve_one`). removed_by:
+    the tool removing the worktrees itself (`Save.removed_by`: the restore of
+    every pending session leaves their saves).
     Returns one Outcome per session, in input order.
     """
     from git_ao.agents import stopping
@@ -146,7 +148,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
             with git.bounded(deadline):
                 out = guarded(lambda: preserve_one(
                     ctx, s.id, keep_worktree, cache, trigger=trigger,
-                    unsaved=(unsaved or {}).get(s.id), pushing=pushing), s.id,
+                    unsaved=(unsaved or {}).get(s.id), pushing=pushing,
+                    removed_by=removed_by), s.id,
                     Action.PRESERVE, ctx)
             if ctx.dry_run and not keep_worktree and out.status == Status.OK:
                 cache.taken_first.add(os.path.realpath(s.worktree_path))
@@ -244,7 +247,8 @@ def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
 
 def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                  cache: RepoCache | None = None, unsaved: Session | None = None,
-                 trigger: str | None = None, pushing: bool = False) -> Outcome:
+                 trigger: str | None = None, pushing: bool = False,
+                 removed_by: str | None = None) -> Outcome:
     """Preserve one session, strictly: check, capture and write the ref, append the
     save to the session's history, commit the row, then remove the verified
     worktree. Returns an Outcome; raises AoError on refusal.
@@ -252,7 +256,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
     unsaved: on a dry run, a Session that `register` would create (not stored yet).
     trigger: the history entry's cause (see `preserve`). pushing: a clean worktree
     is saved too (a commit with no changes), so the ref a push sends carries its
-    HEAD's commits to the remote."""
+    HEAD's commits to the remote. removed_by: see `preserve`."""
     cache = cache or RepoCache()
     with ctx.lock(session_id):
         # read again under the lock
@@ -269,7 +273,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         path = s.worktree_path
         entry, v = _check(ctx, s, cache, checkpoint=keep_worktree)
         if v is None:
-            return _record_missing(ctx, s, entry)
+            return _record_missing(ctx, s, entry, removed_by)
         # A checkpoint over work a conflicted restore left in the ref appends to the
         # history only: the ref and the record stay as they are, still holding it.
         held = keep_worktree and _holds_kept_work(s, path)
@@ -426,7 +430,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                     first=",".join(cap.ignored[:5]))
         terminate = not keep_worktree and not keep
         save = Save(s.id, s.common_dir, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
-                    private, now_ns())
+                    private, now_ns(), removed_by=removed_by)
         if not held:  # else the record keeps the kept save and its attention
             ctx.store.record_save(save, terminate=terminate)
         crashpoint.hit("preserve:after-db")
@@ -1066,9 +1070,10 @@ def _refuse_missing_with_state(s: Session, entry: git.WorktreeEntry | None) -> N
         raise Refused(f"{held_advice(s.worktree_path, *held)}; nothing is recorded")
 
 
-def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -> Outcome:
+def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None,
+                    removed_by: str | None = None) -> Outcome:
     """The user deleted the worktree directory: record a save with no ref so that
-    restore re-adds the worktree from its branch."""
+    restore re-adds the worktree from its branch (removed_by: see `preserve`)."""
     head = entry.head if entry else None
     branch = s.branch
     if entry and entry.branch:
@@ -1093,7 +1098,8 @@ def _record_missing(ctx: Context, s: Session, entry: git.WorktreeEntry | None) -
         return Outcome(s.id, Action.PRESERVE, Status.OK,
                        f"would record the missing worktree{note}", facts(s))
     ctx.store.record_save(Save(s.id, s.common_dir, s.worktree_path, branch, head, detached,
-                               ref if kept else "", kept, None, now_ns()), terminate=True)
+                               ref if kept else "", kept, None, now_ns(),
+                               removed_by=removed_by), terminate=True)
     ctx.log("preserve", s.id, "recorded-missing", workspace=s.worktree_path, branch=branch)
     return Outcome(s.id, Action.PRESERVE, Status.OK, "worktree directory was already gone; "
                    f"recorded so restore re-adds it{note}", facts(s))

@@ -294,7 +294,8 @@ class Store:
         SELECT s.*, w.session_id AS w_session_id, w.repo AS w_repo, w.worktree_path,
                w.branch AS w_branch, w.head, w.detached, w.preserve_ref, w.preserved_commit,
                w.worktree_config, w.saved_at, w.restored_at, w.needs_attention,
-               w.restore_started_at, w.pending AS w_pending, w.ref_held, w.holds_less_than
+               w.restore_started_at, w.pending AS w_pending, w.ref_held, w.holds_less_than,
+               w.removed_by
         FROM sessions s LEFT JOIN session_worktrees w ON w.session_id = s.id
     """
 
@@ -307,7 +308,7 @@ class Store:
                         row["preserved_commit"], row["worktree_config"], row["saved_at"],
                         row["restored_at"], bool(row["needs_attention"]),
                         row["restore_started_at"], bool(row["w_pending"]),
-                        bool(row["ref_held"]), row["holds_less_than"])
+                        bool(row["ref_held"]), row["holds_less_than"], row["removed_by"])
         return Session(row["id"], row["kind"], row["harness"], row["repo"], row["branch"],
                        row["workspace_path"], row["agent_session_id"], row["prompt"],
                        bool(row["terminated"]), row["created_at"], row["updated_at"], save,
@@ -457,7 +458,8 @@ class Store:
         nothing becomes pending. The row is replaced whole: a restore started for an
         older save (restore_started_at) is not this save's. A checkpoint keeps the
         row's holds_less_than (the earlier capture is still to be brought back or
-        resolved); a preserve's save starts without one."""
+        resolved); a preserve's save starts without one. `save.removed_by` (the tool
+        that removed the worktree itself) is kept only on a save that terminates."""
         with self.transaction() as c:
             if not terminate:
                 save.restored_at = save.saved_at
@@ -468,15 +470,17 @@ class Store:
                 save.holds_less_than = None
             save.pending_state = terminate
             save.ref_state = bool(save.preserve_ref)
+            if not terminate:
+                save.removed_by = None
             c.execute(
                 "INSERT OR REPLACE INTO session_worktrees (session_id, repo, worktree_path, "
                 "branch, head, detached, preserve_ref, preserved_commit, worktree_config, "
-                "saved_at, restored_at, pending, ref_held, holds_less_than) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "saved_at, restored_at, pending, ref_held, holds_less_than, removed_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (save.session_id, save.common_dir, save.worktree_path, save.branch, save.head,
                  int(save.detached), save.preserve_ref, save.preserved_commit,
                  save.private_config, save.saved_at, save.restored_at, int(terminate),
-                 int(bool(save.preserve_ref)), save.holds_less_than))
+                 int(bool(save.preserve_ref)), save.holds_less_than, save.removed_by))
             c.execute("UPDATE sessions SET terminated = ?, branch = COALESCE(?, branch), "
                       "updated_at = ? WHERE id = ?",
                       (int(terminate), save.branch, now_ns(), save.session_id))
@@ -535,7 +539,7 @@ class Store:
         attention = ref_kept if attention is None else attention
         with self.transaction() as c:
             c.execute("UPDATE session_worktrees SET restored_at = ?, pending = 0, ref_held = ?, "
-                      "needs_attention = ? WHERE session_id = ?",
+                      "needs_attention = ?, removed_by = NULL WHERE session_id = ?",
                       (t, int(ref_kept), int(attention), session_id))
             c.execute("UPDATE sessions SET terminated = 0, updated_at = ? WHERE id = ?",
                       (t, session_id))

@@ -14,7 +14,7 @@ import sqlite3
 import stat
 
 from git_ao.errors import Fatal, current_directory
-from git_ao.store.states import PENDING_SQL, State
+from git_ao.store.states import PENDING_SQL, RESTORES_SQL, State
 
 DB_NAME = "git-ao.db"
 
@@ -109,13 +109,15 @@ def completion_rows(state: str) -> list[tuple[str, str]]:
     being the session's state and branch ("pending, fix-parser"), read without
     creating or migrating anything.
 
-    state: 'live', 'pending' or 'all'. Opens `git-ao.db` read-only, writing nothing
+    state: 'live', 'pending', 'restore' (the pending ones a restore naming none
+    brings back: states.RESTORES_SQL) or 'all'. Opens `git-ao.db` read-only, writing nothing
     beside it (`read_only_uri`); returns [] when there is no database or it cannot be read."""
     path = os.path.join(data_dir(), DB_NAME)
     if not os.path.exists(path):
         return []
     where = {"live": "WHERE s.terminated = 0",
-             "pending": f"WHERE {PENDING_SQL}"}.get(state, "")
+             "pending": f"WHERE {PENDING_SQL}",
+             "restore": f"WHERE {RESTORES_SQL}"}.get(state, "")
     rows: list[tuple[str, int, int, str | None, int | None]] = []
     for _attempt in range(3):
         uri, stamp = read_only_uri(path)
@@ -130,7 +132,8 @@ def completion_rows(state: str) -> list[tuple[str, str]]:
             finally:
                 conn.close()
         except sqlite3.Error:
-            return []
+            # A database not migrated yet has no removed_by: every pending save.
+            return completion_rows("pending") if state == "restore" else []
         if stamp is None or db_stamp(path) == stamp:
             break  # else a writer came and went during the read: read again
     out = []

@@ -112,5 +112,11 @@ MIGRATIONS = [
     """
     ALTER TABLE session_worktrees ADD COLUMN holds_less_than TEXT
     """,
+    # 9: the tool whose own removal of the worktree made the save (claude-code: its
+    # WorktreeRemove hook), NULL for any other: still pending, but the restore of
+    # every pending session (the boot's) leaves it; `git ao-restore ID` brings it back.
+    """
+    ALTER TABLE session_worktrees ADD COLUMN removed_by TEXT
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

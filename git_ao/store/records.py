@@ -52,6 +52,17 @@ class Save:
     # lacks (save/lacking.py): named until a new preserve, an --at that brings it
     # back, or `git ao resolve`.
     holds_less_than: ObjectId | None = None
+    # The tool that removed the worktree itself (claude-code: its WorktreeRemove
+    # hook), the save being git-ao's copy of what it removed: pending, but the
+    # restore of every pending session leaves it (`restores_by_default`); only a
+    # restore naming it brings it back. None for any other save.
+    removed_by: str | None = None
+
+    @property
+    def restores_by_default(self) -> bool:
+        """Does a restore naming no session (the boot's) bring this save back? Every
+        pending save but one its tool removed on purpose (`removed_by`)."""
+        return self.pending and not self.removed_by
 
     @property
     def restore_interrupted(self) -> bool:

@@ -41,6 +41,9 @@ STATES = tuple(s.value for s in State)
 # PENDING_SQL says it over `session_worktrees w`; `is_pending` for rows written
 # before that column (an in-memory Save not yet stored, an import).
 PENDING_SQL = "w.session_id IS NOT NULL AND w.pending = 1"
+# The pending saves a restore naming no session brings back: all but those whose
+# worktree their tool removed itself (records.Save.removed_by).
+RESTORES_SQL = f"{PENDING_SQL} AND w.removed_by IS NULL"
 
 
 def is_pending(saved_at: int, restored_at: int | None) -> bool:
