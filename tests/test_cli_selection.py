@@ -1,6 +1,7 @@
 """Which sessions a command acts on: only the ones named, each id on its own."""
 
 import json
+import os
 
 from tests.conftest import ao, git
 
@@ -67,6 +68,32 @@ def test_same_worktree_name_in_two_repositories_gets_a_free_id(repo, make_repo):
     git("worktree", "add", "-q", "-b", "third", wt3, cwd=other)
     res = ao("ao", "add", wt3, "--id", "feature", cwd=other, rc=1)
     assert "session 'feature' already exists" in res.stderr and "--id" in res.stderr
+
+
+def test_default_ids_in_one_repository_are_gits_names_of_its_worktrees(repo, tmp_path):
+    """As git-ao(1) says under add: git's name for the worktree (its admin dir under
+    .git/worktrees, a number appended when another worktree has the name), then
+    <repo>-<name>, <repo>-<name>-2, ... while a session of that id exists."""
+    paths = {}
+    for n, rel in enumerate(("a b", "a-b", "x/a-b", "y/a-b")):
+        paths[rel] = tmp_path / "wts" / rel
+        git("worktree", "add", "-q", "-b", f"b{n}", paths[rel], cwd=repo)
+        ao("ao", "add", paths[rel], cwd=repo)
+    listed = json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"]
+    assert {s["workspace_path"]: s["id"] for s in listed} == {
+        str(paths["a b"]): "a-b", str(paths["a-b"]): "a-b1", str(paths["x/a-b"]): "a-b2",
+        str(paths["y/a-b"]): "a-b3"}
+    # git gives a name back once its worktree is removed; the id stays with the
+    # ended session's record, so the next one is <repo>-<name>, then -2.
+    got = []
+    for n, rel in enumerate(("z1/a-b", "z2/a-b")):
+        ao("ao", "kill", "a-b" if n == 0 else got[-1], cwd=repo)
+        git("worktree", "prune", cwd=repo)
+        wt = tmp_path / "wts" / rel
+        git("worktree", "add", "-q", "-b", f"z{n}", wt, cwd=repo)
+        assert os.path.isdir(repo / ".git" / "worktrees" / "a-b")
+        got.append(json.loads(ao("ao", "add", wt, "--json", cwd=repo).stdout)["results"][0]["id"])
+    assert got == [f"{repo.name}-a-b", f"{repo.name}-a-b-2"]
 
 
 def test_free_ids_in_repositories_whose_git_dir_is_hidden_or_oddly_named(repo, tmp_path):

@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import plistlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -1770,6 +1771,7 @@ def test_restore_at_refuses_when_the_worktree_is_written_while_it_is_recorded(
                 fh.write(f"line {len(written)}\n")
             written.append(1)
             time.sleep(0.001)
+    asked = _entries(repo, "agent")[0]  # what --at 1 names before the run
     writer = threading.Thread(target=write)
     writer.start()
     try:
@@ -1779,12 +1781,19 @@ def test_restore_at_refuses_when_the_worktree_is_written_while_it_is_recorded(
         stop.set()
         writer.join()
     assert "still writing" in doc["message"], doc["message"]
+    # The refusal appended the state it recorded: --at 1 now names that one, so
+    # the retry it gives names the entry asked for by its commit.
+    retry = re.search(r"git ao-restore agent --at (\w+) \(entry (\d) now\)", doc["message"])
+    assert retry and asked["commit"].startswith(retry[1]) and retry[2] == "2", doc["message"]
+    assert _entries(repo, "agent")[1]["entry"] == asked["entry"]
+    writes = len(written)
     found = set((wt / "log.txt").read_text().splitlines())
     for e in _entries(repo, "agent"):
         res = subprocess.run(["git", "show", f"{e['commit']}^3:log.txt"], cwd=wt,
                              capture_output=True, text=True, check=False)
         found.update(res.stdout.splitlines())
-    assert found == {f"line {i}" for i in range(len(written))}
+    assert found == {f"line {i}" for i in range(writes)}
+    assert _restore_json(repo, "agent", "--at", retry[1])["entry"] == asked["entry"]
 
 
 def test_restore_at_leaves_files_ignored_before_and_the_undo_keeps_them(repo, worktrees):

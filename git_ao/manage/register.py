@@ -23,8 +23,9 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     """Register the linked worktree containing `path` as a live session.
 
     With no `session_id` the id is `name` (made valid by id_from_name), else the
-    worktree's name, or, when a session of that id exists, `<repo>-<id>` (see
-    free_id). Returns the Session (not stored on a dry run). Raises Fatal (not a
+    worktree's name as git names its admin dir (`.git/worktrees/<name>`: the
+    directory's name, a number appended when another worktree of the repository
+    has it), or, when a session of that id exists, `<repo>-<id>` (see free_id). Returns the Session (not stored on a dry run). Raises Fatal (not a
     repository), Usage (bad id or kind, a path with a newline or not in UTF-8) or
     Refused (a bare repository, a main worktree, the id or the worktree taken).
     """

@@ -239,10 +239,13 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         written = walk.changed_since(walked, again)
         if written:
             ctx.log("restore", s.id, "at-written", paths=",".join(written[:5]))
+            # The append renumbered the entries: the retry names the entry by commit.
             raise Refused(f"{_listed(written)} changed while the current state was recorded: "
                           f"something is still writing in '{path}'; stop it first (the state "
                           f"recorded is entry {undo_number} of the history; nothing else "
-                          "changed)")
+                          f"changed), then retry by the entry's commit, which no later entry "
+                          f"renumbers: git ao-restore {s.id} --at "
+                          f"{history.at_name(entry, listed)[:12]} (entry {number} now)")
         _mark(ctx.store.dir, s.id, undo.commit, entry.commit)  # a rerun reads it
         try:
             late = _clear_untracked(path, meeting,
