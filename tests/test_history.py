@@ -1422,6 +1422,102 @@ def test_a_checkpoint_of_intent_to_add_type_changes_and_deletions_comes_back_exa
     assert_restored(wanted, exact_state(wt))
 
 
+def _doctor_silent_on(repo, wt):
+    res = ao("ao", "doctor", cwd=repo, rc=None)
+    assert str(wt) not in res.stdout and "agent" not in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("content", ["", "planned\n"])
+@pytest.mark.parametrize("soft", [False, True])
+def test_restore_at_takes_the_entrys_index_over_an_intent_to_add_entry(
+        repo, worktrees, content, soft):
+    """An agent undoes the commit that added a file and marks it intent-to-add: --at
+    back to the entry of that commit leaves no intent-to-add mark where the entry's
+    index has the file (`git reset --hard` keeps it on an entry whose blob is the
+    tree's: an empty file), and the state it replaced comes back by its undo."""
+    wt = worktrees(repo, "agent")
+    (wt / "e").write_text(content)
+    git("add", "e", cwd=wt)
+    git("commit", "-qm", "add e", cwd=wt)
+    if soft:  # and one more commit, which the soft reset undoes with it
+        (wt / "README.md").write_text("more\n")
+        git("commit", "-qam", "more", cwd=wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    wanted = exact_state(wt)
+    entry = _entries(repo, "agent")[0]["commit"]
+    git("reset", "-q", "--soft" if soft else "--mixed", "HEAD~2" if soft else "HEAD~1", cwd=wt)
+    if soft:
+        git("rm", "-q", "--cached", "e", cwd=wt)
+    git("add", "-N", "e", cwd=wt)
+    replaced = exact_state(wt)
+    r = _restore_json(repo, "agent", "--at", entry)
+    assert r["status"] == "ok", r
+    assert_restored(wanted, exact_state(wt))
+    assert git("status", "--porcelain", cwd=wt) == ""
+    # Every later save works, and the undo the outcome names brings the state back.
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    r = _restore_json(repo, "agent", "--at", r["replaced"])
+    assert r["status"] == "ok", r
+    assert_restored(replaced, exact_state(wt))
+    for extra in (["-n"], []):
+        res = ao("ao-preserve", "agent", *extra, cwd=repo)
+        assert res.stdout.startswith("preserve\tok\t"), res.stdout
+        if extra:
+            _doctor_silent_on(repo, wt)
+    ao("ao-restore", "agent", cwd=repo)
+    assert_restored(replaced, exact_state(wt))
+
+
+@pytest.mark.parametrize("then", ["empty", "written", "removed", "soft reset", "soft reset, removed",
+                                  "in a directory"])
+def test_an_intent_to_add_entry_a_hard_reset_kept_is_saved_as_it_is(repo, worktrees, then):
+    """`git reset --hard` (or `git read-tree`) keeps an intent-to-add entry whose blob
+    is the tree's (an empty file), with a cache tree naming it: `git status` shows
+    it deleted from the index, `git write-tree` gives HEAD's tree. A checkpoint, a
+    preserve and its dry run and doctor take it as status does, and it comes back
+    as it was."""
+    wt = worktrees(repo, "agent")
+    e = "d/e" if then == "in a directory" else "e"
+    (wt / "d").mkdir()
+    (wt / e).write_text("")
+    git("add", e, cwd=wt)
+    git("commit", "-qm", "add empty e", cwd=wt)
+    git("rm", "-q", "--cached", e, cwd=wt)
+    git("add", "-N", e, cwd=wt)
+    git("reset", "-q", "--hard", cwd=wt)
+    if then.startswith("soft reset"):
+        git("reset", "-q", "--soft", "HEAD~1", cwd=wt)
+    if then == "written":
+        (wt / "e").write_text("later\n")
+    if then.endswith("removed"):
+        (wt / "e").unlink()
+    wanted = exact_state(wt)
+    res = ao("ao", "checkpoint", "agent", cwd=repo)
+    assert "\tok\t" in res.stdout, res.stdout
+    entry = _entries(repo, "agent")[0]["commit"]
+    res = ao("ao-preserve", "-n", "agent", cwd=repo)
+    assert res.stdout.startswith("preserve\tok\tagent\twould preserve and remove: 1 changed"), \
+        res.stdout
+    _doctor_silent_on(repo, wt)
+    ao("ao-preserve", "agent", cwd=repo)
+    ao("ao-restore", "agent", cwd=repo)
+    assert_restored(wanted, exact_state(wt))
+    # The checkpoint's entry holds it too: --at from a clean worktree brings it back.
+    git("reset", "-q", "--hard", "HEAD", cwd=wt)
+    git("rm", "-q", "--cached", "--ignore-unmatch", e, cwd=wt)
+    (wt / e).unlink(missing_ok=True)
+    git("reset", "-q", "--hard", "HEAD", cwd=wt)
+    assert _restore_json(repo, "agent", "--at", entry)["status"] == "ok"
+    got = exact_state(wt)
+    if then == "in a directory":
+        # There git status reads the cache tree too and shows the path as new
+        # (" A"); the entry makes the index git's status shows at the top: the
+        # path deleted from the index, marked intent-to-add.
+        assert wanted["status"][0].startswith(b"1 .A ") and got["status"][0].startswith(b"1 DA ")
+        got["status"] = wanted["status"]
+    assert_restored(wanted, got)
+
+
 def _restore_json(cwd, *args, rc=0):
     res = ao("ao-restore", *args, "--json", cwd=cwd, rc=rc)
     return json.loads(res.stdout)["results"][0]

@@ -151,6 +151,54 @@ def stat_data(data: bytes, oid_len: int = 20) -> dict[bytes, tuple[int, ...]] | 
     return dict(zip(names, stats, strict=True))
 
 
+def without_cache_tree(data: bytes, oid_len: int = 20) -> bytes | None:
+    """The bytes of an index file (format version 2 to 4) with its cache tree left
+    out (the `TREE` extension, and `EOIE`, whose hash covers the extensions), its
+    trailing checksum computed again (kept all zero when it is: `index.skipHash`).
+    git writes the tree of an index from its cache tree where that says a
+    directory is valid, and `git reset --hard` or `git read-tree` keeping an
+    intent-to-add entry whose blob is the tree's (an empty file) leaves one
+    naming that entry, which no tree of the index holds (`git status` shows the
+    path deleted from the index). oid_len: the object ids' length in bytes (32 in
+    a SHA-256 repository). None for an index this does not read."""
+    if len(data) < 12 + oid_len or data[:4] != b"DIRC":
+        return None
+    version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
+    if version not in (2, 3, 4):
+        return None
+    fixed = 40 + oid_len + 2
+    pos, index_of = 12, data.index
+    body_end = len(data) - oid_len
+    try:
+        for _ in range(count):
+            flags = int.from_bytes(data[pos + fixed - 2:pos + fixed], "big")
+            name_at = pos + fixed + (2 if flags & 0x4000 and version >= 3 else 0)
+            if version == 4:
+                _, name_at = _varint(data, name_at)
+                pos = index_of(b"\0", name_at) + 1
+            else:
+                n = flags & 0xFFF
+                end = name_at + n if n < 0xFFF else index_of(b"\0", name_at)
+                pos += (end - pos + 8) & ~7
+        kept = [data[:pos]]
+        while pos < body_end:
+            size = int.from_bytes(data[pos + 4:pos + 8], "big")
+            if pos + 8 + size > body_end:
+                return None
+            if data[pos:pos + 4] not in (b"TREE", b"EOIE"):
+                kept.append(data[pos:pos + 8 + size])
+            pos += 8 + size
+    except (ValueError, IndexError):
+        return None
+    if pos != body_end:
+        return None
+    body = b"".join(kept)
+    tail = data[body_end:]
+    if any(tail):
+        tail = (hashlib.sha1(body) if oid_len == 20 else hashlib.sha256(body)).digest()
+    return body + tail
+
+
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
     """git's offset varint (varint.c) at `pos`: (value, the position after it)."""
     c = data[pos]
@@ -322,6 +370,25 @@ class TempIndex:
         said = res.err.decode("utf-8", "surrogateescape").splitlines()
         return [p for p in (ln.removeprefix("Ignoring path ") for ln in said
                             if ln.startswith("Ignoring path ")) if p in given]
+
+    def tree_past_cache(self, git_dir: str, oid_len: int) -> tuple[ObjectId, list[str]] | None:
+        """(the tree of this index, its intent-to-add entries) as git makes them with
+        no cache tree (`without_cache_tree`): every directory's tree written from
+        the entries, none taken from a cache tree naming an intent-to-add entry.
+        A scratch copy in `git_dir` is written and removed; this index is left as
+        it is. None when the index is one `without_cache_tree` does not read.
+        Raises GitError."""
+        bare = without_cache_tree(self.read(), oid_len)
+        if bare is None:
+            return None
+        with TempIndex(self.cwd, git_dir, self.lenient, env={
+                k: v for k, v in self._env.items() if k != "GIT_INDEX_FILE"}) as scratch:
+            with open(scratch.path, "wb") as fh:
+                fh.write(bare)
+            # mtime 0: git judges no entry racy, so nothing hashes a file here.
+            os.utime(scratch.path, ns=(0, 0))
+            tree = scratch.write_tree()
+            return tree, scratch.intent_to_add(tree)
 
     def intent_to_add(self, tree: str) -> list[str]:
         """The intent-to-add entries of this index: `git diff-index --cached

@@ -250,7 +250,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
         try:
             late = _clear_untracked(path, meeting,
                                     local_state.load(cap.private_config).empty_dirs or [], again)
-            _unflag(path, flags, cap.config)
+            _unflag(path, flags, cap.config, entry.head,
+                    local_state.load(cap.private_config).intent_to_add or [])
             git.reset_hard(path, entry.head)
             crashpoint.hit("restore-at:after-reset")
             wc = local_state.load(entry.private_config)
@@ -511,14 +512,23 @@ def _check_working(path: str) -> None:
                       "under them; stop them first (nothing changed)")
 
 
-def _unflag(path: str, flags: IndexFlags, conf: dict[str, str]) -> None:
+def _unflag(path: str, flags: IndexFlags, conf: dict[str, str], head: str,
+            intent: Sequence[str]) -> None:
     """Clear the index flags that make `git reset --hard` pass a file by (assume-
     unchanged; skip-worktree outside a sparse checkout, whose patterns own it), so
-    the reset writes every tracked file; the entry's own flags are put back after.
-    flags: `query.index_flags` of the worktree, read before the run changed it."""
+    the reset writes every tracked file, and take out of the index the
+    intent-to-add entries `intent` at a path the entry's HEAD `head` has: the
+    reset keeps an entry whose blob and mode are the tree's (an empty file) with
+    its intent-to-add flag, which leaves the path deleted from the index though
+    HEAD has it (`git status` shows "DA"), and writes those fresh from the tree.
+    The entry's own flags are put back after. flags: `query.index_flags` of the
+    worktree, read before the run changed it. Raises GitError."""
     index.set_index_flag(path, flags.assume_unchanged, "--no-assume-unchanged")
     if conf.get("core.sparsecheckout") != "true":
         index.set_index_flag(path, flags.skip_worktree, "--no-skip-worktree")
+    if intent:
+        index.set_index_flag(path, sorted(query.tree_entries_at(path, head, intent)),
+                             "--force-remove")
 
 
 def _check_output(path: str, walked: walk.Walk) -> None:

@@ -908,7 +908,8 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 cap.index_checksum = index.checksum(tmp_i.path, len(head))
             cap.index_tree = tmp_i.write_tree()
         assert cap.index_tree is not None
-        intent += local_state.intent_to_add(st, tmp_i, cap.index_tree)
+        found, cap.index_tree = local_state.intent_to_add(st, tmp_i, cap.index_tree, git_dir)
+        intent += found
         intent_modes = local_state.intent_to_add_modes(path, tmp_i, intent)
         # The untracked files' tree is made beside the worktree's (its own index).
         untracked = Beside(lambda: _untracked_tree(tmp_u, cap.untracked, drivers)) \

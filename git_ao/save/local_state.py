@@ -22,6 +22,7 @@ from git_ao import git
 from git_ao.fs import walk
 from git_ao.git import index, parse, query
 from git_ao.git.index import TempIndex
+from git_ao.git.parse import ObjectId
 
 
 @dataclass
@@ -186,16 +187,37 @@ def _parents(path: str) -> list[str]:
             return out
 
 
-def intent_to_add(st: git.Status, temp: TempIndex, index_tree: str) -> list[str]:
-    """The intent-to-add entries of `temp` (a copy of the real one) whose tree is
-    `index_tree`. `git status` shows each as added in the worktree (".A", "DA"
-    over a staged deletion) or, its file gone, as an empty blob deleted (".D",
-    like a committed empty file): only then is the index asked (one `git
-    diff-index`)."""
-    if not any(e.kind == "1" and (e.xy[1] == "A" or (
-            e.xy[1] == "D" and e.index_oid in parse.EMPTY_BLOBS)) for e in st.changed):
-        return []
-    return temp.intent_to_add(index_tree)
+def intent_to_add(st: git.Status, temp: TempIndex, index_tree: ObjectId, git_dir: str
+                  ) -> tuple[list[str], ObjectId]:
+    """(the intent-to-add entries of `temp`, a copy of the real index whose tree
+    `write_tree` made is `index_tree`; the index tree, which leaves them out).
+    `git status` shows each as added in the worktree (".A", "DA" over a path HEAD
+    has) or, its file gone, as deleted ("DD"; ".D" with an empty blob, like a
+    committed empty file deleted): only then is the index asked (one `git
+    diff-index`).
+    One whose blob is the one HEAD has at its path (an empty file) can still be in
+    the tree git wrote, from a cache tree `git reset --hard` or `git read-tree`
+    left naming it: when status shows such an entry the diff did not find, the
+    tree is made again without the cache tree (`TempIndex.tree_past_cache`), so
+    the index tree is what status sees and the entry is saved as intent-to-add."""
+    sure = {e.path for e in st.changed if e.kind == "1" and (e.xy[1] == "A" or e.xy == "DD")}
+    maybe = {e.path for e in st.changed if e.kind == "1" and e.xy[1] == "D"
+             and e.index_oid in parse.EMPTY_BLOBS}
+    if not sure and not maybe:
+        return [], index_tree
+    found = temp.intent_to_add(index_tree)
+    missed = (sure | maybe) - set(found)
+    if missed - sure and st.head is not None:
+        # ".D" on a path HEAD has is a committed file deleted (an intent-to-add
+        # entry there shows "DD").
+        missed -= set(query.tree_entries_at(temp.cwd, st.head, sorted(missed - sure)))
+    if not missed:
+        return found, index_tree
+    again = temp.tree_past_cache(git_dir, len(index_tree) // 2)
+    if again is None:
+        return found, index_tree
+    tree, found = again
+    return found, tree
 
 
 def intent_to_add_modes(path: str, temp: TempIndex, intent: list[str]) -> dict[str, str]:
