@@ -415,6 +415,53 @@ def test_a_checkpoint_mid_rebase_or_of_unmerged_paths_is_skipped_not_failed(
     assert git("show", f"{entries[0]['commit']}^3:notes.txt", cwd=repo) == "the agent's notes\n"
 
 
+_OPERATIONS = {
+    "rebase": ("a rebase", "git rebase --abort"),
+    "merge": ("a merge", "git merge --abort"),
+    "cherry-pick": ("a cherry-pick", "git cherry-pick --abort"),
+    "revert": ("a revert", "git revert --abort"),
+    "am": ("an am", "git am --abort"),
+    "bisect": ("a bisect", "git bisect reset"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(_OPERATIONS))
+def test_restore_at_during_an_operation_names_it_and_what_ends_it(repo, worktrees, how):
+    """--at in the middle of a rebase (HEAD detached), a merge, a cherry-pick, a revert,
+    an am or a bisect says which is in progress and how to end it, as a checkpoint
+    and a preserve do, never a switch git refuses then; once it is over, --at runs."""
+    wt = worktrees(repo, "agent")
+    (wt / "README.md").write_text("mine\n")
+    git("commit", "-qam", "mine", cwd=wt)
+    (wt / "README.md").write_text("mine again\n")
+    git("commit", "-qam", "mine again", cwd=wt)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    (repo / "README.md").write_text("theirs\n")
+    git("commit", "-qam", "theirs", cwd=repo)
+    if how == "rebase":
+        git("-c", "sequence.editor=sed -i 1s/pick/edit/", "rebase", "-q", "-i", "HEAD~2", cwd=wt)
+    elif how == "am":
+        patch = git("format-patch", "-1", "--stdout", "main", cwd=repo) + "\n"
+        git("am", "-q", cwd=wt, input=patch.encode(), check=False)
+    elif how == "bisect":
+        git("bisect", "start", "HEAD", "HEAD~2", cwd=wt)
+    else:
+        what = {"merge": ["merge", "main"], "cherry-pick": ["cherry-pick", "main"],
+                "revert": ["revert", "--no-edit", "HEAD~1"]}[how]
+        git(*what, cwd=wt, check=False)
+    what, abort = _OPERATIONS[how]
+    for extra in (["-n"], []):
+        res = ao("ao-restore", "agent", "--at", "1", *extra, cwd=repo, rc=1)
+        assert f"{what} is in progress in '{wt}'; finish it or abort it ({abort}" in res.stdout \
+            and "then run it again (nothing changed)" in res.stdout, res.stdout
+        assert "git switch" not in res.stdout, res.stdout
+    res = ao("ao-preserve", "agent", cwd=repo, rc=1)
+    assert f"{what} is in progress" in res.stdout and abort in res.stdout, res.stdout
+    git(*abort.split()[1:], cwd=wt)
+    res = ao("ao-restore", "agent", "--at", "1", cwd=repo)
+    assert "\tok\t" in res.stdout or "\tnothing\t" in res.stdout, res.stdout
+
+
 def test_the_claude_code_hook_checkpoints_the_worktree_its_json_names(repo, worktrees, tmp_path):
     wt = _session(repo, worktrees)
     with open(os.path.join(CONTRIB, "claude-code-hooks.json")) as fh:

@@ -89,6 +89,10 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             # A nested repository or worktree is left out, as a checkpoint leaves it,
             # and left where it is (`_check_nested`).
             st = capture.inspect(path, v.git_dir, leave_nested=True)
+        except capture.InProgress as exc:
+            # Before the branch: a rebase or a bisect detaches HEAD, and git switches
+            # no branch until the operation is over.
+            raise Refused(f"{exc}, then run it again (nothing changed)") from None
         except capture.CannotCapture as exc:
             # HEAD on another branch says so first, one with no commit yet too (`git
             # checkout --orphan`): its switch back is what works, not a commit there.

@@ -45,10 +45,17 @@ SCRATCH_PREFIXES = (TEMP_INDEX_PREFIX, VERIFY_PREFIX, query.MERGE_PREFIX, git.OB
 
 # State files of an operation in progress. They live in the worktree's private
 # git dir and die with it, so a worktree in one of these states is not captured.
+# {file: (what it is, the command that aborts it)}
 _IN_PROGRESS = {
-    "MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
-    "rebase-merge": "a rebase", "rebase-apply": "a rebase or am", "BISECT_LOG": "a bisect",
-    "sequencer": "a cherry-pick or revert sequence",
+    "MERGE_HEAD": ("a merge", "git merge --abort"),
+    "CHERRY_PICK_HEAD": ("a cherry-pick", "git cherry-pick --abort"),
+    "REVERT_HEAD": ("a revert", "git revert --abort"),
+    "rebase-merge": ("a rebase", "git rebase --abort"),
+    # (an am's holds the file `applying`)
+    "rebase-apply": ("a rebase", "git rebase --abort"),
+    "BISECT_LOG": ("a bisect", "git bisect reset"),
+    "sequencer": ("a cherry-pick or revert sequence",
+                  "git cherry-pick --abort, or git revert --abort"),
 }
 
 
@@ -175,10 +182,13 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
     worktree is left out (named in `Status.left_out`), not refused.
     ahead: status reads its copy of the index and writes its refresh there (the
     real index is never written). Returns the git.Status."""
-    for name, what in _IN_PROGRESS.items():
+    for name, (what, abort) in _IN_PROGRESS.items():
         if os.path.exists(os.path.join(git_dir, name)):
-            raise InProgress(f"{what} is in progress in '{path}'; finish or abort it first",
-                             f"{what} in progress")
+            if name == "rebase-apply" and os.path.exists(os.path.join(git_dir, name,
+                                                                      "applying")):
+                what, abort = "an am", "git am --abort"
+            raise InProgress(f"{what} is in progress in '{path}'; finish it or abort it "
+                             f"({abort}) first", f"{what} in progress")
     st = _status_past_filters(path, ahead)
     if st.head is None:
         raise CannotCapture(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
