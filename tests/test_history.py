@@ -543,6 +543,17 @@ def _checkpoint_json(repo):
     return json.loads(res.stdout)["results"][0]
 
 
+def _each_change_is_seen(repo, changes):
+    """After each of `changes`, a checkpoint is a full one (not answered unchanged),
+    and once the stat file is written again the next is answered unchanged."""
+    for n, change in enumerate(changes):
+        change()
+        assert "unchanged" not in _checkpoint_json(repo), n  # seen, a full checkpoint
+        time.sleep(0.1)
+        _checkpoint_json(repo)  # records the stat file again
+        assert _checkpoint_json(repo).get("unchanged") is True, n
+
+
 def test_an_unchanged_checkpoint_is_proven_from_stat_data_and_every_change_is_seen(
         repo, worktrees):
     wt = _session(repo, worktrees)
@@ -560,11 +571,7 @@ def test_an_unchanged_checkpoint_is_proven_from_stat_data_and_every_change_is_se
         lambda: git("commit", "-qm", "agent commits", cwd=wt),
         lambda: (wt / "notes.log").write_text("ignored\n"),  # an ignored file: its dir changed
     ]
-    for n, change in enumerate(changes):
-        change()
-        time.sleep(0.1)  # so this checkpoint writes the stat file again
-        assert "unchanged" not in _checkpoint_json(repo), n  # seen, a full checkpoint
-        assert _checkpoint_json(repo).get("unchanged") is True, n
+    _each_change_is_seen(repo, changes)
     got = _entries(repo, "agent")
     assert len(got) == 1 + len(changes) - 1  # the ignored file changed no state
     wanted = exact_state(wt)
@@ -609,12 +616,7 @@ def test_the_tracked_files_are_compared_by_git_against_the_checkpoints_index(rep
                lambda: (wt / "README.md").unlink(),
                lambda: os.symlink("elsewhere", wt / "README.md"),
                lambda: set_back("bin.dat", "x" * 300)]
-    for n, change in enumerate(changes):
-        change()
-        assert "unchanged" not in _checkpoint_json(repo), n
-        time.sleep(0.1)
-        _checkpoint_json(repo)  # records the stat file again
-        assert _checkpoint_json(repo).get("unchanged") is True, n
+    _each_change_is_seen(repo, changes)
 
 
 def _signed_now(wt):
@@ -2432,12 +2434,7 @@ def test_a_rules_file_under_an_ignore_rule_and_an_included_config_are_watched(
     time.sleep(0.1)
     _checkpoint_json(repo)
     assert _checkpoint_json(repo).get("unchanged") is True
-    for n, edit in enumerate(edits):
-        edit()
-        assert "unchanged" not in _checkpoint_json(repo), n
-        time.sleep(0.1)
-        _checkpoint_json(repo)  # records the stat file again
-        assert _checkpoint_json(repo).get("unchanged") is True, n
+    _each_change_is_seen(repo, edits)
 
 
 def test_a_file_git_reads_that_changes_while_a_checkpoint_runs_records_no_stat_file(
