@@ -68,6 +68,7 @@ group:                    -
 session_mode:             -
 provider_conversation_id: -
 holds_less_than:          -
+removed_by:               -
 daemon_refs:              -
 trash:                    <tmp>/aodata/trash/alpha.<ns>/worktree (preserved, <n> bytes, 0 ignored: -)
 history:                  1 entry, <n> bytes only it keeps (refs/ao/history/alpha; git ao history alpha)
