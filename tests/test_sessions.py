@@ -164,6 +164,29 @@ def test_kill_clean_only_and_never_resurrected(repo, worktrees):
     assert not wt.exists()
 
 
+@pytest.mark.parametrize("keeper", ["refs/worktree/keep", "refs/bisect/bad", "reflog"])
+def test_kill_keeps_the_commits_only_the_worktrees_own_refs_hold(repo, worktrees, keeper):
+    """A worktree's own refs (refs/worktree/*, refs/bisect/*) and its HEAD's reflog
+    go with its admin dir: a commit only they reach is kept under refs/ao/kept/<id>,
+    as a preserve keeps it, before the worktree is taken away."""
+    wt = worktrees(repo, "kk")
+    git("commit", "-q", "--allow-empty", "-m", "only here", cwd=wt)
+    only = git("rev-parse", "HEAD", cwd=wt).strip()
+    if keeper == "reflog":
+        git("reset", "-q", "--hard", "HEAD~1", cwd=wt)
+    else:
+        git("update-ref", keeper, only, cwd=wt)
+        git("reset", "-q", "--hard", "HEAD~1", cwd=wt)
+        git("reflog", "expire", "--expire=now", "--all", cwd=wt)
+    res = json.loads(ao("ao", "kill", "kk", "--json", cwd=repo).stdout)["results"][0]
+    assert res["status"] == "ok", res
+    assert "refs/ao/kept/kk" in res["message"]
+    git("reflog", "expire", "--expire=now", "--all", cwd=repo)
+    git("gc", "-q", "--prune=now", cwd=repo)
+    assert git("cat-file", "-t", only, cwd=repo).strip() == "commit"
+    assert only in git("rev-list", "refs/ao/kept/kk", cwd=repo).split()
+
+
 def test_kill_refuses_pending(repo, worktrees):
     wt = worktrees(repo, "kp")
     (wt / "f").write_text("x")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from git_ao.context import Context, facts, lookup
+from git_ao.context import KEPT_PREFIX, Context, facts, lookup
 from git_ao.errors import Refused
 from git_ao.fs import walk
 from git_ao.git import query, worktree
@@ -48,8 +48,18 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             if blockers:
                 raise Refused(f"'{path}' holds what git does not show: "
                               + "; ".join(str(b) for b in blockers[:5]))
+            # The worktree's own refs and its HEAD's reflog go with its admin dir: what
+            # only they reach is kept under refs/ao/kept/<id>, as a preserve keeps it.
+            found = witness.admin_only(path, None, st.head)
+            kept = f"; the commits only its own refs kept are under {KEPT_PREFIX}{s.id}" \
+                if found else ""
             if ctx.dry_run:
-                return Outcome(s.id, Action.KILL, Status.OK, f"would remove {path}", facts(s))
+                return Outcome(s.id, Action.KILL, Status.OK, f"would remove {path}{kept}",
+                               facts(s))
+            if found:
+                witness.keep_alive(path, KEPT_PREFIX + s.id, found)
+                ctx.log("kill", s.id, "kept-alive", ref=KEPT_PREFIX + s.id,
+                        refs=len(found.refs), reflog=len(found.reflog))
             try:
                 entry = trash.move_in(ctx.store.dir, s.id, v,
                                       trash.Meta(killed=True))
@@ -59,7 +69,7 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             ctx.prune_worktrees(s.common_dir)
             ctx.log("kill", s.id, "trash", trash=entry.worktree)
             trashed = entry.worktree
-            gone = f"{path} moved to the trash ({trashed}; git ao-prune deletes it)"
+            gone = f"{path} moved to the trash ({trashed}; git ao-prune deletes it){kept}"
         elif ctx.dry_run:
             return Outcome(s.id, Action.KILL, Status.OK, "would mark terminated", facts(s))
         else:
