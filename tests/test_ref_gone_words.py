@@ -7,6 +7,7 @@ puts it back as its dry run says, and forget claims to keep only what is there."
 from __future__ import annotations
 
 import json
+import shutil
 
 from tests.support import ao, crash_env, git, sessions_by_id
 
@@ -108,7 +109,9 @@ def test_a_gone_commit_with_the_branch_moved_checks_out_again_naming_the_copy(
     run both say the work does not come back and name the copy, which prune keeps."""
     _gone(repo, worktrees, "m")
     _move_branch(repo, "m")
-    dry = ao("ao-restore", "-n", "m", cwd=repo).stdout
+    # The dry run's status and exit status are the real run's: attention, 3.
+    dry = ao("ao-restore", "-n", "m", cwd=repo, rc=3).stdout
+    assert dry.startswith("restore\tattention\tm\t"), dry
     assert "by a checkout without the work (its saved commit" in dry, dry
     assert "holds the worktree as preserve took it" in dry and "may conflict" not in dry, dry
     res = ao("ao-restore", "m", cwd=repo, rc=3)
@@ -117,6 +120,18 @@ def test_a_gone_commit_with_the_branch_moved_checks_out_again_naming_the_copy(
     assert "cannot be compared" not in res.stdout, res.stdout
     pruned = ao("ao-prune", "-n", cwd=repo).stdout
     assert "holds the session's work, whose saved commit was gone" in pruned, pruned
+    # Back, but its work is only in the trash copy: attention, named by list, show
+    # and doctor, until the copy is removed.
+    copy = json.loads(ao("ao", "show", "m", "--json", cwd=repo).stdout)[
+        "session"]["trash"][0]["path"]
+    assert sessions_by_id(repo)["m"]["state"] == "attention"
+    assert json.loads(ao("ao", "show", "m", "--json", cwd=repo).stdout)[
+        "session"]["state"] == "attention"
+    for said in _hints(repo, "m"):
+        assert f"the trash copy {copy} holds the worktree as preserve took it" in said, said
+    shutil.rmtree(copy.rsplit("/", 1)[0])
+    assert sessions_by_id(repo)["m"]["state"] == "live"
+    assert not any(_hints(repo, "m"))
 
 
 def test_forget_names_only_the_refs_that_are_there(repo, worktrees):

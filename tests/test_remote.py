@@ -923,7 +923,8 @@ def test_restore_from_a_path_in_the_way_is_refused_by_the_dry_run_and_registers_
     assert dry.stdout == real.stdout, (dry.stdout, real.stdout)
     assert "s9" not in listed(clone, b) and local_ref(clone, "s9") is None
     assert git("for-each-ref", "refs/ao/", cwd=clone) == ""  # nor its history
-    res = ao("ao-restore", "--from", "plain", "--set-aside-stray", "-n", cwd=clone, env=b)
+    res = ao("ao-restore", "--from", "plain", "--set-aside-stray", "-n", cwd=clone, env=b,
+             rc=3)
     assert f"would set aside the directory at {wt}" in res.stdout, res.stdout
     other = tmp_path / "other"
     other.mkdir()

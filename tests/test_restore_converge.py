@@ -93,8 +93,9 @@ def test_a_stray_directory_is_refused_logged_and_left_as_it_is(repo, worktrees, 
         assert "set-aside-stray" in ao("ao", "log", cwd=repo).stdout
     assert not [e for e in trash.entries(os.environ["AO_DATA_DIR"]) if e.stray]
     if how == "dry-run":
-        out = ao("ao-restore", "-n", "--set-aside-stray", cwd=repo).stdout
-        assert "would set aside the directory" in out
+        # attention, exit 3, as the real run below
+        out = ao("ao-restore", "-n", "--set-aside-stray", cwd=repo, rc=3).stdout
+        assert "restore\tattention\tst\twould set aside the directory" in out, out
         assert {p: p.read_bytes() for p in wt.rglob("*") if p.is_file()} == snapshot
         return
     # asked for: moved into the trash whole, then the session comes back

@@ -79,11 +79,12 @@ def show(app: App, session_id: str) -> int:
         saved_commit_gone,
         show_stat,
         trash_kept,
+        trash_work_hint,
     )
     from git_ao.save.daemon_refs import kept_refs
     s = lookup(app.ctx, session_id)
     # The show record: the list record and what only show prints.
-    rec: dict[str, Any] = {**list_json(s)}
+    rec: dict[str, Any] = {**list_json(s, data_dir=app.ctx.store.dir)}
     # Commits of the daemon's that a preserve moved aside rather than replace.
     rec["daemon_refs"] = [f"{ref} {oid}" for ref, oid in kept_refs(s.common_dir, s.id)] \
         if os.path.isdir(s.common_dir) else []
@@ -120,6 +121,9 @@ def show(app: App, session_id: str) -> int:
     half = interrupted_at_hint(app.ctx.store.dir, s)
     if half:
         app.printer.hint(half)
+    copy = trash_work_hint(s, app.ctx.store.dir)
+    if copy:
+        app.printer.hint(copy)
     return ExitStatus.OK
 
 

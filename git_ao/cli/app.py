@@ -349,7 +349,7 @@ def add_state(app: App, o: Outcome) -> None:
     from git_ao.store.states import State
     try:
         s = app.store.get(o.session_id)
-        o.data["state"] = state(s) if s is not None else None
+        o.data["state"] = state(s, data_dir=app.store.dir) if s is not None else None
     except AoError:
         return
     if o.status in (Status.REFUSED, Status.FAILED) and o.data["state"] == State.PENDING \

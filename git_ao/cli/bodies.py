@@ -41,6 +41,7 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         preserve_refs,
         ref_gone_hint,
         removed_by_hint,
+        trash_work_hint,
     )
     if all_ and repo_path:
         usage("give --repo or --all, not both")
@@ -49,7 +50,8 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
     shown = [s for s in sessions if repo is None or s.common_dir == repo]
     hidden = len(sessions) - len(shown)
     refs = preserve_refs(shown)
-    records: list[dict[str, Any]] = [{**list_json(s, refs)} for s in shown]
+    records: list[dict[str, Any]] = [{**list_json(s, refs, app.store.dir)}
+                                          for s in shown]
     listed = {r["id"] for r in records if not states or r["state"] in states}
     app.printer.sessions([r for r in records if r["id"] in listed])
     for s in shown:
@@ -69,6 +71,9 @@ def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
         half = interrupted_at_hint(app.store.dir, s) if s.id in listed else ""
         if half:
             app.printer.hint(f"{s.id}: {half}")
+        copy = trash_work_hint(s, app.store.dir) if s.id in listed else ""
+        if copy:
+            app.printer.hint(f"{s.id}: {copy}")
     if hidden and repo_path is None and not app.printer.quiet and not app.printer.json_mode:
         app.printer.hint(f"{hidden} session(s) of other repositories not listed; "
                          "'git ao list --all' lists them")

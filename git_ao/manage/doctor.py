@@ -12,7 +12,7 @@ from git_ao.errors import AoError, ExitStatus, current_directory
 from git_ao.fs.gone import gone_worktree, repo_gone_advice
 from git_ao.git import version
 from git_ao.git.parse import WorktreeEntry
-from git_ao.manage.listing import ref_gone_hint
+from git_ao.manage.listing import ref_gone_hint, trash_work_hint
 from git_ao.outcome import Outcome, Status
 from git_ao.save import history
 from git_ao.store.records import Session
@@ -275,6 +275,9 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
             half = history.interrupted_at_hint(data_dir, s)
             if half:
                 out.append(Check("session", False, f"{s.id}: {half}"))
+            copy = trash_work_hint(s, data_dir)
+            if copy:
+                out.append(Check("session", False, f"{s.id}: live, but {copy}"))
     live = [s for s in sessions if s.live or s.pending]
     for outer in live:
         base = os.path.realpath(outer.worktree_path).rstrip("/") + "/"

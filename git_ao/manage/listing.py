@@ -145,17 +145,64 @@ def worktree_gone(s: Session) -> bool:
                                       or not os.path.isdir(s.common_dir))
 
 
-def state(s: Session, refs: Refs | None = None) -> State:
+def state(s: Session, refs: Refs | None = None, data_dir: str | None = None) -> State:
     """The session's state as listed. `attention`: live, and either
     its ref still holds the save's commit after a restore that could not put it
     all back (`git ao resolve` ends it), or its save holds less than an earlier
-    capture of the same preserve (`holds_less`), or its worktree is gone or empty."""
+    capture of the same preserve (`holds_less`), or its worktree is gone or empty,
+    or (data_dir given) a trash copy holds work the last restore could not put back
+    (`trash_work`: removing the copy ends it)."""
     save = s.save
     if s.live and save is not None and save.needs_attention and holds_ref(s, refs):
         return State.ATTENTION
     if holds_less(s) or worktree_gone(s):
         return State.ATTENTION
+    if data_dir and trash_work(s, data_dir):
+        return State.ATTENTION
     return s.state
+
+
+def trash_work(s: Session, data_dir: str) -> str:
+    """The trash copy of a live session that holds work the last restore could not
+    put back: its saved commit was gone, so the worktree was checked out again
+    without the work (`trash.Meta.commit_gone`; prune keeps the copy until it is
+    removed by hand). "" for any other. Reads only directory names unless an entry
+    of the session is there: a listing imports the trash module for such a session
+    only."""
+    if not s.live:
+        return ""
+    prefix = s.id + "."
+    roots = [os.path.join(data_dir, "trash")]
+    try:
+        with open(os.path.join(data_dir, "trash-roots"), encoding="utf-8",
+                  errors="surrogateescape") as fh:
+            roots += [ln.rstrip("\n") for ln in fh if ln.strip()]
+    except OSError:
+        pass
+    if not any(n.startswith(prefix) for r in roots for n in _names(r)):
+        return ""
+    from git_ao.store import trash
+    held = [e for e in trash.entries(data_dir, s.id) if e.meta.commit_gone and e.holds_worktree]
+    return held[-1].worktree if held else ""
+
+
+def _names(root: str) -> list[str]:
+    try:
+        return os.listdir(root)
+    except OSError:
+        return []
+
+
+def trash_work_hint(s: Session, data_dir: str) -> str:
+    """What `git ao list`, `show` and doctor say of a live session whose work only a
+    trash copy holds (`trash_work`); "" for any other."""
+    copy = trash_work(s, data_dir)
+    if not copy:
+        return ""
+    return (f"its last restore found the saved commit gone and checked the worktree out "
+            f"again without the work; the trash copy {copy} holds the worktree as preserve "
+            "took it, untracked files included: take the work from there, then remove the "
+            "copy (prune keeps it)")
 
 
 def holds_less(s: Session) -> bool:
@@ -203,14 +250,15 @@ def interrupted_at_hint(data_dir: str, s: Session) -> str:
     return history.interrupted_at_hint(data_dir, s)
 
 
-def list_json(s: Session, refs: Refs | None = None) -> OutcomeData:
+def list_json(s: Session, refs: Refs | None = None, data_dir: str | None = None
+              ) -> OutcomeData:
     """A session as a JSON-ready dict (the `git ao list --json` record). refs: see
-    `holds_ref`."""
+    `holds_ref`; data_dir: see `state`."""
     save = s.save
     held = holds_ref(s, refs)
     ref_there = held and not pending_ref_gone(s, refs)
     return {
-        "id": s.id, "kind": s.kind, "harness": s.harness, "state": state(s, refs),
+        "id": s.id, "kind": s.kind, "harness": s.harness, "state": state(s, refs, data_dir),
         "branch": s.branch, "workspace_path": s.worktree_path, "repo": s.common_dir,
         "agent_session_id": s.agent_session_id,
         # a pending save's commit stays named (restore applies it), its ref only

@@ -267,8 +267,10 @@ def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool) -> Pre
         if not set_aside_stray:
             target.refuse_stray(s, path)
         elif ctx.dry_run and target.stray_files(s, path) is not None:
-            out.would = Outcome(s.id, Action.RESTORE, Status.OK, f"would set aside the directory "
-                                f"at {path} and re-create the worktree there", facts(s))
+            # As the real run (`target.report_stray`): the directory set aside needs
+            # the user, so attention.
+            out.would = Outcome(s.id, Action.RESTORE, Status.ATTENTION, f"would set aside the "
+                                f"directory at {path} and re-create the worktree there", facts(s))
             return out
         if not ctx.dry_run:
             target.clear_empty(path)
@@ -285,8 +287,8 @@ def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool) -> Pre
                 # never tried the trash: why it is not put back is said all the same.
                 out.trash_skipped = _why_not_trash(ctx, save)
             if ctx.dry_run:
-                said, lost = _would(ctx, s, save, path, out.placement.reused)
-                out.would = Outcome(s.id, Action.RESTORE, Status.OK, said, facts(s))
+                said, lost, status = _would(ctx, s, save, path, out.placement.reused)
+                out.would = Outcome(s.id, Action.RESTORE, status, said, facts(s))
                 if lost:
                     out.would.data["environment_lost"] = lost
     return out
@@ -351,13 +353,16 @@ def _record(ctx: Context, s: Session, save: Save, restored: Restored) -> None:
             workspace=save.worktree_path)
 
 
-def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> tuple[str, int]:
+def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool
+           ) -> tuple[str, int, Status]:
     """What a dry run says the real run would do: which way (put back whole from
     the trash, or a checkout and the save applied, and why not the trash), when
     the branch moved since the save, that the work lands on its new tip, and
     after a checkout with no trash copy left, that the ignored paths the save
     held do not come back (`target.environment_note`). Returns (the line, how
-    many ignored paths would not come back)."""
+    many ignored paths would not come back, the status the real run would give:
+    attention when a checkout would come back without the work, its saved commit
+    gone, as `_apply_saved` says)."""
     # Nothing to apply: say so, and (as the real run's outcome will) the newest
     # history entry that holds work. A trash copy is the worktree as preserved.
     saved = bool(save.preserved_commit)
@@ -372,15 +377,16 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> tup
     lost = target.ignored_at_save(s, s.common_dir) \
         if trash.latest_for(ctx.store.dir, s.id, environment=True) is None else 0
     gone = target.environment_note(lost) if lost else ""
+    status = Status.ATTENTION if missing else Status.OK
     if reused:
         return (f"would reuse the worktree at {path}{apply_it}{gone}"
-                + (f"; {note}" if note else ""), lost)
+                + (f"; {note}" if note else ""), lost, status)
     use = from_trash.usable(ctx.store.dir, save)
     if use.entry is not None and not os.path.lexists(path):
         unproven = (f"; its saved commit {save.preserved_commit} is gone, so the copy "
                     "would not be compared with the save") if missing else ""
         said = f"would put the worktree back at {path} from the trash ({use.entry.worktree})"
-        return said + unproven, 0
+        return said + unproven, 0, Status.OK  # the copy is the work, put back whole
     if save.branch and not save.detached and not save.head \
             and not query.branch_exists(s.common_dir, save.branch):
         raise _no_commit(save.branch)  # as the real run's checkout refuses
@@ -399,7 +405,7 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool) -> tup
     msg += moved + gone
     if note:
         msg += f"; {note}"
-    return msg, lost
+    return msg, lost, status
 
 
 def _commit_missing(data_dir: str, s: Session, save: Save) -> str:
