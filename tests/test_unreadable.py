@@ -125,6 +125,31 @@ def test_an_unreadable_path_is_left_out_and_named(repo, worktrees, way):
                 os.chmod(p, 0o755)
 
 
+@needs
+@pytest.mark.parametrize("mode", [0, 0o111])
+def test_a_checkpoint_dry_run_names_an_unreadable_directory_as_the_real_run(
+        repo, worktrees, mode):
+    """A directory that cannot be listed (mode 000, or --x: entered, not listed): the
+    dry run names it as the real checkpoint does, and neither calls the worktree
+    clean."""
+    wt = worktrees(repo, "agent")
+    (wt / "sealed").mkdir()
+    (wt / "sealed" / "f").write_text("inside\n")
+    os.chmod(wt / "sealed", mode)
+    try:
+        dry = json.loads(run("ao", "checkpoint", "agent", "-n", "--json", cwd=repo).stdout)
+        real = json.loads(run("ao", "checkpoint", "agent", "--json", cwd=repo).stdout)
+        dry_got, real_got = dry["results"][0], real["results"][0]
+        assert real_got["unreadable"] == dry_got["unreadable"] == ["sealed/"], (dry, real)
+        assert dry_got["message"].split("; warning: ", 1)[1] == \
+            real_got["message"].split("; warning: ", 1)[1].removesuffix("; worktree kept"), \
+            (dry, real)
+        assert "clean" not in real_got["message"], real_got
+        assert "in what could be read (1 path(s) could not be read" in real_got["message"]
+    finally:
+        os.chmod(wt / "sealed", 0o755)
+
+
 def _unreadable_below(p, wt) -> bool:
     return any(part in ("ud", "d", "rd") for part in p.relative_to(wt).parts[:-1])
 

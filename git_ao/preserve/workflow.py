@@ -356,6 +356,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             would = facts(s)
             # (Its walk names the directories that cannot be read, as the real one's.)
             blocked = [] if keep_worktree else _would_keep(ctx, s, path, st, cache, made)
+            if keep_worktree:
+                # The real checkpoint's capture names what its walk could not read
+                # (a directory it cannot list or enter): so does its dry run.
+                capture.unreadable_walked(made, st, walk.walk(path))
             warns = save_warnings(path, made, st.left_out if keep_worktree else [], would,
                                   inexact_kept=not keep_worktree)
             counts = f"{_counts(made)}, {len(st.ignored)} ignored"
@@ -1112,7 +1116,7 @@ def _summary(cap: capture.Capture, commit: str | None = None, *,
     `ref` the preserve ref then named beside it."""
     ignored = _ignored_note(cap)
     if not cap.commit:
-        return "clean, nothing to save" + ignored
+        return _clean_words(cap, "nothing to save") + ignored
     counts = _counts(cap)
     if held_by is not None:
         return (f"{counts}: history entry {held_by.number} ({preserve_ref_short(held_by.save)})"
@@ -1155,8 +1159,19 @@ def _clean_entry(path: str, session_id: str, cap: capture.Capture,
         why = f"the entry before held {prior.changed} changed, {prior.untracked} untracked"
     else:
         why = "the entry before held other private state (index flags, sparse patterns, modes)"
-    return (f"clean, no change against HEAD; history entry 1 added for HEAD {cap.head[:12]} "
-            f"on {where} ({why})")
+    return (f"{_clean_words(cap, 'no change against HEAD')}; history entry 1 added for HEAD "
+            f"{cap.head[:12]} on {where} ({why})")
+
+
+def _clean_words(cap: capture.Capture, then: str) -> str:
+    """"clean, `then`", unless paths could not be read (`Capture.unreadable`: a
+    directory that cannot be listed or entered, a file that cannot be read): then
+    nothing says the worktree is clean, only that what could be read holds no
+    change (the warning names those paths)."""
+    if not cap.unreadable:
+        return f"clean, {then}"
+    return (f"{then} in what could be read ({len(cap.unreadable)} path(s) could not be read, "
+            "their contents unknown)")
 
 
 def _ignored_note(cap: capture.Capture) -> str:
