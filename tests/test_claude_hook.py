@@ -187,3 +187,36 @@ def test_only_a_worktree_claude_code_removed_is_left_at_boot(repo, ao_env, workt
     res = ao("ao-restore", "-q", "--timeout", "60", cwd=repo, process=True)
     assert res.stderr == "", res.stderr
     assert_restored(before, state(wt))
+
+
+def test_a_worktree_made_again_at_a_removed_sessions_path_is_a_session_of_its_own(
+        repo, ao_env):
+    """WorktreeCreate of a name whose session Claude Code removed (saved, pending): the
+    new worktree is registered at once, so checkpoints and shutdown save it; the old
+    save stays pending and its restore is refused, dry run and real run alike, never
+    applied into the new worktree; once the new one is preserved, it comes back whole."""
+    wt, before = _removed_by_claude_code(repo, "f1")
+    res = _fire("git ao hooks run claude-code", {"hook_event_name": "WorktreeCreate",
+                                                  "name": "f1"}, repo)
+    assert res.returncode == 0, res.stderr
+    recs = sessions_by_id(repo)
+    new = next(i for i, r in recs.items() if i != "f1")
+    assert (recs[new]["state"], recs[new]["tool"]) == ("live", "claude-code")
+    assert recs["f1"]["state"] == "pending"
+    (wt / "agent.txt").write_text("new agent work\n")
+    res = ao("ao", "checkpoint", cwd=wt)
+    assert f"checkpoint\tok\t{new}\t" in res.stdout, res.stdout
+    res = ao("ao-preserve", "--all", "-n", cwd=repo)
+    assert f"preserve\tok\t{new}\t" in res.stdout and "\tf1\t" not in res.stdout, res.stdout
+    new_state = state(wt)
+    for args in (("-n",), ()):
+        res = ao("ao-restore", "f1", *args, cwd=repo, rc=1)
+        line = res.stdout.strip()
+        assert line.startswith("restore\trefused\tf1\t") and "\n" not in line, res.stdout
+        assert f"is now session '{new}''s worktree" in line and "interrupted" not in line
+        assert f"git ao-preserve {new}" in line
+    assert state(wt) == new_state and sessions_by_id(repo)["f1"]["state"] == "pending"
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", "f1", cwd=repo)
+    assert_restored(before, state(wt))
+    assert sessions_by_id(repo)[new]["state"] == "pending"

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from tests.support import ao, ao_refs, commit_on, dirty, git, ref_of, states
-from tests.worktree_state import same_but_ignored, state
+from tests.worktree_state import assert_restored, same_but_ignored, state
 
 
 def test_moved_branch_without_conflict_applies_cleanly(repo, worktrees):
@@ -310,3 +310,31 @@ def test_a_worktree_deleted_with_staged_work_no_save_holds_is_refused(repo, work
     shutil.rmtree(wt)
     res = ao("ao-preserve", "mv", cwd=repo, rc=1)
     assert "still holds staged work" in res.stdout, res.stdout
+
+
+def test_a_new_worktree_at_a_pending_path_is_its_own_session(repo, ao_env, worktrees):
+    """`git worktree add` by hand at a pending session's path: registering it is not
+    refused (a live session holds it; the save waits beside it), and the save's restore
+    is refused without touching it; a worktree no session holds at that path is reused,
+    and no message claims an interrupted restore."""
+    wt = worktrees(repo, "p1")
+    dirty(wt)
+    before = state(wt)
+    ao("ao-preserve", "p1", cwd=repo)
+    git("worktree", "add", "-q", str(wt), "p1", cwd=repo)
+    (wt / "mine.txt").write_text("mine\n")
+    res = ao("ao", "add", str(wt), "--id", "p1b", cwd=repo)
+    assert "registered" in res.stdout, res.stdout
+    for args in (("-n",), ()):
+        res = ao("ao-restore", "p1", *args, cwd=repo, rc=1)
+        assert "is now session 'p1b''s worktree" in res.stdout, res.stdout
+    assert (wt / "mine.txt").read_text() == "mine\n"
+    ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", "p1", cwd=repo)
+    assert_restored(before, state(wt))
+    # Unregistered this time: reused as before, and said as it is.
+    ao("ao-preserve", "p1", cwd=repo)
+    ao("ao", "forget", "--force", "p1b", cwd=repo)
+    git("worktree", "add", "-q", str(wt), "p1", cwd=repo)
+    res = ao("ao-restore", "p1", cwd=repo, rc=None)
+    assert "interrupted restore" not in res.stdout, res.stdout

@@ -153,7 +153,9 @@ def create(ctx: Context, data: dict[str, Any]) -> str:
             git.worktree_add(common, path, new_branch=branch, commit=base)
         _include(root, path)
     top = os.path.realpath(path)
-    s = ctx.store.holder_of(top)
+    # A pending save at this path (its worktree removed, say by WorktreeRemove)
+    # stays pending; the worktree made here now is a session of its own.
+    s = ctx.store.live_at(top)
     if s is None:
         s = register(ctx, top, kind=Kind.WORKER, harness=claude_code.HARNESS, name=name)
     if not ctx.dry_run and s.tool is None:

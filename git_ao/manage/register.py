@@ -27,7 +27,9 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     directory's name, a number appended when another worktree of the repository
     has it), or, when a session of that id exists, `<repo>-<id>` (see free_id). Returns the Session (not stored on a dry run). Raises Fatal (not a
     repository), Usage (bad id or kind, a path with a newline or not in UTF-8) or
-    Refused (a bare repository, a main worktree, the id or the worktree taken).
+    Refused (a bare repository, a main worktree, the id taken, or the worktree
+    a live session's). A pending session recorded at the path does not stop it:
+    the worktree there now is a new one, and the save waits beside it.
     """
     if kind not in KINDS:
         raise Usage(f"invalid kind '{kind}': use worker or orchestrator")
@@ -40,7 +42,9 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
         if session_id is not None:
             raise
         raise Usage(f"{exc} (the worktree's name); name the session with --id") from None
-    holder = ctx.store.holder_of(top)
+    # A pending save's path taken by a new worktree: the worktree is a session of
+    # its own, the save stays pending beside it (its restore waits for the path).
+    holder = ctx.store.live_at(top)
     if holder is not None:
         raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
     taken = ctx.store.get(sid)

@@ -139,6 +139,8 @@ def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | 
     path = save.worktree_path
     if not os.path.isdir(s.common_dir) or not os.path.lexists(path):
         return None
+    if ctx.store.live_at(path) is not None:
+        return None  # a new worktree there, another session's: not this save's to remove
     entries = cache.entries(s.common_dir, fresh=True)
     if worktree.find(entries, path) is None:
         return None

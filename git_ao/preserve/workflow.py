@@ -51,9 +51,13 @@ if TYPE_CHECKING:  # the agents are looked at only by a preserve that removes wo
 def sessions_for_all(store: Store) -> list[Session]:
     """The sessions `--all` preserves: every live one, and every pending one whose
     directory is still there (a crash interrupted its removal, and running --all
-    again finishes it: `removal.finish_interrupted`)."""
-    return [s for s in store.sessions()
+    again finishes it: `removal.finish_interrupted`), unless a live session holds
+    that path now (a new worktree made there: its own session, preserved as such)."""
+    sessions = store.sessions()
+    live = {s.worktree_path for s in sessions if s.live}
+    return [s for s in sessions
             if s.live or (s.save is not None and s.pending
+                          and s.save.worktree_path not in live
                           and os.path.lexists(s.save.worktree_path))]
 
 

@@ -176,6 +176,7 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
             raise Refused(f"repository {s.common_dir} is gone; the session stays pending until it "
                           "is back (if it moved: git ao forget --force "
                           f"{s.id}, then git ao doctor --recover -C <its new path>)")
+        _refuse_taken_path(ctx, s, save)
         prepared = _prepare(ctx, s, save, set_aside_stray)
         if prepared.would is not None:
             holds_less(s, save, prepared.would, live=False)  # as the real run says
@@ -187,6 +188,21 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
         holds_less(s, save, restored.outcome)
         _record(ctx, s, save, restored)
         return restored.outcome
+
+
+def _refuse_taken_path(ctx: Context, s: Session, save: Save) -> None:
+    """Refuse (dry run or not) when a live session holds the save's path: a new
+    worktree made there since the save (a WorktreeCreate of the same name, a `git
+    worktree add`), a session of its own that the save must never be applied into.
+    The save stays pending."""
+    other = ctx.store.live_at(save.worktree_path)
+    if other is None or other.id == s.id:
+        return
+    shows = (f"; git stash show -p --include-untracked {save.preserve_ref} shows its work"
+             if save.preserve_ref else "")
+    raise Refused(f"'{save.worktree_path}' is now session '{other.id}''s worktree, made there "
+                  f"since this save: once git ao-preserve {other.id} "
+                  f"frees the path, git ao-restore {s.id} brings it back there{shows}")
 
 
 def holds_less(s: Session, save: Save, outcome: Outcome, *, live: bool = True) -> None:
@@ -301,7 +317,9 @@ def _why_not_trash(ctx: Context, save: Save) -> str:
     use = from_trash.usable(ctx.store.dir, save)
     if use.entry is None:
         return "" if use.skip is from_trash.Skip.NO_COPY else use.why
-    return "an interrupted restore had checked it out already"
+    if save.restore_interrupted:
+        return "an interrupted restore had checked it out already"
+    return f"a worktree was at {save.worktree_path} already"
 
 
 def _from_commit(ctx: Context, s: Session, save: Save, way: Checkout) -> Restored:

@@ -372,9 +372,18 @@ class Store:
         return [(r["session_id"], r["remote"], r["want"], r["error"]) for r in rows]
 
     def holder_of(self, workspace_path: str) -> Session | None:
-        """The live or pending session recorded at this workspace path, or None."""
+        """The live or pending session recorded at this workspace path, or None: the
+        live one first (a new worktree made at a pending save's path is a session of
+        its own, `live_at`, and the pending save waits beside it)."""
+        held = [s for s in self.sessions()
+                if s.worktree_path == workspace_path and (s.live or s.pending)]
+        return next((s for s in held if s.live), held[0] if held else None)
+
+    def live_at(self, workspace_path: str) -> Session | None:
+        """The live session recorded at this workspace path, or None. At most one
+        session is live at a path; pending ones may share it with it."""
         for s in self.sessions():
-            if s.worktree_path == workspace_path and (s.live or s.pending):
+            if s.worktree_path == workspace_path and s.live:
                 return s
         return None
 
