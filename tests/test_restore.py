@@ -3,10 +3,11 @@
 import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
-from tests.support import ao, ao_refs, commit_on, dirty, git, ref_of, states
+from tests.support import ao, ao_refs, commit_on, crash_env, dirty, git, ref_of, states
 from tests.worktree_state import assert_restored, same_but_ignored, state
 
 
@@ -310,6 +311,36 @@ def test_a_worktree_deleted_with_staged_work_no_save_holds_is_refused(repo, work
     shutil.rmtree(wt)
     res = ao("ao-preserve", "mv", cwd=repo, rc=1)
     assert "still holds staged work" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("killed", ["preserve:after-db", "restore:after-worktree-add",
+                                    "restore:during-apply"])
+def test_the_worktree_a_killed_run_left_at_a_pending_path_stays_that_sessions(
+        repo, worktrees, killed):
+    """A preserve killed before its removal, or a restore killed after it made the
+    worktree, leaves the pending session's own worktree at its path: a hook's
+    checkpoint or `git ao add` there registers no second session, and the rerun
+    finishes the job."""
+    wt = worktrees(repo, "p2")
+    dirty(wt)
+    before = state(wt)
+    if killed.startswith("preserve"):
+        ao("ao-preserve", "p2", cwd=repo, rc=None, env=crash_env(killed))
+    else:
+        ao("ao-preserve", "p2", cwd=repo)
+        ao("ao-restore", "p2", cwd=repo, rc=None, env=crash_env(killed))
+    assert wt.is_dir()
+    res = ao("ao", "add", str(wt), "--id", "p2b", cwd=repo, rc=1)
+    assert "already belongs to session 'p2'" in res.stdout + res.stderr, res
+    payload = json.dumps({"hook_event_name": "Stop", "cwd": str(wt)})
+    subprocess.run(["git", "ao", "checkpoint", "--hook-input", "-q"], cwd=wt, input=payload,
+                   text=True, capture_output=True, check=False)
+    assert [s["id"] for s in json.loads(ao("ao", "list", "--json", cwd=repo).stdout)[
+        "sessions"]] == ["p2"]
+    if killed.startswith("preserve"):
+        ao("ao-preserve", "--all", cwd=repo)
+    ao("ao-restore", "p2", cwd=repo, rc=None)
+    assert_restored(before, state(wt))
 
 
 def test_a_new_worktree_at_a_pending_path_is_its_own_session(repo, ao_env, worktrees):

@@ -17,6 +17,21 @@ from git_ao.store.records import Session
 from git_ao.store.states import KINDS, Kind
 
 
+def _left_by(s: Session, git_dir: str) -> bool:
+    """Is the worktree whose admin dir is `git_dir` the one pending session `s`'s
+    save left at its path: made before the save (its admin dir's `commondir`, which
+    `git worktree add` writes once, is older), or by a restore of it that did not
+    finish? Unknown counts as yes (the pending session keeps it)."""
+    save = s.save
+    if save is None or save.restore_started_at is not None:
+        return True
+    try:
+        made = os.stat(os.path.join(git_dir, "commondir")).st_mtime_ns
+    except OSError:
+        return True
+    return made <= save.saved_at
+
+
 def register(ctx: Context, path: str, *, session_id: str | None = None,
              kind: str = Kind.WORKER, harness: str = "", agent_session_id: str | None = None,
              prompt: str | None = None, name: str | None = None) -> Session:
@@ -44,7 +59,12 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
         raise Usage(f"{exc} (the worktree's name); name the session with --id") from None
     # A pending save's path taken by a new worktree: the worktree is a session of
     # its own, the save stays pending beside it (its restore waits for the path).
+    # The worktree the save itself left there (a removal or a restore that did not
+    # finish) stays the pending session's.
     holder = ctx.store.live_at(top)
+    if holder is None:
+        pending = ctx.store.holder_of(top)
+        holder = pending if pending is not None and _left_by(pending, dirs.git_dir) else None
     if holder is not None:
         raise Refused(f"'{top}' already belongs to session '{holder.id}' ({holder.state})")
     taken = ctx.store.get(sid)
