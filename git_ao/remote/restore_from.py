@@ -239,7 +239,7 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
             path, why = target(repo, s, maps, git.worktree_list(repo))
             if path is not None:
                 s.worktree_path = save.worktree_path = path
-                path, why = _judged(ctx, s, save, remote_name, recorded, set_aside_stray)
+                path, why, _ = _judged(ctx, s, save, remote_name, recorded, set_aside_stray)
         except AoError as exc:
             path, why = None, str(exc)
         if path is None:
@@ -265,17 +265,21 @@ def _adopt(ctx: Context, repo: str, remote_name: str, sid: str,
 
 
 def _judged(ctx: Context, s: Session, save: Save, remote_name: str, recorded: str,
-            set_aside_stray: bool) -> tuple[str | None, str]:
+            set_aside_stray: bool) -> tuple[str | None, str, Status]:
     """Judge the restore of the session `s` would fetch at its (mapped) path as the
     restore itself will (`restore.would_restore`): a directory in the way, a branch
-    checked out elsewhere. Returns (path, the dry run's line) or (None, the
-    refusal), in words for --from: nothing of the session is kept here, and
+    checked out elsewhere. Returns (path, the dry run's line, the status the real
+    run gives: attention for a directory it sets aside) or (None, the refusal,
+    refused), in words for --from: nothing of the session is kept here, and
     --map-path puts it elsewhere."""
     try:
-        return s.worktree_path, restore.would_restore(
-            ctx, s, save, set_aside_stray=set_aside_stray).message
+        said = restore.would_restore(ctx, s, save, set_aside_stray=set_aside_stray).message
+        # The commit is fetched by the real run only: of the local dry run's reasons
+        # for attention, the directory set aside is the one that holds here too.
+        stray = set_aside_stray and target_mod.stray_files(s, s.worktree_path) is not None
+        return s.worktree_path, said, Status.ATTENTION if stray else Status.OK
     except Refused as exc:
-        return None, _from_refusal(str(exc), s.id, remote_name, recorded)
+        return None, _from_refusal(str(exc), s.id, remote_name, recorded), Status.REFUSED
 
 
 def _from_refusal(why: str, sid: str, remote_name: str, recorded: str) -> str:
@@ -336,9 +340,11 @@ def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str]
                 lost = _ignored_elsewhere(ctx, sid, told[1])
                 recorded = s.worktree_path
                 path, why = target(repo, s, maps, entries, dry_run=True)
+                status = Status.OK
                 if path is not None:
                     s.worktree_path = save.worktree_path = path
-                    path, why = _judged(ctx, s, save, remote_name, recorded, set_aside_stray)
+                    path, why, status = _judged(ctx, s, save, remote_name, recorded,
+                                                set_aside_stray)
             except AoError as exc:
                 path, why = None, str(exc)
             if path is None:
@@ -360,7 +366,7 @@ def _would_adopt(ctx: Context, repo: str, remote_name: str, fetch: Sequence[str]
                 msg = msg.replace(target_mod.environment_note(lost), "") + \
                     target_mod.environment_elsewhere_note(lost)
                 done["environment_lost"] = lost
-            out.append(Outcome(sid, Action.RESTORE, Status.OK, msg, done))
+            out.append(Outcome(sid, Action.RESTORE, status, msg, done))
     return out
 
 
