@@ -63,9 +63,11 @@ class Context:
         """The worktree paths of the repository's live sessions whose directory is
         missing: registrations a `git worktree prune` must keep."""
         real = os.path.realpath(common_dir)
+        # A directory that is there is looked at first: it is the common case, and
+        # the cheaper question (one lstat against a realpath's one per component).
         return [s.worktree_path for s in self.store.sessions()
-                if s.live and os.path.realpath(s.common_dir) == real
-                and not os.path.lexists(s.worktree_path)]
+                if s.live and not os.path.lexists(s.worktree_path)
+                and os.path.realpath(s.common_dir) == real]
 
     def log(self, action: str, session_id: str | None, decision: str, **fields: Any) -> None:
         """Write one decision to the log (not on a dry run)."""

@@ -319,6 +319,33 @@ def test_failed_proof_moves_the_directory_back_and_falls_back(repo, worktrees, t
     assert data["environment"] == ["run.log"]
 
 
+
+def test_a_failed_proof_keeps_the_registration_of_a_live_worktree_whose_directory_is_missing(
+        repo, worktrees, tmp_path):
+    """The undo of a failed proof deregisters with `git worktree prune`, keeping the
+    registration of a live session whose directory is missing (its disk not mounted
+    yet): which ones those are is asked when that prune runs."""
+    away = worktrees(repo, "away")
+    (away / "staged.txt").write_text("staged\n")
+    git("add", "staged.txt", cwd=away)
+    moved = away.parent / "away.elsewhere"
+    wt = worktrees(repo, "pf2")
+    (wt / "src" / "app.py").write_text("print('mine')\n")
+    ao("ao-preserve", "pf2", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "pf2")
+    git("read-tree", "--empty", cwd=repo, env={"GIT_INDEX_FILE": os.path.join(entry.admin,
+                                                                               "index")})
+    away.rename(moved)
+    try:
+        out = {r["id"]: r for r in _restore_json(repo, rc=3)}  # "away" is gone: attention
+        assert "index is not the saved one" in out["pf2"]["data"]["trash_skipped"], out
+        admin = repo / ".git" / "worktrees" / "away"
+        assert (admin / "index").is_file() and not (admin / "locked").exists()
+    finally:
+        moved.rename(away)
+    assert "A  staged.txt" in git("status", "--porcelain", cwd=away)
+    assert (wt / "src" / "app.py").read_text() == "print('mine')\n"
+
 def test_prune_keeps_pending_and_unsaved_entries_and_reports_sizes(repo, worktrees, tmp_path):
     a = worktrees(repo, "pa")
     b = worktrees(repo, "pb")

@@ -101,3 +101,32 @@ def test_batch_prunes_once_per_repository(make_repo, tmp_path):
                    for argv, _ in seen)
     for repo in repos:
         assert "prunable" not in git("worktree", "list", "--porcelain", cwd=repo)
+
+
+def test_a_restore_reads_every_session_a_number_of_times_that_does_not_grow_with_them(
+        make_repo, tmp_path, monkeypatch):
+    """A restore from the trash asks which live worktrees are missing (the
+    registrations a `git worktree prune` must keep) only when it prunes, so the
+    records are read whole a fixed number of times per run, not once per session
+    (which made a run's time grow with the square of its sessions)."""
+    repo = make_repo()
+    ctx = context.Context(database.Store())
+    ids = []
+    for k in range(6):
+        wt = tmp_path / "wt" / f"r{k}"
+        git("worktree", "add", "-q", "-b", f"r{k}", wt, cwd=repo)
+        (wt / "new.txt").write_text(f"{k}\n")
+        register.register(ctx, str(wt), session_id=f"r{k}")
+        ids.append(f"r{k}")
+    outcomes = preserve.preserve(ctx, [ctx.store.get(i) for i in ids], jobs=2)
+    assert [o.status for o in outcomes] == ["ok"] * 6, outcomes
+    reads = []
+    whole = database.Store.sessions
+    monkeypatch.setattr(database.Store, "sessions", lambda self: reads.append(1) or whole(self))
+    from git_ao.restore import workflow as restore
+    outcomes = restore.restore(ctx, [ctx.store.get(i) for i in ids], jobs=2)
+    assert [(o.status, o.data.get("from_trash")) for o in outcomes] == [("ok", True)] * 6, \
+        outcomes
+    assert len(reads) <= 1, len(reads)
+    for k in range(6):
+        assert (tmp_path / "wt" / f"r{k}" / "new.txt").read_text() == f"{k}\n"

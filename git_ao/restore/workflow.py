@@ -464,7 +464,7 @@ def _try_trash(ctx: Context, s: Session, save: Save, path: str,
     ctx.store.mark_restore_started(s.id)
     try:
         placed = from_trash.put_back(s.common_dir, save, entry,
-                                     ctx.missing_live_worktrees(s.common_dir))
+                                     lambda: ctx.missing_live_worktrees(s.common_dir))
     except (AoError, OSError) as exc:
         ctx.log("restore", s.id, "trash-not-used", error=str(exc))
         return None, str(exc)
@@ -504,7 +504,8 @@ def _from_trash(ctx: Context, s: Session, save: Save,
         ctx.log("restore", s.id, "reinstate-proof-failed", why=proof.why, trash=placed.entry.path)
         try:
             with ctx.repo_lock(s.common_dir):
-                from_trash.undo(s.common_dir, placed, ctx.missing_live_worktrees(s.common_dir))
+                from_trash.undo(s.common_dir, placed,
+                                lambda: ctx.missing_live_worktrees(s.common_dir))
         except OSError as exc:
             return Restored(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                                     f"worktree back at {path} from the trash, but {proof.why} "
