@@ -350,3 +350,62 @@ def test_read_gitfile_reads_a_git_file_as_git_does(repo, worktrees, form):
             assert "git worktree repair" not in repo_gone_advice(s)
         finally:
             os.chdir(cwd)
+
+
+def test_refs_read_from_files_are_for_each_ref_or_left_to_git(repo, worktrees):
+    """`query.refs_by_files` (a preserve's reading of the session's refs) gives what
+    `git.read_refs` gives in the worktree, or None where only git can tell."""
+    wt = worktrees(repo, "rf", register=False)
+    admin = git.repo_dirs(str(wt)).git_dir
+    tree = git.trees_of(str(repo), ["HEAD"])[0]
+    head = git.rev_parse(str(repo), "HEAD")
+    per_worktree = ("refs/worktree/", "refs/bisect/")
+
+    def commit(msg: bytes, *parents: str) -> str:
+        args = [a for p in parents for a in ("-p", p)]
+        return subprocess.run(["git", "commit-tree", tree, *args], cwd=repo, input=msg,
+                              capture_output=True, check=True).stdout.decode().strip()
+
+    def both(sid: str):
+        refs = (f"refs/ao/preserved/{sid}", f"refs/ao/history/{sid}")
+        return (query.refs_by_files(admin, refs, per_worktree),
+                git.read_refs(str(wt), *refs, *per_worktree))
+
+    a = commit(b"one\n\nAo-Session: a\n", head)
+    git_(repo, "update-ref", "refs/ao/preserved/a", a)
+    git_(repo, "update-ref", "refs/ao/history/a", commit(b"\n\nleading blank \xc3\xa9\n", head, a))
+    git_(repo, "update-ref", "refs/ao/preserved/none-yet", a)  # another session's
+    for sid in ("a", "none", "none-ye"):
+        got, want = both(sid)
+        assert got is not None and got == want, sid
+    assert both("a")[0]["refs/ao/history/a"].message == "leading blank \xe9\n"
+    git_(repo, "pack-refs", "--all")  # packed refs, loose objects: still read from files
+    got, want = both("a")
+    assert got is not None and got == want and len(got) == 2
+    # A NUL or a signature block in the message: git decides.
+    nul = subprocess.run(["git", "hash-object", "-w", "-t", "commit", "--literally", "--stdin"],
+                         cwd=repo, capture_output=True, check=True,
+                         input=b"tree %s\nauthor a <a> 0 +0000\ncommitter a <a> 0 +0000\n\n"
+                         b"x\0y\n" % tree.encode()).stdout.decode().strip()
+    git_(repo, "update-ref", "refs/ao/preserved/nul", nul)
+    git_(repo, "update-ref", "refs/ao/preserved/sig",
+         commit(b"s\n\n-----BEGIN PGP SIGNATURE-----\nx\n-----END PGP SIGNATURE-----\n"))
+    # Refs below the name (the pattern matches them too), loose or packed.
+    git_(repo, "update-ref", "refs/ao/preserved/dir/x", a)
+    git_(repo, "update-ref", "refs/ao/history/pdir/x", a)
+    git_(repo, "pack-refs", "--all")
+    git_(repo, "symbolic-ref", "refs/ao/preserved/sym", "refs/ao/preserved/a")
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=b"x",
+                          capture_output=True, check=True).stdout.decode().strip()
+    git_(repo, "update-ref", "refs/ao/preserved/blob", blob)
+    for sid in ("nul", "sig", "dir", "pdir", "sym", "blob"):
+        got, want = both(sid)
+        assert got is None, (sid, got, want)
+    # A per-worktree ref: git reads it.
+    git_(wt, "update-ref", "refs/bisect/bad", head)
+    assert both("a")[0] is None and "refs/bisect/bad" in both("a")[1]
+    git_(wt, "update-ref", "-d", "refs/bisect/bad")
+    assert both("a")[0] == both("a")[1]
+    git_(repo, "gc", "-q", "--prune=now")  # packed objects: only git reads them
+    got, want = both("a")
+    assert got is None and want is not None and len(want) == 2

@@ -514,6 +514,82 @@ def loose_object(cwd: str, oid: str, kind: bytes) -> bytes | None:
     return content
 
 
+def refs_by_files(git_dir: str, refs: Sequence[str], per_worktree: Sequence[str]
+                  ) -> dict[str, git.RefRead] | None:
+    """What `git.read_refs` run in the worktree whose private git dir is `git_dir`
+    gives for the shared refs `refs` (full names) and the per-worktree prefixes
+    `per_worktree` ('refs/worktree/'...), read from git's files with no process,
+    when they tell for sure: each of `refs` is absent (no loose file, no line in
+    `packed-refs`) or names, in its loose file or `packed-refs` line, a commit whose
+    loose object reads, and no per-worktree ref exists. None whenever only git can
+    tell (a reftable, a symbolic or nested ref, a packed or missing object, a
+    per-worktree ref, a message `%(contents)` would give otherwise: a NUL, a
+    signature block), so the caller asks git."""
+    common = gitfiles.common_dir(git_dir)
+    if os.path.exists(os.path.join(common, "reftable")):
+        return None
+    for prefix in per_worktree:
+        try:
+            if os.listdir(os.path.join(git_dir, *prefix.rstrip("/").split("/"))):
+                return None
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError:
+            return None
+    tips: dict[str, ObjectId] = {}
+    for ref in refs:
+        try:
+            with open(os.path.join(common, *ref.split("/")), "rb") as fh:
+                value = fh.read().strip()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:  # a directory: refs below the name, which the pattern matches too
+            return None
+        oid = _object_id(value)
+        if oid is None:
+            return None
+        tips[ref] = oid
+    try:
+        with open(os.path.join(common, "packed-refs"), "rb") as fh:
+            packed = b"\n" + fh.read()
+    except FileNotFoundError:
+        packed = b""
+    except OSError:
+        return None
+    if not packed.endswith(b"\n"):
+        packed += b"\n"
+    if any(b" " + os.fsencode(prefix) in packed for prefix in per_worktree):
+        return None
+    for ref in refs:
+        name = b" " + os.fsencode(ref)
+        if name + b"/" in packed:
+            return None
+        at = packed.find(name + b"\n")
+        if at >= 0 and ref not in tips:
+            oid = _object_id(packed[packed.rfind(b"\n", 0, at) + 1:at])
+            if oid is None:
+                return None
+            tips[ref] = oid
+    got = {}
+    for ref, oid in sorted(tips.items()):
+        body = loose_object(git_dir, oid, b"commit")
+        if body is None:
+            return None
+        headers, _, message = body.partition(b"\n\n")
+        message = message.lstrip(b"\n")
+        if b"\0" in message or b"-----BEGIN " in message:
+            return None
+        tree, parents = "", []
+        for ln in headers.split(b"\n"):
+            key, _, value = ln.partition(b" ")
+            if key == b"tree":
+                tree = value.decode()
+            elif key == b"parent":
+                parents.append(value.decode())
+        got[ref] = git.RefRead(ref, oid, tree, parents, message.decode("utf-8", "replace"))
+    return got
+
+
 def branch_tip(common_dir: str, branch: str) -> ObjectId | None:
     """The commit `refs/heads/<branch>` points at, None when the branch does not
     exist, with no git process as `ref_tip` reads it."""

@@ -296,7 +296,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         try:
             if not ctx.dry_run:
                 ahead = capture.read_ahead(path, v.git_dir)
-                beside = capture.Beside(lambda: _read_refs(s, path))
+                beside = capture.Beside(lambda: _read_refs(s, path, v.git_dir))
             # A dry run leaves out the nested worktrees its real run removes first; a
             # checkpoint every nested one.
             st = capture.inspect(path, v.git_dir,
@@ -597,15 +597,20 @@ def _late_check_note(hung: list[str]) -> str:
     return f"the check after the move ran past --timeout, running {running}, and was stopped"
 
 
-def _read_refs(s: Session, path: str) -> dict[str, git.RefRead] | None:
+def _read_refs(s: Session, path: str, git_dir: str) -> dict[str, git.RefRead] | None:
     """Beside the status: the session's refs with the per-worktree ones and the
     history's newest entry in one reading (the session's lock is held: only
-    another program moves them meanwhile, and every write compares and swaps).
+    another program moves them meanwhile, and every write compares and swaps),
+    from git's files where they tell for sure (`query.refs_by_files`: loose refs
+    and objects, as a save just written leaves them), else one `git for-each-ref`.
     None when git failed to give them (the steps that need them read them again
     and meet the failure there)."""
+    refs = (preserve_ref(s.id), history.history_ref(s.id))
+    read = query.refs_by_files(git_dir, refs, witness.ADMIN_REFS)
+    if read is not None:
+        return read
     try:
-        return git.read_refs(path, preserve_ref(s.id), history.history_ref(s.id),
-                             *witness.ADMIN_REFS)
+        return git.read_refs(path, *refs, *witness.ADMIN_REFS)
     except AoError:
         return None
 
