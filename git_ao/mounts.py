@@ -57,17 +57,23 @@ def _mounts() -> list[tuple[str, str]]:
         if len(parts) > 4:
             # Spaces, tabs, newlines and backslashes are written as \ooo.
             raw = parts[4]
-            decoded = bytearray()
-            i = 0
-            while i < len(raw):
-                if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
-                    decoded.append(int(raw[i + 1:i + 4], 8))
-                    i += 4
-                else:
-                    decoded.append(raw[i])
-                    i += 1
+            point = _unescaped(raw) if b"\\" in raw else raw
             # The optional fields end at a lone "-"; the type follows it.
             kind = parts[parts.index(b"-") + 1].decode(errors="replace") \
                 if b"-" in parts[5:] and parts.index(b"-") + 1 < len(parts) else ""
-            out.append((os.fsdecode(bytes(decoded)), kind))
+            out.append((os.fsdecode(point), kind))
     return out
+
+
+def _unescaped(raw: bytes) -> bytes:
+    """A mount point as the kernel writes it, its \\ooo escapes read back."""
+    decoded = bytearray()
+    i = 0
+    while i < len(raw):
+        if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
+            decoded.append(int(raw[i + 1:i + 4], 8))
+            i += 4
+        else:
+            decoded.append(raw[i])
+            i += 1
+    return bytes(decoded)

@@ -209,3 +209,20 @@ def test_a_time_on_a_whole_second_stays_racy_for_two_seconds(d):
     assert unchanged.signatures(str(d), w, []) is not None
     assert not walk.Entry("file", 0o100644, 2, whole, whole, 1).touched_since(
         whole + walk.COARSE_NS + 1)
+
+
+@ROOT_ONLY
+def test_the_mount_table_reads_a_mount_point_with_escaped_characters(tmp_path):
+    """The kernel writes a space, a tab, a newline and a backslash in a mount point
+    as \\ooo; a mount point with none is taken as it is."""
+    from git_ao import mounts
+    from tests.support import tmpfs
+    plain, odd = tmp_path / "plain", tmp_path / "a b\\c\td"
+    for where in (plain, odd):
+        where.mkdir()
+    with tmpfs(plain), tmpfs(odd):
+        assert {str(plain), str(odd)} <= mounts.mount_points()
+        for where in (plain, odd):
+            assert mounts.mount_of(str(where)) == str(where)
+            assert mounts.fs_type(str(where)) == "tmpfs"
+    assert str(odd) not in mounts.mount_points()
