@@ -136,17 +136,27 @@ class RepoCache:
         with self._lock:
             self._prune.add(common_dir)
 
-    def flush_prunes(self, ctx: Context) -> None:
-        """Run the deferred `git worktree prune`s. A failure leaves only a prunable
-        registration of a directory already gone (restore and `git ao-prune` prune
-        it), so it is logged, not raised."""
+    def flush_prunes(self, ctx: Context, jobs: int = 1) -> None:
+        """Run the deferred `git worktree prune`s, `jobs` repositories at a time (each
+        its own repository's: nothing one does is seen by another). A failure leaves
+        only a prunable registration of a directory already gone (restore and `git
+        ao-prune` prune it), so it is logged, not raised."""
         with self._lock:
             repos, self._prune = sorted(self._prune), set()
-        for repo in repos:
+
+        def prune(repo: str) -> None:
             try:
                 ctx.prune_worktrees(repo)
             except AoError as exc:
                 ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
+
+        if jobs <= 1 or len(repos) <= 1:
+            for repo in repos:
+                prune(repo)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=jobs, initializer=_main_thread_signals) as pool:
+            list(pool.map(prune, repos))
 
     def session_paths(self, ctx: Context, exclude: str) -> dict[str, str]:
         """{real worktree path: id} of the sessions that are live or pending, but

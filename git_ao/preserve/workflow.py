@@ -178,7 +178,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                                        inner_first=True)
     finally:
         # Even when a session raised past guarded: what was moved away is deregistered.
-        cache.flush_prunes(ctx)
+        cache.flush_prunes(ctx, jobs)
 
 
 _STOPPING = "before-stop"  # in the data dir: the checkpoints taken before agents stopped
