@@ -409,3 +409,33 @@ def test_refs_read_from_files_are_for_each_ref_or_left_to_git(repo, worktrees):
     git_(repo, "gc", "-q", "--prune=now")  # packed objects: only git reads them
     got, want = both("a")
     assert got is None and want is not None and len(want) == 2
+
+
+def test_the_blobs_of_several_trees_in_one_process_are_ls_tree_of_each(repo, worktrees):
+    """`query.trees_blobs` (the removal proof's listing of a save's trees) gives what
+    `ls_tree_blobs` of each tree gives, a later tree winning at the same path."""
+    wt = worktrees(repo, "tb", register=False)
+    (wt / "dir" / "deep").mkdir(parents=True)
+    (wt / "dir" / "deep" / "f.txt").write_text("deep\n")
+    (wt / "run.sh").write_text("#!/bin/sh\n")
+    os.chmod(wt / "run.sh", 0o755)
+    os.symlink("run.sh", wt / "link")
+    (wt / "tab\there").write_text("t\n")
+    (wt / "new\nline").write_text("n\n")
+    (wt / "caf\xe9").write_text("c\n")
+    head = git.rev_parse(str(wt), "HEAD")
+    git_(wt, "add", "-A")
+    git_(wt, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
+    full = git.line(["write-tree"], str(wt))
+    (wt / "only.txt").write_text("other\n")
+    git_(wt, "rm", "-q", "--cached", "-r", ".")
+    git_(wt, "add", "only.txt", "run.sh")
+    other = git.line(["write-tree"], str(wt))
+    empty = git.line(["mktree"], str(wt), input=b"")
+    for trees in ([full], [full, other], [other, full], [empty, full], [full, empty],
+                  [empty], [empty, empty]):
+        want: dict[str, str] = {}
+        for t in trees:
+            want.update(query.ls_tree_blobs(str(wt), t))
+        assert query.trees_blobs(str(wt), trees) == want, trees
+    assert "sub" in query.trees_blobs(str(wt), [full, other])

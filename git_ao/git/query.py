@@ -46,6 +46,44 @@ def ls_tree_blobs(cwd: str, tree: str) -> dict[str, str]:
     return {p: oid for p, (_, oid) in ls_tree_entries(cwd, tree).items()}
 
 
+# The empty tree's id, by the length of the repository's ids (SHA-1, SHA-256): git
+# knows it without the object.
+_EMPTY_TREE = {40: "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+               64: "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"}
+
+
+def trees_blobs(cwd: str, trees: Sequence[str]) -> dict[str, str]:
+    """{path: object id} of every non-tree entry of each of `trees` (tree ids), a
+    later tree's entry winning at the same path: `ls_tree_blobs` of each, in one
+    `git diff-tree --stdin -r -z` of each against the empty tree (every entry
+    comes as added, gitlinks too). Raises GitError."""
+    if len(trees) == 1 or len({len(t) for t in trees}) != 1 or len(trees[0]) not in _EMPTY_TREE:
+        out: dict[str, str] = {}
+        for tree in trees:
+            out.update(ls_tree_blobs(cwd, tree))
+        return out
+    empty = _EMPTY_TREE[len(trees[0])]
+    argv = ["diff-tree", "--stdin", "-r", "-z", "--no-renames", "--ignore-submodules=none"]
+    raw = git.run(argv, cwd, input="".join(f"{empty} {t}\n" for t in trees).encode())
+    got: dict[str, str] = {}
+    pos = 0
+    for tree in trees:
+        # Each pair's records follow its line "<empty> <tree>\n", as git writes it.
+        header = f"{empty} {tree}\n".encode()
+        if not raw.startswith(header, pos):
+            raise GitError(argv, 0, f"no diff of tree {tree} where it was expected")
+        pos += len(header)
+        while raw.startswith(b":", pos):
+            meta_end = raw.index(b"\0", pos)
+            path_end = raw.index(b"\0", meta_end + 1)
+            got[os.fsdecode(raw[meta_end + 1:path_end])] = \
+                raw[pos + 1:meta_end].split()[3].decode()
+            pos = path_end + 1
+    if pos != len(raw):
+        raise GitError(argv, 0, "more output than the trees asked for")
+    return got
+
+
 def blobs_by_path(cwd: str, trees: Sequence[str]) -> dict[str, set[str]]:
     """{path: the object ids it has in any of `trees`} (`ls_tree_blobs` of each): the
     copies of each file some save holds. Raises GitError."""

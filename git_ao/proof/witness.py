@@ -43,10 +43,7 @@ def captured_blobs(cwd: str, head: str, worktree_tree: str | None,
     worktree tree (HEAD's when nothing was written) and the untracked tree."""
     tree = worktree_tree or git.trees_of(cwd, [head])[0]
     assert tree is not None
-    out = query.ls_tree_blobs(cwd, tree)
-    if untracked_tree:
-        out.update(query.ls_tree_blobs(cwd, untracked_tree))
-    return out
+    return query.trees_blobs(cwd, [tree, untracked_tree] if untracked_tree else [tree])
 
 
 def blockers(path: str, w: Walk, captured: dict[str, str], ignored: list[str], *,
