@@ -12,6 +12,7 @@ from git_ao import git
 from git_ao.context import Context, session_paths
 from git_ao.errors import AoError, Refused, TimedOut, Usage
 from git_ao.git import lock as gitlock
+from git_ao.git import parse, query
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.save import capture
 from git_ao.store.records import Session
@@ -128,6 +129,8 @@ class RepoCache:
         self.batch = batch
         self._prune: set[str] = set()
         self._sessions: dict[str, str] | None = None
+        self._configs: dict[str, tuple[query.ConfigStamp, parse.Config]] = {}
+        self._config_locks: dict[str, threading.Lock] = {}
         # A dry run's sessions that the real run would remove: a worktree nested in
         # another is gone by the time the outer one is captured.
         self.taken_first: set[str] = set()
@@ -166,8 +169,35 @@ class RepoCache:
                 self._sessions = session_paths(ctx.store)
             return {p: i for p, i in self._sessions.items() if i != exclude}
 
+    def config(self, common_dir: str, path: str) -> parse.Config:
+        """The config as `git config --list` gives it in the worktree at `path` of the
+        repository `common_dir`: one reading per repository per run, shared by its
+        worktrees while it holds for all of them (`query.config_is_shared`: no
+        include, no per-worktree config) and the files it was read from are as
+        they were (`query.config_stamp`); else read in this worktree. Raises
+        GitError."""
+        with self._lock:
+            reading = self._config_locks.setdefault(common_dir, threading.Lock())
+        with reading:  # the worktrees of a repository starting at once wait for one reading
+            stamp = query.config_stamp(common_dir)  # taken before the reading it stands for
+            known = self._configs.get(common_dir)
+            if stamp is not None and known is not None and known[0] == stamp:
+                return _copy(known[1])
+            conf = query.config_map(path)
+            if stamp is not None and query.config_is_shared(conf):
+                self._configs[common_dir] = (stamp, conf)
+            return _copy(conf)
+
     def entries(self, common_dir: str, fresh: bool = False) -> list[git.WorktreeEntry]:
         with self._lock:
             if fresh or common_dir not in self._lists:
                 self._lists[common_dir] = git.worktree_list(common_dir)
             return self._lists[common_dir]
+
+
+def _copy(conf: parse.Config) -> parse.Config:
+    """A Config of its own for each caller: what one session does with it is never
+    seen by another."""
+    copy = parse.Config(conf)
+    copy.pairs = list(conf.pairs)
+    return copy

@@ -130,3 +130,91 @@ def test_a_restore_reads_every_session_a_number_of_times_that_does_not_grow_with
     assert len(reads) <= 1, len(reads)
     for k in range(6):
         assert (tmp_path / "wt" / f"r{k}" / "new.txt").read_text() == f"{k}\n"
+
+
+def _config_lists(seen) -> dict[str, int]:
+    """How many `git config --list` ran in each repository (by common dir) of the
+    traced commands `seen` ((argv, common dir))."""
+    counts: dict[str, int] = {}
+    for argv, common in seen:
+        if argv[:1] == ["config"] and "--list" in argv:
+            counts[common] = counts.get(common, 0) + 1
+    return counts
+
+
+def _tracer(seen):
+    """A git trace hook noting (argv, the common dir of the worktree it runs in)."""
+    from git_ao import gitfiles
+
+    def note(argv, cwd):
+        admin = gitfiles.read_gitfile(os.path.join(cwd, ".git"))
+        seen.append((argv, os.path.realpath(gitfiles.common_dir(admin)) if admin else cwd))
+    return note
+
+
+def test_a_preserve_reads_a_repository_config_once_while_it_holds_for_every_worktree(
+        make_repo, tmp_path):
+    """The config a capture reads is read once per repository and shared by its
+    worktrees, unless it names an include (whose condition may hold in one worktree
+    only: onbranch:) or it was written meanwhile."""
+    import time
+    plain, included = make_repo(), make_repo()
+    (tmp_path / "inc").write_text("[ao-test]\n\tmarker = yes\n")
+    git("config", "includeIf.onbranch:i0.path", str(tmp_path / "inc"), cwd=included)
+    ctx = context.Context(database.Store())
+    ids = []
+    for r, repo in enumerate((plain, included)):
+        for k in range(3):
+            wt = tmp_path / "wt" / f"{'pi'[r]}{k}"
+            git("worktree", "add", "-q", "-b", f"{'pi'[r]}{k}", wt, cwd=repo)
+            (wt / "new.txt").write_text(f"{r}{k}\n")
+            register.register(ctx, str(wt), session_id=f"{'pi'[r]}{k}")
+            ids.append(f"{'pi'[r]}{k}")
+    time.sleep(2.1)  # a config file written in the last two seconds is read each time
+    seen: list[tuple[list[str], str]] = []
+    ao_git.set_trace(_tracer(seen))
+    try:
+        outcomes = preserve.preserve(ctx, [ctx.store.get(i) for i in ids], jobs=2)
+    finally:
+        ao_git.set_trace(None)
+    assert [o.status for o in outcomes] == ["ok"] * 6, outcomes
+    counts = _config_lists(seen)
+    assert counts == {os.path.realpath(plain / ".git"): 1,
+                      os.path.realpath(included / ".git"): 3}, counts
+
+
+def test_a_shared_config_reading_is_read_again_once_a_file_changed(make_repo, tmp_path,
+                                                                      monkeypatch):
+    import time
+
+    from git_ao.batch import RepoCache
+    repo = make_repo()
+    wts = []
+    for k in range(2):
+        wt = tmp_path / f"c{k}"
+        git("worktree", "add", "-q", "-b", f"c{k}", wt, cwd=repo)
+        wts.append(str(wt))
+    common = ao_git.common_dir_of(str(repo))
+    time.sleep(2.1)
+    seen: list[tuple[list[str], str]] = []
+    ao_git.set_trace(_tracer(seen))
+    try:
+        cache = RepoCache(batch=True)
+        first = cache.config(common, wts[0])
+        assert cache.config(common, wts[1]) == first and len(_config_lists(seen)) == 1
+        first["ao-test.mine"] = "x"  # each reader has its own copy
+        assert "ao-test.mine" not in cache.config(common, wts[1])
+        assert sum(_config_lists(seen).values()) == 1
+        git("config", "ao-test.changed", "yes", cwd=repo)  # the repository's file
+        assert cache.config(common, wts[1])["ao-test.changed"] == "yes"
+        assert sum(_config_lists(seen).values()) == 2
+        home = tmp_path / "home" / ".gitconfig"  # a global file
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home))
+        home.write_text("[ao-test]\n\tglobal = 1\n")
+        assert cache.config(common, wts[0])["ao-test.global"] == "1"
+        monkeypatch.setenv("GIT_CONFIG", str(home))  # git config reads that file alone
+        cache.config(common, wts[0])
+        cache.config(common, wts[0])
+        assert sum(_config_lists(seen).values()) == 5
+    finally:
+        ao_git.set_trace(None)

@@ -457,6 +457,71 @@ def config_map(cwd: str) -> parse.Config:
     return parse.config_map(git.run(["config", "-z", "--list"], cwd))
 
 
+def config_is_shared(conf: parse.Config) -> bool:
+    """Does the listing `config_map` read in one worktree hold for every worktree of
+    its repository? Not when it names an include (`include.path`,
+    `includeIf.<condition>.path`: a condition such as `gitdir:` or `onbranch:`
+    may hold in one worktree only) or reads each worktree's own `config.worktree`
+    (`extensions.worktreeConfig`)."""
+    if any(k == "include.path" or (k.startswith("includeif.") and k.endswith(".path"))
+           for k in conf):
+        return False
+    return conf.get("extensions.worktreeconfig", "false").lower() in (
+        "false", "no", "off", "0", "")
+
+
+# A file written this recently may be written again within the same tick of the
+# clock, keeping its stat data (two seconds: file systems that stamp whole seconds).
+_CONFIG_SETTLED_NS = 2_000_000_000
+
+
+# The stat data of the files a config listing is read from (`config_stamp`).
+ConfigStamp = tuple[tuple[int, int, int, int] | None, ...]
+
+
+def config_stamp(common_dir: str) -> ConfigStamp | None:
+    """The stat data (size, mtime, ctime, inode; None for a file that is not there)
+    of every file a listing `config_is_shared` accepts is read from: the
+    repository's `config`, the global files (GIT_CONFIG_GLOBAL, else
+    `~/.gitconfig` and the XDG one) and the system one (GIT_CONFIG_SYSTEM, else
+    `/etc/gitconfig` and `etc/gitconfig` beside the directory of the git on PATH,
+    unless GIT_CONFIG_NOSYSTEM). The same stamp later says those files are as they
+    were. None when it cannot: GIT_CONFIG set (git config then reads that file
+    alone), or a file changed in the last two seconds."""
+    env = os.environ
+    if env.get("GIT_CONFIG"):
+        return None
+    files = [os.path.join(common_dir, "config")]
+    if env.get("GIT_CONFIG_GLOBAL"):
+        files.append(env["GIT_CONFIG_GLOBAL"])
+    else:
+        xdg = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+        files += [os.path.expanduser("~/.gitconfig"), os.path.join(xdg, "git", "config")]
+    if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        if env.get("GIT_CONFIG_SYSTEM"):
+            files.append(env["GIT_CONFIG_SYSTEM"])
+        else:
+            files.append("/etc/gitconfig")
+            exe = gitfiles.on_path("git")
+            for d in {os.path.dirname(exe), os.path.dirname(os.path.realpath(exe))} if exe else ():
+                files.append(os.path.join(os.path.dirname(d), "etc", "gitconfig"))
+    import time
+    settled = time.time_ns() - _CONFIG_SETTLED_NS
+    stamp: list[tuple[int, int, int, int] | None] = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except (FileNotFoundError, NotADirectoryError):
+            stamp.append(None)
+            continue
+        except OSError:
+            return None
+        if st.st_mtime_ns > settled or st.st_ctime_ns > settled:
+            return None
+        stamp.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return tuple(stamp)
+
+
 def has_unpushed_work(cwd: str) -> bool:
     """Does the repository at `cwd` have a commit on no remote-tracking ref (HEAD, a
     branch or a tag), or a stash? Unknown (git fails) counts as yes."""

@@ -295,7 +295,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         ahead = beside = None
         try:
             if not ctx.dry_run:
-                ahead = capture.read_ahead(path, v.git_dir)
+                ahead = capture.read_ahead(path, v.git_dir,
+                                           lambda: cache.config(s.common_dir, path))
                 beside = capture.Beside(lambda: _read_refs(s, path, v.git_dir))
             # A dry run leaves out the nested worktrees its real run removes first; a
             # checkpoint every nested one.

@@ -574,7 +574,8 @@ class Ahead:
     hashes no file, and nothing reads it after. `ready` waits for that reading;
     `close` removes both copies."""
 
-    def __init__(self, path: str, git_dir: str) -> None:
+    def __init__(self, path: str, git_dir: str,
+                 config: Callable[[], parse.Config] | None = None) -> None:
         self.copy: TempIndex | None = TempIndex(path, git_dir)
         self.checksum: str | None = None  # SHA-1 or SHA-256, as the index is written
         self.conf: parse.Config | None = None
@@ -587,10 +588,11 @@ class Ahead:
         if self.copy is not None:
             self.checksum = index.checksum(self.copy.path, 40) \
                 or index.checksum(self.copy.path, 64)
-        self._reading = Beside(lambda: self._read(path, git_dir))
+        self._reading = Beside(lambda: self._read(path, git_dir, config))
 
-    def _read(self, path: str, git_dir: str) -> None:
-        self.conf = query.config_map(path)
+    def _read(self, path: str, git_dir: str,
+              config: Callable[[], parse.Config] | None) -> None:
+        self.conf = config() if config is not None else query.config_map(path)
         if self.copy is None:
             return
         # Copied from the copy while status may write it: either file names the
@@ -628,10 +630,13 @@ class Ahead:
             self.copy = None
 
 
-def read_ahead(path: str, git_dir: str) -> Ahead:
+def read_ahead(path: str, git_dir: str,
+               config: Callable[[], parse.Config] | None = None) -> Ahead:
     """An Ahead for the worktree at `path`: call before its `inspect`, which then
-    reads `Ahead.status_index`. Raises OSError when the index cannot be copied."""
-    return Ahead(path, git_dir)
+    reads `Ahead.status_index`. config: what gives the worktree's config (a
+    reading shared by the worktrees of a repository), else `query.config_map`.
+    Raises OSError when the index cannot be copied."""
+    return Ahead(path, git_dir, config)
 
 
 def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
