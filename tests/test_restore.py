@@ -343,6 +343,27 @@ def test_the_worktree_a_killed_run_left_at_a_pending_path_stays_that_sessions(
     assert_restored(before, state(wt))
 
 
+def test_two_saves_of_one_path_bring_back_the_newer_only(repo, worktrees):
+    """A worktree made by hand at a pending save's path, registered and preserved
+    too: two pending saves of one path. A restore of both brings back the newer
+    (in any order, at any -j) and refuses the older, naming it: nothing of one is
+    ever applied into the other's worktree."""
+    wt = worktrees(repo, "q1")
+    (wt / "old.txt").write_text("the first session's\n")
+    ao("ao-preserve", "q1", cwd=repo)
+    git("worktree", "add", "-q", str(wt), "q1", cwd=repo)
+    (wt / "new.txt").write_text("the second session's\n")
+    ao("ao", "add", str(wt), "--id", "q2", cwd=repo)
+    ao("ao-preserve", "q2", cwd=repo)
+    for args in (("-n",), ("-j", "2")):
+        res = ao("ao-restore", *args, cwd=repo, rc=1)
+        assert "'q2''s, saved since" in res.stdout and "q1" in res.stdout, res.stdout
+    assert (wt / "new.txt").is_file() and not (wt / "old.txt").exists()
+    ao("ao-preserve", "q2", cwd=repo)
+    ao("ao-restore", "q1", cwd=repo)
+    assert (wt / "old.txt").is_file() and not (wt / "new.txt").exists()
+
+
 def test_a_new_worktree_at_a_pending_path_is_its_own_session(repo, ao_env, worktrees):
     """`git worktree add` by hand at a pending session's path: registering it is not
     refused (a live session holds it; the save waits beside it), and the save's restore

@@ -187,6 +187,27 @@ def test_kill_keeps_the_commits_only_the_worktrees_own_refs_hold(repo, worktrees
     assert only in git("rev-list", "refs/ao/kept/kk", cwd=repo).split()
 
 
+def test_what_refs_ao_kept_held_stays_kept_when_more_is_kept(repo, worktrees):
+    """A second keeping under refs/ao/kept/<id> (a preserve's, then a kill's after
+    the restore) adds to what the ref holds: the first commit it kept is reachable
+    from the ref alone, and the new keeping cannot count it as safe elsewhere."""
+    wt = worktrees(repo, "kk2")
+    git("commit", "-q", "--allow-empty", "-m", "first", cwd=wt)
+    first = git("rev-parse", "HEAD", cwd=wt).strip()
+    git("reset", "-q", "--hard", "HEAD~1", cwd=wt)  # first: in HEAD's reflog only
+    ao("ao-preserve", "kk2", cwd=repo)
+    assert first in git("rev-list", "refs/ao/kept/kk2", cwd=repo).split()
+    ao("ao-restore", "kk2", cwd=repo)
+    git("commit", "-q", "--allow-empty", "-m", "second", cwd=wt)
+    second = git("rev-parse", "HEAD", cwd=wt).strip()
+    git("reset", "-q", "--hard", "HEAD~1", cwd=wt)
+    ao("ao", "kill", "kk2", cwd=repo)
+    git("reflog", "expire", "--expire=now", "--all", cwd=repo)
+    git("gc", "-q", "--prune=now", cwd=repo)
+    kept = git("rev-list", "refs/ao/kept/kk2", cwd=repo).split()
+    assert first in kept and second in kept
+
+
 def test_kill_refuses_pending(repo, worktrees):
     wt = worktrees(repo, "kp")
     (wt / "f").write_text("x")

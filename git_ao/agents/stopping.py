@@ -156,8 +156,7 @@ def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -
     older = git.rev_parse(s.common_dir, ref)
     if older:
         # One from an earlier shutdown is there: a commit keeps both alive.
-        witness.keep_alive(s.common_dir, ref, witness.AdminOnly(
-            refs={"before-stop": before, "kept-before": older}))
+        witness.keep_alive(s.common_dir, ref, witness.AdminOnly(refs={"before-stop": before}))
     else:  # the checkpoint itself, readable with git stash show
         git.update_ref(s.common_dir, ref, before, message="git-ao keep before stop")
     lost = final is None or bool(lacking.lost(s.common_dir, before, final))

@@ -126,11 +126,16 @@ def admin_only(path: str, read: dict[str, git.RefRead] | None = None,
 
 def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
     """Point `ref` at a commit whose parents are every commit of `found`, so they
-    stay reachable after the admin dir is gone. Returns the commit id."""
-    parents = sorted(set(found.refs.values()) | set(found.reflog))
+    stay reachable after the admin dir is gone, and what `ref` kept before (an
+    earlier preserve's or kill's: a commit only it reaches counts as reachable,
+    so `found` leaves it out). Returns the commit id."""
+    older = git.rev_parse(path, ref)
+    parents = sorted(set(found.refs.values()) | set(found.reflog) | ({older} if older else set()))
     empty = git.empty_tree(path)
     lines = [f"{name} {oid}" for name, oid in sorted(found.refs.items())]
     lines += [f"reflog {oid}" for oid in found.reflog]
+    if older and older not in found.refs.values():
+        lines.append(f"kept-before {older}")
     commit = git.commit_tree(path, empty, parents,
                              "git-ao: commits kept alive for a preserved worktree\n\n"
                              + "\n".join(lines) + "\n")

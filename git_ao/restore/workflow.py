@@ -51,6 +51,7 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
     Returns one Outcome per session, in input order.
     """
     outer = _pending_outside(ctx, sessions)
+    newer = _saved_since_at_its_path(sessions)
     deadline = time.monotonic() + timeout if timeout is not None else None
 
     def one(s: Session) -> Outcome:
@@ -69,6 +70,15 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
                            f"it lies inside pending session '{outer[s.id]}', which comes "
                            f"back first: git ao-restore {outer[s.id]} {s.id} (still pending)",
                            facts(s), names_state=True)
+        if s.id in newer:
+            # Two saves of one path (a worktree made there since the first, a session
+            # of its own): only the newer one comes back, or both would take it.
+            later = newer[s.id]
+            return Outcome(s.id, Action.RESTORE, Status.REFUSED,
+                           f"'{s.worktree_path}' is also pending session '{later}''s, saved "
+                           f"since, which this run restores: once git ao-preserve {later} "
+                           f"frees the path, git ao-restore {s.id} brings it back there "
+                           "(still pending)", facts(s), names_state=True)
         with git.bounded(deadline):
             out = guarded(lambda: restore_one(ctx, s.id, set_aside_stray=set_aside_stray),
                           s.id, Action.RESTORE)
@@ -145,6 +155,20 @@ class Restored:
     ref_kept: bool
     attention: bool = False
     unfinished: trash.Entry | None = None
+
+
+def _saved_since_at_its_path(sessions: Sequence[Session]) -> dict[str, str]:
+    """{id: the id of the session saved last at the same path} for every session of
+    `sessions` whose path another of them saved later."""
+    newest: dict[str, Session] = {}
+    for s in sessions:
+        if s.save is None:
+            continue
+        held = newest.get(s.worktree_path)
+        if held is None or (held.save is not None and s.save.saved_at > held.save.saved_at):
+            newest[s.worktree_path] = s
+    return {s.id: newest[s.worktree_path].id for s in sessions
+            if s.save is not None and newest[s.worktree_path].id != s.id}
 
 
 def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False) -> Outcome:

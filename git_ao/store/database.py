@@ -382,10 +382,9 @@ class Store:
     def live_at(self, workspace_path: str) -> Session | None:
         """The live session recorded at this workspace path, or None. At most one
         session is live at a path; pending ones may share it with it."""
-        for s in self.sessions():
-            if s.worktree_path == workspace_path and s.live:
-                return s
-        return None
+        rows = self._query(self._SELECT + " WHERE s.workspace_path = ? AND s.terminated = 0 "
+                           "ORDER BY s.id LIMIT 1", (workspace_path,))
+        return self._row(rows[0]) if rows else None
 
     # -------------------------------------------------------------- writes
 
