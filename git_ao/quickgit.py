@@ -7,9 +7,18 @@ The environment and the options every git process of git-ao gets are stated
 here once; git/process.py starts every other git process, under the same rules.
 """
 
+from __future__ import annotations
+
 import os
 
 from git_ao import gitfiles
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs the quick path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# The `-v` trace hook (git/process.py's set_trace sets it here too).
+trace: Callable[[list[str], str], object] | None = None
 
 # Variables that point git at a particular repository. git-ao works on many
 # repositories at once, each named by its own directory, so they are dropped
@@ -51,6 +60,8 @@ def exit_status(args: list[str], env: dict[str, str]) -> int | None:
     exe = gitfiles.on_path("git")
     if exe is None:
         return None
+    if trace is not None:
+        trace(list(args), env.get("GIT_WORK_TREE", os.getcwd()))
     null = os.devnull
     try:
         pid = os.posix_spawn(exe, [os.path.basename(exe), *GLOBAL_OPTS, *args],

@@ -619,6 +619,17 @@ def test_the_tracked_files_are_compared_by_git_against_the_checkpoints_index(rep
     _each_change_is_seen(repo, changes)
 
 
+def test_the_quick_checks_git_diff_files_is_traced_with_v(repo, worktrees):
+    wt = worktrees(repo, "agent")
+    time.sleep(1.1)
+    ao("ao", "checkpoint", "agent", cwd=repo)
+    assert _kept_index().is_file()
+    res = ao("ao", "checkpoint", "agent", "-v", cwd=repo)
+    assert "unchanged since" in res.stdout, res.stdout
+    assert "diff-files --quiet" in res.stderr, res.stderr
+    del wt
+
+
 def _signed_now(wt):
     """The walk's signatures of `wt` as a checkpoint takes them, and the git dir."""
     from git_ao.fs import walk
@@ -710,6 +721,9 @@ def test_an_index_flag_or_an_index_it_cannot_read_keeps_no_index(repo, worktrees
     assert "index" in _stat_doc() and _kept_index().exists()
     assert b"README.md" not in _stat_doc()["names"].split(b"\0")
     assert unchanged.unchanged(os.environ["AO_DATA_DIR"], "agent", str(wt))
+    # A walk that found no tracked file (an index of gitlinks alone): nothing to leave.
+    nothing = unchanged.Signed(signed.names, signed.sigs, [], b"", signed.started)
+    assert unchanged.delegate(nothing, index, {}) is None
 
 
 def test_the_stat_comparison_shared_among_processes_sees_a_change_in_any_share(

@@ -1,4 +1,5 @@
-"""The one place that starts a git process.
+"""The one place that starts a git process (but the quick check of an unchanged
+checkpoint, which starts its one from git_ao/quickgit.py without subprocess).
 
 Every git process git-ao starts goes through `call` (or `call_bounded`, for
 network commands): arguments are a list handed to `subprocess` (never a shell
@@ -26,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from git_ao import quickgit
 from git_ao.errors import Fatal, GitError, TimedOut
 from git_ao.quickgit import GLOBAL_OPTS, environment
 
@@ -48,6 +50,7 @@ def set_trace(callback: Callable[[list[str], str], object] | None) -> None:
     """Install `callback(argv: list[str], cwd: str)` to see every git command (for -v)."""
     global _trace
     _trace = callback
+    quickgit.trace = callback
 
 
 @dataclass

@@ -466,8 +466,8 @@ def config_is_shared(conf: parse.Config) -> bool:
     if any(k == "include.path" or (k.startswith("includeif.") and k.endswith(".path"))
            for k in conf):
         return False
-    return conf.get("extensions.worktreeconfig", "false").lower() in (
-        "false", "no", "off", "0", "")
+    # A key given with no value (an empty one in the listing) is true to git.
+    return conf.get("extensions.worktreeconfig", "false").lower() in ("false", "no", "off", "0")
 
 
 # A file written this recently may be written again within the same tick of the

@@ -35,7 +35,7 @@ def checkpoint(ctx: Context, sessions: Sequence[Session], *, trigger: str = "che
                                f"not live ({s.state}): nothing to checkpoint"))
             continue
         if unchanged.unchanged(ctx.store.dir, s.id, s.worktree_path):
-            # No git process: the stat data proves the newest entry holds this state.
+            # No capture: the stat data proves the newest entry holds this state.
             held = workflow.held_note(s) if s.save is not None and s.save.needs_attention else ""
             out.append(Outcome(s.id, Action.CHECKPOINT, Status.OK, "unchanged since the newest "
                                "entry of its history (nothing added)" + held,
