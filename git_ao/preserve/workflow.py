@@ -333,6 +333,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             what = "checkpoint" if keep_worktree else "preserve and remove"
             what = f"register and {what}" if unsaved is not None else what
             assert st.head is not None  # inspect refuses an unborn branch
+            read_here = made is None
             if made is None:
                 # No conversion: what the real capture names is read from status (a
                 # name git will not store is in no save, nor a submodule's own state
@@ -354,8 +355,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                                if not walk.refused_name(p) and p not in unread],
                     unstorable=[p for p in st.untracked if walk.refused_name(p)],
                     config=query.config_map(path), submodules_left=left,
-                    hidden=hidden, unreadable=unread,
-                    keep_reasons=capture.unreadable_reasons(path, unread, st.untracked))
+                    hidden=hidden, unreadable=unread)
             # As the real run counts and warns: what a required filter failed on, a
             # name git will not store, is no saved change.
             would = facts(s)
@@ -365,6 +365,11 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 # The real checkpoint's capture names what its walk could not read
                 # (a directory it cannot list or enter): so does its dry run.
                 capture.unreadable_walked(made, st, walk.walk(path))
+            if read_here:
+                # As the real capture: each file that cannot be read, the walk's too
+                # (an entry of a directory that cannot be searched), keeps the worktree.
+                made.keep_reasons += capture.unreadable_reasons(path, made.unreadable,
+                                                                st.untracked)
             warns = save_warnings(path, made, st.left_out if keep_worktree else [], would,
                                   inexact_kept=not keep_worktree)
             counts = f"{_counts(made)}, {len(st.ignored)} ignored"
