@@ -153,6 +153,14 @@ def test_a_worktree_removed_in_claude_code_stays_removed_at_boot(repo, ao_env, w
     # nothing is to be restored: it leaves it too, silently.
     res = ao("ao-restore", "-q", "--timeout", "60", cwd=repo, process=True)
     assert (res.stdout, res.stderr) == ("", "") and not wt.exists()
+    # A restore from a remote naming no session leaves it too.
+    remote = repo.parent / "plain.git"
+    git("init", "-q", "--bare", remote, cwd=repo.parent)
+    git("push", "-q", str(remote), "refs/ao/preserved/gone", cwd=repo)
+    git("remote", "add", "plain", str(remote), cwd=repo)
+    res = ao("ao-restore", "--from", "plain", "-n", cwd=repo)
+    assert "restore\tnothing\tgone\tleft pending: saved when claude-code removed" \
+        in res.stdout, res.stdout
     # Named, it comes back whole, and the mark goes with the save.
     ao("ao-restore", "gone", cwd=repo)
     assert_restored(before, state(wt))

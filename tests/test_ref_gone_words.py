@@ -68,6 +68,23 @@ def test_a_deleted_ref_whose_commit_the_history_keeps_gives_no_gc_advice(repo, w
         assert "a restore started" not in said, said
 
 
+def test_a_ref_moved_off_the_saved_commit_is_said_so_and_never_put_back(repo, worktrees):
+    """A preserve ref that holds another commit now was moved, not deleted: putting
+    it back would drop what it holds, so the advice keeps the saved commit under a
+    name of its own."""
+    wt = worktrees(repo, "m1")
+    (wt / "work.txt").write_text("work\n")
+    ao("ao-preserve", "m1", cwd=repo)
+    commit = git("rev-parse", REF + "m1", cwd=repo).strip()
+    other = git("commit-tree", "-m", "someone else's", "HEAD^{tree}", cwd=repo).strip()
+    git("update-ref", REF + "m1", other, cwd=repo)
+    git("update-ref", "-d", "refs/ao/history/m1", cwd=repo)
+    for said in _hints(repo, "m1"):
+        assert f"its ref {REF}m1 now holds {other}" in said, said
+        assert "was deleted" not in said and "puts the ref back" not in said, said
+        assert f"git branch ao-saved-m1 {commit}" in said, said
+
+
 def _gone(repo, worktrees, sid):
     """A session preserved with an edit and an untracked file, whose preserve ref and
     history were deleted and the commit pruned: the trash copy alone holds it."""

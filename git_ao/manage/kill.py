@@ -54,7 +54,9 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             kept = f"; the commits only its own refs kept are under {KEPT_PREFIX}{s.id}" \
                 if found else ""
             if ctx.dry_run:
-                return Outcome(s.id, Action.KILL, Status.OK, f"would remove {path}{kept}",
+                would = f"; would keep the commits only its own refs keep under " \
+                    f"{KEPT_PREFIX}{s.id}" if found else ""
+                return Outcome(s.id, Action.KILL, Status.OK, f"would remove {path}{would}",
                                facts(s))
             if found:
                 witness.keep_alive(path, KEPT_PREFIX + s.id, found)

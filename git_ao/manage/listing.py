@@ -113,15 +113,26 @@ def ref_gone_hint(s: Session, data_dir: str, refs: Refs | None = None, *,
         return (f"a restore started {utc_time(save.restore_started_at)} did not finish, and "
                 f"its ref {ref} is gone (a restore deletes it once the work is back): git "
                 f"ao-restore {s.id} finishes it, from the saved commit {commit}{where}")
+    now = refs[s.common_dir].get(ref) if refs is not None and s.common_dir in refs else None
+    if now is None and (refs is None or s.common_dir not in refs):
+        from git_ao import git
+        now = git.rev_parse(s.common_dir, ref)
+    if now is not None:
+        # Moved, not deleted: putting it back would drop what it holds now.
+        return (f"its ref {ref} now holds {now}, not the saved commit: git ao-restore "
+                f"{s.id} still applies the saved commit {commit}"
+                f"{_kept_from_gc(s.common_dir, s.id, ref, commit, moved=True)}{where}")
     return (f"its ref {ref} was deleted (git update-ref -d, or a git fetch --prune with a "
             f"refspec covering refs/ao/); git ao-restore {s.id} still applies the saved "
             f"commit {commit}{_kept_from_gc(s.common_dir, s.id, ref, commit)}{where}")
 
 
-def _kept_from_gc(common_dir: str, session_id: str, ref: str, commit: str) -> str:
+def _kept_from_gc(common_dir: str, session_id: str, ref: str, commit: str, *,
+                  moved: bool = False) -> str:
     """How the saved commit of a pending save whose ref is gone stays out of git
     gc's reach: the session's history, another ref, or nothing (then the command
-    that puts the ref back)."""
+    that keeps it: the ref put back, or for a ref that moved, which must keep what
+    it holds, a branch of its own)."""
     from git_ao.git import query
     from git_ao.save import history
     href = history.history_ref(session_id)
@@ -132,6 +143,9 @@ def _kept_from_gc(common_dir: str, session_id: str, ref: str, commit: str) -> st
             return " (another ref keeps it from git gc)"
     except AoError:
         pass
+    if moved:
+        return (f" while the repository has it (git branch ao-saved-{session_id} {commit} "
+                "keeps it from git gc)")
     return (f" while the repository has it (git update-ref {ref} {commit} puts the ref "
             "back, keeping the commit from git gc)")
 

@@ -43,8 +43,9 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     has it), or, when a session of that id exists, `<repo>-<id>` (see free_id). Returns the Session (not stored on a dry run). Raises Fatal (not a
     repository), Usage (bad id or kind, a path with a newline or not in UTF-8) or
     Refused (a bare repository, a main worktree, the id taken, or the worktree
-    a live session's). A pending session recorded at the path does not stop it:
-    the worktree there now is a new one, and the save waits beside it.
+    a live session's, or the one a pending session's save left at its path:
+    `_left_by`). Another worktree at a pending session's path is a new one: it
+    is registered, and the save waits beside it.
     """
     if kind not in KINDS:
         raise Usage(f"invalid kind '{kind}': use worker or orchestrator")

@@ -73,6 +73,13 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
         s = ctx.store.get(sid)
         if s is None:
             fetch.append(sid)
+        elif s.pending and not ids and s.save is not None and not s.save.restores_by_default:
+            # Its tool removed its worktree on purpose: as the restore of every
+            # pending session here, one naming no session leaves it.
+            from git_ao.manage.listing import removed_by_hint
+            out.append(Outcome(sid, Action.RESTORE, Status.NOTHING,
+                               f"left pending: {removed_by_hint(s)}", facts(s),
+                               names_state=True))
         elif s.pending:
             known.append(s)
             local = s.save.preserved_commit if s.save is not None else None
