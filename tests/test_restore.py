@@ -380,6 +380,8 @@ def test_a_new_worktree_at_a_pending_path_is_its_own_session(repo, ao_env, workt
     for args in (("-n",), ()):
         res = ao("ao-restore", "p1", *args, cwd=repo, rc=1)
         assert "is now session 'p1b''s worktree" in res.stdout, res.stdout
+    doctor = ao("ao", "doctor", cwd=repo, rc=None).stdout
+    assert "p1: pending, but" in doctor and "is now session 'p1b''s worktree" in doctor, doctor
     assert (wt / "mine.txt").read_text() == "mine\n"
     ao("ao-preserve", "--all", cwd=repo)
     ao("ao-restore", "p1", cwd=repo)

@@ -256,7 +256,13 @@ def session_checks(repo: str, sessions: list[Session], entries: list[git.Worktre
         if lost:
             out.append(Check("session", False, f"{s.id}: pending, but {lost}"))
         path = save.worktree_path
-        if os.path.lexists(path) and not any(
+        holder = next((o for o in sessions if o.live and o.worktree_path == path), None)
+        if holder is not None:
+            # A new worktree made at its path since the save: a session of its own.
+            out.append(Check("session", False, f"{s.id}: pending, but {path} is now session "
+                             f"'{holder.id}''s worktree: restore refuses it until git "
+                             f"ao-preserve {holder.id} frees the path"))
+        elif os.path.lexists(path) and not any(
                 os.path.realpath(e.path) == os.path.realpath(path) for e in entries):
             out.append(Check("session", False, f"{s.id}: pending, but {path} exists and is "
                              "not its worktree: restore refuses it until it is moved away"))
