@@ -581,10 +581,16 @@ def commit_object(cwd: str, commit: str) -> tuple[str, list[str], str]:
     """(tree id, parent ids, message) read from the commit object itself: from its
     loose object file when there is one (`loose_object`), else `git cat-file
     commit`. Raises GitError when the object is missing or not a commit."""
-    tree, parents = "", []
     body = loose_object(cwd, commit, b"commit")
     if body is None:
         body = git.run(["cat-file", "commit", commit], cwd)
+    tree, parents, message = _commit_parts(body)
+    return tree, parents, message.decode("utf-8", "replace")
+
+
+def _commit_parts(body: bytes) -> tuple[str, list[str], bytes]:
+    """(tree id, parent ids, message bytes) of a commit object's content."""
+    tree, parents = "", []
     headers, _, message = body.partition(b"\n\n")
     for ln in headers.split(b"\n"):
         key, _, value = ln.partition(b" ")
@@ -592,7 +598,7 @@ def commit_object(cwd: str, commit: str) -> tuple[str, list[str], str]:
             tree = value.decode()
         elif key == b"parent":
             parents.append(value.decode())
-    return tree, parents, message.decode("utf-8", "replace")
+    return tree, parents, message
 
 
 def loose_object(cwd: str, oid: str, kind: bytes) -> bytes | None:
@@ -678,17 +684,10 @@ def refs_by_files(git_dir: str, refs: Sequence[str], per_worktree: Sequence[str]
         body = loose_object(git_dir, oid, b"commit")
         if body is None:
             return None
-        headers, _, message = body.partition(b"\n\n")
+        tree, parents, message = _commit_parts(body)
         message = message.lstrip(b"\n")
         if b"\0" in message or b"-----BEGIN " in message:
             return None
-        tree, parents = "", []
-        for ln in headers.split(b"\n"):
-            key, _, value = ln.partition(b" ")
-            if key == b"tree":
-                tree = value.decode()
-            elif key == b"parent":
-                parents.append(value.decode())
         got[ref] = git.RefRead(ref, oid, tree, parents, message.decode("utf-8", "replace"))
     return got
 
