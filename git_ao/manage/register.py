@@ -40,7 +40,8 @@ def register(ctx: Context, path: str, *, session_id: str | None = None,
     With no `session_id` the id is `name` (made valid by id_from_name), else the
     worktree's name as git names its admin dir (`.git/worktrees/<name>`: the
     directory's name, a number appended when another worktree of the repository
-    has it), or, when a session of that id exists, `<repo>-<id>` (see free_id). Returns the Session (not stored on a dry run). Raises Fatal (not a
+    has it), or, when a session of that id exists, `<repo>-<id>` (see free_id).
+    Returns the Session (not stored on a dry run). Raises Fatal (not a
     repository), Usage (bad id or kind, a path with a newline or not in UTF-8) or
     Refused (a bare repository, a main worktree, the id taken, or the worktree
     a live session's, or the one a pending session's save left at its path:
