@@ -7,7 +7,7 @@ import json
 import os
 
 from tests import tool_state as ts
-from tests.support import ao, dirty, git, sessions_by_id
+from tests.support import ao, crash_env, dirty, git, sessions_by_id
 
 CC_ID = "5f1c2b9e-7a41-4a63-9d0e-2b7c8e1f4a10"
 CX_ID = "019dbff7-c97d-7511-9af5-1cee07dd1ab2"
@@ -144,3 +144,30 @@ def test_a_dot_conductor_holding_no_workspace_is_no_conductor_state(repo, ao_env
     (repo / ".conductor" / "settings.toml").write_text("[scripts]\n")
     res = ao("ao", "import", cwd=repo, rc=None)
     assert res.returncode != 0 and "no tool's state" in res.stderr, res
+
+
+def test_a_new_workspace_at_a_pending_sessions_path_is_imported_as_its_own(repo, ao_env):
+    """A workspace Conductor makes again at the path of one git-ao preserved (its
+    save pending) is a new worktree: imported as a session of its own, the save
+    staying pending beside it; the worktree a killed preserve left there is not."""
+    ws = ts.conductor_workspace(repo, "lima")
+    ao("ao", "import", "--tool", "conductor", cwd=repo)
+    (ws / "saved.txt").write_text("the first agent's\n")
+    ao("ao-preserve", "lima", cwd=repo)
+    assert not ws.exists()
+    git("worktree", "add", "-q", str(ws), "lima", cwd=repo)  # made again, same branch
+    res = ao("ao", "import", "--tool", "conductor", "--json", cwd=repo)
+    got = _all_sessions(repo)
+    new = [k for k, s in got.items() if k != "lima" and s["workspace_path"] == str(ws)]
+    assert len(new) == 1 and got[new[0]]["state"] == "live", (res.stdout, got)
+    assert got["lima"]["state"] == "pending"
+    assert not (ws / "saved.txt").exists()
+    # A preserve killed before its removal leaves the session's own worktree there.
+    kept = ts.conductor_workspace(repo, "oslo")
+    ao("ao", "import", "--tool", "conductor", cwd=repo)
+    (kept / "saved.txt").write_text("the agent's\n")
+    ao("ao-preserve", "oslo", cwd=repo, rc=None, env=crash_env("preserve:after-db"))
+    assert kept.is_dir()
+    ao("ao", "import", "--tool", "conductor", cwd=repo)
+    assert [k for k, s in _all_sessions(repo).items()
+            if s["workspace_path"] == str(kept)] == ["oslo"]

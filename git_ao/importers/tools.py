@@ -50,7 +50,7 @@ from git_ao.importers import notes as notes_mod
 from git_ao.importers.found import Found, Unreadable, distinct
 from git_ao.importers.names import AO, NAMES, TOOLS
 from git_ao.manage.listing import list_json
-from git_ao.manage.register import id_from_name, linked_worktree, register, repoint
+from git_ao.manage.register import id_from_name, left_by, linked_worktree, register, repoint
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
 
@@ -207,6 +207,11 @@ def _one(ctx: Context, f: Found) -> Outcome:
     path = os.path.realpath(f.worktree) if f.worktree is not None else ""
     what = f"{f.tool} {f.tool_id}" if f.tool_id != str(f.worktree) else f.tool
     holder = ctx.store.holder_of(path) if path else None
+    if holder is not None and not holder.live and f.live and os.path.isdir(path) \
+            and not left_by(holder, path):
+        # A new worktree the tool made at a pending save's path: a session of its
+        # own (`register`), the save staying pending beside it.
+        holder = None
     sid = holder.id if holder is not None else id_from_name(f.name or os.path.basename(path))
     if holder is not None and not holder.live:
         # Pending in git-ao: its worktree went into git-ao's trash, which the tool

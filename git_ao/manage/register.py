@@ -17,6 +17,15 @@ from git_ao.store.records import Session
 from git_ao.store.states import KINDS, Kind
 
 
+def left_by(s: Session, path: str) -> bool:
+    """Is the worktree at `path` the one pending session `s`'s save left there
+    (`_left_by`), rather than a new one made at its path since? Unknown (no
+    worktree there to read) counts as yes."""
+    from git_ao import gitfiles
+    admin = gitfiles.read_gitfile(os.path.join(path, ".git"))
+    return admin is None or _left_by(s, admin)
+
+
 def _left_by(s: Session, git_dir: str) -> bool:
     """Is the worktree whose admin dir is `git_dir` the one pending session `s`'s
     save left at its path: made before the save (its admin dir's `commondir`, which
