@@ -280,11 +280,8 @@ def _judged(ctx: Context, s: Session, save: Save, remote_name: str, recorded: st
     refused), in words for --from: nothing of the session is kept here, and
     --map-path puts it elsewhere."""
     try:
-        said = restore.would_restore(ctx, s, save, set_aside_stray=set_aside_stray).message
-        # The commit is fetched by the real run only: of the local dry run's reasons
-        # for attention, the directory set aside is the one that holds here too.
-        stray = set_aside_stray and target_mod.stray_files(s, s.worktree_path) is not None
-        return s.worktree_path, said, Status.ATTENTION if stray else Status.OK
+        would = restore.would_restore(ctx, s, save, set_aside_stray=set_aside_stray)
+        return s.worktree_path, would.message, would.status
     except Refused as exc:
         return None, _from_refusal(str(exc), s.id, remote_name, recorded), Status.REFUSED
 

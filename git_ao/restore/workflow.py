@@ -257,7 +257,8 @@ def would_restore(ctx: Context, s: Session, save: Save, *, set_aside_stray: bool
     session, judges the same. Writes nothing. Returns the dry run's Outcome;
     raises Refused as the real run refuses (a directory in the way, a branch
     checked out elsewhere, a path that is not this session's worktree)."""
-    prepared = _prepare(replace(ctx, dry_run=True), s, save, set_aside_stray)
+    prepared = _prepare(replace(ctx, dry_run=True), s, save, set_aside_stray,
+                        fetched_later=True)
     assert prepared.would is not None  # a dry run's _prepare always says what it would do
     return prepared.would
 
@@ -295,12 +296,15 @@ def _want_branch(save: Save) -> str | None:
     return None if save.detached else save.branch
 
 
-def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool) -> Prepared:
+def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool, *,
+             fetched_later: bool = False) -> Prepared:
     """Step 1, under the repository's lock: refuse a directory at the path that is
     not the worktree (or set it aside first when `set_aside_stray`), clear what a
     killed restore left, then move the trash copy back (resuming one a kill cut
     short) or, when it cannot be, place the worktree (`_place_worktree`). A dry
-    run changes nothing and says what the real run would do."""
+    run changes nothing and says what the real run would do. fetched_later: the
+    saved commit comes with the real run (`--from`), so its absence here is no
+    reason for attention."""
     path = save.worktree_path
     out = Prepared()
     with ctx.repo_lock(s.common_dir):
@@ -327,7 +331,8 @@ def _prepare(ctx: Context, s: Session, save: Save, set_aside_stray: bool) -> Pre
                 # never tried the trash: why it is not put back is said all the same.
                 out.trash_skipped = _why_not_trash(ctx, save)
             if ctx.dry_run:
-                said, lost, status = _would(ctx, s, save, path, out.placement.reused)
+                said, lost, status = _would(ctx, s, save, path, out.placement.reused,
+                                            fetched_later)
                 out.would = Outcome(s.id, Action.RESTORE, status, said, facts(s))
                 if lost:
                     out.would.data["environment_lost"] = lost
@@ -395,8 +400,8 @@ def _record(ctx: Context, s: Session, save: Save, restored: Restored) -> None:
             workspace=save.worktree_path)
 
 
-def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool
-           ) -> tuple[str, int, Status]:
+def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool,
+           fetched_later: bool = False) -> tuple[str, int, Status]:
     """What a dry run says the real run would do: which way (put back whole from
     the trash, or a checkout and the save applied, and why not the trash), when
     the branch moved since the save, that the work lands on its new tip, and
@@ -409,7 +414,7 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool
     # history entry that holds work. A trash copy is the worktree as preserved.
     saved = bool(save.preserved_commit)
     apply_it = " and apply the save" if saved else " (nothing was saved)"
-    missing = _commit_missing(ctx.store.dir, s, save)
+    missing = "" if fetched_later else _commit_missing(ctx.store.dir, s, save)
     if missing:
         apply_it = f" without the work ({missing})"
     note = "" if saved or save.holds_less_than else history.newest_note(
