@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from git_ao import git
 from git_ao.errors import AoError, Refused, Usage, one_line
 from git_ao.fs.gone import gone_worktree
-from git_ao.outcome import Action, Outcome, OutcomeData, Status
+from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.store import locks, log
 from git_ao.store.database import Store
 from git_ao.store.records import Session
 
 TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a listing
 if TYPE_CHECKING:
-    from typing import Any, Unpack
+    from typing import Any
 
 REF_PREFIX = "refs/ao/preserved/"
 # Commits only a taken-away worktree's admin dir kept alive (per-worktree refs,
@@ -104,14 +104,6 @@ def lookup(ctx: Context, session_id: str) -> Session:
     if s is None:
         raise Refused(f"no session '{session_id}' (see 'git ao list')")
     return s
-
-
-def facts(s: Session, **extra: Unpack[OutcomeData]) -> OutcomeData:
-    """The facts every Outcome about `s` carries (its JSON `data`), plus `extra`."""
-    d: OutcomeData = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
-         "branch": s.branch, "repo": s.common_dir}
-    d.update(extra)
-    return d
 
 
 def work_present_elsewhere(s: Session, oid: str) -> str:

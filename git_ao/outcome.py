@@ -15,7 +15,7 @@ from git_ao.errors import ExitStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import TypedDict
+    from typing import TypedDict, Unpack
 
     # Types only: both modules import nothing of git-ao's (pyproject's layer
     # contract lets these two edges through).
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
         record, in the order they were put in, and what plain output shows. Every key
         any step writes is here, so mypy checks each write and read."""
 
-        # every session's facts (context.facts), in this order
+        # every session's facts (`facts`), in this order
         workspace_path: str
         kind: str
         harness: str
@@ -258,3 +258,11 @@ def exit_status(outcomes: Iterable[Outcome]) -> ExitStatus:
         if code in codes:
             return code
     return ExitStatus.OK
+
+
+def facts(s: Session, **extra: Unpack[OutcomeData]) -> OutcomeData:
+    """The facts every Outcome about `s` carries (its JSON `data`), plus `extra`."""
+    d: OutcomeData = {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
+                      "branch": s.branch, "repo": s.common_dir}
+    d.update(extra)
+    return d

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from git_ao.outcome import Outcome
-    from git_ao.store.records import Session
 
 
 def list_sessions(app: App, states: tuple[str, ...], repo_path: str | None,
@@ -134,16 +133,6 @@ def _one_device(start: str, top: str) -> bool:
         d = os.path.dirname(d)
 
 
-def _left_pending(s: Session) -> Outcome:
-    """The outcome (nothing) of a pending session that a restore naming no session
-    leaves: its tool removed its worktree on purpose (`Save.removed_by`)."""
-    from git_ao.manage.listing import removed_by_hint
-    from git_ao.outcome import Action, Outcome, Status
-    return Outcome(s.id, Action.RESTORE, Status.NOTHING, f"left pending: {removed_by_hint(s)}",
-                   {"workspace_path": s.worktree_path, "kind": s.kind, "harness": s.harness,
-                    "branch": s.branch, "repo": s.common_dir}, names_state=True)
-
-
 # What moves git's discovery of the repository a command runs in.
 _DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
                   "GIT_DISCOVERY_ACROSS_FILESYSTEM")
@@ -177,7 +166,8 @@ def restore(app: App, ids: tuple[str, ...], no_launch: bool, jobs: int | None,
         sessions = [s for s in known if s.save is not None and s.save.restores_by_default]
         for s in known:
             if s.pending and s.save is not None and not s.save.restores_by_default:
-                left = _left_pending(s)
+                from git_ao.manage.listing import left_pending
+                left = left_pending(s)
                 app.printer.outcome(left)
                 refused.append(left)
         from git_ao.fs.gone import gone_worktree

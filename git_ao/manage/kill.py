@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from git_ao.context import KEPT_PREFIX, Context, facts, lookup
+from git_ao.context import KEPT_PREFIX, Context, lookup
 from git_ao.errors import Refused
 from git_ao.fs import walk
 from git_ao.git import query, worktree
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.proof import witness
 from git_ao.save import capture, history
 from git_ao.store import trash

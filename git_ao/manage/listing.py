@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from git_ao.outcome import OutcomeData
+    from git_ao.outcome import Outcome, OutcomeData
     from git_ao.store import trash
     from git_ao.store.records import Session
 
@@ -241,6 +241,15 @@ def holds_less_hint(s: Session) -> str:
                              then=f"after git ao-restore {s.id}, " if save.pending else "",
                              live=not save.pending)
     return note
+
+
+def left_pending(s: Session) -> Outcome:
+    """The outcome (nothing) of a pending session that a restore naming no session
+    leaves (here, or from a remote): its tool removed its worktree on purpose
+    (`Save.removed_by`)."""
+    from git_ao.outcome import Action, Outcome, Status, facts
+    return Outcome(s.id, Action.RESTORE, Status.NOTHING, f"left pending: {removed_by_hint(s)}",
+                   facts(s), names_state=True)
 
 
 def removed_by_hint(s: Session) -> str:

@@ -12,7 +12,6 @@ from git_ao import git
 from git_ao.context import (
     REF_PREFIX,
     Context,
-    facts,
     preserve_ref,
     work_present_elsewhere,
     work_whereabouts,
@@ -20,7 +19,7 @@ from git_ao.context import (
 from git_ao.fs import walk
 from git_ao.fs.gone import repo_gone_advice
 from git_ao.manage import listing
-from git_ao.outcome import Action, Outcome, OutcomeData, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status, facts
 from git_ao.proof import witness
 from git_ao.save import capture, history, unchanged
 from git_ao.save.lacking import BEFORE_STOP_PREFIX

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 
 from git_ao import git
-from git_ao.context import Context, facts, lookup, preserve_ref
+from git_ao.context import Context, lookup, preserve_ref
 from git_ao.errors import Refused
 from git_ao.fs.gone import gone_worktree, repo_gone_advice
 from git_ao.git import query
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.save import history, lacking
 from git_ao.store.records import Session
 

@@ -15,8 +15,8 @@ import functools
 from collections.abc import Sequence
 
 from git_ao.batch import guarded, log_failure
-from git_ao.context import Context, facts
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.context import Context
+from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.preserve import workflow
 from git_ao.save import capture, unchanged
 from git_ao.store.records import Session

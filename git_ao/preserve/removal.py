@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 from git_ao import crashpoint, git
 from git_ao.batch import RepoCache
-from git_ao.context import Context, facts, preserve_ref
+from git_ao.context import Context, preserve_ref
 from git_ao.errors import AoError, Failed
 from git_ao.fs import walk
 from git_ao.git import lock as gitlock
 from git_ao.git import worktree
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.proof import restored, witness
 from git_ao.save import capture, local_state
 from git_ao.store import trash

@@ -23,7 +23,6 @@ from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
 from git_ao.context import (
     KEPT_PREFIX,
     Context,
-    facts,
     lookup,
     preserve_ref,
     work_present_elsewhere,
@@ -34,7 +33,7 @@ from git_ao.fs.gone import held_advice, moved_to, registration_holds, repo_gone_
 from git_ao.git import lock as gitlock
 from git_ao.git import parse, query, worktree
 from git_ao.git.parse import BranchName, ObjectId
-from git_ao.outcome import Action, Outcome, OutcomeData, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status, facts
 from git_ao.outcome import warn as with_warnings
 from git_ao.preserve import removal
 from git_ao.proof import witness

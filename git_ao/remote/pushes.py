@@ -29,10 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from git_ao import git
-from git_ao.context import REF_PREFIX, Context, facts
+from git_ao.context import REF_PREFIX, Context
 from git_ao.errors import AoError, Usage
 from git_ao.git import query, remotes
-from git_ao.outcome import Action, Outcome, OutcomeData, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status, facts
 from git_ao.save import history
 from git_ao.store.database import PUSH_REFUSED, Store
 from git_ao.store.records import Session, now_ns

@@ -22,12 +22,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from git_ao import git
-from git_ao.context import REF_PREFIX, Context, facts, preserve_ref
+from git_ao.context import REF_PREFIX, Context, preserve_ref
 from git_ao.errors import AoError, Refused
 from git_ao.git import query, remotes, worktree
 from git_ao.git.parse import ObjectId
 from git_ao.manage.recover import Orphan, rebuild
-from git_ao.outcome import Action, Outcome, OutcomeData, Status
+from git_ao.outcome import Action, Outcome, OutcomeData, Status, facts
 from git_ao.remote import namespace, pushes
 from git_ao.restore import target as target_mod
 from git_ao.restore import workflow as restore
@@ -76,10 +76,8 @@ def restore_from(ctx: Context, here: str, remote_name: str, ids: Sequence[str],
         elif s.pending and not ids and s.save is not None and not s.save.restores_by_default:
             # Its tool removed its worktree on purpose: as the restore of every
             # pending session here, one naming no session leaves it.
-            from git_ao.manage.listing import removed_by_hint
-            out.append(Outcome(sid, Action.RESTORE, Status.NOTHING,
-                               f"left pending: {removed_by_hint(s)}", facts(s),
-                               names_state=True))
+            from git_ao.manage.listing import left_pending
+            out.append(left_pending(s))
         elif s.pending:
             known.append(s)
             local = s.save.preserved_commit if s.save is not None else None

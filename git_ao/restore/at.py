@@ -38,14 +38,14 @@ from collections.abc import Iterable, Sequence
 
 from git_ao import crashpoint, git
 from git_ao.agents import processes
-from git_ao.context import Context, facts, lookup, session_paths
+from git_ao.context import Context, lookup, session_paths
 from git_ao.errors import AoError, GitError, Refused
 from git_ao.fs import walk
 from git_ao.fs.gone import gone_worktree
 from git_ao.git import index, query, worktree
 from git_ao.git import lock as gitlock
 from git_ao.git.parse import BranchName, IndexFlags, ObjectId
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.outcome import warn as with_warnings
 from git_ao.proof.restored import holds
 from git_ao.save import apply, capture, history, local_state

@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 
 from git_ao import crashpoint, git, groups
 from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
-from git_ao.context import Context, facts, lookup
+from git_ao.context import Context, lookup
 from git_ao.errors import AoError, Failed, Refused
 from git_ao.fs.gone import gone_worktree
 from git_ao.git import index, query, worktree
 from git_ao.git.parse import ObjectId
-from git_ao.outcome import Action, Outcome, Status
+from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.proof.restored import holds, not_as_saved, prove
 from git_ao.restore import from_trash, target
 from git_ao.save import apply, history, lacking, local_state
