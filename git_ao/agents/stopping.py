@@ -156,7 +156,8 @@ def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -
     older = git.rev_parse(s.common_dir, ref)
     if older:
         # One from an earlier shutdown is there: a commit keeps both alive.
-        witness.keep_alive(s.common_dir, ref, witness.AdminOnly(refs={"before-stop": before}))
+        witness.keep_alive(s.common_dir, ref, witness.AdminOnly(refs={"before-stop": before}),
+                           older)
     else:  # the checkpoint itself, readable with git stash show
         git.update_ref(s.common_dir, ref, before, message="git-ao keep before stop")
     lost = final is None or bool(lacking.lost(s.common_dir, before, final))

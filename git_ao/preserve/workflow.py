@@ -342,9 +342,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 hidden = capture.hidden_paths(path, query.index_flags(path))
                 # A file that cannot be read is in no save (a tracked one saved as
                 # the index holds it), and keeps the worktree.
-                unread = capture.unreadable_files(path, sorted(
-                    {e.path for e in st.changed if e.xy[1] not in ".D"}
-                    | set(st.untracked) | set(hidden)))
+                unread = capture.unreadable_files(path, capture.read_by_capture(st, hidden))
                 only_unstaged = {e.path for e in st.changed if e.xy[0] == "."}
                 made = capture.Capture(
                     head=st.head, branch=st.branch,

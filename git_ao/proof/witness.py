@@ -124,12 +124,15 @@ def admin_only(path: str, read: dict[str, git.RefRead] | None = None,
     return found
 
 
-def keep_alive(path: str, ref: str, found: AdminOnly) -> str:
+def keep_alive(path: str, ref: str, found: AdminOnly, older: str | None | bool = True) -> str:
     """Point `ref` at a commit whose parents are every commit of `found`, so they
     stay reachable after the admin dir is gone, and what `ref` kept before (an
     earlier preserve's or kill's: a commit only it reaches counts as reachable,
-    so `found` leaves it out). Returns the commit id."""
-    older = git.rev_parse(path, ref)
+    so `found` leaves it out). older: what `ref` holds, when the caller read it
+    (None: nothing); True reads it here. Returns the commit id."""
+    if older is True:
+        older = git.rev_parse(path, ref)
+    assert older is None or isinstance(older, str)
     parents = sorted(set(found.refs.values()) | set(found.reflog) | ({older} if older else set()))
     empty = git.empty_tree(path)
     lines = [f"{name} {oid}" for name, oid in sorted(found.refs.items())]

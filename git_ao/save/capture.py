@@ -711,7 +711,8 @@ def capture(path: str, git_dir: str, meta: Meta | None, *, write: bool = True,
             # A file git cannot open (its permission bits) stops git as a file that
             # changed under it does: such a file is left out and the capture taken
             # again, each round leaving out at least one more.
-            found = unreadable_files(path, _read_by_capture(path, st)) if st else {}
+            found = unreadable_files(path, read_by_capture(
+                st, hidden_paths(path, query.index_flags(path)))) if st else {}
             new = {p: why for p, why in found.items() if p not in unreadable}
             if new:
                 unreadable.update(new)
@@ -738,12 +739,12 @@ def _gone(path: str, rel: str) -> bool:
     return False
 
 
-def _read_by_capture(path: str, st: git.Status) -> list[str]:
-    """The files of the worktree at `path` whose bytes a capture from `st` reads:
-    the tracked ones git status saw change in the worktree, the untracked ones and
-    the ones index flags hide."""
+def read_by_capture(st: git.Status, hidden: Collection[str]) -> list[str]:
+    """The files whose bytes a capture from `st` reads: the tracked ones git status
+    saw change in the worktree, the untracked ones and the `hidden` ones (index
+    flags hide them from status: `hidden_paths`)."""
     return sorted({e.path for e in st.changed if e.xy[1] not in ".D"} | set(st.untracked)
-                  | set(hidden_paths(path, query.index_flags(path))))
+                  | set(hidden))
 
 
 def unreadable_files(path: str, rels: Collection[str]) -> dict[str, str]:
@@ -1006,13 +1007,11 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
             if cap.filter_failed and not unfiltered_ok:
                 raise CannotCapture(_unfiltered(path, cap.filter_failed))
             cap.keep_reasons += _filter_reasons(path, cap.filter_failed, failed_u, failed)
-            if keep_index and not intent and not cap.unstorable and not cap.filter_failed \
-                    and not cap.inexact:
-                cap.worktree_index = tmp_i.read()
             cap.private_config = private()
             _left_unreadable(path, cap, st, walked, unfiltered_ok)
-            if cap.unreadable:
-                cap.worktree_index = None  # the next checkpoint reads them again
+            if keep_index and not intent and not cap.unstorable and not cap.filter_failed \
+                    and not cap.inexact and not cap.unreadable:
+                cap.worktree_index = tmp_i.read()
             if witness is not None:
                 witness.result()
         except BaseException:

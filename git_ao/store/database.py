@@ -375,8 +375,9 @@ class Store:
         """The live or pending session recorded at this workspace path, or None: the
         live one first (a new worktree made at a pending save's path is a session of
         its own, `live_at`, and the pending save waits beside it)."""
-        held = [s for s in self.sessions()
-                if s.worktree_path == workspace_path and (s.live or s.pending)]
+        rows = self._query(self._SELECT + " WHERE s.workspace_path = ? ORDER BY s.repo, s.id",
+                           (workspace_path,))
+        held = [s for s in map(self._row, rows) if s.live or s.pending]
         return next((s for s in held if s.live), held[0] if held else None)
 
     def live_at(self, workspace_path: str) -> Session | None:
