@@ -485,6 +485,73 @@ def bench_startup(runs, out):
     cleanup(repo)
 
 
+def bench_floors(repo, files, runs, out):
+    """What bounds three rows, measured beside the same plain git: the least any
+    checkpoint can do through git (`git stash create` on a copy of the index, with
+    the untracked files' tree written beside it by `ls-files -o`, `update-index`
+    and `write-tree`, in this process: no interpreter start, no trailers, no ref)
+    against `git stash create`; the least a walk that keeps each file's permission
+    bits and times can do in Python (`os.scandir` and one lstat per entry, nothing
+    kept) against `git status --porcelain --ignored`; and loading sqlite3, which
+    every listing of the database needs, against a bare interpreter start."""
+    from concurrent.futures import ThreadPoolExecutor
+    d, _ = new_worktree(repo, "fl-git")
+    make_dirty(d, files, 50, 10, staged=10)
+    make_ignored(d)
+    settle([d])
+    admin = git("rev-parse", "--absolute-git-dir", cwd=d).strip()
+    copy, utmp = os.path.join(WORK, "floor-index"), os.path.join(WORK, "floor-untracked")
+
+    def stash_on_copy():
+        shutil.copyfile(os.path.join(admin, "index"), copy)
+        return git("stash", "create", cwd=d, env=dict(os.environ, GIT_INDEX_FILE=copy))
+
+    def untracked_tree():
+        listed = git("ls-files", "-o", "--exclude-standard", "-z", cwd=d)
+        if os.path.exists(utmp):
+            os.unlink(utmp)
+        env = dict(os.environ, GIT_INDEX_FILE=utmp)
+        git("update-index", "--add", "-z", "--stdin", cwd=d, env=env, input=listed.encode())
+        return git("write-tree", cwd=d, env=env)
+
+    def scan_and_lstat(top):
+        stack, n = [top], 0
+        while stack:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    e.stat(follow_symlinks=False)
+                    n += 1
+                    if e.name != ".git" and e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+        return n
+
+    exe = shutil.which("git-ao-preserve")
+    with open(exe, encoding="utf-8") as fh:
+        first = fh.readline()
+    py = first[2:].strip() if first.startswith("#!") and "python" in first else sys.executable
+    times = {k: [] for k in ("ck", "stash", "walk", "status", "sqlite", "bare")}
+    for r in range(max(runs, 5)):
+        def floor():
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(2) as ex:
+                a, b = ex.submit(stash_on_copy), ex.submit(untracked_tree)
+                a.result(), b.result()
+            times["ck"].append(time.perf_counter() - t0)
+        pair = [floor, lambda: times["stash"].append(run(["git", "stash", "create"], d)[0])]
+        for f in (pair if r % 2 == 0 else pair[::-1]):
+            f()
+        t0 = time.perf_counter()
+        assert scan_and_lstat(d) > 20000
+        times["walk"].append(time.perf_counter() - t0)
+        times["status"].append(run(["git", "status", "--porcelain", "--ignored"], d)[0])
+        times["sqlite"].append(run([py, "-c", "import sqlite3"], WORK)[0])
+        times["bare"].append(run([py, "-c", "pass"], WORK)[0])
+    out["floor_checkpoint"] = (median(times["ck"]), median(times["stash"]))
+    out["floor_walk"] = (median(times["walk"]), median(times["status"]))
+    out["floor_sqlite"] = (median(times["sqlite"]), median(times["bare"]))
+    cleanup(repo)
+
+
 def bench_process_counts(repo, files, out):
     """git processes git-ao starts for one session: preserve dirty, preserve clean, restore."""
     from git_ao.preserve import workflow as preserve
@@ -540,6 +607,11 @@ TARGETS = [
      lambda x: x <= 1.5),
     ("startup_complete", "start-up: session-id completion", "python -c 'import click'",
      "<= 1.5", lambda x: x <= 1.5),
+    ("floor_checkpoint", "floor: stash create on an index copy + the untracked tree beside, "
+     "in process", "git stash create", "(bound)", None),
+    ("floor_walk", "floor: os.scandir + one lstat per entry, nothing kept",
+     "git status --porcelain --ignored", "(bound)", None),
+    ("floor_sqlite", "floor: python -c 'import sqlite3'", "python -c pass", "(bound)", None),
 ]
 
 
@@ -573,7 +645,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
     ap.add_argument("--quick", action="store_true", help="3 runs, scaling 10 and 50 only")
     ap.add_argument("--only", default="", help="comma list: preserve,walk,clean,checkpoint,restore,jobs,"
-                    "startup,processes,scaling")
+                    "startup,processes,floors,scaling")
     args = ap.parse_args(argv)
     runs = 3 if args.quick else args.runs
     only = set(filter(None, args.only.split(",")))
@@ -597,6 +669,7 @@ def main(argv=None):
         ("checkpoint", lambda: bench_checkpoint(repo, files, runs, out)),
         ("restore", lambda: bench_restore(repo, files, runs, out)),
         ("jobs", lambda: bench_jobs(runs, out)),
+        ("floors", lambda: bench_floors(repo, files, runs, out)),
         ("scaling", lambda: bench_scaling([10, 50] if args.quick else [10, 50, 200], out)),
     ]
     for name, fn in steps:
