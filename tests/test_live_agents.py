@@ -419,3 +419,25 @@ def test_a_checkpoint_kept_before_a_stop_that_lost_nothing_exits_0_as_the_page_s
     three = status[status.index(".B 3"):status.index(".B 128")]
     assert "refs/ao/before-stop/id whose state the final capture lacks" in \
         " ".join(three.split()), three
+
+
+def test_a_session_another_run_preserved_while_its_agents_stopped_claims_no_change(
+        repo, tmp_path):
+    """Two shutdown runs at once: the second checkpointed the session before stopping
+    its agents, then found it preserved by the first. Judged against no save at all,
+    it said the worktree changed while the agents stopped, kept a before-stop ref
+    and exited 3; the first run's save holds the same state."""
+    wt = _worktree(repo, tmp_path / "wt", "twice")
+    (wt / "README.md").write_text("the agent's edit\n")
+    (wt / "notes.txt").write_text("its notes\n")
+    with _agent(wt, _QUIET), \
+            _paused_at("preserve:after-agents", ["ao-preserve", "--all", "--json"],
+                       repo) as second:
+        first = ao("ao-preserve", "--all", "--json", cwd=repo, rc=0)
+        [r] = [r for r in json.loads(first.stdout)["results"] if r["id"] == "twice"]
+        assert r["status"] == "ok", r
+    out, err, rc = second[0]
+    [r] = [r for r in json.loads(out)["results"] if r["id"] == "twice"]
+    assert "changed while its agents stopped" not in r["message"], r
+    assert rc == 0 and r["status"] != "attention", (rc, r, err)
+    assert git("for-each-ref", "refs/ao/before-stop/", cwd=repo) == ""
