@@ -30,7 +30,10 @@ def kill(ctx: Context, session_id: str) -> Outcome:
         trashed = None
         if os.path.lexists(path):
             v = worktree.verify(s.common_dir, path)
-            st = capture.inspect(path, v.git_dir)
+            try:
+                st = capture.inspect(path, v.git_dir)
+            except capture.Unborn as exc:
+                raise history.unborn_refusal(s, exc) from None
             if not st.clean:
                 raise Refused(f"'{path}' has uncommitted work ({len(st.changed)} changed, "
                               f"{len(st.untracked)} untracked); commit it or preserve it")

@@ -315,6 +315,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 ahead.close()
             if isinstance(exc, capture.NestedWorktree):
                 _refuse_nested_session(ctx, s, cache, exc)
+            if isinstance(exc, capture.Unborn):
+                raise history.unborn_refusal(s, exc) from None
             raise
         # A checkpoint's stat file for the next one is computed from the walk while
         # the capture's git processes run.

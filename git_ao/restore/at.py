@@ -99,6 +99,8 @@ def restore_at(ctx: Context, session_id: str, at: str) -> Outcome:
             now = git.current_branch(path)
             if now != entry.branch:
                 raise _other_branch(s, path, entry, now, unborn=True) from None
+            if isinstance(exc, capture.Unborn):
+                exc = history.unborn_refusal(s, exc)
             raise _unrecordable(exc) from None
         _check_nested_sessions(ctx, s, path, st.left_out)
         if st.branch != entry.branch:

@@ -79,6 +79,17 @@ class Inexact(CannotCapture):
     """A file would not come back byte for byte or with its mode (`verify`)."""
 
 
+class Unborn(CannotCapture):
+    """HEAD is on `branch` (in the worktree `path`), which has no commit: never had
+    one, or its ref was deleted (`history.unborn_refusal` tells which when the
+    session is known)."""
+
+    def __init__(self, message: str, branch: str | None, path: str) -> None:
+        super().__init__(message)
+        self.branch = branch
+        self.path = path
+
+
 class NestedWorktree(CannotCapture):
     """A linked worktree (`path`, its real path) nested untracked in the one to
     capture: once it is preserved and removed the capture may go on."""
@@ -191,8 +202,8 @@ def inspect(path: str, git_dir: str, left_out: Collection[str] = (), *,
                              f"({abort}) first", f"{what} in progress")
     st = _status_past_filters(path, ahead)
     if st.head is None:
-        raise CannotCapture(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
-                            "commit once first")
+        raise Unborn(f"branch '{st.branch}' in '{path}' has no commit yet (unborn); "
+                     "commit once first", st.branch, path)
     if st.unmerged:
         raise InProgress(f"'{path}' has unmerged paths ({', '.join(st.unmerged)}); "
                          "resolve them first", "unmerged paths")

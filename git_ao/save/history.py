@@ -349,6 +349,44 @@ def first_entry(worktree: str, session_id: str) -> str:
     return f"git ao checkpoint {session_id} takes one"
 
 
+def branch_commit(s: Session, branch: str) -> str | None:
+    """The newest commit the session knows `branch` at: the HEAD of its newest
+    history entry taken on that branch (the first parent of the entry's save),
+    else its record's save's HEAD when that save was on it; None when neither
+    knows one (or the history cannot be read). Reads the history only (git
+    cat-file, git log), so the ref of the branch itself may be gone."""
+    try:
+        top = newest_cheaply(s.common_dir, s.id)
+        found = [top] if top is not None and top.branch == branch else (
+            entries(s.common_dir, s.id) if top is not None else [])
+    except AoError:
+        found = []
+    for e in found:
+        if e.branch == branch and e.head:
+            return e.head
+    save = s.save
+    if save is not None and save.branch == branch and not save.detached and save.head:
+        return save.head
+    return None
+
+
+def unborn_refusal(s: Session, exc: capture.Unborn) -> capture.CannotCapture:
+    """What to say of HEAD on a branch with no commit (`capture.inspect`'s Unborn):
+    when the session knows a commit of that branch (`branch_commit`), its ref was
+    deleted (`git update-ref -d`, `git branch -D` in another worktree) and `git branch
+    <branch> <commit>` brings it back (a first commit would make a new root commit
+    of the whole index instead); else `exc` itself (a branch never committed)."""
+    if exc.branch is None:
+        return exc
+    known = branch_commit(s, exc.branch)
+    if known is None:
+        return exc
+    return capture.Unborn(
+        f"branch '{exc.branch}' in '{exc.path}' was deleted (HEAD is on it, its ref is "
+        f"gone; session '{s.id}' last saw it at {known[:12]}): git branch {exc.branch} "
+        f"{known[:12]} brings it back, then run it again", exc.branch, exc.path)
+
+
 def find(cwd: str, session_id: str, at: str) -> Entry:
     """The entry `at` names: its number (1 the newest), or a commit id or prefix of
     the entry or of its save. Raises AoError naming what exists."""
