@@ -31,7 +31,7 @@ def _refused_untouched(repo, wt, sid, *words, saved=False):
     if saved:
         ref = ref_of(repo, sid)
         assert ref is not None and f"saved in {ref[:12]}; worktree kept: " in res.stdout, res
-        assert "git holds them as it checks them out" in res.stdout, res.stdout
+        assert "holds them as git checks them out" in res.stdout, res.stdout
     else:
         assert ref_of(repo, sid) is None
     return res

@@ -57,3 +57,44 @@ def test_a_branch_never_committed_keeps_commit_once_first(repo, worktrees):
     out = ao("ao", "checkpoint", cwd=wt, rc=1).stdout
     assert "has no commit yet (unborn); commit once first" in out, out
     assert "deleted" not in out
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_an_executable_bit_git_does_not_record_gets_advice_about_modes(repo, worktrees, dry):
+    """core.fileMode=false and a `chmod +x` of a tracked file: the worktree is kept,
+    and what it says is about the executable bit the save loses (and the
+    `git update-index --chmod=+x` that records it), not about line endings."""
+    wt = worktrees(repo, "modes")
+    git("config", "core.fileMode", "false", cwd=wt)
+    (wt / "README.md").chmod(0o755)
+    out = ao("ao-preserve", "modes", *(["-n"] if dry else []), cwd=repo, rc=1).stdout
+    assert "-text" not in out and "line-ending" not in out, out
+    assert "executable bit" in out and "core.fileMode=false" in out, out
+    assert f"git -C {wt} update-index --chmod=+x -- README.md" in out, out
+    git("update-index", "--chmod=+x", "--", "README.md", cwd=wt)
+    ao("ao-preserve", "modes", cwd=repo)
+    ao("ao-restore", "modes", cwd=repo)
+    assert (wt / "README.md").stat().st_mode & 0o111
+
+
+def test_each_cause_of_a_file_that_would_not_come_back_gets_its_own_advice(repo, worktrees):
+    """Line endings (-text), a filter that does not give the bytes back (the
+    driver, -filter) and a symbolic link under core.symlinks=false: each named
+    with what fixes it, and only that."""
+    wt = worktrees(repo, "causes")
+    (wt / ".gitattributes").write_text("*.crlf text eol=lf\n*.up filter=upper\n")
+    git("config", "filter.upper.clean", "tr a-z A-Z", cwd=wt)
+    git("config", "filter.upper.smudge", "cat", cwd=wt)
+    git("config", "core.symlinks", "false", cwd=wt)
+    (wt / "a.crlf").write_bytes(b"one\r\ntwo\r\n")
+    (wt / "b.up").write_text("lower\n")
+    (wt / "link").symlink_to("base.txt")
+    out = ao("ao-preserve", "causes", "-n", cwd=repo, rc=1).stdout
+    crlf, up, link = (f"'{wt / n}'" for n in ("a.crlf", "b.up", "link"))
+    at = sorted((out.index(name), name) for name in (crlf, up, link))
+    said = {name: out[i:(at[k + 1][0] if k + 1 < len(at) else None)]
+            for k, (i, name) in enumerate(at)}
+    assert "-text" in said[crlf] and "line endings" in said[crlf], out
+    assert "filter=upper" in said[up] and "-text" not in said[up], out
+    assert "symbolic link" in said[link] and "core.symlinks" in said[link], out
+    assert "-text" not in said[link], out

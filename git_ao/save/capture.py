@@ -281,7 +281,7 @@ def refuse(path: str, git_dir: str, st: git.Status | None = None, *,
         st = inspect(path, git_dir)
     if not leave_submodules:
         _check_submodules(path, git_dir, st)
-    if lossy and not st.clean:
+    if lossy:
         conf = query.config_map(path)
         if _conversion_reason(path, git_dir, conf, query.index_flags(path), st):
             return capture(path, git_dir, None, write=False, st=st, lossy_ok=lossy_ok,
@@ -344,15 +344,30 @@ def _conversion_reason(path: str, git_dir: str, conf: dict[str, str], flags: git
     return None
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Same type, executable bit and bytes (or symlink target)?"""
-    sa, sb = os.lstat(a), os.lstat(b)
+# How a file checked out from a save differs from the worktree's (`_difference`).
+LINK = "link"  # a symbolic link git writes back as a plain file (core.symlinks=false)
+EXEC_ON = "+x"  # only the executable bit: set in the worktree, not in git's entry
+EXEC_OFF = "-x"  # only the executable bit: set in git's entry, not in the worktree
+BYTES = "bytes"  # the bytes (or a link's target): content conversion
+
+
+def _difference(got: str, full: str) -> str | None:
+    """How the file `full` in the worktree differs from `got`, the same path as git
+    checks it out (its type, then its bytes or link target, then its executable
+    bit: LINK, BYTES, EXEC_ON or EXEC_OFF), or None when they are the same."""
+    sa, sb = os.lstat(got), os.lstat(full)
     if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
-        return False
+        return LINK if stat.S_ISLNK(sb.st_mode) else BYTES
     if stat.S_ISLNK(sa.st_mode):
-        return os.readlink(a) == os.readlink(b)
-    if (sa.st_mode & 0o100) != (sb.st_mode & 0o100) or sa.st_size != sb.st_size:
-        return False
+        return None if os.readlink(got) == os.readlink(full) else BYTES
+    if sa.st_size != sb.st_size or not _same_bytes(got, full):
+        return BYTES
+    if (sa.st_mode & 0o100) != (sb.st_mode & 0o100):
+        return EXEC_ON if sb.st_mode & 0o100 else EXEC_OFF
+    return None
+
+
+def _same_bytes(a: str, b: str) -> bool:
     with open(a, "rb") as fa, open(b, "rb") as fb:
         while True:
             ca, cb = fa.read(1 << 20), fb.read(1 << 20)
@@ -364,7 +379,8 @@ def _same_file(a: str, b: str) -> bool:
 
 def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
            lossy_ok: bool = False, failed: dict[str, str] | None = None,
-           unreadable: Collection[str] = ()) -> list[str]:
+           unreadable: Collection[str] = (), how: dict[str, str] | None = None
+           ) -> list[str]:
     """Prove that every file present under the worktree comes back byte for byte and
     mode for mode: check out each captured index (`git checkout-index -a
     --prefix`, so smudge filters, end-of-line conversion and core.fileMode apply
@@ -375,14 +391,15 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
     failed: {path: driver} of paths a required filter failed on, not compared;
     those its smudge fails on are added there (git cannot write them back, and
     `_checkout_leaving_out` checks out the rest), where else that failure raises
-    GitError. Raises Inexact naming every path that would not come back;
-    with `lossy_ok`, returns them (sorted, relative) instead. Costs one
+    GitError. Raises Inexact naming every path that would not come back, with
+    the advice that fits how each differs; with `lossy_ok`, returns them (sorted,
+    relative) instead, and `how` gets {path: how it differs} (`_difference`). Costs one
     `git checkout-index` per index and a read of every file twice: only called
     when content conversion or lossy modes may apply (see `_conversion_reason`).
     """
     import shutil  # here: only a worktree with content conversion is checked out again
     scratch = os.path.join(git_dir, f"{VERIFY_PREFIX}{os.getpid()}.{os.urandom(4).hex()}")
-    bad: dict[str, None] = {}
+    bad: dict[str, str] = {}
     try:
         for temp in indexes:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -399,25 +416,83 @@ def verify(path: str, git_dir: str, indexes: Sequence[TempIndex], *,
                     if not os.path.lexists(full) or (failed and rel in failed) \
                             or rel in unreadable:
                         continue  # deleted in the worktree, or named already
-                    if not _same_file(got, full):
-                        bad[rel] = None
+                    differs = _difference(got, full)
+                    if differs is not None:
+                        bad.setdefault(rel, differs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if bad and not lossy_ok:
         # Every such file: fixing them one refusal at a time takes a run each.
-        raise Inexact(_inexact_reason(path, sorted(bad)))
+        raise Inexact(_inexact_reason(path, bad))
+    if how is not None:
+        how.update(bad)
     return sorted(bad)
 
 
-def _inexact_reason(path: str, rels: Sequence[str], *, saved: bool = False) -> str:
-    """Why the files `rels` keep a worktree (or refuse a capture): they would not
-    come back byte for byte. saved: the capture holds them as git checks them out."""
-    held = ("; git holds them as it checks them out, so only the worktree keeps their "
-            "bytes") if saved else ""
-    return (f"{_paths(path, rels)} would not come back byte for byte or with its mode "
-            f"(line-ending or filter conversion, core.fileMode){held}; give them "
-            "attributes that keep their bytes (-text in .gitattributes) or write them as "
-            "git checks them out first")
+# Attributes that convert a file's bytes otherwise than by its line endings.
+_FILTERING = ("filter", "ident", "working-tree-encoding")
+
+
+def _inexact_reason(path: str, how: dict[str, str], *, saved: bool = False) -> str:
+    """Why the files of `how` ({path: how it differs, `_difference`}) keep a worktree
+    (or refuse a capture): they would not come back as they are. One clause per
+    cause, each with what is lost and what fixes it: the executable bit git does
+    not record (core.fileMode=false), a symbolic link git writes as a file
+    (core.symlinks=false), a filter, ident or working-tree-encoding attribute
+    (read with `git check-attr`), else line-ending conversion.
+    saved: the capture holds them as git checks them out. Raises GitError."""
+    groups: dict[str, list[str]] = {}
+    for rel in sorted(how):
+        groups.setdefault(how[rel], []).append(rel)
+    by_bytes = groups.pop(BYTES, [])
+    attrs: dict[str, list[str]] = {}
+    for attr in _FILTERING:
+        for rel, value in query.attr_values(path, by_bytes, attr).items():
+            if value != "unspecified" and value != "unset" and rel in by_bytes:
+                by_bytes.remove(rel)
+                name = attr if value == "set" else f"{attr}={value}"
+                attrs.setdefault(name, []).append(rel)
+    kept = "the save holds them as git checks them out, so only the worktree keeps " \
+        if saved else "a save would hold them as git checks them out, losing "
+    parts = []
+    if by_bytes:
+        parts.append(f"{_paths(path, by_bytes)} would not come back byte for byte: "
+                     f"line-ending conversion (text, eol, core.autocrlf) changes their line "
+                     f"endings ({kept}their bytes); give them attributes that keep their "
+                     "bytes (-text in .gitattributes) or write them with the line endings "
+                     "git checks them out with first")
+    for name, rels in attrs.items():
+        attr = name.split("=", 1)[0]
+        parts.append(f"{_paths(path, rels)} would not come back byte for byte: the "
+                     f"{name} attribute converts them and converting back does not give "
+                     f"the same bytes ({kept}their bytes); make the conversion give them back "
+                     f"(a filter's smudge undoing its clean), or unset it for them (-{attr} "
+                     "in .gitattributes)")
+    for bit, sign, undo in ((EXEC_ON, "+x", "-x"), (EXEC_OFF, "-x", "+x")):
+        rels = groups.get(bit, [])
+        if rels:
+            now = "executable" if bit == EXEC_ON else "not executable"
+            parts.append(
+                f"{_paths(path, rels)} {'is' if len(rels) == 1 else 'are'} {now} in the "
+                f"worktree and not so in git: with core.fileMode=false git does not record "
+                f"the executable bit ({kept}their executable bit; their bytes are saved); "
+                f"record it (git -C {path} update-index --chmod={sign} -- "
+                f"{' '.join(_shell_word(r) for r in rels)}, or core.fileMode=true in this "
+                f"repository if its file system keeps the bit), or chmod {undo} them as git holds them")
+    if groups.get(LINK):
+        rels = groups[LINK]
+        what = "is a symbolic link" if len(rels) == 1 else "are symbolic links"
+        parts.append(f"{_paths(path, rels)} {what} git would write back as a plain file "
+                     f"holding its target (core.symlinks=false; {kept}the link); replace it with "
+                     "the file it points to, or set core.symlinks=true in this repository if "
+                     "its file system has symbolic links")
+    return "; ".join(parts)
+
+
+def _shell_word(rel: str) -> str:
+    """`rel` as one word of a shell command line (quoted when it needs it)."""
+    import shlex  # here: only a refusal of a file git would not give back names one
+    return shlex.quote(rel)
 
 
 def _checkout_leaving_out(temp: TempIndex, prefix: str, failed: dict[str, str]) -> None:
@@ -1009,12 +1084,13 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                 cap.changed = [p for p in cap.changed if (p not in failed and p not in unread)
                                or p not in unstaged_only]
             if reason:
+                how: dict[str, str] = {}
                 cap.inexact = verify(path, git_dir, [tmp_i] + ([tmp_u] if cap.untracked else []),
                                      lossy_ok=lossy_ok, failed=cap.filter_failed,
-                                     unreadable=unread)
+                                     unreadable=unread, how=how)
                 if cap.inexact:
                     # Saved as git checks them out: only the worktree keeps their bytes.
-                    cap.keep_reasons.append(_inexact_reason(path, cap.inexact, saved=True))
+                    cap.keep_reasons.append(_inexact_reason(path, how, saved=True))
             if cap.filter_failed and not unfiltered_ok:
                 raise CannotCapture(_unfiltered(path, cap.filter_failed))
             cap.keep_reasons += _filter_reasons(path, cap.filter_failed, failed_u, failed)
