@@ -98,3 +98,29 @@ def test_each_cause_of_a_file_that_would_not_come_back_gets_its_own_advice(repo,
     assert "filter=upper" in said[up] and "-text" not in said[up], out
     assert "symbolic link" in said[link] and "core.symlinks" in said[link], out
     assert "-text" not in said[link], out
+
+
+@pytest.mark.parametrize(("key", "value", "why"), [
+    ("history.keep", "-5", "expected a whole number, 1 or more"),
+    ("preserve.jobs", "-3", "expected a whole number from 1 to 64"),
+    ("restore.jobs", "-1", "expected a whole number from 1 to 64"),
+    ("preserve.agentTimeout", "-1.5", "expected a number of seconds, 0 or more"),
+    ("relaunch.timeout", "-.5", "expected a number of seconds, 0 or more"),
+    ("preserve.timeout", "-2", "expected a number of seconds greater than 0"),
+    ("preserve.pushTimeout", "-2", "expected a number of seconds greater than 0"),
+    ("restore.timeout", "-2", "expected a number of seconds greater than 0"),
+])
+def test_a_negative_number_is_a_bad_value_not_a_switch(repo, key, value, why):
+    """`git ao config set history.keep -5`: the bad value's one-line error (exit
+    129), not click's "unknown switch '5'"; with options around it and after
+    `--` alike, and a dry run too."""
+    said = f"error: bad value for '{key}': {why}\n"
+    for argv in ([key, value], [key, "--", value], ["-n", key, value],
+                 ["--color", "never", key, value, "-q"]):
+        res = ao("ao", "config", "set", *argv, cwd=repo, rc=129)
+        assert res.stderr == said, (argv, res.stderr)
+    assert ao("ao", "config", "get", key, cwd=repo, rc=1).stdout == ""
+    ao("ao", "config", "set", "history.keep", "--", "3", cwd=repo)
+    assert ao("ao", "config", "get", "history.keep", cwd=repo).stdout == "3\n"
+    assert "unknown switch 'x'" in ao("ao", "config", "set", "history.keep", "3", "-x",
+                                      cwd=repo, rc=129).stderr

@@ -19,6 +19,7 @@ from git_ao.cli.common import (
     Choice,
     Group,
     IntRange,
+    ValueCommand,
     complete_ids,
     options,
     run,
@@ -385,7 +386,7 @@ def config_get(app: App, key: str) -> int:
     return ExitStatus.OK if value is not None else ExitStatus.FAILED
 
 
-@config.command("set", context_settings=CONTEXT_SETTINGS,
+@config.command("set", cls=ValueCommand, context_settings=CONTEXT_SETTINGS,
                 short_help="Set a key, its value checked.")
 @click.argument("key", shell_complete=lambda c, p, i: _complete_keys(i))
 @click.argument("value")

@@ -109,6 +109,36 @@ class Command(click.Command):
         return _in_context(super().parse_args, ctx, args)
 
 
+# A negative number ("-5", "-1.5", "-.5"): a value, never an option (git-ao has no
+# short option that is a digit).
+_NEGATIVE = re.compile(r"-\.?[0-9]")
+
+
+class ValueCommand(Command):
+    """A command whose arguments may be negative numbers (`git ao config set
+    history.keep -5`): click would take "-5" for the switch 5 and say "unknown
+    switch", so each is an argument, as after `--` (which works too), and its
+    value is then checked as any other."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" not in args and any(_NEGATIVE.match(a) for a in args):
+            valued = {o for p in self.params if isinstance(p, click.Option)
+                      and not (p.is_flag or p.count) for o in p.opts}
+            opts: list[str] = []
+            rest: list[str] = []
+            given = iter(args)
+            for arg in given:
+                if _NEGATIVE.match(arg) or not arg.startswith("-") or arg == "-":
+                    rest.append(arg)
+                    continue
+                opts.append(arg)
+                value = next(given, None) if arg in valued else None
+                if value is not None:  # the option's value is the next word, whatever it is
+                    opts.append(value)
+            args = [*opts, "--", *rest]
+        return super().parse_args(ctx, args)
+
+
 class Group(click.Group):
     """A click group that, run with no subcommand, prints its help on stderr and
     exits 129 as `git worktree` alone does. click's own no-args help differs by

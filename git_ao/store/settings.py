@@ -66,9 +66,12 @@ def _seconds(v: Any) -> Any:
 
 def _positive_seconds(v: Any) -> Any:
     # 0 as a default would make every shutdown start no session at all.
-    if _seconds(v) == 0:
-        raise ValueError("expected a number of seconds greater than 0")
-    return v
+    try:
+        if _seconds(v) != 0:
+            return v
+    except ValueError:
+        pass
+    raise ValueError("expected a number of seconds greater than 0")
 
 
 def _text(v: Any) -> Any:
