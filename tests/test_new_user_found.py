@@ -124,3 +124,27 @@ def test_a_negative_number_is_a_bad_value_not_a_switch(repo, key, value, why):
     assert ao("ao", "config", "get", "history.keep", cwd=repo).stdout == "3\n"
     assert "unknown switch 'x'" in ao("ao", "config", "set", "history.keep", "3", "-x",
                                       cwd=repo, rc=129).stderr
+
+
+def test_outside_any_repository_a_command_given_no_id_says_to_name_the_session(
+        repo, worktrees, tmp_path):
+    """A command that takes its session from the current directory, given no id
+    and run outside any git repository (or in one, outside every session's
+    worktree): one line saying to name the session, with the command's form, not
+    git's "not a git repository" (exit 129, as a usage error)."""
+    worktrees(repo, "agent")
+    away = tmp_path / "away"
+    away.mkdir()
+    forms = {("ao-restore", "--at", "1"): "git ao-restore ID --at N",
+             ("ao-restore", "--at", "1", "-n"): "git ao-restore ID --at N",
+             ("ao", "history"): "git ao history ID",
+             ("ao", "checkpoint"): "git ao checkpoint ID",
+             ("ao-preserve",): "git ao-preserve ID",
+             ("ao-preserve", "--keep-worktree", "-n"): "git ao-preserve ID"}
+    for argv, form in forms.items():
+        for where in (away, repo):
+            err = ao(*argv, cwd=where, rc=129).stderr
+            assert err.count("\n") == 1 and err.startswith("error: "), (argv, err)
+            assert f"({form})" in err and "fatal" not in err, (argv, err)
+            if where == away:
+                assert "in no git repository" in err, (argv, err)

@@ -128,7 +128,8 @@ def test_unknown_session_and_usage_errors(repo):
     res = ao("ao-preserve", "--all", "x", cwd=repo, rc=129)
     assert res.stderr == "error: give session ids or --all, not both\n"
     res = ao("ao-preserve", cwd=repo, rc=129)
-    assert res.stderr == "error: not inside a linked worktree: name sessions, or use --all\n"
+    assert res.stderr == ("error: not inside a linked worktree: name sessions (git ao-preserve "
+                          "ID), or use --all\n")
     res = ao("ao-preserve", "-h", cwd=repo, rc=129)
     assert "--keep-worktree" in res.stdout
 

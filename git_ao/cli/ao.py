@@ -157,7 +157,7 @@ def history_(app: App, session_id: str | None) -> int:
     from git_ao.context import lookup
     from git_ao.errors import Refused
     from git_ao.save import history
-    s = lookup(app.ctx, session_id) if session_id else session_here(app)
+    s = lookup(app.ctx, session_id) if session_id else session_here(app, "git ao history ID")
     if not os.path.isdir(s.common_dir):
         raise Refused(f"repository {s.common_dir} is gone")
     entries = [e.as_json() for e in history.entries(s.common_dir, s.id)]

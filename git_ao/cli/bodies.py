@@ -230,7 +230,7 @@ def _restore_at(app: App, ids: tuple[str, ...], at: str, remote: object) -> int:
         usage("--at takes one session id")
     if not at.strip():
         usage("--at needs an entry number or a commit")
-    sid = ids[0] if ids else session_here(app).id
+    sid = ids[0] if ids else session_here(app, "git ao-restore ID --at N").id
     o = guarded(lambda: restore_at(app.ctx, sid, at), sid, Action.RESTORE, app.ctx)
     app.printer.outcome(o)
     return finish(app, "restore", [o])
@@ -274,7 +274,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     elif ids:
         sessions, refused = named_sessions(app, ids, Action.CHECKPOINT)
     else:
-        sessions = [current_session(app.ctx, current_directory())]
+        sessions = [current_session(app.ctx, current_directory(), "git ao checkpoint ID")]
     outcomes = cp.checkpoint(app.ctx, sessions, trigger=trigger)
     for o in outcomes:
         app.printer.outcome(o)

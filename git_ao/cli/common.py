@@ -432,15 +432,23 @@ def git_usage_message(exc: click.UsageError) -> str:
 
 
 
-def session_here(app: Any) -> Any:
+def session_here(app: Any, form: str) -> Any:
     """The live session whose worktree holds the current directory (`git rev-parse
     --show-toplevel`), for a command given no ID; nothing is registered. A usage
-    error (exit 129) when there is none."""
+    error (exit 129) when there is none, outside any repository too, naming the
+    command with the id (`form`: "git ao history ID")."""
     from git_ao import git
     from git_ao.cli.app import usage
-    top = git.repo_dirs(current_directory()).toplevel
+    from git_ao.errors import Fatal
+    try:
+        top = git.repo_dirs(current_directory()).toplevel
+    except Fatal as exc:
+        if not str(exc).startswith("not a git repository"):
+            raise
+        usage(f"name the session ({form}): the current directory is in no git repository")
     found = [s for s in app.store.sessions()
              if top and s.live and s.worktree_path == os.path.realpath(top)]
     if not found:
-        usage("name the session: the current directory is in no live session's worktree")
+        usage(f"name the session ({form}): the current directory is in no live session's "
+              "worktree")
     return found[0]

@@ -83,7 +83,7 @@ def command(app: App, ids: tuple[str, ...], all_: bool, keep_worktree: bool, job
     elif ids:
         sessions, refused = named_sessions(app, ids, Action.PRESERVE)
     else:
-        sessions = [current_session(ctx, current_directory())]
+        sessions = [current_session(ctx, current_directory(), "git ao-preserve ID")]
         sessions, refused = remote_opts.pushable(app, sessions, push)
         if sessions and app.dry_run and app.store.get(sessions[0].id) is None:
             # The real run registers it first; a dry run registers nothing.

@@ -10,7 +10,7 @@ from typing import Any
 
 from git_ao import git
 from git_ao.context import MAX_ID, Context, lookup, validate_id
-from git_ao.errors import Refused, Usage, one_line
+from git_ao.errors import Fatal, Refused, Usage, one_line
 from git_ao.manage.listing import list_json
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
@@ -160,14 +160,23 @@ def free_id(ctx: Context, name: str, repo: str) -> str:
                 "name the session with --id")
 
 
-def current_session(ctx: Context, path: str = ".") -> Session:
+def current_session(ctx: Context, path: str = ".", form: str = "") -> Session:
     """The session of the linked worktree containing `path`, registering it first
-    (id from the worktree's name) when it is not known."""
+    (id from the worktree's name) when it is not known. Raises Usage when `path`
+    is in no linked worktree (in no repository too), naming the command with ids
+    (`form`: "git ao checkpoint ID") when given."""
+    named = f"name sessions ({form})" if form else "name sessions"
     # From the path alone: a GIT_WORK_TREE or GIT_DIR left in the caller's shell
     # must never point a preserve at another session's worktree.
-    dirs = git.repo_dirs(path)
+    try:
+        dirs = git.repo_dirs(path)
+    except Fatal as exc:
+        if not str(exc).startswith("not a git repository"):
+            raise
+        raise Usage(f"not inside a linked worktree ({path} is in no git repository): "
+                    f"{named}, or use --all") from None
     if dirs.is_bare or not dirs.is_linked_worktree:
-        raise Usage("not inside a linked worktree: name sessions, or use --all")
+        raise Usage(f"not inside a linked worktree: {named}, or use --all")
     assert dirs.toplevel is not None  # a linked worktree has one
     top = os.path.realpath(dirs.toplevel)
     for s in ctx.store.sessions():
