@@ -230,6 +230,10 @@ class Outcome:
     # import: a refusal an earlier run reported, said again as a note (the import
     # a preserve or restore runs first prints none of these)
     said_before: bool = False
+    # import: a note of a source that holds no session (an empty ao.db), which
+    # `git ao import` prints and the import a preserve or restore runs first only
+    # with -v
+    only_note: bool = False
     # restore: a session that was not pending, said in this run but not brought
     # back by it (its worktree gone, its ref holding work): relaunch leaves it
     not_restored: bool = False

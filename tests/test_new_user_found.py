@@ -3,7 +3,11 @@ each refusal or error says what is true and what to do."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -148,3 +152,60 @@ def test_outside_any_repository_a_command_given_no_id_says_to_name_the_session(
             assert f"({form})" in err and "fatal" not in err, (argv, err)
             if where == away:
                 assert "in no git repository" in err, (argv, err)
+
+
+def _daemon_db(content):
+    """Write `content` (bytes, or a callable given the path) where the ao daemon
+    importer reads its database (`ao.db` in the data dir). Returns the path."""
+    data = Path(os.environ["AO_DATA_DIR"])
+    data.mkdir(parents=True, exist_ok=True)
+    path = data / "ao.db"
+    if callable(content):
+        content(path)
+    else:
+        path.write_bytes(content)
+    return path
+
+
+def _other_program_db(path):
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE notes (id TEXT, body TEXT)")
+        conn.commit()
+
+
+@pytest.mark.parametrize("content", [b"", _other_program_db], ids=["empty", "other-tables"])
+@pytest.mark.parametrize("other_tool", [False, True])
+def test_an_ao_db_that_holds_no_daemon_session_fails_no_shutdown(
+        repo, worktrees, content, other_tool):
+    """An empty ao.db (or another program's SQLite file there) holds no session:
+    with import.tools auto, every preserve --all and restore exits 0 and says
+    nothing of it (a note with -v and in git ao import), whether another tool's
+    state is found beside it or not."""
+    db = _daemon_db(content)
+    if other_tool:
+        (Path(os.environ["HOME"]) / ".claude" / "projects").mkdir(parents=True)
+    worktrees(repo, "agent")
+    ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
+    for _ in range(2):
+        for argv in (("ao-preserve", "--all"), ("ao-restore",)):
+            res = ao(*argv, cwd=repo)
+            assert "ao.db" not in res.stdout + res.stderr, res
+    assert f"'{db}' is an " in ao("ao-preserve", "--all", "-v", cwd=repo).stdout
+    res = ao("ao", "import", "--tool", "ao", cwd=repo)
+    assert "holds no ao daemon session; nothing imported" in res.stdout, res
+
+
+def test_a_corrupt_ao_db_is_reported_once_as_any_unreadable_source(repo, worktrees):
+    """A file at ao.db that is no SQLite database is refused in the first run that
+    meets it (exit 1, so a shutdown log shows it), and a note after (exit 0), as
+    another tool's unreadable file is, also when it is the only source found."""
+    _daemon_db(b"this is not a database, just some text long enough for a header\n" * 4)
+    worktrees(repo, "agent")
+    ao("ao", "config", "set", "import.tools", "auto", cwd=repo)
+    first = ao("ao-preserve", "--all", cwd=repo, rc=1)
+    assert "import\trefused\tao\t" in first.stdout and "ao.db" in first.stdout, first
+    assert "preserve\tok\tagent" in first.stdout
+    again = ao("ao-restore", cwd=repo)
+    assert "ao.db" not in again.stdout + again.stderr
+    ao("ao-preserve", "--all", cwd=repo)
+    assert ao("ao", "import", cwd=repo, rc=128).stderr.startswith("fatal: ")

@@ -362,8 +362,11 @@ def import_first(app: App) -> list[Any]:
     """Import the sessions of the tools `import.tools` names (`auto`: every tool whose
     state is found) before a preserve --all or a restore of every session, so the
     shipped units save what other tools made. Each outcome is printed and returned,
-    but for a refusal already reported (said again with status nothing): a boot
-    stays quiet. One that cannot run at all is logged and warned about, never fatal:
+    but for a refusal already reported (said again with status nothing) and a
+    note of a source holding no session (an empty ao.db; printed with -v): a boot
+    stays quiet. A source that cannot be read (the ao daemon's database too, the
+    only one found or not) is refused in the first run that meets it (exit 1) and
+    a note after, as `tools.run` says. One that cannot run at all is logged and warned about, never fatal:
     a shutdown must still save what git-ao knows. Any other error inside the import
     (a bug an adapter hit) is logged and returned as one refused import line; the
     preserve or restore goes on."""
@@ -375,7 +378,8 @@ def import_first(app: App) -> list[Any]:
     from git_ao.outcome import Action, Outcome, Status
     names = [] if value == "auto" else list(value)
     try:
-        outcomes = tools.run(app.ctx, names, None, data_dir=app.store.dir)
+        outcomes = tools.run(app.ctx, names, None, data_dir=app.store.dir,
+                             daemon_alone_fatal=False)
     except AoError as exc:
         if value != "auto":
             app.printer.error("warning", f"import.tools: {exc}")
@@ -389,7 +393,7 @@ def import_first(app: App) -> list[Any]:
         app.printer.outcome(o)
         return [o]
     for o in outcomes:
-        if not o.said_before:
+        if not o.said_before and (app.printer.verbose or not o.only_note):
             app.printer.outcome(o)
     return outcomes
 

@@ -20,6 +20,7 @@ from git_ao import groups
 from git_ao.context import Context, validate_id
 from git_ao.errors import AoError
 from git_ao.importers import daemon_db
+from git_ao.importers.names import AO
 from git_ao.importers.notes import said_once
 from git_ao.importers.worktrees import linked_root
 from git_ao.manage.listing import list_json
@@ -63,6 +64,13 @@ def run(ctx: Context, db_path: str) -> tuple[list[Outcome], daemon_db.DaemonDb]:
     Returns (one Outcome per worktree, the database read). Raises Fatal when the
     database cannot be read or has a schema git-ao does not know (daemon_db.read)."""
     db = daemon_db.read(db_path)
+    if db.holds_none is not None:
+        # No daemon wrote it (a file made empty, another program's database): no
+        # session to import, which is no failure of a shutdown's or boot's import.
+        ctx.log("import", None, "no-daemon-sessions", source=db_path, why=db.holds_none)
+        return [Outcome(AO, Action.IMPORT, Status.NOTHING,
+                        f"'{db_path}' is {db.holds_none}: it holds no ao daemon session; "
+                        "nothing imported", only_note=True)], db
     source = os.path.realpath(db_path)
     notes = ctx.store.import_notes(source)
     outcomes, seen = [], set()

@@ -87,6 +87,9 @@ class DaemonDb:
     path: str
     version: int
     sessions: list[DaemonSession]
+    # Why the file holds no daemon session at all, though SQLite reads it (an empty
+    # file, a database with none of the daemon's tables): None for a daemon's.
+    holds_none: str | None = None
 
 
 def default_path(data_dir: str) -> str:
@@ -97,12 +100,20 @@ def default_path(data_dir: str) -> str:
 def read(db_path: str) -> DaemonDb:
     """Read the daemon's live (not terminated) sessions, ordered by id.
 
+    An empty file, or an SQLite database with none of the daemon's tables (no
+    goose_db_version, sessions, projects, session_worktrees or workspace_repos),
+    holds no session: read as none (`DaemonDb.holds_none` says why), not refused.
     Raises Fatal when the path is missing, cannot be reached or read (the
     message says permission denied and names the path), is not an SQLite
-    database, has no goose_db_version table, or has a schema version or layout
-    git-ao does not know. Changes nothing in the database's directory."""
+    database, has no goose_db_version table beside a daemon table, or has a
+    schema version or layout git-ao does not know. Changes nothing in the
+    database's directory."""
     with foreign.read_only(db_path, "ao daemon database") as conn:
         try:
+            if not foreign.tables(conn) & _DAEMON_TABLES:
+                empty = os.path.getsize(db_path) == 0
+                return DaemonDb(db_path, 0, [], holds_none="an empty file" if empty else
+                                "an SQLite database with none of the ao daemon's tables")
             version = schema_version(conn, db_path)
             cols = {t: _column_types(conn, t) for t in
                     ("sessions", "projects", "session_worktrees", "workspace_repos")}
@@ -113,6 +124,11 @@ def read(db_path: str) -> DaemonDb:
 
 
 
+
+
+# The tables the daemon's schema has (SCHEMA's and goose's): a database with none of
+# them is no daemon's, and holds no session of one.
+_DAEMON_TABLES = frozenset({"goose_db_version", *(t for _, t, _ in SCHEMA)})
 
 
 def _column_types(conn: foreign.Connection, table: str) -> dict[str, str]:

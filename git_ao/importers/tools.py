@@ -107,7 +107,7 @@ def found_tools(where: Path, data_dir: str, known: Sequence[str] = (),
 
 
 def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
-        data_dir: str) -> list[Outcome]:
+        data_dir: str, daemon_alone_fatal: bool = True) -> list[Outcome]:
     """Import the sessions of `tools` (none: every tool found, see found_tools).
 
     from_path: the one tool's state file or directory instead of where it keeps it
@@ -115,7 +115,11 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
     (and per source that could not be read). Raises Usage (an unknown tool, --from
     with several) and Fatal when nothing at all is found, or when the ao daemon is
     the only tool imported and its database cannot be read (as `git ao import`
-    always did); with other tools, that is one refused line and the others go on."""
+    always did); with other tools, or `daemon_alone_fatal` False (the import a
+    preserve or restore runs first), that is one refused line, said once as any
+    tool's unreadable source is (`said_once`), and the others go on. A database
+    that holds no daemon session (an empty file) is no failure (daemon.run),
+    but for one `from_path` names, which is Fatal: the path is wrong."""
     for t in tools:
         if t not in NAMES:
             raise Usage(f"unknown tool '{t}': use one of {', '.join(NAMES)}")
@@ -137,9 +141,14 @@ def run(ctx: Context, tools: Sequence[str], from_path: str | None, *,
         if name == AO:
             path = from_path or daemon.default_path(data_dir)
             try:
-                outcomes += daemon.run(ctx, path)[0]
+                found_here, db = daemon.run(ctx, path)
+                if from_path is not None and db.holds_none is not None:
+                    # A file named as the daemon's that is none: the name is wrong.
+                    raise Fatal(f"'{path}' is not an ao daemon database (it is "
+                                f"{db.holds_none}); nothing imported")
+                outcomes += found_here
             except Exception as exc:  # one tool's failure stops no other
-                if isinstance(exc, Fatal) and len(names) == 1:
+                if isinstance(exc, Fatal) and len(names) == 1 and daemon_alone_fatal:
                     raise  # the daemon alone: its database unreadable is the error
                 outcomes.append(notes_mod.said_once(ctx, f"{AO}:{os.path.realpath(path)}", _UNREADABLE,
                                            Outcome(AO, Action.IMPORT, Status.REFUSED,

@@ -34,6 +34,11 @@ def columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
 
 
+def tables(conn: sqlite3.Connection) -> set[str]:
+    """The names of the database's tables (none in an empty file)."""
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
 def _is_wal(db_path: str) -> bool:
     """Bytes 18 and 19 of the header are 2 in a WAL database, 1 in a rollback one."""
     with open(db_path, "rb") as f:
