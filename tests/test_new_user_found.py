@@ -81,6 +81,19 @@ def test_an_executable_bit_git_does_not_record_gets_advice_about_modes(repo, wor
     assert (wt / "README.md").stat().st_mode & 0o111
 
 
+def test_an_executable_bit_git_holds_and_the_file_lacks_gets_chmod_minus_x(repo, worktrees):
+    """The other way round: git holds the file as executable, the worktree's copy
+    is not (core.fileMode=false): the advice records -x, or a chmod +x."""
+    wt = worktrees(repo, "unset")
+    git("update-index", "--chmod=+x", "--", "run.sh", cwd=wt)
+    git("commit", "-qm", "executable", cwd=wt)
+    git("config", "core.fileMode", "false", cwd=wt)
+    (wt / "run.sh").chmod(0o644)
+    out = ao("ao-preserve", "unset", cwd=repo, rc=1).stdout
+    assert "is not executable in the worktree and git holds it as executable" in out, out
+    assert "update-index --chmod=-x -- run.sh" in out and "chmod +x them" in out, out
+
+
 def test_each_cause_of_a_file_that_would_not_come_back_gets_its_own_advice(repo, worktrees):
     """Line endings (-text), a filter that does not give the bytes back (the
     driver, -filter) and a symbolic link under core.symlinks=false: each named

@@ -471,14 +471,17 @@ def _inexact_reason(path: str, how: dict[str, str], *, saved: bool = False) -> s
     for bit, sign, undo in ((EXEC_ON, "+x", "-x"), (EXEC_OFF, "-x", "+x")):
         rels = groups.get(bit, [])
         if rels:
-            now = "executable" if bit == EXEC_ON else "not executable"
+            now, held = ("executable", "not executable") if bit == EXEC_ON \
+                else ("not executable", "executable")
             parts.append(
                 f"{_paths(path, rels)} {'is' if len(rels) == 1 else 'are'} {now} in the "
-                f"worktree and not so in git: with core.fileMode=false git does not record "
-                f"the executable bit ({kept}their executable bit; their bytes are saved); "
-                f"record it (git -C {path} update-index --chmod={sign} -- "
+                f"worktree and git holds {'it' if len(rels) == 1 else 'them'} as {held}: "
+                f"with core.fileMode=false git does not record a change of the executable "
+                f"bit ({kept}their executable bit; their bytes are saved); record it (git -C "
+                f"{_shell_word(path)} update-index --chmod={sign} -- "
                 f"{' '.join(_shell_word(r) for r in rels)}, or core.fileMode=true in this "
-                f"repository if its file system keeps the bit), or chmod {undo} them as git holds them")
+                f"repository if its file system keeps the bit), or chmod {undo} them as git "
+                "holds them")
     if groups.get(LINK):
         rels = groups[LINK]
         what = "is a symbolic link" if len(rels) == 1 else "are symbolic links"
