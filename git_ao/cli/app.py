@@ -366,8 +366,8 @@ def import_first(app: App) -> list[Any]:
     note of a source holding no session (an empty ao.db; printed with -v): a boot
     stays quiet. A source that cannot be read (the ao daemon's database too, the
     only one found or not) is refused in the first run that meets it (exit 1) and
-    a note after, as `tools.run` says. One that cannot run at all is logged and warned about, never fatal:
-    a shutdown must still save what git-ao knows. Any other error inside the import
+    a note after, as `tools.run` says. One that cannot run at all is logged and
+    warned about, never fatal: a shutdown must still save what git-ao knows. Any other error inside the import
     (a bug an adapter hit) is logged and returned as one refused import line; the
     preserve or restore goes on."""
     value = app.settings.get("import.tools")
