@@ -418,35 +418,38 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             ref, appended, holder, not_appended = _store(
                 ctx, s, path, cap, meta, read, held, v.git_dir,
                 trigger or ("checkpoint" if keep_worktree else "preserve"))
+            in_history = holder is not None
+            captured: dict[str, str] = {}
+            if before is not None:
+                captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
+                                                  cap.untracked_tree)
+                # A file a required filter failed on, or that cannot be read, is named
+                # by the capture's reason.
+                keep += [removal.where(path, b) for b in witness.blockers(
+                    path, before, captured, cap.ignored, private_config=cap.private_config,
+                    sessions=cache.session_paths(ctx, exclude=s.id))
+                    if b.path not in cap.filter_failed and b.path not in cap.unreadable]
+            private = _with_admin_only(ctx, s, path, cap.private_config, read, cap.head)
+            if cap.ignored:
+                ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
+                        first=",".join(cap.ignored[:5]))
+            terminate = not keep_worktree and not keep
+            save = Save(s.id, s.common_dir, path, cap.branch, cap.head, cap.detached, ref,
+                        cap.commit, private, now_ns(), removed_by=removed_by)
+            if not held:  # else the record keeps the kept save and its attention
+                # Committed (its fsync) while the stat proof is worked out beside it;
+                # the stat file comes after the record, so a kill between them leaves
+                # no stat file and the next checkpoint captures again.
+                ctx.store.record_save(save, terminate=terminate)
+            crashpoint.hit("preserve:after-db")
         finally:
             if signing is not None:
                 signing.wait()
-        in_history = holder is not None
         if signing is not None and in_history and not cap.filter_failed \
                 and not cap.unreadable:
             # (With a filter that failed, the next checkpoint runs it again: no stat
             # data shows the filter's program mended.)
             _record_unchanged(ctx, s, path, v.git_dir, cap, signing)
-        captured: dict[str, str] = {}
-        if before is not None:
-            captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
-                                              cap.untracked_tree)
-            # A file a required filter failed on, or that cannot be read, is named by
-            # the capture's reason.
-            keep += [removal.where(path, b) for b in witness.blockers(
-                path, before, captured, cap.ignored, private_config=cap.private_config,
-                sessions=cache.session_paths(ctx, exclude=s.id))
-                if b.path not in cap.filter_failed and b.path not in cap.unreadable]
-        private = _with_admin_only(ctx, s, path, cap.private_config, read, cap.head)
-        if cap.ignored:
-            ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
-                    first=",".join(cap.ignored[:5]))
-        terminate = not keep_worktree and not keep
-        save = Save(s.id, s.common_dir, path, cap.branch, cap.head, cap.detached, ref, cap.commit,
-                    private, now_ns(), removed_by=removed_by)
-        if not held:  # else the record keeps the kept save and its attention
-            ctx.store.record_save(save, terminate=terminate)
-        crashpoint.hit("preserve:after-db")
         data = facts(s, preserve_ref=ref, preserved_commit=cap.commit, changed=len(cap.changed),
                      untracked=len(cap.untracked), ignored=len(cap.ignored))
         if appended is not None:
