@@ -243,7 +243,6 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     worktree's) appended to its history with `trigger`. Returns the exit status."""
     if sum(map(bool, (ids, all_, hook_input))) > 1:
         usage("give session ids, --all or --hook-input, not more than one")
-    from git_ao.manage.register import current_session
     from git_ao.outcome import Action, Outcome, Status
     from git_ao.preserve import checkpoint as cp
     check_ids(ids)
@@ -258,6 +257,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
             outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING,
                                 f"the hook's input names no directory ({exc}): nothing to do")]
         if where is not None:
+            from git_ao.manage.register import current_session
             try:
                 outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
                                          trigger=trigger)
@@ -274,6 +274,8 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     elif ids:
         sessions, refused = named_sessions(app, ids, Action.CHECKPOINT)
     else:
+        # Here only: a session named or --all needs no registering module.
+        from git_ao.manage.register import current_session
         sessions = [current_session(app.ctx, current_directory(), "git ao checkpoint ID")]
     outcomes = cp.checkpoint(app.ctx, sessions, trigger=trigger)
     for o in outcomes:
