@@ -100,6 +100,9 @@ class Walk:
     started_ns: int
     entries: dict[str, Entry] = field(default_factory=dict)
     dirs: dict[str, int] = field(default_factory=dict)  # st_mode of each directory below root
+    # (size, mtime_ns, ctime_ns, ino) of each directory in `dirs`, from the lstat of
+    # its parent's listing (before the walk lists it)
+    dir_sigs: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     empty: list[str] = field(default_factory=list)  # the directories holding nothing
     nested: list[str] = field(default_factory=list)
     blockers: list[Blocker] = field(default_factory=list)
@@ -194,11 +197,13 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
     # one descriptor per level and no Python recursion. Each directory's files are
     # recorded as it is listed; its subdirectories wait on the stack.
     root_len = len(os.fsencode(real_root)) + 1
-    entries, blockers, dirs = w.entries, w.blockers, w.dirs
-    stack: list[tuple[int, str, list[tuple[str, str, int]]]] = []
+    entries, blockers, dirs, dir_sigs = w.entries, w.blockers, w.dirs, w.dir_sigs
+    # each open directory: (its descriptor, path, subdirectories still to enter:
+    # (name, path, st_mode, signature))
+    stack: list[tuple[int, str, list[tuple[str, str, int, tuple[int, int, int, int]]]]] = []
 
     def enter(fd: int, rel: str) -> None:
-        subdirs: list[tuple[str, str, int]] = []
+        subdirs: list[tuple[str, str, int, tuple[int, int, int, int]]] = []
         listed = _list(w, fd, rel)
         stack.append((fd, rel, subdirs))
         if not listed and rel:
@@ -243,8 +248,10 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                                               "a mount"))
             elif path in skip:
                 dirs[path] = mode
+                dir_sigs[path] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             else:
-                subdirs.append((name, path, mode))
+                subdirs.append((name, path, mode,
+                                (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)))
 
     try:
         enter(top_fd, top_rel)
@@ -255,7 +262,7 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                 if fd != top_fd:
                     os.close(fd)
                 continue
-            name, path, mode = subdirs.pop()
+            name, path, mode, sig = subdirs.pop()
             try:
                 sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except FileNotFoundError:
@@ -266,6 +273,7 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
                 w.unreadable[path + "/"] = exc.strerror or str(exc)
                 continue
             dirs[path] = mode
+            dir_sigs[path] = sig
             enter(sub, path)
     finally:
         for fd, _rel, _subdirs in stack:

@@ -110,25 +110,24 @@ def stat_data(data: bytes, oid_len: int = 20) -> dict[bytes, tuple[int, ...]] | 
     version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
     if version not in (2, 3, 4):
         return None
-    names: list[bytes] = []
-    stats: list[tuple[int, ...]] = []
+    held: dict[bytes, tuple[int, ...]] = {}
     fixed = 40 + oid_len + 2
     # ctime and mtime seconds, inode, size, flags (the nanoseconds, device, mode,
     # uid, gid and object id skipped)
     unpack = struct.Struct(f">I4xI4x4xI12xI{oid_len}xH").unpack_from
     pos, prev, index_of = 12, b"", data.index
-    add_name, add_stat = names.append, stats.append
     try:
         for _ in range(count):
             st = unpack(data, pos)
             flags = st[4]
+            if flags & 0x3000:
+                return None  # a stage of a conflict
             name_at = pos + fixed
             if version == 2 or not flags & 0x4000:
                 n = flags & 0xFFF
                 if version < 4 and n < 0xFFF:  # the common case: one slice
                     end = name_at + n
-                    add_name(data[name_at:end])
-                    add_stat(st)
+                    held[data[name_at:end]] = st
                     pos += (end - pos + 8) & ~7  # NUL padding to a multiple of eight
                     continue
             else:
@@ -137,18 +136,15 @@ def stat_data(data: bytes, oid_len: int = 20) -> dict[bytes, tuple[int, ...]] | 
                 strip, name_at = _varint(data, name_at)
                 end = index_of(b"\0", name_at)
                 prev = prev[:len(prev) - strip] + data[name_at:end]
-                add_name(prev)
+                held[prev] = st
                 pos = end + 1
             else:
                 end = index_of(b"\0", name_at)
-                add_name(data[name_at:end])
+                held[data[name_at:end]] = st
                 pos += (end - pos + 8) & ~7
-            add_stat(st)
     except (ValueError, struct.error, IndexError):
         return None
-    if any(st[4] & 0x3000 for st in stats):  # a stage of a conflict
-        return None
-    return dict(zip(names, stats, strict=True))
+    return held
 
 
 def without_cache_tree(data: bytes, oid_len: int = 20) -> bytes | None:

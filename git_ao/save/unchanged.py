@@ -176,17 +176,23 @@ def signatures(path: str, walked: walk.Walk, ignored: list[str],
     from array import array  # here: the check below reads the signatures without it
     sigs, tracked_sigs = array("q"), array("q")
     tracked: list[str] = []
+    # A directory's signature is the walk's lstat of it, taken before the walk
+    # listed it: one changed since differs from it at the next check, and one
+    # changed after the walk began is near its start.
+    dir_sigs = walked.dir_sigs
     for rel in [".", *walked.dirs]:
         if ign_dirs and rel != "." and (rel + "/").startswith(ign_dirs):
             continue
-        try:
-            st = os.lstat(os.path.join(path, rel))
-        except OSError:
-            return None
-        if near(st.st_mtime_ns, st.st_ctime_ns, started):
+        sig = dir_sigs.get(rel)
+        if sig is None:
+            try:
+                sig = _sig(os.lstat(os.path.join(path, rel)))
+            except OSError:
+                return None
+        if near(sig[1], sig[2], started):
             return None
         names.append(rel)
-        sigs.extend(_sig(st))
+        sigs.extend(sig)
     untracked_set = set(untracked) if untracked is not None else None
     any_ignored = bool(ign_files or ign_dirs)
     # No time before this can be near the start (walk.near), so the exact test runs
@@ -248,11 +254,14 @@ def delegate(signed: Signed | None, index: bytes | None, conf: dict[str, str]
     # Each field as a list of its own (one C pass each), zipped: cheaper than a
     # slice of four per file.
     fields = (walked[k::4].tolist() for k in range(4))
+    # A time before the walk's second is one before this, in ns: no division for it.
+    first_ns, get = second * 1_000_000_000, held.get
     for k, (rel, size, mtime, ctime, ino) in enumerate(zip(encoded, *fields, strict=True)):
-        m, c = mtime // 1_000_000_000, ctime // 1_000_000_000
-        h = held.get(rel)
-        if h is not None and m < second and c < second and h[0] == c & low \
-                and h[1] == m & low and h[2] == ino & low and h[3] == size & low:
+        h = get(rel)
+        if h is not None and mtime < first_ns and ctime < first_ns \
+                and h[0] == ctime // 1_000_000_000 & low \
+                and h[1] == mtime // 1_000_000_000 & low and h[2] == ino & low \
+                and h[3] == size & low:
             left += 1
         else:
             names.append(signed.tracked[k])
