@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from git_ao import crashpoint, git, gitfiles, groups
+from git_ao import crashpoint, git, gitfiles
 from git_ao.batch import NOT_STARTED, RepoCache, guarded, log_failure, run_each
 from git_ao.context import (
     KEPT_PREFIX,
@@ -35,10 +35,8 @@ from git_ao.git import parse, query, worktree
 from git_ao.git.parse import BranchName, ObjectId
 from git_ao.outcome import Action, Outcome, OutcomeData, Status, facts
 from git_ao.outcome import warn as with_warnings
-from git_ao.preserve import removal
 from git_ao.proof import witness
 from git_ao.save import capture, daemon_refs, history, lacking, local_state, unchanged
-from git_ao.store import trash
 from git_ao.store.database import Store
 from git_ao.store.records import Save, Session, now_ns
 
@@ -172,6 +170,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
         crashpoint.hit("preserve:between-sessions")
         return out
 
+    from git_ao import groups  # here: a checkpoint runs one session, in no waves
     try:
         return groups.in_waves(sessions, lambda part: run_each(part, one, jobs, progress),
                                        inner_first=True)
@@ -266,6 +265,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         s = unsaved if unsaved is not None and ctx.dry_run else lookup(ctx, session_id)
         if not s.live:
             if s.pending and not keep_worktree:
+                from git_ao.preserve import removal
                 finished = removal.finish_interrupted(ctx, s, cache)
                 if finished is not None:
                     return finished
@@ -324,7 +324,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             path, walking.result(), st.ignored, st.untracked)) \
             if keep_worktree and walking else None
         before = None if keep_worktree else walked
-        keep = removal.keep_reasons(v)
+        # What keeps a worktree a removal would take away: a checkpoint removes none
+        # (nor imports the removal's modules).
+        keep: list[str] = []
+        if not keep_worktree:
+            from git_ao.preserve import removal
+            keep = removal.keep_reasons(v)
         if ctx.dry_run:
             # The real run keeps the worktree for these, which its capture finds and a
             # dry run's finds too (trees, no commit) where content conversion may
@@ -421,6 +426,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             in_history = holder is not None
             captured: dict[str, str] = {}
             if before is not None:
+                from git_ao.preserve import removal
                 captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
                                                   cap.untracked_tree)
                 # A file a required filter failed on, or that cannot be read, is named
@@ -500,6 +506,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                                          f"{summary}; worktree kept: {'; '.join(keep)}",
                                          data), warns)
         assert before is not None
+        from git_ao.preserve import removal
+        from git_ao.store import trash
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
         # Once the directory is in the trash its last steps (no program of the user's
         # runs in them) finish, whatever the bound.
@@ -812,6 +820,7 @@ def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
     found = walk.unaccounted(w, captured, st.ignored, lambda paths: query.check_ignore(path, paths))
     found += nested.judge(path, w.nested, sessions=cache.session_paths(ctx, exclude=s.id),
                           submodules=tracked)
+    from git_ao.preserve import removal
     return [removal.where(path, b) for b in sorted(found, key=lambda b: b.path)
             if b.path not in made.filter_failed and b.path not in made.unreadable]
 

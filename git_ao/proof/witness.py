@@ -34,7 +34,10 @@ from git_ao.fs.walk import Blocker, Walk
 from git_ao.git import index, parse, query
 from git_ao.git.parse import ObjectId
 from git_ao.save import capture, local_state
-from git_ao.store import trash
+
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true
+if TYPE_CHECKING:
+    from git_ao.store import trash  # a checkpoint, proving no trash entry, loads none
 
 
 def captured_blobs(cwd: str, head: str, worktree_tree: str | None,
