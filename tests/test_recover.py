@@ -301,6 +301,34 @@ def test_any_command_in_a_repository_with_unrecorded_refs_says_so(repo, worktree
     assert "warning" not in res.stderr, res.stderr
 
 
+def test_the_notice_of_unrecorded_refs_reads_git_s_files_where_they_tell(repo, worktrees,
+                                                                         monkeypatch):
+    """The refs the notice of unrecorded preserve refs judges come from the ref files
+    (loose and packed, no git process) where git's discovery would find the same
+    repository; with a discovery boundary set in the environment git is asked,
+    and both say the same."""
+    wt = worktrees(repo, "wt")
+    (wt / "README.md").write_text("work\n")
+    ao("ao", "checkpoint", "-q", cwd=wt)
+    git("update-ref", "refs/ao/preserved/ghost", "HEAD", cwd=repo)
+    git("update-ref", "refs/ao/preserved/packed", "HEAD", cwd=repo)
+    git("pack-refs", "--all", cwd=repo)
+    git("update-ref", "refs/ao/preserved/loose", "HEAD", cwd=repo)
+    said = "holds preserve refs no record knows (refs/ao/preserved/ghost, " \
+        "refs/ao/preserved/loose, refs/ao/preserved/packed)"
+
+    def listed_by_git(stderr: str) -> bool:
+        return any("git for-each-ref" in ln and "refs/ao/preserved/" in ln
+                   for ln in stderr.splitlines())
+    (wt / "README.md").write_text("more work\n")
+    res = ao("ao", "checkpoint", "-v", cwd=wt)
+    assert said in res.stderr and not listed_by_git(res.stderr), res.stderr
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(repo.parent / "elsewhere"))
+    (wt / "README.md").write_text("yet more work\n")
+    res = ao("ao", "checkpoint", "-v", cwd=wt)
+    assert said in res.stderr and listed_by_git(res.stderr), res.stderr
+
+
 def test_the_home_search_stays_on_its_file_system_as_git_discovery_does(ao_env, worktrees,
                                                                         tmp_path, monkeypatch):
     """A repository on another file system below the home directory (a mounted disk,

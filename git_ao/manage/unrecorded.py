@@ -40,13 +40,47 @@ def may_hold_preserve_refs(path: str) -> bool:
         return False
 
 
+def _listed_by_files(path: str, prefix: str) -> list[str] | None:
+    """The refs under `prefix` of the repository git's discovery finds from `path`,
+    as `git for-each-ref` there lists them, read from git's files where those
+    tell for sure (`gitfiles.refs_under`); None where only git can tell: a
+    discovery boundary set in the environment, a repository or worktree another
+    user owns (safe.directory), another file system on the way up, a reftable,
+    a ref that is not a plain file."""
+    if any(os.environ.get(v) for v in ("GIT_CEILING_DIRECTORIES",
+                                       "GIT_DISCOVERY_ACROSS_FILESYSTEM")):
+        return None
+    found = gitfiles.discover(path)
+    if found is None:
+        return None
+    top, git_dir = found
+    if git_dir is None:
+        return None
+    common = gitfiles.common_dir(git_dir)
+    try:
+        if not os.stat(common).st_uid == os.stat(top).st_uid == os.geteuid():
+            return None
+        d, dev = os.path.realpath(path), os.stat(path).st_dev
+        while d != top:  # git stops at a file system boundary
+            if os.stat(d).st_dev != dev or os.path.dirname(d) == d:
+                return None
+            d = os.path.dirname(d)
+        if os.stat(top).st_dev != dev:
+            return None
+    except OSError:
+        return None
+    read = gitfiles.refs_under(common, prefix)
+    return None if read is None else list(read)
+
+
 def unrecorded_here(path: str, open_store: Callable[[], Store],
                     refs: Iterable[str] | None = None) -> str | None:
     """When the repository `path` is in holds git-ao preserve refs that no record of
     the database knows (a lost data dir, a new home directory): one line saying
     so and what rebuilds them; None otherwise, also when the database cannot be
     read (the command said so). Costs no process unless such refs may exist
-    (`may_hold_preserve_refs`); then `git for-each-ref`, one read of the sessions
+    (`may_hold_preserve_refs`); then the refs, from git's files where they tell
+    (`_listed_by_files`) else `git for-each-ref`, one read of the sessions
     and `git log -1` per unknown ref (the ao daemon's are left out). refs: the
     repository's preserve refs when the caller read them already (which answer
     for the file system's)."""
@@ -55,9 +89,8 @@ def unrecorded_here(path: str, open_store: Callable[[], Store],
     from git_ao.errors import AoError
     from git_ao.manage.listing import PRESERVED
     try:
-        if refs is not None:
-            listed = list(refs)
-        else:
+        listed = list(refs) if refs is not None else _listed_by_files(path, PRESERVED)
+        if listed is None:
             from git_ao import git
             listed = [ref for ref, _ in git.for_each_ref(path, PRESERVED)]
         if not listed:
