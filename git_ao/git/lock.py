@@ -15,9 +15,9 @@ with.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
-import shlex
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # psutil is imported where a process is looked at: a save that
@@ -29,8 +29,11 @@ def _errors() -> tuple[type[Exception], ...]:
     import psutil
     return psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess
 
-# git's message when a lock file exists (lockfile.c, unable_to_lock_message).
-_IN_THE_WAY = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+@functools.cache
+def _in_the_way() -> re.Pattern[str]:
+    """git's message when a lock file exists (lockfile.c, unable_to_lock_message),
+    compiled when a failure is first read: a save that meets no lock compiles none."""
+    return re.compile(r"Unable to create '([^']+\.lock)': File exists")
 
 
 def _inside(path: str, roots: list[str]) -> bool:
@@ -256,6 +259,7 @@ def describe(lock: str, worktree: str | None = None, judged: Judgement | None = 
     command that clears it, only when no process has it open and that is known;
     else that it cannot be told."""
     j = judged if judged is not None else judge(lock, worktree)
+    import shlex  # here: only a lock in the way is described
     rm = f"rm {shlex.quote(lock)}"
     if j.holders:
         return f"{lock} is held by {', '.join(map(str, j.holders))}; wait for it to finish"
@@ -273,7 +277,7 @@ def own_stale(message: str) -> str | None:
     git-ao's own and stale: a ref's lock under `<git dir>/refs/ao/` (only git-ao
     writes there) that still exists and is stale (see judge). Else
     None: index.lock, refs/heads and every other lock stay the user's."""
-    m = _IN_THE_WAY.search(message)
+    m = _in_the_way().search(message)
     if m is None:
         return None
     path = m.group(1)
@@ -304,7 +308,7 @@ def clear_own_stale(message: str) -> str | None:
 def explain(message: str, worktree: str | None = None) -> str:
     """`message` (a git failure) with a note on the lock file in its way, when git
     said one exists and it is still there (see describe); else `message`."""
-    m = _IN_THE_WAY.search(message)
+    m = _in_the_way().search(message)
     if m is None or not os.path.exists(m.group(1)):
         return message
     return f"{message}; {describe(m.group(1), worktree)}"

@@ -21,6 +21,7 @@ byte (`verify`). Anything unproven raises CannotCapture: nothing is deleted.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -308,8 +309,11 @@ def _inside_only(e: git.StatusEntry) -> bool:
     return e.sub.startswith("S") and e.sub[1] != "C" and e.xy[0] == "."
 
 
-# Attributes that make the bytes git stores differ from the bytes on disk.
-_CONVERSION_RE = re.compile(rb"(^|[\s!-])(text|eol|crlf|filter|ident|working-tree-encoding)\b")
+@functools.cache
+def _conversion_re() -> re.Pattern[bytes]:
+    """Attributes that make the bytes git stores differ from the bytes on disk.
+    Compiled when an attribute file is first read: most worktrees have none."""
+    return re.compile(rb"(^|[\s!-])(text|eol|crlf|filter|ident|working-tree-encoding)\b")
 
 
 def _conversion_reason(path: str, git_dir: str, conf: dict[str, str], flags: git.IndexFlags,
@@ -333,7 +337,7 @@ def _conversion_reason(path: str, git_dir: str, conf: dict[str, str], flags: git
     for f in files:
         try:
             with open(f, "rb") as fh:
-                if _CONVERSION_RE.search(fh.read()):
+                if _conversion_re().search(fh.read()):
                     return f
         except FileNotFoundError:
             if f.endswith(".gitattributes") and any(f == os.path.join(path, a)

@@ -19,10 +19,10 @@ because TOML cannot make `preserve.agents` both a string and a table).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
-import shlex
 from dataclasses import dataclass
 
 from git_ao.errors import Fatal, Usage
@@ -36,13 +36,18 @@ if TYPE_CHECKING:
 
 CONFIG_NAME = "git-ao.toml"
 _HARNESS_NAME = r"([A-Za-z0-9_.+-]{1,64})"
-# The per-harness keys: (pattern, the KEYS entry it stands for).
-_HARNESS_KEYS = (
-    (re.compile(rf"^relaunch\.harness\.{_HARNESS_NAME}$"), "relaunch.harness.<name>"),
-    (re.compile(rf"^stop\.harness\.{_HARNESS_NAME}$"), "stop.harness.<name>"),
-    (re.compile(rf"^preserve\.harness\.{_HARNESS_NAME}\.agents$"),
-     "preserve.harness.<name>.agents"),
-)
+
+
+@functools.cache
+def _harness_keys() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The per-harness keys: (pattern, the KEYS entry it stands for). Compiled when
+    first used: a start with no settings file compiles none."""
+    return (
+        (re.compile(rf"^relaunch\.harness\.{_HARNESS_NAME}$"), "relaunch.harness.<name>"),
+        (re.compile(rf"^stop\.harness\.{_HARNESS_NAME}$"), "stop.harness.<name>"),
+        (re.compile(rf"^preserve\.harness\.{_HARNESS_NAME}\.agents$"),
+         "preserve.harness.<name>.agents"),
+    )
 AGENT_POLICIES = ("stop", "refuse", "report")
 
 
@@ -90,6 +95,7 @@ def _command(v: Any) -> list[str]:
     """A command: a string split like a shell would split words (shlex), or a list
     of strings. Returns the argument list."""
     if isinstance(v, str):
+        import shlex  # here: a start that splits no command loads none
         try:
             argv = shlex.split(v)
         except ValueError as exc:
@@ -275,7 +281,7 @@ DEFAULT_PUSH_TIMEOUT = 10
 
 def key_spec(key: str) -> Key | None:
     """The Key describing `key` (a dotted name), or None when git-ao does not know it."""
-    for pattern, template in _HARNESS_KEYS:
+    for pattern, template in _harness_keys():
         if pattern.match(key):
             return KEYS[template]
         if key == template:
@@ -315,7 +321,7 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
 
 def _split_key(key: str) -> list[str]:
     # A harness name may hold dots: it stays one TOML key.
-    for pattern, template in _HARNESS_KEYS:
+    for pattern, template in _harness_keys():
         m = pattern.match(key)
         if m:
             return [m.group(1) if p == "<name>" else p for p in template.split(".")]
