@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -577,3 +578,72 @@ def test_a_worktree_under_a_bind_mount_of_the_same_file_system_goes_to_a_trash_o
                 break
         else:
             raise AssertionError(trash.roots(os.environ["AO_DATA_DIR"]))
+
+
+def _racy_worktree(repo, worktrees, sid) -> Path:
+    """A session's worktree made by `git worktree add` (its files as new as its
+    index: racily clean all through), one file changed, once the clock has left
+    that second."""
+    wt = worktrees(repo, sid)
+    (wt / "README.md").write_text("changed\n")
+    time.sleep(1.1)  # not timed: so a later write of the index is no longer racy
+    return wt
+
+
+def _trailer(repo: Path, commit: str) -> str | None:
+    from git_ao.save import capture
+    return capture.parse_trailers(git("cat-file", "commit", commit, cwd=repo)).get(
+        capture.INDEX_TRAILER)
+
+
+def test_the_trash_keeps_the_index_status_refreshed_so_no_file_is_hashed_again(
+        repo, worktrees, tmp_path):
+    """The index in the trash is the real one's bytes (the commit's checksum) with
+    the mtime of the copy the capture's status wrote back: no tracked file is
+    racily clean in it, so the restore's proof reads no unchanged file."""
+    from git_ao.git import index
+    wt = _racy_worktree(repo, worktrees, "racy")
+    before = state(wt)
+    tracked = git("ls-files", cwd=wt).split()
+    ao("ao-preserve", "racy", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "racy")
+    admin_index = os.path.join(entry.admin, "index")
+    assert index.checksum(admin_index, 40) == _trailer(repo, str(entry.meta.commit))
+    newest = max(int(os.lstat(os.path.join(entry.worktree, p)).st_mtime) for p in tracked)
+    assert int(os.stat(admin_index).st_mtime) > newest
+    [out] = _restore_json(repo)
+    assert out["status"] == "ok" and out["data"].get("from_trash"), out
+    assert differences(before, state(wt), skip=()) == []
+
+
+def test_an_index_status_gave_stat_data_of_its_own_stays_as_it_was_in_the_trash(
+        repo, worktrees, tmp_path):
+    """A tracked file touched (same bytes, new times): status writes new stat data
+    into its copy, which is then no longer the index the save names; the trash
+    keeps the real index as it was, and the restore proves it as before."""
+    from git_ao.git import index
+    wt = _racy_worktree(repo, worktrees, "touched")
+    os.utime(wt / ".gitignore")
+    time.sleep(1.1)
+    real = os.stat(os.path.join(git("rev-parse", "--absolute-git-dir", cwd=wt).strip(), "index"))
+    before = state(wt)
+    ao("ao-preserve", "touched", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "touched")
+    admin_index = os.path.join(entry.admin, "index")
+    assert index.checksum(admin_index, 40) == _trailer(repo, str(entry.meta.commit))
+    assert os.stat(admin_index).st_mtime_ns == real.st_mtime_ns
+    [out] = _restore_json(repo)
+    assert out["status"] == "ok" and out["data"].get("from_trash"), out
+    assert differences(before, state(wt), skip=()) == []
+
+
+def test_an_index_written_after_the_capture_copied_it_keeps_its_time(tmp_path):
+    """The trash's copy of the index takes the time status wrote the capture's copy
+    back only while it is still the index status read."""
+    from git_ao.preserve import removal
+    admin = tmp_path / "entry" / "admin"
+    admin.mkdir(parents=True)
+    (admin / "index").write_bytes(b"an index an agent wrote")
+    os.utime(admin / "index", ns=(10**18, 10**18))
+    removal._refresh_mtime(trash.Entry(str(tmp_path / "entry")), "1" * 40, 2 * 10**18)
+    assert os.stat(admin / "index").st_mtime_ns == 10**18

@@ -11,6 +11,7 @@ and the ref moved on with compare-and-swap, a bounded number of times
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -19,8 +20,8 @@ from git_ao.batch import RepoCache
 from git_ao.context import Context, preserve_ref
 from git_ao.errors import AoError, Failed
 from git_ao.fs import walk
+from git_ao.git import index, worktree
 from git_ao.git import lock as gitlock
-from git_ao.git import worktree
 from git_ao.outcome import Action, Outcome, Status, facts
 from git_ao.proof import restored, witness
 from git_ao.save import capture, local_state
@@ -52,11 +53,16 @@ def where(path: str, b: walk.Blocker) -> str:
 
 
 def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,
-               walked_ns: int | None) -> trash.Entry:
+               walked_ns: int | None,
+               refreshed: tuple[str, int] | None = None) -> trash.Entry:
     """Move the verified worktree into a trash entry on its own file system (the
     registration is pruned by the caller). walked_ns: when the walk before the
     capture started (ns, the clock file times use), None when unknown; the entry
-    keeps it, so a restore can tell files written after it. Raises AoError saying
+    keeps it, so a restore can tell files written after it. refreshed: (the real
+    index's checksum, the mtime in ns the capture's `git status` wrote it back
+    with, `capture.Ahead.refreshed_ns`): the entry's copy of the index, still
+    those bytes, gets that mtime, as git's own refresh would leave it, so the
+    restore's proof hashes no file status found unchanged. Raises AoError saying
     exactly what state the session is in when the move fails: the save is
     recorded, so it is pending and its directory is still in place."""
     try:
@@ -68,7 +74,21 @@ def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None
                      f"trash ({exc.strerror}); it is still there, untouched: run git "
                      "ao-preserve again, or git ao-restore to keep working in it") from exc
     crashpoint.hit("preserve:after-rename")
+    if refreshed is not None:
+        _refresh_mtime(entry, *refreshed)
     return entry
+
+
+def _refresh_mtime(entry: trash.Entry, checksum: str, mtime_ns: int) -> None:
+    """Give the entry's copy of the index `mtime_ns` when its bytes are still those
+    of checksum `checksum` (an index an agent wrote after the capture's copy
+    keeps its own time). Failing, the copy keeps the real index's mtime (the
+    restore's proof then hashes those files again)."""
+    admin_index = os.path.join(entry.admin, "index")
+    if index.checksum(admin_index, len(checksum)) != checksum:
+        return
+    with contextlib.suppress(OSError):
+        os.utime(admin_index, ns=(mtime_ns, mtime_ns))
 
 
 def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,

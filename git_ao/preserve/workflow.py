@@ -302,6 +302,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             st = capture.inspect(path, v.git_dir,
                                  cache.taken_first if ctx.dry_run and not keep_worktree else (),
                                  leave_nested=keep_worktree, ahead=ahead)
+            # The time status wrote its copy back, for the trash's copy of the index
+            # (`removal.take_away`): read before the capture turns the copy into W.
+            fresh = (ahead.checksum, ahead.refreshed_ns()) \
+                if ahead is not None and ahead.checksum and not keep_worktree else None
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
             walked = walking.result() if walking is not None and not keep_worktree else None
@@ -508,7 +512,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         assert before is not None
         from git_ao.preserve import removal
         from git_ao.store import trash
-        taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns)
+        taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns,
+                                  (fresh[0], fresh[1]) if fresh and fresh[1] else None)
         # Once the directory is in the trash its last steps (no program of the user's
         # runs in them) finish, whatever the bound.
         deadline = git.current_deadline()

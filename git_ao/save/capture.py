@@ -710,6 +710,25 @@ class Ahead:
             return False
         return self.conf is not None
 
+    def refreshed_ns(self) -> int | None:
+        """Once status has run, before the capture writes the copy: the mtime (ns)
+        status gave the copy when it wrote it back with the real index's bytes
+        (`checksum`), else None (no index, no write, or stat data of its own).
+        git writes an index so only when every entry racily clean against the
+        index it read was found unchanged by content (one found changed is written
+        with size 0), so those bytes at that mtime are what git's own refresh of
+        the real index would leave: no entry it verified is racily clean any
+        more. None too when the copy cannot be read."""
+        if self.copy is None or self.checksum is None:
+            return None
+        try:
+            before = os.stat(self.copy.path).st_mtime_ns
+            same = index.checksum(self.copy.path, len(self.checksum)) == self.checksum
+            # (The copy is this process's own file: nothing else writes it.)
+            return before if same and os.stat(self.copy.path).st_mtime_ns == before else None
+        except OSError:
+            return None
+
     def take(self) -> TempIndex:
         """The copy, now the caller's to remove."""
         assert self.copy is not None
