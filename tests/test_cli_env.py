@@ -114,3 +114,18 @@ def test_no_home_reads_the_global_excludes_as_git_with_home_would(repo, worktree
                                  f"directory ({tmp_path / 'no-such-home'}): git reads no "
                                  "global config"), res.stderr
     assert len(res.stderr.splitlines()) == 1
+
+
+def test_a_git_process_gets_the_environment_as_it_is_when_it_starts(monkeypatch, tmp_path):
+    """The environment made for git is reused only while os.environ is unchanged."""
+    from git_ao import git
+    first = git.line(["var", "GIT_AUTHOR_IDENT"], str(tmp_path))
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Later Name")
+    assert git.line(["var", "GIT_AUTHOR_IDENT"], str(tmp_path)).startswith("Later Name <")
+    monkeypatch.delenv("GIT_AUTHOR_NAME")
+    assert git.line(["var", "GIT_AUTHOR_IDENT"], str(tmp_path)).split(">")[0] == \
+        first.split(">")[0]
+    from git_ao import quickgit
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    assert "GIT_DIR" not in quickgit.environment()
+    assert quickgit.environment(inherit_repo_env=True)["GIT_DIR"] == str(tmp_path / "elsewhere")
