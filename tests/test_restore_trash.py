@@ -647,3 +647,25 @@ def test_an_index_written_after_the_capture_copied_it_keeps_its_time(tmp_path):
     os.utime(admin / "index", ns=(10**18, 10**18))
     removal._refresh_mtime(trash.Entry(str(tmp_path / "entry")), "1" * 40, 2 * 10**18)
     assert os.stat(admin / "index").st_mtime_ns == 10**18
+
+
+def test_an_index_with_entries_git_overlooks_keeps_its_time_in_the_trash(
+        repo, worktrees, tmp_path):
+    """An assume-unchanged entry is marked up to date by status unread: the trash's
+    index keeps the real index's time, so no time vouches for it."""
+    wt = worktrees(repo, "overlooked")
+    (wt / "README.md").write_text("changed\n")
+    git("update-index", "--assume-unchanged", ".gitignore", cwd=wt)
+    index_file = os.path.join(git("rev-parse", "--absolute-git-dir", cwd=wt).strip(), "index")
+    # Every entry racily clean: the index no newer than its newest file.
+    newest = max(os.lstat(wt / p).st_mtime_ns for p in git("ls-files", cwd=wt).split())
+    os.utime(index_file, ns=(newest, newest))
+    time.sleep(1.1)
+    real = os.stat(index_file)
+    before = state(wt)
+    ao("ao-preserve", "overlooked", cwd=repo)
+    [entry] = _entries(tmp_path / "aodata", "overlooked")
+    assert os.stat(os.path.join(entry.admin, "index")).st_mtime_ns == real.st_mtime_ns
+    [out] = _restore_json(repo)
+    assert out["status"] == "ok" and out["data"].get("from_trash"), out
+    assert differences(before, state(wt), skip=()) == []

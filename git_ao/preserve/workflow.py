@@ -512,8 +512,14 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         assert before is not None
         from git_ao.preserve import removal
         from git_ao.store import trash
+        # Not with entries git overlooks (assume-unchanged, skip-worktree): its
+        # refresh marks them up to date unread, so their times would vouch for
+        # files no one compared.
+        flags = ahead.flags if ahead is not None else None
+        overlooked = flags is None or bool(flags.assume_unchanged or flags.skip_worktree)
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns,
-                                  (fresh[0], fresh[1]) if fresh and fresh[1] else None)
+                                  (fresh[0], fresh[1])
+                                  if fresh and fresh[1] and not overlooked else None)
         # Once the directory is in the trash its last steps (no program of the user's
         # runs in them) finish, whatever the bound.
         deadline = git.current_deadline()
