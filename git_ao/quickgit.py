@@ -52,14 +52,18 @@ def environment(inherit_repo_env: bool = False) -> dict[str, str]:
         # Decoding every variable again cost a third of a millisecond per git
         # process; os.environ is compared as it stands, so a change is seen.
         return dict(known[1])
-    env = dict(os.environ)
+    # The environment is made from the copy that is cached with it, so a variable
+    # another thread sets meanwhile cannot be cached as seen.
+    raw = dict(raw) if isinstance(raw, dict) else None
+    env = {os.fsdecode(k): os.fsdecode(v) for k, v in raw.items()} \
+        if raw is not None else dict(os.environ)
     if not inherit_repo_env:
         for name in REPO_ENV:
             env.pop(name, None)
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env.setdefault("LC_ALL", "C")
-    if isinstance(raw, dict):
-        _environments[inherit_repo_env] = (dict(raw), env)
+    if raw is not None:
+        _environments[inherit_repo_env] = (raw, env)
     return dict(env)
 
 

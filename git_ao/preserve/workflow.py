@@ -305,7 +305,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             # The time status wrote its copy back, for the trash's copy of the index
             # (`removal.take_away`): read before the capture turns the copy into W.
             fresh = (ahead.checksum, ahead.refreshed_ns()) \
-                if ahead is not None and ahead.checksum and not keep_worktree else None
+                if ahead is not None and ahead.checksum and not keep_worktree \
+                and not ctx.dry_run else None
             # A checkpoint waits for its walk only once the capture's trees are
             # written; a preserve's walk is over before the capture reads a file.
             walked = walking.result() if walking is not None and not keep_worktree else None

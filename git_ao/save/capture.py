@@ -713,12 +713,13 @@ class Ahead:
     def refreshed_ns(self) -> int | None:
         """Once status has run, before the capture writes the copy: the mtime (ns)
         status gave the copy when it wrote it back with the real index's bytes
-        (`checksum`), else None (no index, no write, or stat data of its own).
-        git writes an index so only when every entry racily clean against the
-        index it read was found unchanged by content (one found changed is written
-        with size 0), so those bytes at that mtime are what git's own refresh of
-        the real index would leave: no entry it verified is racily clean any
-        more. None too when the copy cannot be read."""
+        (`checksum`), else None (no index, bytes of its own, or a copy that
+        cannot be read; with nothing written it is the copy's own time). git
+        writes those bytes only when every entry racily clean against the index
+        it read was found unchanged by content (one found changed while its stat
+        data matches is written with size 0; one whose stat data differs keeps
+        data that never matches its file again), so those bytes at that mtime
+        are what git's own refresh of the real index would leave."""
         if self.copy is None or self.checksum is None:
             return None
         try:
