@@ -79,6 +79,11 @@ class Fatal(AoError):
     prefix = "fatal"
 
 
+class NotARepository(Fatal):
+    """git found no repository at or above the directory (exit 128): a command that
+    could name its session from the directory asks for the id instead."""
+
+
 def current_directory() -> str:
     """os.getcwd(), or Fatal in git's words when the directory the command runs in
     no longer exists (or cannot be read), as git says it for its own commands."""

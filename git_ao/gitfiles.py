@@ -84,6 +84,31 @@ def discover(path: str) -> tuple[str, str | None] | None:
         d = up
 
 
+def discovered_as_git_would(path: str, found: tuple[str, str | None]) -> str | None:
+    """The real path of the common dir of `found` (`discover(path)`'s answer) when
+    git's own discovery from `path` would take that repository as it stands: a
+    git dir that reads, the repository and its top directory the caller's own
+    (git refuses another user's: safe.directory), and no other file system on
+    the way up from `path` (git stops there). Else None: only git can tell. The
+    caller checks the environment variables that steer discovery."""
+    top, git_dir = found
+    if git_dir is None:
+        return None
+    common = os.path.realpath(common_dir(git_dir))
+    try:
+        if not os.stat(common).st_uid == os.stat(top).st_uid == os.geteuid():
+            return None
+        d, dev, top = os.path.realpath(path), os.stat(path).st_dev, os.path.realpath(top)
+        while True:
+            if os.stat(d).st_dev != dev:
+                return None
+            if d == top or d == os.path.dirname(d):
+                return common if d == top else None
+            d = os.path.dirname(d)
+    except OSError:
+        return None
+
+
 def git_dir_above(path: str) -> str | None:
     """The git dir `discover` finds from `path`, or None."""
     found = discover(path)

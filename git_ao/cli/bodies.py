@@ -99,16 +99,9 @@ def _repo_of(path: str | None, recorded: set[str]) -> str | None:
     found = gitfiles.discover(here) if by_files else None
     if by_files and found is None:
         return None  # no `.git` nor git dir above: git's discovery finds none either
-    if found is not None and found[1] is not None:
-        common = os.path.realpath(gitfiles.common_dir(found[1]))
-        try:
-            # git refuses a repository another user owns (safe.directory), and its
-            # search stops at another file system
-            mine = os.stat(common).st_uid == os.stat(found[0]).st_uid == os.geteuid() \
-                and _one_device(here, found[0])
-        except OSError:
-            mine = False
-        if mine and common in recorded:
+    if found is not None:
+        common = gitfiles.discovered_as_git_would(here, found)
+        if common is not None and common in recorded:
             return common
     from git_ao import git
     from git_ao.errors import Fatal
@@ -121,19 +114,6 @@ def _repo_of(path: str | None, recorded: set[str]) -> str | None:
     return os.path.realpath(dirs.common_dir)
 
 
-def _one_device(start: str, top: str) -> bool:
-    """Are `start` and every directory above it up to `top` on one file system?"""
-    d, dev = os.path.realpath(start), os.stat(start).st_dev
-    top = os.path.realpath(top)
-    while True:
-        if os.stat(d).st_dev != dev:
-            return False
-        if d == top or d == os.path.dirname(d):
-            return d == top
-        d = os.path.dirname(d)
-
-
-# What moves git's discovery of the repository a command runs in.
 _DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
                   "GIT_DISCOVERY_ACROSS_FILESYSTEM")
 

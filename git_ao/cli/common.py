@@ -439,12 +439,10 @@ def session_here(app: Any, form: str) -> Any:
     command with the id (`form`: "git ao history ID")."""
     from git_ao import git
     from git_ao.cli.app import usage
-    from git_ao.errors import Fatal
+    from git_ao.errors import NotARepository
     try:
         top = git.repo_dirs(current_directory()).toplevel
-    except Fatal as exc:
-        if not str(exc).startswith("not a git repository"):
-            raise
+    except NotARepository:
         usage(f"name the session ({form}): the current directory is in no git repository")
     found = [s for s in app.store.sessions()
              if top and s.live and s.worktree_path == os.path.realpath(top)]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from git_ao import gitfiles
-from git_ao.errors import Fatal, GitError, Usage, git_message
+from git_ao.errors import Fatal, GitError, NotARepository, Usage, git_message
 from git_ao.git import parse
 from git_ao.git.parse import (
     NO_OBJECT,
@@ -79,8 +79,8 @@ class RepoDirs:
 def repo_dirs(path: str, *, inherit_repo_env: bool = False) -> RepoDirs:
     """Resolve `path` with `git rev-parse --path-format=absolute ...`.
 
-    Returns RepoDirs. Raises Fatal("not a git repository ...") when `path` is
-    not inside one, or cannot be entered.
+    Returns RepoDirs. Raises NotARepository when `path` is not inside one, Fatal
+    when it cannot be entered.
     """
     if "\n" in os.path.abspath(path):
         # git's line-based answers (and the commit trailers) cannot carry one.
@@ -100,7 +100,9 @@ def repo_dirs(path: str, *, inherit_repo_env: bool = False) -> RepoDirs:
         if msg.startswith("not a git repository") and not _same_dir(path, os.curdir):
             # git names `.git` and not the directory it was given: name it.
             msg = f"not a git repository (or any of the parent directories): '{path}'"
-        raise Fatal(msg or f"not a git repository: '{path}'")
+        if not msg or msg.startswith("not a git repository"):
+            raise NotARepository(msg or f"not a git repository: '{path}'")
+        raise Fatal(msg)
     top = lines[3] if len(lines) > 3 and lines[2] != "true" else None
     return RepoDirs(lines[0], lines[1], top, lines[2] == "true")
 

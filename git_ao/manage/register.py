@@ -10,7 +10,7 @@ from typing import Any
 
 from git_ao import git
 from git_ao.context import MAX_ID, Context, lookup, validate_id
-from git_ao.errors import Fatal, Refused, Usage, one_line
+from git_ao.errors import NotARepository, Refused, Usage, one_line
 from git_ao.manage.listing import list_json
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.store.records import Session
@@ -170,9 +170,7 @@ def current_session(ctx: Context, path: str = ".", form: str = "") -> Session:
     # must never point a preserve at another session's worktree.
     try:
         dirs = git.repo_dirs(path)
-    except Fatal as exc:
-        if not str(exc).startswith("not a git repository"):
-            raise
+    except NotARepository:
         raise Usage(f"not inside a linked worktree ({path} is in no git repository): "
                     f"{named}, or use --all") from None
     if dirs.is_bare or not dirs.is_linked_worktree:

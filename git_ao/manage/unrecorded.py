@@ -51,23 +51,8 @@ def _listed_by_files(path: str, prefix: str) -> list[str] | None:
                                        "GIT_DISCOVERY_ACROSS_FILESYSTEM")):
         return None
     found = gitfiles.discover(path)
-    if found is None:
-        return None
-    top, git_dir = found
-    if git_dir is None:
-        return None
-    common = gitfiles.common_dir(git_dir)
-    try:
-        if not os.stat(common).st_uid == os.stat(top).st_uid == os.geteuid():
-            return None
-        d, dev = os.path.realpath(path), os.stat(path).st_dev
-        while d != top:  # git stops at a file system boundary
-            if os.stat(d).st_dev != dev or os.path.dirname(d) == d:
-                return None
-            d = os.path.dirname(d)
-        if os.stat(top).st_dev != dev:
-            return None
-    except OSError:
+    common = gitfiles.discovered_as_git_would(path, found) if found is not None else None
+    if common is None:
         return None
     read = gitfiles.refs_under(common, prefix)
     return None if read is None else list(read)
