@@ -71,7 +71,6 @@ def kill(ctx: Context, session_id: str) -> Outcome:
             except OSError as exc:
                 raise Refused(f"cannot move '{path}' to the trash: {exc.strerror}") from exc
             trash.detach(entry)
-            ctx.prune_worktrees(s.common_dir)
             ctx.log("kill", s.id, "trash", trash=entry.worktree)
             trashed = entry.worktree
             gone = f"{path} moved to the trash ({trashed}; git ao-prune deletes it){kept}"
@@ -80,6 +79,10 @@ def kill(ctx: Context, session_id: str) -> Outcome:
         else:
             gone = f"{path} was already gone"
         ctx.store.mark_terminated(s.id)
+        if trashed:
+            # Only now: the prune keeps the registration of a live session whose
+            # directory is missing, as this one was until it was marked terminated.
+            ctx.prune_worktrees(s.common_dir)
         ctx.log("kill", s.id, "killed", workspace=path)
         return Outcome(s.id, Action.KILL, Status.OK, f"terminated; {gone}",
                        {**facts(s), **({"trash": trashed} if trashed else {})})
