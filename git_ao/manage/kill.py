@@ -96,7 +96,7 @@ def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
         if s.pending and not force:
             raise Refused(f"session '{s.id}' has preserved work pending; restore it, or use "
                           "--force", names_state=True)
-        kept = _kept(ctx, s) if s.pending else ""
+        kept = _kept(ctx, s)
         if ctx.dry_run:
             return Outcome(s.id, Action.FORGET, Status.OK, f"would drop the record{kept}",
                            facts(s))
@@ -106,16 +106,26 @@ def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
 
 
 def _kept(ctx: Context, s: Session) -> str:
-    """What forgetting a pending session keeps of its work, as the end of its line:
-    its preserve ref and history when they are there (`git ao doctor --recover`
-    rebuilds the record from them), and its trash copies; "" when none is."""
+    """What forgetting a session keeps, as the end of its line: its preserve ref
+    and history when they are there (`git ao doctor --recover` rebuilds the record
+    of a pending one from them), and its trash copies; "" when none is. The
+    history is named with how to read it and drop it, since a later session of the
+    same id takes it on as its older entries."""
     held = []
-    if os.path.isdir(s.common_dir):
-        for ref in (s.save.preserve_ref if s.save else "", history.history_ref(s.id)):
-            if ref and query.ref_tip(s.common_dir, ref):
-                held.append(ref)
+    ref = history.history_ref(s.id)
+    hist = os.path.isdir(s.common_dir) and query.ref_tip(s.common_dir, ref) is not None
+    if os.path.isdir(s.common_dir) and s.save and s.save.preserve_ref \
+            and query.ref_tip(s.common_dir, s.save.preserve_ref):
+        held.append(s.save.preserve_ref)
+    if hist:
+        held.append(ref)
     copies = [e.worktree if e.holds_worktree else e.path
               for e in trash.of_session(ctx.store.dir, s.id)]
     if copies:
         held.append(f"the trash cop{'y' if len(copies) == 1 else 'ies'} {', '.join(copies)}")
-    return f"; kept: {', '.join(held)}" if held else ""
+    if not held:
+        return ""
+    how = (f" (git -C {s.common_dir} log {ref} lists it; git -C {s.common_dir} "
+           f"update-ref -d {ref} drops it; a later session '{s.id}' takes it on as its "
+           "older entries)") if hist else ""
+    return f"; kept: {', '.join(held)}{how}"

@@ -224,8 +224,27 @@ def add(ctx: Context, path: str, *, session_id: str | None = None, keep: bool = 
     s = register(ctx, path, session_id=session_id, **given)
     return Outcome(s.id, Action.ADD, Status.OK,
                    f"{'would register' if ctx.dry_run else 'registered'} {s.kind} "
-                   f"at {s.worktree_path}" + _lost_its_repo(ctx, s, dirs, session_id),
-                   list_json(s))
+                   f"at {s.worktree_path}" + _lost_its_repo(ctx, s, dirs, session_id)
+                   + inherited_history(s), list_json(s))
+
+
+def inherited_history(s: Session) -> str:
+    """For a session just registered: when its id's history already holds entries
+    (an earlier session of that id, forgotten or killed, left them), one clause
+    saying they are kept as its older entries and how to drop them; else "". No
+    git process when there is no history ref (`history.newest_cheaply`)."""
+    from git_ao.errors import AoError
+    from git_ao.save import history
+    ref = history.history_ref(s.id)
+    try:
+        if history.newest_cheaply(s.common_dir, s.id) is None:
+            return ""
+        n = len(history.entries(s.common_dir, s.id))
+    except AoError:
+        return ""
+    return (f"; {ref} already holds {n} entr{'y' if n == 1 else 'ies'} of an earlier "
+            f"session '{s.id}': kept, listed as its older entries (git ao history {s.id}; "
+            f"git -C {s.common_dir} update-ref -d {ref} drops them)")
 
 
 def _registered_again(ctx: Context, holder: Session, session_id: str | None) -> str:
