@@ -282,11 +282,20 @@ def resolve(app: App, ids: tuple[str, ...]) -> int:
                 shell_complete=complete_ids("all"))
 @click.option("--force", is_flag=True, help="Drop the record even while work is pending "
               "(the preserve ref is kept).")
+@click.option("--push", "push", is_flag=True, help="Keep the record: give up the pushes "
+              "to a remote still to do (the local save stays).")
 @options(records=True)
-def forget(app: App, ids: tuple[str, ...], force: bool) -> int:
-    """Drop session records; refuses while work is pending unless --force."""
-    from git_ao.manage.kill import forget as forget_one
-    outcomes = _each(app, ids, Action.FORGET, lambda ctx, sid: forget_one(ctx, sid, force))
+def forget(app: App, ids: tuple[str, ...], force: bool, push: bool) -> int:
+    """Drop session records; refuses while work is pending unless --force. With
+    --push: give up the sessions' pending pushes instead, keeping everything local."""
+    if push and force:
+        usage("--push takes no --force (it drops no record)")
+    if push:
+        from git_ao.remote.pushes import give_up
+        outcomes = _each(app, ids, Action.FORGET, give_up)
+    else:
+        from git_ao.manage.kill import forget as forget_one
+        outcomes = _each(app, ids, Action.FORGET, lambda ctx, sid: forget_one(ctx, sid, force))
     return finish(app, "forget", outcomes)
 
 

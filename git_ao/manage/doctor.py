@@ -232,10 +232,13 @@ def push_checks(store: Store) -> list[Check]:
             out.append(Check("push", False, f"{sid}: {what} has not gone through; the last "
                              f"try was {error} (tried again by git ao-prune --remote {remote}, "
                              f"git ao-restore --from {remote}, git ao-preserve --push {remote} "
-                             f"and commands on {sid}; git ao log --session {sid})"))
+                             f"and commands on {sid}; git ao log --session {sid}; to give "
+                             f"it up, the local save staying: git ao forget --push {sid})"))
         elif error:
             out.append(Check("push", False, f"{sid}: {what} has not gone through; the last "
-                             f"try: {error} (git ao-prune tries again; git ao log --session {sid})"))
+                             f"try: {error} (git ao-prune tries again; git ao log --session "
+                             f"{sid}; to give it up, the local save staying: git ao forget "
+                             f"--push {sid})"))
         else:
             out.append(Check("push", None, f"{sid}: {what} waits (git ao-prune does it)"))
     return out

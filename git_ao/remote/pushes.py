@@ -49,6 +49,12 @@ SECRETS_WARNING = (
     "where anyone who can fetch from it can read them; ignore what must stay on this "
     "machine")
 RETRY_HINT = "retried by the next git ao-preserve, git ao-restore or git ao-prune"
+
+
+def give_up_hint(session_id: str) -> str:
+    """How to give up a push or delete that cannot go through (a dead or mistyped
+    remote): the local save stays."""
+    return f"to give it up (the local save stays): git ao forget --push {session_id}"
 # A row the remote refused: no retry goes through until someone acts, so only the
 # commands about it try again (`Concern`).
 
@@ -57,7 +63,7 @@ def refused_hint(remote: str, session_id: str) -> str:
     """Who tries again a push or delete `remote` refused."""
     return (f"tried again only by git ao-prune --remote {remote}, git ao-restore --from "
             f"{remote}, a git ao-preserve --push {remote} and commands on {session_id} "
-            "(git ao doctor names it until then)")
+            f"(git ao doctor names it until then); {give_up_hint(session_id)}")
 
 
 def check_remote(remote: str) -> str:
@@ -785,7 +791,7 @@ def _stale(ctx: Context, r: PushRow, remote: str, repo: str, now: str | None,
                 commit=r.want or None, detail=why)
         left = _local_save(repo, r)[1] if r.want else f"{r.ref} stays there"
         return _outcome(r, Status.ATTENTION, f"{'push' if r.want else 'delete'} rejected: "
-                        f"{why}; {left}; {RETRY_HINT}")
+                        f"{why}; {left}; {RETRY_HINT}; {give_up_hint(r.session_id)}")
     if not r.want:
         set_have(ctx.store, r.session_id, remote, repo, "", want="")
         ctx.log("push", r.session_id, "remote-delete-dropped", remote=remote, ref=r.ref,
@@ -858,6 +864,39 @@ def _refusal(ctx: Context, r: PushRow, repo: str, remote: str, what: str, why: s
                f"{r.ref}:{theirs} {remote} {cur}:{r.ref}") if theirs else ""
     return (f"{what}: {why}; {said}" + (f". {look}{replace}" if look else "")
             + f"; {refused_hint(remote, r.session_id)}")
+
+
+def give_up(ctx: Context, session_id: str) -> Outcome:
+    """`git ao forget --push ID`: give up the session's pushes and remote deletes
+    still to do, to every remote (one to a dead or mistyped URL is retried, and
+    keeps the commands exiting 3, until then). Nothing local changes: the record,
+    the preserve ref, the history and the trash stay. Each row keeps what the
+    remote was last seen holding (the lease of a later push) and wants that:
+    nothing left to do. Status nothing when no push is pending; raises Refused
+    for an id with neither a record nor a push."""
+    from git_ao.errors import Refused
+    mine = [r for r in rows(ctx.store) if r.session_id == session_id]
+    todo = [r for r in mine if r.pending]
+    if not todo:
+        if not mine and ctx.store.get(session_id) is None:
+            raise Refused(f"no session '{session_id}' (see 'git ao list')")
+        return Outcome(session_id, Action.FORGET, Status.NOTHING, "no push pending")
+    what = ", ".join(f"{'the push to' if r.want else 'the delete of its copy on'} {r.remote}"
+                     for r in todo)
+    kept = "the local save, its record and history stay; what each remote holds stays there"
+    data: OutcomeData = {"repo": todo[0].repo, "remote": todo[0].remote, "ref": todo[0].ref}
+    if ctx.dry_run:
+        return Outcome(session_id, Action.FORGET, Status.OK, f"would give up {what}; {kept}",
+                       data)
+    with ctx.store.transaction() as c:
+        c.executemany("UPDATE remote_pushes SET want = have, error = NULL, updated_at = ? "
+                      "WHERE session_id = ? AND remote = ?",
+                      [(now_ns(), r.session_id, r.remote) for r in todo])
+        c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
+    for r in todo:
+        ctx.log("forget", session_id, "push-given-up", remote=r.remote, ref=r.ref,
+                commit=r.want or None, have=r.have or None)
+    return Outcome(session_id, Action.FORGET, Status.OK, f"gave up {what}; {kept}", data)
 
 
 def _drop(store: Store, r: PushRow) -> None:
@@ -946,10 +985,10 @@ def _not_sent(r: PushRow, remote: str, why: str) -> Outcome:
     work has not left this machine (or the remote copy stays)."""
     if r.want:
         said = (f"not pushed to {remote} ({why}): the save is on this machine only; "
-                f"the push is pending, {RETRY_HINT}")
+                f"the push is pending, {RETRY_HINT}; {give_up_hint(r.session_id)}")
     else:
         said = (f"not deleted from {remote} ({why}): {r.ref} stays there; the delete "
-                f"is pending, {RETRY_HINT}")
+                f"is pending, {RETRY_HINT}; {give_up_hint(r.session_id)}")
     return _outcome(r, Status.ATTENTION, said)
 
 
