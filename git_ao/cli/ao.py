@@ -316,8 +316,9 @@ def _preserve_refusal(app: App) -> "Callable[[Session], tuple[str, bool] | None]
               "the preserve refs of the repositories named with -C (use absolute paths when "
               "repeating it) or found under DIR (default: the repository it runs in and the "
               "home directory); a damaged "
-              "database is moved aside first.")
-@options(changes=False)
+              "database is moved aside first; with -n, list the records it would rebuild "
+              "and change nothing.")
+@options(changes=True, read_only=True)
 def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     """Check git, the data dir, the database and the known repositories (and those
     named with -C or found under DIR...)."""
@@ -339,7 +340,8 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     if recover:
         from git_ao.store.database import Store
         notes, outcomes = doc.recover(lambda: app.use_store(Store(recover=True)), repos,
-                                      named_any=named_any, searched=(scan, search))
+                                      named_any=named_any, searched=(scan, search),
+                                      dry_run=app.dry_run)
         if not app.printer.json_mode:
             for note in notes:
                 click.echo(note, err=True)

@@ -323,11 +323,14 @@ def _first_line(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def options(*, changes: bool = True,
-            records: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def options(*, changes: bool = True, records: bool = False,
+            read_only: bool | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator adding -h, -q, -v, --json, --color=WHEN, -C PATH (repeatable), -z for
     commands printing records (`records`), and -n/--dry-run for commands that change
-    anything (`changes`). The wrapped function receives an `app: App` first."""
+    anything (`changes`). read_only: open the database read-only (default: when
+    nothing changes; doctor changes nothing but with --recover, which opens its
+    own). The wrapped function receives an `app: App` first."""
+    ro = not changes if read_only is None else read_only
 
     def deco(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
@@ -337,7 +340,7 @@ def options(*, changes: bool = True,
             return invoke(click.get_current_context().command_path,
                           lambda app: f(app, *args, **kw),
                           quiet=quiet, verbose=verbose, json_mode=json_mode, chdirs=chdir,
-                          dry_run=dry_run, nul=nul, color=color, read_only=not changes)
+                          dry_run=dry_run, nul=nul, color=color, read_only=ro)
 
         opts = [
             help_option(),

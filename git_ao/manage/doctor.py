@@ -31,7 +31,7 @@ class Check(NamedTuple):
 
 
 def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any: bool,
-            searched: tuple[Sequence[str], Search] | None = None
+            searched: tuple[Sequence[str], Search] | None = None, dry_run: bool = False
             ) -> tuple[list[str], list[Outcome]]:
     """`git ao doctor --recover`: rebuild the records of pending sessions from the
     preserve refs of `repos` (named with -C or found under the scanned dirs:
@@ -39,8 +39,11 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
     directory); a damaged database is moved
     aside first (`open_store()` opens it that way). searched: (the directories
     searched, how the search went), said in the notes. Returns (notes to show,
-    the recovery Outcomes). Raises Usage when the database is unusable and
-    nothing was named, nor found in the home directory, to rebuild it from."""
+    the recovery Outcomes). dry_run (`-n`): the records it would rebuild, the
+    database opened read-only and nothing written or moved (a damaged one is
+    said, and every ref counted as unrecorded). Raises Usage when the database
+    is unusable and nothing was named, nor found in the home directory, to
+    rebuild it from."""
     from git_ao.errors import Fatal, Usage
     from git_ao.manage import recover as rec
     from git_ao.store import log
@@ -61,6 +64,13 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
                             f"the home directory ({rec.SCAN_DEPTH} levels deep) or the "
                             "repository it runs in: git ao "
                             f"doctor --recover -C REPO (or DIR to search){left}") from exc
+    if dry_run:
+        try:
+            read: Store | None = Store(read_only=True)
+        except Fatal as exc:
+            read = None
+            notes.append(f"would move the damaged database aside ({exc})")
+        return notes, rec.recover(read, repos, dry_run=True)
     store = open_store()
     if store.moved_aside:
         log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)

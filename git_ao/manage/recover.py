@@ -139,12 +139,13 @@ def _walk(top: str, deadline: float, search: Search) -> Iterator[str]:
             todo.append((path, depth + 1, ignored))
 
 
-def orphans(store: Store, repos: Iterable[str]) -> list[Orphan]:
+def orphans(store: Store | None, repos: Iterable[str]) -> list[Orphan]:
     """Preserve refs in `repos` (common git dirs) whose session id is not in the database,
-    or is there with a repository that is missing (`git for-each-ref refs/ao/preserved/`)."""
+    or is there with a repository that is missing (`git for-each-ref refs/ao/preserved/`).
+    store None: no usable database, every ref is one."""
     # A record whose repository is missing (moved, on an unmounted disk) does not
     # hide its ref found elsewhere: recovering there re-points the record.
-    known = {s.id for s in store.sessions() if os.path.isdir(s.common_dir)}
+    known = {s.id for s in store.sessions() if os.path.isdir(s.common_dir)} if store else set()
     out = []
     for repo in repos:
         for ref, oid in git.for_each_ref(repo, REF_PREFIX):
@@ -207,9 +208,11 @@ def _private_config(repo: str, session_id: str, save: str) -> str | None:
         return None
 
 
-def recover(store: Store, repos: Iterable[str], *, dry_run: bool = False) -> list[Outcome]:
+def recover(store: Store | None, repos: Iterable[str], *, dry_run: bool = False
+            ) -> list[Outcome]:
     """Rebuild the rows of every orphaned preserve ref in `repos`; returns one Outcome
-    each (status ok, or refused for a ref that is not a git-ao preserve commit)."""
+    each (status ok, or refused for a ref that is not a git-ao preserve commit).
+    dry_run: only say what it would rebuild (store None: no usable database)."""
     out = []
     for o in orphans(store, repos):
         sid = o.ref[len(REF_PREFIX):]
@@ -230,6 +233,7 @@ def recover(store: Store, repos: Iterable[str], *, dry_run: bool = False) -> lis
         if dry_run:
             out.append(Outcome(sid, Action.RECOVER, Status.OK, f"would recover as {state}", facts))
             continue
+        assert store is not None  # only a dry run goes without one
         if store.insert_recovered(s, save, replace_if_missing=os.path.isdir):
             out.append(Outcome(sid, Action.RECOVER, Status.OK, f"recovered as {state} from {o.ref}",
                                facts))
