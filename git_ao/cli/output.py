@@ -79,7 +79,7 @@ def colour_wanted(when: str | None, tty: bool, config: dict[str, str] | None) ->
 
 class Printer:
     """Renders outcomes and listings. json_mode: print one JSON document at the end;
-    quiet: print nothing but errors; verbose: show the git commands run; nul: -z
+    quiet: print only the records not ok (errors, attention) and warnings, on stderr; verbose: show the git commands run; nul: -z
     records; colour: whether to colour (see colour_wanted)."""
 
     def __init__(self, *, json_mode: bool = False, quiet: bool = False,
