@@ -222,3 +222,93 @@ def test_a_corrupt_ao_db_is_reported_once_as_any_unreadable_source(repo, worktre
     assert "ao.db" not in again.stdout + again.stderr
     ao("ao-preserve", "--all", cwd=repo)
     assert ao("ao", "import", cwd=repo, rc=128).stderr.startswith("fatal: ")
+
+
+DEAD = "ssh://nonexistent.invalid/x.git"
+
+
+def test_a_push_to_a_dead_url_is_said_under_q_and_forget_push_gives_it_up(repo, worktrees):
+    """A push to a URL that will never answer: prune -q exits 3 and prints the
+    push's attention record on stderr only (as every -q does, and as
+    git-ao-prune(1) says), naming `git ao forget --push ID`; that gives the push up,
+    keeping the local save, and the next prune and doctor are clean."""
+    wt = worktrees(repo, "dead")
+    (wt / "work.txt").write_text("mine\n")
+    ao("ao-preserve", "--push", DEAD, "dead", cwd=repo, rc=3)
+    res = ao("ao-prune", "-q", cwd=repo, rc=3)
+    assert res.stdout == "", res.stdout
+    [line] = [ln for ln in res.stderr.splitlines() if ln.startswith("push\t")]
+    assert line.startswith("push\tattention\tdead\t") and \
+        "git ao forget --push dead" in line, line
+    doctor = ao("ao", "doctor", cwd=repo, rc=1).stdout
+    assert "git ao forget --push dead" in doctor, doctor
+    save = git("rev-parse", "refs/ao/preserved/dead", cwd=repo).strip()
+    out = ao("ao", "forget", "--push", "-n", "dead", cwd=repo).stdout
+    assert "would give up the push to " + DEAD in out, out
+    ao("ao-prune", "-q", cwd=repo, rc=3)  # the dry run changed nothing
+    out = ao("ao", "forget", "--push", "dead", cwd=repo).stdout
+    assert "gave up the push to " + DEAD in out and "local save" in out, out
+    res = ao("ao-prune", "-q", cwd=repo, rc=0)
+    assert res.stdout == res.stderr == "", res
+    assert "push:" not in ao("ao", "doctor", cwd=repo).stdout
+    assert git("rev-parse", "refs/ao/preserved/dead", cwd=repo).strip() == save
+    ao("ao-restore", "dead", cwd=repo)
+    assert (wt / "work.txt").read_text() == "mine\n"
+    ao("ao", "forget", "--push", "--force", "dead", cwd=repo, rc=129)
+
+
+def test_kill_leaves_no_worktree_registration_behind(repo, worktrees):
+    """`git ao kill` deregisters the worktree it moved to the trash, as a preserve
+    does: `git worktree add` at the same path works at once."""
+    wt = worktrees(repo, "gone")
+    ao("ao", "kill", "gone", cwd=repo)
+    assert str(wt) not in git("worktree", "list", "--porcelain", cwd=repo)
+    git("worktree", "add", "-q", "-b", "again", wt, cwd=repo)
+
+
+def test_forget_names_the_history_it_keeps_and_add_says_it_is_taken_on(repo, worktrees):
+    """forget of a live session with a history says the history ref stays, with
+    how to read and drop it; a new worktree added under that id says it takes those
+    entries on as its older ones, rather than silently."""
+    wt = worktrees(repo, "hist")
+    (wt / "work.txt").write_text("one\n")
+    ao("ao", "checkpoint", "hist", cwd=repo)
+    out = ao("ao", "forget", "hist", cwd=repo).stdout
+    assert "refs/ao/history/hist" in out and "update-ref -d refs/ao/history/hist" in out, out
+    git("worktree", "remove", "--force", wt, cwd=repo)
+    git("worktree", "add", "-q", "-b", "hist2", wt, cwd=repo)
+    out = ao("ao", "add", wt, "--id", "hist", cwd=repo).stdout
+    assert "refs/ao/history/hist already holds 1 entry of an earlier session" in out, out
+    assert "update-ref -d refs/ao/history/hist" in out, out
+
+
+def test_doctor_recover_has_a_dry_run(repo, worktrees):
+    """`git ao doctor --recover -n` (git-ao(1): the commands that change anything
+    take -n) lists the records it would rebuild and writes none."""
+    wt = worktrees(repo, "lost")
+    (wt / "work.txt").write_text("mine\n")
+    ao("ao-preserve", "lost", cwd=repo)
+    ao("ao", "forget", "--force", "lost", cwd=repo)
+    out = ao("ao", "doctor", "--recover", "-n", "-C", str(repo), cwd=repo, rc=1).stdout
+    assert "recover\tok\tlost\twould recover as pending" in out, out
+    assert "lost" not in ao("ao", "list", cwd=repo).stdout
+    ao("ao", "doctor", "--recover", "-C", str(repo), cwd=repo)
+    assert "pending" in ao("ao", "list", cwd=repo).stdout
+
+
+def test_outside_any_repository_a_preserve_naming_nothing_is_a_usage_error_as_paged(tmp_path):
+    """Run in no repository, naming no session: 129, as git-ao-preserve(1) and
+    git-ao(1) say; their 128 no longer claims "not a repository" for it."""
+    from tests.support import ROOT, man_source_text
+    here = tmp_path / "plain"
+    here.mkdir()
+    for args in (["ao-preserve"], ["ao", "checkpoint"], ["ao", "history"]):
+        res = ao(*args, cwd=here, rc=129)
+        assert "in no git repository" in res.stderr, res.stderr
+    for page in ("git-ao-preserve.1", "git-ao.1"):
+        text = man_source_text((ROOT / "man" / page).read_text())
+        status = " ".join(text[text.index(".SH EXIT STATUS"):].split())
+        fatal = status[status.index(".B 128"):status.index(".B 129")]
+        assert "not a repository," not in fatal, (page, fatal)
+        usage = status[status.index(".B 129"):]
+        assert "in no git repository" in usage.split(".TP")[0], (page, usage)
