@@ -437,6 +437,27 @@ def test_a_same_size_rewrite_keeping_the_mtime_is_captured_without_trustctime(re
     assert (wt / "README.md").read_text() == "HELLO\n"
 
 
+@pytest.mark.parametrize("key, value", [("core.trustctime", "false"),
+                                        ("core.checkStat", "minimal"),
+                                        ("core.trustctime", "no")])
+def test_a_same_size_rewrite_keeping_the_mtime_stays_modified_in_the_user_s_git(
+        repo, worktrees, key, value):
+    """git-ao's git compares every stat field; the user's may compare fewer (ctime
+    not trusted, checkStat minimal). A rewrite keeping the size and mtime but not
+    the ctime must still show as modified to the user's git after
+    the restore, however long after the worktree was made the save ran: the
+    trash's index keeps a time at which that file is compared by content."""
+    wt = worktrees(repo, "minimal")
+    git("config", key, value, cwd=repo)
+    f = wt / "README.md"
+    st = f.stat()
+    time.sleep(1.1)  # out of git's racy second of the worktree's index
+    f.write_text("HELLO\n")  # same size as "hello\n", same inode, a new ctime
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    round_trip(repo, wt, "minimal")
+    assert (wt / "README.md").read_text() == "HELLO\n"
+
+
 def test_a_submodule_hidden_by_ignore_all_is_still_judged(repo, worktrees, tmp_path):
     sub = tmp_path / "subrepo"
     git("init", "-q", "-b", "main", sub, cwd=tmp_path)

@@ -10,7 +10,7 @@ import contextlib
 import os
 from collections.abc import Sequence
 
-from git_ao import git, gitfiles
+from git_ao import git, gitfiles, quickgit
 from git_ao.errors import GitError, Usage
 from git_ao.git import parse
 from git_ao.git.parse import IndexFlags, ObjectId
@@ -468,6 +468,25 @@ def config_is_shared(conf: parse.Config) -> bool:
         return False
     # A key given with no value (an empty one in the listing) is true to git.
     return conf.get("extensions.worktreeconfig", "false").lower() in ("false", "no", "off", "0")
+
+
+def compares_every_stat_field(conf: parse.Config) -> bool:
+    """Does the user's git, with this config, compare a file's stat data as the git
+    processes of git-ao do (quickgit.GLOBAL_OPTS: ctime trusted, core.checkStat
+    default, core.ignoreStat off)? Judged on the values before the options
+    git-ao gives on the command line, which git lists last; False when the
+    listing does not end with them (the user's values cannot be told apart)."""
+    forced = [tuple(o.split("=", 1)) for o in quickgit.GLOBAL_OPTS[1::2]]
+    pairs = list(conf.pairs)
+    n = len(forced)
+    if len(pairs) < n or [(k.lower(), v) for k, v in pairs[-n:]] != \
+            [(k.lower(), v) for k, v in forced]:
+        return False
+    user = {k.lower(): v.lower() for k, v in pairs[:-n]}
+    # A key given with no value is true to git.
+    return user.get("core.trustctime", "true") in ("true", "yes", "on", "1", "") \
+        and user.get("core.checkstat", "default") == "default" \
+        and user.get("core.ignorestat", "false") in ("false", "no", "off", "0")
 
 
 # A file written this recently may be written again within the same tick of the

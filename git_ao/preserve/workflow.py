@@ -515,9 +515,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         from git_ao.store import trash
         # Not with entries git overlooks (assume-unchanged, skip-worktree): its
         # refresh marks them up to date unread, so their times would vouch for
-        # files no one compared.
+        # files no one compared. Nor where the user's git compares fewer stat
+        # fields than status did: an entry status saw changed by its ctime alone
+        # is written as it was, and at a later time would look unchanged to it.
         flags = ahead.flags if ahead is not None else None
-        overlooked = flags is None or bool(flags.assume_unchanged or flags.skip_worktree)
+        overlooked = flags is None or bool(flags.assume_unchanged or flags.skip_worktree) \
+            or not query.compares_every_stat_field(cap.config)
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns,
                                   (fresh[0], fresh[1])
                                   if fresh and fresh[1] and not overlooked else None)
