@@ -100,7 +100,7 @@ alpha\tworker\t-\tlive\talpha\t<tmp>/wt/alpha\t-
 beta\tworker\t-\tterminated\tbeta\t<tmp>/wt/beta\t-
 [0]
 $ git ao forget beta
-forget\tok\tbeta\trecord dropped
+forget\tok\tbeta\trecord dropped; kept: the trash copy <tmp>/aodata/trash/beta.<ns>/worktree
 2> forget: 1 ok
 [0]
 $ git ao-preserve -q -n alpha
