@@ -338,8 +338,7 @@ def test_a_moved_repository_comes_back_as_the_restore_message_says(repo, worktre
     moved = tmp_path / "moved-repo"
     shutil.move(str(repo), moved)
     res = ao("ao-restore", cwd=tmp_path, rc=1)
-    assert "git ao forget --force repomv2, then git ao doctor --recover -C" in res.stdout
-    ao("ao", "forget", "--force", "repomv2", cwd=tmp_path)
+    assert "or run git ao doctor --recover -C NEWPATH where it is now" in res.stdout
     ao("ao", "doctor", "--recover", "-C", str(moved), cwd=tmp_path, rc=None)
     ao("ao-restore", cwd=tmp_path)
     assert (wt / "README.md").read_text() == before

@@ -48,17 +48,52 @@ def repo_gone_advice(s: Session, others: Sequence[Session] = ()) -> str:
             f"{where}, keeping its id and facts; else git ao forget {s.id} drops the record")
 
 
+def missing_repo_advice(sid: str) -> str:
+    """What to do with pending session `sid` whose repository is missing (moved, or
+    on a disk not mounted): the one wording restore, doctor and prune print. The
+    record is what `git ao doctor --recover -C` re-points (with the worktrees that
+    were inside the repository: `moved_with`), so forgetting it first would lose
+    where those were."""
+    return ("move the repository back (or mount its disk), or run git ao doctor --recover "
+            f"-C NEWPATH where it is now (the record follows it there), or drop the record "
+            f"with git ao forget --force {sid}")
+
+
+def repo_top(common_dir: str) -> str:
+    """The directory a repository's files live in, which `mv` moves whole: the one
+    holding its git dir when that is hidden (`app` for `app/.git` and for the bare
+    clone `app/.bare`, whose worktrees sit beside it), else the bare repository
+    itself (`app.git`)."""
+    path = common_dir.rstrip("/") or "/"
+    if os.path.basename(path).startswith(".") and os.path.dirname(path) != "/":
+        return os.path.dirname(path)
+    return path
+
+
+def moved_with(path: str, old_common: str, new_common: str) -> str:
+    """Where `path`, recorded for a worktree of the repository whose common git dir was
+    `old_common`, is now that the repository is at `new_common`: the same relative
+    path under the new top directory (`repo_top`) when it was inside the old one
+    (`app/.claude/worktrees/feat` -> `app2/.claude/worktrees/feat`), else `path`
+    unchanged (a worktree outside the repository did not move with it). Reads no
+    file."""
+    old_top = repo_top(old_common)
+    new_top = repo_top(new_common)
+    if not path or old_top == new_top:
+        return path
+    rel = os.path.relpath(path, old_top)
+    if rel == "." or rel == ".." or rel.startswith("../") or os.path.isabs(rel):
+        return path
+    return os.path.join(new_top, rel)
+
+
 def same_place(s: Session, common_dir: str, worktree: str) -> bool:
     """Is `worktree`, a linked worktree of the repository at `common_dir`, where the
     worktree of session `s` is now, its repository having moved (`mv`) with the
     worktree inside the directory holding it: another repository directory, the
     same path under it (`.claude/worktrees/feat`, `.conductor/fix`)?"""
-    old_top = os.path.dirname(s.common_dir.rstrip("/"))
-    new_top = os.path.dirname(os.path.realpath(common_dir).rstrip("/"))
-    if not s.worktree_path or old_top == new_top:
-        return False
-    rel = os.path.relpath(s.worktree_path, old_top)
-    return not rel.startswith("..") and os.path.relpath(worktree, new_top) == rel
+    new = moved_with(s.worktree_path, s.common_dir, os.path.realpath(common_dir))
+    return new != s.worktree_path and new == worktree
 
 
 def duplicate_of(s: Session, others: Sequence[Session]) -> Session | None:

@@ -154,7 +154,7 @@ def run_checks(open_store: Callable[[], Store], repos: Sequence[str] = (),
     held = list(importing()) if importing is not None else []
     for repo in sorted({s.common_dir for s in [*sessions, *held]} | set(repos)):
         if not os.path.isdir(repo):
-            from git_ao.manage.prune import missing_repo_advice
+            from git_ao.fs.gone import missing_repo_advice
             waiting = sorted(s.id for s in sessions if s.common_dir == repo and s.pending)
             live = [s for s in sessions if s.common_dir == repo and s.live]
             if waiting:

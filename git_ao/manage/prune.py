@@ -17,7 +17,7 @@ from git_ao.context import (
     work_whereabouts,
 )
 from git_ao.fs import walk
-from git_ao.fs.gone import repo_gone_advice
+from git_ao.fs.gone import missing_repo_advice, repo_gone_advice
 from git_ao.manage import listing
 from git_ao.outcome import Action, Outcome, OutcomeData, Status, facts
 from git_ao.proof import witness
@@ -93,12 +93,6 @@ def prune(ctx: Context, *, expire_before: float | None = None,
     pending = {s.id for s in ctx.store.sessions() if s.pending}
     out += _prune_trash(ctx, expire_before, pending, expire_text)
     return out
-
-
-def missing_repo_advice(sid: str) -> str:
-    """What to do with a pending session whose repository is missing."""
-    return ("move the repository back (or mount its disk), or run git ao doctor --recover "
-            f"-C NEWPATH where it is now, or drop the record with git ao forget --force {sid}")
 
 
 def _prune_histories(ctx: Context, repo: str, keep: int | None, before: float | None

@@ -160,7 +160,8 @@ def rebuild(store: Store | None, orphan: Orphan, read: tuple[int | None, str] | 
 
     A session whose workspace path is still a worktree of its repository comes
     back live, its save counted as a checkpoint (nothing pending); otherwise it
-    comes back pending. read: the commit's (time, message) when the repository
+    comes back pending. A record of the session whose repository is missing (this
+    one, moved) gives where its worktree is now (`_where_now`). read: the commit's (time, message) when the repository
     does not hold it (a dry run's scratch fetch). Raises Usage when the commit is not a git-ao preserve
     commit or its trailers do not match the ref (`git log -1 --format=%ct%n%B`).
     """
@@ -180,7 +181,7 @@ def rebuild(store: Store | None, orphan: Orphan, read: tuple[int | None, str] | 
         raise Usage(f"{orphan.ref} has a malformed Ao-Kind or Ao-Workspace; left as it is")
     branch = None if t["Ao-Branch"] == "-" else BranchName(t["Ao-Branch"])
     detached = t["Ao-Detached"] == "true"
-    path = t["Ao-Workspace"]
+    path = _where_now(store, sid, orphan.repo, t["Ao-Workspace"])
     saved_at = stamp * 1_000_000_000 if stamp is not None else 0
     live = os.path.isdir(path) and worktree.find(git.worktree_list(orphan.repo), path) is not None
     save = Save(sid, orphan.repo, path, branch, ObjectId(t["Ao-Head"]), detached, orphan.ref, orphan.oid,
@@ -193,6 +194,18 @@ def rebuild(store: Store | None, orphan: Orphan, read: tuple[int | None, str] | 
         if t.get(key):
             setattr(session, attr, t[key])
     return session, save
+
+
+def _where_now(store: Store | None, sid: str, repo: str, path: str) -> str:
+    """The worktree path to record for session `sid` recovered from `repo`: when its
+    record names another repository that is missing (this one, moved: `recover`
+    replaces that record), the recorded path moved with it if it was inside it
+    (`gone.moved_with`); else `path`, the one the save's trailer names."""
+    old = store.get(sid) if store is not None else None
+    if old is None or old.common_dir == repo or os.path.isdir(old.common_dir):
+        return path
+    from git_ao.fs.gone import moved_with
+    return moved_with(path, old.common_dir, repo)
 
 
 def _private_config(repo: str, session_id: str, save: str) -> str | None:

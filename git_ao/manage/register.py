@@ -311,10 +311,43 @@ def _repoint(ctx: Context, s: Session, dirs: git.RepoDirs, top: str, given: dict
             ctx.log("register", now.id, "repointed", was=now.common_dir, repo=common,
                     workspace=top)
         moved = ctx.store.get(now.id) if not ctx.dry_run else None
-        return Outcome(now.id, Action.ADD, Status.OK,
-                       f"{verb} session '{now.id}' at {top} (repository {common}; it was "
-                       f"{now.common_dir}, which is gone): its id, facts and history are "
-                       "kept", list_json(moved or now))
+    # Outside the session's lock: each pending session is re-pointed under its own.
+    pending = _repoint_pending(ctx, now.common_dir, common)
+    also = f"; {verb} pending session(s) {', '.join(pending)} with it" if pending else ""
+    return Outcome(now.id, Action.ADD, Status.OK,
+                   f"{verb} session '{now.id}' at {top} (repository {common}; it was "
+                   f"{now.common_dir}, which is gone): its id, facts and history are "
+                   f"kept{also}", list_json(moved or now))
+
+
+def _repoint_pending(ctx: Context, old_common: str, common: str) -> list[str]:
+    """Point each pending session of the repository that was at `old_common` (gone)
+    at that repository where it is now, `common`, when its preserve ref there holds
+    the recorded save (the refs moved with the repository): its worktree path moves
+    with the repository when it was inside it (`gone.moved_with`), else stays.
+    Returns the ids re-pointed (would be, on a dry run); nothing is deleted, and
+    a session whose ref is not there is left for `git ao doctor --recover -C`."""
+    from git_ao.context import REF_PREFIX
+    from git_ao.fs.gone import moved_with
+    from git_ao.git import query
+    done = []
+    for listed in ctx.store.sessions():
+        if listed.common_dir != old_common or not listed.pending:
+            continue
+        with ctx.lock(listed.id):
+            s = ctx.store.get(listed.id)
+            save = s.save if s is not None else None
+            if s is None or save is None or not s.pending or s.common_dir != old_common \
+                    or query.ref_tip(common, REF_PREFIX + s.id) != save.preserved_commit:
+                continue
+            path = moved_with(s.worktree_path, old_common, common)
+            if not ctx.dry_run:
+                if not ctx.store.repoint(s.id, old_common, common, path, None):
+                    continue
+                ctx.log("register", s.id, "repointed", was=old_common, repo=common,
+                        workspace=path)
+            done.append(s.id)
+    return done
 
 
 def _facts_differ(s: Session, given: dict[str, Any]) -> list[str]:

@@ -197,9 +197,9 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
         save = s.save
         assert save is not None  # pending means saved
         if not os.path.isdir(s.common_dir):
-            raise Refused(f"repository {s.common_dir} is gone; the session stays pending until it "
-                          "is back (if it moved: git ao forget --force "
-                          f"{s.id}, then git ao doctor --recover -C <its new path>)")
+            from git_ao.fs.gone import missing_repo_advice
+            raise Refused(f"repository {s.common_dir} is gone; the session stays pending: "
+                          + missing_repo_advice(s.id))
         _refuse_taken_path(ctx, s, save)
         prepared = _prepare(ctx, s, save, set_aside_stray)
         if prepared.would is not None:
