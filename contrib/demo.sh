@@ -43,7 +43,7 @@ git -C "$demo/web" worktree add -q -b plan "$demo/sessions/orchestrator"
 git -C "$demo/web" worktree add -q -b fix-json "$demo/sessions/worker-json"
 git -C "$demo/tools" worktree add -q -b async-docs "$demo/sessions/worker-async"
 git -C "$demo/tools" worktree add -q -b idle "$demo/sessions/worker-idle"
-git ao add "$demo/sessions/orchestrator" --id orchestrator --kind orchestrator --harness claude-code --agent-session-id 7f3a
+git ao add "$demo/sessions/orchestrator" --id orchestrator --kind orchestrator --harness claude --agent-session-id 7f3a
 git ao add "$demo/sessions/worker-json" --id worker-json --harness codex
 git ao add "$demo/sessions/worker-async" --id worker-async --harness aider
 git ao add "$demo/sessions/worker-idle" --id worker-idle

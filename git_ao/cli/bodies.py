@@ -228,21 +228,33 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
     check_ids(ids)
     refused: list[Outcome] = []
     if hook_input:
-        from git_ao.cli.entry import hook_cwd
+        from git_ao.cli.entry import cwd_of
+        from git_ao.cli.entry import hook_input as read_input
         from git_ao.errors import AoError
         try:
-            where = hook_cwd(sys.stdin.buffer.read()) or current_directory()
+            doc = read_input(sys.stdin.buffer.read())
+            where = cwd_of(doc) or current_directory()
         except ValueError as exc:
             where = None
             outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING,
                                 f"the hook's input names no directory ({exc}): nothing to do")]
         if where is not None:
-            from git_ao.manage.register import current_session
+            from git_ao.importers.claude_code import HARNESS, hook_agent
+            from git_ao.manage.register import current_session, record_agent
+            agent = hook_agent(doc)
+            facts = {"harness": HARNESS, "agent_session_id": agent} if agent else {}
             try:
-                outcomes = cp.checkpoint(app.ctx, [current_session(app.ctx, where)],
-                                         trigger=trigger)
+                s = current_session(app.ctx, where, **facts)
             except AoError as exc:
                 outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
+            else:
+                if agent:
+                    s = record_agent(app.ctx, s, HARNESS, agent)
+                outcomes = cp.checkpoint(app.ctx, [s], trigger=trigger)
+        if where is None or outcomes[0].session_id == "-":
+            # Exit 0 as documented (never a failed turn), but what was refused and why
+            # goes to the log, which the page says has what happened.
+            app.ctx.log("hook", None, "hook-input-refused", reason=outcomes[0].message)
         for o in outcomes:
             app.printer.outcome(o)
         # A refusal or failure says so (1, or 3 for attention), as the command does; a

@@ -69,11 +69,11 @@ def _valid_id(sid: str) -> bool:
     return 0 < len(sid) <= 200 and sid[0] not in ".-" and set(sid) <= _ID_CHARS
 
 
-def hook_cwd(data: bytes) -> str | None:
-    """The working directory an agent tool's hook names in the JSON it gives on stdin
-    (Claude Code: {"cwd": ..., "session_id": ..., "hook_event_name": ...}), None
-    when it names none (no input, or an object without "cwd"). Raises ValueError
-    for input that is not a JSON object or a "cwd" that is not a directory name."""
+def hook_input(data: bytes) -> dict[str, Any]:
+    """The JSON object an agent tool's hook gives on stdin (Claude Code:
+    {"cwd": ..., "session_id": ..., "transcript_path": ..., "hook_event_name": ...});
+    no input is an empty one. Raises ValueError for input that is not a JSON
+    object."""
     import json
     try:
         doc = json.loads(data.decode("utf-8", "replace").strip() or "{}")
@@ -81,6 +81,20 @@ def hook_cwd(data: bytes) -> str | None:
         doc = None
     if not isinstance(doc, dict):
         raise ValueError("it is not a JSON object")  # noqa: TRY004 - the input, not a caller
+    return doc
+
+
+def hook_cwd(data: bytes) -> str | None:
+    """The working directory an agent tool's hook names in the JSON it gives on stdin
+    (`hook_input`), None when it names none (no input, or an object without "cwd").
+    Raises ValueError for input that is not a JSON object or a "cwd" that is not a
+    directory name."""
+    return cwd_of(hook_input(data))
+
+
+def cwd_of(doc: dict[str, Any]) -> str | None:
+    """The "cwd" of a hook's input (`hook_input`), None when it has none. Raises
+    ValueError when it is not a directory name."""
     if "cwd" not in doc:
         return None
     cwd = doc["cwd"]

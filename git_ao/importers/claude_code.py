@@ -55,6 +55,22 @@ class Transcript:
     path: Path
 
 
+def hook_agent(doc: dict[str, object]) -> str | None:
+    """The Claude Code session id a hook's JSON input carries (`session_id`), when the
+    input is Claude Code's: its `transcript_path` is the session's transcript,
+    `<config dir>/projects/<key>/<session id>.jsonl` (the layout this importer
+    reads). None for any other input (another tool's hook, a hand-made one), whose
+    agent git-ao cannot name. Reads no file."""
+    sid, transcript = doc.get("session_id"), doc.get("transcript_path")
+    if not isinstance(sid, str) or not sid or not isinstance(transcript, str) \
+            or "\n" in sid or "/" in sid:
+        return None
+    parts = transcript.replace("\\", "/").split("/")
+    if len(parts) < 3 or parts[-1] != f"{sid}.jsonl" or parts[-3] != "projects":
+        return None
+    return sid
+
+
 def config_dir(home: Path) -> Path:
     """Claude Code's own directory: `$CLAUDE_CONFIG_DIR` when set and not empty
     (relative to the current directory), else `<home>/.claude`."""

@@ -41,7 +41,7 @@ from git_ao.git import query
 from git_ao.importers import claude_code
 from git_ao.importers.worktrees import admin_dir
 from git_ao.manage.kill import kill
-from git_ao.manage.register import current_session, register
+from git_ao.manage.register import current_session, record_agent, register
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import workflow as preserve
 from git_ao.store.settings import Settings
@@ -156,8 +156,13 @@ def create(ctx: Context, data: dict[str, Any]) -> str:
     # A pending save at this path (its worktree removed, say by WorktreeRemove)
     # stays pending; the worktree made here now is a session of its own.
     s = ctx.store.live_at(top)
+    sid = data.get("session_id")
+    agent = sid if isinstance(sid, str) and sid and "\n" not in sid else None
     if s is None:
-        s = register(ctx, top, kind=Kind.WORKER, harness=claude_code.HARNESS, name=name)
+        s = register(ctx, top, kind=Kind.WORKER, harness=claude_code.HARNESS, name=name,
+                     agent_session_id=agent)
+    else:
+        s = record_agent(ctx, s, claude_code.HARNESS, agent)
     if not ctx.dry_run and s.tool is None:
         ctx.store.set_tool_facts(s.id, tool=claude_code.TOOL, tool_id=top,
                                  tmux_session=s.tmux_session, group_id=s.group_id,

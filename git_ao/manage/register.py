@@ -160,11 +160,12 @@ def free_id(ctx: Context, name: str, repo: str) -> str:
                 "name the session with --id")
 
 
-def current_session(ctx: Context, path: str = ".", form: str = "") -> Session:
+def current_session(ctx: Context, path: str = ".", form: str = "", *, harness: str = "",
+                    agent_session_id: str | None = None) -> Session:
     """The session of the linked worktree containing `path`, registering it first
-    (id from the worktree's name) when it is not known. Raises Usage when `path`
-    is in no linked worktree (in no repository too), naming the command with ids
-    (`form`: "git ao checkpoint ID") when given."""
+    (id from the worktree's name, with `harness` and `agent_session_id`) when it is
+    not known. Raises Usage when `path` is in no linked worktree (in no repository
+    too), naming the command with ids (`form`: "git ao checkpoint ID") when given."""
     named = f"name sessions ({form})" if form else "name sessions"
     # From the path alone: a GIT_WORK_TREE or GIT_DIR left in the caller's shell
     # must never point a preserve at another session's worktree.
@@ -180,7 +181,42 @@ def current_session(ctx: Context, path: str = ".", form: str = "") -> Session:
     for s in ctx.store.sessions():
         if s.worktree_path == top and s.live:
             return s
-    return register(ctx, top)
+    return register(ctx, top, harness=harness, agent_session_id=agent_session_id)
+
+
+# Harness names that mean the same agent program: `claude-code`, which the README
+# once suggested for `git ao add --harness`, is Claude Code as the importer names it.
+_SAME_HARNESS = {"claude-code": "claude"}
+
+
+def record_agent(ctx: Context, s: Session, harness: str, agent_session_id: str | None,
+                 *, via: str = "hook") -> Session:
+    """Record what a tool's hook says of the agent working in live session `s`: its
+    `harness` and its own session id. A record without them takes them; one of the
+    same harness takes the newer agent session id (a new agent session in the same
+    worktree is the one to resume, as the importer takes the newest transcript),
+    the change logged with the old id; one of another harness is kept as it is,
+    logged (`agent-facts-kept`). Returns the session as recorded (unchanged on a
+    dry run). `via` names the caller in the log."""
+    recorded = _SAME_HARNESS.get(s.harness, s.harness)
+    if recorded not in ("", harness):
+        ctx.log(via, s.id, "agent-facts-kept", harness=s.harness,
+                agent_session_id=s.agent_session_id, hook_harness=harness,
+                hook_agent_session_id=agent_session_id)
+        return s
+    new_harness = s.harness or harness
+    new_id = agent_session_id or s.agent_session_id
+    if (new_harness, new_id) == (s.harness, s.agent_session_id) or ctx.dry_run:
+        return s
+    if not ctx.store.set_agent(s.id, new_harness, new_id, (s.harness, s.agent_session_id)):
+        return ctx.store.get(s.id) or s  # another process recorded them meanwhile
+    if s.agent_session_id and new_id != s.agent_session_id:
+        ctx.log(via, s.id, "agent-session-changed", harness=new_harness,
+                was=s.agent_session_id, now=new_id)
+    else:
+        ctx.log(via, s.id, "agent-facts-recorded", harness=new_harness, agent_session_id=new_id)
+    s.harness, s.agent_session_id = new_harness, new_id
+    return s
 
 
 # The facts `git ao add` records, by Session attribute.

@@ -420,6 +420,18 @@ class Store:
                       "WHERE session_id = ?", (common_dir, worktree_path, session_id))
         return True
 
+    def set_agent(self, session_id: str, harness: str, agent_session_id: str | None,
+                  was: tuple[str, str | None]) -> bool:
+        """Record the agent of a session (its harness and the agent's own session id),
+        only while the record still holds `was` (harness, agent session id). Returns
+        False (nothing changed) when it does not."""
+        with self.transaction() as c:
+            done = c.execute("UPDATE sessions SET harness = ?, agent_session_id = ?, "
+                             "updated_at = ? WHERE id = ? AND harness IS ? AND "
+                             "agent_session_id IS ?",
+                             (harness, agent_session_id, now_ns(), session_id, was[0], was[1]))
+            return bool(done.rowcount)
+
     def set_daemon_facts(self, session_id: str, *, group_id: str | None = None,
                          session_mode: str | None = None,
                          provider_conversation_id: str | None = None) -> None:
