@@ -241,3 +241,34 @@ def test_remote_names_after_push_from_and_remote_in_every_shell(sessions, tmp_pa
     # outside a repository: nothing, and no error
     if GIT_BASH:
         assert _words(_bash("git ao-preserve --push ", tmp_path)) == []
+
+
+def test_entry_numbers_after_at_newest_first_with_their_time_and_trigger(sessions, tmp_path):
+    """`git ao-restore ID --at <TAB>` offers the entries of that session's history
+    (1 the newest first, as `git ao history` numbers them), and in its worktree
+    the session there needs no id; zsh and fish show each entry's time and
+    trigger. A pending session (which --at refuses) or two ids offer nothing."""
+    repo = sessions
+    wt = tmp_path / "wt" / "alpha"
+    for n, trigger in ((1, "timer"), (2, "hook"), (3, "checkpoint")):
+        (wt / "work.txt").write_text(f"{n}\n")
+        ao("ao", "checkpoint", "alpha", "--trigger", trigger, cwd=repo)
+    lines = {"git ao-restore alpha --at ": ["1", "2", "3"],
+             "git ao-restore alpha --at 2": ["2"],
+             "git ao-restore gamma --at ": [],
+             "git ao-restore alpha beta --at ": []}
+    for complete in _shells(repo):
+        for line, want in lines.items():
+            assert complete(line) == want, (complete.__name__, line)
+    for complete in _shells(wt):
+        assert complete("git ao-restore --at ") == ["1", "2", "3"], complete.__name__
+    env = dict(os.environ, COMP_WORDS="git-ao-restore alpha --at ", COMP_CWORD="3",
+               _GIT_AO_RESTORE_COMPLETE="zsh_complete")
+    res = subprocess.run([shutil.which("git-ao-restore")], cwd=repo, capture_output=True,
+                         text=True, env=env, check=False)
+    got = res.stdout.split("\n")
+    numbers = [got[i + 1] for i in range(0, len(got) - 2, 3) if got[i] == "plain"]
+    helps = [got[i + 2] for i in range(0, len(got) - 2, 3) if got[i] == "plain"]
+    assert numbers == ["1", "2", "3"], res.stdout  # newest first
+    assert [h.split(" ")[1] for h in helps] == ["checkpoint,", "hook,", "timer,"], helps
+    assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ", h) for h in helps), helps

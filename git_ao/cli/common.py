@@ -190,6 +190,48 @@ def complete_ids(state: str, by: IdsBy | None = None
     return _complete
 
 
+def complete_entries(ctx: click.Context, _param: click.Parameter,
+                     incomplete: str) -> list[CompletionItem]:
+    """A click shell_complete callback offering the entry numbers of the history of
+    the session the line names (`git ao-restore feat --at <TAB>`), else of the live
+    session whose worktree the line runs in: newest first, each with its time,
+    trigger and counts as help (zsh and fish show it). One read-only look at the
+    database and the one `git log` of `history.entries`; nothing when no session
+    is known."""
+    from click.shell_completion import CompletionItem
+
+    from git_ao.errors import AoError, utc_time
+    from git_ao.store.datadir import completion_session
+    # The value being completed is missing, so click stopped before the ids: those
+    # typed before `--at` are left in ctx.args as they were.
+    ids = ctx.params.get("ids") or tuple(a for a in ctx.args if not a.startswith("-"))
+    if len(ids) > 1:
+        return []
+    top = None
+    if not ids:
+        from git_ao.cli.entry import worktree_top
+        try:
+            where = current_directory()
+        except AoError:
+            return []
+        for d in ctx.params.get("chdir") or ():
+            where = os.path.join(where, d)
+        top = worktree_top(where)
+        if top is None:
+            return []
+    found = completion_session(ids[0] if ids else None, top)
+    if found is None:
+        return []
+    from git_ao.save import history
+    try:
+        entries = history.entries(found[1], found[0])
+    except (AoError, OSError):
+        return []
+    return [CompletionItem(str(e.number), help=f"{utc_time(e.time_ns)} {e.trigger}, "
+                           f"{e.changed} changed, {e.untracked} untracked")
+            for e in entries if str(e.number).startswith(incomplete)]
+
+
 def complete_remotes(ctx: click.Context, _param: click.Parameter,
                      incomplete: str) -> list[str]:
     """A click shell_complete callback offering the remotes of the repository the

@@ -103,7 +103,7 @@ def cwd_of(doc: dict[str, Any]) -> str | None:
     return cwd
 
 
-def _top(start: str) -> str | None:
+def worktree_top(start: str) -> str | None:
     """The top of the worktree holding `start` (the directory with a `.git`)."""
     d = os.path.realpath(start)
     while True:
@@ -171,7 +171,7 @@ def _unchanged(got: dict[str, Any]) -> bool:
             return False
         path = None
     else:
-        path = _top(where)
+        path = worktree_top(where)
         sid = unchanged.session_at(data, path) if path else None
     if not sid:
         return False

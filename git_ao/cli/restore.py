@@ -11,6 +11,7 @@ from git_ao.cli.common import (
     Command,
     IntRange,
     Seconds,
+    complete_entries,
     complete_ids,
     complete_remotes,
     options,
@@ -35,7 +36,7 @@ from git_ao.cli.common import (
 @click.option("--set-aside-stray", is_flag=True,
               help="Move a directory found at a recorded path that is not the worktree "
                    "into the trash, then restore there.")
-@click.option("--at", "at", metavar="N|COMMIT", default=None,
+@click.option("--at", "at", metavar="N|COMMIT", default=None, shell_complete=complete_entries,
               help="Bring the live session's worktree to entry N of its history (1 the "
               "newest, see git ao history) or to the entry of COMMIT; the current state is "
               "recorded first, so this can be undone.")

@@ -146,6 +146,32 @@ def completion_rows(state: str) -> list[tuple[str, str]]:
     return out
 
 
+def completion_session(session_id: str | None, worktree: str | None) -> tuple[str, str] | None:
+    """(id, common git dir) of the live session named `session_id`, or with none of
+    the one whose worktree is `worktree` (a real path), for a TAB after `--at`
+    (which takes a live session only); read as `completion_rows` reads, writing nothing. None when there is
+    none, no database, or it cannot be read."""
+    path = os.path.join(data_dir(), DB_NAME)
+    if not os.path.exists(path) or (session_id is None and worktree is None):
+        return None
+    sql, arg = ("SELECT id, repo FROM sessions WHERE id = ? AND terminated = 0", session_id) \
+        if session_id is not None else \
+        ("SELECT id, repo FROM sessions WHERE workspace_path = ? AND terminated = 0", worktree)
+    for _attempt in range(3):
+        uri, stamp = read_only_uri(path)
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=1)
+            try:
+                row = conn.execute(sql, (arg,)).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+        if stamp is None or db_stamp(path) == stamp:
+            return (str(row[0]), str(row[1])) if row is not None else None
+    return None
+
+
 def ensure_private_dir(path: str) -> None:
     """Create `path` with mode 0700, refuse it when another user owns it or it is not a
     directory, tighten loose modes (refusing it when they cannot be tightened)."""
