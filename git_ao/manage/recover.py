@@ -199,13 +199,14 @@ def rebuild(store: Store | None, orphan: Orphan, read: tuple[int | None, str] | 
 def _where_now(store: Store | None, sid: str, repo: str, path: str) -> str:
     """The worktree path to record for session `sid` recovered from `repo`: when its
     record names another repository that is missing (this one, moved: `recover`
-    replaces that record), the recorded path moved with it if it was inside it
-    (`gone.moved_with`); else `path`, the one the save's trailer names."""
+    replaces that record), the path that record holds (it says where the worktree
+    was) moved with it if it was inside it (`gone.moved_with`); else `path`, the
+    one the save's trailer names."""
     old = store.get(sid) if store is not None else None
     if old is None or old.common_dir == repo or os.path.isdir(old.common_dir):
         return path
     from git_ao.fs.gone import moved_with
-    return moved_with(path, old.common_dir, repo)
+    return moved_with(old.worktree_path or path, old.common_dir, repo)
 
 
 def _private_config(repo: str, session_id: str, save: str) -> str | None:
