@@ -239,7 +239,7 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
             outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING,
                                 f"the hook's input names no directory ({exc}): nothing to do")]
         if where is not None:
-            from git_ao.importers.claude_code import HARNESS, hook_agent
+            from git_ao.importers.claude_code import HARNESS, hook_agent, started_in
             from git_ao.manage.register import current_session, record_agent
             agent = hook_agent(doc)
             facts = {"harness": HARNESS, "agent_session_id": agent} if agent else {}
@@ -249,12 +249,20 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
                 outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
             else:
                 if agent:
-                    s = record_agent(app.ctx, s, HARNESS, agent)
+                    # Another session's tools can run here (an orchestrator reading
+                    # a worker's worktree): only one started here replaces an id.
+                    s = record_agent(app.ctx, s, HARNESS, agent,
+                                     newer=started_in(doc, s.worktree_path))
                 outcomes = cp.checkpoint(app.ctx, [s], trigger=trigger)
-        if where is None or outcomes[0].session_id == "-":
-            # Exit 0 as documented (never a failed turn), but what was refused and why
-            # goes to the log, which the page says has what happened.
-            app.ctx.log("hook", None, "hook-input-refused", reason=outcomes[0].message)
+        if where is None:
+            # Exit 0 as documented (never a failed turn), but input that names no
+            # directory goes to the log, which the page says has what happened. A
+            # directory in no linked worktree is not logged: a session in the main
+            # worktree runs the hook after every turn.
+            import contextlib
+            # A log that cannot be written (a damaged data dir) fails no turn.
+            with contextlib.suppress(Exception):
+                app.ctx.log("hook", None, "hook-input-refused", reason=outcomes[0].message)
         for o in outcomes:
             app.printer.outcome(o)
         # A refusal or failure says so (1, or 3 for attention), as the command does; a

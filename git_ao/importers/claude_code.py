@@ -71,6 +71,23 @@ def hook_agent(doc: dict[str, object]) -> str | None:
     return sid
 
 
+def started_in(doc: dict[str, object], path: str) -> bool:
+    """Did the Claude Code session of a hook's input (see hook_agent) start in the
+    directory `path` or below it? Its transcript's directory is named after the
+    directory it started in, every character not an ASCII letter or digit made
+    `-`. A session started elsewhere can run its tools in `path` (an orchestrator
+    looking at a worker's worktree); so can one whose key was cut (a long path):
+    both are False. Reads no file."""
+    transcript = doc.get("transcript_path")
+    if not isinstance(transcript, str):
+        return False
+    parts = transcript.replace("\\", "/").split("/")
+    if len(parts) < 3:
+        return False
+    key = "".join(c if c.isascii() and c.isalnum() else "-" for c in os.path.realpath(path))
+    return parts[-2] == key or parts[-2].startswith(key + "-")
+
+
 def config_dir(home: Path) -> Path:
     """Claude Code's own directory: `$CLAUDE_CONFIG_DIR` when set and not empty
     (relative to the current directory), else `<home>/.claude`."""

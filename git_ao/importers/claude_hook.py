@@ -156,8 +156,7 @@ def create(ctx: Context, data: dict[str, Any]) -> str:
     # A pending save at this path (its worktree removed, say by WorktreeRemove)
     # stays pending; the worktree made here now is a session of its own.
     s = ctx.store.live_at(top)
-    sid = data.get("session_id")
-    agent = sid if isinstance(sid, str) and sid and "\n" not in sid else None
+    agent = claude_code.hook_agent(data)
     if s is None:
         s = register(ctx, top, kind=Kind.WORKER, harness=claude_code.HARNESS, name=name,
                      agent_session_id=agent)

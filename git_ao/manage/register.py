@@ -190,16 +190,19 @@ _SAME_HARNESS = {"claude-code": "claude"}
 
 
 def record_agent(ctx: Context, s: Session, harness: str, agent_session_id: str | None,
-                 *, via: str = "hook") -> Session:
+                 *, via: str = "hook", newer: bool = True) -> Session:
     """Record what a tool's hook says of the agent working in live session `s`: its
     `harness` and its own session id. A record without them takes them; one of the
-    same harness takes the newer agent session id (a new agent session in the same
-    worktree is the one to resume, as the importer takes the newest transcript),
-    the change logged with the old id; one of another harness is kept as it is,
-    logged (`agent-facts-kept`). Returns the session as recorded (unchanged on a
-    dry run). `via` names the caller in the log."""
+    same harness takes another agent session id when `newer` (that session started
+    in this worktree: a new agent session there is the one to resume, as the
+    importer takes the newest transcript), the change logged with the old id;
+    otherwise, and for another harness, the record is kept as it is, logged
+    (`agent-facts-kept`). Returns the session as recorded (unchanged on a dry
+    run). `via` names the caller in the log."""
     recorded = _SAME_HARNESS.get(s.harness, s.harness)
-    if recorded not in ("", harness):
+    if recorded not in ("", harness) or (
+            not newer and s.agent_session_id and agent_session_id
+            and agent_session_id != s.agent_session_id):
         ctx.log(via, s.id, "agent-facts-kept", harness=s.harness,
                 agent_session_id=s.agent_session_id, hook_harness=harness,
                 hook_agent_session_id=agent_session_id)
