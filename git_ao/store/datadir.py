@@ -16,6 +16,10 @@ import stat
 from git_ao.errors import Fatal, current_directory
 from git_ao.store.states import PENDING_SQL, RESTORES_SQL, State
 
+TYPE_CHECKING = False  # mypy takes any name TYPE_CHECKING as true; typing costs a TAB
+if TYPE_CHECKING:
+    from typing import Any
+
 DB_NAME = "git-ao.db"
 
 
@@ -104,6 +108,29 @@ def read_only_uri(db_path: str) -> tuple[str, Stamp | None]:
     return f"file:{uri_path(db_path)}?mode=ro", None
 
 
+def _read_only(sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]] | None:
+    """The rows of `sql` from `git-ao.db`, opened read-only (`read_only_uri`) and read
+    again when a writer came and went meanwhile; None when there is no database
+    or it cannot be read (sqlite3.Error)."""
+    path = os.path.join(data_dir(), DB_NAME)
+    if not os.path.exists(path):
+        return None
+    rows: list[tuple[Any, ...]] = []
+    for _attempt in range(3):
+        uri, stamp = read_only_uri(path)
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=1)
+            try:
+                rows = conn.execute(sql, args).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+        if stamp is None or db_stamp(path) == stamp:
+            return rows
+    return rows
+
+
 def completion_rows(state: str) -> list[tuple[str, str]]:
     """(id, description) of the sessions for shell completion, the description
     being the session's state and branch ("pending, fix-parser"), read without
@@ -112,30 +139,18 @@ def completion_rows(state: str) -> list[tuple[str, str]]:
     state: 'live', 'pending', 'restore' (the pending ones a restore naming none
     brings back: states.RESTORES_SQL) or 'all'. Opens `git-ao.db` read-only, writing nothing
     beside it (`read_only_uri`); returns [] when there is no database or it cannot be read."""
-    path = os.path.join(data_dir(), DB_NAME)
-    if not os.path.exists(path):
-        return []
     where = {"live": "WHERE s.terminated = 0",
              "pending": f"WHERE {PENDING_SQL}",
              "restore": f"WHERE {RESTORES_SQL}"}.get(state, "")
-    rows: list[tuple[str, int, int, str | None, int | None]] = []
-    for _attempt in range(3):
-        uri, stamp = read_only_uri(path)
-        try:
-            conn = sqlite3.connect(uri, uri=True, timeout=1)
-            try:
-                rows = conn.execute(
-                    "SELECT s.id, s.terminated, "
-                    f"CASE WHEN {PENDING_SQL} THEN 1 ELSE 0 END, s.branch, w.needs_attention "
-                    "FROM sessions s LEFT JOIN session_worktrees w "
-                    f"ON w.session_id = s.id {where} ORDER BY s.id").fetchall()
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            # A database not migrated yet has no removed_by: every pending save.
-            return completion_rows("pending") if state == "restore" else []
-        if stamp is None or db_stamp(path) == stamp:
-            break  # else a writer came and went during the read: read again
+    rows = _read_only(
+        "SELECT s.id, s.terminated, "
+        f"CASE WHEN {PENDING_SQL} THEN 1 ELSE 0 END, s.branch, w.needs_attention "
+        "FROM sessions s LEFT JOIN session_worktrees w "
+        f"ON w.session_id = s.id {where} ORDER BY s.id")
+    if rows is None:
+        # A database not migrated yet has no removed_by: every pending save.
+        exists = os.path.exists(os.path.join(data_dir(), DB_NAME))
+        return completion_rows("pending") if state == "restore" and exists else []
     out = []
     for sid, terminated, pending, branch, attention in rows:
         # The ref is not checked here (no git on a TAB): "attention" may be stale.
@@ -149,27 +164,15 @@ def completion_rows(state: str) -> list[tuple[str, str]]:
 def completion_session(session_id: str | None, worktree: str | None) -> tuple[str, str] | None:
     """(id, common git dir) of the live session named `session_id`, or with none of
     the one whose worktree is `worktree` (a real path), for a TAB after `--at`
-    (which takes a live session only); read as `completion_rows` reads, writing nothing. None when there is
-    none, no database, or it cannot be read."""
-    path = os.path.join(data_dir(), DB_NAME)
-    if not os.path.exists(path) or (session_id is None and worktree is None):
+    (which takes a live session only); read as `completion_rows` reads, writing
+    nothing. None when there is none, no database, or it cannot be read."""
+    if session_id is None and worktree is None:
         return None
     sql, arg = ("SELECT id, repo FROM sessions WHERE id = ? AND terminated = 0", session_id) \
         if session_id is not None else \
         ("SELECT id, repo FROM sessions WHERE workspace_path = ? AND terminated = 0", worktree)
-    for _attempt in range(3):
-        uri, stamp = read_only_uri(path)
-        try:
-            conn = sqlite3.connect(uri, uri=True, timeout=1)
-            try:
-                row = conn.execute(sql, (arg,)).fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            return None
-        if stamp is None or db_stamp(path) == stamp:
-            return (str(row[0]), str(row[1])) if row is not None else None
-    return None
+    rows = _read_only(sql, (arg,))
+    return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
 
 def ensure_private_dir(path: str) -> None:
