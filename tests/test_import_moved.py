@@ -259,3 +259,28 @@ def test_the_readme_recipe_for_a_moved_repository_works(tmp_path):
     s = sessions_by_id(app2)["feat"]
     assert (s["state"], s["workspace_path"]) == ("live", str(app2 / ".claude/worktrees/feat"))
     ao("ao-preserve", "feat", cwd=app2)
+
+
+def test_a_session_beside_a_bare_repository_moved_with_it_is_repointed(tmp_path):
+    # proj/app.git with its worktrees beside it (proj/main, where `claude --worktree`
+    # made proj/main/.claude/worktrees/feat), `mv proj proj2`: the agent runs at the
+    # new path under another session id, and import re-points the session there.
+    src = _app(tmp_path)
+    proj = tmp_path / "proj"
+    git("clone", "-q", "--bare", src, proj / "app.git", cwd=tmp_path)
+    git("worktree", "add", "-q", proj / "main", "main", cwd=proj / "app.git")
+    (proj / "app.git" / "info" / "exclude").write_text(".claude/\n")
+    wt = ts.claude_worktree(proj / "main", "feat")
+    ts.claude_transcript(wt, CC_ID)
+    ao("ao", "import", "--tool", "claude-code", cwd=wt)
+    assert set(sessions_by_id(wt)) == {"feat"}
+    proj.rename(tmp_path / "proj2")
+    common, wt = tmp_path / "proj2" / "app.git", tmp_path / "proj2" / wt.relative_to(proj)
+    git("worktree", "repair", wt, tmp_path / "proj2" / "main", cwd=common)
+    ts.claude_transcript(wt, CC_NEW)
+    res = ao("ao", "import", "--tool", "claude-code", cwd=wt)
+    assert f"re-pointed session 'feat' at {wt}" in res.stdout, res.stdout
+    got = sessions_by_id(wt)
+    assert set(got) == {"feat"}, got
+    assert (got["feat"]["state"], got["feat"]["workspace_path"], got["feat"]["repo"]) == (
+        "live", str(wt), str(common)), got

@@ -89,3 +89,74 @@ def test_restore_doctor_and_prune_give_one_advice_for_a_moved_repository(tmp_pat
         assert "git ao forget --force in, then" not in text, (cmd, text)
     assert "(or mount its disk)" in advice and "--recover -C NEWPATH" in advice
     assert os.path.isdir(app2)
+
+
+def _bare(tmp_path: Path, common: Path, worktrees: dict[str, Path]) -> None:
+    """A bare clone at `common` with a linked worktree per id in `worktrees`, each
+    registered under that id with work in it; 'live' stays live, the others are
+    preserved (pending)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    git("init", "-q", "-b", "main", cwd=src)
+    init_repo(src)
+    common.parent.mkdir(parents=True, exist_ok=True)
+    git("clone", "-q", "--bare", src, common, cwd=tmp_path)
+    for sid, path in worktrees.items():
+        git("worktree", "add", "-q", "-b", sid, path, cwd=common)
+        ao("ao", "add", path, "--id", sid, cwd=path)
+        (path / "work.txt").write_text(f"{sid}'s work\n")
+        if sid != "live":
+            ao("ao-preserve", sid, cwd=common)
+
+
+def _repoint(route: str, common: Path, live: Path) -> None:
+    """Re-point the records of the repository moved to `common` by `route`."""
+    git("worktree", "repair", live, cwd=common)
+    if route == "recover":
+        ao("ao", "doctor", "--recover", "-C", common, cwd=common, rc=1)  # live: its own add
+    else:
+        ao("ao", "add", live, "--id", "live", cwd=live)
+
+
+@pytest.mark.parametrize("route", ["recover", "add"])
+def test_a_hidden_bare_repository_moved_alone_leaves_its_worktrees_paths(tmp_path, route):
+    # A bare ~/.dotfiles with its worktrees under ~/work, moved to ~/.config/dotfiles:
+    # the home directory holding it did not move, so neither did ~/work/feat.
+    home = tmp_path / "home"
+    old = home / ".dotfiles"
+    feat, live = home / "work" / "feat", home / "work" / "live"
+    _bare(tmp_path, old, {"feat": feat, "live": live})
+    new = home / ".config" / "dotfiles"
+    new.parent.mkdir()
+    old.rename(new)
+    _repoint(route, new, live)
+    got = sessions_by_id(new)["feat"]
+    assert (got["state"], got["workspace_path"], got["repo"]) == (
+        "pending", str(feat), str(new)), got
+    ao("ao-restore", "feat", cwd=new)
+    assert (feat / "work.txt").read_text() == "feat's work\n"
+    assert not (new / "work").exists()  # nothing written inside the bare repository
+
+
+@pytest.mark.parametrize("route", ["recover", "add"])
+@pytest.mark.parametrize("moved", ["project", "repository"])
+def test_a_bare_repository_with_worktrees_beside_it(tmp_path, route, moved):
+    # proj/app.git with proj/feat beside it: `mv proj proj2` moves proj/feat too;
+    # `mv proj/app.git proj/app2.git` moves no worktree (proj is still there).
+    proj = tmp_path / "proj"
+    feat, live = proj / "feat", proj / "live"
+    _bare(tmp_path, proj / "app.git", {"feat": feat, "live": live})
+    if moved == "project":
+        proj.rename(tmp_path / "proj2")
+        proj = tmp_path / "proj2"
+        new, feat_now, live = proj / "app.git", proj / "feat", proj / "live"
+    else:
+        new, feat_now = proj / "app2.git", feat
+        (proj / "app.git").rename(new)
+    _repoint(route, new, live)
+    got = sessions_by_id(new)["feat"]
+    assert (got["state"], got["workspace_path"], got["repo"]) == (
+        "pending", str(feat_now), str(new)), got
+    ao("ao-restore", "feat", cwd=new)
+    assert (feat_now / "work.txt").read_text() == "feat's work\n"
+    assert not (tmp_path / "proj").exists() or moved == "repository"

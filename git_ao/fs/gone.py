@@ -59,28 +59,38 @@ def missing_repo_advice(sid: str) -> str:
             f"with git ao forget --force {sid}")
 
 
-def repo_top(common_dir: str) -> str:
-    """The directory a repository's files live in, which `mv` moves whole: the one
-    holding its git dir when that is hidden (`app` for `app/.git` and for the bare
-    clone `app/.bare`, whose worktrees sit beside it), else the bare repository
-    itself (`app.git`)."""
-    path = common_dir.rstrip("/") or "/"
-    if os.path.basename(path).startswith(".") and os.path.dirname(path) != "/":
-        return os.path.dirname(path)
-    return path
+def moved_tops(old_common: str, new_common: str) -> tuple[str, str] | None:
+    """(old, new): the directory that moved with a repository whose common git dir
+    was `old_common` and is `new_common` now, and where it is now; None when no
+    moved directory is proven. A directory is taken as moved only when it is gone
+    (`not os.path.lexists`): the one holding the git dir when the git dir has the
+    same name in the new one (`app` for `app/.git` and `app/.bare` after `mv app
+    app2`; `proj` for the bare `proj/app.git` with worktrees beside it after `mv
+    proj proj2`), else the git dir itself. The home directory that held a bare
+    `~/.dotfiles` moved to `~/.config/dotfiles` is still there, so only the git
+    dir moved. Reads the file system (lstat of the old paths)."""
+    old = os.path.normpath(old_common)
+    new = os.path.normpath(new_common)
+    if old == new or os.path.lexists(old):
+        return None
+    old_up, new_up = os.path.dirname(old), os.path.dirname(new)
+    if os.path.basename(old) == os.path.basename(new) and old_up != new_up \
+            and not os.path.lexists(old_up):
+        return old_up, new_up
+    return old, new
 
 
 def moved_with(path: str, old_common: str, new_common: str) -> str:
     """Where `path`, recorded for a worktree of the repository whose common git dir was
     `old_common`, is now that the repository is at `new_common`: the same relative
-    path under the new top directory (`repo_top`) when it was inside the old one
-    (`app/.claude/worktrees/feat` -> `app2/.claude/worktrees/feat`), else `path`
-    unchanged (a worktree outside the repository did not move with it). Reads no
-    file."""
-    old_top = repo_top(old_common)
-    new_top = repo_top(new_common)
-    if not path or old_top == new_top:
+    path under the new place of the directory that moved with it (`moved_tops`)
+    when it was inside it (`app/.claude/worktrees/feat` -> `app2/.claude/worktrees/feat`),
+    else `path` unchanged (a worktree outside it did not move with the repository).
+    Reads the file system (`moved_tops`)."""
+    tops = moved_tops(old_common, new_common) if path else None
+    if tops is None:
         return path
+    old_top, new_top = tops
     rel = os.path.relpath(path, old_top)
     if rel == "." or rel == ".." or rel.startswith("../") or os.path.isabs(rel):
         return path
@@ -90,8 +100,8 @@ def moved_with(path: str, old_common: str, new_common: str) -> str:
 def same_place(s: Session, common_dir: str, worktree: str) -> bool:
     """Is `worktree`, a linked worktree of the repository at `common_dir`, where the
     worktree of session `s` is now, its repository having moved (`mv`) with the
-    worktree inside the directory holding it: another repository directory, the
-    same path under it (`.claude/worktrees/feat`, `.conductor/fix`)?"""
+    worktree inside the directory that moved (`moved_with`): the same path under
+    it (`.claude/worktrees/feat`, `.conductor/fix`, `feat` beside `app.git`)?"""
     new = moved_with(s.worktree_path, s.common_dir, os.path.realpath(common_dir))
     return new != s.worktree_path and new == worktree
 
