@@ -989,3 +989,67 @@ def test_restore_from_brings_the_history_and_prune_remote_deletes_it_after_the_s
                                  f"({foreign[:12]}) on plain: {REF}zz is gone from there"), real
     assert git("for-each-ref", "--format=%(refname)", "refs/ao/", cwd=plain).split() == \
         ["refs/ao/history/zz"]
+
+
+def _raced_row(repo, worktrees, tmp_path, want):
+    """A session 'race' pushed to 'plain' (the remote holds its save Z), then a row
+    asking for `want` ('new': a newer checkpoint X; 'delete': the copy deleted),
+    not sent yet. Returns (Context, the stale pending rows, Z, X or '', worktree)."""
+    from git_ao.context import Context
+    from git_ao.remote import pushes
+    from git_ao.store.database import Store
+    _plain_remote(repo, tmp_path)
+    wt = worktrees(repo, "race")
+    (wt / "one.txt").write_text("one\n")
+    ao("ao-preserve", "race", "--keep-worktree", "--push", "plain", cwd=repo)
+    z = local_ref(repo, "race")
+    assert remote_refs(repo, "plain") == {"race": z}
+    x = ""
+    if want == "new":
+        (wt / "two.txt").write_text("two\n")
+        ao("ao-preserve", "race", "--keep-worktree", cwd=repo)
+        x = local_ref(repo, "race")
+        assert x != z
+    ctx = Context(Store())
+    [row] = [r for r in pushes.rows(ctx.store) if r.session_id == "race"]
+    pushes.set_want(ctx.store, "race", row.remote, row.repo, x)
+    return ctx, pushes.pending_rows(ctx.store), z, x, wt
+
+
+@pytest.mark.parametrize("want", ["new", "delete"])
+def test_a_push_given_up_while_it_is_sent_leaves_nothing_to_undo(repo, worktrees, tmp_path,
+                                                                  want):
+    """`git ao forget --push` while a background prune sends that push (the racing
+    order, in-process): the push goes through and records what the remote holds
+    now; the row never asks to undo it (push back the older save, or push again
+    the copy just deleted)."""
+    from git_ao.remote import pushes
+    ctx, stale, z, x, _ = _raced_row(repo, worktrees, tmp_path, want)
+    [row] = stale
+    assert pushes.give_up(ctx, "race").status == "ok"
+    out = pushes._push_group(ctx, row.repo, row.remote, stale, 60)
+    assert [o.status for o in out] == ["ok"], out
+    assert remote_refs(repo, "plain") == ({"race": x} if x else {})
+    assert pushes.pending_rows(ctx.store) == []
+    assert pushes.push_pending(ctx, timeout=60) == []
+    assert remote_refs(repo, "plain") == ({"race": x} if x else {})
+    assert local_ref(repo, "race") == (x or z)  # the local save stays
+
+
+def test_forget_push_gives_up_only_what_it_read(repo, worktrees, tmp_path):
+    """A preserve records a newer push between what `git ao forget --push` read and
+    its write (the racing order, in-process): that push is not given up, and the
+    line says so."""
+    from git_ao.remote import pushes
+    ctx, stale, z, x, wt = _raced_row(repo, worktrees, tmp_path, "new")
+    [row] = stale
+    (wt / "three.txt").write_text("three\n")
+    ao("ao-preserve", "race", "--keep-worktree", cwd=repo)
+    w = local_ref(repo, "race")
+    assert w not in (x, z)
+    pushes.set_want(ctx.store, "race", row.remote, row.repo, w)  # the preserve's
+    out = pushes._give_up(ctx, "race", stale)
+    assert out.status == "attention", out
+    assert "not given up" in out.message and "changed" in out.message, out.message
+    [now] = pushes.rows(ctx.store)
+    assert (now.want, now.have) == (w, x)  # the preserve pushed X on its way

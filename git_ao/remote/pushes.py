@@ -223,6 +223,27 @@ def set_haves(store: Store, haves: Sequence[tuple[str, str, str, str, str | None
         c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
 
 
+def set_pushed(store: Store, pushed: Sequence[tuple[str, str, str, str, str]]) -> None:
+    """Record, for each (session id, remote, repo, what the remote held before, what
+    it holds now) a push or delete went through for, what the remote holds now, in
+    one commit. The row's `want` stays (a preserve may have asked for a newer save
+    meanwhile), unless it is what the remote held before: `git ao forget --push`
+    gave the push up while it was sent, and keeping that want would push the older
+    save back (or the deleted copy again), so it becomes what the remote holds now."""
+    if not pushed:
+        return
+    t = now_ns()
+    with store.transaction() as c:
+        c.executemany(
+            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) "
+            "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
+            "want = CASE WHEN want = ? THEN excluded.have ELSE want END, error = NULL, "
+            "updated_at = excluded.updated_at",
+            [(sid, rem, repo, now, now, t, was) for sid, rem, repo, was, now in pushed])
+        c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
+
+
 def _set_error(store: Store, row: PushRow, error: str) -> None:
     _set_errors(store, [row], error)
 
@@ -528,7 +549,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
             final[r.session_id] = second
         for h in retried:
             h.line, h.why, h.retried = second.lines.get(h.ref), second.why, True
-    pushed: list[tuple[str, str, str, str, str | None]] = []
+    pushed: list[tuple[str, str, str, str, str]] = []
     unsent: list[PushRow] = []
     for r in ready:
         got = final[r.session_id]
@@ -541,7 +562,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
         elif line.ok or (_lease_failed(line) and seen.get(r.ref) == r.want):
             # Pushed, or the remote already holds exactly what it should (a push
             # this machine made and was killed before recording it).
-            pushed.append((r.session_id, remote, repo, r.want, None))
+            pushed.append((r.session_id, remote, repo, r.have, r.want))
             ctx.log("push", r.session_id, "pushed" if r.want else "remote-deleted",
                     remote=remote, ref=r.ref, commit=r.want or r.have or None)
             if not line.ok or line.flag == "=":  # '=': git found it up to date there
@@ -578,7 +599,7 @@ def _push_group(ctx: Context, repo: str, remote: str, group: list[PushRow],
             out.append(_stale(ctx, r, remote, repo, seen.get(r.ref), unread))
         else:
             out.append(_rejected(ctx, r, repo, remote, line.summary))
-    set_haves(ctx.store, pushed)
+    set_pushed(ctx.store, pushed)
     set_histories_pushed(ctx.store, [(sid, remote, h.tip) for sid, h in hists.items()
                                      if h.pushed])
     for r in unsent:
@@ -872,8 +893,9 @@ def give_up(ctx: Context, session_id: str) -> Outcome:
     keeps the commands exiting 3, until then). Nothing local changes: the record,
     the preserve ref, the history and the trash stay. Each row keeps what the
     remote was last seen holding (the lease of a later push) and wants that:
-    nothing left to do. Status nothing when no push is pending; raises Refused
-    for an id with neither a record nor a push."""
+    nothing left to do. Status nothing when no push is pending, attention when a
+    row changed after it was read (`_give_up`); raises Refused for an id with
+    neither a record nor a push."""
     from git_ao.errors import Refused
     mine = [r for r in rows(ctx.store) if r.session_id == session_id]
     todo = [r for r in mine if r.pending]
@@ -881,22 +903,42 @@ def give_up(ctx: Context, session_id: str) -> Outcome:
         if not mine and ctx.store.get(session_id) is None:
             raise Refused(f"no session '{session_id}' (see 'git ao list')")
         return Outcome(session_id, Action.FORGET, Status.NOTHING, "no push pending")
-    what = ", ".join(f"{'the push to' if r.want else 'the delete of its copy on'} {r.remote}"
-                     for r in todo)
+    return _give_up(ctx, session_id, todo)
+
+
+def _what(r: PushRow) -> str:
+    return f"{'the push to' if r.want else 'the delete of its copy on'} {r.remote}"
+
+
+def _give_up(ctx: Context, session_id: str, todo: Sequence[PushRow]) -> Outcome:
+    """Give up each row of `todo` (pending, as read), only where it is still as read:
+    a preserve that asked for a newer save, or a push that went through, since
+    then is not given up unseen (the line names it; status attention)."""
     kept = "the local save, its record and history stay; what each remote holds stays there"
     data: OutcomeData = {"repo": todo[0].repo, "remote": todo[0].remote, "ref": todo[0].ref}
     if ctx.dry_run:
-        return Outcome(session_id, Action.FORGET, Status.OK, f"would give up {what}; {kept}",
-                       data)
+        return Outcome(session_id, Action.FORGET, Status.OK,
+                       f"would give up {', '.join(map(_what, todo))}; {kept}", data)
+    done: list[PushRow] = []
     with ctx.store.transaction() as c:
-        c.executemany("UPDATE remote_pushes SET want = have, error = NULL, updated_at = ? "
-                      "WHERE session_id = ? AND remote = ?",
-                      [(now_ns(), r.session_id, r.remote) for r in todo])
+        for r in todo:
+            cur = c.execute("UPDATE remote_pushes SET want = have, error = NULL, updated_at = ? "
+                            "WHERE session_id = ? AND remote = ? AND want = ? AND have = ?",
+                            (now_ns(), r.session_id, r.remote, r.want, r.have))
+            if cur.rowcount:
+                done.append(r)
         c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
-    for r in todo:
+    for r in done:
         ctx.log("forget", session_id, "push-given-up", remote=r.remote, ref=r.ref,
                 commit=r.want or None, have=r.have or None)
-    return Outcome(session_id, Action.FORGET, Status.OK, f"gave up {what}; {kept}", data)
+    said = [f"gave up {', '.join(map(_what, done))}; {kept}"] if done else []
+    changed = [r for r in todo if r not in done]
+    if changed:
+        said.append(f"not given up: {', '.join(map(_what, changed))}, which changed since it "
+                    f"was read (a preserve, restore or push meanwhile); git ao forget --push "
+                    f"{session_id} again gives up what is pending now")
+    return Outcome(session_id, Action.FORGET, Status.ATTENTION if changed else Status.OK,
+                   "; ".join(said), data)
 
 
 def _drop(store: Store, r: PushRow) -> None:
