@@ -32,6 +32,13 @@ MAX_ID = 200
 ID_RE = re.compile(rf"^[A-Za-z0-9_][A-Za-z0-9._-]{{0,{MAX_ID - 1}}}$")
 
 
+def give_up_hint(session_id: str) -> str:
+    """How to give up a push or delete that cannot go through (a dead or mistyped
+    remote): the local save stays. Here, below both, so the push lines and `git ao
+    doctor` say it in one set of words."""
+    return f"to give it up (the local save stays): git ao forget --push {session_id}"
+
+
 @dataclass
 class Context:
     """What every workflow call needs: the store and the run's switches."""

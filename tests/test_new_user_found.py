@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from git_ao.context import give_up_hint
 from tests.support import ao, git
 
 
@@ -242,6 +244,7 @@ def test_a_push_to_a_dead_url_is_said_under_q_and_forget_push_gives_it_up(repo, 
         "git ao forget --push dead" in line, line
     doctor = ao("ao", "doctor", cwd=repo, rc=1).stdout
     assert "git ao forget --push dead" in doctor, doctor
+    assert line.endswith(give_up_hint("dead")) and give_up_hint("dead") in doctor, doctor
     save = git("rev-parse", "refs/ao/preserved/dead", cwd=repo).strip()
     out = ao("ao", "forget", "--push", "-n", "dead", cwd=repo).stdout
     assert "would give up the push to " + DEAD in out, out
@@ -312,3 +315,20 @@ def test_outside_any_repository_a_preserve_naming_nothing_is_a_usage_error_as_pa
         assert "not a repository," not in fatal, (page, fatal)
         usage = status[status.index(".B 129"):]
         assert "in no git repository" in usage.split(".TP")[0], (page, usage)
+
+
+def test_doctor_recover_dry_run_without_c_creates_nothing(repo, worktrees, tmp_path):
+    """`git ao doctor --recover -n` naming no repository changes nothing (git-ao(1)):
+    its look at the database opens it read-only, so a data dir never used is
+    still not there after it (no database, no -wal or -shm)."""
+    data = Path(os.environ["AO_DATA_DIR"])
+    shutil.rmtree(data, ignore_errors=True)
+    ao("ao", "doctor", "--recover", "-n", cwd=repo, rc=None)
+    assert not data.exists(), sorted(p.name for p in data.iterdir())
+
+
+def test_doctor_dry_run_without_recover_is_a_usage_error(repo):
+    """-n belongs to `--recover` (git-ao(1)'s synopsis): `git ao doctor -n` alone is
+    refused in one line, never accepted to do nothing different."""
+    res = ao("ao", "doctor", "-n", cwd=repo, rc=129)
+    assert "-n" in res.stderr and "--recover" in res.stderr, res.stderr

@@ -323,6 +323,9 @@ def doctor(app: App, scan: tuple[str, ...], recover: bool) -> int:
     """Check git, the data dir, the database and the known repositories (and those
     named with -C or found under DIR...)."""
     from git_ao.manage import doctor as doc
+    if app.dry_run and not recover:
+        usage("-n goes with --recover (git ao doctor --recover -n): without it, doctor "
+              "changes nothing")
     app.refs_noticed = True  # its checks name them
     chdirs = click.get_current_context().params.get("chdir") or ()
     named = [p for p in chdirs if os.path.isabs(p)] + \

@@ -7,7 +7,7 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from git_ao import git
-from git_ao.context import REF_PREFIX
+from git_ao.context import REF_PREFIX, give_up_hint
 from git_ao.errors import AoError, ExitStatus, current_directory
 from git_ao.fs.gone import gone_worktree, repo_gone_advice
 from git_ao.git import version
@@ -49,28 +49,30 @@ def recover(open_store: Callable[[], Store], repos: Sequence[str], *, named_any:
     from git_ao.store import log
     from git_ao.store.database import Store
     notes = searched_notes(*searched) if searched and searched[0] else []
-    if not named_any:
+    # A dry run looks at the database read-only: it creates no data dir, no
+    # database, no -wal or -shm.
+    probed: Store | None = None
+    damaged: Fatal | None = None
+    if not named_any or dry_run:
         try:
-            Store()
+            probed = Store(read_only=dry_run)
         except Fatal as exc:
-            if not any(split_daemon_refs(r, [ref for ref, _ in
-                                             git.for_each_ref(r, REF_PREFIX)])[0]
-                       for r in repos):
-                # A new database built from no repository would hide the loss.
-                # What the search left out may be where the work is: said too.
-                left = "".join(f"; {n}" for n in notes[1:])
-                raise Usage("the database cannot be used, no repository was named to "
-                            "rebuild it from and none holding preserve refs was found in "
-                            f"the home directory ({rec.SCAN_DEPTH} levels deep) or the "
-                            "repository it runs in: git ao "
-                            f"doctor --recover -C REPO (or DIR to search){left}") from exc
+            damaged = exc
+    # A new database built from no repository would hide the loss.
+    if damaged is not None and not named_any and not any(
+            split_daemon_refs(r, [ref for ref, _ in git.for_each_ref(r, REF_PREFIX)])[0]
+            for r in repos):
+        # What the search left out may be where the work is: said too.
+        left = "".join(f"; {n}" for n in notes[1:])
+        raise Usage("the database cannot be used, no repository was named to "
+                    "rebuild it from and none holding preserve refs was found in "
+                    f"the home directory ({rec.SCAN_DEPTH} levels deep) or the "
+                    "repository it runs in: git ao "
+                    f"doctor --recover -C REPO (or DIR to search){left}") from damaged
     if dry_run:
-        try:
-            read: Store | None = Store(read_only=True)
-        except Fatal as exc:
-            read = None
-            notes.append(f"would move the damaged database aside ({exc})")
-        return notes, rec.recover(read, repos, dry_run=True)
+        if damaged is not None:
+            notes.append(f"would move the damaged database aside ({damaged})")
+        return notes, rec.recover(probed, repos, dry_run=True)
     store = open_store()
     if store.moved_aside:
         log.event(store.dir, "doctor", None, "db-moved-aside", path=store.moved_aside)
@@ -242,13 +244,12 @@ def push_checks(store: Store) -> list[Check]:
             out.append(Check("push", False, f"{sid}: {what} has not gone through; the last "
                              f"try was {error} (tried again by git ao-prune --remote {remote}, "
                              f"git ao-restore --from {remote}, git ao-preserve --push {remote} "
-                             f"and commands on {sid}; git ao log --session {sid}; to give "
-                             f"it up, the local save staying: git ao forget --push {sid})"))
+                             f"and commands on {sid}; git ao log --session {sid}; "
+                             f"{give_up_hint(sid)})"))
         elif error:
             out.append(Check("push", False, f"{sid}: {what} has not gone through; the last "
                              f"try: {error} (git ao-prune tries again; git ao log --session "
-                             f"{sid}; to give it up, the local save staying: git ao forget "
-                             f"--push {sid})"))
+                             f"{sid}; {give_up_hint(sid)})"))
         else:
             out.append(Check("push", None, f"{sid}: {what} waits (git ao-prune does it)"))
     return out

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from git_ao import git
-from git_ao.context import REF_PREFIX, Context
+from git_ao.context import REF_PREFIX, Context, give_up_hint
 from git_ao.errors import AoError, Usage
 from git_ao.git import query, remotes
 from git_ao.outcome import Action, Outcome, OutcomeData, Status, facts
@@ -51,14 +51,8 @@ SECRETS_WARNING = (
 RETRY_HINT = "retried by the next git ao-preserve, git ao-restore or git ao-prune"
 
 
-def give_up_hint(session_id: str) -> str:
-    """How to give up a push or delete that cannot go through (a dead or mistyped
-    remote): the local save stays."""
-    return f"to give it up (the local save stays): git ao forget --push {session_id}"
 # A row the remote refused: no retry goes through until someone acts, so only the
 # commands about it try again (`Concern`).
-
-
 def refused_hint(remote: str, session_id: str) -> str:
     """Who tries again a push or delete `remote` refused."""
     return (f"tried again only by git ao-prune --remote {remote}, git ao-restore --from "
