@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from git_ao.context import give_up_hint
-from tests.support import ao, git
+from tests.support import ao, git, init_repo
 
 
 def _deleted_branch(repo, worktrees):
@@ -332,3 +332,54 @@ def test_doctor_dry_run_without_recover_is_a_usage_error(repo):
     refused in one line, never accepted to do nothing different."""
     res = ao("ao", "doctor", "-n", cwd=repo, rc=129)
     assert "-n" in res.stderr and "--recover" in res.stderr, res.stderr
+
+
+def test_kill_whose_worktree_prune_fails_still_says_terminated(repo, worktrees, monkeypatch):
+    """The `git worktree prune` after a kill marked the session terminated and moved
+    its worktree to the trash fails (here: a config git's worktree command cannot
+    read appears just then): the kill says what it did, with the registration
+    left, never a failure for a session that was ended; the next prune clears it."""
+    from git_ao.context import Context
+    from git_ao.manage import kill as kill_mod
+    from git_ao.store import trash
+    from git_ao.store.database import Store
+    wt = worktrees(repo, "ended")
+    real_detach = trash.detach
+
+    def detach_then_break_config(entry):
+        real_detach(entry)
+        git("config", "worktree.guessRemote", "maybe", cwd=repo)
+
+    monkeypatch.setattr(trash, "detach", detach_then_break_config)
+    ctx = Context(Store())
+    out = kill_mod.kill(ctx, "ended")
+    assert out.status == "ok" and out.message.startswith("terminated; "), out
+    assert "git worktree prune failed" in out.message, out.message
+    assert not wt.exists() and ctx.store.get("ended").state == "terminated"
+    git("config", "--unset", "worktree.guessRemote", cwd=repo)
+    assert str(wt) in git("worktree", "list", "--porcelain", cwd=repo)
+    ao("ao-prune", cwd=repo)
+    assert str(wt) not in git("worktree", "list", "--porcelain", cwd=repo)
+
+
+def test_the_history_drop_command_runs_as_printed_from_a_path_with_a_space(tmp_path,
+                                                                          worktrees):
+    """forget and add print the one command that drops a session id's history;
+    pasted into a shell, it works from a repository whose path holds a space."""
+    import re
+    import subprocess
+    repo = tmp_path / "my repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", repo, cwd=tmp_path)
+    init_repo(repo)
+    wt = worktrees(repo, "hist")
+    (wt / "work.txt").write_text("one\n")
+    ao("ao", "checkpoint", "hist", cwd=repo)
+    said = re.compile(r"(git -C [^;(]+? update-ref -d refs/ao/history/hist) drops")
+    forgot = said.search(ao("ao", "forget", "hist", cwd=repo).stdout)
+    git("worktree", "remove", "--force", wt, cwd=repo)
+    git("worktree", "add", "-q", "-b", "hist2", wt, cwd=repo)
+    added = said.search(ao("ao", "add", wt, "--id", "hist", cwd=repo).stdout)
+    assert forgot and added and forgot[1] == added[1], (forgot, added)
+    subprocess.run(added[1], shell=True, cwd=tmp_path, check=True)
+    assert git("for-each-ref", "refs/ao/history/", cwd=repo) == ""

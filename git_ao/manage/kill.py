@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 
 from git_ao.context import KEPT_PREFIX, Context, lookup
-from git_ao.errors import Refused
+from git_ao.errors import AoError, Refused
 from git_ao.fs import walk
 from git_ao.git import query, worktree
 from git_ao.outcome import Action, Outcome, Status, facts
@@ -82,10 +83,24 @@ def kill(ctx: Context, session_id: str) -> Outcome:
         if trashed:
             # Only now: the prune keeps the registration of a live session whose
             # directory is missing, as this one was until it was marked terminated.
-            ctx.prune_worktrees(s.common_dir)
+            gone += _prune_after(ctx, s)
         ctx.log("kill", s.id, "killed", workspace=path)
         return Outcome(s.id, Action.KILL, Status.OK, f"terminated; {gone}",
                        {**facts(s), **({"trash": trashed} if trashed else {})})
+
+
+def _prune_after(ctx: Context, s: Session) -> str:
+    """`git worktree prune` after the kill of `s` moved its worktree to the trash,
+    best effort: the session is terminated and its worktree in the trash whatever
+    it does, and a failure leaves only the registration of a directory gone, which
+    the next prune clears (as preserve's). Returns the clause saying a failure."""
+    try:
+        ctx.prune_worktrees(s.common_dir)
+    except AoError as exc:
+        ctx.log("kill", s.id, "worktree-prune-failed", repo=s.common_dir, error=str(exc))
+        return (f"; git worktree prune failed ({exc}): its registration stays until the "
+                "next git ao-prune or git worktree prune")
+    return ""
 
 
 def forget(ctx: Context, session_id: str, force: bool = False) -> Outcome:
@@ -125,7 +140,7 @@ def _kept(ctx: Context, s: Session) -> str:
         held.append(f"the trash cop{'y' if len(copies) == 1 else 'ies'} {', '.join(copies)}")
     if not held:
         return ""
-    how = (f" (git -C {s.common_dir} log {ref} lists it; git -C {s.common_dir} "
-           f"update-ref -d {ref} drops it; a later session '{s.id}' takes it on as its "
-           "older entries)") if hist else ""
+    how = (f" (git -C {shlex.quote(s.common_dir)} log {ref} lists it; "
+           f"{history.drop_command(s.common_dir, s.id)} drops it; a later session "
+           f"'{s.id}' takes it on as its older entries)") if hist else ""
     return f"; kept: {', '.join(held)}{how}"

@@ -283,7 +283,7 @@ def inherited_history(s: Session) -> str:
         return ""
     return (f"; {ref} already holds {n} entr{'y' if n == 1 else 'ies'} of an earlier "
             f"session '{s.id}': kept, listed as its older entries (git ao history {s.id}; "
-            f"git -C {s.common_dir} update-ref -d {ref} drops them)")
+            f"{history.drop_command(s.common_dir, s.id)} drops them)")
 
 
 def _registered_again(ctx: Context, holder: Session, session_id: str | None) -> str:

@@ -67,6 +67,14 @@ def history_ref(session_id: str) -> str:
     return HISTORY_PREFIX + session_id
 
 
+def drop_command(common_dir: str, session_id: str) -> str:
+    """The command that drops a session id's history (`git update-ref -d` of its
+    ref in the repository `common_dir`), as a shell reads it back: what forget
+    and add print when an id's history outlives its session."""
+    import shlex
+    return f"git -C {shlex.quote(common_dir)} update-ref -d {history_ref(session_id)}"
+
+
 @dataclass
 class Entry:
     """One entry of a history. number: 1 for the newest. commit: the entry commit
