@@ -103,6 +103,18 @@ def test_batch_prunes_once_per_repository(make_repo, tmp_path):
         assert "prunable" not in git("worktree", "list", "--porcelain", cwd=repo)
 
 
+def _registered(ctx: context.Context, repo: Path, tmp_path: Path,
+                new: dict[str, str]) -> list[str]:
+    """A worktree of `repo` per name of `new` (branch and session id the name),
+    registered, holding a new file `new.txt` of its text; returns the names."""
+    for name, text in new.items():
+        wt = tmp_path / "wt" / name
+        git("worktree", "add", "-q", "-b", name, wt, cwd=repo)
+        (wt / "new.txt").write_text(text)
+        register.register(ctx, str(wt), session_id=name)
+    return list(new)
+
+
 def test_a_restore_reads_every_session_a_number_of_times_that_does_not_grow_with_them(
         make_repo, tmp_path, monkeypatch):
     """A restore from the trash asks which live worktrees are missing (the
@@ -111,13 +123,7 @@ def test_a_restore_reads_every_session_a_number_of_times_that_does_not_grow_with
     (which made a run's time grow with the square of its sessions)."""
     repo = make_repo()
     ctx = context.Context(database.Store())
-    ids = []
-    for k in range(6):
-        wt = tmp_path / "wt" / f"r{k}"
-        git("worktree", "add", "-q", "-b", f"r{k}", wt, cwd=repo)
-        (wt / "new.txt").write_text(f"{k}\n")
-        register.register(ctx, str(wt), session_id=f"r{k}")
-        ids.append(f"r{k}")
+    ids = _registered(ctx, repo, tmp_path, {f"r{k}": f"{k}\n" for k in range(6)})
     outcomes = preserve.preserve(ctx, [ctx.store.get(i) for i in ids], jobs=2)
     assert [o.status for o in outcomes] == ["ok"] * 6, outcomes
     reads = []
@@ -162,14 +168,9 @@ def test_a_preserve_reads_a_repository_config_once_while_it_holds_for_every_work
     (tmp_path / "inc").write_text("[ao-test]\n\tmarker = yes\n")
     git("config", "includeIf.onbranch:i0.path", str(tmp_path / "inc"), cwd=included)
     ctx = context.Context(database.Store())
-    ids = []
-    for r, repo in enumerate((plain, included)):
-        for k in range(3):
-            wt = tmp_path / "wt" / f"{'pi'[r]}{k}"
-            git("worktree", "add", "-q", "-b", f"{'pi'[r]}{k}", wt, cwd=repo)
-            (wt / "new.txt").write_text(f"{r}{k}\n")
-            register.register(ctx, str(wt), session_id=f"{'pi'[r]}{k}")
-            ids.append(f"{'pi'[r]}{k}")
+    ids = [sid for r, repo in enumerate((plain, included))
+           for sid in _registered(ctx, repo, tmp_path,
+                                  {f"{'pi'[r]}{k}": f"{r}{k}\n" for k in range(3)})]
     time.sleep(2.1)  # a config file written in the last two seconds is read each time
     seen: list[tuple[list[str], str]] = []
     ao_git.set_trace(_tracer(seen))
