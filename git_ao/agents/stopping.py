@@ -147,12 +147,6 @@ def keep_before_stop(ctx: Context, s: Session, before: ObjectId, out: Outcome) -
     the record names `before` (`Save.holds_less_than`) so the restore, list and
     show name the history entry that brings it back."""
     final = out.data.get("preserved_commit") or None
-    if final is None and out.status == Status.NOTHING:
-        # Found preserved: another run (a second shutdown at once) saved it after
-        # this one's checkpoint, and that save is the final capture to compare.
-        now = ctx.store.get(s.id)
-        if now is not None and now.pending and now.save is not None:
-            final = now.save.preserved_commit or None
     trees = capture.saved_trees(s.common_dir, before)[1:]
     if final and capture.saved_trees(s.common_dir, final)[1:] == trees:
         return

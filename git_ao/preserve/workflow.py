@@ -269,6 +269,12 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                 finished = removal.finish_interrupted(ctx, s, cache)
                 if finished is not None:
                     return finished
+            if s.pending and s.save is not None and s.save.preserved_commit:
+                # The save another run made is this one's final capture too
+                # (`stopping.keep_before_stop` compares a checkpoint with it).
+                return Outcome(s.id, Action.PRESERVE, Status.NOTHING, "already preserved",
+                               facts(s, preserve_ref=preserve_ref(s.id),
+                                     preserved_commit=s.save.preserved_commit))
             why = "already preserved" if s.pending else "session is terminated"
             return Outcome(s.id, Action.PRESERVE, Status.NOTHING, why, facts(s))
         if not s.branch and not s.worktree_path:
