@@ -239,20 +239,12 @@ def checkpoint(app: App, ids: tuple[str, ...], all_: bool, trigger: str,
             outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING,
                                 f"the hook's input names no directory ({exc}): nothing to do")]
         if where is not None:
-            from git_ao.importers.claude_code import HARNESS, hook_agent, started_in
-            from git_ao.manage.register import current_session, record_agent
-            agent = hook_agent(doc)
-            facts = {"harness": HARNESS, "agent_session_id": agent} if agent else {}
+            from git_ao.importers.claude_hook import checkpoint_session
             try:
-                s = current_session(app.ctx, where, **facts)
+                s = checkpoint_session(app.ctx, doc, where)
             except AoError as exc:
                 outcomes = [Outcome("-", Action.CHECKPOINT, Status.NOTHING, f"{where}: {exc}")]
             else:
-                if agent:
-                    # Another session's tools can run here (an orchestrator reading
-                    # a worker's worktree): only one started here replaces an id.
-                    s = record_agent(app.ctx, s, HARNESS, agent,
-                                     newer=started_in(doc, s.worktree_path))
                 outcomes = cp.checkpoint(app.ctx, [s], trigger=trigger)
         if where is None:
             # Exit 0 as documented (never a failed turn), but input that names no

@@ -44,6 +44,7 @@ from git_ao.manage.kill import kill
 from git_ao.manage.register import current_session, record_agent, register
 from git_ao.outcome import Action, Outcome, Status
 from git_ao.preserve import workflow as preserve
+from git_ao.store.records import Session
 from git_ao.store.settings import Settings
 from git_ao.store.states import Kind
 
@@ -169,6 +170,22 @@ def create(ctx: Context, data: dict[str, Any]) -> str:
                                  agent_session_id=s.agent_session_id)
     ctx.log("hook", s.id, "worktree-create", workspace=top, tool=claude_code.TOOL)
     return top
+
+
+def checkpoint_session(ctx: Context, doc: dict[str, object], where: str) -> Session:
+    """The live session a checkpoint hook's input (`doc`) names by its directory
+    `where`, registered when none holds it. Claude Code's input also gives its
+    harness and agent session id: a new session takes them, and one already there
+    takes them as `record_agent` decides, an id of another Claude Code session
+    only from one that started in the worktree (an orchestrator's tools run in a
+    worker's worktree too: `claude_code.started_in`). Raises Usage when `where` is
+    in no linked worktree."""
+    agent = claude_code.hook_agent(doc)
+    if agent is None:
+        return current_session(ctx, where)
+    s = current_session(ctx, where, harness=claude_code.HARNESS, agent_session_id=agent)
+    return record_agent(ctx, s, claude_code.HARNESS, agent,
+                        newer=claude_code.started_in(doc, s.worktree_path))
 
 
 def _include(root: str, path: str) -> None:
