@@ -202,19 +202,14 @@ def set_have(store: Store, session_id: str, remote: str, repo: str, have: str, *
 def set_haves(store: Store, haves: Sequence[tuple[str, str, str, str, str | None]], *,
               error: str | None = None) -> None:
     """set_have for each (session id, remote, repo, have, want or None), in one commit."""
-    if not haves:
-        return
-    t = now_ns()
-    with store.transaction() as c:
-        c.executemany(
-            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
-            "updated_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?) "
-            "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
-            "want = COALESCE(?, want), error = excluded.error, "
-            "updated_at = excluded.updated_at",
-            [(sid, rem, repo, have if want is None else want, have, error, t, want)
-             for sid, rem, repo, have, want in haves])
-        c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
+    _stamped(store,
+             "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
+             "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?8) "
+             "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
+             "want = COALESCE(?7, want), error = excluded.error, "
+             "updated_at = excluded.updated_at",
+             [(sid, rem, repo, have if want is None else want, have, error, want)
+              for sid, rem, repo, have, want in haves])
 
 
 def set_pushed(store: Store, pushed: Sequence[tuple[str, str, str, str, str]]) -> None:
@@ -224,18 +219,13 @@ def set_pushed(store: Store, pushed: Sequence[tuple[str, str, str, str, str]]) -
     meanwhile), unless it is what the remote held before: `git ao forget --push`
     gave the push up while it was sent, and keeping that want would push the older
     save back (or the deleted copy again), so it becomes what the remote holds now."""
-    if not pushed:
-        return
-    t = now_ns()
-    with store.transaction() as c:
-        c.executemany(
-            "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
-            "updated_at) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?) "
-            "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
-            "want = CASE WHEN want = ? THEN excluded.have ELSE want END, error = NULL, "
-            "updated_at = excluded.updated_at",
-            [(sid, rem, repo, now, now, t, was) for sid, rem, repo, was, now in pushed])
-        c.execute("DELETE FROM remote_pushes WHERE want = '' AND have = ''")
+    _stamped(store,
+             "INSERT INTO remote_pushes (session_id, remote, repo, want, have, branch, error, "
+             "updated_at) VALUES (?1, ?2, ?3, ?4, ?4, NULL, NULL, ?6) "
+             "ON CONFLICT (session_id, remote) DO UPDATE SET have = excluded.have, "
+             "want = CASE WHEN want = ?5 THEN excluded.have ELSE want END, error = NULL, "
+             "updated_at = excluded.updated_at",
+             [(sid, rem, repo, now, was) for sid, rem, repo, was, now in pushed])
 
 
 def _set_error(store: Store, row: PushRow, error: str) -> None:
