@@ -276,9 +276,10 @@ def inherited_history(s: Session) -> str:
     from git_ao.save import history
     ref = history.history_ref(s.id)
     try:
-        if history.newest_cheaply(s.common_dir, s.id) is None:
+        top = history.newest_cheaply(s.common_dir, s.id)
+        if top is None:
             return ""
-        n = len(history.entries(s.common_dir, s.id))
+        n = top.seq  # entries are numbered from 1, the oldest, and a prune numbers them again
     except AoError:
         return ""
     return (f"; {ref} already holds {n} entr{'y' if n == 1 else 'ies'} of an earlier "

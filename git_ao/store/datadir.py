@@ -110,11 +110,11 @@ def read_only_uri(db_path: str) -> tuple[str, Stamp | None]:
 
 def _read_only(sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]] | None:
     """The rows of `sql` from `git-ao.db`, opened read-only (`read_only_uri`) and read
-    again when a writer came and went meanwhile; None when there is no database
-    or it cannot be read (sqlite3.Error)."""
+    again when a writer came and went meanwhile; [] when there is no database,
+    None when it cannot be read (sqlite3.Error)."""
     path = os.path.join(data_dir(), DB_NAME)
     if not os.path.exists(path):
-        return None
+        return []
     rows: list[tuple[Any, ...]] = []
     for _attempt in range(3):
         uri, stamp = read_only_uri(path)
@@ -149,8 +149,7 @@ def completion_rows(state: str) -> list[tuple[str, str]]:
         f"ON w.session_id = s.id {where} ORDER BY s.id")
     if rows is None:
         # A database not migrated yet has no removed_by: every pending save.
-        exists = os.path.exists(os.path.join(data_dir(), DB_NAME))
-        return completion_rows("pending") if state == "restore" and exists else []
+        return completion_rows("pending") if state == "restore" else []
     out = []
     for sid, terminated, pending, branch, attention in rows:
         # The ref is not checked here (no git on a TAB): "attention" may be stale.
