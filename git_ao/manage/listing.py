@@ -68,14 +68,22 @@ def pending_ref_gone(s: Session, refs: Refs | None = None) -> bool:
     """Is the preserve ref of a pending session's save gone, or moved off the saved
     commit (deleted by hand: `git update-ref -d`)? Restore applies the recorded
     commit all the same, while the repository has it. refs: see `holds_ref`."""
+    gone, _now = _pending_ref(s, refs)
+    return gone
+
+
+def _pending_ref(s: Session, refs: Refs | None) -> tuple[bool, str | None]:
+    """(`pending_ref_gone`, what the ref holds now), the ref read once."""
     save = s.save
     if save is None or not save.pending or not save.holds_ref or not save.preserved_commit \
             or not os.path.isdir(s.common_dir):
-        return False
+        return False, None
     if refs is not None and s.common_dir in refs:
-        return refs[s.common_dir].get(save.preserve_ref) != save.preserved_commit
-    from git_ao import git
-    return git.rev_parse(s.common_dir, save.preserve_ref) != save.preserved_commit
+        now = refs[s.common_dir].get(save.preserve_ref)
+    else:
+        from git_ao import git
+        now = git.rev_parse(s.common_dir, save.preserve_ref)
+    return now != save.preserved_commit, now
 
 
 def ref_gone_hint(s: Session, data_dir: str, refs: Refs | None = None, *,
@@ -87,14 +95,17 @@ def ref_gone_hint(s: Session, data_dir: str, refs: Refs | None = None, *,
     too (then the trash copy, when there is one, is what holds the work); else the
     ref deleted, with the gc advice only when no other ref (its history) keeps the
     commit. where_copy: also say where the trash copy is, or that none is left."""
-    if not pending_ref_gone(s, refs):
+    gone, now = _pending_ref(s, refs)
+    if not gone:
         return ""
     save = s.save
-    assert save is not None and save.preserved_commit  # pending_ref_gone says so
+    assert save is not None and save.preserved_commit  # _pending_ref says so
     ref, commit = save.preserve_ref, save.preserved_commit
     from git_ao.store import trash  # only for such a session: a listing needs none
-    copy = trash.latest_for(data_dir, s.id, environment=True)
-    if saved_commit_gone(s):
+    commit_gone = saved_commit_gone(s)
+    copy = trash.latest_for(data_dir, s.id, environment=True) \
+        if where_copy or commit_gone else None
+    if commit_gone:
         if copy is not None:
             return (f"its ref {ref} was deleted and its saved commit {commit} is gone, but "
                     f"the trash copy {copy.worktree} holds the worktree as preserve took it, "
@@ -113,10 +124,6 @@ def ref_gone_hint(s: Session, data_dir: str, refs: Refs | None = None, *,
         return (f"a restore started {utc_time(save.restore_started_at)} did not finish, and "
                 f"its ref {ref} is gone (a restore deletes it once the work is back): git "
                 f"ao-restore {s.id} finishes it, from the saved commit {commit}{where}")
-    now = refs[s.common_dir].get(ref) if refs is not None and s.common_dir in refs else None
-    if now is None and (refs is None or s.common_dir not in refs):
-        from git_ao import git
-        now = git.rev_parse(s.common_dir, ref)
     if now is not None:
         # Moved, not deleted: putting it back would drop what it holds now.
         return (f"its ref {ref} now holds {now}, not the saved commit: git ao-restore "
@@ -186,13 +193,11 @@ def trash_work(s: Session, data_dir: str) -> str:
     if not s.live:
         return ""
     prefix = s.id + "."
-    roots = [os.path.join(data_dir, "trash")]
+    from git_ao.store.datadir import TRASH_DIR, trash_roots
     try:
-        with open(os.path.join(data_dir, "trash-roots"), encoding="utf-8",
-                  errors="surrogateescape") as fh:
-            roots += [ln.rstrip("\n") for ln in fh if ln.strip()]
-    except OSError:
-        pass
+        roots = trash_roots(data_dir)
+    except OSError:  # an unreadable list: the data dir's own root still tells
+        roots = [os.path.join(data_dir, TRASH_DIR)]
     if not any(n.startswith(prefix) for r in roots for n in _names(r)):
         return ""
     from git_ao.store import trash

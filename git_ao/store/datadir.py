@@ -23,6 +23,28 @@ if TYPE_CHECKING:
 DB_NAME = "git-ao.db"
 
 
+TRASH_DIR = "trash"
+ROOTS_FILE = "trash-roots"
+
+
+def trash_roots(data_dir: str) -> list[str]:
+    """Every trash root in use: the data dir's own, then those listed in
+    `trash-roots` (missing ones are skipped). Here, not in git_ao/store/trash.py,
+    so a listing reads them without loading the trash's record classes. Raises
+    OSError when the list cannot be read."""
+    out = [os.path.join(data_dir, TRASH_DIR)]
+    try:
+        with open(os.path.join(data_dir, ROOTS_FILE), encoding="utf-8",
+                  errors="surrogateescape") as fh:
+            for ln in fh:
+                p = ln.rstrip("\n")
+                if p and p not in out:
+                    out.append(p)
+    except FileNotFoundError:
+        pass
+    return out
+
+
 # What a path keeps unencoded in an SQLite URI (urllib.parse.quote's safe set).
 _URI_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
 

@@ -52,9 +52,9 @@ from typing import Any
 
 from git_ao.git.worktree import Verified
 from git_ao.mounts import mount_of
+from git_ao.store.datadir import ROOTS_FILE, TRASH_DIR
+from git_ao.store.datadir import trash_roots as roots
 
-TRASH_DIR = "trash"
-ROOTS_FILE = "trash-roots"
 META = "entry.json"
 # Scratch a git-ao writes into a worktree's admin dir; not worth keeping.
 _ADMIN_SKIP = ("git-ao-index.", "git-ao-verify.", "index.lock")
@@ -103,22 +103,6 @@ def root_for(worktree: str, data_dir: str, common_dir: str) -> str:
     if top is None:
         return own  # the rename will fail with EXDEV and say so
     return os.path.join(top, f".git-ao-trash-{os.getuid()}")
-
-
-def roots(data_dir: str) -> list[str]:
-    """Every trash root in use: the data dir's own, then those listed in
-    `trash-roots` (missing ones are skipped)."""
-    out = [os.path.join(data_dir, TRASH_DIR)]
-    try:
-        with open(os.path.join(data_dir, ROOTS_FILE), encoding="utf-8",
-                  errors="surrogateescape") as fh:
-            for ln in fh:
-                p = ln.rstrip("\n")
-                if p and p not in out:
-                    out.append(p)
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def ensure_root(data_dir: str, root: str) -> None:
