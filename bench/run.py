@@ -263,19 +263,28 @@ def bench_preserve_dirty(repo, files, runs, out):
 
 def bench_walk(repo, runs, out):
     """The removal witness alone: the walk of a 20,000-file worktree holding a
-    3,000-file ignored tree, against git status --porcelain --ignored of it."""
+    3,000-file ignored tree, and the check after the move that nothing changed
+    since (`witness.changed_after_move`, no write in between), each against git
+    status --porcelain --ignored of it."""
     from git_ao.fs import walk
+    from git_ao.proof import witness
     a, _ = new_worktree(repo, "walk")
     make_ignored(a)
     settle([a])
-    ours, base = [], []
+    admin = run(["git", "rev-parse", "--absolute-git-dir"], a)[1].stdout.decode().strip()
+    ours, after, base = [], [], []
     for _ in range(runs):
         t0 = time.perf_counter()
         w = walk.walk(a)
         ours.append(time.perf_counter() - t0)
         base.append(run(["git", "status", "--porcelain", "--ignored"], a)[0])
         assert not w.blockers and len(w.entries) > 20000, (w.blockers, len(w.entries))
+        t0 = time.perf_counter()
+        changed, _ = witness.changed_after_move(w, a, {}, ["node_modules/"], admin)
+        after.append(time.perf_counter() - t0)
+        assert not changed, changed
     out["walk"] = (median(ours), median(base))
+    out["walk_after"] = (median(after), median(base))
     cleanup(repo)
 
 
@@ -584,6 +593,7 @@ TARGETS = [
     ("preserve_inproc", "  same, in-process (no interpreter start-up)", "same", "(info)", None),
     ("walk", "  the walk alone (20k files + 3,000 ignored)", "git status --porcelain --ignored",
      "<= 1.2", lambda x: x <= 1.2),
+    ("walk_after", "  the check after the move, nothing written since", "same", "(info)", None),
     ("clean", "preserve of a clean 20k-file worktree", "git status --porcelain", "<= 1.3",
      lambda x: x <= 1.3),
     ("clean_inproc", "  same, in-process (no interpreter start-up)", "same", "(info)", None),

@@ -146,6 +146,78 @@ def test_changed_since_sees_a_rewrite_an_append_and_a_new_file(d):
     os.rename(moved, d)
 
 
+def _tree(d: Path) -> None:
+    (d / "src" / "deep").mkdir(parents=True)
+    (d / "src" / "deep" / "f.py").write_text("one\n")
+    (d / "src" / "g.py").write_text("two\n")
+    (d / "top.txt").write_text("three\n")
+    (d / "link").symlink_to("src/g.py")
+    (d / "node_modules" / "pkg").mkdir(parents=True)
+    (d / "node_modules" / "pkg" / "i.js").write_text("ignored\n")
+    (d / "build.log").write_text("ignored too\n")
+    (d / ".git").write_text("gitdir: /the/worktree/itself\n")
+
+
+def _rewrite_keeping_times(p: Path) -> None:
+    st = p.stat()
+    p.write_text("ONE\n")  # the same size
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+MUTATIONS = {
+    "nothing": (lambda d: None, True),
+    "a new file deep down": (lambda d: (d / "src" / "deep" / "new").write_text("x"), False),
+    "a new file at the top": (lambda d: (d / "new").write_text("x"), False),
+    "a new directory": (
+        lambda d: ((d / "src" / "sub").mkdir(), (d / "src" / "sub" / "h").write_text("x")), False),
+    "a rewrite keeping size and mtime": (
+        lambda d: _rewrite_keeping_times(d / "src" / "deep" / "f.py"), False),
+    "a chmod": (lambda d: (d / "src" / "g.py").chmod(0o600), False),
+    "a removed file": (lambda d: (d / "top.txt").unlink(), False),
+    "an ignored file swapped for a new one": (
+        lambda d: ((d / "build.log").unlink(), (d / "other").write_text("x")), False),
+    "a link pointed elsewhere": (
+        lambda d: ((d / "link").unlink(), (d / "link").symlink_to("top.txt")), False),
+    "a file replaced by a rename": (
+        lambda d: ((d / "tmp").write_text("two\n"), os.rename(d / "tmp", d / "src" / "g.py")),
+        False),
+    "a new file in an ignored directory": (
+        lambda d: (d / "node_modules" / "pkg" / "j.js").write_text("x"), True),
+    "an ignored file rewritten": (lambda d: (d / "build.log").write_text("changed"), True),
+}
+
+
+@pytest.mark.parametrize("what", list(MUTATIONS))
+def test_unchanged_since_proves_only_an_unchanged_tree(d, what):
+    # The check after the move without a new walk: True only where a new walk
+    # would show nothing outside what is ignored; anything else asks for a walk.
+    _tree(d)
+    import time
+    time.sleep(0.1)  # older than the racy window: the directories are not listed again
+    before = walk.walk(str(d))
+    change, same = MUTATIONS[what]
+    change(d)
+    moved = d.parent / (d.name + "-moved")
+    os.rename(d, moved)
+    ignored = ["node_modules/", "build.log"]
+    assert walk.unchanged_since(before, str(moved), ignored) is same
+    relevant = [p for p in walk.changed_since(before, walk.walk(str(moved)))
+                if not walk.under(p, ignored)]
+    assert bool(relevant) is not same, relevant
+
+
+def test_unchanged_since_lists_a_racy_directory_again(d):
+    # A directory written within the racy window may hold a new name with its
+    # times unchanged: it is listed again, and a name it did not hold is seen.
+    _tree(d)
+    # (the walk's start just after the directory's last change: it is racy)
+    before = walk.walk(str(d), started_ns=(d / "src").lstat().st_ctime_ns + 1)
+    assert walk.unchanged_since(before, str(d), [])
+    before.listed["src"] -= 1  # as if "g.py" had arrived after the listing
+    del before.entries["src/g.py"]
+    assert not walk.unchanged_since(before, str(d), [])
+
+
 def _clone_with_remote(tmp_path, name):
     origin = tmp_path / f"{name}-origin"
     git("init", "-q", "-b", "main", origin, cwd=tmp_path)

@@ -104,6 +104,8 @@ class Walk:
     # its parent's listing (before the walk lists it)
     dir_sigs: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     empty: list[str] = field(default_factory=list)  # the directories holding nothing
+    # how many names each directory entered held when it was listed ('' is root)
+    listed: dict[str, int] = field(default_factory=dict)
     nested: list[str] = field(default_factory=list)
     blockers: list[Blocker] = field(default_factory=list)
     # {path: strerror} of what the walk could not read (a directory it could not
@@ -205,6 +207,7 @@ def _walk_from(w: Walk, top_fd: int, top_rel: str, dev: int, real_root: str,
     def enter(fd: int, rel: str) -> None:
         subdirs: list[tuple[str, str, int, tuple[int, int, int, int]]] = []
         listed = _list(w, fd, rel)
+        w.listed[rel] = len(listed)
         stack.append((fd, rel, subdirs))
         if not listed and rel:
             w.empty.append(rel)
@@ -420,6 +423,70 @@ def changed_since(before: Walk, after: Walk) -> list[str]:
         if a != b:
             out.add(rel)
     return sorted(out)
+
+
+def unchanged_since(before: Walk, root: str, ignored: Iterable[str]) -> bool:
+    """Does the directory `root` (the tree `before` walked, usually after it was
+    moved) still hold what `before` saw, checked without listing it again: every
+    directory below `root` has the stat signature it had (adding, removing or
+    renaming an entry sets its directory's mtime and ctime), those whose times
+    were within the racy window of `before` and `root` itself are listed again
+    and hold the same names, and every file has the stat data it had. What is
+    inside an ignored directory, or is an ignored file (`ignored`: status's
+    `--ignored=matching` list, a directory ending in '/'), is not compared: it
+    is no loss either way. True proves what `changed_since` against a new walk
+    would report nothing outside those; False only means "walk again" (any
+    difference, or anything the check cannot read). The racy files themselves
+    still need their content compared (`racy_paths`)."""
+    if before.blockers or before.unreadable:
+        return False
+    ignored_dirs: set[str] = set()
+    ignored_files: set[str] = set()
+    for p in ignored:
+        (ignored_dirs if p.endswith("/") else ignored_files).add(p.rstrip("/"))
+    started = before.started_ns
+    lstat, top = os.lstat, root.rstrip("/") + "/"
+    skipped: set[str] = set()  # the ignored directories and every one below them
+    relist = [""]
+    for rel, sig in before.dir_sigs.items():  # (a parent is always listed before its children)
+        parent = rel.rpartition("/")[0]
+        if rel in ignored_dirs or parent in skipped:
+            skipped.add(rel)
+            continue
+        try:
+            st = lstat(top + rel)
+        except OSError:
+            return False
+        if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != sig \
+                or st.st_mode != before.dirs[rel]:
+            return False
+        if near(sig[1], sig[2], started):
+            relist.append(rel)
+    entries, dirs = before.entries, before.dirs
+    for rel in relist:
+        # As many names as then, each one seen then: the same names.
+        try:
+            now = os.listdir(top + rel)
+        except OSError:
+            return False
+        if len(now) != before.listed.get(rel):
+            return False
+        for name in now:
+            path = f"{rel}/{name}" if rel else name
+            if name != ".git" and path not in entries and path not in dirs:
+                return False
+    for rel, e in entries.items():
+        if (skipped or ignored_files) and (rel in ignored_files
+                                           or rel.rpartition("/")[0] in skipped):
+            continue
+        try:
+            st = lstat(top + rel)
+        except OSError:
+            return False
+        # (the mode decides the kind)
+        if (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != e[1:]:
+            return False
+    return True
 
 
 def racy_paths(w: Walk, paths: Iterable[str]) -> list[str]:

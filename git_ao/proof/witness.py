@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from git_ao import git
 from git_ao.fs import nested, walk
@@ -70,9 +70,14 @@ def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
     capture) and that the repository does not ignore, with the new walk. Files
     whose times were within the racy window of `before` are compared by content
     (as `git add` reads them, `index.added_ids`), since a write in the same
-    clock tick leaves their stat data as it was."""
-    after = walk.walk(moved)
-    changed = set(walk.changed_since(before, after))
+    clock tick leaves their stat data as it was. Where every directory and file
+    still has its stat data (`walk.unchanged_since`, one lstat each), the moved
+    directory is not walked again: the walk returned is `before`'s, rooted there."""
+    if walk.unchanged_since(before, moved, ignored):
+        after, changed = replace(before, root=moved), set()
+    else:
+        after = walk.walk(moved)
+        changed = set(walk.changed_since(before, after))
     racy = [p for p in walk.racy_paths(before, captured)
             if p not in changed and (e := after.entries.get(p)) is not None and e.kind == "file"]
     if racy:
