@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -161,6 +162,30 @@ def test_a_file_changed_between_status_and_the_index_update_is_captured_again(
         assert (wt / "a.txt").read_text() == "second\n"
     else:
         assert not (wt / "a.txt").exists()
+
+
+@pytest.mark.parametrize("where", ["top", "deep"])
+def test_an_ignored_directory_replaced_by_a_file_after_the_capture_is_saved(
+        repo, worktrees, where):
+    """`cache/` is ignored as a directory: a file named `cache` that takes its place
+    after the capture is not ignored, so it is captured again, not taken away
+    with what was ignored."""
+    wt = worktrees(repo, f"ign-{where}")
+    sub = wt / "src" if where == "deep" else wt
+    sub.mkdir(exist_ok=True)
+    (wt / ".gitignore").write_text("cache/\n")
+    (sub / "cache").mkdir()
+    (sub / "cache" / "blob.bin").write_text("regenerated\n")
+    (wt / "a.txt").write_text("work\n")
+    with _paused_at("preserve:after-capture", ["ao-preserve", f"ign-{where}", "--json"],
+                    repo) as result:
+        shutil.rmtree(sub / "cache")
+        (sub / "cache").write_text("notes an agent wrote\n")
+    out, err, rc = result[0]
+    rel = "src/cache" if where == "deep" else "cache"
+    assert rc == 0 and json.loads(out)["results"][0].get("captured_late") == [rel], out + err
+    ao("ao-restore", f"ign-{where}", cwd=repo)
+    assert (sub / "cache").read_text() == "notes an agent wrote\n"
 
 
 def test_a_file_git_cannot_store_written_after_the_capture_is_named(repo, worktrees):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -184,6 +185,9 @@ MUTATIONS = {
     "a new file in an ignored directory": (
         lambda d: (d / "node_modules" / "pkg" / "j.js").write_text("x"), True),
     "an ignored file rewritten": (lambda d: (d / "build.log").write_text("changed"), True),
+    "an ignored directory replaced by a file": (
+        lambda d: (shutil.rmtree(d / "node_modules"), (d / "node_modules").write_text("x")),
+        False),
 }
 
 
@@ -202,7 +206,7 @@ def test_unchanged_since_proves_only_an_unchanged_tree(d, what):
     ignored = ["node_modules/", "build.log"]
     assert walk.unchanged_since(before, str(moved), ignored) is same
     relevant = [p for p in walk.changed_since(before, walk.walk(str(moved)))
-                if not walk.under(p, ignored)]
+                if not walk.ignored_file(p, ignored)]
     assert bool(relevant) is not same, relevant
 
 

@@ -365,6 +365,17 @@ def under(rel: str, prefixes: Iterable[str]) -> bool:
     return False
 
 
+def ignored_file(rel: str, ignored: Iterable[str]) -> bool:
+    """Is the file (or link) `rel` covered by status's `--ignored=matching` list:
+    named there, or inside a directory named there (ending in '/')? A file where
+    the list names a directory is not: that directory was replaced since, and
+    its pattern may match directories only (`cache/`)."""
+    for p in ignored:
+        if rel.startswith(p) if p.endswith("/") else rel == p:
+            return True
+    return False
+
+
 def unaccounted(w: Walk, captured: set[str], ignored: Iterable[str],
                 check_ignored: Callable[[list[str]], set[str]]) -> list[Blocker]:
     """The entries of the walk that the capture cannot account for.
@@ -385,7 +396,7 @@ def unaccounted(w: Walk, captured: set[str], ignored: Iterable[str],
     for rel, e in w.entries.items():
         if rel in captured and e.kind != "other":
             continue
-        if w.under_nested(rel) or under(rel, prefixes):
+        if w.under_nested(rel) or ignored_file(rel, prefixes):
             continue
         rest.append(rel)
     found = list(w.blockers)
@@ -450,13 +461,20 @@ def unchanged_since(before: Walk, root: str, ignored: Iterable[str]) -> bool:
     relist = [""]
     for rel, sig in before.dir_sigs.items():  # (a parent is always listed before its children)
         parent = rel.rpartition("/")[0]
-        if rel in ignored_dirs or parent in skipped:
+        if parent in skipped:
             skipped.add(rel)
             continue
         try:
             st = lstat(top + rel)
         except OSError:
             return False
+        if rel in ignored_dirs:
+            # What it holds may change, but it must still be that directory: a
+            # file in its place is not what status found ignored.
+            if not S_ISDIR(st.st_mode) or st.st_ino != sig[3]:
+                return False
+            skipped.add(rel)
+            continue
         if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != sig \
                 or st.st_mode != before.dirs[rel]:
             return False

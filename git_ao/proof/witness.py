@@ -85,7 +85,7 @@ def changed_after_move(before: Walk, moved: str, captured: dict[str, str],
             if oid != captured.get(p):
                 changed.add(p)
     relevant = [p for p in changed if not before.under_nested(p) and not after.under_nested(p)
-                and not walk.under(p, ignored)]
+                and not walk.ignored_file(p, ignored)]
     unknown = [p for p in relevant if p not in captured]
     ign = query.check_ignore(moved, unknown) if unknown else set()
     return sorted(p for p in relevant if p not in ign), after
