@@ -127,7 +127,7 @@ class RepoCache:
         self._lists: dict[str, list[git.WorktreeEntry]] = {}
         self._lock = threading.Lock()
         self.batch = batch
-        self._prune: set[str] = set()
+        self._prune: dict[str, set[str]] = {}  # {common dir: worktree paths taken away}
         self._sessions: dict[str, str] | None = None
         self._configs: dict[str, tuple[query.ConfigStamp, parse.Config]] = {}
         self._config_locks: dict[str, threading.Lock] = {}
@@ -135,9 +135,11 @@ class RepoCache:
         # another is gone by the time the outer one is captured.
         self.taken_first: set[str] = set()
 
-    def defer_prune(self, common_dir: str) -> None:
+    def defer_prune(self, common_dir: str, path: str) -> None:
+        """Deregister the worktree at `path`, taken away, with the run's one prune of
+        its repository (`flush_prunes`)."""
         with self._lock:
-            self._prune.add(common_dir)
+            self._prune.setdefault(common_dir, set()).add(path)
 
     def flush_prunes(self, ctx: Context, jobs: int = 1) -> None:
         """Run the deferred `git worktree prune`s, `jobs` repositories at a time (each
@@ -145,11 +147,12 @@ class RepoCache:
         only a prunable registration of a directory already gone (restore and `git
         ao-prune` prune it), so it is logged, not raised."""
         with self._lock:
-            repos, self._prune = sorted(self._prune), set()
+            taken, self._prune = self._prune, {}
+        repos = sorted(taken)
 
         def prune(repo: str) -> None:
             try:
-                ctx.prune_worktrees(repo)
+                ctx.prune_worktrees(repo, only=taken[repo])
             except AoError as exc:
                 ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -59,10 +59,16 @@ class Context:
             return contextlib.nullcontext()
         return locks.repo_lock(self.store.dir, common_dir)
 
-    def prune_worktrees(self, common_dir: str, *, dry_run: bool = False) -> list[str]:
-        """`git.worktree_prune` of the repository, keeping the registration of every
-        live session whose worktree directory is missing (its disk not mounted yet:
-        its index and HEAD live in that registration). Returns git's report lines."""
+    def prune_worktrees(self, common_dir: str, *, only: Collection[str] | None = None,
+                        dry_run: bool = False) -> list[str]:
+        """`git.worktree_prune` of the repository. only: the worktree paths whose
+        registrations may go (those a command took away, or found stale at a path
+        it restores to), every other registration staying; None (`git ao-prune`):
+        every stale one but those of live sessions whose worktree directory is
+        missing (a disk not mounted yet: its index and HEAD live in that
+        registration). Returns git's report lines."""
+        if only is not None:
+            return git.worktree_prune(common_dir, dry_run=dry_run, only=only)
         return git.worktree_prune(common_dir, dry_run=dry_run,
                                   keep=self.missing_live_worktrees(common_dir))
 

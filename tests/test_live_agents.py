@@ -188,6 +188,83 @@ def test_an_ignored_directory_replaced_by_a_file_after_the_capture_is_saved(
     assert (sub / "cache").read_text() == "notes an agent wrote\n"
 
 
+def test_a_worktree_made_inside_after_the_capture_keeps_its_registration(repo, worktrees):
+    """A linked worktree made inside the session's directory between the capture and
+    the move goes to the trash with it: its registration (its index, with staged
+    work in no commit, and its HEAD) is not pruned, the outcome names it, and the
+    restore brings it back whole."""
+    wt = worktrees(repo, "late-inner")
+    (wt / "a.txt").write_text("work\n")
+    inner = wt / "inner"
+    with _paused_at("preserve:after-capture", ["ao-preserve", "late-inner", "--json"],
+                    repo) as result:
+        git("worktree", "add", "-q", "--no-checkout", "-b", "inner-b", str(inner), cwd=repo)
+        (inner / "s.txt").write_text("staged\n")
+        git("add", "s.txt", cwd=inner)
+        (inner / "s.txt").write_text("in the worktree\n")
+    out, err, rc = result[0]
+    outcome = json.loads(out)["results"][0]
+    assert rc == 3 and outcome["status"] == "attention", out + err
+    assert "inner" in outcome["message"], out
+    ao("ao-restore", "late-inner", cwd=repo)
+    assert (inner / "s.txt").read_text() == "in the worktree\n"
+    assert git("show", ":s.txt", cwd=inner) == "staged\n"
+
+
+def test_a_repository_made_inside_after_the_capture_is_named(repo, worktrees, tmp_path):
+    """A repository moved into the session's directory between the capture and the
+    move is no file of the save: the outcome names it (exit 3), and the trash copy
+    that holds it is kept."""
+    wt = worktrees(repo, "late-nest")
+    (wt / "a.txt").write_text("work\n")
+    src = tmp_path / "nest-src"
+    git("init", "-q", str(src), cwd=tmp_path)
+    (src / "n.txt").write_text("uncommitted\n")
+    with _paused_at("preserve:after-capture", ["ao-preserve", "late-nest", "--json"],
+                    repo) as result:
+        os.rename(src, wt / "nest")
+    out, err, rc = result[0]
+    outcome = json.loads(out)["results"][0]
+    assert rc == 3 and outcome["status"] == "attention", out + err
+    assert "nest" in outcome["message"], out
+    ao("ao-restore", "late-nest", cwd=repo)
+    assert (wt / "nest" / "n.txt").read_text() == "uncommitted\n"
+
+
+def test_a_clean_nested_clone_comes_back_with_the_trash_copy(repo, worktrees):
+    """A clone nested in the worktree, ignored, clean and with every commit on its
+    remote, goes to the trash with it; the restore puts the trash copy back whole,
+    clone included, rather than checking the save out and leaving it behind."""
+    wt = worktrees(repo, "with-clone")
+    (wt / "a.txt").write_text("work\n")
+    (wt / ".gitignore").write_text("/lib/\n")
+    git("clone", "-q", str(repo), str(wt / "lib"), cwd=wt)
+    ao("ao-preserve", "with-clone", cwd=repo)
+    assert not wt.exists()
+    ao("ao-restore", "with-clone", cwd=repo)
+    assert (wt / "a.txt").read_text() == "work\n"
+    assert git("status", "--porcelain", cwd=wt / "lib") == ""
+    assert (wt / "lib" / ".git").is_dir()
+
+
+def test_preserve_prunes_no_registration_but_its_own(repo, worktrees, tmp_path):
+    """A worktree the user moved by hand and has not repaired yet (`git worktree
+    repair`) has a registration whose directory is missing: its index holds staged
+    work in no commit. A preserve of another session of the repository deregisters
+    only the worktree it took away."""
+    other = worktrees(repo, "moved-by-hand")
+    (other / "s.txt").write_text("staged only\n")
+    git("add", "s.txt", cwd=other)
+    ao("ao", "forget", "moved-by-hand", cwd=repo)
+    moved = tmp_path / "moved-here"
+    os.rename(other, moved)
+    wt = worktrees(repo, "taken")
+    (wt / "a.txt").write_text("work\n")
+    ao("ao-preserve", "taken", cwd=repo)
+    git("worktree", "repair", str(moved), cwd=moved)
+    assert git("show", ":s.txt", cwd=moved) == "staged only\n"
+
+
 def test_a_file_git_cannot_store_written_after_the_capture_is_named(repo, worktrees):
     """A FIFO made after the capture, before the move: the capture taken again from
     the moved copy cannot hold it, so preserve says the worktree did not settle

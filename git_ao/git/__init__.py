@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from git_ao import gitfiles
@@ -192,16 +192,19 @@ def worktree_unlock(common_dir: str, path: str) -> None:
 
 
 def worktree_prune(common_dir: str, *, dry_run: bool = False,
-                   keep: Iterable[str] = ()) -> list[str]:
+                   keep: Iterable[str] = (), only: Collection[str] | None = None) -> list[str]:
     """`git worktree prune -v [-n]`: deregister worktrees whose directory is gone.
 
     keep: worktree paths whose registration must stay although their directory is
     missing (a live session's worktree on a disk not mounted yet: pruning it
-    would drop its index and HEAD). git leaves a locked worktree alone, so each
-    of them that is not locked gets a `locked` file for the prune, removed after.
-    Returns git's report lines (it prints them on stderr)."""
+    would drop its index and HEAD). only: the worktree paths whose registrations
+    may go, every other one staying (a worktree moved by hand and not repaired
+    yet, one on a disk not mounted, one inside a directory taken away: each
+    registration holds an index and a HEAD). git leaves a locked worktree alone,
+    so each registration kept that is not locked gets a `locked` file for the
+    prune, removed after. Returns git's report lines (it prints them on stderr)."""
     args = ["worktree", "prune", "-v"] + (["-n"] if dry_run else [])
-    locked = [] if dry_run else _lock_for_prune(common_dir, keep)
+    locked = [] if dry_run else _lock_for_prune(common_dir, keep, only)
     try:
         res = call(args, common_dir).check()
     finally:
@@ -240,19 +243,28 @@ def _admins_of(common_dir: str, paths: Iterable[str]) -> list[str]:
             and os.path.realpath(os.path.dirname(os.path.join(admin, named))) in wanted]
 
 
-def _lock_for_prune(common_dir: str, keep: Iterable[str]) -> list[str]:
+def _lock_for_prune(common_dir: str, keep: Iterable[str],
+                    only: Collection[str] | None = None) -> list[str]:
     """Write a `locked` file into the admin dir of each path of `keep` that has one
-    and is not locked already; returns the files written."""
+    and is not locked already, and with `only`, into every admin dir but those of
+    its paths; returns the files written."""
     written: list[str] = []
-    for admin in _admins_of(common_dir, keep):
+    if only is not None:
+        # (only those git would prune: no readable gitdir file, or it names a `.git`
+        # that is not there)
+        mine = set(_admins_of(common_dir, only))
+        admins = [admin for admin, named in admin_dirs(common_dir) or [] if admin not in mine
+                  and (named is None or not os.path.exists(os.path.join(admin, named)))]
+    else:
+        admins = _admins_of(common_dir, keep)
+    for admin in admins:
         lock = os.path.join(admin, "locked")
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError:
             continue  # locked already (git keeps it), or unwritable
         with os.fdopen(fd, "w") as fh:
-            fh.write("git-ao: a live session's worktree, its directory missing "
-                     "(a disk not mounted?)\n")
+            fh.write("git-ao: kept through a prune of another worktree's registration\n")
         written.append(lock)
     return written
 

@@ -99,9 +99,14 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
     still registered), move the ref on (compare-and-swap on the old value) and
     record the new save, up to ROUNDS times. Returns the paths written late and
     whether they settled; writes after the last check stay in the trash copy,
-    which restore brings back."""
+    which restore brings back. A repository or worktree that appeared inside
+    after the capture is in no save (named with a trailing '/', not settled):
+    it stays in the trash copy, its registration with it (the caller prunes only
+    the session's own)."""
     late: list[str] = []
     moved = entry.worktree
+    known = set(before.nested)
+    grown: set[str] = set()
     for _ in range(ROUNDS):
         try:
             changed, after = witness.changed_after_move(before, moved, captured, cap.ignored,
@@ -110,18 +115,19 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             # git could not hash a file an agent was rewriting: the copy is not
             # proven settled, so it is reported, and it stays in the trash.
             ctx.log("preserve", s.id, "late-check-failed", trash=moved, error=str(exc))
-            return Settled(sorted(set(late)), settled=False)
+            return Settled(sorted(set(late) | grown), settled=False)
+        grown |= {f"{n}/" for n in after.nested if n not in known}
         if not changed:
             # A late path the last capture does not hold (a name or file type git
             # cannot store) is not saved: it stays in the trash copy, and is named.
             uncaptured = [p for p in late if p in after.entries and p not in captured]
-            return Settled(late, settled=not uncaptured)
+            return Settled(sorted(set(late) | grown), settled=not uncaptured and not grown)
         late = sorted(set(late) | set(changed))
         try:
             again = capture.capture(moved, v.git_dir, meta, walked=after)
         except AoError as exc:
             ctx.log("preserve", s.id, "late-capture-failed", trash=moved, error=str(exc))
-            return Settled(late, settled=False)
+            return Settled(sorted(set(late) | grown), settled=False)
         if again.commit and again.commit != save.preserved_commit:
             ref = preserve_ref(s.id)
             git.update_ref(moved, ref, again.commit, save.preserved_commit or None,
@@ -135,7 +141,7 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
         before, cap = after, again
         captured = witness.captured_blobs(moved, again.head, again.worktree_tree,
                                           again.untracked_tree)
-    return Settled(late, settled=False)
+    return Settled(sorted(set(late) | grown), settled=False)
 
 
 def _late_config(first: str | None, again: str | None) -> str | None:
@@ -179,9 +185,9 @@ def finish_interrupted(ctx: Context, s: Session, cache: RepoCache) -> Outcome | 
     entry = take_away(ctx, s, v, save.preserved_commit, None)
     trash.detach(entry)
     if cache.batch:
-        cache.defer_prune(s.common_dir)
+        cache.defer_prune(s.common_dir, path)
     else:
-        ctx.prune_worktrees(s.common_dir)
+        ctx.prune_worktrees(s.common_dir, only=[path])
     crashpoint.hit("preserve:after-remove")
     ctx.log("preserve", s.id, "removal-finished", ref=save.preserve_ref, trash=entry.worktree)
     return Outcome(s.id, Action.PRESERVE, Status.OK, "already preserved; finished the interrupted "

@@ -568,9 +568,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                     (f"; {warn}" if warn else "") + hist + volatile
                 lost = _lost_late(ctx, s, cap.commit, final, data)
             if cache.batch:
-                cache.defer_prune(s.common_dir)
+                cache.defer_prune(s.common_dir, path)
             else:
-                ctx.prune_worktrees(s.common_dir)
+                ctx.prune_worktrees(s.common_dir, only=[path])
             crashpoint.hit("preserve:after-remove")
             ctx.log("preserve", s.id, "preserved", ref=save.preserve_ref,
                     commit=final or save.preserved_commit, trash=taken.worktree,

@@ -57,10 +57,12 @@ class Proof:
 
 def prove(path: str, save: Save, admin: str) -> Proof:
     """Prove the worktree at `path` (admin dir `admin`) holds the saved work:
-    `settled`, and `full` when it cannot tell."""
+    `settled`, and `full` when it cannot tell. A repository or worktree nested
+    in it is in no save and is left out of the comparison: the directory is the
+    one preserve took away, and it comes back whole."""
     if settled(path, save, admin, index_from_commit=True):
         return Proof(True)
-    return full(path, save)
+    return full(path, save, leave_nested=True)
 
 
 def holds(path: str, git_dir: str, save: Save, left: Sequence[str] = (), *,
@@ -187,15 +189,16 @@ def _flags(private_config: str | None) -> dict[str, object]:
     return {k: getattr(conf, k) for k in _FLAG_KEYS}
 
 
-def full(path: str, save: Save) -> Proof:
+def full(path: str, save: Save, *, leave_nested: bool = False) -> Proof:
     """The full proof: a capture that writes nothing (`capture.capture(write=False)`)
     must give the saved HEAD, branch and index tree; paths where its worktree or
     untracked tree differ from the saved ones were written after the last capture
     (the directory is the one taken away, so its files are the latest) and are
-    returned in `late`."""
+    returned in `late`. leave_nested: repositories nested in it are left out
+    (else the capture refuses them)."""
     try:
         dirs = git.repo_dirs(path)
-        cap = capture.capture(path, dirs.git_dir, None, write=False)
+        cap = capture.capture(path, dirs.git_dir, None, write=False, leave_nested=leave_nested)
     except AoError as exc:
         return Proof(False, f"the worktree cannot be read back ({exc})")
     commit = save.preserved_commit

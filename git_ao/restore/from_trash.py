@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -307,17 +306,14 @@ def copy_foreign(saved: str, admin: str) -> tuple[list[str], list[str]]:
     return copied, missed
 
 
-def put_back(common_dir: str, save: Save, entry: trash.Entry,
-             keep: Callable[[], Sequence[str]] = tuple) -> Placed:
+def put_back(common_dir: str, save: Save, entry: trash.Entry) -> Placed:
     """Register the worktree at the recorded path and rename the entry's directory
     into place (see the module docstring). The caller holds the repository's lock,
     has checked that the path is free and the branch is not checked out elsewhere.
 
     Raises AoError (git refused the add: nothing was moved) or OSError (the rename
-    failed: the registration is undone first, `git worktree prune` keeping those
-    `keep()` names, the live sessions' worktrees whose directory is missing, asked
-    only then: reading every session for each restore made a run's time grow with
-    the square of its sessions)."""
+    failed: the registration is undone first, `git worktree prune` of that path
+    alone)."""
     path = save.worktree_path
     if save.detached:
         git.worktree_add(common_dir, path, commit=save.head, detach=True, checkout=False)
@@ -337,7 +333,7 @@ def put_back(common_dir: str, save: Save, entry: trash.Entry,
     try:
         os.rename(entry.worktree, path)
     except OSError:
-        git.worktree_prune(common_dir, keep=keep())
+        git.worktree_prune(common_dir, only=[path])
         raise
     _write_link(path, admin)
     return Placed(entry, path, admin, old_link, tuple(missed))
@@ -370,7 +366,7 @@ def reinstating(data_dir: str, session_id: str, path: str) -> trash.Entry | None
     return None
 
 
-def undo(common_dir: str, placed: Placed, keep: Callable[[], Sequence[str]] = tuple) -> None:
+def undo(common_dir: str, placed: Placed) -> None:
     """The proof failed: move the directory back into its entry, restore its `.git`
     file, deregister the worktree (`git worktree prune`). The entry is kept as it
     was. Raises OSError when the directory cannot be moved back (it then stays at
@@ -380,7 +376,7 @@ def undo(common_dir: str, placed: Placed, keep: Callable[[], Sequence[str]] = tu
         with open(os.path.join(placed.path, ".git"), "wb") as fh:
             fh.write(placed.old_link)
     os.rename(placed.path, entry.worktree)
-    git.worktree_prune(common_dir, keep=keep())  # keep: as put_back's
+    git.worktree_prune(common_dir, only=[placed.path])
     trash.mark(entry, reinstating=None, admin=None, proof_failed=True)
 
 

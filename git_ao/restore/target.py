@@ -370,7 +370,7 @@ def clear_killed_add(ctx: Context, s: Session, save: Save, path: str) -> None:
             pass  # git cannot read it (an all-zero HEAD): prune below still may
     os.unlink(os.path.join(path, ".git"))
     os.rmdir(path)
-    ctx.prune_worktrees(s.common_dir)
+    ctx.prune_worktrees(s.common_dir, only=[path])
     ctx.log("restore", s.id, "killed-add-cleared", workspace=path, admin=admin)
 
 
@@ -463,7 +463,7 @@ def set_aside_unfinished(ctx: Context, s: Session, save: Save, path: str,
                           trash.Meta(stray=True, interrupted_restore=True, files=foreign,
                                      checkout_trees=resolved))
     trash.detach(entry)
-    ctx.prune_worktrees(s.common_dir)
+    ctx.prune_worktrees(s.common_dir, only=[path])
     ctx.log("restore", s.id, "interrupted-restore-set-aside", workspace=path,
             trash=entry.worktree, unsaved=len(foreign) or None)
     return entry

@@ -486,14 +486,13 @@ def _try_trash(ctx: Context, s: Session, save: Save, path: str,
         if found is not None:
             if not found.prunable:
                 return None, f"'{path}' is still registered"
-            ctx.prune_worktrees(s.common_dir)
+            ctx.prune_worktrees(s.common_dir, only=[path])
             entries = git.worktree_list(s.common_dir)
         if want_branch and any(e.branch == f"refs/heads/{want_branch}" for e in entries):
             return None, "its branch is checked out elsewhere"  # _place_worktree refuses
     ctx.store.mark_restore_started(s.id)
     try:
-        placed = from_trash.put_back(s.common_dir, save, entry,
-                                     lambda: ctx.missing_live_worktrees(s.common_dir))
+        placed = from_trash.put_back(s.common_dir, save, entry)
     except (AoError, OSError) as exc:
         ctx.log("restore", s.id, "trash-not-used", error=str(exc))
         return None, str(exc)
@@ -533,8 +532,7 @@ def _from_trash(ctx: Context, s: Session, save: Save,
         ctx.log("restore", s.id, "reinstate-proof-failed", why=proof.why, trash=placed.entry.path)
         try:
             with ctx.repo_lock(s.common_dir):
-                from_trash.undo(s.common_dir, placed,
-                                lambda: ctx.missing_live_worktrees(s.common_dir))
+                from_trash.undo(s.common_dir, placed)
         except OSError as exc:
             return Restored(Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                                     f"worktree back at {path} from the trash, but {proof.why} "
@@ -618,7 +616,7 @@ def _place_worktree(ctx: Context, s: Session, save: Save, path: str,
     if entry is not None and entry.prunable and (
             not os.path.lexists(path) or (os.path.isdir(path) and not os.listdir(path))):
         if not ctx.dry_run:
-            ctx.prune_worktrees(s.common_dir)
+            ctx.prune_worktrees(s.common_dir, only=[path])
         entries = git.worktree_list(s.common_dir) if not ctx.dry_run else \
             [e for e in entries if e is not entry]
         entry = None
