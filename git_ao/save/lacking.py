@@ -40,17 +40,20 @@ def _blobs(common_dir: str, commit: str) -> tuple[dict[str, str], dict[str, str]
 
 
 def lost(common_dir: str, earlier: str, final: str | None) -> list[str]:
-    """The paths the capture `earlier` holds that the save `final` lacks, or holds
-    empty where `earlier` did not (a stop handler's `: > file`), sorted. Other
-    differences may be an agent's last writes, which the final save rightly
-    holds. With `final` None (nothing was saved: a clean worktree, or one found
-    gone), the paths `earlier` changed or added against its HEAD. Raises GitError."""
+    """The paths the capture `earlier` holds, changed or added against its HEAD,
+    that the save `final` lacks, or holds empty where `earlier` did not (a stop
+    handler's `: > file`), sorted. A file as its HEAD has it is committed, not
+    work this save could lose, and other differences may be an agent's last
+    writes, which the final save rightly holds. With `final` None (nothing was
+    saved: a clean worktree, or one found gone), every path `earlier` changed or
+    added against its HEAD. Raises GitError."""
     was, base = _blobs(common_dir, earlier)
+    work = {p: oid for p, oid in was.items() if base.get(p) != oid}
     if final is None:
-        return sorted(p for p, oid in was.items() if base.get(p) != oid)
+        return sorted(work)
     now, _ = _blobs(common_dir, final)
     empty = query.hash_bytes(common_dir, b"")
-    return sorted(p for p, oid in was.items() if p not in now or now[p] == empty != oid)
+    return sorted(p for p, oid in work.items() if p not in now or now[p] == empty != oid)
 
 
 def before_stop_commit(common_dir: str, session_id: str) -> ObjectId | None:
