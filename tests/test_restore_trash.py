@@ -207,6 +207,15 @@ def test_writes_left_in_the_trash_by_a_fallback_are_named_and_kept(repo, worktre
     assert (wt / "stub.txt").read_text() == "1\n2\n"
     res = ao("ao-prune", cwd=repo)
     assert Path(entry.worktree, "stub.txt").read_text() == "1\n2\n3\n", res.stdout
+    # Until the copy is dealt with, the session is not simply live: list, show and
+    # doctor name the copy and what it holds.
+    listed = ao("ao", "list", cwd=repo)
+    assert "\tattention\t" in listed.stdout, listed.stdout
+    hint = (f"left what was written after the last capture (after.txt, stub.txt) in the "
+            f"trash copy {entry.worktree}")
+    assert hint in listed.stderr, listed.stderr
+    assert hint in ao("ao", "show", "late", cwd=repo).stderr
+    assert hint in ao("ao", "doctor", cwd=repo, rc=None).stdout
 
 
 def _late(copy: Path, change: str) -> str:

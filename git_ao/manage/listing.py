@@ -15,7 +15,7 @@ from git_ao.store.states import State
 PRESERVED = "refs/ao/preserved/"
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
     from git_ao.outcome import Outcome, OutcomeData
@@ -178,20 +178,22 @@ def state(s: Session, refs: Refs | None = None, data_dir: str | None = None) -> 
         return State.ATTENTION
     if holds_less(s) or worktree_gone(s):
         return State.ATTENTION
-    if data_dir and trash_work(s, data_dir):
+    if data_dir and trash_work(s, data_dir) is not None:
         return State.ATTENTION
     return s.state
 
 
-def trash_work(s: Session, data_dir: str) -> str:
-    """The trash copy of a live session that holds work the last restore could not
-    put back: its saved commit was gone, so the worktree was checked out again
-    without the work (`trash.Meta.commit_gone`; prune keeps the copy until it is
-    removed by hand). "" for any other. Reads only directory names unless an entry
-    of the session is there: a listing imports the trash module for such a session
-    only."""
+def trash_work(s: Session, data_dir: str) -> trash.Entry | None:
+    """The newest trash copy of a live session that holds what the last restore did
+    not put back: its saved commit was gone, so the worktree was checked out again
+    without the work (`trash.Meta.commit_gone`); or the copy changed after the last
+    capture (`unlike_save`), holds ignored files that found something in their
+    way (`environment_kept`) or paths the save could not be put back as
+    (`not_as_saved`). Prune keeps such a copy until it is removed by hand. None
+    for any other. Reads only directory names unless an entry of the session is
+    there: a listing imports the trash module for such a session only."""
     if not s.live:
-        return ""
+        return None
     prefix = s.id + "."
     from git_ao.store.datadir import TRASH_DIR, trash_roots
     try:
@@ -199,10 +201,12 @@ def trash_work(s: Session, data_dir: str) -> str:
     except OSError:  # an unreadable list: the data dir's own root still tells
         roots = [os.path.join(data_dir, TRASH_DIR)]
     if not any(n.startswith(prefix) for r in roots for n in _names(r)):
-        return ""
+        return None
     from git_ao.store import trash
-    held = [e for e in trash.entries(data_dir, s.id) if e.meta.commit_gone and e.holds_worktree]
-    return held[-1].worktree if held else ""
+    held = [e for e in trash.entries(data_dir, s.id) if e.holds_worktree and (
+        e.meta.commit_gone or e.meta.unlike_save or e.meta.environment_kept
+        or e.meta.not_as_saved)]
+    return held[-1] if held else None
 
 
 def _names(root: str) -> list[str]:
@@ -212,16 +216,31 @@ def _names(root: str) -> list[str]:
         return []
 
 
+def _such_as(paths: Iterable[object]) -> str:
+    names = sorted(str(p) for p in paths)
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def trash_work_hint(s: Session, data_dir: str) -> str:
-    """What `git ao list`, `show` and doctor say of a live session whose work only a
-    trash copy holds (`trash_work`); "" for any other."""
-    copy = trash_work(s, data_dir)
-    if not copy:
+    """What `git ao list`, `show` and doctor say of a live session whose trash copy
+    holds what its last restore did not put back (`trash_work`); "" for any other."""
+    entry = trash_work(s, data_dir)
+    if entry is None:
         return ""
-    return (f"its last restore found the saved commit gone and checked the worktree out "
-            f"again without the work; the trash copy {copy} holds the worktree as preserve "
-            "took it, untracked files included: take the work from there, then remove the "
-            "copy (prune keeps it)")
+    copy, meta = entry.worktree, entry.meta
+    if meta.commit_gone:
+        return (f"its last restore found the saved commit gone and checked the worktree out "
+                f"again without the work; the trash copy {copy} holds the worktree as "
+                "preserve took it, untracked files included: take the work from there, then "
+                "remove the copy (prune keeps it)")
+    if meta.unlike_save:
+        left = f"what was written after the last capture ({_such_as(meta.unlike_save)})"
+    elif meta.environment_kept:
+        left = f"ignored files that found something in their way ({_such_as(meta.environment_kept)})"
+    else:
+        left = f"paths the save could not be put back as ({_such_as(meta.not_as_saved or [])})"
+    return (f"its last restore checked the worktree out again and left {left} in the trash "
+            f"copy {copy}: take what you need from there, then remove the copy (prune keeps it)")
 
 
 def holds_less(s: Session) -> bool:
