@@ -286,6 +286,23 @@ def test_committed_files_removed_after_the_capture_are_no_loss(repo, worktrees):
     assert "src/c" in outcome["captured_late"], out
 
 
+def test_only_what_the_last_save_lacks_is_named_as_not_in_it(repo, worktrees):
+    """An agent ignores a file and writes to it after the capture: the capture taken
+    again holds the new .gitignore but not the file, and only the file is named as
+    not in the ref (its latest state is in the trash copy)."""
+    wt = worktrees(repo, "late-ign")
+    (wt / "u.txt").write_text("untracked\n")
+    with _paused_at("preserve:after-capture", ["ao-preserve", "late-ign", "--json"],
+                    repo) as result:
+        (wt / ".gitignore").write_text("u.txt\n")
+        with open(wt / "u.txt", "a") as fh:
+            fh.write("late\n")
+    out, err, rc = result[0]
+    outcome = json.loads(out)["results"][0]
+    assert rc == 3 and outcome["still_changing"] == ["u.txt"], out + err
+    assert "not all in the ref (u.txt)" in outcome["message"], out
+
+
 def test_a_file_git_cannot_store_written_after_the_capture_is_named(repo, worktrees):
     """A FIFO made after the capture, before the move: the capture taken again from
     the moved copy cannot hold it, so preserve says the worktree did not settle

@@ -37,10 +37,12 @@ ROUNDS = 3
 class Settled:
     """What `settle` found. late: the paths written after the first capture;
     settled: False when they kept changing, could not be checked or captured, or
-    one is a path git cannot store (the trash copy holds their latest state)."""
+    one is a path git cannot store (the trash copy holds their latest state);
+    unsaved: those of them the last save does not hold, when that is known."""
 
     late: list[str] = field(default_factory=list)
     settled: bool = True
+    unsaved: list[str] | None = None
 
     @property
     def touched(self) -> bool:
@@ -121,7 +123,8 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             # A late path the last capture does not hold (a name or file type git
             # cannot store) is not saved: it stays in the trash copy, and is named.
             uncaptured = [p for p in late if p in after.entries and p not in captured]
-            return Settled(sorted(set(late) | grown), settled=not uncaptured and not grown)
+            return Settled(sorted(set(late) | grown), settled=not uncaptured and not grown,
+                           unsaved=sorted(set(uncaptured) | grown))
         late = sorted(set(late) | set(changed))
         try:
             again = capture.capture(moved, v.git_dir, meta, walked=after)

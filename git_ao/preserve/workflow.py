@@ -576,7 +576,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                     commit=final or save.preserved_commit, trash=taken.worktree,
                     late=len(late) + (not settled.settled) or None)
             if not settled.settled:
-                data["still_changing"] = changing = late
+                data["still_changing"] = changing = late if settled.unsaved is None \
+                    else settled.unsaved
                 hung = data.get("late_check_hung")
                 why = f"; {_late_check_note(hung)}" if hung is not None else ""
                 return with_warnings(Outcome(
