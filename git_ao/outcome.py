@@ -181,6 +181,7 @@ if TYPE_CHECKING:
         environment_lost: int
         trash_holds_unsaved: str
         trash_changes: dict[str, str]
+        changed_since: list[str]  # a reused worktree holding the save: paths changed since
         # checkpoint
         unchanged: bool
         in_progress: str  # skipped: the operation in progress ("a rebase in progress")

@@ -119,6 +119,41 @@ def test_crash_after_save_before_removal_is_recognised(repo, worktrees):
     assert ao_refs(repo, "refs/ao") == ""
 
 
+@pytest.mark.parametrize("later", [False, True])
+def test_a_worktree_a_preserve_killed_before_the_move_left_is_reused_without_alarm(
+        repo, worktrees, later):
+    """Killed before the move: the worktree, its ignored files too, is still in
+    place. The restore reuses it, dry run and real run: the ignored files are not
+    said lost, and a worktree holding the save (and changes made since, which the
+    preserve run again names) is no "other changes" to stash apply onto."""
+    wt = worktrees(repo, "killed")
+    (wt / "README.md").write_text("the agent's edit\n")
+    (wt / "notes.txt").write_text("its notes\n")
+    (wt / "build").mkdir()
+    (wt / "build" / "out.o").write_text("ignored\n")
+    (wt / ".gitignore").write_text("build/\n")
+    ao("ao-preserve", "killed", cwd=repo, rc=None, env=crash_env("preserve:after-db"))
+    assert states(repo)["killed"] == "pending" and wt.is_dir()
+    if later:
+        (wt / "more.txt").write_text("written after the save\n")
+        res = ao("ao-preserve", "killed", cwd=repo, rc=1)
+        assert "git ao-restore reuses it" in res.stdout, res.stdout
+    dry = ao("ao-restore", "-n", "killed", cwd=repo)
+    assert "no trash copy left" not in dry.stdout, dry.stdout
+    res = ao("ao-restore", "--json", "killed", cwd=repo)
+    [r] = json.loads(res.stdout)["results"]
+    assert r["status"] == "ok", r
+    assert "already held the preserved work" in r["message"], r
+    assert "no trash copy left" not in r["message"] and "environment_lost" not in r, r
+    assert "stash apply" not in r["message"], r
+    if later:
+        assert r["changed_since"] == ["more.txt"], r
+        assert "more.txt" in r["message"], r
+    assert (wt / "build" / "out.o").read_text() == "ignored\n"
+    assert (wt / "notes.txt").read_text() == "its notes\n"
+    assert ao_refs(repo, "refs/ao/preserved") == ""
+
+
 def test_preserve_without_id_registers_current_worktree(repo, tmp_path):
     wt = tmp_path / "wt-unregistered"
     git("worktree", "add", "-q", "-b", "unreg", wt, cwd=repo)

@@ -136,11 +136,11 @@ def put_modes(outcome: Outcome, path: str, save: Save, reused: bool) -> None:
             outcome.status = Status.ATTENTION
 
 
-def _say_environment_gone(s: Session, path: str, outcome: Outcome) -> None:
+def _say_environment_gone(s: Session, path: str, outcome: Outcome, reused: bool) -> None:
     """No trash copy is left (a tmpfs cleared by a reboot, a worktree or a trash
     deleted by hand): when the save recorded ignored paths, say they did not
-    come back."""
-    count = ignored_at_save(s, path)
+    come back (`ignored_lost`)."""
+    count = ignored_lost(s, path, reused)
     if count:
         outcome.data["environment_lost"] = count
         # The save records how many, not which: name none rather than guess.
@@ -159,6 +159,22 @@ def ignored_at_save(s: Session, cwd: str) -> int:
     except AoError:
         return 0
     return int(count) if count.isdigit() else 0
+
+
+def ignored_lost(s: Session, path: str, reused: bool) -> int:
+    """With no trash copy left: how many ignored paths the save of `s` held that do
+    not come back (`ignored_at_save`), 0 when a reused worktree at `path` (one a
+    preserve killed before its move left in place) holds as many ignored paths
+    as the save counted (`git status --ignored=matching`, an ignored directory
+    once, as the capture counts them): they never left."""
+    count = ignored_at_save(s, path if os.path.isdir(path) else s.common_dir)
+    if not count or not reused:
+        return count
+    try:
+        there = len(git.status(path).ignored)
+    except AoError:
+        return count
+    return 0 if there >= count else count
 
 
 def environment_note(count: int) -> str:
@@ -182,7 +198,7 @@ def after_apply(ctx: Context, s: Session, save: Save, path: str, reused: bool,
     then, from the session's trash copy, the comparison with the save (marked in
     the entry before anything moves out of it) and the ignored files."""
     put_modes(outcome, path, save, reused)
-    entry = trash_copy(ctx, s, path, outcome)
+    entry = trash_copy(ctx, s, path, outcome, reused)
     if entry is None:
         return
     unlike = outcome.data.get("not_as_saved")
@@ -220,13 +236,15 @@ def bring_admin(ctx: Context, s: Session, entry: trash.Entry, path: str,
         outcome.message += f"; not put back in its git admin dir: {', '.join(missed)}"
 
 
-def trash_copy(ctx: Context, s: Session, path: str, outcome: Outcome) -> trash.Entry | None:
+def trash_copy(ctx: Context, s: Session, path: str, outcome: Outcome,
+               reused: bool = False) -> trash.Entry | None:
     """After a checkout-and-apply restore: the session's trash entry whose copy the
     rest of the restore reads (`trash.latest_for`, environment=True), or None,
-    said in the outcome when the save recorded ignored paths that are now gone."""
+    said in the outcome when the save recorded ignored paths that are now gone
+    (reused: the worktree at `path` was already there, see `ignored_lost`)."""
     entry = trash.latest_for(ctx.store.dir, s.id, environment=True)
     if entry is None:
-        _say_environment_gone(s, path, outcome)
+        _say_environment_gone(s, path, outcome, reused)
     return entry
 
 

@@ -421,7 +421,7 @@ def _would(ctx: Context, s: Session, save: Save, path: str, reused: bool,
         s.common_dir, s.id, then=f"after git ao-restore {s.id}, ")
     # As the real run's checkout (`target.trash_copy`): with no trash copy to take
     # them from, the ignored paths the save held do not come back.
-    lost = target.ignored_at_save(s, s.common_dir) \
+    lost = target.ignored_lost(s, path, reused) \
         if trash.latest_for(ctx.store.dir, s.id, environment=True) is None else 0
     gone = target.environment_note(lost) if lost else ""
     status = Status.ATTENTION if missing else Status.OK
@@ -708,6 +708,16 @@ def _apply_saved(ctx: Context, s: Session, save: Save, path: str, reused: bool) 
         _drop_ref(path, ref, commit)
         return Outcome(s.id, Action.RESTORE, Status.OK, f"worktree at {path} already held the "
                        "preserved work", data)
+    since = _held_with_changes_since(path, save) if reused else None
+    if since:
+        # Every path the save changed is as saved: only what was written since
+        # is the worktree's own, so the ref goes as when it held the save alone.
+        _drop_ref(path, ref, commit)
+        data["changed_since"] = since
+        more = f" and {len(since) - 5} more" if len(since) > 5 else ""
+        return Outcome(s.id, Action.RESTORE, Status.OK, f"worktree at {path} already held the "
+                       f"preserved work, with changes made since ({', '.join(since[:5])}{more})",
+                       data)
     if reused and not git.status(path, ignored=False).clean:
         return Outcome(s.id, Action.RESTORE, Status.ATTENTION,
                        f"worktree at {path} has other changes; the work stays in {ref}: "
@@ -810,6 +820,30 @@ def _then_resolve(session_id: str, path: str = "") -> str:
     first = "resolve the conflicts and git add the files" if unmerged else \
         "take what you need of it"
     return f"; {first}, then git ao resolve {session_id}"
+
+
+def _held_with_changes_since(path: str, save: Save) -> list[str] | None:
+    """For a worktree restore reuses (a preserve killed before its move left it in
+    place, then it was written to): the paths changed since the save, when every
+    path the save changed holds as saved in the worktree and the index (`not_as_saved`
+    on the saved HEAD and branch) and something else changed; else None (also when
+    git cannot tell)."""
+    commit = save.preserved_commit
+    assert commit
+    try:
+        st = git.status(path, ignored=False)
+        if st.head != save.head or st.branch != (None if save.detached else save.branch) \
+                or st.clean or not_as_saved(path, save):
+            return None
+        parents = git.commit_parents(path, commit)
+        saved = set(query.raw_changes(path, parents[0], commit)) | \
+            set(query.raw_changes(path, parents[0], parents[1]))
+        if len(parents) > 2:
+            saved |= set(query.ls_tree_entries(path, parents[2]))
+    except (AoError, OSError):
+        return None
+    since = sorted(({e.path for e in st.changed} | set(st.untracked)) - saved)
+    return since or None
 
 
 def _not_as_saved(path: str, save: Save,
