@@ -139,6 +139,8 @@ if TYPE_CHECKING:
         agent_policy: str
         stopped: list[int]
         still_running: list[int]
+        # preserve and restore: processes still working in the trash copy (pids)
+        running_in_trash: list[int]
         # a step stopped by --timeout (batch.guarded)
         timed_out: bool
         hung: list[str]

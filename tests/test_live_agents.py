@@ -581,3 +581,76 @@ def test_a_session_another_run_preserved_while_its_agents_stopped_claims_no_chan
     assert "changed while its agents stopped" not in r["message"], r
     assert rc == 0 and r["status"] != "attention", (rc, r, err)
     assert git("for-each-ref", "refs/ao/before-stop/", cwd=repo) == ""
+
+
+_STUBBORN = ("import signal, sys\n"
+             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+             "print('ready', flush=True)\n"
+             "sys.stdin.readline()\n"
+             "open('result.txt', 'w').write('written after the move\\n')\n"
+             "open('README.md', 'a').write('appended after the move\\n')\n"
+             "print('done', flush=True)\n")
+
+
+def test_an_agent_still_running_when_its_worktree_is_moved_needs_attention(repo, tmp_path):
+    """An agent that ignores SIGTERM outlives the stop and writes into the trash copy
+    after the checks: the preserve says so (exit 3, pid and name), and the restore
+    from the trash brings those writes back and names them."""
+    wt = _worktree(repo, tmp_path / "wt", "stubborn")
+    ao("ao", "config", "set", "preserve.agentTimeout", "0.2", cwd=repo)
+    agent = subprocess.Popen([sys.executable, "-c", _STUBBORN], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdin is not None
+        assert agent.stdout.readline() == "ready\n"
+        res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=None)
+        [r] = support.json_results(res)
+        assert res.returncode == 3 and r["status"] == "attention", res.stdout
+        assert f"pid {agent.pid}" in r["message"] and "still running" in r["message"], r
+        assert r["trash"] in r["message"] and "git ao-restore" in r["message"], r
+        assert r["running_in_trash"] == [agent.pid], r
+        agent.stdin.write("go\n")
+        agent.stdin.flush()
+        assert agent.stdout.readline() == "done\n"
+    finally:
+        agent.kill()
+        agent.communicate()
+    res = ao("ao-restore", "--json", cwd=repo, rc=None)
+    [r] = support.json_results(res)
+    assert (wt / "result.txt").read_text() == "written after the move\n", res.stdout
+    assert (wt / "README.md").read_text().endswith("appended after the move\n")
+    assert "result.txt" in r.get("late_writes", []), res.stdout
+    assert "README.md" in r.get("late_writes", []), res.stdout
+    assert "result.txt" in r["message"], r["message"]
+
+
+def test_a_checkout_restore_names_an_agent_still_working_in_the_trash_copy(repo, tmp_path):
+    """The branch moved, so the restore checks out again: an agent still running in
+    the trash copy writes there, not into the worktree. The restore names it
+    (exit 3), and prune keeps the copy once it wrote there."""
+    wt = _worktree(repo, tmp_path / "wt", "stubborn")
+    (wt / "notes.txt").write_text("its notes\n")
+    ao("ao", "config", "set", "preserve.agentTimeout", "0.2", cwd=repo)
+    agent = subprocess.Popen([sys.executable, "-c", _STUBBORN], cwd=wt, text=True,
+                             stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        assert agent.stdout is not None and agent.stdin is not None
+        assert agent.stdout.readline() == "ready\n"
+        ao("ao-preserve", "--all", cwd=repo, rc=3)
+        support.commit_on(repo, "stubborn", {"other.txt": "upstream\n"})
+        res = ao("ao-restore", "--json", cwd=repo, rc=3)
+        [r] = support.json_results(res)
+        assert r["running_in_trash"] == [agent.pid], r
+        assert f"pid {agent.pid}" in r["message"] and "trash copy" in r["message"], r
+        assert (wt / "notes.txt").read_text() == "its notes\n"
+        agent.stdin.write("go\n")
+        agent.stdin.flush()
+        assert agent.stdout.readline() == "done\n"
+    finally:
+        agent.kill()
+        agent.communicate()
+    assert not (wt / "result.txt").exists()
+    res = ao("ao-prune", "-n", "--expire=now", cwd=repo, rc=None)
+    assert "kept" in res.stdout and "result.txt" in res.stdout, res.stdout

@@ -416,6 +416,13 @@ def _live(agents: Iterable[Agent]) -> dict[psutil.Process, Agent]:
     return out
 
 
+def alive(agents: Iterable[Agent]) -> list[Agent]:
+    """The agents still running as the same process (pid and start time; a zombie
+    has stopped working and counts as gone), sorted by pid. Never raises for a
+    process that exited or is someone else's."""
+    return sorted(_live(agents).values(), key=lambda a: a.pid)
+
+
 def _wait(procs: dict[psutil.Process, Agent], deadline: float) -> dict[psutil.Process, Agent]:
     """Wait until every process exits or the deadline passes; the ones left.
 

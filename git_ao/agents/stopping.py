@@ -64,6 +64,14 @@ class Seen:
             out["still_running"] = [a.pid for a in self.report.still_running]
         return out
 
+    def left_running(self) -> list[processes.Agent]:
+        """The processes found working in the worktree that no stop ended (every
+        one under "report"; those a stop left running): a preserve asks
+        `processes.alive` of them once the worktree is moved."""
+        if self.policy == "stop":
+            return list(self.report.still_running) if self.report is not None else []
+        return list(self.found) if self.policy == "report" else []
+
     def line(self) -> str:
         """One clause for the outcome message ('' when nothing was seen)."""
         if not self.found:

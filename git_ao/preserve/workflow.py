@@ -150,7 +150,8 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
                 out = guarded(lambda: preserve_one(
                     ctx, s.id, keep_worktree, cache, trigger=trigger,
                     unsaved=(unsaved or {}).get(s.id), pushing=pushing,
-                    removed_by=removed_by), s.id,
+                    removed_by=removed_by,
+                    working=agents_seen.left_running() if agents_seen else ()), s.id,
                     Action.PRESERVE, ctx)
             if ctx.dry_run and not keep_worktree and out.status == Status.OK:
                 cache.taken_first.add(os.path.realpath(s.worktree_path))
@@ -237,6 +238,16 @@ def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
         ctx.log("preserve", out.session_id, "agents", policy=seen.policy,
                 found=" ".join(str(a.pid) for a in seen.found))
     trash_copy = out.data.get("trash")
+    in_trash = out.data.get("running_in_trash") or []
+    running = [a for a in seen.found if a.pid in in_trash]
+    if running and trash_copy:
+        # Its writes from now on land in the trash copy, after every check.
+        if out.status in (Status.OK, Status.NOTHING):
+            out.status = Status.ATTENTION
+        names = ", ".join(f"pid {a.pid} ({a.name})" for a in running)
+        out.message += (f"; {names} still running when the worktree was moved: what it "
+                        f"writes from now on lands in the trash copy {trash_copy}, which git "
+                        "ao-restore brings back")
     if seen.ancestors and trash_copy:
         pids = ", ".join(str(a.pid) for a in seen.ancestors)
         out.message += (f"; your shell (pid {pids}) was working in it: its directory is gone "
@@ -250,7 +261,8 @@ def _tell_agents(ctx: Context, out: Outcome, seen: stopping.Seen) -> None:
 def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                  cache: RepoCache | None = None, unsaved: Session | None = None,
                  trigger: str | None = None, pushing: bool = False,
-                 removed_by: str | None = None) -> Outcome:
+                 removed_by: str | None = None,
+                 working: Sequence[processes.Agent] = ()) -> Outcome:
     """Preserve one session, strictly: check, capture and write the ref, append the
     save to the session's history, commit the row, then remove the verified
     worktree. Returns an Outcome; raises AoError on refusal.
@@ -258,7 +270,10 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
     unsaved: on a dry run, a Session that `register` would create (not stored yet).
     trigger: the history entry's cause (see `preserve`). pushing: a clean worktree
     is saved too (a commit with no changes), so the ref a push sends carries its
-    HEAD's commits to the remote. removed_by: see `preserve`."""
+    HEAD's commits to the remote. removed_by: see `preserve`. working: processes
+    found working in the worktree that no stop ended; those still alive once it
+    is moved are listed by pid (`running_in_trash`), asked before the check after
+    the move (one that ended by then wrote all it wrote before that check)."""
     cache = cache or RepoCache()
     with ctx.lock(session_id):
         # read again under the lock
@@ -530,6 +545,13 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         taken = removal.take_away(ctx, s, v, cap.commit, before.started_ns,
                                   (fresh[0], fresh[1])
                                   if fresh and fresh[1] and not overlooked else None)
+        if working:
+            from git_ao.agents import processes
+            still = processes.alive(working)
+            if still:
+                data["running_in_trash"] = [a.pid for a in still]
+                ctx.log("preserve", s.id, "running-in-trash", trash=taken.worktree,
+                        pids=" ".join(str(a.pid) for a in still))
         # Once the directory is in the trash its last steps (no program of the user's
         # runs in them) finish, whatever the bound.
         deadline = git.current_deadline()

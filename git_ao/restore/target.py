@@ -211,6 +211,7 @@ def after_apply(ctx: Context, s: Session, save: Save, path: str, reused: bool,
     bring_admin(ctx, s, entry, path, outcome)
     ignored = ignored_in_copy(ctx, s, entry)
     report_unlike_save(ctx, s, save, entry, ignored, outcome)
+    report_running(ctx, s, entry, outcome)
     if ignored is not None:
         bring_environment(ctx, s, entry, ignored, path, outcome)
 
@@ -306,6 +307,30 @@ def report_unlike_save(ctx: Context, s: Session, save: Save, entry: trash.Entry,
     outcome.data["trash_changes"] = changes
     outcome.message += (f"; the trash copy {entry.worktree} changed after the last capture "
                         f"({listed}{more}): that did not come back, and prune keeps the copy")
+    if outcome.status == Status.OK:
+        outcome.status = Status.ATTENTION
+
+
+def report_running(ctx: Context, s: Session, entry: trash.Entry, outcome: Outcome) -> None:
+    """After a checkout-and-apply restore: a process still working in the trash copy
+    (an agent that outlived the preserve's stop, its working directory moved with
+    the copy) writes there, not into the worktree checked out again. Name it (pid
+    and name, JSON `running_in_trash`) and make the outcome need attention. One
+    scan of the process table (`processes.find`)."""
+    if not entry.holds_worktree:
+        return
+    from git_ao.agents import processes
+    running = processes.find(entry.worktree)
+    if not running:
+        return
+    outcome.data["running_in_trash"] = [a.pid for a in running]
+    ctx.log("restore", s.id, "running-in-trash", trash=entry.worktree,
+            pids=" ".join(str(a.pid) for a in running))
+    names = ", ".join(f"pid {a.pid} ({a.name})" for a in running[:3])
+    more = f" and {len(running) - 3} more" if len(running) > 3 else ""
+    outcome.message += (f"; {names}{more} still working in the trash copy {entry.worktree}: "
+                        "what it writes there does not come back; stop it, then take what "
+                        "it wrote from there")
     if outcome.status == Status.OK:
         outcome.status = Status.ATTENTION
 
