@@ -7,6 +7,7 @@ only in part), runs a real preserve, and checks that the worktree stayed (exit
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ao, git, round_trip, states
+from tests.support import ao, git, log_text, round_trip, states
 from tests.worktree_state import assert_restored, differences, state
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
@@ -162,6 +163,27 @@ def test_a_fifo_git_cannot_store_keeps_the_worktree(repo, worktrees):
     wt = worktrees(repo, "fifo")
     os.mkfifo(wt / "agent.pipe")
     _kept(repo, wt, "fifo", "agent.pipe", "FIFO")
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_many_paths_kept_for_one_reason_are_one_bounded_line(repo, worktrees, dry):
+    """As git says it: one line per reason with a count and a few paths; every
+    path is in --json's `blocked` and the log."""
+    wt = worktrees(repo, "fifos")
+    for n in range(20):
+        os.mkfifo(wt / f"pipe{n:02}")
+    res = ao("ao-preserve", *(["-n"] if dry else []), "--json", "fifos", cwd=repo, rc=1)
+    [r] = json.loads(res.stdout)["results"]
+    msg = r["message"]
+    assert msg.count("FIFO") == 1, msg
+    assert f"20 paths in {wt} (pipe00, pipe01, pipe02, pipe03, pipe04 and 15 more), each a " \
+        "FIFO" in msg, msg
+    assert len(msg) < 600, msg
+    assert [b.split(": ")[0] for b in r["blocked"]] == [str(wt / f"pipe{n:02}")
+                                                        for n in range(20)], r
+    if not dry:
+        assert str(wt / "pipe19") in log_text()
+    assert wt.is_dir() and states(repo)["fifos"] == "live"
 
 
 @pytest.mark.parametrize("name", [".git /notes.txt", "GIT~1", ".GIT/x"])

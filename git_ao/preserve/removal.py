@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from git_ao import crashpoint, git
@@ -52,6 +53,30 @@ class Settled:
 
 def where(path: str, b: walk.Blocker) -> str:
     return f"{path if b.path == '.' else os.path.join(path, b.path)}: {b.reason}"
+
+
+# How many paths a line of `grouped` names before "and N more".
+SHOWN = 5
+
+
+def grouped(path: str, blockers: Sequence[walk.Blocker]) -> list[str]:
+    """The message's lines for `blockers` under the worktree `path`, as git says
+    them: one per reason, in the order first met; a reason of one path is its
+    `where` line, of several their count, the first SHOWN paths relative to the
+    worktree, how many more, and the reason once. (The full list, one `where`
+    line a path, is for --json and the log.)"""
+    by_reason: dict[str, list[str]] = {}
+    for b in blockers:
+        by_reason.setdefault(b.reason, []).append(b.path)
+    out = []
+    for reason, paths in by_reason.items():
+        if len(paths) == 1:
+            out.append(where(path, walk.Blocker(paths[0], reason)))
+            continue
+        more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+        out.append(f"{len(paths)} paths in {path} ({', '.join(paths[:SHOWN])}{more}), "
+                   f"each {reason}")
+    return out
 
 
 def take_away(ctx: Context, s: Session, v: worktree.Verified, commit: str | None,

@@ -353,6 +353,9 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
         # What keeps a worktree a removal would take away: a checkpoint removes none
         # (nor imports the removal's modules).
         keep: list[str] = []
+        # The walk's blockers, whose lines end `keep`: grouped by reason in the
+        # message (`_told`), one a path in the JSON and the log.
+        blocked: list[walk.Blocker] = []
         if not keep_worktree:
             from git_ao.preserve import removal
             keep = removal.keep_reasons(v)
@@ -405,13 +408,14 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             counts = f"{_counts(made)}, {len(st.ignored)} ignored"
             said = "".join(f"; warning: {w}" for w in warns)
             if not keep_worktree:
-                keep += made.keep_reasons + blocked
+                keep += made.keep_reasons + [removal.where(path, b) for b in blocked]
             if keep and not keep_worktree:
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
                 would["blocked"] = keep
                 return with_warnings(Outcome(
                     s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}{said}) "
-                    f"and keep the worktree: {'; '.join(keep)}", would, would_save=True), warns)
+                    f"and keep the worktree: {_told(path, keep, blocked)}", would,
+                    would_save=True), warns)
             return with_warnings(Outcome(s.id, Action.PRESERVE, Status.OK,
                                          f"would {what}: {counts}{said}"
                                          + (held_note(s) if held else ""), would), warns)
@@ -457,10 +461,11 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
                                                   cap.untracked_tree)
                 # A file a required filter failed on, or that cannot be read, is named
                 # by the capture's reason.
-                keep += [removal.where(path, b) for b in witness.blockers(
+                blocked = [b for b in witness.blockers(
                     path, before, captured, cap.ignored, private_config=cap.private_config,
                     sessions=cache.session_paths(ctx, exclude=s.id))
                     if b.path not in cap.filter_failed and b.path not in cap.unreadable]
+                keep += [removal.where(path, b) for b in blocked]
             private = _with_admin_only(ctx, s, path, cap.private_config, read, cap.head)
             if cap.ignored:
                 ctx.log("preserve", s.id, "ignored-skipped", count=len(cap.ignored),
@@ -529,8 +534,8 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             ctx.log("preserve", s.id, "kept", ref=ref, commit=cap.commit, why="; ".join(keep))
             data["blocked"] = keep
             return with_warnings(Outcome(s.id, Action.PRESERVE, Status.REFUSED,
-                                         f"{summary}; worktree kept: {'; '.join(keep)}",
-                                         data), warns)
+                                         f"{summary}; worktree kept: "
+                                         f"{_told(path, keep, blocked)}", data), warns)
         assert before is not None
         from git_ao.preserve import removal
         from git_ao.store import trash
@@ -841,7 +846,7 @@ def _record_unchanged(ctx: Context, s: Session, path: str, git_dir: str,
 
 
 def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
-                cache: RepoCache, made: capture.Capture) -> list[str]:
+                cache: RepoCache, made: capture.Capture) -> list[walk.Blocker]:
     """A dry run's removal proof, without a capture: what in a walk of `path` no
     save would account for (the walk's own blockers, such as a mount point, a
     FIFO, an unreadable directory; a path neither tracked, changed, untracked nor
@@ -864,9 +869,16 @@ def _would_keep(ctx: Context, s: Session, path: str, st: git.Status,
     found = walk.unaccounted(w, captured, st.ignored, lambda paths: query.check_ignore(path, paths))
     found += nested.judge(path, w.nested, sessions=cache.session_paths(ctx, exclude=s.id),
                           submodules=tracked)
-    from git_ao.preserve import removal
-    return [removal.where(path, b) for b in sorted(found, key=lambda b: b.path)
+    return [b for b in sorted(found, key=lambda b: b.path)
             if b.path not in made.filter_failed and b.path not in made.unreadable]
+
+
+def _told(path: str, keep: list[str], blocked: list[walk.Blocker]) -> str:
+    """The message's words for why the worktree at `path` is kept: the reasons of
+    `keep`, whose last lines are the `where` lines of `blocked`, those grouped by
+    reason with a bounded list (`removal.grouped`)."""
+    from git_ao.preserve import removal
+    return "; ".join(keep[:len(keep) - len(blocked)] + removal.grouped(path, blocked))
 
 
 
