@@ -169,6 +169,17 @@ class TimedOut(BaseException):
         return f"--timeout was spent before {what} could start"
 
 
+def past_timeout(hung: Iterable[str], seconds: float | None) -> str:
+    """Why a session stopped at the `--timeout` deadline, said before the advice: ""
+    when git was running a program of the user's (`hung`: a filter, a merge
+    driver, whose cure is to wait until nothing hangs), else that the limit of
+    `seconds` was reached with nothing hung (the cure is a longer limit)."""
+    if any(True for _ in hung):
+        return ""
+    limit = f" of {seconds:g} s" if seconds is not None else ""
+    return f"the --timeout{limit} was reached with nothing hung"
+
+
 def git_message(stderr: str, status: int) -> str:
     """What the user needs of git's stderr, on one line: its `fatal:` and `error:`
     lines (the lock file to remove, the path in the way), joined with '; ';

@@ -84,3 +84,31 @@ def test_timeout_zero_starts_nothing(repo, worktrees):
     assert res.stdout.count("not started") == 2
     assert all(wt.is_dir() for _, wt in sessions.values())
     assert set(states(repo).values()) == {"live"}
+
+
+@pytest.mark.parametrize("command", ["preserve", "restore"])
+def test_a_timeout_reached_with_nothing_hanging_says_to_give_more_time(
+        repo, worktrees, command):
+    """The limit was short, no filter or driver hung: the failure says the limit
+    was reached and how to raise it, not to wait until nothing hangs."""
+    import time
+
+    from tests.support import commit_on, dirty
+    from tests.test_live_agents import _paused_at
+    wt = worktrees(repo, "short")
+    dirty(wt)
+    if command == "restore":
+        ao("ao-preserve", "short", cwd=repo)
+        commit_on(repo, "short", {"other.txt": "upstream\n"})  # a checkout restore
+    point = "preserve:after-capture" if command == "preserve" else \
+        "restore:after-worktree-add"
+    with _paused_at(point, [f"ao-{command}", "--timeout", "1", "--json", "short"],
+                    repo) as result:
+        time.sleep(1.2)  # past the deadline while stopped: the next git is not started
+    out, err, rc = result[0]
+    [r] = json.loads(out)["results"]
+    assert rc == 1 and r["status"] == "failed" and r["timed_out"], (out, err)
+    assert "nothing hangs" not in r["message"], r["message"]
+    assert "--timeout of 1 s was reached" in r["message"], r["message"]
+    assert "longer --timeout" in r["message"] and f"{command}.timeout" in r["message"], r
+    assert states(repo)["short"] == ("live" if command == "preserve" else "pending")

@@ -27,7 +27,7 @@ from git_ao.context import (
     preserve_ref,
     work_present_elsewhere,
 )
-from git_ao.errors import AoError, GitError, Refused, TimedOut
+from git_ao.errors import AoError, GitError, Refused, TimedOut, past_timeout
 from git_ao.fs import nested, walk
 from git_ao.fs.gone import held_advice, moved_to, registration_holds, repo_gone_advice
 from git_ao.git import lock as gitlock
@@ -156,7 +156,7 @@ def preserve(ctx: Context, sessions: Sequence[Session], *, keep_worktree: bool =
             if ctx.dry_run and not keep_worktree and out.status == Status.OK:
                 cache.taken_first.add(os.path.realpath(s.worktree_path))
             if out.data.get("timed_out"):
-                _after_timeout(ctx, s.id, out)
+                _after_timeout(ctx, s.id, out, timeout)
             if agents_seen is not None:
                 _tell_agents(ctx, out, agents_seen)
             earlier = _stopping_mark(ctx, s)
@@ -215,14 +215,23 @@ def _unmark_stopping(ctx: Context, session_id: str) -> None:
             pass
 
 
-def _after_timeout(ctx: Context, session_id: str, out: Outcome) -> None:
-    """Say where a session stopped at the `--timeout` deadline stands: live with its
-    worktree as it was, or saved and recorded with its worktree still in place
-    (the next `--all` run finishes the removal)."""
+def _after_timeout(ctx: Context, session_id: str, out: Outcome,
+                   timeout: float | None) -> None:
+    """Say where a session stopped at the `--timeout` deadline (`timeout` seconds)
+    stands: live with its worktree as it was, or saved and recorded with its
+    worktree still in place (the next `--all` run finishes the removal); and what
+    to do: wait until nothing hangs, or, when nothing hung (`errors.past_timeout`),
+    give the run more time."""
     s = ctx.store.get(session_id)
+    reached = past_timeout(out.data.get("hung") or [], timeout)
+    more = "with a longer --timeout (or a larger preserve.timeout)"
     if s is not None and s.pending:
         out.message += ("; saved and recorded, but the worktree was not removed: it is as it "
-                        "was, and git ao-preserve --all finishes once nothing hangs")
+                        "was, and git ao-preserve --all finishes "
+                        + (f"{more} ({reached})" if reached else "once nothing hangs"))
+    elif reached:
+        out.message += ("; nothing was removed and the worktree is as it was (the session "
+                        f"stays live); {reached}: run git ao-preserve again {more}")
     else:
         out.message += ("; nothing was removed and the worktree is as it was (the session "
                         "stays live; run git ao-preserve again once nothing hangs)")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from git_ao import crashpoint, git, groups
 from git_ao.batch import NOT_STARTED, guarded, log_failure, run_each
 from git_ao.context import Context, lookup
-from git_ao.errors import AoError, Failed, Refused
+from git_ao.errors import AoError, Failed, Refused, past_timeout
 from git_ao.fs.gone import gone_worktree
 from git_ao.git import index, query, worktree
 from git_ao.git.parse import ObjectId
@@ -83,8 +83,12 @@ def restore(ctx: Context, sessions: Sequence[Session], *, jobs: int = 1,
             out = guarded(lambda: restore_one(ctx, s.id, set_aside_stray=set_aside_stray),
                           s.id, Action.RESTORE)
         if out.data.get("timed_out"):
+            reached = past_timeout(out.data.get("hung") or [], timeout)
             out.message += ("; the session stays pending, its work in its ref and the trash; "
-                            "the next git ao-restore goes on from here once nothing hangs")
+                            + (f"{reached}: the next git ao-restore with a longer --timeout "
+                               "(or a larger restore.timeout) goes on from here" if reached
+                               else "the next git ao-restore goes on from here once nothing "
+                               "hangs"))
         log_failure(ctx, out)
         crashpoint.hit("restore:between-sessions")
         return out
