@@ -106,6 +106,22 @@ def test_a_worktree_path_that_is_not_utf8_is_refused_in_one_line(repo, tmp_path)
     assert json.loads(ao("ao", "list", "--json", cwd=repo).stdout)["sessions"] == []
 
 
+@pytest.mark.parametrize("name", [b"wt \xffname", b"wt\nline"])
+def test_add_all_and_preserve_all_name_a_worktree_they_cannot_record(repo, worktrees, tmp_path,
+                                                                    name):
+    # `git ao add --all` refuses it in its line and goes on (exit 1, no internal
+    # error), and the shutdown's warning says to move it, not to `git ao add --all`.
+    worktrees(repo, "known")  # (the warning looks in the repositories of sessions)
+    wt = os.fsdecode(bytes(tmp_path) + b"/" + name)
+    git("worktree", "add", "-q", "-b", "odd", wt, cwd=repo)
+    res = ao("ao", "add", "--all", "--json", cwd=repo, rc=1)
+    [r] = [r for r in json.loads(res.stdout)["results"] if r["status"] != "nothing"]
+    assert r["status"] == "refused", res.stdout
+    res = ao("ao-preserve", "--all", cwd=repo)
+    assert "git-ao cannot record were not saved" in res.stderr, res.stderr
+    assert "git ao add --all" not in res.stderr, res.stderr
+
+
 @pytest.mark.parametrize("bad, shown", [
     *((b, b) for b in ["-x", ".hidden", "a b", "x" * 201, "a..b", "a.lock", "a/b", ""]),
     # the error stays one line: control characters are shown escaped

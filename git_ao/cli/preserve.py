@@ -148,12 +148,19 @@ def _say_unregistered(app: App, importing: list[Session]) -> None:
     its import would register (the real run's import has registered them), whose
     worktrees are saved. A warning, also with -q (the journal of a shutdown keeps
     stderr), and a log line; not a failure."""
+    from git_ao.manage.register import unrecordable
     from git_ao.preserve import workflow as preserve
+    verb = "would not be saved" if app.dry_run else "were not saved"
     for repo, paths in preserve.unregistered(app.store, importing).items():
-        verb = "would not be saved" if app.dry_run else "were not saved"
-        app.printer.error("warning", f"{repo}: linked worktrees no session holds {verb}: "
-                          f"{', '.join(paths)} ('git ao add --all' in the repository "
-                          "registers them)")
+        odd = [p for p in paths if unrecordable(p)]
+        if len(odd) < len(paths):
+            app.printer.error("warning", f"{repo}: linked worktrees no session holds {verb}: "
+                              f"{', '.join(p for p in paths if p not in odd)} ('git ao add "
+                              "--all' in the repository registers them)")
+        if odd:
+            app.printer.error("warning", f"{repo}: linked worktrees git-ao cannot record "
+                              f"{verb}: {', '.join(odd)} (a newline or bytes not in UTF-8 in "
+                              "the path: git worktree move each one, then git ao add it)")
         app.ctx.log("preserve", None, "unregistered", repository=repo, worktrees=len(paths))
 
 

@@ -106,16 +106,23 @@ def linked_worktree(path: str) -> tuple[git.RepoDirs, str]:
                       "sessions live in linked worktrees (git worktree add)")
     assert dirs.toplevel is not None  # a linked worktree has one
     top = os.path.realpath(dirs.toplevel)
-    if "\n" in top:
-        raise Usage("worktree paths with a newline are not supported")
     for what, name in (("worktree", top), ("repository", dirs.common_dir)):
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            shown = one_line(name)  # the bytes that are not UTF-8 in octal, as git shows them
-            raise Usage(f"{what} path '{shown}' is not valid UTF-8, which git-ao records "
-                        "paths as; rename the directory") from None
+        why = unrecordable(name)
+        if why:
+            raise Usage(f"{what} path '{one_line(name)}' {why}; rename the directory")
     return dirs, top
+
+
+def unrecordable(path: str) -> str:
+    """Why git-ao cannot record `path` (it holds a newline, or bytes that are not
+    UTF-8, which git-ao records paths as), or "" when it can."""
+    if "\n" in path:
+        return "holds a newline, which git-ao does not record"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8, which git-ao records paths as"
+    return ""
 
 
 def id_from_name(name: str) -> str:

@@ -355,6 +355,8 @@ class Store:
 
     def get(self, session_id: str) -> Session | None:
         """The session with this id, or None. Raises Fatal on a damaged database."""
+        if not session_id.isascii():
+            return None  # no record has one: ids are ASCII (and SQLite takes no lone surrogate)
         rows = self._query(self._SELECT + " WHERE s.id = ?", (session_id,))
         return self._row(rows[0]) if rows else None
 
