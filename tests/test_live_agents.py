@@ -303,6 +303,37 @@ def test_only_what_the_last_save_lacks_is_named_as_not_in_it(repo, worktrees):
     assert "not all in the ref (u.txt)" in outcome["message"], out
 
 
+def test_a_mount_made_inside_after_the_walk_is_named(repo, worktrees, tmp_path):
+    """A bind mount made inside an ignored directory of the worktree after the walk
+    (which refuses one) goes to the trash with it: the outcome names it (exit 3),
+    and nothing is deleted across it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts need root")
+    wt = worktrees(repo, "late-mnt")
+    (wt / ".gitignore").write_text("cache/\n")
+    (wt / "cache" / "mp").mkdir(parents=True)
+    (wt / "a.txt").write_text("work\n")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep").write_text("not the worktree's\n")
+    try:
+        with _paused_at("preserve:after-capture", ["ao-preserve", "late-mnt", "--json"],
+                        repo) as result:
+            subprocess.run(["mount", "--bind", str(precious), str(wt / "cache" / "mp")],
+                           check=True)
+        out, err, rc = result[0]
+        outcome = json.loads(out)["results"][0]
+        assert rc == 3 and outcome["still_changing"] == ["cache/mp/"], out + err
+        ao("ao-prune", "--expire", "now", cwd=repo, rc=None)
+        assert (precious / "keep").read_text() == "not the worktree's\n"
+    finally:
+        from git_ao.fs import walk
+        for point in walk.mount_points():
+            if point.startswith(str(tmp_path) + "/") and point.endswith("/mp"):
+                subprocess.run(["umount", "-l", point], check=False)
+    assert (precious / "keep").read_text() == "not the worktree's\n"
+
+
 def test_a_file_git_cannot_store_written_after_the_capture_is_named(repo, worktrees):
     """A FIFO made after the capture, before the move: the capture taken again from
     the moved copy cannot hold it, so preserve says the worktree did not settle

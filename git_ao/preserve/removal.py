@@ -121,6 +121,25 @@ def _refresh_mtime(entry: trash.Entry, checksum: str, mtime_ns: int) -> None:
 def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             before: walk.Walk, cap: capture.Capture, captured: dict[str, str], save: Save,
             meta: capture.Meta) -> Settled:
+    """`_settle`, then the mount table: a mount point inside the moved directory
+    appeared after the walk (which refuses one), and what it shows is no file of
+    the save. Named with a trailing '/', not settled; the trash copy keeps it
+    (prune deletes nothing across a mount)."""
+    done = _settle(ctx, s, v, entry, before, cap, captured, save, meta)
+    real = os.path.realpath(entry.worktree).rstrip("/") + "/"
+    inside = sorted(os.path.relpath(m, real) + "/" for m in walk.mount_points()
+                    if m.startswith(real))
+    if inside:
+        ctx.log("preserve", s.id, "mounted-late", trash=entry.worktree, mounts=len(inside))
+        done.settled = False
+        done.unsaved = sorted(set(done.unsaved or []) | set(inside))
+        done.late = sorted(set(done.late) | set(inside))
+    return done
+
+
+def _settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
+            before: walk.Walk, cap: capture.Capture, captured: dict[str, str], save: Save,
+            meta: capture.Meta) -> Settled:
     """Prove the moved directory holds exactly what was captured; where an agent
     wrote after the capture, capture again from the moved copy (its admin dir is
     still registered), move the ref on (compare-and-swap on the old value) and
