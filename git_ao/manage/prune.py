@@ -350,9 +350,13 @@ def _prune_trash(ctx: Context, expire_before: float | None,
     aside), entries a restore found changed after the last capture or could not
     put back as saved (a merge driver, filter or rename decided), and any
     entry holding a file that is neither ignored nor in a saved tree, or a mount
-    point (`witness.unsaved_in`). A deleted entry's ignored files (the only copy
-    of an `.env`, say) are named in its outcome (`ignored`, top-level paths)."""
-    out = []
+    point (`witness.unsaved_in`), and an entry of a live session that no restore
+    read, holding ignored files (`_never_read`). A deleted entry's ignored files
+    (the only copy of an `.env`, say) are named in its outcome (`ignored`,
+    top-level paths). Only what git-ao made is judged: a listed root not named as
+    git-ao's and anything under a root that is no entry of git-ao's
+    (`trash.not_ours`) is kept and named once."""
+    out = _not_ours(ctx)
     used: dict[str, tuple[str | None, str | None]] = {}
     for sid in pending:
         put_back = trash.latest_for(ctx.store.dir, sid)
@@ -425,6 +429,14 @@ def _prune_trash(ctx: Context, expire_before: float | None,
         ignored = listing.entry_ignored(entry, s.common_dir if (s := ctx.store.get(sid))
                                         else None)
         data["ignored"] = ignored
+        if ignored and _never_read(entry, s):
+            shown = ", ".join(ignored[:5]) + (", ..." if len(ignored) > 5 else "")
+            out.append(Outcome(sid, Action.PRUNE_TRASH, Status.NOTHING,
+                               f"kept {entry.path} ({_size(size)}): its {len(ignored)} ignored "
+                               f"path(s) ({shown}) never came back: the restore of its live "
+                               "session did not read this copy (its file system not mounted "
+                               "then?); take what you need, then remove it by hand", data))
+            continue
         held = ""
         if ignored:
             shown = ", ".join(ignored[:10]) + (", ..." if len(ignored) > 10 else "")
@@ -446,6 +458,40 @@ def _prune_trash(ctx: Context, expire_before: float | None,
         out.append(Outcome(sid, Action.PRUNE_TRASH, Status.OK,
                            f"{'would delete' if ctx.dry_run else 'deleted'} {entry.path} "
                            f"({_size(size)}){held}", data))
+    return out
+
+
+def _never_read(entry: trash.Entry, s: Session | None) -> bool:
+    """Is `entry` a copy preserve took of a session now live that no restore read?
+    A restore puts an entry back whole (its `worktree/` goes) or takes its ignored
+    files and marks it `restored`; one still holding its directory unmarked was
+    away when its session came back (a trash root not mounted, given up by hand)."""
+    return s is not None and s.live and entry.holds_worktree and not entry.stray \
+        and not entry.meta.killed and not entry.meta.restored \
+        and not entry.meta.reinstating
+
+
+def _not_ours(ctx: Context) -> list[Outcome]:
+    """One line for each listed trash root not named as git-ao's and each thing
+    under a root that git-ao did not make: kept, never read, never deleted."""
+    from git_ao.store.datadir import ROOTS_FILE, foreign_roots
+    out = []
+    try:
+        listed = foreign_roots(ctx.store.dir)
+    except OSError:
+        listed = []
+    for root in listed:
+        out.append(Outcome("-", Action.PRUNE_TRASH, Status.NOTHING,
+                           f"kept {root}: not a trash root git-ao makes (a line of "
+                           f"{os.path.join(ctx.store.dir, ROOTS_FILE)} names it), so "
+                           "nothing in it is read or deleted; remove that line",
+                           {"path": root}))
+    for path in trash.not_ours(ctx.store.dir):
+        out.append(Outcome("-", Action.PRUNE_TRASH, Status.NOTHING,
+                           f"kept {path}: not git-ao's (no entry.json of git-ao's names it: "
+                           "made by someone else, or an entry from before git-ao wrote "
+                           "one), so prune never deletes it",
+                           {"path": path}))
     return out
 
 

@@ -205,6 +205,7 @@ def restore_one(ctx: Context, session_id: str, *, set_aside_stray: bool = False)
             raise Refused(f"repository {s.common_dir} is gone; the session stays pending: "
                           + missing_repo_advice(s.id))
         _refuse_taken_path(ctx, s, save)
+        _refuse_unreachable_trash(ctx, s, save)
         prepared = _prepare(ctx, s, save, set_aside_stray)
         if prepared.would is not None:
             holds_less(s, save, prepared.would, live=False)  # as the real run says
@@ -231,6 +232,26 @@ def _refuse_taken_path(ctx: Context, s: Session, save: Save) -> None:
     raise Refused(f"'{save.worktree_path}' is now session '{other.id}''s worktree, made there "
                   f"since this save: once git ao-preserve {other.id} "
                   f"frees the path, git ao-restore {s.id} brings it back there{shows}")
+
+
+def _refuse_unreachable_trash(ctx: Context, s: Session, save: Save) -> None:
+    """Refuse (dry run or not) while a trash root the save's trash copy may be in
+    is missing, its file system likely not mounted (`trash.unreachable_roots`):
+    restoring without it would check the worktree out again where the file system
+    is not, and leave behind what only the copy holds (its ignored files). The
+    save stays pending. Raises Refused; OSError when `trash-roots` cannot be read."""
+    missing = trash.unreachable_roots(ctx.store.dir, save.worktree_path)
+    if not missing:
+        return
+    from git_ao.store.datadir import ROOTS_FILE
+    count = target.ignored_at_save(s, s.common_dir)
+    held = f", with the {count} ignored path(s) the save held" if count else ""
+    raise Refused(f"trash root {missing[0]} is missing (a file system not mounted?) and the "
+                  f"trash copy of {save.worktree_path} may be in it{held}; the session stays "
+                  "pending: mount it and run git ao-restore again (if that file system is "
+                  f"gone for good, delete the line {missing[0]} from "
+                  f"{os.path.join(ctx.store.dir, ROOTS_FILE)}: git ao-restore then checks "
+                  "the worktree out again without the copy)", names_state=True)
 
 
 def holds_less(s: Session, save: Save, outcome: Outcome, *, live: bool = True) -> None:

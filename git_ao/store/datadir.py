@@ -27,12 +27,33 @@ TRASH_DIR = "trash"
 ROOTS_FILE = "trash-roots"
 
 
-def trash_roots(data_dir: str) -> list[str]:
-    """Every trash root in use: the data dir's own, then those listed in
-    `trash-roots` (missing ones are skipped). Here, not in git_ao/store/trash.py,
-    so a listing reads them without loading the trash's record classes. Raises
-    OSError when the list cannot be read."""
-    out = [os.path.join(data_dir, TRASH_DIR)]
+def root_name() -> str:
+    """The name of the trash root preserve makes at the top of a file system
+    (`.git-ao-trash-<uid>`)."""
+    return f".git-ao-trash-{os.getuid()}"
+
+
+def _is_root(path: str) -> bool:
+    """Is `path` named as a trash root git-ao makes: absolute, and either
+    `.git-ao-trash-<uid>` (this user's) or `ao-trash` in a repository's common git
+    dir (one holding HEAD; a repository that is gone is judged by the name alone)?
+    Where it lies is not checked: which directory was the highest writable one
+    when preserve chose it can change since, and a root refused here hides its
+    entries from restore."""
+    if not os.path.isabs(path):
+        return False
+    name = os.path.basename(path)
+    if name == root_name():
+        return True
+    parent = os.path.dirname(path)
+    return name == "ao-trash" and (not os.path.lexists(parent)
+                                   or os.path.isfile(os.path.join(parent, "HEAD")))
+
+
+def _listed(data_dir: str) -> list[str]:
+    """The lines of `trash-roots`, each once, in order; [] without the file. Raises
+    OSError when it cannot be read."""
+    out: list[str] = []
     try:
         with open(os.path.join(data_dir, ROOTS_FILE), encoding="utf-8",
                   errors="surrogateescape") as fh:
@@ -43,6 +64,25 @@ def trash_roots(data_dir: str) -> list[str]:
     except FileNotFoundError:
         pass
     return out
+
+
+def trash_roots(data_dir: str) -> list[str]:
+    """Every trash root in use: the data dir's own, then those listed in
+    `trash-roots` that are named as git-ao names its roots (`_is_root`: a line
+    added by hand naming another directory is not read, so nothing in it is
+    deleted; prune names it, `foreign_roots`). Missing ones are listed too (their
+    readers skip them). Here, not in git_ao/store/trash.py, so a listing reads
+    them without loading the trash's record classes. Raises OSError when the
+    list cannot be read."""
+    own = os.path.join(data_dir, TRASH_DIR)
+    return [own] + [p for p in _listed(data_dir) if p != own and _is_root(p)]
+
+
+def foreign_roots(data_dir: str) -> list[str]:
+    """The lines of `trash-roots` that `trash_roots` does not take: not named as a
+    trash root git-ao makes. Raises OSError when the list cannot be read."""
+    own = os.path.join(data_dir, TRASH_DIR)
+    return [p for p in _listed(data_dir) if p != own and not _is_root(p)]
 
 
 # What a path keeps unencoded in an SQLite URI (urllib.parse.quote's safe set).

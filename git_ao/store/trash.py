@@ -26,8 +26,12 @@ and restore find them. An entry is a directory `<session id>.<ns>/` (mode
                  per-worktree refs, config.worktree, sparse-checkout)
     worktree/    the worktree directory as it was taken away
 
-Entries written before this layout are a bare directory named
-`<session id>.<ns>`; `Entry.worktree` is then the entry itself.
+An entry is git-ao's when its name has that form and its entry.json names
+the same session, with a time (`ours`); only those are read and deleted. Anything
+else under a root (a directory of yours, and an entry written before entry.json
+existed: a bare directory named `<session id>.<ns>`, which nothing tells apart
+from one made by hand) is kept, and prune names it (`not_ours`). Roots are taken
+only when named as git-ao names them (`datadir.trash_roots`).
 
 Two more kinds of entry share the layout. `<session id>.<ns>.stray/` holds, as
 its `worktree/`, a directory restore found at a session's recorded path and
@@ -44,6 +48,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Iterator
@@ -51,11 +56,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from git_ao.git.worktree import Verified
-from git_ao.mounts import mount_of
-from git_ao.store.datadir import ROOTS_FILE, TRASH_DIR
+from git_ao.mounts import mount_of, mount_points
+from git_ao.store.datadir import ROOTS_FILE, TRASH_DIR, root_name
 from git_ao.store.datadir import trash_roots as roots
 
 META = "entry.json"
+# An entry's name: `<session id>.<ns>`, `.stray` after it for a stray entry.
+_ENTRY_NAME = re.compile(r"(.+)\.([0-9]+)(\.stray)?")
 # Scratch a git-ao writes into a worktree's admin dir; not worth keeping.
 _ADMIN_SKIP = ("git-ao-index.", "git-ao-verify.", "index.lock")
 
@@ -102,7 +109,7 @@ def root_for(worktree: str, data_dir: str, common_dir: str) -> str:
     top = _highest_writable(parent, dev, mount)
     if top is None:
         return own  # the rename will fail with EXDEV and say so
-    return os.path.join(top, f".git-ao-trash-{os.getuid()}")
+    return os.path.join(top, root_name())
 
 
 def ensure_root(data_dir: str, root: str) -> None:
@@ -322,21 +329,73 @@ def load(path: str) -> Entry:
     return Entry(path, meta)
 
 
+def ours(path: str) -> Entry | None:
+    """The entry at `path` when git-ao made it: named `<session id>.<ns>` (or
+    `.stray` after it), holding an entry.json that names that session and a
+    time; else None."""
+    m = _ENTRY_NAME.fullmatch(os.path.basename(path))
+    if m is None or not os.path.isdir(path) or os.path.islink(path):
+        return None
+    entry = load(path)
+    if entry.meta.session != m.group(1) or not isinstance(entry.meta.created_ns, int):
+        return None
+    return entry
+
+
 def entries(data_dir: str, session_id: str | None = None) -> Iterator[Entry]:
-    """Every entry under every trash root, oldest first within a root; with
-    `session_id`, only that session's (read from the directories named for it:
-    an entry's name starts with its session's id and a dot, so a restore of many
-    sessions reads each entry once, not once per session)."""
+    """Every entry git-ao made (`ours`) under every trash root, oldest first within
+    a root; with `session_id`, only that session's (read from the directories
+    named for it: an entry's name starts with its session's id and a dot, so a
+    restore of many sessions reads each entry once, not once per session)."""
     prefix = None if session_id is None else session_id + "."
     for root in roots(data_dir):
         try:
             names = os.listdir(root)
         except OSError:
             continue
-        found = [load(os.path.join(root, n)) for n in names
-                 if prefix is None or n.startswith(prefix)]
+        found = [e for n in names if prefix is None or n.startswith(prefix)
+                 if (e := ours(os.path.join(root, n))) is not None]
         yield from sorted((e for e in found if session_id is None or e.session_id == session_id),
                           key=lambda e: e.created_ns)
+
+
+def not_ours(data_dir: str) -> list[str]:
+    """What lies under a trash root that git-ao did not make (`ours`): a directory
+    or file of someone else's, or an entry from before entry.json. Never read as
+    an entry, never deleted."""
+    out = []
+    for root in roots(data_dir):
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            continue
+        out += [os.path.join(root, n) for n in names if ours(os.path.join(root, n)) is None]
+    return out
+
+
+def unreachable_roots(data_dir: str, path: str) -> list[str]:
+    """The listed trash roots `.git-ao-trash-<uid>` that are missing while the
+    worktree path `path` (as recorded, or its real path) lies under their parent
+    directory, the top of the file system preserve made them on, and that
+    directory is no mount point now: that file system is likely not mounted, and
+    the entry of the worktree at `path` may be in the root. A root whose parent
+    is a mount point again (a tmpfs after a reboot) went with that file system's
+    contents and is not named. Raises OSError when the list cannot be read."""
+    targets = {os.path.abspath(path), os.path.realpath(path)}
+    out = []
+    points: set[str] | None = None
+    for root in roots(data_dir):
+        if os.path.basename(root) != root_name() or os.path.isdir(root):
+            continue
+        top = os.path.dirname(root)
+        if not any(t == top or t.startswith(top.rstrip("/") + "/") for t in targets):
+            continue
+        if os.path.isdir(top):
+            points = mount_points() if points is None else points
+            if os.path.ismount(top) or os.path.realpath(top) in points:
+                continue
+        out.append(root)
+    return out
 
 
 def latest_for(data_dir: str, session_id: str, *, environment: bool = False) -> Entry | None:
