@@ -1063,8 +1063,9 @@ def refusal(ctx: Context, s: Session, cache: RepoCache | None = None
     except AoError as exc:
         return str(exc), False
     if out.status == Status.REFUSED:
-        blocked = out.data.get("blocked")
-        return ("; ".join(blocked) if blocked else out.message), bool(out.would_save)
+        # The words the run says (reasons of many paths grouped, `_told`).
+        _, kept, told = out.message.partition("and keep the worktree: ")
+        return (told if kept else out.message), bool(out.would_save)
     return None
 
 
