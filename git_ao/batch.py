@@ -145,9 +145,14 @@ class RepoCache:
         """Run the deferred `git worktree prune`s, `jobs` repositories at a time (each
         its own repository's: nothing one does is seen by another). A failure leaves
         only a prunable registration of a directory already gone (restore and `git
-        ao-prune` prune it), so it is logged, not raised."""
+        ao-prune` prune it), so it is logged, not raised. A registration an earlier
+        run took the worktree of and was killed before deregistering (a pending
+        session's, its directory gone) is deregistered too."""
         with self._lock:
             taken, self._prune = self._prune, {}
+        if not ctx.dry_run:
+            for repo, paths in _left_registered(ctx).items():
+                taken.setdefault(repo, set()).update(paths)
         repos = sorted(taken)
 
         def prune(repo: str) -> None:
@@ -196,6 +201,26 @@ class RepoCache:
             if fresh or common_dir not in self._lists:
                 self._lists[common_dir] = git.worktree_list(common_dir)
             return self._lists[common_dir]
+
+
+def _left_registered(ctx: Context) -> dict[str, set[str]]:
+    """{common dir: paths} of the pending sessions whose worktree directory is gone
+    and still registered (read from each `worktrees/<id>/gitdir`, no process): what
+    a run killed between its move and its prune left."""
+    gone: dict[str, set[str]] = {}
+    for s in ctx.store.sessions():
+        path = s.save.worktree_path if s.save is not None else s.worktree_path
+        if s.pending and path and not os.path.lexists(path):
+            gone.setdefault(s.common_dir, set()).add(path)
+    left: dict[str, set[str]] = {}
+    for repo, paths in gone.items():
+        real = {os.path.realpath(p): p for p in paths}
+        for admin, named in git.admin_dirs(repo) or []:
+            if named is not None:
+                at = os.path.realpath(os.path.dirname(os.path.join(admin, named)))
+                if at in real:
+                    left.setdefault(repo, set()).add(real[at])
+    return left
 
 
 def _copy(conf: parse.Config) -> parse.Config:
