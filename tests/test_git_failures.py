@@ -30,3 +30,26 @@ def test_unreachable_cwd_is_a_git_error(tmp_path):
     with pytest.raises(git.GitError):
         git.run(["status"], str(tmp_path / "missing"))
     assert os.path.isdir(tmp_path)
+
+
+def test_input_larger_than_a_pipe_and_both_outputs_come_back(repo):
+    # git reads stdin while it writes stdout and stderr: the exchange must not
+    # block on any of the three pipes (each holds 64 KiB).
+    paths = "".join(f"no-such-file-{i:06d}\n" for i in range(20000)).encode()
+    res = git.call(["check-ignore", "-v", "-n", "--stdin"], str(repo), input=paths)
+    assert res.status == 1  # none ignored, each listed all the same (-n)
+    assert res.out.count(b"\n") == 20000 and len(paths) > 4 * 65536
+    big = b"x" * (3 * 65536 + 7)
+    oid = git.run(["hash-object", "-w", "--stdin"], str(repo), input=big).decode().strip()
+    assert git.run(["cat-file", "blob", oid], str(repo)) == big
+    res = git.call(["cat-file", "-t", "0" * 40], str(repo))
+    assert res.status == 128 and res.err and not res.out
+
+
+def test_a_file_given_as_the_directory_is_a_git_error_naming_it(repo):
+    target = repo / "README.md"
+    if not target.exists():
+        target.write_text("x\n")
+    with pytest.raises(git.GitError) as got:
+        git.run(["status"], str(target))
+    assert f"cannot change to '{target}': Not a directory" in str(got.value)
