@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from git_ao import git, gitfiles
 from git_ao.git import query
+from tests.support import git as git_cli
 
 # Characters that matter to git's ref rules, plus ordinary ones.
 _ALPHABET = st.sampled_from(list("ab09_-./@{}~^:?*[\\ \t\x7f\x01lockLOCKé") + [".lock", "@{"])
@@ -439,3 +440,29 @@ def test_the_blobs_of_several_trees_in_one_process_are_ls_tree_of_each(repo, wor
             want.update(query.ls_tree_blobs(str(wt), t))
         assert query.trees_blobs(str(wt), trees) == want, trees
     assert "sub" in query.trees_blobs(str(wt), [full, other])
+
+
+def test_changed_and_listed_is_changed_paths_and_trees_blobs(repo):
+    # The witness's diff of I and W, with the removal proof's listing of W and U
+    # taken in the same git process: the same answers as the two asked apart.
+    (repo / "d").mkdir()
+    (repo / "d" / "a.txt").write_text("a\n")
+    (repo / "gone.txt").write_text("g\n")
+    git_cli("add", "-A", cwd=repo)
+    i_tree = git_cli("write-tree", cwd=repo).strip()
+    (repo / "d" / "a.txt").write_text("changed\n")
+    os.chmod(repo / "d" / "a.txt", 0o755)
+    os.unlink(repo / "gone.txt")
+    (repo / "new.txt").write_text("n\n")
+    git_cli("add", "-A", cwd=repo)
+    w_tree = git_cli("write-tree", cwd=repo).strip()
+    u_tree = git_cli("rev-parse", "HEAD^{tree}", cwd=repo).strip()
+    want_changed = sorted(query.changed_paths(str(repo), i_tree, w_tree))
+    want_listed = query.trees_blobs(str(repo), [w_tree, u_tree])
+    assert sorted(query.changed_and_listed(str(repo), i_tree, w_tree, [w_tree, u_tree])) \
+        == want_changed == ["d/a.txt", "gone.txt", "new.txt"]
+    assert query.trees_blobs(str(repo), [w_tree, u_tree]) == want_listed
+    # Taken once: the next asking goes to git again, with the same answer.
+    assert query.trees_blobs(str(repo), [w_tree, u_tree]) == want_listed
+    assert sorted(query.changed_and_listed(str(repo), w_tree, w_tree, [w_tree])) == []
+    assert query.trees_blobs(str(repo), [w_tree]) == query.ls_tree_blobs(str(repo), w_tree)

@@ -56,22 +56,66 @@ def trees_blobs(cwd: str, trees: Sequence[str]) -> dict[str, str]:
     """{path: object id} of every non-tree entry of each of `trees` (tree ids), a
     later tree's entry winning at the same path: `ls_tree_blobs` of each, in one
     `git diff-tree --stdin -r -z` of each against the empty tree (every entry
-    comes as added, gitlinks too). Raises GitError."""
+    comes as added, gitlinks too), or the listing `changed_and_listed` already
+    had git print for the same trees (a tree's entries are fixed by its id).
+    Raises GitError."""
+    listed = _listed.pop(tuple(trees), None)
+    if listed is not None:
+        return listed
     if len(trees) == 1 or len({len(t) for t in trees}) != 1 or len(trees[0]) not in _EMPTY_TREE:
         out: dict[str, str] = {}
         for tree in trees:
             out.update(ls_tree_blobs(cwd, tree))
         return out
     empty = _EMPTY_TREE[len(trees[0])]
+    return _merged(_diff_pairs(cwd, [(empty, t) for t in trees]))
+
+
+def changed_and_listed(cwd: str, old: str, new: str, trees: Sequence[str]) -> list[str]:
+    """`changed_paths(cwd, old, new)` (two tree ids), with the listing of `trees`
+    that a later `trees_blobs(cwd, trees)` returns taken in the same `git
+    diff-tree --stdin` (the removal proof's listing of the trees a capture wrote,
+    one git process fewer per save). The listing is kept until that call asks for
+    it, or the oldest dropped past a bound (a save whose removal never comes).
+    Raises GitError."""
+    if len({len(old), len(new), *(len(t) for t in trees)}) != 1 or len(old) not in _EMPTY_TREE:
+        return changed_paths(cwd, old, new)
+    empty = _EMPTY_TREE[len(old)]
+    pairs = _diff_pairs(cwd, [(old, new), *((empty, t) for t in trees)])
+    if len(_listed) >= _LISTED_MAX:
+        _listed.pop(next(iter(_listed)), None)
+    _listed[tuple(trees)] = _merged(pairs[1:])
+    return list(pairs[0])
+
+
+# The listings `changed_and_listed` took for a later `trees_blobs`, by the trees
+# listed (dict operations are atomic under the GIL, for the batch's threads).
+_listed: dict[tuple[str, ...], dict[str, str]] = {}
+_LISTED_MAX = 256
+
+
+def _merged(listings: Sequence[dict[str, str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for one in listings:
+        out.update(one)
+    return out
+
+
+def _diff_pairs(cwd: str, pairs: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """For each (old tree, new tree) of `pairs`, {path: the new object id (all zeros
+    where the path is gone)} of every path that differs, recursively, in one
+    `git diff-tree --stdin -r -z --no-renames --ignore-submodules=none`. Raises
+    GitError."""
     argv = ["diff-tree", "--stdin", "-r", "-z", "--no-renames", "--ignore-submodules=none"]
-    raw = git.run(argv, cwd, input="".join(f"{empty} {t}\n" for t in trees).encode())
-    got: dict[str, str] = {}
+    raw = git.run(argv, cwd, input="".join(f"{a} {b}\n" for a, b in pairs).encode())
+    out: list[dict[str, str]] = []
     pos = 0
-    for tree in trees:
-        # Each pair's records follow its line "<empty> <tree>\n", as git writes it.
-        header = f"{empty} {tree}\n".encode()
+    for a, b in pairs:
+        got: dict[str, str] = {}
+        # Each pair's records follow its line "<old> <new>\n", as git writes it.
+        header = f"{a} {b}\n".encode()
         if not raw.startswith(header, pos):
-            raise GitError(argv, 0, f"no diff of tree {tree} where it was expected")
+            raise GitError(argv, 0, f"no diff of tree {b} where it was expected")
         pos += len(header)
         while raw.startswith(b":", pos):
             meta_end = raw.index(b"\0", pos)
@@ -79,9 +123,10 @@ def trees_blobs(cwd: str, trees: Sequence[str]) -> dict[str, str]:
             got[os.fsdecode(raw[meta_end + 1:path_end])] = \
                 raw[pos + 1:meta_end].split()[3].decode()
             pos = path_end + 1
+        out.append(got)
     if pos != len(raw):
         raise GitError(argv, 0, "more output than the trees asked for")
-    return got
+    return out
 
 
 def blobs_by_path(cwd: str, trees: Sequence[str]) -> dict[str, set[str]]:

@@ -598,14 +598,17 @@ def submodule_branches(path: str, subs: list[str]) -> dict[str, BranchName]:
     return out
 
 
-def _check_witness(path: str, cap: Capture, unstaged: list[str]) -> None:
+def _check_witness(path: str, cap: Capture, unstaged: list[str],
+                   listed: Sequence[str] = ()) -> None:
     """Every path `git status` saw change in the worktree must differ between I and W
-    (one `git diff-tree` of two trees, no worktree scan). Raises CannotCapture
-    naming every path W missed."""
+    (one `git diff-tree` of two trees, no worktree scan; with the trees `listed`
+    listed in the same process for a later `query.trees_blobs`). Raises
+    CannotCapture naming every path W missed."""
     if not unstaged:
         return
     assert cap.index_tree and cap.worktree_tree
-    differ = set(query.changed_paths(path, cap.index_tree, cap.worktree_tree))
+    differ = set(query.changed_and_listed(path, cap.index_tree, cap.worktree_tree, listed)
+                 if listed else query.changed_paths(path, cap.index_tree, cap.worktree_tree))
     missed = [p for p in unstaged if p not in differ]
     if missed:
         raise CannotCapture(f"{_paths(path, missed)} changed but could not be "
@@ -1046,6 +1049,7 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
         failed: dict[str, str] = {}  # tracked paths a required clean filter failed on
         failed_u: dict[str, str] = {}  # untracked ones
         witness: Beside | None = None  # a checkpoint's check of W, beside the rest
+        witnessed: list[str] = []  # the paths W must hold changed, checked below
         try:
             if hidden:
                 tmp_i.set_flag(flags.assume_unchanged, "--no-assume-unchanged")
@@ -1083,9 +1087,9 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                     # With conversion on, git may call a file modified whose bytes
                     # clean to the same blob; `verify` below is the proof there.
                     # An intent-to-add entry whose file is gone is in neither tree: the
-                    # private config holds it.
-                    _check_witness(path, cap, [p for p in unstaged
-                                               if p not in set(intent) and p not in failed])
+                    # private config holds it. Checked once U is written, in the git
+                    # process that lists the trees for the removal proof.
+                    witnessed = [p for p in unstaged if p not in set(intent) and p not in failed]
             else:
                 cap.worktree_tree = cap.index_tree
             if untracked is not None:
@@ -1102,6 +1106,11 @@ def _capture_once(path: str, git_dir: str, meta: Meta | None, write: bool,
                                      if p not in set(cap.unstorable) and p not in failed_u]
                     if not cap.untracked:
                         cap.untracked_tree = None
+            if witnessed:
+                # The trees `witness.captured_blobs` lists for the removal proof.
+                listed = [cap.worktree_tree, cap.untracked_tree] if cap.untracked_tree \
+                    else [cap.worktree_tree]
+                _check_witness(path, cap, witnessed, [t for t in listed if t])
             cap.filter_failed.update(failed)
             cap.unreadable.update(unread)
             if failed or unread_tracked:
