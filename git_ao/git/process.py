@@ -2,9 +2,10 @@
 checkpoint, which starts its one from git_ao/quickgit.py without subprocess).
 
 Every git process git-ao starts goes through `call` (or `call_bounded`, for
-network commands): arguments are a list handed to `subprocess` (never a shell
-string), stdout is read as bytes so path names survive whatever encoding they
-have, and the `-v` trace hook sees each command before it runs.
+network commands): arguments are a list (never a shell string) handed to
+posix_spawn (`_spawned`) or, under a deadline, to `subprocess`, stdout is read
+as bytes so path names survive whatever encoding they have, and the `-v` trace
+hook sees each command before it runs.
 
 Every git command runs with `core.hooksPath=/dev/null`: preserve and restore
 must never run the user's hooks (post-checkout, reference-transaction, ...).

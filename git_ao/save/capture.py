@@ -12,7 +12,8 @@ so the worktree, the real index and the stash list are never touched. The
 witness of what differs from HEAD is a single
 `git status --porcelain=v2 -z --untracked-files=all --ignored=matching`, run
 with the fsmonitor and the untracked cache off; index flags that hide files
-from it are read with `git ls-files -v` and cleared in the temporary index. The
+from it are read as `git ls-files -v` gives them and cleared in the temporary
+index. The
 result is then proven: W must differ from I wherever status saw a worktree
 change (`_check_witness`), and where content conversion or lossy modes apply,
 checking the captured indexes out again must give the worktree's files byte for
