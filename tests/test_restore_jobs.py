@@ -216,9 +216,9 @@ def test_restore_jobs_setting(repo):
     ao("ao-restore", "-j", "0", cwd=repo, rc=129)
 
 
-def test_default_jobs_are_four_per_core(monkeypatch):
+def test_default_jobs_are_two_per_core(monkeypatch):
     from git_ao import batch
-    for cores, jobs in ((1, 4), (2, 8), (8, 32), (32, 64), (None, 4)):
+    for cores, jobs in ((1, 4), (2, 4), (8, 16), (32, 64), (None, 4)):
         monkeypatch.setattr(os, "cpu_count", lambda c=cores: c)
         assert batch.default_jobs() == jobs
 

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 @click.option("--keep-worktree", is_flag=True,
               help="Take a checkpoint: write the ref but keep the worktree and the session live.")
 @click.option("-j", "--jobs", type=IntRange(1, 64), default=None, metavar="N",
-              help="Sessions handled at once (default: four per core, at least 4).")
+              help="Sessions handled at once (default: two per core, at least 4).")
 @click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
               help="Start no new session after this many seconds; the rest stay live.")
 @click.option("--push", metavar="REMOTE", default=None, shell_complete=complete_remotes,

@@ -25,7 +25,7 @@ from git_ao.cli.common import (
     if params.get("at") is not None else "pending"))
 @click.option("--no-launch", is_flag=True, help="Do not run the configured relaunch command.")
 @click.option("-j", "--jobs", type=IntRange(1, 64), default=None, metavar="N",
-              help="Sessions handled at once (default: four per core, at least 4).")
+              help="Sessions handled at once (default: two per core, at least 4).")
 @click.option("--from", "from_", metavar="REMOTE", default=None, shell_complete=complete_remotes,
               help="Fetch the sessions REMOTE holds (all, or the IDs) and restore them here.")
 @click.option("--map-path", multiple=True, metavar="OLD=NEW",

@@ -227,7 +227,7 @@ KEYS = {
                                           "<name>; wins over preserve.agents"),
     "preserve.jobs": Key(_int_jobs, _parse_int,
                          "sessions git ao-preserve handles at once when -j is not given "
-                         "(default: four per core, at least 4)"),
+                         "(default: two per core, at least 4)"),
     "preserve.push": Key(_remote, str,
                          "remote (name, URL or path) git ao-preserve pushes each saved "
                          "session's preserve ref to when --push is not given; its untracked "
@@ -257,7 +257,7 @@ KEYS = {
                             "leaving it running (default: 30)"),
     "restore.jobs": Key(_int_jobs, _parse_int,
                         "sessions git ao-restore handles at once when -j is not given "
-                        "(default: four per core, at least 4)"),
+                        "(default: two per core, at least 4)"),
     "restore.mapPath": Key(_path_maps, str,
                            "OLD=NEW: where git ao-restore --from puts a worktree whose "
                            "recorded path starts with OLD (several: git ao config set --add)",
