@@ -466,38 +466,3 @@ def test_changed_and_listed_is_changed_paths_and_trees_blobs(repo):
     assert query.trees_blobs(str(repo), [w_tree, u_tree]) == want_listed
     assert sorted(query.changed_and_listed(str(repo), w_tree, w_tree, [w_tree])) == []
     assert query.trees_blobs(str(repo), [w_tree]) == query.ls_tree_blobs(str(repo), w_tree)
-
-
-@pytest.mark.parametrize("version", ["2", "3", "4"])
-@pytest.mark.parametrize("fmt", ["sha1", "sha256"])
-def test_ls_files_v_read_from_the_index_is_git_ls_files_v(tmp_path, version, fmt):
-    from git_ao.git import index
-    top = tmp_path / "r"
-    git_cli("init", "-q", f"--object-format={fmt}", str(top), cwd=tmp_path)
-    names = ["a", "b/c", "long/" + "/".join(["x" * 200] * 10), "sp ace", "new\nline", "é/f", "S", "au",
-             "both", "ita", "conflict"] + [f"many/f{i}" for i in range(40)]
-    for n in names:
-        p = top / n
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(n + "\n")
-    git_(top, "add", "-A")
-    git_(top, "update-index", "--assume-unchanged", "au", "both", "many/f3")
-    git_(top, "update-index", "--skip-worktree", "S", "both", "many/f5")
-    (top / "later").write_text("l\n")
-    git_(top, "add", "-N", "later")
-    # A conflict: three stages of one path.
-    blob = git_cli("hash-object", "-w", "a", cwd=top).strip()
-    stages = "".join(f"100644 {blob} {s}\tconflict\n" for s in (1, 2, 3))
-    subprocess.run(["git", "update-index", "--index-info"], cwd=top, check=True,
-                   input=f"0 {'0' * len(blob)}\tconflict\n{stages}".encode())
-    git_(top, "update-index", f"--index-version={version}")
-    want = subprocess.run(["git", "ls-files", "-v", "-z"], cwd=top, capture_output=True,
-                          check=True).stdout
-    data = (top / ".git" / "index").read_bytes()
-    oid_len = len(blob) // 2
-    assert index.ls_files_v(data, oid_len) == want
-    assert b"M conflict\0" in want and b"s both\0" in want and b"h au\0" in want
-    # A file edited since it was written (its checksum no longer its hash) is not read.
-    assert index.ls_files_v(data[:-1] + bytes([data[-1] ^ 1]), oid_len) is None
-    git_(top, "update-index", "--split-index")
-    assert index.ls_files_v((top / ".git" / "index").read_bytes(), oid_len) is None

@@ -147,63 +147,6 @@ def stat_data(data: bytes, oid_len: int = 20) -> dict[bytes, tuple[int, ...]] | 
     return held
 
 
-def ls_files_v(data: bytes, oid_len: int = 20) -> bytes | None:
-    """What `git ls-files -v -z` prints for an index file (its bytes, format version 2
-    to 4) read from the top of its worktree: "<tag> <path>\0" per entry in the
-    index's order, the tag 'H', 'S' for skip-worktree, 'M' for a conflict's stage,
-    in lower case for assume-unchanged (ls-files.c, `get_tag`). oid_len: the
-    object ids' length in bytes (32 in a SHA-256 repository). None for an index
-    git would read otherwise (a split index, whose entries are in another file;
-    a sparse index, which ls-files expands) or this does not read, and for a
-    file whose trailing checksum is not the hash of its bytes."""
-    if len(data) < 12 + oid_len or data[:4] != b"DIRC":
-        return None
-    version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
-    if version not in (2, 3, 4):
-        return None
-    body_end = len(data) - oid_len
-    tail = data[body_end:]
-    if any(tail) and (hashlib.sha1 if oid_len == 20 else hashlib.sha256)(
-            data[:body_end]).digest() != tail:
-        return None
-    fixed = 40 + oid_len + 2
-    out: list[bytes] = []
-    pos, prev, index_of = 12, b"", data.index
-    try:
-        for _ in range(count):
-            flags = int.from_bytes(data[pos + fixed - 2:pos + fixed], "big")
-            name_at = pos + fixed
-            extended = 0
-            if flags & 0x4000 and version >= 3:
-                extended = int.from_bytes(data[name_at:name_at + 2], "big")
-                name_at += 2
-            if version == 4:
-                strip, name_at = _varint(data, name_at)
-                end = index_of(b"\0", name_at)
-                if strip > len(prev):
-                    return None
-                name = prev[:len(prev) - strip] + data[name_at:end]
-                prev = name
-                pos = end + 1
-            else:
-                n = flags & 0xFFF
-                end = name_at + n if n < 0xFFF else index_of(b"\0", name_at)
-                name = data[name_at:end]
-                pos += (end - pos + 8) & ~7
-            tag = b"M" if flags & 0x3000 else b"S" if extended & 0x4000 else b"H"
-            out.append((tag.lower() if flags & 0x8000 else tag) + b" " + name + b"\0")
-        while pos < body_end:
-            if data[pos:pos + 4] in (b"link", b"sdir"):
-                return None
-            size = int.from_bytes(data[pos + 4:pos + 8], "big")
-            pos += 8 + size
-    except (ValueError, IndexError):
-        return None
-    if pos != body_end:
-        return None
-    return b"".join(out)
-
-
 def without_cache_tree(data: bytes, oid_len: int = 20) -> bytes | None:
     """The bytes of an index file (format version 2 to 4) with its cache tree left
     out (the `TREE` extension, and `EOIE`, whose hash covers the extensions), its

@@ -696,12 +696,7 @@ class Ahead:
         # same entries and flags, so I and the flags are the ones status saw.
         with TempIndex(path, git_dir) as spare:
             spare.copy_from(self.copy.path, mtime_ns=0)
-            # Read here where this reads the index as git does (one git process
-            # fewer per capture); else `git ls-files -v`.
-            listed = index.ls_files_v(spare.read(), len(self.checksum) // 2) \
-                if self.checksum else None
-            self.flags = parse.index_flags(listed) if listed is not None \
-                else query.index_flags(path, index_file=spare.path)
+            self.flags = query.index_flags(path, index_file=spare.path)
             self.tree = spare.write_tree()
 
     @property
