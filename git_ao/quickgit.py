@@ -10,6 +10,7 @@ here once; git/process.py starts every other git process, under the same rules.
 from __future__ import annotations
 
 import os
+import signal
 
 from git_ao import gitfiles
 
@@ -71,6 +72,33 @@ def environment(inherit_repo_env: bool = False) -> dict[str, str]:
 _environments: dict[bool, tuple[dict[object, object], dict[str, str]]] = {}
 
 
+def spawn_ready() -> tuple[int, ...]:
+    """Make this process ready to start git with posix_spawn as subprocess's
+    `close_fds` and `restore_signals` would: every descriptor above 2 it
+    inherited open across exec (a caller's `flock 9`, a hook runner's pipe) is
+    made close-on-exec once, so git and what it runs neither hold a lock past
+    git-ao's end nor keep a pipe open; returns the signals to reset to their
+    default in the child (`setsigdef`: Python ignores SIGPIPE and SIGXFSZ)."""
+    if not _spawn_ready:
+        try:
+            fds = [int(n) for n in os.listdir("/proc/self/fd")]
+        except OSError:
+            fds = []
+        for fd in fds:
+            if fd > 2:
+                try:
+                    if os.get_inheritable(fd):
+                        os.set_inheritable(fd, False)
+                except OSError:
+                    pass  # (the listing's own descriptor, closed since)
+        _spawn_ready.append(True)
+    return _DEFAULT_SIGNALS
+
+
+_spawn_ready: list[bool] = []
+_DEFAULT_SIGNALS = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, n))
+
+
 def exit_status(args: list[str], env: dict[str, str]) -> int | None:
     """The exit status of git with GLOBAL_OPTS and `args`, in `environment()` plus
     `env`; None when git could not be started or a signal ended it."""
@@ -85,7 +113,8 @@ def exit_status(args: list[str], env: dict[str, str]) -> int | None:
                              {**environment(), **env},
                              file_actions=[(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
                                            (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
-                                           (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)])
+                                           (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)],
+                             setsigdef=spawn_ready())
         _, status = os.waitpid(pid, 0)
     except OSError:
         return None

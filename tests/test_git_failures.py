@@ -1,6 +1,8 @@
 """git_ao/git/process.py: how git's failures reach the rest of git-ao."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -53,3 +55,24 @@ def test_a_file_given_as_the_directory_is_a_git_error_naming_it(repo):
     with pytest.raises(git.GitError) as got:
         git.run(["status"], str(target))
     assert f"cannot change to '{target}': Not a directory" in str(got.value)
+
+
+def test_git_holds_no_descriptor_this_process_inherited(repo, tmp_path):
+    # As subprocess's close_fds: a descriptor git-ao was started with (a caller's
+    # `flock 9`) is not held by git or what git runs, and git runs with SIGPIPE
+    # and SIGXFSZ as a shell gives them, not as Python leaves them (ignored).
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import os, sys\n"
+        "fd = os.open(os.devnull, os.O_RDONLY)\n"
+        "os.dup2(fd, 9)\n"  # dup2 makes it inheritable, as a shell's 9< would
+        "from git_ao import git\n"
+        "out = git.run(['-c', 'alias.probe=!ls /proc/$$/fd; grep SigIgn /proc/$$/status',"
+        " 'probe'], sys.argv[1]).decode()\n"
+        "print(out)\n")
+    out = subprocess.run([sys.executable, str(script), str(repo)], capture_output=True,
+                         text=True, check=True).stdout
+    fds = out.split("SigIgn")[0].split()
+    assert "9" not in fds, out
+    ignored = int(out.split("SigIgn:")[1].split()[0], 16)
+    assert not ignored & (1 << (13 - 1)) and not ignored & (1 << (25 - 1)), out

@@ -25,6 +25,7 @@ import errno
 import os
 import select
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -138,6 +139,7 @@ def _spawned(argv: list[str], cwd: str, env: dict[str, str], input: bytes | None
         stdin = (os.POSIX_SPAWN_DUP2, r_in, 0) if input is not None \
             else (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)
         pid = os.posix_spawnp("git", ["git", "-C", cwd, *GLOBAL_OPTS, *argv], env,
+                              setsigdef=quickgit.spawn_ready(),
                               file_actions=[stdin, (os.POSIX_SPAWN_DUP2, w_out, 1),
                                             (os.POSIX_SPAWN_DUP2, w_err, 2)])
         for fd in (w_out, w_err, r_in):
@@ -158,13 +160,17 @@ def _spawned(argv: list[str], cwd: str, env: dict[str, str], input: bytes | None
             with contextlib.suppress(OSError):
                 os.close(fd)
     status = _status(os.waitstatus_to_exitcode(wait_status))
-    gone = b"fatal: cannot change to '" + os.fsencode(cwd) + b"': "
-    if status == 128 and err.startswith(gone):
-        # What subprocess's chdir raises for a directory that is not there.
-        why = err[len(gone):].decode("utf-8", "replace").strip()
-        number = {os.strerror(errno.ENOENT): errno.ENOENT,
-                  os.strerror(errno.ENOTDIR): errno.ENOTDIR}.get(why, errno.EACCES)
-        raise OSError(number, why, cwd)
+    if status == 128 and os.fsencode(cwd) in err.partition(b"\n")[0]:
+        # git's "cannot change to" (in the user's language): what subprocess's
+        # chdir raised, with the error the directory gives now.
+        try:
+            mode = os.stat(cwd).st_mode
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, cwd) from None
+        number = errno.ENOTDIR if not stat.S_ISDIR(mode) else \
+            errno.EACCES if not os.access(cwd, os.X_OK) else 0
+        if number:
+            raise OSError(number, os.strerror(number), cwd)
     return Completed(argv, status, out, err)
 
 

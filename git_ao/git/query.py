@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Sequence
 
 from git_ao import git, gitfiles, quickgit
@@ -59,7 +60,8 @@ def trees_blobs(cwd: str, trees: Sequence[str]) -> dict[str, str]:
     comes as added, gitlinks too), or the listing `changed_and_listed` already
     had git print for the same trees (a tree's entries are fixed by its id).
     Raises GitError."""
-    listed = _listed.pop(tuple(trees), None)
+    with _listed_lock:
+        listed = _listed.pop(tuple(trees), None)
     if listed is not None:
         return listed
     if len(trees) == 1 or len({len(t) for t in trees}) != 1 or len(trees[0]) not in _EMPTY_TREE:
@@ -82,16 +84,20 @@ def changed_and_listed(cwd: str, old: str, new: str, trees: Sequence[str]) -> li
         return changed_paths(cwd, old, new)
     empty = _EMPTY_TREE[len(old)]
     pairs = _diff_pairs(cwd, [(old, new), *((empty, t) for t in trees)])
-    if len(_listed) >= _LISTED_MAX:
-        _listed.pop(next(iter(_listed)), None)
-    _listed[tuple(trees)] = _merged(pairs[1:])
+    with _listed_lock:
+        while len(_listed) >= _LISTED_MAX:
+            del _listed[next(iter(_listed))]
+        _listed[tuple(trees)] = _merged(pairs[1:])
     return list(pairs[0])
 
 
 # The listings `changed_and_listed` took for a later `trees_blobs`, by the trees
-# listed (dict operations are atomic under the GIL, for the batch's threads).
+# listed, for the batch's threads. A few: a save's removal follows its capture
+# (at most `-j` at once), and one never asked for (a worktree kept) is only
+# memory; a listing dropped is asked of git again.
 _listed: dict[tuple[str, ...], dict[str, str]] = {}
-_LISTED_MAX = 256
+_listed_lock = threading.Lock()
+_LISTED_MAX = 16
 
 
 def _merged(listings: Sequence[dict[str, str]]) -> dict[str, str]:
