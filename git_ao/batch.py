@@ -160,7 +160,10 @@ class RepoCache:
 
         def prune(repo: str) -> None:
             try:
-                ctx.prune_worktrees(repo, only=taken[repo])
+                # Under the repository's lock, as every prune git-ao runs: one run's
+                # locks for its prune are never taken for another's.
+                with ctx.repo_lock(repo):
+                    ctx.prune_worktrees(repo, only=taken[repo])
             except AoError as exc:
                 ctx.log("preserve", None, "worktree-prune-failed", repo=repo, error=str(exc))
 
@@ -207,22 +210,43 @@ class RepoCache:
 
 
 def _left_registered(ctx: Context) -> dict[str, set[str]]:
-    """{common dir: paths} of the pending sessions whose worktree directory is gone
-    and still registered (read from each `worktrees/<id>/gitdir`, no process): what
-    a run killed between its move and its prune left."""
-    gone: dict[str, set[str]] = {}
-    for s in ctx.store.sessions():
-        path = s.save.worktree_path if s.save is not None else s.worktree_path
-        if s.pending and path and not os.path.lexists(path):
-            gone.setdefault(s.common_dir, set()).add(path)
+    """{common dir: paths} of the registrations a run killed between its move and
+    its prune left: a pending session's, its directory gone, whose trash entry
+    was taken from that path, with no restore of it started and no live session
+    at that path, and whose admin dir (its `commondir`) is older than the save
+    (a worktree made there since is not the one taken away). Read from the
+    records, the trash entries' names and each `worktrees/<id>/`, no process."""
+    sessions = ctx.store.sessions()
+    live = {os.path.realpath(s.worktree_path) for s in sessions if s.live and s.worktree_path}
+    gone: dict[str, dict[str, Session]] = {}
+    for s in sessions:
+        save = s.save
+        if not s.pending or save is None or save.restore_started_at is not None:
+            continue
+        real = os.path.realpath(save.worktree_path)
+        if real not in live and not os.path.lexists(save.worktree_path):
+            gone.setdefault(s.common_dir, {})[real] = s
+    if not gone:
+        return {}
+    from git_ao.store import trash  # only when a pending session's directory is gone
     left: dict[str, set[str]] = {}
-    for repo, paths in gone.items():
-        real = {os.path.realpath(p): p for p in paths}
+    for repo, by_path in gone.items():
         for admin, named in git.admin_dirs(repo) or []:
-            if named is not None:
-                at = os.path.realpath(os.path.dirname(os.path.join(admin, named)))
-                if at in real:
-                    left.setdefault(repo, set()).add(real[at])
+            if named is None:
+                continue
+            owner = by_path.get(os.path.realpath(os.path.dirname(os.path.join(admin, named))))
+            save = owner.save if owner is not None else None
+            if owner is None or save is None:
+                continue
+            try:
+                made = os.stat(os.path.join(admin, "commondir")).st_mtime_ns
+            except OSError:
+                continue
+            real = os.path.realpath(save.worktree_path)
+            taken = any(e.meta.path and os.path.realpath(e.meta.path) == real
+                        for e in trash.entries(ctx.store.dir, owner.id))
+            if taken and made < save.saved_at:
+                left.setdefault(repo, set()).add(save.worktree_path)
     return left
 
 

@@ -64,23 +64,34 @@ class Context:
         """`git.worktree_prune` of the repository. only: the worktree paths whose
         registrations may go (those a command took away, or found stale at a path
         it restores to), every other registration staying; None (`git ao-prune`):
-        every stale one but those of live sessions whose worktree directory is
-        missing (a disk not mounted yet: its index and HEAD live in that
-        registration). Returns git's report lines."""
+        every stale one but those `kept_registrations` names. Returns git's report
+        lines."""
         if only is not None:
             return git.worktree_prune(common_dir, dry_run=dry_run, only=only)
         return git.worktree_prune(common_dir, dry_run=dry_run,
-                                  keep=self.missing_live_worktrees(common_dir))
+                                  keep=self.kept_registrations(common_dir))
 
-    def missing_live_worktrees(self, common_dir: str) -> list[str]:
-        """The worktree paths of the repository's live sessions whose directory is
-        missing: registrations a `git worktree prune` must keep."""
+    def kept_registrations(self, common_dir: str) -> list[str]:
+        """The worktree paths whose registration a `git worktree prune` must keep
+        although their directory is missing: a live session's (its disk not
+        mounted yet: its index and HEAD live in that registration), and every
+        one registered inside a pending session's worktree (made there after the
+        capture, it went to the trash with it and comes back with it)."""
         real = os.path.realpath(common_dir)
+        mine = [s for s in self.store.sessions() if os.path.realpath(s.common_dir) == real]
         # A directory that is there is looked at first: it is the common case, and
         # the cheaper question (one lstat against a realpath's one per component).
-        return [s.worktree_path for s in self.store.sessions()
-                if s.live and not os.path.lexists(s.worktree_path)
-                and os.path.realpath(s.common_dir) == real]
+        kept = [s.worktree_path for s in mine
+                if s.live and not os.path.lexists(s.worktree_path)]
+        tops = tuple(os.path.realpath(s.save.worktree_path) + "/" for s in mine
+                     if s.pending and s.save is not None
+                     and not os.path.lexists(s.save.worktree_path))
+        if tops:
+            for admin, named in git.admin_dirs(common_dir) or []:
+                at = os.path.realpath(os.path.dirname(os.path.join(admin, named or "")))
+                if named is not None and at.startswith(tops):
+                    kept.append(at)
+        return kept
 
     def log(self, action: str, session_id: str | None, decision: str, **fields: Any) -> None:
         """Write one decision to the log (not on a dry run)."""

@@ -227,6 +227,8 @@ class Outcome:
     # a preserve's dry run refused for a worktree it keeps: the real run saves the
     # work all the same (and a push sends that save)
     would_save: bool = False
+    # a preserve that keeps the worktree: why, in the message's words (doctor says it)
+    kept_for: str = ""
     # import: the session registered (on a dry run, the one the real run would
     # register, stored nowhere), so a dry run's preserve --all can judge it
     registered: Session | None = None

@@ -206,6 +206,7 @@ def test_a_worktree_made_inside_after_the_capture_keeps_its_registration(repo, w
     outcome = json.loads(out)["results"][0]
     assert rc == 3 and outcome["status"] == "attention", out + err
     assert "inner" in outcome["message"], out
+    ao("ao-prune", cwd=repo)  # (git's prune would drop the registration: it keeps it)
     ao("ao-restore", "late-inner", cwd=repo)
     assert (inner / "s.txt").read_text() == "in the worktree\n"
     assert git("show", ":s.txt", cwd=inner) == "staged\n"
@@ -245,6 +246,26 @@ def test_a_clean_nested_clone_comes_back_with_the_trash_copy(repo, worktrees):
     assert (wt / "a.txt").read_text() == "work\n"
     assert git("status", "--porcelain", cwd=wt / "lib") == ""
     assert (wt / "lib" / ".git").is_dir()
+
+
+def test_a_new_worktree_at_a_pending_path_moved_by_hand_keeps_its_registration(
+        repo, worktrees, tmp_path):
+    """A pending save's directory is gone and a new worktree was made at its path,
+    then moved by hand: its registration is not the one the save's run took away,
+    so a later preserve leaves it (its index holds staged work in no commit)."""
+    wt = worktrees(repo, "first")
+    (wt / "a.txt").write_text("work\n")
+    ao("ao-preserve", "first", cwd=repo)
+    git("worktree", "add", "-q", "-b", "second", str(wt), cwd=repo)
+    (wt / "s.txt").write_text("staged only\n")
+    git("add", "s.txt", cwd=wt)
+    moved = tmp_path / "moved-here"
+    os.rename(wt, moved)
+    other = worktrees(repo, "other")
+    (other / "b.txt").write_text("work\n")
+    ao("ao-preserve", "other", cwd=repo)
+    git("worktree", "repair", str(moved), cwd=moved)
+    assert git("show", ":s.txt", cwd=moved) == "staged only\n"
 
 
 def test_preserve_prunes_no_registration_but_its_own(repo, worktrees, tmp_path):

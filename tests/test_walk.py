@@ -185,6 +185,9 @@ MUTATIONS = {
     "a new file in an ignored directory": (
         lambda d: (d / "node_modules" / "pkg" / "j.js").write_text("x"), True),
     "an ignored file rewritten": (lambda d: (d / "build.log").write_text("changed"), True),
+    "an ignored file replaced by a directory": (
+        lambda d: ((d / "build.log").unlink(), (d / "build.log").mkdir(),
+                   (d / "build.log" / "notes.md").write_text("x")), False),
     "an ignored directory replaced by a file": (
         lambda d: (shutil.rmtree(d / "node_modules"), (d / "node_modules").write_text("x")),
         False),
@@ -220,6 +223,20 @@ def test_unchanged_since_lists_a_racy_directory_again(d):
     before.listed["src"] -= 1  # as if "g.py" had arrived after the listing
     del before.entries["src/g.py"]
     assert not walk.unchanged_since(before, str(d), [])
+
+
+def test_unchanged_since_sees_a_repository_made_in_a_racy_directory(d):
+    # Within one clock tick an entry goes and a `.git` comes: the count and the
+    # directory's times stay, but a `.git` where there was none is a new nested
+    # repository, which a new walk would see.
+    _tree(d)
+    before = walk.walk(str(d), started_ns=(d / "src").lstat().st_ctime_ns + 1)
+    (d / "src" / ".git").mkdir()
+    st = (d / "src").lstat()
+    before.dir_sigs["src"] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    before.listed["src"] += 1  # as if an ignored file seen then had gone in the same tick
+    before.entries["src/gone.log"] = before.entries["src/g.py"]
+    assert not walk.unchanged_since(before, str(d), ["src/gone.log"])
 
 
 def _clone_with_remote(tmp_path, name):

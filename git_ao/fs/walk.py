@@ -481,17 +481,24 @@ def unchanged_since(before: Walk, root: str, ignored: Iterable[str]) -> bool:
         if near(sig[1], sig[2], started):
             relist.append(rel)
     entries, dirs = before.entries, before.dirs
+    nested = set(before.nested)
     for rel in relist:
-        # As many names as then, each one seen then: the same names.
+        # As many names as then, each one seen then and of the same kind (a file,
+        # or a directory: d_type, no stat): the same names. `.git` only where
+        # it was (the top, a nested repository).
         try:
-            now = os.listdir(top + rel)
+            with os.scandir(top + rel) as it:
+                now = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
         except OSError:
             return False
         if len(now) != before.listed.get(rel):
             return False
-        for name in now:
+        for name, is_dir in now:
             path = f"{rel}/{name}" if rel else name
-            if name != ".git" and path not in entries and path not in dirs:
+            if name == ".git":
+                if rel and rel not in nested:
+                    return False
+            elif not (path in dirs if is_dir else path in entries):
                 return False
     for rel, e in entries.items():
         if (skipped or ignored_files) and (rel in ignored_files

@@ -259,14 +259,42 @@ def _lock_for_prune(common_dir: str, keep: Iterable[str],
         admins = _admins_of(common_dir, keep)
     for admin in admins:
         lock = os.path.join(admin, "locked")
+        _clear_left_lock(lock)
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError:
             continue  # locked already (git keeps it), or unwritable
         with os.fdopen(fd, "w") as fh:
-            fh.write("git-ao: kept through a prune of another worktree's registration\n")
+            fh.write(f"{_LOCK_WORDS.format(os.getpid())}\n")
         written.append(lock)
     return written
+
+
+# The reason of the `locked` file a prune writes for the time of the prune.
+_LOCK_WORDS = "git-ao {}: kept through a prune of another worktree's registration"
+
+
+def _clear_left_lock(lock: str) -> None:
+    """Remove the `locked` file a git-ao prune wrote and a kill left behind (its
+    process is gone): else the registration would stay locked for good."""
+    try:
+        with open(lock, encoding="utf-8") as fh:
+            said = fh.read(200)
+    except (OSError, UnicodeDecodeError):
+        return
+    head, _, tail = said.partition(" ")
+    pid = tail.partition(":")[0]
+    if head != "git-ao" or not pid.isdigit() or said.rstrip("\n") != _LOCK_WORDS.format(pid):
+        return
+    try:
+        os.kill(int(pid), 0)
+        return  # still running: its prune's lock
+    except ProcessLookupError:
+        pass
+    except OSError:
+        return  # another user's process: alive
+    with contextlib.suppress(OSError):
+        os.unlink(lock)
 
 
 

@@ -95,7 +95,8 @@ def _prune_after(ctx: Context, s: Session) -> str:
     it does, and a failure leaves only the registration of a directory gone, which
     the next prune clears (as preserve's). Returns the clause saying a failure."""
     try:
-        ctx.prune_worktrees(s.common_dir, only=[s.worktree_path])
+        with ctx.repo_lock(s.common_dir):
+            ctx.prune_worktrees(s.common_dir, only=[s.worktree_path])
     except AoError as exc:
         ctx.log("kill", s.id, "worktree-prune-failed", repo=s.common_dir, error=str(exc))
         return (f"; git worktree prune failed ({exc}): its registration stays until the "

@@ -233,7 +233,9 @@ def _would_prune(line: str) -> str:
 
 def _prune_repo(ctx: Context, repo: str, by_id: dict[str, Session]) -> list[Outcome]:
     out = []
-    for ln in ctx.prune_worktrees(repo, dry_run=ctx.dry_run):
+    with ctx.repo_lock(repo):
+        lines = ctx.prune_worktrees(repo, dry_run=ctx.dry_run)
+    for ln in lines:
         ctx.log("prune", None, "worktree-prune", repo=repo, detail=ln)
         out.append(Outcome("-", Action.PRUNE_WORKTREE, Status.OK,
                            _would_prune(ln) if ctx.dry_run else ln, {"repo": repo}))

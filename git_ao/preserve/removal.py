@@ -132,7 +132,8 @@ def settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
     if inside:
         ctx.log("preserve", s.id, "mounted-late", trash=entry.worktree, mounts=len(inside))
         done.settled = False
-        done.unsaved = sorted(set(done.unsaved or []) | set(inside))
+        had = done.unsaved if done.unsaved is not None else done.late
+        done.unsaved = sorted(set(had) | set(inside))
         done.late = sorted(set(done.late) | set(inside))
     return done
 

@@ -421,10 +421,11 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             if keep and not keep_worktree:
                 # As the real run: captured, recorded as a checkpoint, worktree kept.
                 would["blocked"] = keep
+                told = _told(path, keep, blocked)
                 return with_warnings(Outcome(
                     s.id, Action.PRESERVE, Status.REFUSED, f"would save ({counts}{said}) "
-                    f"and keep the worktree: {_told(path, keep, blocked)}", would,
-                    would_save=True), warns)
+                    f"and keep the worktree: {told}", would, would_save=True,
+                    kept_for=told), warns)
             return with_warnings(Outcome(s.id, Action.PRESERVE, Status.OK,
                                          f"would {what}: {counts}{said}"
                                          + (held_note(s) if held else ""), would), warns)
@@ -1064,8 +1065,7 @@ def refusal(ctx: Context, s: Session, cache: RepoCache | None = None
         return str(exc), False
     if out.status == Status.REFUSED:
         # The words the run says (reasons of many paths grouped, `_told`).
-        _, kept, told = out.message.partition("and keep the worktree: ")
-        return (told if kept else out.message), bool(out.would_save)
+        return (out.kept_for or out.message), bool(out.would_save)
     return None
 
 
