@@ -257,13 +257,19 @@ def test_a_new_worktree_at_a_pending_path_moved_by_hand_keeps_its_registration(
     (wt / "a.txt").write_text("work\n")
     ao("ao-preserve", "first", cwd=repo)
     git("worktree", "add", "-q", "-b", "second", str(wt), cwd=repo)
+    _staged_and_moved_survives_a_preserve(repo, worktrees, wt, tmp_path)
+
+
+def _staged_and_moved_survives_a_preserve(repo, worktrees, wt, tmp_path) -> None:
+    """Stage a file in the worktree `wt`, move it by hand, preserve another session
+    of the repository: `git worktree repair` still finds its index."""
     (wt / "s.txt").write_text("staged only\n")
     git("add", "s.txt", cwd=wt)
     moved = tmp_path / "moved-here"
     os.rename(wt, moved)
-    other = worktrees(repo, "other")
+    other = worktrees(repo, "taken")
     (other / "b.txt").write_text("work\n")
-    ao("ao-preserve", "other", cwd=repo)
+    ao("ao-preserve", "taken", cwd=repo)
     git("worktree", "repair", str(moved), cwd=moved)
     assert git("show", ":s.txt", cwd=moved) == "staged only\n"
 
@@ -274,16 +280,8 @@ def test_preserve_prunes_no_registration_but_its_own(repo, worktrees, tmp_path):
     work in no commit. A preserve of another session of the repository deregisters
     only the worktree it took away."""
     other = worktrees(repo, "moved-by-hand")
-    (other / "s.txt").write_text("staged only\n")
-    git("add", "s.txt", cwd=other)
     ao("ao", "forget", "moved-by-hand", cwd=repo)
-    moved = tmp_path / "moved-here"
-    os.rename(other, moved)
-    wt = worktrees(repo, "taken")
-    (wt / "a.txt").write_text("work\n")
-    ao("ao-preserve", "taken", cwd=repo)
-    git("worktree", "repair", str(moved), cwd=moved)
-    assert git("show", ":s.txt", cwd=moved) == "staged only\n"
+    _staged_and_moved_survives_a_preserve(repo, worktrees, other, tmp_path)
 
 
 def test_committed_files_removed_after_the_capture_are_no_loss(repo, worktrees):
