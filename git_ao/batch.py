@@ -8,7 +8,7 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.context import Context, session_paths
 from git_ao.errors import AoError, Refused, TimedOut, Usage
 from git_ao.git import lock as gitlock
@@ -231,21 +231,15 @@ def _left_registered(ctx: Context) -> dict[str, set[str]]:
     from git_ao.store import trash  # only when a pending session's directory is gone
     left: dict[str, set[str]] = {}
     for repo, by_path in gone.items():
-        for admin, named in git.admin_dirs(repo) or []:
-            if named is None:
-                continue
-            owner = by_path.get(os.path.realpath(os.path.dirname(os.path.join(admin, named))))
+        for admin, at in git.registrations(repo):
+            owner = by_path.get(at)
             save = owner.save if owner is not None else None
             if owner is None or save is None:
                 continue
-            try:
-                made = os.stat(os.path.join(admin, "commondir")).st_mtime_ns
-            except OSError:
-                continue
-            real = os.path.realpath(save.worktree_path)
-            taken = any(e.meta.path and os.path.realpath(e.meta.path) == real
+            made = gitfiles.registered_ns(admin)
+            taken = any(e.meta.path and os.path.realpath(e.meta.path) == at
                         for e in trash.entries(ctx.store.dir, owner.id))
-            if taken and made < save.saved_at:
+            if taken and made is not None and made < save.saved_at:
                 left.setdefault(repo, set()).add(save.worktree_path)
     return left
 

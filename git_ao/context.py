@@ -87,10 +87,7 @@ class Context:
                      if s.pending and s.save is not None
                      and not os.path.lexists(s.save.worktree_path))
         if tops:
-            for admin, named in git.admin_dirs(common_dir) or []:
-                at = os.path.realpath(os.path.dirname(os.path.join(admin, named or "")))
-                if named is not None and at.startswith(tops):
-                    kept.append(at)
+            kept += [at for _admin, at in git.registrations(common_dir) if at.startswith(tops)]
         return kept
 
     def log(self, action: str, session_id: str | None, decision: str, **fields: Any) -> None:

@@ -49,6 +49,16 @@ def admin_gitdir(admin: str, *, as_written: bool = False) -> str | None:
     return os.path.normpath(os.path.join(admin, named))
 
 
+def registered_ns(admin: str) -> int | None:
+    """When the linked worktree whose admin dir is `admin` was registered (ns): the
+    mtime of its `commondir`, which `git worktree add` writes once. None when it
+    cannot be read."""
+    try:
+        return os.stat(os.path.join(admin, "commondir")).st_mtime_ns
+    except OSError:
+        return None
+
+
 def common_dir(git_dir: str) -> str:
     """The common dir of `git_dir`: the one its `commondir` file names (relative to
     it), else `git_dir` itself. Normalised."""

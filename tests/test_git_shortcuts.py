@@ -459,10 +459,9 @@ def test_changed_and_listed_is_changed_paths_and_trees_blobs(repo):
     u_tree = git_cli("rev-parse", "HEAD^{tree}", cwd=repo).strip()
     want_changed = sorted(query.changed_paths(str(repo), i_tree, w_tree))
     want_listed = query.trees_blobs(str(repo), [w_tree, u_tree])
-    assert sorted(query.changed_and_listed(str(repo), i_tree, w_tree, [w_tree, u_tree])) \
-        == want_changed == ["d/a.txt", "gone.txt", "new.txt"]
-    assert query.trees_blobs(str(repo), [w_tree, u_tree]) == want_listed
-    # Taken once: the next asking goes to git again, with the same answer.
-    assert query.trees_blobs(str(repo), [w_tree, u_tree]) == want_listed
-    assert sorted(query.changed_and_listed(str(repo), w_tree, w_tree, [w_tree])) == []
-    assert query.trees_blobs(str(repo), [w_tree]) == query.ls_tree_blobs(str(repo), w_tree)
+    changed, listed = query.changed_and_listed(str(repo), i_tree, w_tree, [w_tree, u_tree])
+    assert sorted(changed) == want_changed == ["d/a.txt", "gone.txt", "new.txt"]
+    assert listed == want_listed
+    changed, listed = query.changed_and_listed(str(repo), w_tree, w_tree, [w_tree])
+    assert sorted(changed) == []
+    assert listed == query.ls_tree_blobs(str(repo), w_tree)

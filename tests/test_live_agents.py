@@ -642,11 +642,10 @@ _STUBBORN = ("import signal, sys\n"
              "print('done', flush=True)\n")
 
 
-def test_an_agent_still_running_when_its_worktree_is_moved_needs_attention(repo, tmp_path):
-    """An agent that ignores SIGTERM outlives the stop and writes into the trash copy
-    after the checks: the preserve says so (exit 3, pid and name), and the restore
-    from the trash brings those writes back and names them."""
-    wt = _worktree(repo, tmp_path / "wt", "stubborn")
+@contextlib.contextmanager
+def _stubborn(repo: Path, wt: Path):
+    """An agent in `wt` that ignores SIGTERM (preserve.agentTimeout short), ready;
+    `_go(agent)` makes it write, after which it says done. Killed at the end."""
     ao("ao", "config", "set", "preserve.agentTimeout", "0.2", cwd=repo)
     agent = subprocess.Popen([sys.executable, "-c", _STUBBORN], cwd=wt, text=True,
                              stdout=subprocess.PIPE, stdin=subprocess.PIPE,
@@ -654,18 +653,32 @@ def test_an_agent_still_running_when_its_worktree_is_moved_needs_attention(repo,
     try:
         assert agent.stdout is not None and agent.stdin is not None
         assert agent.stdout.readline() == "ready\n"
+        yield agent
+    finally:
+        agent.kill()
+        agent.communicate()
+
+
+def _go(agent: subprocess.Popen) -> None:
+    assert agent.stdout is not None and agent.stdin is not None
+    agent.stdin.write("go\n")
+    agent.stdin.flush()
+    assert agent.stdout.readline() == "done\n"
+
+
+def test_an_agent_still_running_when_its_worktree_is_moved_needs_attention(repo, tmp_path):
+    """An agent that ignores SIGTERM outlives the stop and writes into the trash copy
+    after the checks: the preserve says so (exit 3, pid and name), and the restore
+    from the trash brings those writes back and names them."""
+    wt = _worktree(repo, tmp_path / "wt", "stubborn")
+    with _stubborn(repo, wt) as agent:
         res = ao("ao-preserve", "--all", "--json", cwd=repo, rc=None)
         [r] = support.json_results(res)
         assert res.returncode == 3 and r["status"] == "attention", res.stdout
         assert f"pid {agent.pid}" in r["message"] and "still running" in r["message"], r
         assert r["trash"] in r["message"] and "git ao-restore" in r["message"], r
         assert r["running_in_trash"] == [agent.pid], r
-        agent.stdin.write("go\n")
-        agent.stdin.flush()
-        assert agent.stdout.readline() == "done\n"
-    finally:
-        agent.kill()
-        agent.communicate()
+        _go(agent)
     res = ao("ao-restore", "--json", cwd=repo, rc=None)
     [r] = support.json_results(res)
     assert (wt / "result.txt").read_text() == "written after the move\n", res.stdout
@@ -681,13 +694,7 @@ def test_a_checkout_restore_names_an_agent_still_working_in_the_trash_copy(repo,
     (exit 3), and prune keeps the copy once it wrote there."""
     wt = _worktree(repo, tmp_path / "wt", "stubborn")
     (wt / "notes.txt").write_text("its notes\n")
-    ao("ao", "config", "set", "preserve.agentTimeout", "0.2", cwd=repo)
-    agent = subprocess.Popen([sys.executable, "-c", _STUBBORN], cwd=wt, text=True,
-                             stdout=subprocess.PIPE, stdin=subprocess.PIPE,
-                             start_new_session=True)
-    try:
-        assert agent.stdout is not None and agent.stdin is not None
-        assert agent.stdout.readline() == "ready\n"
+    with _stubborn(repo, wt) as agent:
         ao("ao-preserve", "--all", cwd=repo, rc=3)
         support.commit_on(repo, "stubborn", {"other.txt": "upstream\n"})
         res = ao("ao-restore", "--json", cwd=repo, rc=3)
@@ -695,12 +702,7 @@ def test_a_checkout_restore_names_an_agent_still_working_in_the_trash_copy(repo,
         assert r["running_in_trash"] == [agent.pid], r
         assert f"pid {agent.pid}" in r["message"] and "trash copy" in r["message"], r
         assert (wt / "notes.txt").read_text() == "its notes\n"
-        agent.stdin.write("go\n")
-        agent.stdin.flush()
-        assert agent.stdout.readline() == "done\n"
-    finally:
-        agent.kill()
-        agent.communicate()
+        _go(agent)
     assert not (wt / "result.txt").exists()
     res = ao("ao-prune", "-n", "--expire=now", cwd=repo, rc=None)
     assert "kept" in res.stdout and "result.txt" in res.stdout, res.stdout

@@ -235,12 +235,18 @@ def admin_dirs(common_dir: str) -> list[tuple[str, str | None]] | None:
     return [(admin, gitfiles.admin_gitdir(admin, as_written=True)) for admin in admins]
 
 
+def registrations(common_dir: str) -> list[tuple[str, str]]:
+    """(admin dir, the real path of its worktree) of each linked worktree whose
+    `gitdir` file reads (`admin_dirs`)."""
+    return [(admin, os.path.realpath(os.path.dirname(os.path.join(admin, named))))
+            for admin, named in admin_dirs(common_dir) or [] if named is not None]
+
+
 def _admins_of(common_dir: str, paths: Iterable[str]) -> list[str]:
     """The admin dirs of the worktrees at `paths` (as their `gitdir` files name them)."""
     wanted = {os.path.realpath(p) for p in paths}
-    listed = (admin_dirs(common_dir) or []) if wanted else []
-    return [admin for admin, named in listed if named is not None
-            and os.path.realpath(os.path.dirname(os.path.join(admin, named))) in wanted]
+    return [admin for admin, at in (registrations(common_dir) if wanted else [])
+            if at in wanted]
 
 
 def _lock_for_prune(common_dir: str, keep: Iterable[str],

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Sequence
 
 from git_ao import git, gitfiles, quickgit
@@ -57,13 +56,7 @@ def trees_blobs(cwd: str, trees: Sequence[str]) -> dict[str, str]:
     """{path: object id} of every non-tree entry of each of `trees` (tree ids), a
     later tree's entry winning at the same path: `ls_tree_blobs` of each, in one
     `git diff-tree --stdin -r -z` of each against the empty tree (every entry
-    comes as added, gitlinks too), or the listing `changed_and_listed` already
-    had git print for the same trees (a tree's entries are fixed by its id).
-    Raises GitError."""
-    with _listed_lock:
-        listed = _listed.pop(tuple(trees), None)
-    if listed is not None:
-        return listed
+    comes as added, gitlinks too). Raises GitError."""
     if len(trees) == 1 or len({len(t) for t in trees}) != 1 or len(trees[0]) not in _EMPTY_TREE:
         out: dict[str, str] = {}
         for tree in trees:
@@ -73,31 +66,17 @@ def trees_blobs(cwd: str, trees: Sequence[str]) -> dict[str, str]:
     return _merged(_diff_pairs(cwd, [(empty, t) for t in trees]))
 
 
-def changed_and_listed(cwd: str, old: str, new: str, trees: Sequence[str]) -> list[str]:
-    """`changed_paths(cwd, old, new)` (two tree ids), with the listing of `trees`
-    that a later `trees_blobs(cwd, trees)` returns taken in the same `git
-    diff-tree --stdin` (the removal proof's listing of the trees a capture wrote,
-    one git process fewer per save). The listing is kept until that call asks for
-    it, or the oldest dropped past a bound (a save whose removal never comes).
-    Raises GitError."""
+def changed_and_listed(cwd: str, old: str, new: str, trees: Sequence[str]
+                       ) -> tuple[list[str], dict[str, str] | None]:
+    """(`changed_paths(cwd, old, new)` of two tree ids, what `trees_blobs(cwd,
+    trees)` returns) from one `git diff-tree --stdin` (the removal proof's listing
+    of the trees a capture wrote, one git process fewer per save); the listing is
+    None where the ids' lengths differ (then nothing is listed). Raises GitError."""
     if len({len(old), len(new), *(len(t) for t in trees)}) != 1 or len(old) not in _EMPTY_TREE:
-        return changed_paths(cwd, old, new)
+        return changed_paths(cwd, old, new), None
     empty = _EMPTY_TREE[len(old)]
     pairs = _diff_pairs(cwd, [(old, new), *((empty, t) for t in trees)])
-    with _listed_lock:
-        while len(_listed) >= _LISTED_MAX:
-            del _listed[next(iter(_listed))]
-        _listed[tuple(trees)] = _merged(pairs[1:])
-    return list(pairs[0])
-
-
-# The listings `changed_and_listed` took for a later `trees_blobs`, by the trees
-# listed, for the batch's threads. A few: a save's removal follows its capture
-# (at most `-j` at once), and one never asked for (a worktree kept) is only
-# memory; a listing dropped is asked of git again.
-_listed: dict[tuple[str, ...], dict[str, str]] = {}
-_listed_lock = threading.Lock()
-_LISTED_MAX = 16
+    return list(pairs[0]), _merged(pairs[1:])
 
 
 def _merged(listings: Sequence[dict[str, str]]) -> dict[str, str]:

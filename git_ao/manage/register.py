@@ -8,7 +8,7 @@ import re
 import unicodedata
 from typing import Any
 
-from git_ao import git
+from git_ao import git, gitfiles
 from git_ao.context import MAX_ID, Context, lookup, validate_id
 from git_ao.errors import NotARepository, Refused, Usage, one_line
 from git_ao.manage.listing import list_json
@@ -21,7 +21,6 @@ def left_by(s: Session, path: str) -> bool:
     """Is the worktree at `path` the one pending session `s`'s save left there
     (`_left_by`), rather than a new one made at its path since? Unknown (no
     worktree there to read) counts as yes."""
-    from git_ao import gitfiles
     admin = gitfiles.read_gitfile(os.path.join(path, ".git"))
     return admin is None or _left_by(s, admin)
 
@@ -34,11 +33,8 @@ def _left_by(s: Session, git_dir: str) -> bool:
     save = s.save
     if save is None or save.restore_started_at is not None:
         return True
-    try:
-        made = os.stat(os.path.join(git_dir, "commondir")).st_mtime_ns
-    except OSError:
-        return True
-    return made <= save.saved_at
+    made = gitfiles.registered_ns(git_dir)
+    return made is None or made <= save.saved_at
 
 
 def register(ctx: Context, path: str, *, session_id: str | None = None,

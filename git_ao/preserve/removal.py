@@ -188,7 +188,7 @@ def _settle(ctx: Context, s: Session, v: worktree.Verified, entry: trash.Entry,
             ctx.log("preserve", s.id, "captured-late", commit=again.commit, paths=len(changed))
         before, cap = after, again
         captured = witness.captured_blobs(moved, again.head, again.worktree_tree,
-                                          again.untracked_tree)
+                                          again.untracked_tree, again.listed)
     return Settled(sorted(set(late) | grown), settled=False)
 
 

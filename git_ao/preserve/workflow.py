@@ -468,7 +468,7 @@ def preserve_one(ctx: Context, session_id: str, keep_worktree: bool = False,
             if before is not None:
                 from git_ao.preserve import removal
                 captured = witness.captured_blobs(path, cap.head, cap.worktree_tree,
-                                                  cap.untracked_tree)
+                                                  cap.untracked_tree, cap.listed)
                 # A file a required filter failed on, or that cannot be read, is named
                 # by the capture's reason.
                 blocked = [b for b in witness.blockers(

@@ -41,9 +41,13 @@ if TYPE_CHECKING:
 
 
 def captured_blobs(cwd: str, head: str, worktree_tree: str | None,
-                   untracked_tree: str | None) -> dict[str, str]:
+                   untracked_tree: str | None,
+                   listed: dict[str, str] | None = None) -> dict[str, str]:
     """{path: object id} of everything a save holds for the worktree at `cwd`: the
-    worktree tree (HEAD's when nothing was written) and the untracked tree."""
+    worktree tree (HEAD's when nothing was written) and the untracked tree.
+    listed: those trees' listing the capture took already (`Capture.listed`)."""
+    if listed is not None:
+        return listed
     tree = worktree_tree or git.trees_of(cwd, [head])[0]
     assert tree is not None
     return query.trees_blobs(cwd, [tree, untracked_tree] if untracked_tree else [tree])

@@ -166,6 +166,9 @@ class Capture:
     # else the save needs of it is read here, not asked of git again.
     config: parse.Config = field(default_factory=parse.Config, repr=False, compare=False)
     git_dir: str = ""  # the worktree's git dir, where scratch files go
+    # {path: object id} of W and U, listed beside the witness's diff (`_check_witness`),
+    # for the removal proof (`witness.captured_blobs`); None when not listed.
+    listed: dict[str, str] | None = field(default=None, repr=False, compare=False)
     # The commits computed and not written yet (capture(defer=True)): `flush`
     # writes them, with any other objects, in one process.
     unwritten: list[tuple[ObjectId, bytes]] = field(default_factory=list, repr=False,
@@ -603,13 +606,17 @@ def _check_witness(path: str, cap: Capture, unstaged: list[str],
                    listed: Sequence[str] = ()) -> None:
     """Every path `git status` saw change in the worktree must differ between I and W
     (one `git diff-tree` of two trees, no worktree scan; with the trees `listed`
-    listed in the same process for a later `query.trees_blobs`). Raises
-    CannotCapture naming every path W missed."""
+    listed in the same process, kept in `cap.listed` for the removal proof).
+    Raises CannotCapture naming every path W missed."""
     if not unstaged:
         return
     assert cap.index_tree and cap.worktree_tree
-    differ = set(query.changed_and_listed(path, cap.index_tree, cap.worktree_tree, listed)
-                 if listed else query.changed_paths(path, cap.index_tree, cap.worktree_tree))
+    if listed:
+        changed, cap.listed = query.changed_and_listed(path, cap.index_tree,
+                                                       cap.worktree_tree, listed)
+    else:
+        changed = query.changed_paths(path, cap.index_tree, cap.worktree_tree)
+    differ = set(changed)
     missed = [p for p in unstaged if p not in differ]
     if missed:
         raise CannotCapture(f"{_paths(path, missed)} changed but could not be "
