@@ -10,7 +10,6 @@ here once; git/process.py starts every other git process, under the same rules.
 from __future__ import annotations
 
 import os
-import signal
 
 from git_ao import gitfiles
 
@@ -96,7 +95,12 @@ def spawn_ready() -> tuple[int, ...]:
 
 
 _spawn_ready: list[bool] = []
-_DEFAULT_SIGNALS = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, n))
+try:  # the C module `signal` wraps: `signal` itself loads enum, which an
+    # unchanged checkpoint does not import
+    from _signal import SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]
+except ImportError:
+    from signal import SIGPIPE, SIGXFSZ
+_DEFAULT_SIGNALS = (SIGPIPE, SIGXFSZ)
 
 
 def exit_status(args: list[str], env: dict[str, str]) -> int | None:
